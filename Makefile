@@ -1,0 +1,41 @@
+# The two commands a researcher needs: `make demo` and `make test`.
+# Both create .venv when it is missing; nothing but PyPI packages is downloaded.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+DB     ?= truss_lab.duckdb
+
+.PHONY: demo test lint bench install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Stamps re-run the install whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[notebook]'
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed
+	$(BIN)/python -m truss_lab.demo --db $(DB)
+
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check truss_lab tests benchmarks
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --nbmake notebooks
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check truss_lab tests benchmarks
+
+bench: $(VENV)/.installed-dev
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache $(DB) $(DB).wal demo_out

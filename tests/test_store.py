@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from truss_lab._errors import StoreError, StoreLockedError
+from truss_lab._store import SCHEMA_VERSION, Store
+
+TABLES = {
+    "journal", "signing_keys", "memory_entries", "policy_records", "events",
+    "extraction_runs", "candidates", "completions", "labels", "schema_version",
+}
+
+
+def test_schema_and_migrations(tmp_path) -> None:
+    path = tmp_path / "t.duckdb"
+    with Store(path) as s:
+        assert TABLES <= set(s.counts())
+        assert s.schema_version() == SCHEMA_VERSION
+        assert s.counts()["schema_version"] == SCHEMA_VERSION
+    with Store(path) as s:  # reopening applies nothing twice
+        assert s.counts()["schema_version"] == SCHEMA_VERSION
+    with Store(path, read_only=True) as s:
+        with pytest.raises(StoreError, match="read-only"):
+            with s.transaction():
+                pass
+
+
+def test_read_only_missing_file(tmp_path) -> None:
+    with pytest.raises(StoreError, match="no such database"):
+        Store(tmp_path / "missing.duckdb", read_only=True)
+
+
+def _rows(n: int, start: int = 0) -> pd.DataFrame:
+    return pd.DataFrame({
+        "verdict_hash": [f"{i:064x}" for i in range(start, start + n)],
+        "extractor": ["x"] * n,
+        "text": [f"t{i}" for i in range(start, start + n)],
+        "source": ["test"] * n,
+        "recorded_at": pd.Timestamp("2026-01-01", tz="UTC"),
+    })
+
+
+def test_append_is_idempotent(store) -> None:
+    key = ["verdict_hash", "extractor"]
+    assert store.append("completions", _rows(5), key=key) == 5
+    assert store.append("completions", _rows(5), key=key) == 0
+    assert store.append("completions", _rows(5, start=3), key=key) == 3
+    assert store.counts()["completions"] == 8
+
+
+def test_append_refuses_conflicting_duplicates_in_one_batch(store) -> None:
+    rows = pd.concat([_rows(2), _rows(1).assign(text="other")])
+    with pytest.raises(StoreError, match="two different rows share the key"):
+        store.append("completions", rows, key=["verdict_hash", "extractor"])
+    assert store.counts()["completions"] == 0
+    # Identical duplicates collapse.
+    assert store.append("completions", pd.concat([_rows(2), _rows(2)]),
+                        key=["verdict_hash", "extractor"]) == 2
+
+
+def test_transaction_rolls_back_everything(store) -> None:
+    before = store.counts()
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.append("completions", _rows(3), key=["verdict_hash", "extractor"])
+            raise RuntimeError("boom")
+    assert store.counts() == before
+
+
+def test_failed_statement_is_not_committed(store) -> None:
+    # DuckDB would turn a COMMIT after a failed statement into a silent rollback;
+    # the store must surface the failure instead of reporting success.
+    with pytest.raises(Exception, match="NOT NULL|Constraint"):
+        with store.transaction():
+            store.append("completions", _rows(2), key=["verdict_hash", "extractor"])
+            store.con.execute("INSERT INTO completions (verdict_hash) VALUES ('x')")
+    assert store.counts()["completions"] == 0
+
+
+def test_nested_transaction_joins_outer(store) -> None:
+    with pytest.raises(ValueError):
+        with store.transaction():
+            with store.transaction():
+                store.append("completions", _rows(1), key=["verdict_hash", "extractor"])
+            raise ValueError
+    assert store.counts()["completions"] == 0
+
+
+def test_second_writer_gets_a_clear_lock_error(tmp_path) -> None:
+    path = tmp_path / "locked.duckdb"
+    Store(path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            from truss_lab._store import Store
+            s = Store({str(path)!r})
+            print("ready", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreLockedError) as info:
+            Store(path)
+        msg = str(info.value)
+        assert f"PID {holder.pid}" in msg and "locked by another process" in msg
+        assert "\n" not in msg
+        # The CLI turns it into one line and a non-zero exit, no traceback.
+        r = subprocess.run([sys.executable, "-m", "truss_lab._cli", "init", "--db", str(path)],
+                           capture_output=True, text=True)
+        assert r.returncode == 2
+        assert r.stderr.startswith("error:") and "Traceback" not in r.stderr
+        assert f"PID {holder.pid}" in r.stderr
+    finally:
+        holder.communicate(input="", timeout=30)
+
+
+def test_arrow_append_with_nested_types(store) -> None:
+    from truss_lab._memory import MEMORY_SCHEMA
+
+    t = pa.table({
+        "entry_id": ["e1"], "kind": ["lesson"], "trust": ["unverified"], "text": ["x"],
+        "salience": [0.5], "evidence": [["check:a"]], "lesson_index": pa.array([0], pa.int32()),
+        "produced_by_seq": [1], "produced_by_hash": ["a" * 64],
+        "sources": [[{"seq": 1, "hash": "a" * 64}]], "extractor_id": ["x"], "run_id": ["r"],
+        "prompt_version": [None], "created_at": [pd.Timestamp("2026-01-01", tz="UTC")],
+        "superseded_by": [None],
+    }).cast(MEMORY_SCHEMA)
+    assert store.append("memory_entries", t, key=["entry_id"]) == 1
+    row = store.sql("SELECT sources[1].seq, evidence[1] FROM memory_entries").fetchall()[0]
+    assert row == (1, "check:a")

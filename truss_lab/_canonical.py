@@ -1,0 +1,228 @@
+"""Strict JSON reading and RFC 8785 (JCS) canonical writing.
+
+RFC 8785 cannot represent duplicate keys, NaN/Infinity, integers beyond 2^53
+or lone surrogates faithfully, so :func:`loads_strict` rejects them: a value
+that would canonicalize differently on another implementation never enters
+the journal. "Beyond 2^53" means |n| > 2^53 - 1, the bound of ``rfc8785``
+(and of JavaScript's ``Number.MAX_SAFE_INTEGER``), so whatever
+:func:`loads_strict` accepts :func:`canonical` can write. Lone surrogates,
+raw or escaped (``"\\ud800"``), are rejected: UTF-8 cannot encode them, so
+the canonical bytes would not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import json.encoder
+import math
+import re
+from typing import Any
+
+import rfc8785
+
+__all__ = ["MalformedJSON", "canonical", "canonical_bytes", "jcs_string", "loads_strict"]
+
+MAX_SAFE_INT = 2**53 - 1
+"""The largest integer magnitude RFC 8785 (an IEEE double) holds exactly; rfc8785 agrees."""
+
+# A lone surrogate can arrive raw (in a ``str``) or as a ``\\uD800``-style escape.
+_RAW_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class MalformedJSON(ValueError):
+    """``field`` is a dotted path when known; ``reason`` is a short code."""
+
+    def __init__(self, message: str, *, reason: str = "malformed", field: str | None = None):
+        super().__init__(message)
+        self.reason = reason
+        self.field = field
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise MalformedJSON(f"duplicate key {k!r}", reason="duplicate_key", field=k)
+        out[k] = v
+    return out
+
+
+def _int(s: str) -> int:
+    v = int(s)
+    if abs(v) > MAX_SAFE_INT:
+        raise MalformedJSON(
+            f"integer {s} is beyond the exact range of a double (|n| <= 2^53 - 1)",
+            reason="unsafe_integer",
+        )
+    return v
+
+
+def _float(s: str) -> float:
+    v = float(s)
+    if v in (float("inf"), float("-inf")):
+        raise MalformedJSON(f"number {s} overflows a double", reason="non_finite")
+    return v
+
+
+def _constant(s: str) -> Any:
+    raise MalformedJSON(f"{s} is not JSON", reason="non_finite")
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """Parse JSON, rejecting what RFC 8785 cannot represent.
+
+    Raises :class:`MalformedJSON` (a ``ValueError``) with a ``reason`` code:
+    ``bad_json``, ``duplicate_key``, ``non_finite``, ``unsafe_integer``,
+    ``bad_unicode``, and ``field`` the dotted path of the offending value
+    (``payload.checks.0.score``) when there is one.
+    """
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        if _RAW_SURROGATE.search(text):
+            raise MalformedJSON("text holds a lone surrogate", reason="bad_unicode")
+        value = json.loads(
+            text,
+            object_pairs_hook=_pairs,
+            parse_int=_int,
+            parse_float=_float,
+            parse_constant=_constant,
+        )
+    except MalformedJSON as exc:
+        if isinstance(text, str):
+            exc.field = _locate(text, exc.reason) or exc.field
+        raise
+    except UnicodeDecodeError as exc:
+        raise MalformedJSON(f"not UTF-8: {exc.reason}", reason="bad_unicode") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise MalformedJSON(f"not valid JSON: {exc}", reason="bad_json") from None
+    # A surrogate pair escape decodes to one non-BMP character; only a lone
+    # half survives as a surrogate code point, which UTF-8 cannot encode.
+    if _ESCAPED_SURROGATE.search(text) and _has_surrogate(value):
+        raise MalformedJSON(
+            "string holds a lone surrogate escape",
+            reason="bad_unicode",
+            field=_locate(text, "bad_unicode"),
+        )
+    return value
+
+
+class _PairList(list):  # an object parsed leniently, its pairs kept in order
+    pass
+
+
+def _offends(v: Any, reason: str) -> bool:
+    if reason == "non_finite":
+        return isinstance(v, float) and not math.isfinite(v)
+    if reason == "unsafe_integer":
+        return type(v) is int and abs(v) > MAX_SAFE_INT
+    if reason == "bad_unicode":
+        return isinstance(v, str) and _RAW_SURROGATE.search(v) is not None
+    return False
+
+
+def _locate(text: str, reason: str) -> str | None:
+    """The dotted path of the first value (in document order) that fails ``reason``.
+
+    Only called on the error path: a lenient re-parse keeps every pair, so the
+    offending value can be found even though the strict parse stopped at it.
+    """
+    try:
+        root = json.loads(text, object_pairs_hook=_PairList)
+    except (ValueError, RecursionError):
+        return None
+
+    def walk(obj: Any, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        if isinstance(obj, _PairList):
+            seen: set[str] = set()
+            for k, v in obj:
+                if reason == "duplicate_key" and k in seen:
+                    return (*path, k)
+                seen.add(k)
+                if _offends(k, reason):
+                    return (*path, k)
+                hit = walk(v, (*path, k))
+                if hit is not None:
+                    return hit
+            return None
+        if isinstance(obj, list):
+            for i, v in enumerate(obj):
+                hit = walk(v, (*path, str(i)))
+                if hit is not None:
+                    return hit
+            return None
+        return path if _offends(obj, reason) else None
+
+    hit = walk(root, ())
+    return ".".join(hit) if hit else None
+
+
+def _has_surrogate(obj: Any) -> bool:
+    if isinstance(obj, str):
+        return _RAW_SURROGATE.search(obj) is not None
+    if isinstance(obj, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in obj.items())
+    if isinstance(obj, list):
+        return any(_has_surrogate(v) for v in obj)
+    return False
+
+
+def _fast_ok(obj: Any) -> bool:
+    # json.dumps(sort_keys) equals JCS unless a float (number formatting
+    # differs) or a non-BMP key (JCS sorts by UTF-16 units) is present.
+    t = type(obj)
+    if t is str or t is bool or obj is None:
+        return True
+    if t is int:
+        # beyond 2^53 - 1 JCS has no exact form: rfc8785 raises, so must we
+        return -MAX_SAFE_INT <= obj <= MAX_SAFE_INT
+    if t is dict:
+        for k, v in obj.items():
+            if type(k) is not str or any(ord(c) > 0xFFFF for c in k):
+                return False
+            if not _fast_ok(v):
+                return False
+        return True
+    if t is list or t is tuple:
+        return all(_fast_ok(v) for v in obj)
+    return False
+
+
+def canonical(obj: Any) -> str:
+    """The RFC 8785 canonical JSON text of ``obj``.
+
+    Raises :class:`MalformedJSON` for values JCS cannot represent.
+    """
+    if _fast_ok(obj):
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise MalformedJSON("string holds a lone surrogate", reason="bad_unicode") from None
+        return text
+    try:
+        return rfc8785.dumps(obj).decode("utf-8")
+    except rfc8785.IntegerDomainError as exc:
+        raise MalformedJSON(f"cannot canonicalize: {exc}", reason="unsafe_integer") from None
+    except rfc8785.FloatDomainError as exc:
+        raise MalformedJSON(f"cannot canonicalize: {exc}", reason="non_finite") from None
+    except rfc8785.CanonicalizationError as exc:
+        reason = "bad_unicode" if "UTF-8" in str(exc) else "bad_json"
+        raise MalformedJSON(f"cannot canonicalize: {exc}", reason=reason) from None
+    except UnicodeEncodeError:
+        raise MalformedJSON("string holds a lone surrogate", reason="bad_unicode") from None
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """UTF-8 bytes of :func:`canonical`."""
+    return canonical(obj).encode("utf-8")
+
+
+_encode_basestring = json.encoder.encode_basestring  # the C encoder json.dumps uses
+
+
+def jcs_string(s: str) -> str:
+    """A JSON string literal exactly as RFC 8785 writes it."""
+    # same output as json.dumps(s, ensure_ascii=False), without its per-call overhead
+    return _encode_basestring(s)

@@ -1,0 +1,134 @@
+"""Layered configuration: defaults < TOML file < ``TRUSS_LAB_*`` environment < arguments.
+
+A TOML file holds a ``[memory]`` table::
+
+    [memory]
+    lesson_extraction = "model-scored"   # off | on | model-scored
+    extraction_min_salience = 0.70
+
+Each layer is validated on its own, so an error names the layer a bad value
+came from (``environment TRUSS_LAB_EXTRACTION_MIN_SALIENCE: ...``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from ._errors import ConfigError
+from ._models import LessonExtractionPolicy
+
+__all__ = ["ENV_PREFIX", "MemoryConfig"]
+
+ENV_PREFIX = "TRUSS_LAB_"
+_FIELDS = ("lesson_extraction", "extraction_min_salience")
+
+
+def _check(field: str, value: Any, layer: str) -> Any:
+    """Validate and normalize one raw value; raise ConfigError naming ``layer``."""
+    if field == "lesson_extraction":
+        try:
+            return LessonExtractionPolicy(str(value).strip() if isinstance(value, str) else value)
+        except ValueError:
+            allowed = ", ".join(p.value for p in LessonExtractionPolicy)
+            raise ConfigError(
+                f"lesson_extraction must be one of {allowed}, got {value!r}",
+                layer=layer, field=field,
+            ) from None
+    if field == "extraction_min_salience":
+        v = value
+        if isinstance(v, str):
+            try:
+                v = float(v)
+            except ValueError:
+                raise ConfigError(
+                    f"extraction_min_salience must be a number in [0, 1], got {value!r}",
+                    layer=layer, field=field,
+                ) from None
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ConfigError(
+                f"extraction_min_salience must be a number in [0, 1], got {value!r}",
+                layer=layer, field=field,
+            )
+        v = float(v)
+        if math.isnan(v) or not 0.0 <= v <= 1.0:
+            raise ConfigError(
+                f"extraction_min_salience must be in [0, 1] (and not NaN), got {value!r}",
+                layer=layer, field=field,
+            )
+        return v
+    raise ConfigError(
+        f"unknown setting {field!r}; expected one of {', '.join(_FIELDS)}", layer=layer, field=field
+    )
+
+
+class MemoryConfig(BaseModel):
+    """The memory settings that govern lesson extraction (ADR 0011)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    lesson_extraction: LessonExtractionPolicy = LessonExtractionPolicy.off
+    """``off`` (default, zero-cost), ``on`` or ``model-scored``."""
+    extraction_min_salience: float = 0.70
+    """With ``model-scored``, lessons with salience >= this are written (equality passes)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _validate_arguments(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            layer = "arguments"
+            out = {}
+            for k, v in data.items():
+                out[k] = _check(k, v, layer)
+            return out
+        return data
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> MemoryConfig:
+        """Resolve the layers. ``path`` (or ``$TRUSS_LAB_CONFIG``) is the TOML file;
+        ``env`` defaults to ``os.environ``; keyword arguments win over everything."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        path = path if path is not None else env.get(ENV_PREFIX + "CONFIG")
+        if path is not None:
+            p = Path(path)
+            layer = f"config file {p}"
+            try:
+                doc = tomllib.loads(p.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise ConfigError("file not found", layer=layer) from None
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"not valid TOML: {exc}", layer=layer) from None
+            table = doc.get("memory", {})
+            if not isinstance(table, dict):
+                raise ConfigError("[memory] must be a table", layer=layer, field="memory")
+            for k, v in table.items():
+                values[k] = _check(k, v, layer)
+        for field in _FIELDS:
+            name = ENV_PREFIX + field.upper()
+            if name in env:
+                values[field] = _check(field, env[name], f"environment {name}")
+        for k, v in overrides.items():
+            if v is not None:
+                values[k] = _check(k, v, "arguments")
+        return cls(**values)
+
+    def passes(self, salience: float | None) -> bool:
+        """Whether one lesson with ``salience`` is written under this config."""
+        if self.lesson_extraction is LessonExtractionPolicy.off:
+            return False
+        if self.lesson_extraction is LessonExtractionPolicy.on:
+            return True
+        return salience is not None and salience >= self.extraction_min_salience

@@ -1,0 +1,103 @@
+"""The one error tree of truss_lab.
+
+::
+
+    TrussLabError                  anything truss_lab raises on purpose
+    ├── BadInputError              a file, line or field a user supplied is wrong
+    │   └── ConfigError            a configuration value is invalid (names its layer)
+    ├── ChainError                 a journal entry fails verification (carries seq + reason)
+    ├── PolicyError                a governed write is refused (bad target, fork, cycle)
+    ├── ProviderError              a model provider failed or has no recording
+    └── StoreError                 the database cannot be opened or written
+        └── StoreLockedError       another process holds the write lock
+
+Messages say what went wrong, where (file, line, field) and what was expected.
+The CLI prints ``str(error)`` on one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadInputError",
+    "ChainError",
+    "ConfigError",
+    "PolicyError",
+    "ProviderError",
+    "StoreError",
+    "StoreLockedError",
+    "TrussLabError",
+]
+
+
+class TrussLabError(Exception):
+    """Base class of every error truss_lab raises on purpose."""
+
+
+class BadInputError(TrussLabError):
+    """User-supplied input is malformed.
+
+    ``source`` names the file (or ``"<memory>"``), ``line`` is 1-based when known,
+    ``field`` is a dotted path when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self.message = message
+        self.source = source
+        self.line = line
+        self.field = field
+        self.reason = reason
+        where = []
+        if source is not None:
+            where.append(str(source))
+        if line is not None:
+            where.append(f"line {line}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class ConfigError(BadInputError):
+    """A configuration value is invalid; ``layer`` names where it came from."""
+
+    def __init__(self, message: str, *, layer: str, field: str | None = None) -> None:
+        self.layer = layer
+        super().__init__(message, source=layer, field=field)
+
+
+class ChainError(TrussLabError):
+    """A journal entry failed verification.
+
+    ``seq`` is the first failing entry (or line), ``reason`` one of the codes of
+    :class:`truss_lab.VerifyReport`.
+    """
+
+    def __init__(self, message: str, *, seq: int | None, reason: str, line: int | None = None):
+        self.seq = seq
+        self.reason = reason
+        self.line = line
+        super().__init__(message)
+
+
+class PolicyError(TrussLabError):
+    """A governed policy write was refused."""
+
+
+class ProviderError(TrussLabError):
+    """A provider call failed, or a replay has no (or a mismatched) recording."""
+
+
+class StoreError(TrussLabError):
+    """The DuckDB store could not be opened, migrated or written."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the database file's write lock."""

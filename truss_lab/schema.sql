@@ -1,0 +1,182 @@
+-- truss_lab DuckDB schema. Ordered migrations: each block starting with
+-- "-- migration: NNN_name" runs once, in its own transaction, and is recorded
+-- in schema_version.
+--
+-- Uniqueness: the journal, signing_keys, extraction_runs and policy_records are
+-- small and carry PRIMARY KEYs (the key enforces the invariant). The bulk
+-- tables (candidates, memory_entries, events, completions, labels, scores,
+-- verdict_errors) are unkeyed: DuckDB appends to a keyed table 2-3x slower,
+-- so they are written by anti-join inserts (WHERE NOT EXISTS) with ids derived
+-- from content. That relies on the single writer, which DuckDB's file lock
+-- guarantees.
+
+-- migration: 001_initial
+CREATE TABLE schema_version (
+    version     INTEGER PRIMARY KEY,
+    name        VARCHAR NOT NULL,
+    applied_at  TIMESTAMPTZ NOT NULL
+);
+
+-- The signed, append-only journal (FORMATS.md §1). payload is the RFC 8785
+-- canonical text, so hashes are recomputed without re-canonicalizing.
+CREATE TABLE journal (
+    seq         BIGINT PRIMARY KEY,
+    kind        VARCHAR NOT NULL,
+    ts          VARCHAR NOT NULL,      -- RFC 3339 text exactly as signed
+    key_id      VARCHAR NOT NULL,
+    payload     JSON NOT NULL,
+    prev_hash   VARCHAR NOT NULL,
+    hash        VARCHAR NOT NULL UNIQUE,
+    signature   VARCHAR NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL   -- when this database received it
+);
+
+-- Public keys only. Private keys never enter the database.
+CREATE TABLE signing_keys (
+    key_id      VARCHAR PRIMARY KEY,
+    public_key  VARCHAR NOT NULL,      -- standard base64 of the raw 32 bytes
+    added_at    TIMESTAMPTZ NOT NULL
+);
+
+-- Governed memory (ADR 0011). SI-1 lessons: kind='lesson', trust='unverified'.
+CREATE TABLE memory_entries (
+    entry_id          VARCHAR NOT NULL,
+    kind              VARCHAR NOT NULL,
+    trust             VARCHAR NOT NULL,
+    text              VARCHAR NOT NULL,
+    salience          DOUBLE,
+    evidence          VARCHAR[],
+    lesson_index      INTEGER,
+    produced_by_seq   BIGINT NOT NULL,
+    produced_by_hash  VARCHAR NOT NULL,
+    sources           STRUCT(seq BIGINT, hash VARCHAR)[] NOT NULL,
+    extractor_id      VARCHAR,
+    run_id            VARCHAR,
+    prompt_version    VARCHAR,
+    created_at        TIMESTAMPTZ NOT NULL,
+    superseded_by     VARCHAR
+);
+
+-- Typed, versioned policy records with the same governance shape as memory.
+CREATE TABLE policy_records (
+    record_id         VARCHAR PRIMARY KEY,
+    policy_id         VARCHAR NOT NULL,
+    target            VARCHAR NOT NULL,
+    version           INTEGER NOT NULL,
+    settings          JSON NOT NULL,
+    trust             VARCHAR NOT NULL,
+    produced_by_seq   BIGINT NOT NULL,
+    produced_by_hash  VARCHAR NOT NULL,
+    sources           STRUCT(seq BIGINT, hash VARCHAR)[] NOT NULL,
+    extractor_id      VARCHAR,
+    run_id            VARCHAR,
+    created_at        TIMESTAMPTZ NOT NULL,
+    supersedes        VARCHAR,
+    superseded_by     VARCHAR
+);
+
+-- AgentEvent stream: one memory_write per memory entry, one policy_write per record.
+CREATE TABLE events (
+    event_id          VARCHAR NOT NULL,
+    type              VARCHAR NOT NULL,
+    subject_id        VARCHAR NOT NULL,  -- entry_id or record_id
+    kind              VARCHAR,
+    trust             VARCHAR,
+    produced_by_seq   BIGINT NOT NULL,
+    produced_by_hash  VARCHAR NOT NULL,
+    run_id            VARCHAR,
+    ts                TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE extraction_runs (
+    run_id            VARCHAR PRIMARY KEY,
+    extractor_id      VARCHAR NOT NULL,
+    provider          VARCHAR,
+    policy            VARCHAR NOT NULL,
+    min_salience      DOUBLE NOT NULL,
+    scorer            VARCHAR,
+    write_memory      BOOLEAN NOT NULL,
+    config            JSON NOT NULL,
+    prompt_version    VARCHAR,
+    prompt_hash       VARCHAR,
+    dataset_hash      VARCHAR,
+    code_version      VARCHAR,
+    started_at        TIMESTAMPTZ NOT NULL,
+    finished_at       TIMESTAMPTZ,
+    status            VARCHAR NOT NULL,  -- running | finished | failed
+    n_verdicts        BIGINT,
+    n_candidates      BIGINT,
+    n_lessons         BIGINT,
+    n_errors          BIGINT,
+    provider_calls    BIGINT
+);
+
+-- Every candidate lesson of a run, kept whether it passed the gate or not.
+CREATE TABLE candidates (
+    candidate_id      VARCHAR NOT NULL,  -- from (verdict_hash, extractor_id, lesson_index)
+    run_id            VARCHAR NOT NULL,
+    verdict_seq       BIGINT NOT NULL,
+    verdict_hash      VARCHAR NOT NULL,
+    extractor_id      VARCHAR NOT NULL,
+    lesson_index      INTEGER NOT NULL,
+    text              VARCHAR,
+    salience          DOUBLE,            -- the model's own salience (NULL when invalid)
+    evidence          VARCHAR[],
+    valid             BOOLEAN NOT NULL,
+    drop_reason       VARCHAR,
+    score             DOUBLE,            -- the score the gate used
+    scorer            VARCHAR,           -- name@version of that score
+    passed_gate       BOOLEAN NOT NULL,
+    entry_id          VARCHAR            -- the memory entry written, if any
+);
+
+-- Extra salience scores, one row per (run, candidate, scorer).
+CREATE TABLE scores (
+    run_id            VARCHAR NOT NULL,
+    candidate_id      VARCHAR NOT NULL,
+    scorer            VARCHAR NOT NULL,  -- name@version
+    score             DOUBLE
+);
+
+-- Per-verdict problems of a run (provider error, parse error, ...); the batch goes on.
+CREATE TABLE verdict_errors (
+    run_id            VARCHAR NOT NULL,
+    verdict_seq       BIGINT NOT NULL,
+    verdict_hash      VARCHAR NOT NULL,
+    stage             VARCHAR NOT NULL,  -- provider | parse
+    reason            VARCHAR NOT NULL,
+    message           VARCHAR
+);
+
+-- Recorded provider calls (FORMATS.md §2); never an Authorization header.
+CREATE TABLE completions (
+    verdict_hash      VARCHAR NOT NULL,
+    extractor         VARCHAR NOT NULL,
+    model             VARCHAR,
+    prompt_version    VARCHAR,
+    request_hash      VARCHAR,
+    text              VARCHAR NOT NULL,
+    latency_ms        DOUBLE,
+    prompt_tokens     BIGINT,
+    completion_tokens BIGINT,
+    source            VARCHAR NOT NULL,  -- the file it came from, or 'live:<provider>'
+    recorded_at       TIMESTAMPTZ NOT NULL
+);
+
+-- Gold labels (FORMATS.md §3).
+CREATE TABLE labels (
+    verdict_hash      VARCHAR NOT NULL,
+    extractor         VARCHAR NOT NULL,
+    lesson_index      INTEGER NOT NULL,
+    useful            TINYINT NOT NULL,
+    annotator         VARCHAR NOT NULL,  -- '' when the file gave none
+    source            VARCHAR NOT NULL,
+    labelled_at       TIMESTAMPTZ NOT NULL
+);
+
+-- Prompt templates used by runs: the text and its hash.
+CREATE TABLE prompt_templates (
+    prompt_version    VARCHAR NOT NULL,
+    template_hash     VARCHAR NOT NULL,
+    text              VARCHAR NOT NULL
+);
