@@ -192,7 +192,11 @@ def _fast_ok(obj: Any) -> bool:
 def canonical(obj: Any) -> str:
     """The RFC 8785 canonical JSON text of ``obj``.
 
-    Raises :class:`MalformedJSON` for values JCS cannot represent.
+    Raises :class:`MalformedJSON` for values JCS cannot represent, and (a
+    deliberate refusal where ``rfc8785`` would write) for a float whose
+    canonical form is an integer beyond 2^53 - 1, e.g. ``1e20`` written as
+    ``100000000000000000000``: :func:`loads_strict` would refuse that text,
+    so a journal could not read back its own export.
     """
     if _fast_ok(obj):
         text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -201,6 +205,7 @@ def canonical(obj: Any) -> str:
         except UnicodeEncodeError:
             raise MalformedJSON("string holds a lone surrogate", reason="bad_unicode") from None
         return text
+    _refuse_big_integral_floats(obj)
     try:
         return rfc8785.dumps(obj).decode("utf-8")
     except rfc8785.IntegerDomainError as exc:
@@ -212,6 +217,23 @@ def canonical(obj: Any) -> str:
         raise MalformedJSON(f"cannot canonicalize: {exc}", reason=reason) from None
     except UnicodeEncodeError:
         raise MalformedJSON("string holds a lone surrogate", reason="bad_unicode") from None
+
+
+def _refuse_big_integral_floats(obj: Any) -> None:
+    t = type(obj)
+    if t is float:
+        # JCS writes integral doubles below 1e21 without an exponent
+        if MAX_SAFE_INT < abs(obj) < 1e21 and obj.is_integer():
+            raise MalformedJSON(
+                f"number {obj!r} would be written as an integer beyond 2^53 - 1",
+                reason="unsafe_integer",
+            )
+    elif t is dict:
+        for v in obj.values():
+            _refuse_big_integral_floats(v)
+    elif t is list or t is tuple:
+        for v in obj:
+            _refuse_big_integral_floats(v)
 
 
 def canonical_bytes(obj: Any) -> bytes:

@@ -1,0 +1,643 @@
+"""The signed journal, pure part: FORMATS.md §1 reading and chain verification.
+
+Golden data: tests/data/rfc8032_ed25519.json (RFC 8032 §7.1 vectors) and
+tests/data/journal/ (a small signed journal with its keyring, plus tampered
+twins built from it here).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import nacl.bindings
+import pytest
+import rfc8785
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from truss_lab import _journal
+from truss_lab._canonical import canonical
+from truss_lab._errors import BadInputError, ChainError
+from truss_lab._journal import (
+    GENESIS_HASH,
+    REASONS,
+    JournalColumns,
+    JournalEntryModel,
+    SigningKey,
+    VerdictPayloadModel,
+    VerifyReport,
+    build_entry,
+    entry_hash,
+    load_keyring,
+    read_journal,
+    read_journal_lines,
+    save_keyring,
+    sign_bytes,
+    verify_columns,
+    verify_journal,
+    verify_signature,
+)
+from truss_lab._models import LedgerRef
+
+DATA = Path(__file__).parent / "data"
+L = 2**252 + 27742317777372353535851937790883648493  # the Ed25519 group order
+
+KEYS = [SigningKey.from_seed(f"op-{i}", bytes([i + 1]) * 32) for i in range(2)]
+FOREIGN = SigningKey.from_seed("op-0", b"\x99" * 32)  # claims op-0's id, not in the ring
+RING = {k.key_id: k.public_key for k in KEYS}
+BY_ID = {k.key_id: k for k in KEYS}
+
+
+# --- RFC 8032 ----------------------------------------------------------------------
+
+
+def _vectors() -> list[dict[str, str]]:
+    return json.loads((DATA / "rfc8032_ed25519.json").read_text())["vectors"]
+
+
+def test_vector_file_is_what_rfc_8032_lists() -> None:
+    vs = {v["name"]: v for v in _vectors()}
+    assert sorted(vs) == ["TEST 1", "TEST 1024", "TEST 2", "TEST 3"]
+    assert [len(bytes.fromhex(vs[n]["message"])) for n in ("TEST 1", "TEST 2", "TEST 3")] == [
+        0, 1, 2,
+    ]  # fmt: skip
+    assert len(bytes.fromhex(vs["TEST 1024"]["message"])) == 1023
+
+
+@pytest.mark.parametrize("vec", _vectors(), ids=lambda v: v["name"])
+def test_rfc8032_vectors(vec: dict[str, str]) -> None:
+    seed, pub = bytes.fromhex(vec["secret_key"]), bytes.fromhex(vec["public_key"])
+    msg, sig = bytes.fromhex(vec["message"]), bytes.fromhex(vec["signature"])
+    assert sign_bytes(seed, msg) == sig
+    key = SigningKey.from_seed("v", seed)
+    assert key.public_key == pub
+    assert key.sign(msg) == sig
+    assert verify_signature(pub, msg, sig)
+    assert not verify_signature(pub, msg + b"\x00", sig)
+    flipped = bytearray(sig)
+    flipped[37] ^= 0x10
+    assert not verify_signature(pub, msg, bytes(flipped))
+    # S + L: the same signature mod L, which a strict verifier must reject
+    s = int.from_bytes(sig[32:], "little") + L
+    assert not verify_signature(pub, msg, sig[:32] + s.to_bytes(32, "little"))
+    assert not verify_signature(pub[:31], msg, sig)
+    assert not verify_signature(pub, msg, sig[:63])
+
+
+# --- chains -------------------------------------------------------------------------
+
+
+def _payload(i: int) -> dict[str, Any]:
+    return {
+        "contract_id": f"c-{i:04d}", "run_id": f"r-{i:04d}-1",
+        "goal": "Migrate the billing cron job to the new scheduler — ünïcödé 🚀",
+        "verdict": ("pass", "fail", "partial")[i % 3],
+        "summary": "Job migrated but timezone handling regressed",
+        "checks": [{"name": "tz_regression", "passed": i % 2 == 0,
+                    "evidence": "02:00 UTC run fired at 03:00 after DST change"}],
+        "tags": ["scheduler", "dst"],
+    }  # fmt: skip
+
+
+def _ts(i: int) -> str:
+    return f"2026-11-30T10:{i // 60 % 60:02d}:{i % 60:02d}Z"
+
+
+def make_chain(n: int, *, start_seq: int = 1, prev_hash: str = GENESIS_HASH) -> list[dict]:
+    out, prev = [], prev_hash
+    for i in range(start_seq, start_seq + n):
+        e = build_entry(i, "contract_verdict", _payload(i), KEYS[i % 2], prev, _ts(i))
+        out.append(e)
+        prev = e["hash"]
+    return out
+
+
+def to_lines(entries: list[dict]) -> list[str]:
+    return [json.dumps(e, ensure_ascii=False) + "\n" for e in entries]
+
+
+SIZES = [0, 1, 2, 3, 7, 8, 9, 1000]
+
+
+@pytest.fixture(scope="module")
+def chains() -> dict[int, list[dict]]:
+    """Clean chains, built once per module (the 1000-chain takes a moment)."""
+    big = make_chain(1000)
+    return {n: big[:n] for n in SIZES}  # every prefix of a valid chain is valid
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_clean_chain_verifies(chains: dict[int, list[dict]], n: int) -> None:
+    parsed = read_journal_lines(to_lines(chains[n]), source="clean.jsonl")
+    assert parsed.ok
+    rep = verify_columns(parsed.columns, RING)
+    assert rep.ok and rep.entries_checked == n
+    assert rep.reason is None and rep.message is None and rep.first_bad_seq is None
+    if n:
+        assert (rep.head_seq, rep.head_hash) == (n, chains[n][-1]["hash"])
+        assert rep.head == LedgerRef(seq=n, hash=chains[n][-1]["hash"])
+    else:
+        assert rep.head is None
+    assert rep.raise_for_error() is rep
+
+
+# --- the tamper matrix ----------------------------------------------------------------
+# A tamper takes the clean entries and a position p, and returns the JSONL lines
+# plus the expected (reason, seq, line); None when it does not apply there.
+
+Tampered = tuple[list[str], str, int, int]
+
+
+def _resign(e: dict, key: SigningKey, **changes: Any) -> dict:
+    e = {**e, **changes}
+    e["hash"] = entry_hash(
+        e["seq"], e["kind"], e["ts"], e["key_id"], canonical(e["payload"]), e["prev_hash"]
+    )
+    e["signature"] = key.sign_hash(e["hash"])
+    return e
+
+
+def _rehash(e: dict, **changes: Any) -> dict:
+    e = {**e, **changes}
+    e["hash"] = entry_hash(
+        e["seq"], e["kind"], e["ts"], e["key_id"], canonical(e["payload"]), e["prev_hash"]
+    )
+    return e
+
+
+def _edit(es: list[dict], p: int, new: dict) -> list[dict]:
+    out = list(es)
+    out[p] = new
+    return out
+
+
+def _other(e: dict) -> dict:
+    p = copy.deepcopy(e["payload"])
+    p["verdict"] = "pass" if p["verdict"] != "pass" else "fail"
+    return p
+
+
+def t_edited_payload(es: list[dict], p: int) -> Tampered | None:
+    new = {**es[p], "payload": _other(es[p])}
+    return to_lines(_edit(es, p, new)), "bad_hash", p + 1, p + 1
+
+
+def t_reserialized_payload(es: list[dict], p: int) -> Tampered | None:
+    new = _rehash(es[p], payload=_other(es[p]))
+    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
+
+
+def t_signature_bit_flip(es: list[dict], p: int) -> Tampered | None:
+    raw = bytearray(base64.b64decode(es[p]["signature"]))
+    raw[5] ^= 0x01
+    new = {**es[p], "signature": base64.b64encode(bytes(raw)).decode()}
+    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
+
+
+def t_signature_malleated(es: list[dict], p: int) -> Tampered | None:
+    raw = base64.b64decode(es[p]["signature"])
+    s = int.from_bytes(raw[32:], "little") + L
+    new = {**es[p], "signature": base64.b64encode(raw[:32] + s.to_bytes(32, "little")).decode()}
+    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
+
+
+def t_signatures_swapped(es: list[dict], p: int) -> Tampered | None:
+    if len(es) < 2:
+        return None
+    q = p + 1 if p + 1 < len(es) else p - 1
+    out = list(es)
+    out[p] = {**es[p], "signature": es[q]["signature"]}
+    out[q] = {**es[q], "signature": es[p]["signature"]}
+    first = min(p, q)
+    return to_lines(out), "bad_signature", first + 1, first + 1
+
+
+def t_wrong_known_key_id(es: list[dict], p: int) -> Tampered | None:
+    other = KEYS[0].key_id if es[p]["key_id"] == KEYS[1].key_id else KEYS[1].key_id
+    new = _rehash(es[p], key_id=other)
+    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
+
+
+def t_unknown_key(es: list[dict], p: int) -> Tampered | None:
+    new = {**es[p], "key_id": "nobody"}
+    return to_lines(_edit(es, p, new)), "unknown_key", p + 1, p + 1
+
+
+def t_forged_foreign_key(es: list[dict], p: int) -> Tampered | None:
+    new = _resign(es[p], FOREIGN, payload=_other(es[p]), key_id=FOREIGN.key_id)
+    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
+
+
+def t_entry_deleted(es: list[dict], p: int) -> Tampered | None:
+    if p == len(es) - 1:
+        return None  # dropping the last entry leaves a valid, shorter chain
+    out = es[:p] + es[p + 1 :]
+    return to_lines(out), "seq_gap", p + 2, p + 1
+
+
+def t_entries_swapped(es: list[dict], p: int) -> Tampered | None:
+    if len(es) < 2:
+        return None
+    a = p if p + 1 < len(es) else p - 1
+    out = list(es)
+    out[a], out[a + 1] = es[a + 1], es[a]
+    return to_lines(out), "seq_gap", a + 2, a + 1
+
+
+def t_line_repeated(es: list[dict], p: int) -> Tampered | None:
+    out = [*es[: p + 1], es[p], *es[p + 1 :]]
+    return to_lines(out), "duplicate_seq", p + 1, p + 2
+
+
+def t_fork(es: list[dict], p: int) -> Tampered | None:
+    twin = _resign(es[p], BY_ID[es[p]["key_id"]], payload=_other(es[p]))  # validly signed sibling
+    out = [*es[: p + 1], twin, *es[p + 1 :]]
+    return to_lines(out), "fork", p + 1, p + 2
+
+
+def t_forged_fork(es: list[dict], p: int) -> Tampered | None:
+    twin = _resign(es[p], FOREIGN, payload=_other(es[p]), key_id=FOREIGN.key_id)
+    out = [*es[: p + 1], twin, *es[p + 1 :]]
+    return to_lines(out), "bad_signature", p + 1, p + 2  # a sibling, but not signed
+
+
+def t_altered_genesis(es: list[dict], p: int) -> Tampered | None:
+    if p != 0:
+        return None
+    new = _resign(es[0], KEYS[1], prev_hash="1" * 64)  # re-signed by its real key
+    return to_lines(_edit(es, 0, new)), "broken_link", 1, 1
+
+
+def t_relinked(es: list[dict], p: int) -> Tampered | None:
+    if p == 0:
+        return None  # that is the altered genesis
+    new = _resign(es[p], BY_ID[es[p]["key_id"]], prev_hash=es[p - 1]["prev_hash"])
+    return to_lines(_edit(es, p, new)), "broken_link", p + 1, p + 1
+
+
+def t_truncated_line(es: list[dict], p: int) -> Tampered | None:
+    lines = to_lines(es)
+    lines[p] = lines[p][: len(lines[p]) // 2]  # a write cut off mid-line
+    return lines, "malformed", p + 1, p + 1
+
+
+TAMPERS: dict[str, Callable[[list[dict], int], Tampered | None]] = {
+    name[2:]: fn for name, fn in globals().items() if name.startswith("t_") and callable(fn)
+}
+POSITIONS = {"first": lambda n: 0, "middle": lambda n: n // 2, "last": lambda n: n - 1}
+
+
+@pytest.mark.parametrize("tamper", sorted(TAMPERS))
+@pytest.mark.parametrize("where", list(POSITIONS))
+@pytest.mark.parametrize("n", SIZES)
+def test_tamper_is_detected(
+    chains: dict[int, list[dict]], n: int, where: str, tamper: str
+) -> None:
+    if n == 0:
+        pytest.skip("an empty chain has nothing to tamper with")
+    made = TAMPERS[tamper](chains[n], POSITIONS[where](n))
+    if made is None:
+        pytest.skip("tamper does not apply at this position")
+    lines, reason, seq, line = made
+    parsed = read_journal_lines(lines, source="t.jsonl")
+    rep = verify_journal(parsed, RING)
+    assert (rep.ok, rep.reason, rep.first_bad_seq, rep.first_bad_line) == (
+        False, reason, seq, line,
+    ), rep.message  # fmt: skip
+    assert rep.entries_checked == line - 1  # everything before the bad line is good
+    assert rep.message and f"line {line}" in rep.message
+    if line > 1:  # the head is the last good entry, the one on the line before
+        assert (rep.head_seq, rep.head_hash) == (
+            parsed.columns.seq[line - 2], parsed.columns.hash[line - 2],
+        )  # fmt: skip
+    else:
+        assert rep.head is None
+    with pytest.raises(ChainError) as info:
+        rep.raise_for_error()
+    assert (info.value.seq, info.value.reason, info.value.line) == (seq, reason, line)
+
+
+def test_every_reason_is_exercised() -> None:
+    expected = {
+        "edited_payload": "bad_hash", "unknown_key": "unknown_key", "fork": "fork",
+        "entry_deleted": "seq_gap", "line_repeated": "duplicate_seq",
+        "altered_genesis": "broken_link", "truncated_line": "malformed",
+        "signature_bit_flip": "bad_signature",
+    }  # fmt: skip
+    assert set(expected.values()) == set(REASONS)
+    assert set(expected) <= set(TAMPERS)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(6))
+def test_parallel_verification_reports_the_same_first_failure(
+    chains: dict[int, list[dict]], monkeypatch: pytest.MonkeyPatch, workers: int, seed: int
+) -> None:
+    # tiny chunks force the threaded path on a 1000-chain; several tampers at
+    # once: only the earliest may be reported, whatever finishes first
+    monkeypatch.setattr(_journal, "_SERIAL_BELOW", 0)
+    monkeypatch.setattr(_journal, "_CHUNK", 7)
+    rng = random.Random(seed)
+    es = list(chains[1000])
+    positions = sorted(rng.sample(range(1000), 4))
+    for p in reversed(positions):
+        kind = rng.choice(["sig", "payload", "key"])
+        if kind == "sig":
+            es[p] = _rehash(es[p], payload=_other(es[p]))
+        elif kind == "payload":
+            es[p] = {**es[p], "payload": _other(es[p])}
+        else:
+            es[p] = {**es[p], "key_id": "nobody"}
+    cols = JournalColumns.from_entries(es)
+    serial = verify_columns(cols, RING, workers=1)
+    parallel = verify_columns(cols, RING, workers=workers)
+    assert parallel == serial
+    assert serial.first_bad_seq == positions[0] + 1
+
+
+def test_parallel_path_verifies_a_clean_chain(
+    chains: dict[int, list[dict]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_journal, "_SERIAL_BELOW", 0)
+    monkeypatch.setattr(_journal, "_CHUNK", 64)
+    rep = verify_columns(JournalColumns.from_entries(chains[1000]), RING, workers=2)
+    assert rep.ok and rep.entries_checked == 1000
+
+
+# --- continuing a stored chain --------------------------------------------------------
+
+
+def test_prev_continues_a_stored_chain(chains: dict[int, list[dict]]) -> None:
+    es = chains[9]
+    head = LedgerRef(seq=5, hash=es[4]["hash"])
+    tail = JournalColumns.from_entries(es[5:])
+    rep = verify_columns(tail, RING, prev=head)
+    assert rep.ok and rep.entries_checked == 4 and rep.head_seq == 9
+    assert verify_columns(JournalColumns(), RING, prev=head).head == head
+    # without prev the tail does not start a chain
+    assert verify_columns(tail, RING).reason == "seq_gap"
+    wrong = LedgerRef(seq=5, hash=es[3]["hash"])
+    rep = verify_columns(tail, RING, prev=wrong)
+    assert rep.reason == "broken_link" and rep.first_bad_seq == 6
+    assert rep.head == wrong
+    # an entry already at or before the head
+    rep = verify_columns(JournalColumns.from_entries(es[4:]), RING, prev=head)
+    assert (rep.reason, rep.first_bad_seq) == ("duplicate_seq", 5)
+
+
+def test_columns_round_trip(chains: dict[int, list[dict]]) -> None:
+    cols = JournalColumns.from_entries(chains[9])
+    again = read_journal_lines(list(cols.iter_jsonl())).columns
+    assert again.to_pydict() == {**cols.to_pydict(), "line": list(range(1, 10))}
+    assert JournalColumns.from_mapping(again.to_pydict()) == again
+    assert len(again.prefix(4)) == 4 and again.prefix(4).line == [1, 2, 3, 4]
+    with pytest.raises(BadInputError, match="differ in length"):
+        JournalColumns(seq=[1], kind=[])
+    with pytest.raises(BadInputError, match="missing: signature"):
+        JournalColumns.from_mapping({c: [] for c in _journal._COLUMNS[:-1]})
+
+
+# --- an independent writer -------------------------------------------------------------
+
+
+def test_reader_accepts_an_independent_writer(tmp_path: Path) -> None:
+    """A journal written without truss_lab: raw libsodium + the rfc8785 package,
+    keys shuffled on every line, non-ASCII raw on some lines and escaped on others."""
+    rng = random.Random(7)
+    seeds = {"writer-a": b"\x11" * 32, "writer-b": b"\x22" * 32}
+    pairs = {k: nacl.bindings.crypto_sign_seed_keypair(s) for k, s in seeds.items()}
+    ring = {k: pk for k, (pk, _) in pairs.items()}
+    lines, prev = [], "0" * 64
+    for seq in range(1, 41):
+        kid = rng.choice(sorted(pairs))
+        payload = {"contract_id": f"c-{seq}", "goal": "Zeitzone prüfen ☃ 𝄞 \u2028 \"q\"",
+                   "score": rng.random(), "n": rng.randint(-(2**53) + 1, 2**53 - 1),
+                   "big": 1e21, "nested": {"ключ": [1, None, True, "ok"]}}  # fmt: skip
+        body = {"seq": seq, "kind": "contract_verdict", "ts": f"2026-12-01T08:00:{seq:02d}.5Z",
+                "key_id": kid, "payload": payload, "prev_hash": prev}  # fmt: skip
+        h = __import__("hashlib").sha256(rfc8785.dumps(body)).hexdigest()
+        sig = nacl.bindings.crypto_sign(bytes.fromhex(h), pairs[kid][1])[:64]
+        entry = {**body, "hash": h, "signature": base64.b64encode(sig).decode()}
+        items = list(entry.items())
+        rng.shuffle(items)
+        lines.append(json.dumps(dict(items), ensure_ascii=seq % 2 == 0) + "\n")
+        prev = h
+    assert any("\\u" in x for x in lines) and any("ü" in x for x in lines)
+    path = tmp_path / "independent.jsonl"
+    path.write_text("".join(lines) + "\n", encoding="utf-8")  # one trailing blank line
+    keyring_path = tmp_path / "keys.json"
+    keyring_path.write_text(json.dumps({k: base64.b64encode(v).decode() for k, v in ring.items()}))
+    rep = verify_journal(path, load_keyring(keyring_path))
+    assert rep.ok and rep.entries_checked == 40 and rep.head_hash == prev
+
+
+# --- golden files ------------------------------------------------------------------------
+
+
+def test_golden_journal_verifies_and_its_tampered_twin_does_not() -> None:
+    ring = load_keyring(DATA / "journal" / "keys.json")
+    rep = verify_journal(DATA / "journal" / "good.jsonl", ring)
+    assert rep.ok and rep.entries_checked == 5
+    bad = verify_journal(DATA / "journal" / "tampered_payload.jsonl", ring)
+    assert (bad.reason, bad.first_bad_seq, bad.first_bad_line) == ("bad_hash", 3, 3)
+
+
+def test_golden_journal_is_reproducible() -> None:
+    # the golden file is exactly what build_entry writes for its fixed inputs
+    written = (DATA / "journal" / "good.jsonl").read_text().splitlines()
+    assert [json.loads(x) for x in written] == make_chain(5)
+
+
+# --- strict reading: examples ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def good3() -> list[str]:
+    return to_lines(make_chain(3))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "detail"),
+    [
+        (lambda e: e.pop("hash"), "hash", "missing_field"),
+        (lambda e: e.update(extra=1), "extra", "unknown_field"),
+        (lambda e: e.update(seq=True), "seq", "wrong_type"),
+        (lambda e: e.update(seq=3.0), "seq", "wrong_type"),
+        (lambda e: e.update(seq=0), "seq", "bad_value"),
+        (lambda e: e.update(kind=""), "kind", "bad_value"),
+        (lambda e: e.update(key_id=None), "key_id", "wrong_type"),
+        (lambda e: e.update(ts="2026-11-30 10:00:00"), "ts", "bad_value"),
+        (lambda e: e.update(ts="2026-11-30T10:00:00+01:00"), "ts", "bad_value"),
+        (lambda e: e.update(ts="2026-02-30T10:00:00Z"), "ts", "bad_value"),
+        (lambda e: e.update(payload=[1]), "payload", "wrong_type"),
+        (lambda e: e.update(prev_hash="A" * 64), "prev_hash", "bad_value"),
+        (lambda e: e.update(hash="0" * 63), "hash", "bad_value"),
+        (lambda e: e.update(signature="not base64"), "signature", "bad_value"),
+        (lambda e: e.update(signature=base64.b64encode(b"x" * 63).decode()), "signature",
+         "bad_value"),
+        (lambda e: e.update(signature=e["signature"][:85] + "B=="), "signature", "bad_value"),
+    ],
+)
+def test_bad_field_is_named(good3: list[str], mutate: Callable, field: str, detail: str) -> None:
+    e = json.loads(good3[1])
+    mutate(e)
+    parsed = read_journal_lines([good3[0], json.dumps(e), good3[2]], source="x.jsonl")
+    bad = parsed.error
+    assert bad is not None and (bad.line, bad.field, bad.detail) == (2, field, detail)
+    assert bad.reason == "malformed" and len(parsed.columns) == 1
+    err = bad.to_error()
+    assert isinstance(err, BadInputError) and "x.jsonl, line 2" in str(err)
+
+
+def test_blank_lines(good3: list[str]) -> None:
+    assert read_journal_lines([*good3, "\n", "  \n"]).ok
+    parsed = read_journal_lines([good3[0], "\n", good3[1]])
+    assert parsed.error is not None and parsed.error.line == 2
+    assert len(parsed.columns) == 1
+
+
+def test_last_line_without_newline_is_fine_but_cut_short_is_not(good3: list[str]) -> None:
+    assert read_journal_lines([*good3[:2], good3[2].rstrip("\n")]).ok
+    parsed = read_journal_lines([*good3[:2], good3[2][:-10]])
+    assert parsed.error is not None and (parsed.error.line, parsed.error.detail) == (3, "bad_json")
+
+
+def test_read_journal_files(tmp_path: Path, good3: list[str]) -> None:
+    p = tmp_path / "j.jsonl"
+    p.write_bytes("".join(good3).replace("\n", "\r\n").encode())
+    assert read_journal(p).ok and len(read_journal(p).columns) == 3
+    with pytest.raises(BadInputError, match="no such journal file"):
+        read_journal(tmp_path / "missing.jsonl")
+    p.write_bytes(good3[0].encode() + b'{"seq": "\xff"}\n')
+    bad = read_journal(p).error
+    assert bad is not None and (bad.line, bad.detail) == (2, "bad_unicode")
+
+
+# --- strict reading: Hypothesis ----------------------------------------------------------
+
+_WRONG_FOR_STR = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.just([]), st.just({}))
+_WRONG_FOR_SEQ = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=False,
+                           allow_infinity=False), st.text(max_size=3), st.just([1]))  # fmt: skip
+_NEEDS_TEXT = {"bad_json", "duplicate_key", "non_finite", "unsafe_integer"}
+
+
+@st.composite
+def bad_lines(draw: st.DrawFn, good: list[str]) -> tuple[str, str | None, str]:
+    """A bad line plus the top-level field it names (None when none) and its detail."""
+    base = json.loads(draw(st.sampled_from(good)))
+    family = draw(st.sampled_from(
+        ["truncated", "missing", "mistyped", "extra", "duplicate", "nan", "bigint",
+         "not_object"]
+    ))  # fmt: skip
+    name = draw(st.sampled_from(list(_journal._COLUMNS)))
+    if family == "truncated":
+        text = json.dumps(base)
+        return text[: draw(st.integers(1, len(text) - 1))], None, "bad_json"
+    if family == "missing":
+        del base[name]
+        return json.dumps(base), name, "missing_field"
+    if family == "mistyped":
+        if name == "seq":
+            base[name] = draw(_WRONG_FOR_SEQ)
+        elif name == "payload":
+            base[name] = draw(st.one_of(st.none(), st.text(max_size=3), st.just([])))
+        else:
+            base[name] = draw(_WRONG_FOR_STR)
+        return json.dumps(base), name, "wrong_type"
+    if family == "extra":
+        extra = draw(st.text(min_size=1, max_size=5).filter(lambda k: k not in base))
+        base[extra] = draw(st.integers(0, 3))
+        return json.dumps(base), extra, "unknown_field"
+    if family == "duplicate":
+        text = json.dumps(base)
+        dup = f'"{name}": {json.dumps(base[name])}, '
+        return "{" + dup + text[1:], name, "duplicate_key"
+    if family == "nan":
+        token = draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400"]))
+        text = json.dumps(base).replace('"payload": {', '"payload": {"x": ' + token + ", ", 1)
+        return text, "payload", "non_finite"
+    if family == "bigint":
+        big = draw(st.integers(2**53, 2**70) | st.integers(-(2**70), -(2**53)))
+        if name == "seq":
+            base["seq"] = big
+            return json.dumps(base), "seq", "unsafe_integer"
+        text = json.dumps(base).replace('"payload": {', f'"payload": {{"n": {big}, ', 1)
+        return text, "payload", "unsafe_integer"
+    return json.dumps(draw(st.sampled_from([[base], "x", 3, None]))), None, "not_an_object"
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_bad_line_is_reported_with_line_and_field(good3: list[str], data: st.DataObject) -> None:
+    k = data.draw(st.integers(0, 3), label="good lines before")
+    line, field, detail = data.draw(bad_lines(good3), label="bad line")
+    after = data.draw(st.lists(st.sampled_from(good3), max_size=2), label="lines after")
+    parsed = read_journal_lines([*good3[:k], line, *after], source="h.jsonl")
+    bad = parsed.error
+    assert bad is not None, line
+    assert bad.line == k + 1 and bad.reason == "malformed" and bad.detail == detail, bad
+    # nested offenders are named by dotted path under the top-level field
+    assert bad.field == field or (field and (bad.field or "").startswith(field + ".")), bad
+    # the good prefix is intact, line numbers included
+    assert parsed.columns.to_pydict() == read_journal_lines(good3[:k]).columns.to_pydict()
+    rep = verify_journal(parsed, RING)
+    assert (rep.reason, rep.first_bad_line, rep.entries_checked) == ("malformed", k + 1, k)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(range(3)), max_size=3))
+def test_model_and_reader_agree_on_good_lines(good3: list[str], picks: list[int]) -> None:
+    for i in picks:
+        obj = json.loads(good3[i])
+        assert JournalEntryModel.model_validate(obj).model_dump() == obj
+        VerdictPayloadModel.model_validate(obj["payload"])
+
+
+# --- reports, models, keys ---------------------------------------------------------------
+
+
+def test_report_repr_and_html_escape() -> None:
+    rep = VerifyReport(
+        ok=False, entries_checked=2, first_bad_seq=3, first_bad_line=4, reason="bad_hash",
+        message="seq 3: <script>alert('x')</script>", head_seq=2, head_hash="a" * 64,
+    )  # fmt: skip
+    assert "<script>" not in rep._repr_html_() and "&lt;script&gt;" in rep._repr_html_()
+    assert repr(rep).startswith("VerifyReport(ok=False, entries_checked=2, seq=3, line=4")
+    with pytest.raises(Exception, match="frozen"):
+        rep.ok = True  # type: ignore[misc]
+    with pytest.raises(Exception, match="extra"):
+        VerifyReport(ok=True, entries_checked=0, surprise=1)  # type: ignore[call-arg]
+    with pytest.raises(Exception, match="reason"):
+        VerifyReport(ok=False, entries_checked=0, reason="made_up")  # type: ignore[arg-type]
+
+
+def test_schemas_are_documented() -> None:
+    for model in (JournalEntryModel, VerdictPayloadModel, _journal.CheckModel, VerifyReport):
+        schema = model.model_json_schema()
+        props = schema["properties"]
+        assert all(p.get("description") for p in props.values()), model
+    entry = JournalEntryModel.model_json_schema()
+    assert entry["additionalProperties"] is False and len(entry["required"]) == 8
+    verdict = VerdictPayloadModel.model_json_schema()
+    assert verdict["properties"]["verdict"]["enum"] == ["pass", "fail", "partial"]
+    with pytest.raises(Exception, match="extra"):
+        VerdictPayloadModel.model_validate({**_payload(1), "x": 1})
+
+
+def test_keys_and_keyring_round_trip(tmp_path: Path) -> None:
+    k = SigningKey.generate("fresh")
+    assert SigningKey.load(k.save(tmp_path / "k.json")) == k
+    assert (tmp_path / "k.json").stat().st_mode & 0o777 == 0o600
+    assert "seed" not in repr(k)
+    assert load_keyring(save_keyring(RING, tmp_path / "keys.json")) == RING
+    (tmp_path / "bad.json").write_text(json.dumps({"x": base64.b64encode(b"1" * 31).decode()}))
+    with pytest.raises(BadInputError, match="32 bytes"):
+        load_keyring(tmp_path / "bad.json")
+    with pytest.raises(BadInputError, match="32 bytes"):
+        sign_bytes(b"short", b"m")
