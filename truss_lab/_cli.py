@@ -6,46 +6,14 @@ never a traceback.
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
-from ._errors import ChainError, TrussLabError
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-EXIT_USER_ERROR = 2
-
-
-def _friendly(fn: F) -> F:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except TrussLabError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1 if isinstance(exc, ChainError) else EXIT_USER_ERROR)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _emit(obj: Any, as_json: bool, text: str) -> None:
-    if as_json:
-        click.echo(json.dumps(obj, indent=2, default=str, sort_keys=True))
-    else:
-        click.echo(text)
-
-
-db_option = click.option(
-    "--db", default="truss_lab.duckdb", show_default=True, type=click.Path(dir_okay=False),
-    help="DuckDB database file.",
-)
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+from ._cli_common import _emit, _friendly, db_option, json_option
+from ._errors import TrussLabError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -205,6 +173,17 @@ def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
         ring[key_id] = key.public_key
         save_keyring(ring, keyring)
     click.echo(f"{key_id} {key.public_key_b64}")
+
+
+def _register_extensions() -> None:
+    # Each stage keeps its commands beside its code; they register here, after
+    # _friendly and _emit exist, because they import them from this module.
+    from . import _cli_audit
+
+    _cli_audit.register(cli)
+
+
+_register_extensions()
 
 
 def main() -> None:
