@@ -1,0 +1,214 @@
+"""Verdict bootstrap: vectorized implementation vs a slow loop over replicates."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from truss_lab import _bootstrap
+from truss_lab._bootstrap import BootstrapResult, bootstrap_metrics
+from truss_lab._errors import BadInputError
+from truss_lab._sweep import UndefinedMetricWarning, sweep
+
+METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
+
+
+def reference_bootstrap(y, s, groups, thresholds, *, n_boot, confidence, seed, min_precision=None):
+    """Slow reference: one Python iteration per replicate, rebuilding the resampled data."""
+    y = np.asarray(y)
+    s = np.asarray(s, dtype=float)
+    codes, verdicts = pd.factorize(np.asarray(groups))  # first-appearance order
+    n_groups = len(verdicts)
+    members = [np.flatnonzero(codes == g) for g in range(n_groups)]
+    thresholds = np.asarray(thresholds, dtype=float)
+    desc = np.argsort(-thresholds, kind="stable")
+    rng = np.random.default_rng(seed)
+    values = {m: np.empty((n_boot, len(thresholds))) for m in METRICS}
+    chosen = np.empty(n_boot)
+    for b in range(n_boot):
+        idx = rng.integers(0, n_groups, size=n_groups)
+        rows = np.concatenate([members[g] for g in idx])
+        yy, ss = y[rows], s[rows]
+        n_pos = int(yy.sum())
+        best, best_score = -1, -np.inf
+        for j, t in enumerate(thresholds):
+            kept = int(np.count_nonzero(ss >= t))
+            tp = int(np.count_nonzero((ss >= t) & (yy == 1)))
+            fp, fn = kept - tp, n_pos - tp
+            values["precision"][b, j] = tp / kept if kept else np.nan
+            values["recall"][b, j] = tp / n_pos if n_pos else np.nan
+            values["f1"][b, j] = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else np.nan
+            values["kept_per_verdict"][b, j] = kept / n_groups
+            values["write_rate"][b, j] = kept / len(rows)
+        for j in desc:  # highest threshold first: ties go to it
+            if min_precision is None:
+                score = values["f1"][b, j]
+            else:
+                p = values["precision"][b, j]
+                ok = not np.isnan(p) and p >= min_precision
+                score = values["recall"][b, j] if ok else np.nan
+            if not np.isnan(score) and score > best_score:
+                best, best_score = j, score
+        chosen[b] = thresholds[best] if best >= 0 else np.nan
+    alpha = 1 - confidence
+    q = [alpha / 2, 1 - alpha / 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        intervals = {
+            m: np.array([np.nanquantile(values[m][:, j], q) for j in range(len(thresholds))])
+            for m in METRICS
+        }
+        t_int = np.nanquantile(chosen, q)
+    return intervals, chosen, t_int
+
+
+def make_data(seed, n_verdicts, *, decimals=2, per_verdict=(1, 6)):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(per_verdict[0], per_verdict[1] + 1, n_verdicts)
+    groups = np.repeat([f"v{i:04d}" for i in range(n_verdicts)], sizes)
+    perm = rng.permutation(len(groups))  # candidates need not be grouped together
+    groups = groups[perm]
+    n = len(groups)
+    s = np.round(rng.random(n), decimals)
+    y = (rng.random(n) < s).astype(int)
+    return y, s, groups
+
+
+@pytest.mark.parametrize(
+    "seed,n_verdicts,grid,min_precision",
+    [
+        (0, 30, np.linspace(0, 1, 11), None),
+        (1, 12, np.array([0.9, 0.1, 0.5, 0.5, 0.3]), None),
+        (2, 25, np.linspace(0, 1, 21), 0.7),
+        (3, 7, np.array([0.95, 0.6, 0.2]), 0.9),
+    ],
+)
+def test_vectorized_equals_reference_loop(seed, n_verdicts, grid, min_precision):
+    y, s, g = make_data(seed, n_verdicts)
+    kwargs = {}
+    if min_precision:
+        kwargs = {"objective": "precision_floor", "min_precision": min_precision}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        fast = bootstrap_metrics(
+            y, s, g, thresholds=grid, n_boot=200, confidence=0.9, random_state=seed, **kwargs
+        )
+    intervals, chosen, t_int = reference_bootstrap(
+        y, s, g, grid, n_boot=200, confidence=0.9, seed=seed, min_precision=min_precision
+    )
+    for m in METRICS:
+        np.testing.assert_array_equal(fast.table[f"{m}_low"], intervals[m][:, 0], err_msg=m)
+        np.testing.assert_array_equal(fast.table[f"{m}_high"], intervals[m][:, 1], err_msg=m)
+    np.testing.assert_array_equal(fast.replicate_thresholds, chosen)
+    assert (fast.threshold_low, fast.threshold_high) == tuple(t_int)
+
+
+def test_point_estimates_equal_sweep():
+    y, s, g = make_data(4, 50)
+    grid = np.linspace(0, 1, 11)
+    res = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=20)
+    sw = sweep(y, s, groups=g, thresholds=grid)
+    for m in METRICS:
+        np.testing.assert_allclose(res.table[m], sw[m], rtol=1e-15, equal_nan=True)
+    assert res.threshold == sw["threshold"][sw["f1"] == sw["f1"].max()].max()
+    low, high = res.table["f1_low"], res.table["f1_high"]
+    assert (low <= high).all()
+
+
+def test_chunking_and_float64_path_do_not_change_results(monkeypatch):
+    y, s, g = make_data(5, 40)
+    grid = np.linspace(0, 1, 6)
+    base = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=97, random_state=3)
+    monkeypatch.setattr(_bootstrap, "_MAX_W_CELLS", 40 * 7)  # 7 replicates per chunk
+    monkeypatch.setattr(_bootstrap, "_W_MAX_F32", 0)  # force the float64 matmul
+    other = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=97, random_state=3)
+    pd.testing.assert_frame_equal(base.table, other.table)
+    np.testing.assert_array_equal(base.replicate_thresholds, other.replicate_thresholds)
+
+
+def test_seeded_and_seed_sensitive():
+    y, s, g = make_data(6, 40)
+    grid = np.linspace(0, 1, 11)
+    a = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=50, random_state=1)
+    b = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=50, random_state=1)
+    c = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=50, random_state=2)
+    pd.testing.assert_frame_equal(a.table, b.table)
+    assert not a.table.equals(c.table)
+    gen = bootstrap_metrics(
+        y, s, g, thresholds=grid, n_boot=50, random_state=np.random.default_rng(1)
+    )
+    pd.testing.assert_frame_equal(a.table, gen.table)
+
+
+def test_nan_salience_is_never_kept():
+    y = np.array([1, 0, 1, 0])
+    s = np.array([np.nan, 0.5, 0.9, np.nan])
+    res = bootstrap_metrics(y, s, ["a", "a", "b", "b"], thresholds=[0.0, 0.7], n_boot=10)
+    assert res.table["kept_per_verdict"].tolist() == [1.0, 0.5]
+
+
+def test_no_verdicts_warns_and_gives_nan():
+    with pytest.warns(UndefinedMetricWarning):
+        res = bootstrap_metrics([], [], [], thresholds=[0.5], n_boot=5)
+    assert res.table[["f1_low", "f1_high"]].isna().all().all()
+    assert np.isnan(res.threshold)
+
+
+def test_repr_and_html_are_escaped():
+    y, s, g = make_data(7, 10)
+    res = bootstrap_metrics(y, s, g, thresholds=[0.5], n_boot=10)
+    assert isinstance(res, BootstrapResult)
+    assert "BootstrapResult(" in repr(res)
+    res_html = res._repr_html_()
+    assert "<table" in res_html and "max F1" in res_html
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"n_boot": 0}, "n_boot"),
+        ({"confidence": 1.0}, "confidence"),
+        ({"thresholds": []}, "thresholds"),
+        ({"thresholds": [np.nan]}, "thresholds"),
+        ({"random_state": "seed"}, "random_state"),
+        ({"objective": "best"}, "objective"),
+        ({"objective": "precision_floor"}, "min_precision"),
+    ],
+)
+def test_bad_options_raise(kwargs, field):
+    y, s, g = make_data(8, 5)
+    args = {"thresholds": [0.5], **kwargs}
+    with pytest.raises(BadInputError) as err:
+        bootstrap_metrics(y, s, g, **args)
+    assert err.value.field == field
+
+
+def test_missing_verdict_is_an_error():
+    with pytest.raises(BadInputError, match="missing verdict"):
+        bootstrap_metrics([0, 1], [0.1, 0.2], ["a", None], thresholds=[0.5])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n_verdicts=st.integers(1, 12),
+    grid=st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.5, 0.9, 1.0]), min_size=1, max_size=5),
+)
+def test_hypothesis_vectorized_equals_reference(seed, n_verdicts, grid):
+    y, s, g = make_data(seed, n_verdicts, decimals=1)
+    s[::7] = np.nan  # unscored candidates are never kept
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        fast = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=20, random_state=seed)
+    intervals, chosen, _ = reference_bootstrap(
+        y, s, g, np.array(grid), n_boot=20, confidence=0.95, seed=seed
+    )
+    for m in METRICS:
+        np.testing.assert_array_equal(fast.table[f"{m}_low"], intervals[m][:, 0], err_msg=m)
+        np.testing.assert_array_equal(fast.table[f"{m}_high"], intervals[m][:, 1], err_msg=m)
+    np.testing.assert_array_equal(fast.replicate_thresholds, chosen)
