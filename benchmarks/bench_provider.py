@@ -1,0 +1,93 @@
+"""Throughput of OpenAICompatibleProvider.complete_many against a local server.
+
+A real OpenAI-compatible HTTP server (tests/_http_server.py, in its own
+process so it does not share our GIL) answers every request after 100 ms.
+1000 requests at concurrency 32 ideally take 1000 / 32 x 0.1 s = 3.125 s;
+the ratio wall / ideal shows the client's overhead (retries, pooling,
+thread hand-offs). Goal: ratio <= 1.25.
+
+    .venv/bin/python benchmarks/bench_provider.py [--quick] [--n N] [--concurrency C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from truss_lab._openai import CompletionRecorder, OpenAICompatibleProvider  # noqa: E402
+from truss_lab._providers import ChatMessage, CompletionRequest  # noqa: E402
+
+GOAL = 1.25
+
+
+def requests(n: int) -> list[CompletionRequest]:
+    return [
+        CompletionRequest(
+            messages=(
+                ChatMessage(role="system", content="Extract durable lessons as JSON."),
+                ChatMessage(role="user", content=f"Verdict {i}: job migrated, tz regressed."),
+            ),
+            model="bench-model",
+            parameters={"temperature": 0},
+            verdict_hash=hashlib.sha256(str(i).encode()).hexdigest(),
+            extractor="bench/lesson-v1",
+            prompt_version="lesson-v1",
+        )
+        for i in range(n)
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 requests instead of 1000")
+    parser.add_argument("--n", type=int, default=None)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.1)
+    args = parser.parse_args()
+    n = args.n or (200 if args.quick else 1000)
+    c = args.concurrency
+
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "_http_server.py"), "--latency", str(args.latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().strip()
+        recorder = CompletionRecorder()
+        with OpenAICompatibleProvider(
+            base_url, "bench-model", max_concurrency=c, recorder=recorder, timeout=10.0
+        ) as provider:
+            reqs = requests(n)
+            start = time.perf_counter()
+            results = provider.complete_many(reqs, concurrency=c)
+            wall = time.perf_counter() - start
+        failures = [r for r in results if isinstance(r, Exception)]
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=10)
+
+    ideal = n / c * args.latency
+    ratio = wall / ideal
+    print(f"requests          {n} at concurrency {c}, server latency {args.latency * 1000:.0f} ms")
+    print(f"failures          {len(failures)}; recorded {len(recorder)}")
+    print(f"wall time         {wall:.3f} s")
+    print(f"ideal (baseline)  {ideal:.3f} s  (= {n} / {c} x {args.latency} s)")
+    print(f"ratio             {ratio:.3f}  (goal <= {GOAL})  {'OK' if ratio <= GOAL else 'MISSED'}")
+    if failures:
+        print(f"first failure: {failures[0]}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""A real, scriptable OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
+
+Each test scripts the replies (status, headers, body, delay) in order; when
+the script runs out, the default reply is a chat completion that echoes the
+last message. The server records every request (path, headers, JSON body)
+and the highest number of requests it saw in flight at once.
+
+Run as a script (``python tests/_http_server.py --latency 0.1``) it serves the
+default reply with a fixed delay and prints its base URL on the first line of
+stdout; the provider benchmark uses it that way, in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    status: int = 200
+    body: Any = None  # dict → JSON, str/bytes → raw, None → the default completion
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass
+class Seen:
+    """One request as the server received it."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+    at: float
+
+
+def default_completion(body: Any) -> dict[str, Any]:
+    """A chat completion whose text is a deterministic function of the messages."""
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    last = messages[-1]["content"] if messages else ""
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:12]
+    text = json.dumps({"lessons": [{"text": f"about {last[:40]}", "salience": 0.8}],
+                       "id": digest})
+    return {
+        "id": "chatcmpl-" + digest,
+        "object": "chat.completion",
+        "model": body.get("model", "unknown") if isinstance(body, dict) else "unknown",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": len(last.split()), "completion_tokens": 7, "total_tokens": 0},
+    }
+
+
+class ScriptedServer:
+    """A ThreadingHTTPServer on an ephemeral port, driven by a reply script."""
+
+    def __init__(self, *, latency: float = 0.0) -> None:
+        self.latency = latency
+        self.script: collections.deque[Reply] = collections.deque()
+        self.requests: list[Seen] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # Like real servers (uvicorn, llama.cpp): no Nagle, or a split
+            # header/body write waits for the client's delayed ACK (~40 ms).
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self._httpd.request_queue_size = 256
+        self._httpd.allow_reuse_address = True
+        self._httpd.server_bind()
+        self._httpd.server_activate()
+        self.port = self._httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    def start(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def add(self, *replies: Reply) -> None:
+        """Queue replies, answered in order before the default."""
+        with self._lock:
+            self.script.extend(replies)
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        raw = h.rfile.read(length)
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw
+        with self._lock:
+            self.requests.append(
+                Seen(h.path, {k.lower(): v for k, v in h.headers.items()}, body, time.monotonic())
+            )
+            reply = self.script.popleft() if self.script else Reply(delay=self.latency)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if reply.delay:
+                time.sleep(reply.delay)
+        finally:
+            # Counted out before answering: the client may fire its next request
+            # the moment the answer lands, and that must not look like overlap.
+            with self._lock:
+                self.in_flight -= 1
+        payload = reply.body
+        if payload is None:
+            payload = default_completion(body)
+        data = (
+            payload if isinstance(payload, bytes)
+            else payload.encode() if isinstance(payload, str)
+            else json.dumps(payload).encode()
+        )
+        try:
+            h.send_response(reply.status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            for k, v in reply.headers.items():
+                h.send_header(k, v)
+            # Headers and body in one write (one segment for small answers).
+            h._headers_buffer.append(b"\r\n")  # type: ignore[attr-defined]
+            h._headers_buffer.append(data)  # type: ignore[attr-defined]
+            h.flush_headers()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test); nothing to answer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--latency", type=float, default=0.1)
+    args = parser.parse_args()
+    srv = ScriptedServer(latency=args.latency).start()
+    print(srv.base_url, flush=True)
+    try:
+        sys.stdin.read()  # run until the parent closes our stdin
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()
