@@ -178,8 +178,9 @@ def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
 def _register_extensions() -> None:
     # Each stage keeps its commands beside its code; they register here, after
     # _friendly and _emit exist, because they import them from this module.
-    from . import _cli_audit
+    from . import _cli_audit, _cli_extract
 
+    _cli_extract.register(cli)
     _cli_audit.register(cli)
 
 

@@ -33,7 +33,7 @@ from ._journal import JournalColumns, verify_columns
 from ._ledger import stored_keyring
 from ._memory import MEMORY_SCHEMA, write_memory_table
 from ._models import LedgerRef, LessonExtractionPolicy, utcnow
-from ._parser import parse_completion
+from ._parser import candidates_frame, parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
 from ._providers import Completion, CompletionRequest, Provider
 from ._store import Store
@@ -105,8 +105,14 @@ class Extractor:
         *,
         template: str | PromptTemplate = "lesson-v1",
         model: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ) -> Extractor:
-        """Replay recorded completions (a §2 file, a DataFrame, or a Store's table)."""
+        """Replay recorded completions (a §2 file, a DataFrame, or a Store's table).
+
+        To replay a live run recorded by truss_lab, give the same ``model`` and
+        ``parameters`` it used: the request hash covers them, and a request
+        that differs from the recorded one is refused.
+        """
         from ._replay import ReplayProvider
 
         if isinstance(recordings, Store):
@@ -114,7 +120,8 @@ class Extractor:
                 "SELECT * FROM completions WHERE extractor = ?", [extractor_id]
             ).df()
         tpl = get_template(template) if isinstance(template, str) else template
-        return cls(extractor_id, ReplayProvider(recordings), tpl, model or extractor_id)
+        return cls(extractor_id, ReplayProvider(recordings), tpl, model or extractor_id,
+                   dict(parameters or {}))
 
     @classmethod
     def heuristic(cls, *, max_lessons: int = 5) -> Extractor:
@@ -186,7 +193,7 @@ def extract_verdicts(
 ) -> ExtractionRows:
     """Run the extractor over ``(seq, hash, payload)`` verdicts; never raises for one
     bad verdict: its provider or parse failure becomes an error row."""
-    cand_parts: list[pd.DataFrame] = []
+    results: list[tuple[dict[str, Any], Any]] = []
     errors: list[dict[str, Any]] = []
     completions: list[dict[str, Any]] = []
     calls = 0
@@ -207,17 +214,15 @@ def extract_verdicts(
         if parsed.error is not None:
             errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
             continue
-        if not parsed.lessons:
-            continue
-        frame = parsed.to_frame()
-        frame.insert(0, "verdict_seq", seq)
-        frame.insert(1, "verdict_hash", vhash)
-        frame.insert(2, "extractor_id", extractor.extractor_id)
-        frame["prompt_version"] = extractor.template.version
-        cand_parts.append(frame)
-    cands = (
-        pd.concat(cand_parts, ignore_index=True) if cand_parts else _empty_candidates()
-    )
+        if parsed.lessons:
+            results.append(({"verdict_seq": seq, "verdict_hash": vhash,
+                             "extractor_id": extractor.extractor_id}, parsed))
+    # One frame per batch, not per verdict: building frames dominated the run time.
+    if results:
+        cands = candidates_frame(results)
+        cands["prompt_version"] = extractor.template.version
+    else:
+        cands = _empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
                           calls, completions)
 
@@ -297,12 +302,13 @@ def gated_tables(
             "verdict_hash": vh,
             "extractor_id": ex,
             "lesson_index": pa.array(li, pa.int32()),
-            "text": [None if pd.isna(t) else str(t) for t in c["text"]],
+            "text": [None if t is None or t != t else str(t) for t in c["text"].tolist()],
             "salience": pa.array(c["salience"].to_numpy(dtype=np.float64), pa.float64(),
                                  from_pandas=True),
-            "evidence": [list(e) for e in c["evidence"]],
+            "evidence": [list(e) for e in c["evidence"].tolist()],
             "valid": c["valid"].to_numpy(dtype=bool),
-            "drop_reason": [None if pd.isna(d) else str(d) for d in c["drop_reason"]],
+            "drop_reason": [None if d is None or d != d else str(d)
+                            for d in c["drop_reason"].tolist()],
             "score": pa.array(scores, pa.float64(), from_pandas=True),
             "scorer": [scorer_name] * n,
             "passed_gate": passed,
@@ -312,23 +318,25 @@ def gated_tables(
     )
     idx = np.flatnonzero(write)
     now = utcnow()
+    seqs = c["verdict_seq"].astype("int64").tolist()
+    texts = c["text"].tolist()
+    evid = c["evidence"].tolist()
+    pv = c["prompt_version"].tolist() if "prompt_version" in c else [None] * n
     mem = pa.table(
         {
             "entry_id": [lesson_ids[i] for i in idx],
             "kind": ["lesson"] * len(idx),
             "trust": ["unverified"] * len(idx),
-            "text": [str(c["text"].iat[i]) for i in idx],
-            "salience": [float(scores[i]) for i in idx],
-            "evidence": [list(c["evidence"].iat[i]) for i in idx],
+            "text": [str(texts[i]) for i in idx],
+            "salience": scores[idx],
+            "evidence": [list(evid[i]) for i in idx],
             "lesson_index": [li[i] for i in idx],
-            "produced_by_seq": [int(c["verdict_seq"].iat[i]) for i in idx],
+            "produced_by_seq": [seqs[i] for i in idx],
             "produced_by_hash": [vh[i] for i in idx],
-            "sources": [[{"seq": int(c["verdict_seq"].iat[i]), "hash": vh[i]}] for i in idx],
+            "sources": [[{"seq": seqs[i], "hash": vh[i]}] for i in idx],
             "extractor_id": [ex[i] for i in idx],
             "run_id": [run_id] * len(idx),
-            "prompt_version": [
-                None if "prompt_version" not in c else c["prompt_version"].iat[i] for i in idx
-            ],
+            "prompt_version": [pv[i] for i in idx],
             "created_at": [now] * len(idx),
             "superseded_by": [None] * len(idx),
         },
@@ -466,8 +474,10 @@ def ensure_run(
     status: str,
     write_memory: bool,
     extra: Mapping[str, Any] | None = None,
+    templates: bool = True,
 ) -> None:
-    """Create the extraction_runs row for ``run_id`` if it does not exist."""
+    """Create the extraction_runs row for ``run_id`` if it does not exist
+    (and, with ``templates``, record the prompt template it uses)."""
     from . import __version__
 
     cfg = {"lesson_extraction": config.lesson_extraction.value,
@@ -494,6 +504,8 @@ def ensure_run(
         }),
         key=["run_id"],
     )
+    if not templates:
+        return
     store.append(
         "prompt_templates",
         pa.table({"prompt_version": [extractor.template.version],

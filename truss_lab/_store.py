@@ -169,22 +169,29 @@ class Store:
         self.con.register(name, tbl)
         try:
             qcols = ", ".join(f'"{c}"' for c in cols)
-            keys = list(key)
-            on = " AND ".join(f't."{k}" IS NOT DISTINCT FROM n."{k}"' for k in keys)
-            # Conflicts inside the batch: same key, different content.
-            conflict = self.con.execute(
-                f"SELECT {', '.join(keys)}, count(*) FROM (SELECT DISTINCT {qcols} FROM {name}) "
-                f"GROUP BY {', '.join(keys)} HAVING count(*) > 1 LIMIT 1"
+            keys = ", ".join(f'"{k}"' for k in key)
+            on = " AND ".join(f't."{k}" IS NOT DISTINCT FROM n."{k}"' for k in key)
+            # Duplicate keys inside one batch: DuckDB would keep one silently.
+            # The cheap key-only check usually finds none; only then is the
+            # full-content comparison (identical rows collapse) worth running.
+            source = name
+            dup = self.con.execute(
+                f"SELECT 1 FROM {name} GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
             ).fetchall()
-            if conflict:
-                conflict = conflict[0]
-                raise StoreError(
-                    f"{table}: two different rows share the key "
-                    f"{dict(zip(keys, conflict[:-1], strict=True))}"
-                )
+            if dup:
+                conflict = self.con.execute(
+                    f"SELECT {keys} FROM (SELECT DISTINCT {qcols} FROM {name}) "
+                    f"GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
+                ).fetchall()
+                if conflict:
+                    raise StoreError(
+                        f"{table}: two different rows share the key "
+                        f"{dict(zip(key, conflict[0], strict=True))}"
+                    )
+                source = f"(SELECT DISTINCT {qcols} FROM {name})"
             with self.transaction():
                 res = self.con.execute(
-                    f"INSERT INTO {table} ({qcols}) SELECT DISTINCT {qcols} FROM {name} n "
+                    f"INSERT INTO {table} ({qcols}) SELECT {qcols} FROM {source} n "
                     f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {on})"
                 ).fetchall()
             return int(res[0][0]) if res else 0

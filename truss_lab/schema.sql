@@ -180,3 +180,25 @@ CREATE TABLE prompt_templates (
     template_hash     VARCHAR NOT NULL,
     text              VARCHAR NOT NULL
 );
+
+-- migration: 002_run_chunks
+-- Batch runs (truss_lab/_batch.py): per-chunk progress, so a killed run resumes
+-- where it stopped. A chunk's row lands in the same transaction as the chunk's
+-- candidates, lessons and errors, so "chunk done" and "chunk written" agree.
+ALTER TABLE extraction_runs ADD COLUMN error VARCHAR;     -- why a run failed
+ALTER TABLE extraction_runs ADD COLUMN seconds DOUBLE;    -- active wall time, summed over resumes
+
+CREATE TABLE run_chunks (
+    run_id            VARCHAR NOT NULL,
+    chunk_index       INTEGER NOT NULL,  -- position of the chunk in the run's batch
+    first_seq         BIGINT,
+    last_seq          BIGINT,
+    n_verdicts        BIGINT NOT NULL,
+    n_candidates      BIGINT NOT NULL,
+    n_lessons         BIGINT NOT NULL,   -- memory rows of the chunk (passed the gate, written)
+    n_lessons_new     BIGINT NOT NULL,   -- of those, entries not already in memory_entries
+    n_errors          BIGINT NOT NULL,
+    provider_calls    BIGINT NOT NULL,
+    finished_at       TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (run_id, chunk_index)
+);
