@@ -76,7 +76,7 @@ def test_transaction_rolls_back_everything(store) -> None:
 def test_failed_statement_is_not_committed(store) -> None:
     # DuckDB would turn a COMMIT after a failed statement into a silent rollback;
     # the store must surface the failure instead of reporting success.
-    with pytest.raises(Exception, match="NOT NULL|Constraint"):
+    with pytest.raises(Exception, match=r"NOT NULL|Constraint"):
         with store.transaction():
             store.append("completions", _rows(2), key=["verdict_hash", "extractor"])
             store.con.execute("INSERT INTO completions (verdict_hash) VALUES ('x')")
