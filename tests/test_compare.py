@@ -170,3 +170,18 @@ def test_bad_input(change, kwargs, field):
     with pytest.raises(BadInputError) as err:
         compare_extractors(a, run(8, VERDICTS[:5], quality=0.5), **args)
     assert err.value.field == field
+
+
+def test_processed_verdicts_without_candidates_are_common() -> None:
+    # Run B processed verdict "v2" but proposed nothing there: it is a common
+    # verdict where B kept nothing, not a verdict missing from B.
+    a = pd.DataFrame({"verdict_hash": ["v1", "v2"], "salience": [0.9, 0.9], "label": [1, 1]})
+    b = pd.DataFrame({"verdict_hash": ["v1"], "salience": [0.9], "label": [1]})
+    without = compare_extractors(a, b, threshold=0.5, n_boot=10)
+    assert without.n_common == 1 and without.only_in_a == ["v2"]
+    res = compare_extractors(a, b, threshold=0.5, n_boot=10, verdicts_a=["v1", "v2"],
+                             verdicts_b=["v1", "v2"])
+    assert res.n_common == 2 and res.only_in_a == [] and res.only_in_b == []
+    row = res.table.iloc[0]
+    assert (row["success_a"], row["success_b"], row["a_only"]) == (2, 1, 1)
+    assert row["kept_per_verdict_b"] == 0.5

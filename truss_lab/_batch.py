@@ -51,6 +51,7 @@ from ._extraction import (
     ScoreFunction,
     extract_verdicts,
     gated_tables,
+    record_run_verdicts,
     write_extraction,
 )
 from ._journal import JournalColumns, verify_columns
@@ -598,7 +599,7 @@ def _load_chunk(store: Store, seqs: np.ndarray) -> Chunk:
     return rows
 
 
-def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray,
+def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
                  rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
                  score: ScoreFunction | None, scorer_name: str, elapsed: float) -> int:
     cand, mem, err = gated_tables(rows, config, run_id=run_id, write_memory=write_memory,
@@ -607,6 +608,7 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray,
             c.get("model") != "heuristic-v1"]
     with store.transaction():
         new = write_extraction(store, cand, mem, err)
+        record_run_verdicts(store, run_id, seqs.tolist(), hashes)
         if live:
             _record_completions(store, live)
         store.append("run_chunks", pa.table({
@@ -735,6 +737,7 @@ def run_extraction(
         done = {int(r[0]) for r in store.con.execute(
             "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
         seqs_all = batch["seq"].to_numpy(dtype=np.int64)
+        hashes_all = batch["hash"].tolist()
         todo = [i for i in range(n_chunks) if i not in done]
         done_verdicts = len(batch) - sum(
             len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
@@ -754,7 +757,9 @@ def run_extraction(
             for index, seqs, rows in _pipeline(store, ex, todo, seqs_all, chunk_size):
                 now = time.perf_counter()
                 errors_seen += _write_chunk(
-                    store, run_id, index, seqs, rows, config, write_memory=write_memory,
+                    store, run_id, index, seqs,
+                    hashes_all[index * chunk_size:(index + 1) * chunk_size], rows, config,
+                    write_memory=write_memory,
                     score=score, scorer_name=scorer_name, elapsed=now - last)
                 last = now  # this chunk's write is counted with the next chunk (or finish)
                 done_now += len(seqs)

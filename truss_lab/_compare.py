@@ -120,8 +120,9 @@ class ComparisonResult:
         for _, r in self.table.iterrows():
             lines.append(
                 f"  t_a={r['threshold_a']:.4g} t_b={r['threshold_b']:.4g}: "
-                f"dF1={r['delta_f1']:+.3f} [{r['delta_f1_low']:+.3f}, {r['delta_f1_high']:+.3f}], "
-                f"dprecision={r['delta_precision']:+.3f}, McNemar p={r['mcnemar_p']:.3g}"
+                f"dF1 (b-a)={r['delta_f1']:+.3f} [{r['delta_f1_low']:+.3f}, "
+                f"{r['delta_f1_high']:+.3f}], dprecision (b-a)={r['delta_precision']:+.3f}, "
+                f"McNemar p={r['mcnemar_p']:.3g}"
             )
         return "\n".join(lines)
 
@@ -150,10 +151,15 @@ def compare_extractors(
     confidence: float = 0.95,
     random_state: Any = 0,
     names: tuple[str, str] = ("a", "b"),
+    verdicts_a: Any = None,
+    verdicts_b: Any = None,
 ) -> ComparisonResult:
     """Paired verdict bootstrap of B - A, and exact McNemar on the per-verdict outcome.
 
     ``a`` and ``b`` have columns ``verdict_hash``, ``salience``, ``label`` (0/1).
+    ``verdicts_a`` / ``verdicts_b`` (optional) are every verdict hash each run
+    processed: a verdict for which an extractor proposed nothing is then a
+    common verdict where it kept nothing, not a verdict missing from its run.
     ``threshold`` (one value or an array) applies to A, ``threshold_b`` to B
     (default: the same). Both runs are resampled with the *same* verdict
     weights, drawn as in :mod:`truss_lab._bootstrap` over the common verdicts in
@@ -169,10 +175,11 @@ def compare_extractors(
             f"threshold_b has {len(t_b)} values, threshold {len(t_a)}; expected as many",
             field="threshold_b",
         )
-    va, vb = pd.unique(ha), pd.unique(hb)
-    common = np.array(sorted(set(va) & set(vb)), dtype=object)
-    only_a = sorted(set(va) - set(vb))
-    only_b = sorted(set(vb) - set(va))
+    va = set(pd.unique(ha)) | set(() if verdicts_a is None else map(str, verdicts_a))
+    vb = set(pd.unique(hb)) | set(() if verdicts_b is None else map(str, verdicts_b))
+    common = np.array(sorted(va & vb), dtype=object)
+    only_a = sorted(va - vb)
+    only_b = sorted(vb - va)
     g = len(common)
     index = pd.Index(common)
 

@@ -530,16 +530,21 @@ def compare_runs(
 ) -> ComparisonResult:
     """:func:`~truss_lab._compare.compare_extractors` of two runs on their labelled,
     untied valid candidates. The paired analysis uses the verdicts both runs
-    have such candidates for; verdicts present in one run only are listed in
-    the result (``only_in_a`` / ``only_in_b``), never dropped silently."""
-    frames = []
+    processed (``run_verdicts``); verdicts present in one run only are listed
+    in the result (``only_in_a`` / ``only_in_b``), never dropped silently."""
+    frames, processed = [], []
     for rid in (run_a, run_b):
         d = scored_candidates(store, rid, labels=labels, score=score)
         frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
                                     "salience": d["s"], "label": d["y"]}))
+        # Every verdict the run processed, so one where the extractor proposed
+        # nothing counts as "kept nothing" rather than "absent from the run".
+        processed.append([r[0] for r in store.sql(
+            "SELECT verdict_hash FROM run_verdicts WHERE run_id = ?", [rid]).fetchall()])
     return compare_extractors(
         frames[0], frames[1], threshold=threshold, threshold_b=threshold_b, n_boot=n_boot,
         confidence=confidence, random_state=random_state, names=(run_a, run_b),
+        verdicts_a=processed[0], verdicts_b=processed[1],
     )
 
 

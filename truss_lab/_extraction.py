@@ -371,6 +371,17 @@ def write_extraction(store: Store, cand: pa.Table, mem: pa.Table, err: pa.Table)
     return n
 
 
+def record_run_verdicts(store: Store, run_id: str, seqs: Sequence[int],
+                        hashes: Sequence[str]) -> None:
+    """Record that ``run_id`` processed these verdicts (whatever they yielded)."""
+    store.append(
+        "run_verdicts",
+        pa.table({"run_id": [run_id] * len(seqs), "verdict_seq": pa.array(seqs, pa.int64()),
+                  "verdict_hash": list(hashes)}),
+        key=["run_id", "verdict_seq"],
+    )
+
+
 def verified_verdict(store: Store, ref: LedgerRef) -> dict[str, Any]:
     """The payload of verdict ``ref`` after checking it is in the journal and verifies.
 
@@ -455,6 +466,7 @@ class ContractCloseLearning:
             ensure_run(store, self.run_id, self.extractor, self.config, status="live",
                        write_memory=True)
             written = write_extraction(store, cand, mem, err)
+            record_run_verdicts(store, self.run_id, [verdict_ref.seq], [verdict_ref.hash])
         error = None
         if len(rows.errors):
             r = rows.errors.iloc[0]

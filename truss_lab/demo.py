@@ -17,6 +17,7 @@ from pathlib import Path
 from ._batch import run_extraction, summarize_runs
 from ._config import MemoryConfig
 from ._errors import TrussLabError
+from ._evaluate import demo_evaluation
 from ._extraction import Extractor
 from ._ingest import ingest_completions, ingest_labels
 from ._ledger import import_journal, verify_chain
@@ -71,6 +72,14 @@ def run(db: str, sample: Path = SAMPLE, out: Path = Path("demo_out")) -> int:
         summary = summarize_runs(store, run_ids)
         cols = ["run_id", "verdicts", "candidates", "lessons", "errors", "seconds"]
         print(summary[cols].to_string(index=False))
+
+        t = _step("evaluate against the gold labels (choose on training verdicts, "
+                  "report on held-out ones)")
+        out.mkdir(parents=True, exist_ok=True)
+        # The gold labels cover the two recorded extractors; the heuristic
+        # baseline's lessons are unlabelled, so it has no sweep of its own.
+        print(demo_evaluation(store, run_ids[:2], out))
+        print(f"({time.perf_counter() - t:.1f}s)")
 
         _step("tables")
         for name, n in store.counts().items():

@@ -202,3 +202,13 @@ CREATE TABLE run_chunks (
     finished_at       TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (run_id, chunk_index)
 );
+
+-- migration: 003_run_verdicts
+-- Which verdicts each run processed, including those that yielded no
+-- candidate: a comparison of two runs needs the verdicts where an extractor
+-- proposed nothing, and the audit needs to know what a run covered.
+CREATE TABLE run_verdicts (
+    run_id            VARCHAR NOT NULL,
+    verdict_seq       BIGINT NOT NULL,
+    verdict_hash      VARCHAR NOT NULL
+);

@@ -1,0 +1,161 @@
+"""``truss-lab sweep | compare | calibrate | propose`` (truss_lab._cli_eval) on the sample."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import click
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from truss_lab._batch import run_extraction
+from truss_lab._cli import cli as main_cli
+from truss_lab._cli_eval import register
+from truss_lab._config import MemoryConfig
+from truss_lab._extraction import Extractor
+from truss_lab._ingest import ingest_completions, ingest_labels
+from truss_lab._ledger import import_journal, verify_chain
+from truss_lab._policies import policy_history
+from truss_lab._store import Store
+
+SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
+GOOD, OVER = "sim-good-v1", "sim-overconfident-v1"
+COMMANDS = ("sweep", "compare", "calibrate", "propose")
+
+
+@pytest.fixture(scope="module")
+def cli() -> click.Group:
+    """A fresh group with the evaluation commands (and the lead's `keys` group)."""
+    group = click.Group("truss-lab", help="test group")
+    register(group)
+    group.add_command(main_cli.commands["keys"])
+    return group
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("eval") / "sample.duckdb"
+    with Store(path) as s:
+        import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
+        ingest_completions(s, SAMPLE / "completions.jsonl")
+        ingest_labels(s, SAMPLE / "labels.csv")
+        for ext in (GOOD, OVER):
+            run_extraction(s, Extractor.replay(s, ext),
+                           MemoryConfig(lesson_extraction="model-scored"), progress=False,
+                           write_memory=False, run_id=ext)
+    return path
+
+
+def invoke(cli: click.Group, args: list[str]) -> object:
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
+
+
+def test_every_command_has_help(cli):
+    for name in COMMANDS:
+        cmd = cli.commands[name]
+        assert cmd.help and cmd.help.strip(), name
+        for p in cmd.params:
+            if isinstance(p, click.Option):
+                assert p.help, f"{name} {p.opts}"
+        res = invoke(cli, [name, "--help"])
+        assert res.exit_code == 0 and "Usage" in res.output
+
+
+def test_sweep_text_csv_plot_json(cli, db, tmp_path):
+    csv, png = tmp_path / "s.csv", tmp_path / "s.png"
+    res = invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--csv", str(csv),
+                       "--plot", str(png), "--n-boot", "200"])
+    assert res.exit_code == 0, res.output
+    assert "chosen threshold" in res.output and "held-out" in res.output
+    assert "bootstrap interval of the choice" in res.output
+    full = pd.read_csv(csv)
+    assert {"threshold", "precision", "recall", "f1", "kept_per_verdict"} <= set(full.columns)
+    assert full["threshold"].is_monotonic_decreasing
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    res = invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--json",
+                       "--objective", "precision:0.8", "--n-boot", "100"])
+    out = json.loads(res.output)
+    assert out["choice"]["objective"] == "max recall s.t. precision >= 0.8"
+    assert out["choice"]["train"]["precision"] >= 0.8
+    assert len(out["sweep"]) == 6 and out["choice"]["test_intervals"]["f1"]
+
+
+def test_sweep_with_a_labels_file(cli, db):
+    res = invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--labels",
+                       str(SAMPLE / "labels.csv"), "--n-boot", "50", "--json"])
+    assert res.exit_code == 0
+    assert json.loads(res.output)["run_id"] == GOOD
+
+
+def test_compare(cli, db, tmp_path):
+    png = tmp_path / "c.png"
+    res = invoke(cli, ["compare", GOOD, OVER, "--db", str(db), "--threshold", "0.8",
+                       "--n-boot", "200", "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert "common verdicts" in res.output and "McNemar" in res.output
+    assert png.exists()
+    out = json.loads(invoke(cli, ["compare", GOOD, OVER, "--db", str(db), "--json",
+                                  "--n-boot", "100"]).output)
+    assert out["names"] == [GOOD, OVER] and out["only_in_a"] == out["only_in_b"] == []
+    assert out["table"][0]["threshold_a"] == 0.7
+
+
+@pytest.mark.parametrize("method", ["isotonic", "platt", "none"])
+def test_calibrate(cli, db, tmp_path, method):
+    png = tmp_path / "cal.png"
+    res = invoke(cli, ["calibrate", OVER, "--db", str(db), "--method", method,
+                       "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert "ECE" in res.output and png.exists()
+    out = json.loads(invoke(cli, ["calibrate", OVER, "--db", str(db), "--method", method,
+                                  "--json"]).output)
+    rows = [r["scores"] for r in out["summary"]]
+    assert rows == (["before"] if method == "none" else ["before", "after"])
+
+
+def test_propose_twice(cli, db, tmp_path):
+    work = tmp_path / "w.duckdb"
+    shutil.copy(db, work)
+    key = tmp_path / "op.key"
+    res = invoke(cli, ["keys", "generate", "--key-id", "lab-op", "--out", str(key)])
+    assert res.exit_code == 0, res.output
+    res = invoke(cli, ["propose", "--db", str(work), "--run", GOOD, "--key", str(key),
+                       "--n-boot", "100"])
+    assert res.exit_code == 0, res.output
+    assert "extraction_min_salience" in res.output and "not applied" in res.output
+    res = invoke(cli, ["propose", "--db", str(work), "--run", OVER, "--key", str(key),
+                       "--objective", "fbeta:0.5", "--n-boot", "100", "--json"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.output)
+    assert rec["trust"] == "unverified" and rec["policy"]["target"] == "salience"
+    with Store(work, read_only=True) as s:
+        hist = policy_history(s, "extraction_min_salience")
+        assert len(hist) == 2 and rec["supersedes"] == hist["record_id"].iloc[0]
+        assert verify_chain(s).ok
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sweep", "--run", "no-such-run"],
+        ["compare", GOOD, "no-such-run"],
+        ["calibrate", "no-such-run"],
+        ["sweep", "--run", GOOD, "--objective", "magic"],
+        ["propose", "--run", "no-such-run", "--key", "/nonexistent.key"],
+    ],
+)
+def test_user_errors_are_one_line_exit_2(cli, db, args):
+    res = CliRunner().invoke(cli, [*args, "--db", str(db)])
+    assert res.exit_code == 2, res.output
+    err = res.stderr.strip()
+    assert err.startswith("error:") and "\n" not in err
+    assert "Traceback" not in res.output
+
+
+def test_missing_database_is_a_user_error(cli, tmp_path):
+    res = CliRunner().invoke(cli, ["sweep", "--db", str(tmp_path / "x.duckdb"), "--run", GOOD])
+    assert res.exit_code == 2 and "no such database" in res.stderr
+    assert not (tmp_path / "x.duckdb").exists()

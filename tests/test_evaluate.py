@@ -1,0 +1,283 @@
+"""Store-level evaluation (truss_lab._evaluate) on the bundled sample."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.isotonic import IsotonicRegression
+from sklearn.metrics import brier_score_loss, cohen_kappa_score
+
+from truss_lab._batch import run_extraction
+from truss_lab._choose import choose_threshold, split_by_verdict
+from truss_lab._config import MemoryConfig
+from truss_lab._errors import BadInputError
+from truss_lab._evaluate import (
+    CalibrationReport,
+    LabelReport,
+    calibration_run,
+    choose_run_threshold,
+    compare_runs,
+    demo_evaluation,
+    label_report,
+    labelled_candidates,
+    parse_objective,
+    scored_candidates,
+    sweep_run,
+)
+from truss_lab._extraction import Extractor
+from truss_lab._ingest import ingest_completions, ingest_labels
+from truss_lab._ledger import import_journal
+from truss_lab._objective import Objective
+from truss_lab._store import Store
+from truss_lab._sweep import sweep
+
+SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
+GOOD, OVER, SUB = "sim-good-v1", "sim-overconfident-v1", "good-subset"
+
+
+@pytest.fixture(scope="module")
+def ev() -> Iterator[Store]:
+    """The sample with labels and three dry runs: good, overconfident, good on seq <= 400."""
+    s = Store(":memory:")
+    import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
+    ingest_completions(s, SAMPLE / "completions.jsonl")
+    ingest_labels(s, SAMPLE / "labels.csv")
+    cfg = MemoryConfig(lesson_extraction="model-scored")
+    for run_id, ext, verdicts in ((GOOD, GOOD, None), (OVER, OVER, None),
+                                  (SUB, GOOD, "seq <= 400")):
+        run_extraction(s, Extractor.replay(s, ext), cfg, progress=False, write_memory=False,
+                       run_id=run_id, verdicts=verdicts)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def raw_labels() -> pd.DataFrame:
+    return pd.read_csv(SAMPLE / "labels.csv", dtype={"annotator": "string"})
+
+
+# -- labels -------------------------------------------------------------------------------
+
+
+def test_label_report_counts_and_kappa(ev, raw_labels):
+    rep = label_report(ev, GOOD)
+    assert isinstance(rep, LabelReport)
+    cands = ev.sql("SELECT verdict_hash, lesson_index FROM candidates "
+                   "WHERE run_id = ? AND valid", [GOOD]).df()
+    lab = raw_labels[raw_labels["extractor"] == GOOD]
+    votes = lab.groupby(["verdict_hash", "lesson_index"])["useful"].agg(["size", "sum"])
+    m = cands.merge(votes.reset_index(), on=["verdict_hash", "lesson_index"], how="left")
+    ties = int((2 * m["sum"] == m["size"]).sum())
+    row = rep.coverage.set_index("extractor").loc[GOOD]
+    assert row["n_candidates"] == len(cands)
+    assert row["n_ties"] == ties == rep.n_ties > 0
+    assert row["n_labelled"] == int(m["size"].notna().sum()) - ties
+    assert row["n_unlabelled"] == int(m["size"].isna().sum())
+    # Cohen's kappa per annotator pair, with scikit-learn as the oracle.
+    wide = lab.pivot_table(index=["verdict_hash", "lesson_index"], columns="annotator",
+                           values="useful").dropna()
+    (pair,) = rep.agreement.itertuples()
+    assert pair.n_common == len(wide)
+    assert pair.kappa == pytest.approx(cohen_kappa_score(wide[pair.annotator_a],
+                                                         wide[pair.annotator_b]))
+    assert "kappa" in repr(rep) and "<table" in rep._repr_html_()
+
+
+def test_label_report_all_runs_and_bad_run(ev):
+    rep = label_report(ev)
+    assert set(rep.coverage["extractor"]) == {GOOD, OVER}
+    with pytest.raises(BadInputError, match=r"no extraction run 'nope'.*good-subset"):
+        label_report(ev, "nope")
+
+
+# -- sweep and choice ----------------------------------------------------------------------
+
+
+def test_sweep_run_uses_labelled_untied_valid_candidates(ev):
+    lc = labelled_candidates(ev, GOOD)
+    assert lc["valid"].all()
+    used = lc[lc["labelled"]]
+    assert not used["tie"].any()
+    df = sweep_run(ev, GOOD)
+    expected = sweep(used["label"].astype(int), used["salience"], groups=used["verdict_hash"])
+    pd.testing.assert_frame_equal(df, expected)
+    assert df["kept"].iloc[-1] == len(used) < len(lc)  # ties left out
+    assert "kept_per_verdict" in df.columns
+    at = sweep_run(ev, GOOD, thresholds=[0.7])
+    assert at["kept"].iloc[0] == int((used["salience"] >= 0.7).sum())
+
+
+def test_sweep_run_on_another_score(ev):
+    # The gate's own score column ...
+    by_col = sweep_run(ev, GOOD, score="score", thresholds=[0.5, 0.7])
+    assert by_col["kept"].tolist() == sweep_run(ev, GOOD, thresholds=[0.5, 0.7])["kept"].tolist()
+    # ... or a scorer stored in the scores table (here: 1 - salience, by name or name@version).
+    ev.con.execute(
+        "INSERT INTO scores SELECT run_id, candidate_id, 'flipped@1', 1 - salience "
+        "FROM candidates WHERE run_id = ? AND valid", [GOOD])
+    try:
+        d = scored_candidates(ev, GOOD)
+        for name in ("flipped", "flipped@1"):
+            got = sweep_run(ev, GOOD, score=name, thresholds=[0.3])
+            assert got["kept"].iloc[0] == int((1 - d["s"] >= 0.3).sum())
+    finally:
+        ev.con.execute("DELETE FROM scores WHERE scorer = 'flipped@1'")
+    with pytest.raises(BadInputError, match="no score 'nope'"):
+        sweep_run(ev, GOOD, score="nope")
+
+
+def test_choose_run_threshold_splits_by_verdict(ev):
+    choice = choose_run_threshold(ev, GOOD, objective="precision:0.75", n_boot=200,
+                                  random_state=3)
+    d = scored_candidates(ev, GOOD)
+    g = d["verdict_hash"].to_numpy()
+    tr, te = split_by_verdict(g, test_size=0.3, random_state=3)
+    assert not set(g[tr]) & set(g[te])  # no verdict on both sides
+    assert len(set(g[tr])) + len(set(g[te])) == len(set(g))
+    sp = choice.split
+    assert (sp["n_train_verdicts"], sp["n_test_verdicts"]) == (len(set(g[tr])), len(set(g[te])))
+    direct = choose_threshold(d["y"], d["s"], g, objective="precision_floor",
+                              min_precision=0.75, random_state=3, n_boot=200)
+    assert choice.threshold == direct.threshold
+    assert choice.test == direct.test
+    assert choice.threshold_interval == direct.threshold_interval
+    assert choice.train["precision"] >= 0.75
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [("f1", Objective("f1")), ("fbeta:2", Objective("fbeta", beta=2.0)),
+     ("precision:0.9", Objective("precision_floor", min_precision=0.9)),
+     ("budget:1.5", Objective("budget", max_per_verdict=1.5)),
+     ("cost:1,5", Objective("cost", cost_fp=1.0, cost_fn=5.0))],
+)
+def test_parse_objective(spec, expected):
+    assert parse_objective(spec) == expected
+    assert parse_objective(expected) is expected
+
+
+@given(st.text(max_size=20))
+@settings(max_examples=200, deadline=None)
+def test_parse_objective_never_crashes(spec):
+    try:
+        obj = parse_objective(spec)
+    except BadInputError as exc:
+        assert "objective" in str(exc)
+    else:
+        assert isinstance(obj, Objective)
+
+
+# -- calibration ----------------------------------------------------------------------------
+
+
+def test_calibration_is_fitted_and_judged_on_disjoint_verdicts(ev):
+    rep = calibration_run(ev, OVER, method="isotonic", random_state=1)
+    assert isinstance(rep, CalibrationReport)
+    assert rep.fit_verdicts and rep.eval_verdicts
+    assert not rep.fit_verdicts & rep.eval_verdicts
+    assert rep.calibrator.fitted_verdicts == rep.fit_verdicts
+    assert list(rep.summary.index) == ["before", "after"]  # no in-sample row without opt-in
+    # The calibrator itself refuses to score its fitting verdicts.
+    d = scored_candidates(ev, OVER)
+    fit = d[d["verdict_hash"].isin(rep.fit_verdicts)]
+    with pytest.raises(BadInputError, match="out of sample") as err:
+        rep.calibrator.predict(fit["s"], verdict_hash=fit["verdict_hash"])
+    assert err.value.reason == "in_sample"
+    # Oracle: scikit-learn's isotonic regression fitted on the same training verdicts.
+    held = d[d["verdict_hash"].isin(rep.eval_verdicts)]
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(fit["s"], fit["y"])
+    p = iso.predict(held["s"])
+    assert rep.summary.loc["after", "brier"] == pytest.approx(brier_score_loss(held["y"], p))
+    assert rep.summary.loc["before", "brier"] == pytest.approx(
+        brier_score_loss(held["y"], held["s"]))
+    assert rep.summary.loc["after", "candidates"] == len(held)
+    # The overconfident extractor is badly calibrated; isotonic fixes most of it.
+    assert rep.summary.loc["after", "ece"] < rep.summary.loc["before", "ece"]
+
+
+def test_calibration_in_sample_only_with_opt_in(ev):
+    rep = calibration_run(ev, GOOD, method="platt", allow_in_sample=True)
+    assert list(rep.summary.index) == ["before", "after", "after_in_sample"]
+    assert rep.summary.loc["after_in_sample", "verdicts"] == len(rep.fit_verdicts)
+    none = calibration_run(ev, GOOD, method=None)
+    assert list(none.summary.index) == ["before"] and none.calibrator is None
+    with pytest.raises(BadInputError, match="method"):
+        calibration_run(ev, GOOD, method="magic")  # type: ignore[arg-type]
+
+
+def test_result_reprs_are_plain_and_html_escaped(ev):
+    rep = calibration_run(ev, GOOD)
+    nasty = dataclasses.replace(rep, run_id="<script>alert(1)</script>")
+    assert "<script>" in repr(nasty)
+    assert "<script>" not in nasty._repr_html_() and "&lt;script&gt;" in nasty._repr_html_()
+    lab = dataclasses.replace(label_report(ev, GOOD), run_id="<b>x</b>")
+    assert "&lt;b&gt;" in lab._repr_html_()
+
+
+# -- comparison -----------------------------------------------------------------------------
+
+
+def test_compare_runs_reports_verdicts_in_one_run_only(ev):
+    res = compare_runs(ev, SUB, GOOD, threshold=0.7, n_boot=200)
+
+    def processed(run: str) -> set[str]:
+        return {r[0] for r in ev.sql(
+            "SELECT verdict_hash FROM run_verdicts WHERE run_id = ?", [run]).fetchall()}
+
+    a, b = processed(SUB), processed(GOOD)
+    assert res.n_common == len(a & b) == len(a)  # the subset's verdicts are all in the full run
+    assert set(res.only_in_b) == b - a and len(res.only_in_b) > 0
+    assert res.only_in_a == []
+    seqs = ev.sql("SELECT verdict_hash, verdict_seq FROM run_verdicts WHERE run_id = ?",
+                  [GOOD]).df().set_index("verdict_hash")["verdict_seq"]
+    assert (seqs.loc[res.only_in_b] > 400).all()
+    # A verdict with no labelled candidate in the subset still counts as common.
+    assert len(a - set(scored_candidates(ev, SUB)["verdict_hash"])) > 0
+    # Same extractor on the common verdicts: no difference at all.
+    assert res.table["delta_f1"].iloc[0] == 0.0 and res.table["mcnemar_p"].iloc[0] == 1.0
+    two = compare_runs(ev, GOOD, OVER, threshold=0.7, n_boot=200)
+    # Both runs processed the same verdicts: nothing is one-sided.
+    assert two.names == (GOOD, OVER) and not two.only_in_a and not two.only_in_b
+    assert two.table["delta_precision"].iloc[0] < 0  # overconfident keeps more junk
+    with pytest.raises(BadInputError, match="no extraction run"):
+        compare_runs(ev, GOOD, "missing-run")
+
+
+# -- the demo ----------------------------------------------------------------------------------
+
+
+def test_demo_evaluation_writes_plots(ev, tmp_path):
+    text = demo_evaluation(ev, [GOOD, OVER], tmp_path / "out", n_boot=100)
+    assert "chosen threshold" in text and "held-out" in text and "ECE" in text
+    pngs = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
+    assert pngs == sorted([f"sweep_{GOOD}.png", f"sweep_{OVER}.png", f"calibration_{GOOD}.png",
+                           f"compare_{GOOD}_vs_{OVER}.png"])
+    for p in (tmp_path / "out").glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_labels_from_a_frame_override_the_table(ev, raw_labels):
+    flipped = raw_labels.assign(useful=1 - raw_labels["useful"])
+    a = sweep_run(ev, GOOD, thresholds=[0.0])
+    b = sweep_run(ev, GOOD, labels=flipped, thresholds=[0.0])
+    assert a["kept"].iloc[0] == b["kept"].iloc[0]
+    assert a["tp"].iloc[0] + b["tp"].iloc[0] == a["kept"].iloc[0]
+    assert np.isfinite(a["precision"]).all()
+
+
+def test_without_labels(ev, raw_labels):
+    none = raw_labels.iloc[:0]
+    rep = label_report(ev, GOOD, labels=none)
+    row = rep.coverage.iloc[0]
+    assert (row["n_labelled"], row["coverage"], rep.n_label_rows) == (0, 0.0, 0)
+    assert row["n_unlabelled"] == row["n_candidates"] > 0
+    assert rep.agreement.empty and "LabelReport" in repr(rep)
+    with pytest.raises(BadInputError, match="no labelled"):
+        sweep_run(ev, GOOD, labels=none)
