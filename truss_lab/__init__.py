@@ -1,8 +1,28 @@
-"""truss_lab: an offline laboratory for Truss lesson extraction (ADR 0011)."""
+"""truss_lab: an offline laboratory for Truss lesson extraction (ADR 0011).
+
+Everything a researcher imports is listed in ``__all__`` below and documented
+in the README; modules whose names start with ``_`` are private.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from ._agreement import annotator_agreement, cohen_kappa, label_coverage, majority_labels
+from ._audit import AuditReport, CheckResult, audit
+from ._batch import ExtractionRun, run_content_hashes, run_extraction, summarize_runs
+from ._bootstrap import BootstrapResult, bootstrap_metrics
+from ._calibration import (
+    brier_score,
+    expected_calibration_error,
+    max_calibration_error,
+    reliability_table,
+)
+from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
+from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
 from ._config import MemoryConfig
+from ._decision import propose_threshold
+from ._display import CalibrationDisplay, ComparisonDisplay, PrecisionRecallDisplay, SweepDisplay
 from ._errors import (
     BadInputError,
     ChainError,
@@ -13,8 +33,32 @@ from ._errors import (
     StoreLockedError,
     TrussLabError,
 )
-from ._journal import SigningKey, VerifyReport, load_keyring, save_keyring
-from ._ledger import ImportReport, append_entry, import_journal, verify_chain
+from ._evaluate import (
+    CalibrationReport,
+    LabelReport,
+    calibration_run,
+    choose_run_threshold,
+    compare_runs,
+    label_report,
+    labelled_candidates,
+    sweep_run,
+)
+from ._extraction import CloseResult, ContractCloseLearning, Extractor
+from ._formats import read_completions, read_labels, write_completions
+from ._heuristic import HeuristicExtractor
+from ._ingest import IngestReport, ingest_completions, ingest_labels
+from ._journal import (
+    JournalColumns,
+    SigningKey,
+    VerifyReport,
+    load_keyring,
+    read_journal,
+    save_keyring,
+    verify_columns,
+    verify_journal,
+)
+from ._junk import junk_flags, junk_rates
+from ._ledger import ImportReport, append_entry, get_entry, import_journal, verify_chain
 from ._memory import query_memory
 from ._models import (
     AgentEvent,
@@ -31,46 +75,164 @@ from ._models import (
     Provenance,
     Trust,
 )
-from ._policies import current_policy, policy_history, write_policy
+from ._objective import Objective
+from ._openai import OpenAICompatibleProvider
+from ._parser import ParseResult, parse_completion
+from ._policies import current_policies, current_policy, policy_history, write_policy
+from ._prompts import PromptTemplate, build_request, get_template
+from ._providers import ChatMessage, Completion, CompletionRequest, Provider
+from ._replay import ReplayProvider
+from ._salience import (
+    IsotonicCalibrator,
+    PlattCalibrator,
+    Scorer,
+    failed_checks,
+    grounding,
+    model_salience,
+    novelty,
+    score_candidates,
+    specificity,
+    verdict_outcome,
+    weighted_sum,
+)
+from ._simulate import simulate
 from ._store import Store
+from ._sweep import UndefinedMetricWarning, average_precision, sweep
 
 __version__ = "0.1.0"
 
+_WIDGETS = ("LabellingWidget", "LessonBrowser", "ThresholdExplorer")
+
+
+def __getattr__(name: str) -> Any:
+    # Widgets need ipywidgets (the [notebook] extra): import them on first use.
+    if name in _WIDGETS:
+        from . import _widgets
+
+        return getattr(_widgets, name)
+    raise AttributeError(f"module 'truss_lab' has no attribute {name!r}")
+
+
 __all__ = [
     "AgentEvent",
+    "AuditReport",
     "BadInputError",
+    "BootstrapResult",
+    "CalibrationDisplay",
+    "CalibrationReport",
     "ChainError",
+    "ChatMessage",
+    "CheckResult",
+    "CloseResult",
+    "ComparisonDisplay",
+    "ComparisonResult",
+    "Completion",
+    "CompletionRequest",
     "ConfigError",
+    "ContractCloseLearning",
     "EntryKind",
+    "ExtractionRun",
+    "Extractor",
+    "HeuristicExtractor",
     "ImportReport",
+    "IngestReport",
+    "IsotonicCalibrator",
+    "JournalColumns",
+    "LabelReport",
+    "LabellingWidget",
     "LedgerRef",
+    "LessonBrowser",
     "LessonExtractionPolicy",
     "MemoryConfig",
     "MemoryEntry",
     "MemoryQuery",
     "MemoryWrite",
+    "Objective",
+    "OpenAICompatibleProvider",
+    "ParseResult",
+    "PlattCalibrator",
     "Policy",
     "PolicyError",
     "PolicyRecord",
     "PolicyTarget",
     "PolicyWrite",
+    "PrecisionRecallDisplay",
+    "PromptTemplate",
     "Provenance",
+    "Provider",
     "ProviderError",
+    "ReplayProvider",
+    "Scorer",
     "SigningKey",
     "Store",
     "StoreError",
     "StoreLockedError",
-    "Trust",
+    "SweepDisplay",
+    "ThresholdChoice",
+    "ThresholdExplorer",
     "TrussLabError",
+    "Trust",
+    "UndefinedMetricWarning",
     "VerifyReport",
     "__version__",
+    "annotator_agreement",
     "append_entry",
+    "audit",
+    "average_precision",
+    "bootstrap_metrics",
+    "brier_score",
+    "build_request",
+    "calibration_run",
+    "choose_run_threshold",
+    "choose_threshold",
+    "cohen_kappa",
+    "compare_extractors",
+    "compare_runs",
+    "current_policies",
     "current_policy",
+    "expected_calibration_error",
+    "failed_checks",
+    "get_entry",
+    "get_template",
+    "grounding",
     "import_journal",
+    "ingest_completions",
+    "ingest_labels",
+    "junk_flags",
+    "junk_rates",
+    "label_coverage",
+    "label_report",
+    "labelled_candidates",
     "load_keyring",
+    "majority_labels",
+    "max_calibration_error",
+    "mcnemar_exact",
+    "model_salience",
+    "novelty",
+    "parse_completion",
     "policy_history",
+    "propose_threshold",
     "query_memory",
+    "read_completions",
+    "read_journal",
+    "read_labels",
+    "reliability_table",
+    "run_content_hashes",
+    "run_extraction",
     "save_keyring",
+    "score_candidates",
+    "simulate",
+    "specificity",
+    "split_by_verdict",
+    "summarize_runs",
+    "sweep",
+    "sweep_run",
+    "verdict_kfold",
+    "verdict_outcome",
     "verify_chain",
+    "verify_columns",
+    "verify_journal",
+    "weighted_sum",
+    "write_completions",
     "write_policy",
 ]
