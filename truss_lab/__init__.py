@@ -41,6 +41,7 @@ from ._evaluate import (
     compare_runs,
     label_report,
     labelled_candidates,
+    scored_candidates,
     sweep_run,
 )
 from ._extraction import CloseResult, ContractCloseLearning, Extractor
@@ -75,6 +76,8 @@ from ._models import (
     Provenance,
     Trust,
 )
+from ._notebook import SAMPLE as SAMPLE_DIR
+from ._notebook import copy_store, load_sample, run_sample_extractions, verdict_payloads
 from ._objective import Objective
 from ._openai import OpenAICompatibleProvider
 from ._parser import ParseResult, parse_completion
@@ -114,6 +117,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "SAMPLE_DIR",
     "AgentEvent",
     "AuditReport",
     "BadInputError",
@@ -188,6 +192,7 @@ __all__ = [
     "cohen_kappa",
     "compare_extractors",
     "compare_runs",
+    "copy_store",
     "current_policies",
     "current_policy",
     "expected_calibration_error",
@@ -204,6 +209,7 @@ __all__ = [
     "label_report",
     "labelled_candidates",
     "load_keyring",
+    "load_sample",
     "majority_labels",
     "max_calibration_error",
     "mcnemar_exact",
@@ -219,8 +225,10 @@ __all__ = [
     "reliability_table",
     "run_content_hashes",
     "run_extraction",
+    "run_sample_extractions",
     "save_keyring",
     "score_candidates",
+    "scored_candidates",
     "simulate",
     "specificity",
     "split_by_verdict",
@@ -229,6 +237,7 @@ __all__ = [
     "sweep_run",
     "verdict_kfold",
     "verdict_outcome",
+    "verdict_payloads",
     "verify_chain",
     "verify_columns",
     "verify_journal",

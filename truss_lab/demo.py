@@ -21,9 +21,8 @@ from ._evaluate import demo_evaluation
 from ._extraction import Extractor
 from ._ingest import ingest_completions, ingest_labels
 from ._ledger import import_journal, verify_chain
+from ._notebook import SAMPLE
 from ._store import Store
-
-SAMPLE = Path(__file__).resolve().parent.parent / "datasets" / "sample"
 
 
 def _step(title: str) -> float:

@@ -1,0 +1,173 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Tuning `extraction_min_salience`
+#
+# ADR 0011 ships `model-scored` extraction with `extraction_min_salience = 0.70`: a
+# lesson is written when the model's salience is ≥ the threshold. Is 0.70 right for
+# this extractor? The lab answers from evidence, without calling a model again: the
+# extractor ran once per verdict, every candidate and its salience is stored, and any
+# threshold is a filter over that table, scored against gold labels.
+#
+# Steps: label coverage → sweep with bootstrap intervals → calibration → choose on
+# training verdicts, report on held-out ones → explore interactively → record the
+# decision as a signed, unverified policy record.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+from truss_lab import (
+    CalibrationDisplay,
+    SigningKey,
+    SweepDisplay,
+    ThresholdExplorer,
+    bootstrap_metrics,
+    calibration_run,
+    choose_run_threshold,
+    label_report,
+    labelled_candidates,
+    load_sample,
+    policy_history,
+    propose_threshold,
+    run_sample_extractions,
+    scored_candidates,
+    sweep_run,
+    verify_chain,
+)
+
+store = load_sample()
+run = run_sample_extractions(store, extractors=["sim-good-v1"])["sim-good-v1"]
+run_id = run.run_id
+run
+
+# %% [markdown]
+# ## Gold labels
+#
+# Two (simulated) annotators labelled the candidates; where both did, the label used is
+# the majority and ties are reported, not guessed. Cohen's κ says how far to trust the
+# labels themselves.
+
+# %%
+label_report(store, run_id)
+
+# %% [markdown]
+# ## The sweep, with uncertainty
+#
+# `sweep_run` gives precision, recall, F1 and lessons kept per verdict at every distinct
+# salience. Lessons of one verdict are correlated (one model call wrote them), so the
+# intervals come from a bootstrap that resamples **verdicts**, not candidates.
+
+# %%
+sweep = sweep_run(store, run_id)
+d = scored_candidates(store, run_id)  # labelled candidates: y (label), s (salience)
+grid = np.round(np.linspace(0.0, 1.0, 101), 2)
+boot = bootstrap_metrics(d["y"], d["s"], d["verdict_hash"], thresholds=grid,
+                         n_boot=500, random_state=0)
+SweepDisplay(sweep, threshold=0.70, intervals=boot.table,
+             name="sim-good-v1: metrics vs threshold (95% verdict-bootstrap bands)").plot()
+plt.show()
+
+# %%
+at = boot.table[boot.table["threshold"].isin([0.5, 0.6, 0.7, 0.8, 0.9])]
+at[["threshold", "precision", "precision_low", "precision_high", "recall", "recall_low",
+    "recall_high", "f1", "f1_low", "f1_high", "kept_per_verdict"]].round(3)
+
+# %% [markdown]
+# ## Is salience a probability?
+#
+# A threshold of 0.70 reads as "keep lessons that are useful at least 70% of the time"
+# only if salience is calibrated. `calibration_run` splits verdicts, fits an isotonic
+# calibrator on the training verdicts and judges both the raw and the calibrated score
+# on the held-out verdicts only.
+
+# %%
+cal = calibration_run(store, run_id, method="isotonic", random_state=0)
+fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+CalibrationDisplay(cal.tables["before"], name="raw salience (held-out)").plot(ax=axes[0])
+CalibrationDisplay(cal.tables["after"], name="isotonic (held-out)").plot(ax=axes[1])
+fig.tight_layout()
+plt.show()
+cal
+
+# %% [markdown]
+# ## Choose on training verdicts, report on held-out ones
+#
+# A threshold tuned and scored on the same verdicts flatters itself. `choose_run_threshold`
+# holds out 30% of the verdicts, picks the threshold maximising F1 on the rest, and
+# reports that one threshold on both sides, with bootstrap intervals for the held-out
+# metrics and for the choice itself. A precision floor is shown for contrast.
+
+# %%
+choice = choose_run_threshold(store, run_id, objective="f1", n_boot=500, random_state=0)
+choice
+
+# %%
+choice.to_frame().round(3)
+
+# %%
+strict = choose_run_threshold(store, run_id, objective="precision:0.85", n_boot=0,
+                              random_state=0)
+strict
+
+# %% [markdown]
+# The objective is the decision: max F1 keeps more, borderline lessons (a threshold
+# well below 0.70), a precision floor of 0.85 keeps few. Both numbers come with the
+# held-out metrics that justify them; which cost matters more is the researcher's call.
+#
+# ## Explore a threshold by hand
+#
+# Move the slider: the metrics, the line on the sweep plot and the lessons just above
+# and just below the cut update. Reading the borderline lessons is the quickest way to
+# see what a threshold costs.
+
+# %%
+# threshold-explorer
+explorer = ThresholdExplorer(labelled_candidates(store, run_id), initial=choice.threshold)
+explorer
+
+# %% [markdown]
+# The explorer is an ordinary object too: `set_threshold` moves it from code and
+# `metrics`, `above` and `below` hold what it shows.
+
+# %%
+explorer.set_threshold(0.70)
+print({k: round(v, 3) for k, v in explorer.metrics.items()})
+explorer.below[["text", "salience", "label"]]
+
+# %% [markdown]
+# ## Record the decision
+#
+# `propose_threshold` signs the evidence — dataset and label hashes, objective, split,
+# train and held-out metrics with intervals — into the journal and writes a
+# `salience` policy record pointing at that entry. The record is **unverified** and
+# nothing applies it (ADR 0011: no optimizer, no auto-application). Here a throwaway
+# key signs it; a researcher would load their own with `SigningKey.load(path)`.
+
+# %%
+key = SigningKey.generate("notebook-researcher")
+record = propose_threshold(store, choice, key, run_ids=[run_id], objective="f1")
+record
+
+# %%
+policy_history(store, "extraction_min_salience")[
+    ["record_id", "version", "target", "settings", "trust", "produced_by_seq", "supersedes"]]
+
+# %%
+assert verify_chain(store).ok  # the decision entry is covered by the chain
+evidence = store.sql("SELECT payload->'$.evidence' FROM journal WHERE seq = ?",
+                     [record.provenance.produced_by.seq]).fetchall()[0][0]
+print(evidence[:600], "…")
