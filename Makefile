@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DB     ?= truss_lab.duckdb
 
-.PHONY: demo test lint bench install install-dev clean
+.PHONY: demo test test-slow lint bench install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,13 +26,18 @@ install-dev: $(VENV)/.installed-dev
 demo: $(VENV)/.installed
 	$(BIN)/python -m truss_lab.demo --db $(DB)
 
+# The suite: ruff, the tests (slow ones and the browser test are separate
+# targets), then every notebook executed top to bottom by nbmake.
 test: $(VENV)/.installed-dev
-	$(BIN)/ruff check truss_lab tests benchmarks
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/ruff check truss_lab tests benchmarks scripts
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" --ignore=tests/browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbmake notebooks
 
+test-slow: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow --ignore=tests/browser
+
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check truss_lab tests benchmarks
+	$(BIN)/ruff check truss_lab tests benchmarks scripts
 
 bench: $(VENV)/.installed-dev
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
