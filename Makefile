@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DB     ?= truss_lab.duckdb
 
-.PHONY: demo test test-slow lint bench install install-dev clean
+.PHONY: demo test test-slow test-browser lint bench reliability install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,16 @@ test: $(VENV)/.installed-dev
 
 test-slow: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow --ignore=tests/browser
+
+$(VENV)/.installed-browser: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'
+	@touch $@ $(VENV)/.installed $(VENV)/.installed-dev
+
+# JupyterLab on 127.0.0.1 + Debian's chromium (installed with apt when missing)
+# driven by Playwright: run notebook 02, move the threshold slider, check the
+# metrics and the plot change. Screenshots go to browser_artifacts/.
+test-browser: $(VENV)/.installed-browser
+	PYTHON=$(BIN)/python bash scripts/run_browser_test.sh
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts
