@@ -241,7 +241,11 @@ def render_messages(
     template: PromptTemplate, verdict_payload: Mapping[str, Any]
 ) -> tuple[ChatMessage, ...]:
     """Render ``template`` for one verdict payload: (system, user) messages."""
-    p = validate_verdict_payload(verdict_payload)
+    return _render(template, validate_verdict_payload(verdict_payload))
+
+
+def _render(template: PromptTemplate, p: Mapping[str, Any]) -> tuple[ChatMessage, ...]:
+    # ``p`` is already validated: the batch path validates once per verdict.
     checks = p["checks"]
     values = {
         "contract_id": p.get("contract_id", "(unknown)"),
@@ -280,7 +284,7 @@ def build_request(
         template = get_template(template)
     payload = validate_verdict_payload(verdict_payload)
     return CompletionRequest(
-        messages=render_messages(template, payload),
+        messages=_render(template, payload),
         model=model,
         parameters=dict(parameters or {}),
         verdict_hash=verdict_hash,
