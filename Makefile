@@ -49,8 +49,14 @@ test-browser: $(VENV)/.installed-browser
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts
 
+# One table of every benchmark figure against its named baseline and goal.
 bench: $(VENV)/.installed-dev
-	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	$(BIN)/python scripts/bench_all.py
+
+# One table of tamper detection, SIGKILL survival, bad-input rejection,
+# lock errors, secrets and HTML escaping; exits 1 if any row fails.
+reliability: $(VENV)/.installed-dev
+	$(BIN)/python scripts/reliability.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache $(DB) $(DB).wal demo_out

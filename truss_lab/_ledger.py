@@ -23,7 +23,6 @@ from ._errors import BadInputError, ChainError
 from ._journal import (
     GENESIS_HASH,
     JournalColumns,
-    ParsedJournal,
     SigningKey,
     VerifyReport,
     build_entry,
@@ -262,16 +261,35 @@ def import_journal(
     parsed = read_journal(path)
     cols = parsed.columns
 
-    # 1. The leading entries the store already holds: identical ones are
-    #    skipped; one with the same seq and another hash forks the chain.
+    # 1. Verify the whole file, the part the store already holds included: a
+    #    tampered line must never pass as "already present". The file follows
+    #    the stored entry before its first seq (or genesis).
     head = journal_head(store)
+    start_prev: LedgerRef | None = None
+    if len(cols) and cols.seq[0] > 1 and head is not None:
+        before = store.con.execute(
+            "SELECT seq, hash FROM journal WHERE seq = ?", [cols.seq[0] - 1]).fetchall()
+        start_prev = LedgerRef(seq=before[0][0], hash=before[0][1]) if before else head
+    report = verify_journal(parsed, ring, prev=start_prev)
+    if not report.ok and not keep_verified_prefix:
+        raise ChainError(
+            f"{report.message if report.reason == 'malformed' else _where(source, report)} "
+            "(nothing was imported)",
+            seq=report.first_bad_seq, reason=report.reason or "malformed",
+            line=report.first_bad_line,
+        )
+    good = len(cols) if report.ok else report.entries_checked
+
+    # 2. Of the verified entries, those the store holds must be identical (they
+    #    are skipped); one with the same seq and another hash forks the chain,
+    #    which is refused whatever keep_verified_prefix says.
     n_present = 0
-    if head is not None and len(cols) and cols.seq[0] <= head.seq:
-        upto = min(head.seq, max(cols.seq))
+    if head is not None and good and cols.seq[0] <= head.seq:
         stored = dict(store.con.execute(
-            "SELECT seq, hash FROM journal WHERE seq BETWEEN ? AND ?", [cols.seq[0], upto]
+            "SELECT seq, hash FROM journal WHERE seq BETWEEN ? AND ?",
+            [cols.seq[0], head.seq],
         ).fetchall())
-        while n_present < len(cols) and cols.seq[n_present] <= head.seq:
+        while n_present < good and cols.seq[n_present] <= head.seq:
             s = cols.seq[n_present]
             if stored.get(s) != cols.hash[n_present]:
                 line = cols.line[n_present] if cols.line else None
@@ -282,23 +300,7 @@ def import_journal(
                     seq=s, reason="fork", line=line,
                 )
             n_present += 1
-    prev = (
-        LedgerRef(seq=cols.seq[n_present - 1], hash=cols.hash[n_present - 1])
-        if n_present else head
-    )
-
-    # 2. Verify the rest against the entry it follows.
-    rest = ParsedJournal(source, _slice(cols, n_present, len(cols)), parsed.error)
-    report = verify_journal(rest, ring, prev=prev)
-    if not report.ok and not keep_verified_prefix:
-        raise ChainError(
-            f"{report.message if report.reason == 'malformed' else _where(source, report)} "
-            "(nothing was imported)",
-            seq=report.first_bad_seq, reason=report.reason or "malformed",
-            line=report.first_bad_line,
-        )
-    good = len(rest.columns) if report.ok else report.entries_checked
-    new = rest.columns.prefix(good)
+    new = _slice(cols, n_present, good)
 
     # 3. One transaction: the keys the new entries use, then the entries.
     with store.transaction():

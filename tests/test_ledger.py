@@ -1,0 +1,118 @@
+"""Importing journal files into the store: all-or-nothing, idempotent, fork-refusing."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from truss_lab import ChainError, Store, import_journal, verify_chain
+from truss_lab._journal import SigningKey, build_entry, save_keyring
+
+KEY = SigningKey.from_seed("op", bytes(range(32)))
+OTHER = SigningKey.from_seed("op", bytes(range(1, 33)))  # same id, another key
+
+
+def chain(n: int, key: SigningKey = KEY) -> list[dict]:
+    out, prev = [], "0" * 64
+    for i in range(1, n + 1):
+        e = build_entry(i, "contract_verdict", {"i": i}, key, prev, f"2026-11-30T10:00:{i:02d}Z")
+        out.append(e)
+        prev = e["hash"]
+    return out
+
+
+def write(path, entries) -> str:
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return str(path)
+
+
+@pytest.fixture
+def ring(tmp_path) -> str:
+    return str(save_keyring({"op": KEY.public_key}, tmp_path / "keys.json"))
+
+
+def test_import_then_reimport_is_a_noop(store: Store, tmp_path, ring) -> None:
+    f = write(tmp_path / "j.jsonl", chain(5))
+    rep = import_journal(store, f, keyring=ring)
+    assert (rep.entries_added, rep.entries_present, rep.ok) == (5, 0, True)
+    before = store.counts()
+    rep = import_journal(store, f, keyring=ring)
+    assert (rep.entries_added, rep.entries_present) == (0, 5)
+    assert store.counts() == before and verify_chain(store).ok
+
+
+def test_longer_export_appends_the_rest(store: Store, tmp_path, ring) -> None:
+    import_journal(store, write(tmp_path / "a.jsonl", chain(3)), keyring=ring)
+    rep = import_journal(store, write(tmp_path / "b.jsonl", chain(6)), keyring=ring)
+    assert (rep.entries_added, rep.entries_present, rep.head.seq) == (3, 3, 6)
+    # A continuation export that starts after the head also lands.
+    store2 = Store()
+    import_journal(store2, write(tmp_path / "c.jsonl", chain(6)[:4]), keyring=ring)
+    rep = import_journal(store2, write(tmp_path / "d.jsonl", chain(6)[4:]), keyring=ring)
+    assert rep.entries_added == 2 and verify_chain(store2).ok
+
+
+@pytest.mark.parametrize("where", [0, 2, 4])
+@pytest.mark.parametrize("tamper", ["payload", "signature", "unknown_key", "deleted"])
+def test_reimport_with_a_tampered_stored_prefix_is_refused(
+    store: Store, tmp_path, ring, where, tamper
+) -> None:
+    good = chain(5)
+    import_journal(store, write(tmp_path / "j.jsonl", good), keyring=ring)
+    bad = [dict(e) for e in good]
+    if tamper == "payload":
+        bad[where]["payload"] = {"i": 99}
+    elif tamper == "signature":
+        sig = bytearray(base64.b64decode(bad[where]["signature"]))
+        sig[0] ^= 1
+        bad[where]["signature"] = base64.b64encode(bytes(sig)).decode()
+    elif tamper == "unknown_key":
+        bad[where]["key_id"] = "nobody"
+    else:
+        if where != 2:
+            # Without the first or the last entry the file is a valid partial
+            # export (a continuation, or a prefix); only a hole is a tamper.
+            import_journal(store, write(tmp_path / "part.jsonl", bad[:where] + bad[where + 1:]
+                                        if where == 4 else bad[1:]), keyring=ring)
+            return
+        del bad[where]
+    before = store.counts()
+    with pytest.raises(ChainError):
+        import_journal(store, write(tmp_path / "bad.jsonl", bad), keyring=ring)
+    assert store.counts() == before
+
+
+def test_fork_is_refused_even_with_keep_prefix(store: Store, tmp_path, ring) -> None:
+    import_journal(store, write(tmp_path / "j.jsonl", chain(4)), keyring=ring)
+    forked = chain(4)[:2]
+    forked.append(build_entry(3, "contract_verdict", {"i": "other"}, KEY, forked[1]["hash"],
+                              "2026-11-30T11:00:00Z"))
+    before = store.counts()
+    for keep in (False, True):
+        with pytest.raises(ChainError) as info:
+            import_journal(store, write(tmp_path / "f.jsonl", forked), keyring=ring,
+                           keep_verified_prefix=keep)
+        assert info.value.reason == "fork" and info.value.seq == 3
+    assert store.counts() == before
+
+
+def test_bad_file_is_all_or_nothing_unless_keep_prefix(store: Store, tmp_path, ring) -> None:
+    lines = [json.dumps(e) for e in chain(6)]
+    lines[4] = lines[4][:30]  # a truncated line 5
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ChainError, match="line 5") as info:
+        import_journal(store, f, keyring=ring)
+    assert info.value.reason == "malformed" and store.counts()["journal"] == 0
+    rep = import_journal(store, f, keyring=ring, keep_verified_prefix=True)
+    assert (rep.ok, rep.entries_added, rep.verify.first_bad_line) == (False, 4, 5)
+    assert verify_chain(store).ok
+
+
+def test_key_conflict_is_a_user_error(store: Store, tmp_path, ring) -> None:
+    import_journal(store, write(tmp_path / "j.jsonl", chain(2)), keyring=ring)
+    other = save_keyring({"op": OTHER.public_key}, tmp_path / "other.json")
+    with pytest.raises(Exception, match="different public key"):
+        import_journal(store, write(tmp_path / "k.jsonl", chain(2, OTHER)), keyring=other)
