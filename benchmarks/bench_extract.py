@@ -10,8 +10,7 @@ Prints, from one run over N generated verdicts (100k; ``--quick``: 10k):
    empty table; ratio raw_time / append_time (goal >= 0.8);
 4. peak RSS.
 
-``--profile`` adds a cProfile of the end-to-end run; ``--proposal`` also times
-the run with the vectorized ``extract_verdicts`` proposed for _extraction.py.
+``--profile`` adds a cProfile of the end-to-end run.
 
     .venv/bin/python benchmarks/bench_extract.py --quick
 """
@@ -27,73 +26,22 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import pandas as pd  # noqa: E402
-
 import truss_lab._batch as batch  # noqa: E402
 from truss_lab._config import MemoryConfig  # noqa: E402
-from truss_lab._errors import BadInputError, ProviderError  # noqa: E402
-from truss_lab._extraction import (  # noqa: E402
-    ERROR_SCHEMA,
-    ExtractionRows,
-    Extractor,
-    _completion_record,
-    _empty_candidates,
-    _err,
-)
+from truss_lab._extraction import Extractor  # noqa: E402
 from truss_lab._ingest import ingest_completions  # noqa: E402
 from truss_lab._ledger import import_journal  # noqa: E402
-from truss_lab._parser import candidates_frame, parse_completion  # noqa: E402
 from truss_lab._simulate import simulate  # noqa: E402
 from truss_lab._store import Store  # noqa: E402
 
 
 def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def proposed_extract_verdicts(
-    extractor: Extractor, verdicts: Sequence[tuple[int, str, Mapping[str, Any]]]
-) -> ExtractionRows:
-    """The proposal: the same loop, but one candidates_frame for the whole chunk
-    instead of a DataFrame (+3 inserts) per verdict."""
-    results: list[tuple[dict[str, Any], Any]] = []
-    errors: list[dict[str, Any]] = []
-    completions: list[dict[str, Any]] = []
-    calls = 0
-    for seq, vhash, payload in verdicts:
-        try:
-            request = extractor.request(vhash, payload)
-        except BadInputError as exc:
-            errors.append(_err(seq, vhash, "prompt", "bad_verdict", str(exc)))
-            continue
-        calls += 1
-        try:
-            completion = extractor.provider.complete(request)
-        except ProviderError as exc:
-            errors.append(_err(seq, vhash, "provider", "provider_error", str(exc)))
-            continue
-        completions.append(_completion_record(request, completion))
-        parsed = parse_completion(completion.text)
-        if parsed.error is not None:
-            errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
-            continue
-        if parsed.lessons:
-            results.append(({"verdict_seq": seq, "verdict_hash": vhash,
-                             "extractor_id": extractor.extractor_id}, parsed))
-    if results:
-        cands = candidates_frame(results)
-        cands["prompt_version"] = extractor.template.version
-    else:
-        cands = _empty_candidates()
-    return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
-                          calls, completions)
 
 
 def main() -> int:
@@ -103,7 +51,6 @@ def main() -> int:
     ap.add_argument("--chunk-size", type=int, default=batch.DEFAULT_CHUNK_SIZE)
     ap.add_argument("--executor", default="inline")
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--proposal", action="store_true")
     args = ap.parse_args()
     n = args.n or (10_000 if args.quick else 100_000)
     config = MemoryConfig(lesson_extraction="model-scored")
@@ -174,23 +121,6 @@ def main() -> int:
               f"raw INSERT ... SELECT * FROM arrow {min(raws):.3f}s")
         print(f"  ratio raw/append = {min(raws) / min(apps):.3f}   (goal >= 0.8)")
 
-        if args.proposal:
-            with Store(db) as s:
-                ext = Extractor.replay(s, "sim-good-v1")
-                orig = batch.extract_verdicts
-                batch.extract_verdicts = proposed_extract_verdicts  # type: ignore[assignment]
-                try:
-                    t = time.perf_counter()
-                    run2 = batch.run_extraction(s, ext, config, progress=False,
-                                                chunk_size=args.chunk_size)
-                    e2e2 = time.perf_counter() - t
-                finally:
-                    batch.extract_verdicts = orig  # type: ignore[assignment]
-                same = (batch.run_content_hashes(s, run2.run_id)
-                        == batch.run_content_hashes(s, run.run_id))
-            print(f"proposal (one candidates_frame per chunk): {e2e2:.2f}s = "
-                  f"{n / e2e2:,.0f} verdicts/s, floor ratio {floor / e2e2:.3f}, "
-                  f"same rows: {same}")
         print(f"peak RSS: {rss_mib():,.0f} MiB")
 
         if prof:
