@@ -208,7 +208,8 @@ class ThresholdExplorer:
                  ("kept per verdict", m.get("kept_per_verdict", float("nan"))),
                  ("write rate", m["write_rate"])]
         cells = "".join(
-            f"<td data-metric='{html.escape(k)}'><b>{html.escape(k)}</b><br>"
+            f"<td data-metric='{html.escape(k)}' style='padding:0 1.2em 0 0'>"
+            f"<b>{html.escape(k)}</b><br>"
             f"{html.escape(_fmt(v))}</td>" for k, v in items
         )
         return f"<table class='truss-metrics-table'><tr>{cells}</tr></table>"
