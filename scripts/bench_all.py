@@ -291,7 +291,7 @@ def print_table(rows: list[tuple[str, Fig]]) -> None:
     head = ("benchmark", "figure", "value", "baseline", "ratio", "goal", "met?")
     cells = [(b, f.figure, f.value, f.baseline, f.ratio, f.goal or "-", f.met or "-")
              for b, f in rows]
-    w = [max(len(head[i]), *(len(c[i]) for c in cells)) for i in range(len(head))]
+    w = [max([len(head[i]), *(len(c[i]) for c in cells)]) for i in range(len(head))]
     fmt = " | ".join(f"{{:{'>' if i == 4 else '<'}{w[i]}}}" for i in range(len(head)))
     print(fmt.format(*head).rstrip())
     print("-+-".join("-" * x for x in w))
