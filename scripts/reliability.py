@@ -498,23 +498,32 @@ def completions_bad_input_row(tmp: Path, n_bad: int, rng: random.Random) -> Row:
                     lines.append(json.dumps(r).encode("utf-8"))
                     n_good += 1
             path.write_bytes(b"\n".join(lines) + b"\n")
-            before = s.counts()["completions"]
-            rep = ingest_completions(s, path)
-            after = s.counts()["completions"]
-            got = {e.line for e in rep.errors}
             files += 1
             bad_total += len(bad_at)
             tried += len(bad_at)
-            if got == bad_at and after - before == n_good == rep.rows_added:
-                files_ok += 1
-            elif len(fails) < 2:
-                fails.append(f"file {files}: bad lines {sorted(bad_at)}, reported {sorted(got)}, "
-                             f"{after - before}/{n_good} good rows landed")
+            files_ok += _ingest_matches(s, "completions", ingest_completions, path, bad_at,
+                                        n_good, files, fails)
     return Row("bad input: completions lines (reported, good kept)", tried,
                tried if files_ok == files else 0,
                "; ".join(fails) or f"{files} files: every bad line named by number, "
                                    f"every good row landed",
                ok=files_ok == files)
+
+
+def _ingest_matches(s: Store, table: str, ingest: Any, path: Path, bad_at: set[int],
+                    n_good: int, file_no: int, fails: list[str]) -> int:
+    """Ingest ``path``; 1 when exactly the bad lines were reported and every good row
+    landed, else 0 (and, for the first two failures, a note in ``fails``)."""
+    before = s.counts()[table]
+    rep = ingest(s, path)
+    landed = s.counts()[table] - before
+    got = {e.line for e in rep.errors}
+    if got == bad_at and landed == n_good == rep.rows_added:
+        return 1
+    if len(fails) < 2:
+        fails.append(f"file {file_no}: bad lines {sorted(bad_at)}, reported {sorted(got)}, "
+                     f"{landed}/{n_good} good rows landed")
+    return 0
 
 
 def labels_bad_input_row(tmp: Path, n_bad: int, rng: random.Random) -> Row:
@@ -554,17 +563,10 @@ def labels_bad_input_row(tmp: Path, n_bad: int, rng: random.Random) -> Row:
                     n_good += 1
                 w.writerow(row)
             path.write_text(out.getvalue(), encoding="utf-8", newline="")
-            before = s.counts()["labels"]
-            rep = ingest_labels(s, path)
-            after = s.counts()["labels"]
-            got = {e.line for e in rep.errors}
             files += 1
             tried += len(bad_at)
-            if got == bad_at and after - before == n_good == rep.rows_added:
-                files_ok += 1
-            elif len(fails) < 2:
-                fails.append(f"file {files}: bad lines {sorted(bad_at)}, reported {sorted(got)}, "
-                             f"{after - before}/{n_good} good rows landed")
+            files_ok += _ingest_matches(s, "labels", ingest_labels, path, bad_at, n_good,
+                                        files, fails)
     return Row("bad input: labels rows (reported, good kept)", tried,
                tried if files_ok == files else 0,
                "; ".join(fails) or f"{files} files: every bad row named by line, "
