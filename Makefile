@@ -24,7 +24,7 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
-	$(BIN)/python -m truss_lab.demo --db $(DB)
+	$(BIN)/python -m truss_lab.faces.demo --db $(DB)
 
 # The suite: ruff, the tests (slow ones and the browser test are separate
 # targets), then every notebook executed top to bottom by nbmake.

@@ -31,13 +31,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import truss_lab._batch as batch  # noqa: E402
-from truss_lab._config import MemoryConfig  # noqa: E402
-from truss_lab._extraction import Extractor  # noqa: E402
-from truss_lab._ingest import ingest_completions  # noqa: E402
-from truss_lab._ledger import import_journal  # noqa: E402
-from truss_lab._simulate import simulate  # noqa: E402
-from truss_lab._store import Store  # noqa: E402
+import truss_lab.extract._batch as batch  # noqa: E402
+from truss_lab.core._config import MemoryConfig  # noqa: E402
+from truss_lab.extract._extraction import Extractor  # noqa: E402
+from truss_lab.ingest._ingest import ingest_completions  # noqa: E402
+from truss_lab.journal._ledger import import_journal  # noqa: E402
+from truss_lab.simulate._simulate import simulate  # noqa: E402
+from truss_lab.store._store import Store  # noqa: E402
 
 
 def rss_mib() -> float:

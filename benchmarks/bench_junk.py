@@ -2,7 +2,7 @@
 
 Methods compared:
 
-- ``jaccard`` (ours, truss_lab._junk): exact token-set Jaccard >= 0.7 on
+- ``jaccard`` (ours, truss_lab.score._junk): exact token-set Jaccard >= 0.7 on
   candidate pairs, same identifiers (check names) required; all pairs in
   small groups, numpy MinHash/LSH candidates in large ones;
 - ``rapidfuzz`` (the BASELINE, the off-the-shelf choice):
@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from rapidfuzz import fuzz, process  # noqa: E402  (benchmark-only dependency)
 
-from truss_lab._junk import _dup_within, _Sets, junk_flags, similar_pairs  # noqa: E402
-from truss_lab._parser import parse_completion  # noqa: E402
+from truss_lab.extract._parser import parse_completion  # noqa: E402
+from truss_lab.score._junk import _dup_within, _Sets, junk_flags, similar_pairs  # noqa: E402
 
 RF_CUTOFF = 90
 

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from truss_lab._openai import CompletionRecorder, OpenAICompatibleProvider  # noqa: E402
-from truss_lab._providers import ChatMessage, CompletionRequest  # noqa: E402
+from truss_lab.extract._openai import CompletionRecorder, OpenAICompatibleProvider  # noqa: E402
+from truss_lab.extract._providers import ChatMessage, CompletionRequest  # noqa: E402
 
 GOAL = 1.25
 

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sklearn.metrics import precision_recall_curve
 
-from truss_lab._bootstrap import bootstrap_metrics
-from truss_lab._sweep import sweep
+from truss_lab.evaluate._bootstrap import bootstrap_metrics
+from truss_lab.evaluate._sweep import sweep
 
 
 def best_time(fn: Callable[[], object], repeat: int) -> float:

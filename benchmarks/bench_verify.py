@@ -28,17 +28,17 @@ import nacl.bindings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from truss_lab import _journal
-from truss_lab._canonical import canonical
-from truss_lab._journal import (
+from truss_lab.core._canonical import canonical
+from truss_lab.journal import _journal
+from truss_lab.journal._journal import (
     GENESIS_HASH,
     JournalColumns,
     SigningKey,
     entry_hash,
     verify_columns,
 )
-from truss_lab._ledger import _rows_from_columns, verify_chain
-from truss_lab._store import Store
+from truss_lab.journal._ledger import _rows_from_columns, verify_chain
+from truss_lab.store._store import Store
 
 GOAL = 0.8
 
@@ -138,7 +138,7 @@ def main() -> None:
     rep = verify_columns(cols, ring)
     assert rep.ok and rep.entries_checked == n, rep
     store = Store(":memory:")
-    from truss_lab._ledger import register_keys
+    from truss_lab.journal._ledger import register_keys
 
     register_keys(store, ring)
     store.append("journal", _rows_from_columns(cols), key=["seq"])

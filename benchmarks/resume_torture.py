@@ -27,12 +27,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from truss_lab._batch import run_content_hashes, run_extraction  # noqa: E402
-from truss_lab._config import MemoryConfig  # noqa: E402
-from truss_lab._extraction import Extractor  # noqa: E402
-from truss_lab._ingest import ingest_completions  # noqa: E402
-from truss_lab._ledger import import_journal, verify_chain  # noqa: E402
-from truss_lab._store import Store  # noqa: E402
+from truss_lab.core._config import MemoryConfig  # noqa: E402
+from truss_lab.extract._batch import run_content_hashes, run_extraction  # noqa: E402
+from truss_lab.extract._extraction import Extractor  # noqa: E402
+from truss_lab.ingest._ingest import ingest_completions  # noqa: E402
+from truss_lab.journal._ledger import import_journal, verify_chain  # noqa: E402
+from truss_lab.store._store import Store  # noqa: E402
 
 SAMPLE = ROOT / "datasets" / "sample"
 RUN_ID = "torture"
@@ -100,7 +100,7 @@ def torture(template: Path, workdir: Path, *, kills: int, seed: int,
     db = workdir / "killed.duckdb"
     shutil.copy(template, db)
     # No --quiet: the progress bar on stderr tells us how far the run is.
-    base = [sys.executable, "-m", "truss_lab._cli", "extract", "--db", str(db)]
+    base = [sys.executable, "-m", "truss_lab.faces._cli", "extract", "--db", str(db)]
     first = ["--extractor", "replay:sim-good-v1", "--policy", "model-scored",
              "--verdicts", verdicts, "--chunk-size", str(chunk_size), "--run-id", RUN_ID]
     rng = random.Random(seed)

@@ -58,11 +58,11 @@ sys.path.insert(0, str(ROOT / "tests"))  # tests/_http_server.py
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from truss_lab._errors import StoreLockedError, TrussLabError  # noqa: E402
-from truss_lab._ingest import ingest_completions, ingest_labels  # noqa: E402
-from truss_lab._journal import SigningKey, read_journal_lines, verify_journal  # noqa: E402
-from truss_lab._ledger import import_journal, journal_head, verify_chain  # noqa: E402
-from truss_lab._store import Store  # noqa: E402
+from truss_lab.core._errors import StoreLockedError, TrussLabError  # noqa: E402
+from truss_lab.ingest._ingest import ingest_completions, ingest_labels  # noqa: E402
+from truss_lab.journal._journal import SigningKey, read_journal_lines, verify_journal  # noqa: E402
+from truss_lab.journal._ledger import import_journal, journal_head, verify_chain  # noqa: E402
+from truss_lab.store._store import Store  # noqa: E402
 
 XSS = "<script>alert(1)</script>"
 
@@ -198,7 +198,7 @@ def stored_prefix_row(tj: ModuleType, tmp: Path) -> Row:
 
 # -- 2. SIGKILL ---------------------------------------------------------------------------
 
-_CLI = [sys.executable, "-m", "truss_lab._cli"]
+_CLI = [sys.executable, "-m", "truss_lab.faces._cli"]
 _ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
@@ -270,7 +270,7 @@ def kill_ingest_row(label: str, args: list[str], template: Path, tmp: Path, kill
 
 
 def kill_ingest_rows(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
-    from truss_lab._simulate import simulate
+    from truss_lab.simulate._simulate import simulate
 
     runs = 4000 if quick else 20000
     sim = simulate(tmp / "sim", runs=runs, seed=11)
@@ -583,7 +583,7 @@ def second_writer_row(tmp: Path) -> Row:
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys
-            from truss_lab._store import Store
+            from truss_lab.store._store import Store
             s = Store({str(path)!r})
             print("ready", flush=True)
             sys.stdin.read()
@@ -634,12 +634,12 @@ def _table_text(db: Path) -> bytes:
 def secrets_row(tj: ModuleType, tmp: Path) -> Row:
     from _http_server import ScriptedServer
 
-    from truss_lab._batch import run_extraction
-    from truss_lab._config import MemoryConfig
-    from truss_lab._extraction import Extractor
-    from truss_lab._journal import save_keyring
-    from truss_lab._ledger import append_entries, journal_columns
-    from truss_lab._openai import CompletionRecorder
+    from truss_lab.core._config import MemoryConfig
+    from truss_lab.extract._batch import run_extraction
+    from truss_lab.extract._extraction import Extractor
+    from truss_lab.extract._openai import CompletionRecorder
+    from truss_lab.journal._journal import save_keyring
+    from truss_lab.journal._ledger import append_entries, journal_columns
 
     seed = secrets.token_bytes(32)
     key = SigningKey.from_seed("reliability-op", seed)
@@ -717,15 +717,15 @@ def secrets_row(tj: ModuleType, tmp: Path) -> Row:
 
 
 def html_row(tj: ModuleType) -> Row:
-    from truss_lab._batch import run_extraction
-    from truss_lab._bootstrap import BootstrapResult
-    from truss_lab._choose import ThresholdChoice
-    from truss_lab._compare import ComparisonResult
-    from truss_lab._config import MemoryConfig
-    from truss_lab._evaluate import CalibrationReport, LabelReport
-    from truss_lab._extraction import Extractor
-    from truss_lab._journal import JournalColumns, verify_columns
-    from truss_lab._ledger import append_entries
+    from truss_lab.core._config import MemoryConfig
+    from truss_lab.evaluate._bootstrap import BootstrapResult
+    from truss_lab.evaluate._choose import ThresholdChoice
+    from truss_lab.evaluate._compare import ComparisonResult
+    from truss_lab.evaluate._evaluate import CalibrationReport, LabelReport
+    from truss_lab.extract._batch import run_extraction
+    from truss_lab.extract._extraction import Extractor
+    from truss_lab.journal._journal import JournalColumns, verify_columns
+    from truss_lab.journal._ledger import append_entries
 
     rendered: dict[str, Callable[[], str]] = {}
     store = Store(":memory:")
@@ -752,7 +752,7 @@ def html_row(tj: ModuleType) -> Row:
     rendered["VerifyReport"] = verify_columns(bad, tj.RING)._repr_html_
 
     try:
-        from truss_lab._widgets import LessonBrowser, ThresholdExplorer
+        from truss_lab.faces._widgets import LessonBrowser, ThresholdExplorer
 
         browser = LessonBrowser(store)
         rendered["LessonBrowser"] = lambda: browser.details.value
@@ -764,7 +764,7 @@ def html_row(tj: ModuleType) -> Row:
         msg = f"{type(exc).__name__}: {exc}"
         rendered["widgets"] = lambda: msg
 
-    from truss_lab._audit import audit
+    from truss_lab.govern._audit import audit
 
     store.sql("UPDATE memory_entries SET trust = 'verified'")  # the audit must show the rows
     report = audit(store)

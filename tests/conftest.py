@@ -4,8 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from truss_lab._journal import SigningKey
-from truss_lab._store import Store
+from truss_lab.journal._journal import SigningKey
+from truss_lab.store._store import Store
 
 
 @pytest.fixture

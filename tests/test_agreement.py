@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from truss_lab._agreement import (
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._agreement import (
     annotator_agreement,
     cohen_kappa,
     label_coverage,
     majority_labels,
 )
-from truss_lab._errors import BadInputError
-from truss_lab._sweep import UndefinedMetricWarning
+from truss_lab.evaluate._sweep import UndefinedMetricWarning
 
 
 def labels_frame(rows):

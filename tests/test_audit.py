@@ -14,11 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from truss_lab._audit import CHECKS, AuditReport, audit
-from truss_lab._cli import cli
-from truss_lab._cli_audit import register
-from truss_lab._config import MemoryConfig
-from truss_lab._extraction import (
+from truss_lab.core._config import MemoryConfig
+from truss_lab.core._models import LedgerRef, Policy
+from truss_lab.extract._extraction import (
     ContractCloseLearning,
     Extractor,
     ensure_run,
@@ -26,12 +24,14 @@ from truss_lab._extraction import (
     gated_tables,
     write_extraction,
 )
-from truss_lab._ingest import ingest_completions
-from truss_lab._journal import SigningKey
-from truss_lab._ledger import import_journal
-from truss_lab._models import LedgerRef, Policy
-from truss_lab._policies import write_policy
-from truss_lab._store import Store
+from truss_lab.faces._cli import cli
+from truss_lab.faces._cli_audit import register
+from truss_lab.govern._audit import CHECKS, AuditReport, audit
+from truss_lab.govern._policies import write_policy
+from truss_lab.ingest._ingest import ingest_completions
+from truss_lab.journal._journal import SigningKey
+from truss_lab.journal._ledger import import_journal
+from truss_lab.store._store import Store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 ON_RUN = "run-good-on"
@@ -196,7 +196,7 @@ def test_verified_superseded_lesson_is_only_a_governance_failure(db: Store) -> N
 def test_default_query_verified_only(db: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     # From data alone this check cannot fail without lessons_governed (above); it
     # also guards the query code: a query that forgets its trust filter fails it alone.
-    import truss_lab._audit as audit_mod
+    import truss_lab.govern._audit as audit_mod
 
     monkeypatch.setattr(audit_mod, "query_memory",
                         lambda store, q=None: store.sql("SELECT * FROM memory_entries").df())
@@ -400,7 +400,7 @@ def test_a_check_that_cannot_run_fails_cleanly(db: Store) -> None:
 
 
 def test_unknown_check_name_is_a_clear_error(db: Store) -> None:
-    from truss_lab._errors import BadInputError
+    from truss_lab.core._errors import BadInputError
 
     with pytest.raises(BadInputError, match="unknown audit check"):
         audit(db, checks=["nope"])

@@ -1,4 +1,4 @@
-"""The batch runner (truss_lab._batch): batches, executors, the gate, errors, the CLI."""
+"""The batch runner (truss_lab.extract._batch): batches, executors, the gate, errors, the CLI."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from truss_lab._batch import (
+from truss_lab.core._config import MemoryConfig
+from truss_lab.core._errors import BadInputError, ChainError, StoreError, TrussLabError
+from truss_lab.extract._batch import (
     ExtractionRun,
     _portable,
     extract_chunk,
@@ -28,13 +30,11 @@ from truss_lab._batch import (
     run_extraction,
     summarize_runs,
 )
-from truss_lab._cli_extract import register
-from truss_lab._config import MemoryConfig
-from truss_lab._errors import BadInputError, ChainError, StoreError, TrussLabError
-from truss_lab._extraction import Extractor
-from truss_lab._ingest import ingest_completions
-from truss_lab._ledger import import_journal, verify_chain
-from truss_lab._store import Store
+from truss_lab.extract._extraction import Extractor
+from truss_lab.faces._cli_extract import register
+from truss_lab.ingest._ingest import ingest_completions
+from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.store._store import Store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 SCORED = MemoryConfig(lesson_extraction="model-scored")

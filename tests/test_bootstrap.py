@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from truss_lab import _bootstrap
-from truss_lab._bootstrap import BootstrapResult, bootstrap_metrics
-from truss_lab._errors import BadInputError
-from truss_lab._sweep import UndefinedMetricWarning, sweep
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate import _bootstrap
+from truss_lab.evaluate._bootstrap import BootstrapResult, bootstrap_metrics
+from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
 
 METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
 

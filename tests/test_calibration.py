@@ -7,14 +7,14 @@ import pytest
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 
-from truss_lab._calibration import (
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._calibration import (
     brier_score,
     expected_calibration_error,
     max_calibration_error,
     reliability_table,
 )
-from truss_lab._errors import BadInputError
-from truss_lab._sweep import UndefinedMetricWarning
+from truss_lab.evaluate._sweep import UndefinedMetricWarning
 
 
 def make_data(seed, n=2000, decimals=None):

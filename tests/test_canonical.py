@@ -1,4 +1,4 @@
-"""RFC 8785 canonical form and strict JSON reading (truss_lab._canonical).
+"""RFC 8785 canonical form and strict JSON reading (truss_lab.core._canonical).
 
 Oracle: the ``rfc8785`` package's own ``dumps``. Decisions pinned here:
 integers are safe up to |n| <= 2^53 - 1 (rfc8785's bound); lone surrogates,
@@ -14,7 +14,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from truss_lab._canonical import (
+from truss_lab.core._canonical import (
     MAX_SAFE_INT,
     MalformedJSON,
     canonical,

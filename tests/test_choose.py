@@ -10,10 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from truss_lab._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
-from truss_lab._errors import BadInputError
-from truss_lab._objective import Objective
-from truss_lab._sweep import UndefinedMetricWarning, sweep
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._choose import (
+    ThresholdChoice,
+    choose_threshold,
+    split_by_verdict,
+    verdict_kfold,
+)
+from truss_lab.evaluate._objective import Objective
+from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
 
 
 def make_data(seed, n_verdicts=80):

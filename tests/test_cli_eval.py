@@ -1,4 +1,4 @@
-"""``truss-lab sweep | compare | calibrate | propose`` (truss_lab._cli_eval) on the sample."""
+"""``truss-lab sweep | compare | calibrate | propose`` (truss_lab.faces._cli_eval) on the sample."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from truss_lab._batch import run_extraction
-from truss_lab._cli import cli as main_cli
-from truss_lab._cli_eval import register
-from truss_lab._config import MemoryConfig
-from truss_lab._extraction import Extractor
-from truss_lab._ingest import ingest_completions, ingest_labels
-from truss_lab._ledger import import_journal, verify_chain
-from truss_lab._policies import policy_history
-from truss_lab._store import Store
+from truss_lab.core._config import MemoryConfig
+from truss_lab.extract._batch import run_extraction
+from truss_lab.extract._extraction import Extractor
+from truss_lab.faces._cli import cli as main_cli
+from truss_lab.faces._cli_eval import register
+from truss_lab.govern._policies import policy_history
+from truss_lab.ingest._ingest import ingest_completions, ingest_labels
+from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.store._store import Store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 GOOD, OVER = "sim-good-v1", "sim-overconfident-v1"

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
-from truss_lab._compare import ComparisonResult, compare_extractors, mcnemar_exact
-from truss_lab._errors import BadInputError
-from truss_lab._sweep import UndefinedMetricWarning, sweep
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._compare import ComparisonResult, compare_extractors, mcnemar_exact
+from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
 
 DELTAS = ("precision", "recall", "f1", "kept_per_verdict")
 

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from truss_lab._config import MemoryConfig
-from truss_lab._errors import ConfigError
-from truss_lab._models import LessonExtractionPolicy
+from truss_lab.core._config import MemoryConfig
+from truss_lab.core._errors import ConfigError
+from truss_lab.core._models import LessonExtractionPolicy
 
 
 def test_defaults_are_off_and_070() -> None:

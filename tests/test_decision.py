@@ -1,4 +1,4 @@
-"""The governed threshold decision (truss_lab._decision): signed evidence + policy record."""
+"""The governed threshold decision (truss_lab.govern._decision): signed evidence + policy record."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from truss_lab._batch import run_extraction
-from truss_lab._canonical import canonical, loads_strict
-from truss_lab._config import MemoryConfig
-from truss_lab._decision import EVIDENCE_KIND, json_safe, labels_hash, propose_threshold
-from truss_lab._errors import BadInputError, PolicyError
-from truss_lab._evaluate import choose_run_threshold, scored_candidates
-from truss_lab._extraction import Extractor
-from truss_lab._ingest import ingest_completions, ingest_labels
-from truss_lab._journal import SigningKey
-from truss_lab._ledger import get_entry, import_journal, verify_chain
-from truss_lab._models import PolicyTarget, Trust
-from truss_lab._policies import check_policy_chains, current_policy, policy_history
-from truss_lab._store import Store
+from truss_lab.core._canonical import canonical, loads_strict
+from truss_lab.core._config import MemoryConfig
+from truss_lab.core._errors import BadInputError, PolicyError
+from truss_lab.core._models import PolicyTarget, Trust
+from truss_lab.evaluate._evaluate import choose_run_threshold, scored_candidates
+from truss_lab.extract._batch import run_extraction
+from truss_lab.extract._extraction import Extractor
+from truss_lab.govern._decision import EVIDENCE_KIND, json_safe, labels_hash, propose_threshold
+from truss_lab.govern._policies import check_policy_chains, current_policy, policy_history
+from truss_lab.ingest._ingest import ingest_completions, ingest_labels
+from truss_lab.journal._journal import SigningKey
+from truss_lab.journal._ledger import get_entry, import_journal, verify_chain
+from truss_lab.store._store import Store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 GOOD, OVER = "sim-good-v1", "sim-overconfident-v1"
@@ -129,7 +129,7 @@ def test_evidence_holds_the_decision(dec, two_proposals):
 
 
 def test_the_split_never_puts_a_verdict_on_both_sides(dec):
-    from truss_lab._choose import split_by_verdict
+    from truss_lab.evaluate._choose import split_by_verdict
 
     g = scored_candidates(dec, GOOD)["verdict_hash"].to_numpy()
     for seed in range(5):

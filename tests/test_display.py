@@ -11,16 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from truss_lab._bootstrap import bootstrap_metrics
-from truss_lab._compare import compare_extractors
-from truss_lab._display import (
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._bootstrap import bootstrap_metrics
+from truss_lab.evaluate._compare import compare_extractors
+from truss_lab.evaluate._sweep import sweep
+from truss_lab.faces._display import (
     CalibrationDisplay,
     ComparisonDisplay,
     PrecisionRecallDisplay,
     SweepDisplay,
 )
-from truss_lab._errors import BadInputError
-from truss_lab._sweep import sweep
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Store-level evaluation (truss_lab._evaluate) on the bundled sample."""
+"""Store-level evaluation (truss_lab.evaluate._evaluate) on the bundled sample."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from hypothesis import strategies as st
 from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import brier_score_loss, cohen_kappa_score
 
-from truss_lab._batch import run_extraction
-from truss_lab._choose import choose_threshold, split_by_verdict
-from truss_lab._config import MemoryConfig
-from truss_lab._errors import BadInputError
-from truss_lab._evaluate import (
+from truss_lab.core._config import MemoryConfig
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._choose import choose_threshold, split_by_verdict
+from truss_lab.evaluate._evaluate import (
     CalibrationReport,
     LabelReport,
     calibration_run,
@@ -31,12 +30,13 @@ from truss_lab._evaluate import (
     scored_candidates,
     sweep_run,
 )
-from truss_lab._extraction import Extractor
-from truss_lab._ingest import ingest_completions, ingest_labels
-from truss_lab._ledger import import_journal
-from truss_lab._objective import Objective
-from truss_lab._store import Store
-from truss_lab._sweep import sweep
+from truss_lab.evaluate._objective import Objective
+from truss_lab.evaluate._sweep import sweep
+from truss_lab.extract._batch import run_extraction
+from truss_lab.extract._extraction import Extractor
+from truss_lab.ingest._ingest import ingest_completions, ingest_labels
+from truss_lab.journal._ledger import import_journal
+from truss_lab.store._store import Store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 GOOD, OVER, SUB = "sim-good-v1", "sim-overconfident-v1", "good-subset"

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from truss_lab._canonical import MAX_SAFE_INT, MalformedJSON, loads_strict
-from truss_lab._errors import BadInputError
-from truss_lab._formats import (
+from truss_lab.core._canonical import MAX_SAFE_INT, MalformedJSON, loads_strict
+from truss_lab.core._errors import BadInputError
+from truss_lab.ingest._formats import (
     COMPLETION_FIELDS,
     LABEL_FIELDS,
     CompletionRecordModel,

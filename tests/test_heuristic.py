@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from truss_lab._errors import ProviderError
-from truss_lab._heuristic import HEURISTIC_ID, HeuristicExtractor, heuristic_lessons
-from truss_lab._parser import parse_completion
-from truss_lab._prompts import build_request
-from truss_lab._providers import CompletionRequest, Provider
+from truss_lab.core._errors import ProviderError
+from truss_lab.extract._heuristic import HEURISTIC_ID, HeuristicExtractor, heuristic_lessons
+from truss_lab.extract._parser import parse_completion
+from truss_lab.extract._prompts import build_request
+from truss_lab.extract._providers import CompletionRequest, Provider
 
 VH = "ab" * 32
 

@@ -21,10 +21,11 @@ import rfc8785
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from truss_lab import _journal
-from truss_lab._canonical import canonical
-from truss_lab._errors import BadInputError, ChainError
-from truss_lab._journal import (
+from truss_lab.core._canonical import canonical
+from truss_lab.core._errors import BadInputError, ChainError
+from truss_lab.core._models import LedgerRef
+from truss_lab.journal import _journal
+from truss_lab.journal._journal import (
     GENESIS_HASH,
     REASONS,
     JournalColumns,
@@ -43,7 +44,6 @@ from truss_lab._journal import (
     verify_journal,
     verify_signature,
 )
-from truss_lab._models import LedgerRef
 
 DATA = Path(__file__).parent / "data"
 L = 2**252 + 27742317777372353535851937790883648493  # the Ed25519 group order

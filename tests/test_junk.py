@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import precision_score, recall_score
 
-from truss_lab._errors import BadInputError
-from truss_lab._junk import DETECTORS, junk_flags, junk_rates, token_sets
+from truss_lab.core._errors import BadInputError
+from truss_lab.score._junk import DETECTORS, junk_flags, junk_rates, token_sets
 
 VERDICTS = pd.DataFrame(
     {
@@ -279,9 +279,9 @@ def test_lsh_finds_the_same_pairs_on_a_larger_set() -> None:
 
 def test_works_on_store_rows() -> None:
     # Verdicts straight from SQL (payload as JSON text), candidates as stored.
-    from truss_lab._journal import SigningKey
-    from truss_lab._ledger import append_entry
-    from truss_lab._store import Store
+    from truss_lab.journal._journal import SigningKey
+    from truss_lab.journal._ledger import append_entry
+    from truss_lab.store._store import Store
 
     key = SigningKey.from_seed("k", bytes(range(32)))
     with Store() as store:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from truss_lab import ChainError, Store, TrussLabError, import_journal, verify_chain
-from truss_lab._journal import SigningKey, build_entry, save_keyring
+from truss_lab.journal._journal import SigningKey, build_entry, save_keyring
 
 KEY = SigningKey.from_seed("op", bytes(range(32)))
 OTHER = SigningKey.from_seed("op", bytes(range(1, 33)))  # same id, another key

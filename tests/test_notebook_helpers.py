@@ -1,4 +1,4 @@
-"""The notebook helpers (truss_lab._notebook) and the notebooks' hygiene.
+"""The notebook helpers (truss_lab.faces._notebook) and the notebooks' hygiene.
 
 The notebooks themselves run under nbmake (``make test``); here: the helpers
 they call are idempotent and correct, and each committed ``.ipynb`` has no
@@ -14,9 +14,8 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from truss_lab._errors import BadInputError, StoreError
-from truss_lab._ledger import verify_chain
-from truss_lab._notebook import (
+from truss_lab.core._errors import BadInputError, StoreError
+from truss_lab.faces._notebook import (
     SAMPLE,
     SAMPLE_EXTRACTORS,
     copy_store,
@@ -25,7 +24,8 @@ from truss_lab._notebook import (
     sample_run_id,
     verdict_payloads,
 )
-from truss_lab._store import Store
+from truss_lab.journal._ledger import verify_chain
+from truss_lab.store._store import Store
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 IPYNBS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))

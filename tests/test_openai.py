@@ -15,11 +15,15 @@ from typing import Any
 import pytest
 from _http_server import Reply, ScriptedServer, default_completion
 
-from truss_lab._errors import ConfigError, ProviderError
-from truss_lab._formats import COMPLETION_FIELDS, CompletionRecordModel, read_completions
-from truss_lab._openai import CompletionRecorder, OpenAICompatibleProvider, parse_retry_after
-from truss_lab._providers import ChatMessage, CompletionRequest, Provider
-from truss_lab._replay import ReplayProvider
+from truss_lab.core._errors import ConfigError, ProviderError
+from truss_lab.extract._openai import (
+    CompletionRecorder,
+    OpenAICompatibleProvider,
+    parse_retry_after,
+)
+from truss_lab.extract._providers import ChatMessage, CompletionRequest, Provider
+from truss_lab.extract._replay import ReplayProvider
+from truss_lab.ingest._formats import COMPLETION_FIELDS, CompletionRecordModel, read_completions
 
 KEY_ENV = "TRUSS_LAB_TEST_API_KEY"
 SECRET = "sk-test-do-not-leak-4242"

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from truss_lab._canonical import MAX_SAFE_INT
-from truss_lab._errors import BadInputError
-from truss_lab._parser import (
+from truss_lab.core._canonical import MAX_SAFE_INT
+from truss_lab.core._errors import BadInputError
+from truss_lab.extract._parser import (
     COMPLETION_ERRORS,
     DROP_REASONS,
     ParseResult,

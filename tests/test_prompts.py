@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from truss_lab._errors import BadInputError
-from truss_lab._prompts import (
+from truss_lab.core._errors import BadInputError
+from truss_lab.extract._prompts import (
     PromptTemplate,
     build_request,
     get_template,
@@ -20,7 +20,7 @@ from truss_lab._prompts import (
     render_messages,
     validate_verdict_payload,
 )
-from truss_lab._providers import CompletionRequest
+from truss_lab.extract._providers import CompletionRequest
 
 VH = "9f" * 32
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 import truss_lab
-from truss_lab._cli import cli
+from truss_lab.faces._cli import cli
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
@@ -23,12 +23,13 @@ def test_all_is_unique_and_importable() -> None:
 
 
 def test_every_public_name_is_defined_in_a_private_module() -> None:
+    # Defined in a private module of a stage subpackage: truss_lab.<stage>._<module>.
     for name in truss_lab.__all__:
         obj = getattr(truss_lab, name)
         mod = getattr(obj, "__module__", None)
         if mod is None or not (inspect.isclass(obj) or inspect.isfunction(obj)):
             continue
-        assert mod.startswith("truss_lab._"), (name, mod)
+        assert re.fullmatch(r"truss_lab\.[a-z]+\._[a-z_]+", mod), (name, mod)
 
 
 def test_nothing_public_leaks() -> None:
@@ -45,8 +46,8 @@ def test_every_public_name_is_in_the_readme() -> None:
 
 def test_widgets_load_lazily() -> None:
     explorer = truss_lab.ThresholdExplorer
-    assert explorer.__module__ == "truss_lab._widgets"
-    assert importlib.import_module("truss_lab._widgets").ThresholdExplorer is explorer
+    assert explorer.__module__ == "truss_lab.faces._widgets"
+    assert importlib.import_module("truss_lab.faces._widgets").ThresholdExplorer is explorer
 
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:

@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from truss_lab._errors import BadInputError, ProviderError
-from truss_lab._formats import read_completions, write_completions
-from truss_lab._providers import ChatMessage, CompletionRequest, Provider
-from truss_lab._replay import ReplayProvider
+from truss_lab.core._errors import BadInputError, ProviderError
+from truss_lab.extract._providers import ChatMessage, CompletionRequest, Provider
+from truss_lab.extract._replay import ReplayProvider
+from truss_lab.ingest._formats import read_completions, write_completions
 
 
 def vh(i: int) -> str:

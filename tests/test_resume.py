@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from truss_lab._batch import run_content_hashes, run_extraction
-from truss_lab._config import MemoryConfig
-from truss_lab._extraction import Extractor
-from truss_lab._ledger import verify_chain
-from truss_lab._store import Store
+from truss_lab.core._config import MemoryConfig
+from truss_lab.extract._batch import run_content_hashes, run_extraction
+from truss_lab.extract._extraction import Extractor
+from truss_lab.journal._ledger import verify_chain
+from truss_lab.store._store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 SCORED = MemoryConfig(lesson_extraction="model-scored")

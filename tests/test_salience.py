@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-import truss_lab._salience as sal
-from truss_lab._errors import BadInputError
-from truss_lab._salience import (
+import truss_lab.score._salience as sal
+from truss_lab.core._errors import BadInputError
+from truss_lab.score._salience import (
     IsotonicCalibrator,
     PlattCalibrator,
     Scorer,

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from truss_lab._canonical import canonical
-from truss_lab._errors import BadInputError
-from truss_lab._journal import GENESIS_HASH, entry_hash
-from truss_lab._simulate import (
+from truss_lab.core._canonical import canonical
+from truss_lab.core._errors import BadInputError
+from truss_lab.journal._journal import GENESIS_HASH, entry_hash
+from truss_lab.simulate._simulate import (
     DEFAULT_EXTRACTORS,
     EXTRACTOR_PROFILES,
     FILES,
@@ -336,8 +336,8 @@ def test_custom_profile(tmp_path: Path) -> None:
 
 def test_library_readers_accept_the_dataset(medium: tuple[Path, Any]) -> None:
     """The sample must load through the library's own §2/§3 readers and parser."""
-    formats = pytest.importorskip("truss_lab._formats")
-    parser = pytest.importorskip("truss_lab._parser")
+    formats = pytest.importorskip("truss_lab.ingest._formats")
+    parser = pytest.importorskip("truss_lab.extract._parser")
     d, res = medium
     comps, errors = formats.read_completions(d / "completions.jsonl")
     assert errors == [] and len(comps) == res.n_completions
@@ -352,11 +352,11 @@ def test_library_readers_accept_the_dataset(medium: tuple[Path, Any]) -> None:
 
 def test_bundled_sample_is_what_the_documented_command_regenerates(tmp_path: Path) -> None:
     sheet = (SAMPLE / "DATASHEET.md").read_text()
-    m = re.search(r"^\s*\.venv/bin/python -m truss_lab\._simulate (.+)$", sheet, re.M)
+    m = re.search(r"^\s*\.venv/bin/python -m truss_lab\.simulate (.+)$", sheet, re.M)
     assert m, "DATASHEET.md must show the exact generating command"
     args = shlex.split(m.group(1))
     args[args.index("--out") + 1] = str(tmp_path)
-    from truss_lab._simulate import main
+    from truss_lab.simulate._simulate import main
 
     assert main(args) == 0
     assert _digests(tmp_path) == _digests(SAMPLE)

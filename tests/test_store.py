@@ -8,8 +8,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from truss_lab._errors import StoreError, StoreLockedError
-from truss_lab._store import SCHEMA_VERSION, Store
+from truss_lab.core._errors import StoreError, StoreLockedError
+from truss_lab.store._store import SCHEMA_VERSION, Store
 
 TABLES = {
     "journal", "signing_keys", "memory_entries", "policy_records", "events",
@@ -98,7 +98,7 @@ def test_second_writer_gets_a_clear_lock_error(tmp_path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
-            from truss_lab._store import Store
+            from truss_lab.store._store import Store
             s = Store({str(path)!r})
             print("ready", flush=True)
             sys.stdin.read()
@@ -113,8 +113,10 @@ def test_second_writer_gets_a_clear_lock_error(tmp_path) -> None:
         assert f"PID {holder.pid}" in msg and "locked by another process" in msg
         assert "\n" not in msg
         # The CLI turns it into one line and a non-zero exit, no traceback.
-        r = subprocess.run([sys.executable, "-m", "truss_lab._cli", "init", "--db", str(path)],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "truss_lab.faces._cli", "init", "--db", str(path)],
+            capture_output=True, text=True,
+        )
         assert r.returncode == 2
         assert r.stderr.startswith("error:") and "Traceback" not in r.stderr
         assert f"PID {holder.pid}" in r.stderr
@@ -123,7 +125,7 @@ def test_second_writer_gets_a_clear_lock_error(tmp_path) -> None:
 
 
 def test_arrow_append_with_nested_types(store) -> None:
-    from truss_lab._memory import MEMORY_SCHEMA
+    from truss_lab.store._memory import MEMORY_SCHEMA
 
     t = pa.table({
         "entry_id": ["e1"], "kind": ["lesson"], "trust": ["unverified"], "text": ["x"],

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.metrics import average_precision_score, precision_recall_curve
 
-from truss_lab._errors import BadInputError
-from truss_lab._sweep import (
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
     average_precision,
     distinct_counts,

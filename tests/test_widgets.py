@@ -17,13 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-from truss_lab._errors import BadInputError
-from truss_lab._evaluate import labelled_candidates
-from truss_lab._memory import query_memory
-from truss_lab._models import MemoryQuery
-from truss_lab._notebook import copy_store, load_sample, run_sample_extractions
-from truss_lab._store import Store
-from truss_lab._widgets import LabellingWidget, LessonBrowser, ThresholdExplorer
+from truss_lab.core._errors import BadInputError
+from truss_lab.core._models import MemoryQuery
+from truss_lab.evaluate._evaluate import labelled_candidates
+from truss_lab.faces._notebook import copy_store, load_sample, run_sample_extractions
+from truss_lab.faces._widgets import LabellingWidget, LessonBrowser, ThresholdExplorer
+from truss_lab.store._memory import query_memory
+from truss_lab.store._store import Store
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def test_explorer_needs_its_columns() -> None:
         ThresholdExplorer(pd.DataFrame({"salience": [0.5]}))
 
 
-@pytest.mark.filterwarnings("ignore::truss_lab._sweep.UndefinedMetricWarning")
+@pytest.mark.filterwarnings("ignore::truss_lab.evaluate._sweep.UndefinedMetricWarning")
 @settings(max_examples=40, deadline=None)
 @given(
     rows=st.lists(

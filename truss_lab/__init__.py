@@ -8,22 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._agreement import annotator_agreement, cohen_kappa, label_coverage, majority_labels
-from ._audit import AuditReport, CheckResult, audit
-from ._batch import ExtractionRun, run_content_hashes, run_extraction, summarize_runs
-from ._bootstrap import BootstrapResult, bootstrap_metrics
-from ._calibration import (
-    brier_score,
-    expected_calibration_error,
-    max_calibration_error,
-    reliability_table,
-)
-from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
-from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
-from ._config import MemoryConfig
-from ._decision import propose_threshold
-from ._display import CalibrationDisplay, ComparisonDisplay, PrecisionRecallDisplay, SweepDisplay
-from ._errors import (
+from .core._config import MemoryConfig
+from .core._errors import (
     BadInputError,
     ChainError,
     ConfigError,
@@ -33,35 +19,7 @@ from ._errors import (
     StoreLockedError,
     TrussLabError,
 )
-from ._evaluate import (
-    CalibrationReport,
-    LabelReport,
-    calibration_run,
-    choose_run_threshold,
-    compare_runs,
-    label_report,
-    labelled_candidates,
-    scored_candidates,
-    sweep_run,
-)
-from ._extraction import CloseResult, ContractCloseLearning, Extractor
-from ._formats import read_completions, read_labels, write_completions
-from ._heuristic import HeuristicExtractor
-from ._ingest import IngestReport, ingest_completions, ingest_labels
-from ._journal import (
-    JournalColumns,
-    SigningKey,
-    VerifyReport,
-    load_keyring,
-    read_journal,
-    save_keyring,
-    verify_columns,
-    verify_journal,
-)
-from ._junk import junk_flags, junk_rates
-from ._ledger import ImportReport, append_entry, get_entry, import_journal, verify_chain
-from ._memory import query_memory
-from ._models import (
+from .core._models import (
     AgentEvent,
     EntryKind,
     LedgerRef,
@@ -76,16 +34,63 @@ from ._models import (
     Provenance,
     Trust,
 )
-from ._notebook import SAMPLE as SAMPLE_DIR
-from ._notebook import copy_store, load_sample, run_sample_extractions, verdict_payloads
-from ._objective import Objective
-from ._openai import OpenAICompatibleProvider
-from ._parser import ParseResult, parse_completion
-from ._policies import current_policies, current_policy, policy_history, write_policy
-from ._prompts import PromptTemplate, build_request, get_template
-from ._providers import ChatMessage, Completion, CompletionRequest, Provider
-from ._replay import ReplayProvider
-from ._salience import (
+from .evaluate._agreement import annotator_agreement, cohen_kappa, label_coverage, majority_labels
+from .evaluate._bootstrap import BootstrapResult, bootstrap_metrics
+from .evaluate._calibration import (
+    brier_score,
+    expected_calibration_error,
+    max_calibration_error,
+    reliability_table,
+)
+from .evaluate._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
+from .evaluate._compare import ComparisonResult, compare_extractors, mcnemar_exact
+from .evaluate._evaluate import (
+    CalibrationReport,
+    LabelReport,
+    calibration_run,
+    choose_run_threshold,
+    compare_runs,
+    label_report,
+    labelled_candidates,
+    scored_candidates,
+    sweep_run,
+)
+from .evaluate._objective import Objective
+from .evaluate._sweep import UndefinedMetricWarning, average_precision, sweep
+from .extract._batch import ExtractionRun, run_content_hashes, run_extraction, summarize_runs
+from .extract._extraction import CloseResult, ContractCloseLearning, Extractor
+from .extract._heuristic import HeuristicExtractor
+from .extract._openai import OpenAICompatibleProvider
+from .extract._parser import ParseResult, parse_completion
+from .extract._prompts import PromptTemplate, build_request, get_template
+from .extract._providers import ChatMessage, Completion, CompletionRequest, Provider
+from .extract._replay import ReplayProvider
+from .faces._display import (
+    CalibrationDisplay,
+    ComparisonDisplay,
+    PrecisionRecallDisplay,
+    SweepDisplay,
+)
+from .faces._notebook import SAMPLE as SAMPLE_DIR
+from .faces._notebook import copy_store, load_sample, run_sample_extractions, verdict_payloads
+from .govern._audit import AuditReport, CheckResult, audit
+from .govern._decision import propose_threshold
+from .govern._policies import current_policies, current_policy, policy_history, write_policy
+from .ingest._formats import read_completions, read_labels, write_completions
+from .ingest._ingest import IngestReport, ingest_completions, ingest_labels
+from .journal._journal import (
+    JournalColumns,
+    SigningKey,
+    VerifyReport,
+    load_keyring,
+    read_journal,
+    save_keyring,
+    verify_columns,
+    verify_journal,
+)
+from .journal._ledger import ImportReport, append_entry, get_entry, import_journal, verify_chain
+from .score._junk import junk_flags, junk_rates
+from .score._salience import (
     IsotonicCalibrator,
     PlattCalibrator,
     Scorer,
@@ -98,9 +103,9 @@ from ._salience import (
     verdict_outcome,
     weighted_sum,
 )
-from ._simulate import simulate
-from ._store import Store
-from ._sweep import UndefinedMetricWarning, average_precision, sweep
+from .simulate._simulate import simulate
+from .store._memory import query_memory
+from .store._store import Store
 
 __version__ = "0.1.0"
 
@@ -110,7 +115,7 @@ _WIDGETS = ("LabellingWidget", "LessonBrowser", "ThresholdExplorer")
 def __getattr__(name: str) -> Any:
     # Widgets need ipywidgets (the [notebook] extra): import them on first use.
     if name in _WIDGETS:
-        from . import _widgets
+        from .faces import _widgets
 
         return getattr(_widgets, name)
     raise AttributeError(f"module 'truss_lab' has no attribute {name!r}")

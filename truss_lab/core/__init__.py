@@ -1,0 +1,1 @@
+"""Pure foundations: the error tree, governed models, configuration, ids, RFC 8785 JSON."""

@@ -1,0 +1,1 @@
+"""Evaluation: sweeps, threshold choice, calibration, bootstrap, comparison, agreement."""

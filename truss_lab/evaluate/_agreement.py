@@ -1,0 +1,223 @@
+"""Gold labels: majority vote, annotator agreement (Cohen's kappa), coverage.
+
+Labels come as a DataFrame with columns ``verdict_hash, extractor,
+lesson_index, useful, annotator`` (FORMATS.md section 3). A candidate lesson is
+keyed by ``(verdict_hash, extractor, lesson_index)``. ``annotator`` may be
+missing (null): each such row counts as one anonymous annotation. The same
+named annotator labelling one candidate twice is an error, not a vote.
+Ties are reported, never guessed: their label is ``<NA>``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._sweep import UndefinedMetricWarning
+
+__all__ = [
+    "CANDIDATE_KEY",
+    "annotator_agreement",
+    "cohen_kappa",
+    "label_coverage",
+    "majority_labels",
+]
+
+#: The columns that identify one candidate lesson.
+CANDIDATE_KEY = ["verdict_hash", "extractor", "lesson_index"]
+
+
+def _require(df: Any, columns: list[str], what: str) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise BadInputError(f"{what} must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise BadInputError(
+            f"{what} lacks column(s) {', '.join(missing)}; expected {', '.join(columns)}",
+            field=missing[0],
+        )
+
+
+def _clean_key(df: pd.DataFrame, what: str) -> pd.DataFrame:
+    out = df.copy()
+    for col in ("verdict_hash", "extractor"):
+        if out[col].isna().any():
+            i = int(np.flatnonzero(out[col].isna().to_numpy())[0])
+            raise BadInputError(f"{what} row {i}: missing {col}", field=col)
+        out[col] = out[col].astype(str)
+    idx = pd.to_numeric(out["lesson_index"], errors="coerce")
+    bad = idx.isna() | (idx < 0) | (idx != np.floor(idx))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise BadInputError(
+            f"{what} row {i}: lesson_index must be an integer >= 0, "
+            f"got {df['lesson_index'].iloc[i]!r}",
+            field="lesson_index",
+        )
+    out["lesson_index"] = idx.astype(np.int64)
+    return out
+
+
+def _clean_labels(labels: Any) -> pd.DataFrame:
+    _require(labels, [*CANDIDATE_KEY, "useful"], "labels")
+    df = _clean_key(labels, "labels")
+    useful = pd.to_numeric(df["useful"], errors="coerce")
+    bad = ~useful.isin([0, 1])
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise BadInputError(
+            f"labels row {i}: useful must be 0 or 1, got {labels['useful'].iloc[i]!r}",
+            field="useful",
+        )
+    df["useful"] = useful.astype(np.int64)
+    if "annotator" not in df.columns:
+        df["annotator"] = pd.Series([None] * len(df), dtype="string", index=df.index)
+    named = df[df["annotator"].notna()]
+    dup = named.duplicated([*CANDIDATE_KEY, "annotator"], keep=False)
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        row = named.iloc[i]
+        raise BadInputError(
+            f"annotator {row['annotator']!r} labels candidate "
+            f"({row['verdict_hash']}, {row['extractor']}, {row['lesson_index']}) more than once; "
+            "expected one label per annotator and candidate",
+            field="annotator",
+        )
+    return df
+
+
+def majority_labels(labels: pd.DataFrame) -> pd.DataFrame:
+    """The majority label of each labelled candidate.
+
+    Returns one row per candidate key (sorted by key) with columns
+    ``verdict_hash, extractor, lesson_index``, ``label`` (nullable Int8: 1 when
+    more than half the annotations say useful, 0 when fewer than half, ``<NA>``
+    on a tie), ``n_annotators`` (annotations), ``n_positive`` (of them useful)
+    and ``tie`` (bool).
+    """
+    df = _clean_labels(labels)
+    agg = (
+        df.groupby(CANDIDATE_KEY, sort=True)["useful"]
+        .agg(n_annotators="size", n_positive="sum")
+        .reset_index()
+    )
+    n = agg["n_annotators"].to_numpy()
+    pos = agg["n_positive"].to_numpy()
+    tie = 2 * pos == n
+    label = pd.array(np.where(2 * pos > n, 1, 0), dtype="Int8")
+    label[tie] = pd.NA
+    agg.insert(3, "label", label)
+    agg["n_annotators"] = agg["n_annotators"].astype(np.int64)
+    agg["n_positive"] = agg["n_positive"].astype(np.int64)
+    agg["tie"] = tie
+    return agg
+
+
+def cohen_kappa(a: Any, b: Any) -> float:
+    """Cohen's kappa between two raters' labels of the same items (element i = item i).
+
+    ``(p_o - p_e) / (1 - p_e)`` with ``p_o`` the observed agreement and ``p_e``
+    the agreement expected from each rater's label frequencies. NaN with an
+    :class:`UndefinedMetricWarning` for no items or when ``p_e == 1`` (both
+    raters always give the same single label).
+    """
+    a_arr = np.asarray(a.to_numpy() if isinstance(a, pd.Series) else a, dtype=object)
+    b_arr = np.asarray(b.to_numpy() if isinstance(b, pd.Series) else b, dtype=object)
+    if a_arr.ndim != 1 or b_arr.ndim != 1 or len(a_arr) != len(b_arr):
+        raise BadInputError(
+            f"expected two 1-D label arrays of one length, got {a_arr.shape} and {b_arr.shape}"
+        )
+    if pd.isna(a_arr).any() or pd.isna(b_arr).any():
+        raise BadInputError("labels must not be missing; compare only items both raters labelled")
+    n = len(a_arr)
+    if n == 0:
+        warnings.warn("Cohen's kappa of no items is NaN", UndefinedMetricWarning, stacklevel=2)
+        return float("nan")
+    codes, _ = pd.factorize(np.concatenate([a_arr, b_arr]))
+    ca, cb = codes[:n], codes[n:]
+    k = int(codes.max()) + 1
+    p_o = float(np.mean(ca == cb))
+    p_e = float(np.dot(np.bincount(ca, minlength=k), np.bincount(cb, minlength=k))) / (n * n)
+    if p_e >= 1.0:
+        warnings.warn(
+            "Cohen's kappa is undefined when both raters use one single label (NaN)",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
+        return float("nan")
+    return (p_o - p_e) / (1.0 - p_e)
+
+
+def annotator_agreement(labels: pd.DataFrame) -> pd.DataFrame:
+    """Pairwise agreement of named annotators on the candidates both labelled.
+
+    One row per pair ``(annotator_a, annotator_b)`` with ``a < b``: ``n_common``
+    (candidates both labelled), ``raw_agreement`` (share with equal labels,
+    NaN when none in common) and ``kappa`` (:func:`cohen_kappa` on those
+    candidates, NaN when undefined; one warning sums up undefined pairs).
+    Rows without an annotator are ignored here.
+    """
+    df = _clean_labels(labels)
+    named = df[df["annotator"].notna()].copy()
+    named["annotator"] = named["annotator"].astype(str)
+    wide = named.pivot(index=CANDIDATE_KEY, columns="annotator", values="useful")
+    rows = []
+    undefined = 0
+    for a, b in itertools.combinations(sorted(wide.columns), 2):
+        both = wide[[a, b]].dropna()
+        n_common = len(both)
+        raw = float((both[a] == both[b]).mean()) if n_common else float("nan")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            kappa = cohen_kappa(both[a].astype(np.int64), both[b].astype(np.int64))
+        undefined += int(np.isnan(kappa))
+        rows.append((a, b, n_common, raw, kappa))
+    if undefined:
+        warnings.warn(
+            f"Cohen's kappa is undefined (NaN) for {undefined} annotator pair(s) "
+            "(no common items, or one single label throughout)",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
+    return pd.DataFrame(
+        rows, columns=["annotator_a", "annotator_b", "n_common", "raw_agreement", "kappa"]
+    ).astype({"n_common": np.int64, "raw_agreement": np.float64, "kappa": np.float64})
+
+
+def label_coverage(candidates: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """How many candidates have a usable gold label, per extractor.
+
+    ``candidates`` needs the key columns. One row per extractor:
+    ``n_candidates``; ``n_labelled`` (a majority label exists); ``n_ties``
+    (annotated but tied, so no label); ``n_unlabelled`` (never annotated);
+    ``coverage`` = n_labelled / n_candidates; ``n_orphan_labels``: labelled keys
+    that match no candidate (often a wrong extractor name or lesson_index).
+    """
+    _require(candidates, CANDIDATE_KEY, "candidates")
+    cand = _clean_key(candidates[CANDIDATE_KEY], "candidates").drop_duplicates()
+    maj = majority_labels(labels)
+    merged = cand.merge(maj, on=CANDIDATE_KEY, how="left", indicator=True)
+    annotated = merged["_merge"] == "both"
+    merged["labelled"] = annotated & ~merged["tie"].fillna(False).astype(bool)
+    merged["is_tie"] = annotated & merged["tie"].fillna(False).astype(bool)
+    merged["unlabelled"] = ~annotated
+    per = merged.groupby("extractor", sort=True).agg(
+        n_candidates=("lesson_index", "size"),
+        n_labelled=("labelled", "sum"),
+        n_ties=("is_tie", "sum"),
+        n_unlabelled=("unlabelled", "sum"),
+    )
+    orphans = maj.merge(cand, on=CANDIDATE_KEY, how="left", indicator=True)
+    orphans = orphans[orphans["_merge"] == "left_only"].groupby("extractor").size()
+    per = per.join(orphans.rename("n_orphan_labels"), how="outer").fillna(0)
+    per = per.astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per["coverage"] = np.where(
+            per["n_candidates"] > 0, per["n_labelled"] / per["n_candidates"], np.nan
+        )
+    return per.reset_index()

@@ -1,0 +1,318 @@
+"""Bootstrap by verdict: uncertainty of sweep metrics and of the chosen threshold.
+
+Lessons of one verdict are correlated (one extractor call wrote them all), so
+the unit of resampling is the verdict, never the candidate. Replicate ``b``
+draws ``n_verdicts`` verdicts with replacement: ``idx = rng.integers(0,
+n_verdicts, size=n_verdicts)``, drawn in replicate order from
+``np.random.default_rng(random_state)``; verdict ``g`` then has weight
+``w[b, g]`` = how often it was drawn. Everything else is linear algebra:
+
+1. per verdict ``g`` and threshold bin, count candidates and positives
+   (``H``, shape ``(n_verdicts, T + 1)``) with one ``bincount``;
+2. replicate counts per bin are ``W @ H`` (``W``: replicates x verdicts),
+   computed in chunks of replicates so memory stays bounded;
+3. a reverse cumulative sum over bins gives ``kept``/``tp`` at every
+   threshold, for every replicate, with no Python loop over replicates.
+
+Intervals are percentile intervals (``np.nanquantile``, linear interpolation)
+of the replicate values; replicates where a metric is undefined (NaN) are
+left out of that metric's interval.
+"""
+
+from __future__ import annotations
+
+import html
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._objective import Objective, make_objective
+from truss_lab.evaluate._sweep import (
+    UndefinedMetricWarning,
+    as_labels,
+    as_scores,
+    check_lengths,
+    metrics_from_counts,
+)
+
+__all__ = ["BootstrapResult", "bootstrap_metrics"]
+
+#: Metrics that get an interval, in the order of :attr:`BootstrapResult.table`.
+BOOT_METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
+
+# W chunks hold at most this many cells: small enough that the allocator
+# reuses the buffers between chunks instead of faulting in fresh pages.
+_MAX_W_CELLS = 1 << 21
+# Float32 sums of integer counts are exact below 2**24; a verdict drawn more
+# than this many times in one replicate (probability ~1e-89) switches to float64.
+_W_MAX_F32 = 64
+
+
+def as_rng(random_state: Any) -> np.random.Generator:
+    """A numpy Generator from an int seed, a Generator (used as is) or None (fresh entropy)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        return np.random.default_rng(random_state)
+    raise BadInputError(
+        f"random_state must be an int, None or numpy Generator, got {type(random_state).__name__}",
+        field="random_state",
+    )
+
+
+def check_boot(n_boot: int, confidence: float) -> None:
+    """Validate ``n_boot`` (>= 1) and ``confidence`` (in (0, 1))."""
+    if not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise BadInputError(f"n_boot must be an int >= 1, got {n_boot!r}", field="n_boot")
+    if not (0.0 < confidence < 1.0):
+        raise BadInputError(f"confidence must be in (0, 1), got {confidence!r}", field="confidence")
+
+
+def verdict_codes(groups: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, verdicts)``: verdicts in order of first appearance, codes index into them."""
+    arr = groups.to_numpy() if isinstance(groups, (pd.Series, pd.Index)) else np.asarray(groups)
+    if arr.ndim != 1:
+        raise BadInputError(f"expected a 1-D array, got shape {arr.shape}", field="groups")
+    if pd.isna(arr).any():
+        bad = int(np.flatnonzero(pd.isna(arr))[0])
+        raise BadInputError(f"missing verdict at position {bad}", field="groups")
+    codes, uniques = pd.factorize(arr, sort=False)
+    return codes.astype(np.int64), np.asarray(uniques)
+
+
+def weight_chunks(
+    n_boot: int, n_groups: int, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
+    """Yield verdict weight matrices (rows = consecutive replicates, float32 counts).
+
+    Row ``b`` is ``np.bincount(rng.integers(0, n_groups, size=n_groups))``; the
+    draws are made in replicate order, so the stream equals a Python loop that
+    draws one replicate at a time.
+    """
+    rows = max(1, min(n_boot, _MAX_W_CELLS // max(n_groups, 1)))
+    for lo in range(0, n_boot, rows):
+        c = min(rows, n_boot - lo)
+        idx = rng.integers(0, n_groups, size=(c, n_groups))
+        idx += (np.arange(c, dtype=np.int64) * n_groups)[:, None]
+        w = np.bincount(idx.ravel(), minlength=c * n_groups).astype(np.float32)
+        yield w.reshape(c, n_groups)
+
+
+def bin_counts(
+    y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_groups: int, thresholds_desc: np.ndarray
+) -> np.ndarray:
+    """Per-verdict histogram over threshold bins: shape ``(n_groups, 2, T + 1)``.
+
+    Bin ``j`` holds candidates with exactly ``j`` thresholds above their
+    salience: they are kept at descending thresholds ``j, j+1, ..., T-1`` (bin
+    ``T``: kept at none; NaN salience lands there). ``[g, 0, j]`` counts the
+    candidates of verdict g in bin j, ``[g, 1, j]`` the positive ones.
+    """
+    n_t = len(thresholds_desc)
+    c = n_t - np.searchsorted(thresholds_desc[::-1], s, side="right")
+    c[np.isnan(s)] = n_t
+    flat = codes * (2 * (n_t + 1)) + c
+    size = n_groups * 2 * (n_t + 1)
+    both = np.concatenate((flat, flat[y.view(np.bool_)] + (n_t + 1)))
+    return np.bincount(both, minlength=size).reshape(n_groups, 2, n_t + 1)
+
+
+class WeightedCounter:
+    """Turns verdict weights into replicate counts at every threshold (one matmul).
+
+    ``h`` has shape ``(n_verdicts, k, T + 1)`` (``k`` count kinds, e.g. all and
+    positive, or those of two extractors side by side, as built by
+    :func:`bin_counts`).
+    """
+
+    def __init__(self, h: np.ndarray) -> None:
+        g, self.k, self.n_bins = h.shape
+        flat = h.reshape(g, self.k * self.n_bins)
+        total = float(flat.sum())
+        self._f64 = flat.astype(np.float64)
+        self._f32 = flat.astype(np.float32) if total * _W_MAX_F32 < 2**24 else None
+
+    def cumulative(self, w: np.ndarray) -> np.ndarray:
+        """Shape ``(replicates, k, T + 1)``: ``[b, i, j]`` = replicate b's count of kind i
+        in bins ``0..j``, i.e. kept at descending threshold ``j`` (``j = T``: the total).
+        Exact integers."""
+        if self._f32 is not None and float(w.max(initial=0)) <= _W_MAX_F32:
+            agg = w.astype(np.float32, copy=False) @ self._f32
+        else:
+            agg = w.astype(np.float64, copy=False) @ self._f64
+        agg = np.rint(agg).astype(np.int64).reshape(len(w), self.k, self.n_bins)
+        return np.cumsum(agg, axis=2)
+
+    def __call__(
+        self, w: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Replicate ``(kept, tp, n, n_pos)`` for weights ``w`` (replicates x verdicts).
+
+        ``kept``/``tp`` have shape ``(replicates, T)`` for thresholds descending;
+        ``n``/``n_pos`` have shape ``(replicates, 1)``.
+        """
+        cs = self.cumulative(w)
+        return cs[:, 0, :-1], cs[:, 1, :-1], cs[:, 0, -1:], cs[:, 1, -1:]
+
+
+def percentile_interval(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval along axis 0, ignoring NaN (all-NaN columns give NaN)."""
+    alpha = 1.0 - confidence
+    q = [alpha / 2, 1 - alpha / 2]
+    out = np.empty((2, *values.shape[1:]))
+    has_nan = np.isnan(values).any(axis=0)
+    # np.quantile is vectorized; np.nanquantile loops in Python per column, so
+    # it only gets the columns that need it. Both give numpy's "linear" method.
+    if (~has_nan).any():
+        out[:, ~has_nan] = np.quantile(values[:, ~has_nan], q, axis=0)
+    if has_nan.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slice
+            out[:, has_nan] = np.nanquantile(values[:, has_nan], q, axis=0)
+    return out[0], out[1]
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapResult:
+    """Verdict-bootstrap intervals at a grid of thresholds.
+
+    ``table`` has one row per threshold, in the order given: ``threshold``;
+    for each metric m of ``precision, recall, f1, kept_per_verdict,
+    write_rate``: ``m`` (value on the full data), ``m_low`` and ``m_high``
+    (the ``confidence`` percentile interval over replicates).
+    ``threshold`` is the objective's choice on the full data (among the given
+    thresholds), ``threshold_low``/``threshold_high`` the interval of the
+    choice re-made on every replicate, ``replicate_thresholds[b]`` the choice of
+    replicate b (NaN where none was feasible).
+    """
+
+    table: pd.DataFrame
+    objective: str
+    threshold: float
+    threshold_low: float
+    threshold_high: float
+    replicate_thresholds: np.ndarray = field(repr=False)
+    n_boot: int = 1000
+    confidence: float = 0.95
+    random_state: Any = 0
+    n_verdicts: int = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"BootstrapResult(objective={self.objective!r}, threshold={self.threshold:.4g} "
+            f"[{self.threshold_low:.4g}, {self.threshold_high:.4g}], n_boot={self.n_boot}, "
+            f"confidence={self.confidence}, n_verdicts={self.n_verdicts}, "
+            f"thresholds={len(self.table)})"
+        )
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<p>{html.escape(repr(self))}</p>"
+            + self.table.to_html(index=False, float_format=lambda v: f"{v:.4g}")
+        )
+
+
+def bootstrap_metrics(
+    y_true: Any,
+    salience: Any,
+    groups: Any,
+    *,
+    thresholds: Any,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    random_state: Any = 0,
+    objective: str | Objective = "f1",
+    beta: float = 1.0,
+    min_precision: float | None = None,
+    max_per_verdict: float | None = None,
+    cost_fp: float = 1.0,
+    cost_fn: float = 1.0,
+) -> BootstrapResult:
+    """Percentile intervals of precision, recall, F1 and kept-per-verdict, resampling verdicts.
+
+    ``thresholds`` is the grid (e.g. ``np.linspace(0, 1, 101)``); the chosen
+    threshold and its interval are taken over that grid with ``objective``
+    (see :class:`~truss_lab.evaluate._objective.Objective`). Seeded by ``random_state``.
+    """
+    obj = make_objective(
+        objective,
+        beta=beta,
+        min_precision=min_precision,
+        max_per_verdict=max_per_verdict,
+        cost_fp=cost_fp,
+        cost_fn=cost_fn,
+    )
+    check_boot(n_boot, confidence)
+    y = as_labels(y_true)
+    s = as_scores(salience)
+    check_lengths(y_true=y, salience=s, groups=groups)
+    thr = as_scores(thresholds, "thresholds")
+    if thr.size == 0 or np.isnan(thr).any():
+        raise BadInputError(
+            "expected a non-empty grid of thresholds without NaN", field="thresholds"
+        )
+    codes, verdicts = verdict_codes(groups)
+    n_groups = len(verdicts)
+    order = np.argsort(-thr, kind="stable")  # descending, ties keep input order
+    thr_desc = thr[order]
+    if n_groups == 0:
+        warnings.warn("no verdicts: every interval is NaN", UndefinedMetricWarning, stacklevel=2)
+    h = bin_counts(y, s, codes, n_groups, thr_desc)
+    rng = as_rng(random_state)
+
+    # Full-data point estimates: every verdict weight 1.
+    counter = WeightedCounter(h)
+    kept0, tp0, n0, pos0 = counter(np.ones((1, n_groups), dtype=np.float32))
+    point = metrics_from_counts(kept0[0], tp0[0], n0[0, 0], pos0[0, 0], n_groups)
+    best0 = obj.best_index(kept0[0], tp0[0], pos0[0, 0], n_groups)
+    chosen = float(thr_desc[best0]) if best0 >= 0 else float("nan")
+    if int(pos0[0, 0]) == 0 and len(y):
+        warnings.warn(
+            "y_true has no positive labels: recall is undefined (NaN)",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
+
+    reps: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
+    rep_thr: list[np.ndarray] = []
+    if n_groups:
+        for w in weight_chunks(n_boot, n_groups, rng):
+            kept, tp, n_b, pos_b = counter(w)
+            m = metrics_from_counts(kept, tp, n_b, pos_b, n_groups)
+            for name in BOOT_METRICS:
+                reps[name].append(m[name])
+            idx = obj.best_index(kept, tp, pos_b, n_groups)
+            rep_thr.append(np.where(idx >= 0, thr_desc[np.maximum(idx, 0)], np.nan))
+    else:
+        for name in BOOT_METRICS:
+            reps[name].append(np.full((n_boot, len(thr)), np.nan))
+        rep_thr.append(np.full(n_boot, np.nan))
+
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    cols: dict[str, np.ndarray] = {"threshold": thr}
+    for name in BOOT_METRICS:
+        values = np.concatenate(reps[name])
+        lo, hi = percentile_interval(values, confidence)
+        cols[name] = point[name][inverse]
+        cols[f"{name}_low"] = lo[inverse]
+        cols[f"{name}_high"] = hi[inverse]
+    replicate_thresholds = np.concatenate(rep_thr)
+    t_lo, t_hi = percentile_interval(replicate_thresholds[:, None], confidence)
+    return BootstrapResult(
+        table=pd.DataFrame(cols),
+        objective=obj.describe(),
+        threshold=chosen,
+        threshold_low=float(t_lo[0]),
+        threshold_high=float(t_hi[0]),
+        replicate_thresholds=replicate_thresholds,
+        n_boot=int(n_boot),
+        confidence=float(confidence),
+        random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
+        n_verdicts=n_groups,
+    )

@@ -1,0 +1,256 @@
+"""Comparing two extractors on the same verdicts: paired bootstrap and exact McNemar.
+
+The paired analysis uses only verdicts present in both runs; verdicts seen in
+one run only are listed in the result (counts and hashes), never dropped
+silently. Each extractor's recall is relative to its *own* useful candidates
+(the two runs propose different lessons), so compare precision, F1 and the
+per-verdict outcome before reading much into a recall difference.
+
+Per-verdict outcome at a threshold (the McNemar unit): a verdict is a
+**success** when at least one useful lesson is kept and no junk lesson is
+kept, i.e. ``tp >= 1 and fp == 0`` for that verdict.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._bootstrap import (
+    WeightedCounter,
+    as_rng,
+    bin_counts,
+    check_boot,
+    percentile_interval,
+    weight_chunks,
+)
+from truss_lab.evaluate._sweep import as_labels, as_scores, metrics_from_counts
+
+__all__ = ["ComparisonResult", "compare_extractors", "mcnemar_exact"]
+
+#: Metrics whose difference (b - a) gets a paired-bootstrap interval.
+DELTA_METRICS = ("precision", "recall", "f1", "kept_per_verdict")
+
+OUTCOME = "success = at least one useful lesson kept and no junk lesson kept (per verdict)"
+
+
+def mcnemar_exact(n_a_only: int, n_b_only: int) -> float:
+    """Two-sided exact McNemar p-value from the two discordant counts.
+
+    ``n_a_only``: verdicts where only A succeeds; ``n_b_only``: only B. Under the
+    null each discordant verdict is a fair coin, so the p-value is
+    ``min(1, 2 * P(X <= min(n_a_only, n_b_only)))`` for ``X ~ Binomial(n, 1/2)``,
+    computed exactly with integers. No discordant verdicts gives 1.0.
+    """
+    for name, v in (("n_a_only", n_a_only), ("n_b_only", n_b_only)):
+        if int(v) != v or v < 0:
+            raise BadInputError(f"{name} must be a count >= 0, got {v!r}", field=name)
+    b, c = int(n_a_only), int(n_b_only)
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def _check_run(df: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not isinstance(df, pd.DataFrame):
+        raise BadInputError(f"run {name!r} must be a DataFrame, got {type(df).__name__}")
+    missing = [c for c in ("verdict_hash", "salience", "label") if c not in df.columns]
+    if missing:
+        raise BadInputError(
+            f"run {name!r} lacks column(s) {', '.join(missing)}; "
+            "expected verdict_hash, salience, label",
+            field=missing[0],
+        )
+    hashes = df["verdict_hash"]
+    if hashes.isna().any():
+        i = int(np.flatnonzero(hashes.isna().to_numpy())[0])
+        raise BadInputError(f"run {name!r} row {i}: missing verdict_hash", field="verdict_hash")
+    return (
+        hashes.astype(str).to_numpy(dtype=object),
+        as_scores(df["salience"], f"{name}.salience"),
+        as_labels(df["label"], f"{name}.label"),
+    )
+
+
+def _thresholds(value: Any, name: str) -> np.ndarray:
+    t = as_scores(np.atleast_1d(value), name)
+    if t.size == 0 or np.isnan(t).any():
+        raise BadInputError(f"{name} must be one or more numbers without NaN", field=name)
+    return t
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonResult:
+    """Paired comparison of extractors A and B on their common verdicts.
+
+    ``table`` has one row per threshold pair ``i``: ``threshold_a``,
+    ``threshold_b``; for m in precision, recall, f1, kept_per_verdict: ``m_a``,
+    ``m_b``, ``delta_m`` (= m_b - m_a) and ``delta_m_low``/``delta_m_high`` (the
+    paired-bootstrap percentile interval); ``success_a``/``success_b``
+    (verdicts with the success outcome), ``a_only``/``b_only`` (discordant
+    verdicts) and ``mcnemar_p`` (exact two-sided). ``only_in_a``/``only_in_b``
+    hold the hashes of verdicts present in one run only.
+    """
+
+    table: pd.DataFrame
+    names: tuple[str, str]
+    n_common: int
+    only_in_a: list[str] = field(repr=False)
+    only_in_b: list[str] = field(repr=False)
+    n_boot: int = 1000
+    confidence: float = 0.95
+    random_state: Any = 0
+    outcome: str = OUTCOME
+
+    def __repr__(self) -> str:
+        a, b = self.names
+        lines = [
+            f"ComparisonResult({a!r} vs {b!r}: {self.n_common} common verdicts, "
+            f"{len(self.only_in_a)} only in {a!r}, {len(self.only_in_b)} only in {b!r}; "
+            f"n_boot={self.n_boot}, confidence={self.confidence})"
+        ]
+        for _, r in self.table.iterrows():
+            lines.append(
+                f"  t_a={r['threshold_a']:.4g} t_b={r['threshold_b']:.4g}: "
+                f"dF1 (b-a)={r['delta_f1']:+.3f} [{r['delta_f1_low']:+.3f}, "
+                f"{r['delta_f1_high']:+.3f}], dprecision (b-a)={r['delta_precision']:+.3f}, "
+                f"McNemar p={r['mcnemar_p']:.3g}"
+            )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        a, b = self.names
+        head = html.escape(
+            f"{a} vs {b}: {self.n_common} common verdicts; {len(self.only_in_a)} only in {a}, "
+            f"{len(self.only_in_b)} only in {b}. Outcome: {self.outcome}."
+        )
+        extra = ""
+        for who, hashes in ((a, self.only_in_a), (b, self.only_in_b)):
+            if hashes:
+                shown = ", ".join(hashes[:10]) + (" …" if len(hashes) > 10 else "")
+                extra += f"<p>{html.escape(f'only in {who}: {shown}')}</p>"
+        table = self.table.to_html(index=False, float_format=lambda v: f"{v:.4g}")
+        return f"<div><p><b>ComparisonResult</b>: {head}</p>{extra}{table}</div>"
+
+
+def compare_extractors(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    *,
+    threshold: Any,
+    threshold_b: Any = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    random_state: Any = 0,
+    names: tuple[str, str] = ("a", "b"),
+    verdicts_a: Any = None,
+    verdicts_b: Any = None,
+) -> ComparisonResult:
+    """Paired verdict bootstrap of B - A, and exact McNemar on the per-verdict outcome.
+
+    ``a`` and ``b`` have columns ``verdict_hash``, ``salience``, ``label`` (0/1).
+    ``verdicts_a`` / ``verdicts_b`` (optional) are every verdict hash each run
+    processed: a verdict for which an extractor proposed nothing is then a
+    common verdict where it kept nothing, not a verdict missing from its run.
+    ``threshold`` (one value or an array) applies to A, ``threshold_b`` to B
+    (default: the same). Both runs are resampled with the *same* verdict
+    weights, drawn as in :mod:`truss_lab.evaluate._bootstrap` over the common verdicts in
+    sorted hash order.
+    """
+    check_boot(n_boot, confidence)
+    ha, sa, ya = _check_run(a, names[0])
+    hb, sb, yb = _check_run(b, names[1])
+    t_a = _thresholds(threshold, "threshold")
+    t_b = t_a if threshold_b is None else _thresholds(threshold_b, "threshold_b")
+    if len(t_b) != len(t_a):
+        raise BadInputError(
+            f"threshold_b has {len(t_b)} values, threshold {len(t_a)}; expected as many",
+            field="threshold_b",
+        )
+    va = set(pd.unique(ha)) | set(() if verdicts_a is None else map(str, verdicts_a))
+    vb = set(pd.unique(hb)) | set(() if verdicts_b is None else map(str, verdicts_b))
+    common = np.array(sorted(va & vb), dtype=object)
+    only_a = sorted(va - vb)
+    only_b = sorted(vb - va)
+    g = len(common)
+    index = pd.Index(common)
+
+    hs = []
+    for hashes, s, y, t in ((ha, sa, ya, t_a), (hb, sb, yb, t_b)):
+        codes = index.get_indexer(hashes)
+        keep = codes >= 0
+        # B's thresholds need not be monotone with A's, so each run is binned
+        # on its own sorted grid and mapped back to the shared row order.
+        t_order = np.argsort(-t, kind="stable")
+        h = bin_counts(y[keep], s[keep], codes[keep].astype(np.int64), g, t[t_order])
+        hs.append((h, t_order))
+    # Stack (all, positive) counts of A and B: one matmul per chunk for both.
+    counter = WeightedCounter(np.concatenate([hs[0][0], hs[1][0]], axis=1))
+
+    def counts(w: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+        cs = counter.cumulative(w)
+        out = {}
+        for side, off in (("a", 0), ("b", 2)):
+            t_order = hs[off // 2][1]
+            back = np.empty_like(t_order)
+            back[t_order] = np.arange(len(t_order))  # sorted position of each input threshold
+            kept = cs[:, off, :-1][:, back]
+            tp = cs[:, off + 1, :-1][:, back]
+            m = metrics_from_counts(kept, tp, cs[:, off, -1:], cs[:, off + 1, -1:], g)
+            out[side] = m
+        return out
+
+    point = counts(np.ones((1, g), dtype=np.float32))
+    deltas: dict[str, list[np.ndarray]] = {m: [] for m in DELTA_METRICS}
+    if g:
+        for w in weight_chunks(n_boot, g, as_rng(random_state)):
+            rep = counts(w)
+            for m in DELTA_METRICS:
+                deltas[m].append(rep["b"][m] - rep["a"][m])
+
+    # Per-verdict success at each threshold: cumulate each verdict's own bins.
+    success = []
+    for h, t_order in hs:
+        back = np.empty_like(t_order)
+        back[t_order] = np.arange(len(t_order))
+        cs = np.cumsum(h, axis=2)[:, :, :-1][:, :, back]  # (g, 2, T), input order
+        kept, tp = cs[:, 0, :], cs[:, 1, :]
+        success.append((tp >= 1) & (kept == tp))
+    a_only = np.count_nonzero(success[0] & ~success[1], axis=0)
+    b_only = np.count_nonzero(~success[0] & success[1], axis=0)
+
+    cols: dict[str, Any] = {"threshold_a": t_a, "threshold_b": t_b}
+    for m in DELTA_METRICS:
+        cols[f"{m}_a"] = point["a"][m][0]
+        cols[f"{m}_b"] = point["b"][m][0]
+        cols[f"delta_{m}"] = point["b"][m][0] - point["a"][m][0]
+        if deltas[m]:
+            lo, hi = percentile_interval(np.concatenate(deltas[m]), confidence)
+        else:
+            lo = hi = np.full(len(t_a), np.nan)
+        cols[f"delta_{m}_low"] = lo
+        cols[f"delta_{m}_high"] = hi
+    cols["success_a"] = np.count_nonzero(success[0], axis=0)
+    cols["success_b"] = np.count_nonzero(success[1], axis=0)
+    cols["a_only"] = a_only
+    cols["b_only"] = b_only
+    cols["mcnemar_p"] = [mcnemar_exact(int(x), int(y)) for x, y in zip(a_only, b_only, strict=True)]
+    table = pd.DataFrame(cols)
+    return ComparisonResult(
+        table=table,
+        names=(str(names[0]), str(names[1])),
+        n_common=g,
+        only_in_a=[str(h) for h in only_a],
+        only_in_b=[str(h) for h in only_b],
+        n_boot=int(n_boot),
+        confidence=float(confidence),
+        random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
+    )

@@ -1,0 +1,430 @@
+"""Threshold sweeps: the counts and metrics of every salience threshold at once.
+
+The gate of ADR 0011 keeps a candidate lesson when ``salience >= threshold``
+(equality passes). :func:`sweep` evaluates that rule at every distinct
+salience (or at thresholds you give) from one sort and cumulative sums, so a
+researcher can read off any ``extraction_min_salience`` without re-running a
+model.
+
+Conventions (scikit-learn's): data first, options keyword-only; input that
+leaves a metric undefined (no candidates, no positive labels, no negative
+labels) emits :class:`UndefinedMetricWarning` and gives NaN where the metric is
+undefined instead of raising.
+
+Speed: the distinct-threshold sweep sorts one packed uint64 key (salience
+bits + label bit) instead of an argsort plus gathers; above ~262k candidates
+the sort runs in up to 4 threads (``os.cpu_count()``), each sorting one slice of
+an in-place partition. Given thresholds need no sort at all.
+
+**NaN salience** means "the scorer gave no score". Such a candidate is never
+kept at any threshold (as if its salience were -inf), but it still counts in
+``n`` (so in ``write_rate``) and, when useful, in the positives (so it costs
+recall). It never appears as a threshold.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truss_lab.core._errors import BadInputError
+
+__all__ = [
+    "SWEEP_COLUMNS",
+    "UndefinedMetricWarning",
+    "average_precision",
+    "sweep",
+]
+
+#: Columns of :func:`sweep`'s frame, in order (``kept_per_verdict`` only with groups).
+SWEEP_COLUMNS = (
+    "threshold",
+    "kept",
+    "tp",
+    "fp",
+    "fn",
+    "precision",
+    "recall",
+    "f1",
+    "kept_per_verdict",
+    "write_rate",
+)
+
+# Given thresholds are applied to the candidates in slices of this many, so the
+# temporaries of a 10M-candidate sweep stay a few MB.
+_CHUNK = 1 << 20
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A metric is undefined for this input (e.g. recall without positives); it is NaN."""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, UndefinedMetricWarning, stacklevel=3)
+
+
+# --------------------------------------------------------------------------- input checks
+
+
+def _as_1d(values: Any, name: str) -> np.ndarray:
+    if isinstance(values, pd.DataFrame):
+        raise BadInputError("expected a 1-D array or Series, got a DataFrame", field=name)
+    arr = values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values)
+    if arr.ndim != 1:
+        raise BadInputError(f"expected a 1-D array, got shape {arr.shape}", field=name)
+    return arr
+
+
+def as_labels(y_true: Any, name: str = "y_true") -> np.ndarray:
+    """Return ``y_true`` as a uint8 array of 0/1, or raise :class:`BadInputError`."""
+    if isinstance(y_true, pd.Series) and y_true.isna().any():
+        bad = int(np.flatnonzero(y_true.isna().to_numpy())[0])
+        raise BadInputError(
+            f"missing label at position {bad}; expected 0 or 1 for every candidate "
+            "(drop unlabelled candidates and ties first, see majority_labels)",
+            field=name,
+        )
+    arr = _as_1d(y_true, name)
+    if arr.dtype == np.bool_:
+        return arr.view(np.uint8)
+    if arr.dtype in (np.int8, np.uint8):
+        u = arr.view(np.uint8)  # -1 as uint8 is 255: one comparison checks both bounds
+        if u.max(initial=0) <= 1:
+            return u
+    if arr.dtype.kind not in "iuf":
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise BadInputError(
+                f"expected labels 0 or 1, got dtype {arr.dtype}", field=name
+            ) from exc
+    ok = (arr == 0) | (arr == 1)
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise BadInputError(
+            f"expected labels 0 or 1, got {arr[bad]!r} at position {bad}", field=name
+        )
+    return arr.astype(np.uint8)
+
+
+def as_scores(salience: Any, name: str = "salience") -> np.ndarray:
+    """Return ``salience`` as a float64 array (NaN allowed), or raise :class:`BadInputError`."""
+    arr = _as_1d(salience, name)
+    if isinstance(salience, pd.Series) and salience.dtype != np.float64:
+        arr = salience.to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        return np.asarray(arr, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise BadInputError(f"expected numbers, got dtype {arr.dtype}", field=name) from exc
+
+
+def check_lengths(**arrays: Any) -> None:
+    """Raise :class:`BadInputError` unless all given arrays have the same length."""
+    lengths = {k: len(v) for k, v in arrays.items() if v is not None}
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{k}={n}" for k, n in lengths.items())
+        raise BadInputError(f"expected arrays of one length, got {shown}")
+
+
+def count_groups(groups: Any) -> int:
+    """Number of distinct verdicts in ``groups`` (hash-based, no sort)."""
+    arr = _as_1d(groups, "groups")
+    if len(arr) == 0:
+        return 0
+    return len(pd.unique(arr))
+
+
+def _check_thresholds(thresholds: Any) -> np.ndarray:
+    t = as_scores(thresholds, "thresholds")
+    if np.isnan(t).any():
+        raise BadInputError("thresholds must not contain NaN", field="thresholds")
+    return t
+
+
+# --------------------------------------------------------------------------- counting
+
+
+# Below this size one thread sorts faster than splitting and handing out work.
+_PARALLEL_MIN = 1 << 18
+
+
+def _sort_u64(key: np.ndarray, n_jobs: int | None) -> np.ndarray:
+    """Sort a uint64 array ascending in place, in ``n_jobs`` threads; returns it.
+
+    ``ndarray.partition`` first splits the array in place into ``n_jobs``
+    contiguous slices (everything left of a split point is <= everything right
+    of it); each slice is then sorted by its own thread (numpy releases the
+    GIL while sorting). No extra memory beyond a small thread pool.
+    """
+    jobs = n_jobs if n_jobs is not None else min(4, os.cpu_count() or 1)
+    n = len(key)
+    if jobs <= 1 or n < _PARALLEL_MIN:
+        key.sort()
+        return key
+    cuts = [n * i // jobs for i in range(1, jobs)]
+    key.partition(cuts)
+    bounds = [0, *cuts, n]
+    parts = [key[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(np.ndarray.sort, parts))
+    return key
+
+
+def distinct_counts(
+    y: np.ndarray, s: np.ndarray, n_jobs: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counts at every distinct non-NaN salience, thresholds descending.
+
+    Returns ``(thresholds, kept, tp)``: element ``i`` is the i-th largest distinct
+    salience, the number of candidates with salience >= it, and how many of
+    those are positive.
+    """
+    nan = np.isnan(s)
+    if nan.any():
+        valid = ~nan
+        s, y = s[valid], y[valid]
+    del nan
+    n = len(s)
+    if n == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return np.empty(0), empty, empty
+    # One sort of a packed key: the float's bits shifted left by one (dropping
+    # the sign bit, so -0.0 == +0.0) carry the label in the freed low bit. For
+    # non-negative floats the bit pattern orders like the value, so sorting
+    # this uint64 sorts by salience and drags the labels along without an
+    # argsort and two gathers. Negative saliences sort by magnitude; they are
+    # sorted apart and reversed.
+    key = s.view(np.uint64) << np.uint64(1)
+    np.bitwise_or(key, y, out=key)
+    neg = s < 0
+    n_neg = int(np.count_nonzero(neg))
+    if n_neg:
+        kp = _sort_u64(key[~neg], n_jobs)
+        kn = _sort_u64(key[neg], n_jobs)
+        asc = np.concatenate((kn[::-1], kp))  # ascending by value
+        del kp, kn
+    else:
+        asc = _sort_u64(key, n_jobs)
+    del key
+    # First index of each tie group (ascending), found slice by slice so the
+    # comparison temporaries stay small. Keys differing only in the label bit
+    # (xor == 1) are the same salience.
+    found = []
+    step = 1 << 16  # cache-sized scratch buffers, reused: no fresh pages to fault in
+    xor_buf = np.empty(min(step, n), dtype=np.uint64)
+    change_buf = np.empty(min(step, n), dtype=np.bool_)
+    for lo in range(0, n - 1, step):
+        hi = min(n - 1, lo + step)
+        xb, cb = xor_buf[: hi - lo], change_buf[: hi - lo]
+        np.bitwise_xor(asc[lo + 1 : hi + 1], asc[lo:hi], out=xb)
+        np.greater(xb, 1, out=cb)
+        found.append(np.flatnonzero(cb) + (lo + 1))
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), *found])
+    if 0 < n_neg < n:  # -x and +x have equal magnitude keys: force a group start
+        at = int(np.searchsorted(starts, n_neg))
+        if at == len(starts) or starts[at] != n_neg:
+            starts = np.insert(starts, at, n_neg)
+    if sys.byteorder == "little":
+        labels = asc.view(np.uint8)[::8] & np.uint8(1)
+    else:  # pragma: no cover - big-endian hosts
+        labels = (asc & np.uint64(1)).astype(np.uint8)
+    if 4 * len(starts) < n:
+        # Few distinct saliences: per-group sums need no n-sized int64 array.
+        pos_per_group = np.add.reduceat(labels, starts, dtype=np.int64)
+        n_pos = int(pos_per_group.sum())
+        pos_below = np.cumsum(pos_per_group)[:-1]
+    else:
+        pos_cum = np.cumsum(labels, dtype=np.int64)
+        n_pos = int(pos_cum[-1])
+        # No ties at all (common for float scores): groups are positions, skip gathers.
+        pos_below = pos_cum[:-1] if len(starts) == n else pos_cum[starts[1:] - 1]
+        del pos_cum
+    del labels
+    if len(starts) == n:
+        values = np.right_shift(asc, np.uint64(1), out=asc).view(np.float64)
+    else:
+        values = (asc[starts] >> np.uint64(1)).view(np.float64)
+    if n_neg:
+        values[: np.searchsorted(starts, n_neg)] *= -1.0
+    # Descending thresholds: kept at a group = everything from its start upwards.
+    thresholds = values[::-1].copy()
+    kept = n - starts[::-1]
+    tp = np.empty(len(starts), dtype=np.int64)
+    np.subtract(n_pos, pos_below[::-1], out=tp[:-1])
+    tp[-1] = n_pos  # the lowest threshold keeps every scored candidate
+    return thresholds, kept, tp
+
+
+def threshold_counts(
+    y: np.ndarray, s: np.ndarray, thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Counts at given thresholds (any order). Returns ``(kept, tp)``, element i for thresholds[i].
+
+    No sort of the candidates: each is binned among the sorted thresholds with
+    ``np.searchsorted`` (n log T), then per-bin counts are reverse-cumulated.
+    """
+    order = np.argsort(thresholds, kind="stable")
+    ts = thresholds[order]
+    n_t = len(ts)
+    hist = np.zeros(n_t + 1, dtype=np.int64)
+    hist_pos = np.zeros(n_t + 1, dtype=np.int64)
+    for lo in range(0, len(s), _CHUNK):
+        c = np.searchsorted(ts, s[lo : lo + _CHUNK], side="right")
+        nan = np.isnan(s[lo : lo + _CHUNK])
+        if nan.any():
+            c[nan] = 0  # NaN salience: kept at no threshold
+        hist += np.bincount(c, minlength=n_t + 1)
+        hist_pos += np.bincount(c[y[lo : lo + _CHUNK].view(np.bool_)], minlength=n_t + 1)
+    # kept at ts[k] = candidates whose bin index c > k (c = number of thresholds <= s).
+    kept_sorted = np.cumsum(hist[::-1])[::-1][1:]
+    tp_sorted = np.cumsum(hist_pos[::-1])[::-1][1:]
+    kept = np.empty(n_t, dtype=np.int64)
+    tp = np.empty(n_t, dtype=np.int64)
+    kept[order] = kept_sorted
+    tp[order] = tp_sorted
+    return kept, tp
+
+
+def metrics_from_counts(
+    kept: np.ndarray, tp: np.ndarray, n: int, n_pos: Any, n_groups: Any = None
+) -> dict[str, np.ndarray]:
+    """Precision, recall, F1, write rate (and kept per verdict) from counts.
+
+    Works elementwise on arrays of any shape (``n_pos``/``n_groups`` broadcast),
+    which is what the bootstrap uses for (replicate x threshold) matrices. No
+    warnings here: NaN marks an undefined cell (0/0).
+    """
+    # Integer arrays divide straight into float64: no float copies of the counts.
+    kept = np.asarray(kept)
+    tp = np.asarray(tp)
+    n_pos = np.asarray(n_pos)
+    out: dict[str, np.ndarray] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # 0/0 -> NaN under errstate; x/0 with x > 0 cannot happen (tp <= kept, tp <= n_pos).
+        out["precision"] = np.true_divide(tp, kept)
+        out["recall"] = np.true_divide(tp, n_pos)
+        # 2tp + fp + fn == kept + n_pos
+        f1 = np.true_divide(tp, kept + n_pos)
+        f1 *= 2
+        out["f1"] = f1
+        if n_groups is not None:
+            out["kept_per_verdict"] = np.true_divide(kept, n_groups)
+        out["write_rate"] = np.true_divide(kept, n)
+    return out
+
+
+def _warn_degenerate(n: int, n_pos: int, n_valid: int) -> None:
+    if n == 0:
+        _warn("no candidates: every metric is undefined (NaN)")
+        return
+    if n_valid == 0:
+        _warn("no candidate has a salience (all NaN): nothing is ever kept")
+    if n_pos == 0:
+        _warn("y_true has no positive labels: recall is undefined (NaN)")
+    elif n_pos == n:
+        _warn("y_true has no negative labels: precision is 1 wherever something is kept")
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def sweep(
+    y_true: Any,
+    salience: Any,
+    *,
+    groups: Any = None,
+    thresholds: Any = None,
+    n_jobs: int | None = None,
+) -> pd.DataFrame:
+    """Counts and metrics of the rule ``kept = salience >= threshold`` at many thresholds.
+
+    Parameters
+    ----------
+    y_true : array of 0/1, shape (n,)
+        Gold label of each candidate lesson (1 = useful).
+    salience : array of float, shape (n,)
+        Score of each candidate. NaN = no score: never kept (see module docstring).
+    groups : array, shape (n,), optional
+        Verdict of each candidate (e.g. ``verdict_hash``); enables ``kept_per_verdict``.
+    thresholds : array of float, optional
+        Evaluate exactly these thresholds, in the order given. By default every
+        distinct non-NaN salience, in decreasing order (like ``roc_curve``).
+    n_jobs : int, optional
+        Threads for the sort of large inputs (None: up to 4; 1: no threads, e.g.
+        inside a process pool).
+
+    Returns
+    -------
+    DataFrame with one row per threshold; for row ``i``:
+
+    - ``threshold``: the i-th threshold;
+    - ``kept``: candidates with ``salience >= threshold`` (lessons that would be written);
+    - ``tp`` / ``fp``: kept candidates labelled 1 / 0;
+    - ``fn``: candidates labelled 1 that are not kept (NaN-salience ones included);
+    - ``precision`` = tp / kept (NaN when nothing is kept);
+    - ``recall`` = tp / (number of 1 labels) (NaN without positives);
+    - ``f1`` = 2 tp / (2 tp + fp + fn) (NaN when that is 0/0);
+    - ``kept_per_verdict`` = kept / (number of distinct groups), only with ``groups``;
+    - ``write_rate`` = kept / n.
+
+    With default thresholds, ``precision``, ``recall`` and ``threshold`` equal
+    scikit-learn's ``precision_recall_curve`` without its final (recall 0,
+    precision 1) point, in reverse order.
+    """
+    y = as_labels(y_true)
+    s = as_scores(salience)
+    check_lengths(y_true=y, salience=s, groups=groups)
+    n = len(y)
+    n_pos = int(np.count_nonzero(y))
+    n_groups = count_groups(groups) if groups is not None else None
+    if thresholds is None:
+        thr, kept, tp = distinct_counts(y, s, n_jobs)
+        n_valid = int(kept[-1]) if len(kept) else 0
+    else:
+        thr = _check_thresholds(thresholds)
+        kept, tp = threshold_counts(y, s, thr)
+        n_valid = n - int(np.count_nonzero(np.isnan(s)))
+    _warn_degenerate(n, n_pos, n_valid)
+    m = metrics_from_counts(kept, tp, n, n_pos, n_groups)
+    cols: dict[str, Any] = {
+        "threshold": thr,
+        "kept": kept,
+        "tp": tp,
+        "fp": kept - tp,
+        "fn": n_pos - tp,
+        "precision": m["precision"],
+        "recall": m["recall"],
+        "f1": m["f1"],
+    }
+    if n_groups is not None:
+        cols["kept_per_verdict"] = m["kept_per_verdict"]
+    cols["write_rate"] = m["write_rate"]
+    return pd.DataFrame(cols, copy=False)
+
+
+def average_precision(y_true: Any, salience: Any) -> float:
+    """Average precision: ``sum_i (R_i - R_{i-1}) P_i`` over distinct thresholds, descending.
+
+    Equals scikit-learn's ``average_precision_score`` (no interpolation). NaN
+    saliences are never kept, so their positives are never recalled and add
+    nothing. Without positives (or candidates) warns and returns NaN.
+    """
+    y = as_labels(y_true)
+    s = as_scores(salience)
+    check_lengths(y_true=y, salience=s)
+    n_pos = int(np.count_nonzero(y))
+    if len(y) == 0 or n_pos == 0:
+        _warn("y_true has no positive labels: average precision is undefined (NaN)")
+        return float("nan")
+    _thr, kept, tp = distinct_counts(y, s)
+    if len(kept) == 0:
+        return 0.0
+    recall_step = np.diff(np.r_[0, tp]) / n_pos
+    return float(np.sum(recall_step * (tp / kept)))

@@ -1,0 +1,861 @@
+"""The batch runner: extract lessons from many recorded verdicts, resumably.
+
+:func:`run_extraction` is the batch face of the one gate in
+:mod:`truss_lab.extract._extraction`: workers run :func:`extract_verdicts` on chunks of
+verdicts and return plain rows; the driver (the only process that touches the
+store) gates them with :func:`gated_tables` and writes them with
+:func:`write_extraction`, one transaction per chunk that also records the chunk
+in ``run_chunks`` and adds its counts to the run's ``extraction_runs`` row.
+
+1. The batch is resolved (all verdicts, a SQL filter, refs) and hashed.
+2. The run row is created (or, on resume, checked against the same config,
+   extractor and batch).
+3. The journal up to the batch's last verdict is verified; a bad chain marks
+   the run failed and writes nothing else.
+4. ``off`` stops here: no provider call, no row but the run record.
+5. Chunks not yet in ``run_chunks`` are extracted (inline, threads, processes
+   or Dask) and written as they complete, so a killed run resumes where it
+   stopped; ids are content-derived and appends idempotent, so nothing
+   duplicates and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import hashlib
+import html
+import io
+import json
+import os
+import pickle
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED
+from concurrent.futures import wait as futures_wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..core._config import MemoryConfig
+from ..core._errors import BadInputError, ChainError, ProviderError, StoreError
+from ..core._models import LessonExtractionPolicy, utcnow
+from ..journal._journal import JournalColumns, verify_columns
+from ..journal._ledger import stored_keyring
+from ..store._store import Store
+from ._extraction import (
+    VERDICT_KIND,
+    ExtractionRows,
+    Extractor,
+    ScoreFunction,
+    extract_verdicts,
+    gated_tables,
+    record_run_verdicts,
+    write_extraction,
+)
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "ExtractionRun",
+    "resolve_batch",
+    "run_content_hashes",
+    "run_extraction",
+    "summarize_runs",
+]
+
+DEFAULT_CHUNK_SIZE = 1000
+_TS = pa.timestamp("us", tz="UTC")
+_DASK_HINT = "pip install 'truss_lab[dask]'"
+
+Chunk = list[tuple[int, str, str]]  # (seq, hash, canonical payload text)
+
+
+# -- the result object ---------------------------------------------------------------
+
+
+@dataclass
+class ExtractionRun:
+    """What :func:`run_extraction` did. Counts are the run's totals (over resumes);
+    ``seconds`` and ``verdicts_per_second`` are this call's."""
+
+    run_id: str
+    status: str
+    extractor_id: str
+    policy: str
+    n_verdicts: int
+    n_candidates: int
+    n_lessons: int
+    n_errors: int
+    provider_calls: int
+    seconds: float
+    verdicts_this_call: int = 0
+    chunks_total: int = 0
+    chunks_skipped: int = 0
+    error: str | None = None
+    store: Store | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def verdicts_per_second(self) -> float:
+        """Verdicts extracted per second of wall time in this call (NaN when none)."""
+        if not self.verdicts_this_call or self.seconds <= 0:
+            return float("nan")
+        return self.verdicts_this_call / self.seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts as plain JSON-ready values."""
+        keys = ("run_id", "status", "extractor_id", "policy", "n_verdicts", "n_candidates",
+                "n_lessons", "n_errors", "provider_calls", "seconds", "verdicts_this_call",
+                "chunks_total", "chunks_skipped", "error")
+        out = {k: getattr(self, k) for k in keys}
+        vps = self.verdicts_per_second
+        out["verdicts_per_second"] = None if np.isnan(vps) else round(vps, 1)
+        return out
+
+    def __repr__(self) -> str:
+        vps = self.verdicts_per_second
+        rate = "" if np.isnan(vps) else f", {vps:,.0f} verdicts/s"
+        err = f", error={self.error!r}" if self.error else ""
+        return (
+            f"ExtractionRun({self.run_id!r}, status={self.status!r}, "
+            f"extractor={self.extractor_id!r}, policy={self.policy!r}, "
+            f"verdicts={self.n_verdicts}, candidates={self.n_candidates}, "
+            f"lessons={self.n_lessons}, errors={self.n_errors}, "
+            f"provider_calls={self.provider_calls}, {self.seconds:.2f}s{rate}{err})"
+        )
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        color = {"finished": "#2a7a2a", "failed": "#b00020"}.get(self.status, "#555")
+        rows = [(k, v) for k, v in self.to_dict().items() if v is not None]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{e(str(k))}</th><td>{e(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        return (f"<div><p>Extraction run <code>{e(self.run_id)}</code>: "
+                f"<b style='color:{color}'>{e(self.status)}</b></p><table>{body}</table></div>")
+
+    def _need_store(self) -> Store:
+        if self.store is None:
+            raise StoreError("this ExtractionRun has no store attached")
+        return self.store
+
+    def candidates(self) -> pd.DataFrame:
+        """Every candidate of the run (passed the gate or not), by verdict and index."""
+        return self._need_store().sql(
+            "SELECT * FROM candidates WHERE run_id = ? ORDER BY verdict_seq, lesson_index",
+            [self.run_id],
+        ).df()
+
+    def lessons(self) -> pd.DataFrame:
+        """The memory entries (lessons) the run's candidates became."""
+        return self._need_store().sql(
+            "SELECT m.* FROM memory_entries m WHERE m.entry_id IN "
+            "(SELECT entry_id FROM candidates WHERE run_id = ? AND entry_id IS NOT NULL) "
+            "ORDER BY m.produced_by_seq, m.lesson_index",
+            [self.run_id],
+        ).df()
+
+    def errors(self) -> pd.DataFrame:
+        """The run's per-verdict errors (provider, parse, prompt)."""
+        return self._need_store().sql(
+            "SELECT * FROM verdict_errors WHERE run_id = ? ORDER BY verdict_seq, stage",
+            [self.run_id],
+        ).df()
+
+
+# -- the batch -----------------------------------------------------------------------
+
+
+def _refs_from_frame(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    missing = [c for c in ("seq", "hash") if c not in df.columns]
+    if missing:
+        raise BadInputError(
+            f"verdict refs need columns seq and hash; missing {', '.join(missing)}",
+            source=source, field=missing[0],
+        )
+    out = df[["seq", "hash"]].copy()
+    if out["seq"].isna().any() or out["hash"].isna().any():
+        bad = int(np.flatnonzero((out["seq"].isna() | out["hash"].isna()).to_numpy())[0])
+        raise BadInputError("seq and hash must not be null", source=source, line=bad + 1)
+    try:
+        out["seq"] = out["seq"].astype("int64")
+    except (TypeError, ValueError):
+        raise BadInputError("seq must be an integer", source=source, field="seq") from None
+    out["hash"] = out["hash"].astype(str)
+    return out
+
+
+def _read_refs_file(path: Path) -> pd.DataFrame:
+    source = str(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return _refs_from_frame(pq.read_table(path).to_pandas(), source)
+        except (OSError, pa.ArrowException) as exc:
+            raise BadInputError(f"cannot read Parquet refs ({exc})", source=source) from None
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BadInputError(f"not JSON ({exc.msg})", source=source, line=lineno) from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("seq"), int) or \
+                    not isinstance(obj.get("hash"), str):
+                raise BadInputError('expected {"seq": <int>, "hash": "<hex>"}', source=source,
+                                    line=lineno)
+            rows.append((obj["seq"], obj["hash"]))
+    return pd.DataFrame(rows, columns=["seq", "hash"]).astype({"seq": "int64"})
+
+
+def resolve_batch(
+    store: Store,
+    verdicts: Any = None,
+    params: Sequence[Any] | None = None,
+) -> pd.DataFrame:
+    """The batch as a frame of ``seq`` and ``hash``, in ``seq`` order, one row per verdict.
+
+    ``verdicts``: ``None`` (every ``contract_verdict``), a SQL ``WHERE`` clause over
+    the journal table (with ``?`` ``params``), a DataFrame of refs (``seq``, ``hash``),
+    a sequence of :class:`LedgerRef`, or the path of a JSONL/Parquet file of refs.
+    Refs must name stored ``contract_verdict`` entries with those hashes.
+    """
+    kind_filter = "kind = ?"
+    if verdicts is None:
+        return store.con.sql(
+            f"SELECT seq, hash FROM journal WHERE {kind_filter} ORDER BY seq",
+            params=[VERDICT_KIND],
+        ).df()
+    if isinstance(verdicts, str | os.PathLike) and (
+        isinstance(verdicts, os.PathLike) or Path(verdicts).suffix in (".jsonl", ".parquet")
+    ):
+        p = Path(verdicts)
+        if not p.is_file():
+            raise BadInputError("no such refs file", source=str(p))
+        refs = _read_refs_file(p)
+        source = str(p)
+    elif isinstance(verdicts, str):
+        try:
+            return store.con.sql(
+                f"SELECT seq, hash FROM journal WHERE {kind_filter} AND ({verdicts}) "
+                "ORDER BY seq",
+                params=[VERDICT_KIND, *(params or [])],
+            ).df()
+        except Exception as exc:  # duckdb raises many error classes for a bad filter
+            raise BadInputError(
+                f"bad verdict filter {verdicts!r}: {str(exc).splitlines()[0]}",
+                field="verdicts",
+            ) from None
+    elif isinstance(verdicts, pd.DataFrame):
+        refs, source = _refs_from_frame(verdicts, "<DataFrame>"), "<DataFrame>"
+    elif isinstance(verdicts, Sequence):
+        refs = pd.DataFrame(
+            {"seq": [int(r.seq) for r in verdicts], "hash": [str(r.hash) for r in verdicts]}
+        ).astype({"seq": "int64"})
+        source = "<refs>"
+    else:
+        raise BadInputError(
+            f"verdicts must be None, a WHERE clause, a DataFrame of refs, a list of "
+            f"LedgerRef or a .jsonl/.parquet refs file; got {type(verdicts).__name__}",
+            field="verdicts",
+        )
+    refs = refs.drop_duplicates().reset_index(drop=True)
+    dup = refs["seq"].duplicated()
+    if dup.any():
+        s = int(refs["seq"][dup].iloc[0])
+        raise BadInputError(f"seq {s} appears with two different hashes", source=source,
+                            field="hash")
+    tbl = pa.Table.from_pandas(refs, preserve_index=False)
+    store.con.register("_batch_refs", tbl)
+    try:
+        rows = store.con.execute(
+            "SELECT r.seq, r.hash, j.hash, j.kind FROM _batch_refs r "
+            "LEFT JOIN journal j ON j.seq = r.seq "
+            "WHERE j.hash IS DISTINCT FROM r.hash OR j.kind <> ? ORDER BY r.seq LIMIT 1",
+            [VERDICT_KIND],
+        ).fetchall()
+    finally:
+        store.con.unregister("_batch_refs")
+    if rows:
+        seq, want, have, kind = rows[0]
+        if have is None:
+            raise ChainError(
+                f"{source}: verdict seq {seq} is not in the journal; extraction runs only "
+                "after a verdict's journal entry has landed", seq=int(seq), reason="missing")
+        if have != want:
+            raise ChainError(
+                f"{source}: journal entry {seq} has hash {have[:16]}…, the ref says "
+                f"{want[:16]}…", seq=int(seq), reason="bad_hash")
+        raise BadInputError(f"journal entry {seq} is a {kind!r}, expected {VERDICT_KIND!r}",
+                            source=source, field="kind")
+    return refs.sort_values("seq", kind="stable").reset_index(drop=True)
+
+
+def _dataset_hash(batch: pd.DataFrame) -> str:
+    return hashlib.sha256("\n".join(batch["hash"].tolist()).encode("ascii")).hexdigest()
+
+
+def _verify_prefix(store: Store, last_seq: int) -> Any:
+    """Verify the stored chain from seq 1 up to ``last_seq``: every verdict in the
+    batch, and every entry it links back to."""
+    t = store.con.sql(
+        "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash, hash, signature "
+        "FROM journal WHERE seq <= ? ORDER BY seq",
+        params=[last_seq],
+    ).to_arrow_table()
+    cols = JournalColumns(**{n: t.column(n).to_pylist() for n in t.column_names})
+    return verify_columns(cols, stored_keyring(store))
+
+
+# -- the run record --------------------------------------------------------------------
+
+
+def _run_row(store: Store, run_id: str) -> dict[str, Any] | None:
+    cur = store.con.execute("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    return dict(zip(names, rows[0], strict=True)) if rows else None
+
+
+def _create_run(store: Store, run_id: str, extractor: Extractor, config: MemoryConfig, *,
+                write_memory: bool, scorer_name: str, dataset_hash: str,
+                extra: Mapping[str, Any]) -> None:
+    from .. import __version__
+
+    cfg = {"lesson_extraction": config.lesson_extraction.value,
+           "extraction_min_salience": config.extraction_min_salience, **extra}
+    provider = getattr(extractor.provider, "provider_id", type(extractor.provider).__name__)
+    zero = pa.array([0], pa.int64())
+    store.append(
+        "extraction_runs",
+        pa.table({
+            "run_id": [run_id], "extractor_id": [extractor.extractor_id],
+            "provider": [provider], "policy": [config.lesson_extraction.value],
+            "min_salience": [config.extraction_min_salience], "scorer": [scorer_name],
+            "write_memory": [write_memory], "config": [json.dumps(cfg, sort_keys=True)],
+            "prompt_version": [extractor.template.version],
+            "prompt_hash": [extractor.template.template_hash],
+            "dataset_hash": [dataset_hash], "code_version": [__version__],
+            "started_at": pa.array([utcnow()], _TS), "finished_at": pa.array([None], _TS),
+            "status": ["running"], "n_verdicts": zero, "n_candidates": zero,
+            "n_lessons": zero, "n_errors": zero, "provider_calls": zero,
+            "error": pa.array([None], pa.string()), "seconds": [0.0],
+        }),
+        key=["run_id"],
+    )
+
+
+def _check_resumable(row: Mapping[str, Any], extractor: Extractor, config: MemoryConfig,
+                     write_memory: bool, dataset_hash: str) -> None:
+    want = {
+        "extractor_id": extractor.extractor_id,
+        "policy": config.lesson_extraction.value,
+        "min_salience": config.extraction_min_salience,
+        "write_memory": write_memory,
+        "prompt_hash": extractor.template.template_hash,
+        "dataset_hash": dataset_hash,
+    }
+    for k, v in want.items():
+        if row[k] != v:
+            raise BadInputError(
+                f"cannot resume run {row['run_id']}: it was started with {k}={row[k]!r}, "
+                f"this call has {k}={v!r}; resume with the same extractor, policy and batch, "
+                "or start a new run",
+                field=k,
+            )
+
+
+def _finish(store: Store, run_id: str, status: str, seconds: float,
+            error: str | None = None) -> None:
+    with store.transaction():
+        store.con.execute(
+            "UPDATE extraction_runs SET status = ?, finished_at = ?, error = ?, "
+            "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
+            [status, utcnow(), error, seconds, run_id],
+        )
+
+
+def _result(store: Store, run_id: str, seconds: float, done_now: int, chunks_total: int,
+            skipped: int) -> ExtractionRun:
+    r = _run_row(store, run_id)
+    assert r is not None
+    return ExtractionRun(
+        run_id=run_id, status=r["status"], extractor_id=r["extractor_id"], policy=r["policy"],
+        n_verdicts=int(r["n_verdicts"] or 0), n_candidates=int(r["n_candidates"] or 0),
+        n_lessons=int(r["n_lessons"] or 0), n_errors=int(r["n_errors"] or 0),
+        provider_calls=int(r["provider_calls"] or 0), seconds=seconds,
+        verdicts_this_call=done_now, chunks_total=chunks_total, chunks_skipped=skipped,
+        error=r["error"], store=store,
+    )
+
+
+# -- executors ---------------------------------------------------------------------------
+
+
+_LOCKS = {type(threading.Lock()): threading.Lock, type(threading.RLock()): threading.RLock}
+
+
+class _Pickler(pickle.Pickler):
+    # Providers hold locks (ReplayProvider's counters, the OpenAI semaphore); a
+    # worker needs fresh ones, not the driver's, so locks pickle as new locks.
+    def reducer_override(self, obj: Any) -> Any:
+        make = _LOCKS.get(type(obj))
+        if make is not None:
+            return make, ()
+        return NotImplemented
+
+
+def _portable(extractor: Extractor) -> bytes:
+    buf = io.BytesIO()
+    try:
+        p = _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        p.dispatch_table = copyreg.dispatch_table.copy()
+        p.dump(extractor)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise ProviderError(
+            f"extractor {extractor.extractor_id!r} cannot be sent to worker processes "
+            f"({exc}); use executor='threads:N' for it"
+        ) from None
+    return buf.getvalue()
+
+
+_WORKER_EXTRACTORS: dict[str, Extractor] = {}
+
+
+def _worker_extractor(token: str, blob: bytes | None) -> Extractor:
+    ex = _WORKER_EXTRACTORS.get(token)
+    if ex is None:
+        if blob is None:
+            raise RuntimeError("worker has no extractor")  # initializer did not run
+        _WORKER_EXTRACTORS.clear()  # one run at a time per worker
+        ex = pickle.loads(blob)
+        _WORKER_EXTRACTORS[token] = ex
+    return ex
+
+
+def extract_chunk(extractor: Extractor, chunk: Chunk) -> ExtractionRows:
+    """Extract one chunk of ``(seq, hash, payload text)`` verdicts: what a worker runs."""
+    return extract_verdicts(extractor, [(s, h, json.loads(p)) for s, h, p in chunk])
+
+
+def _process_init(token: str, blob: bytes) -> None:
+    _worker_extractor(token, blob)
+
+
+def _process_task(token: str, chunk: Chunk) -> ExtractionRows:
+    return extract_chunk(_worker_extractor(token, None), chunk)
+
+
+def _dask_task(token: str, blob: bytes, chunk: Chunk) -> ExtractionRows:
+    return extract_chunk(_worker_extractor(token, blob), chunk)
+
+
+class _Executor:
+    """submit(chunk) -> future; wait(futures) -> done set; close()."""
+
+    window = 1
+
+    def submit(self, chunk: Chunk) -> Any:
+        raise NotImplementedError
+
+    def wait(self, futures: list[Any]) -> set[Any]:
+        return set(futures_wait(futures, return_when=FIRST_COMPLETED).done)
+
+    def close(self) -> None:
+        pass
+
+
+class _Inline(_Executor):
+    def __init__(self, extractor: Extractor) -> None:
+        self.extractor = extractor
+
+    def submit(self, chunk: Chunk) -> Any:
+        from concurrent.futures import Future
+
+        fut: Future[ExtractionRows] = Future()
+        fut.set_result(extract_chunk(self.extractor, chunk))
+        return fut
+
+
+class _Pool(_Executor):
+    def __init__(self, pool: Any, fn: Callable[[Chunk], Any], workers: int) -> None:
+        self.pool, self.fn, self.window = pool, fn, 2 * workers
+
+    def submit(self, chunk: Chunk) -> Any:
+        return self.fn(chunk)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Dask(_Executor):
+    def __init__(self, extractor: Extractor, spec: Any) -> None:
+        try:
+            import distributed
+        except ImportError:
+            raise BadInputError(
+                f"the Dask executor needs dask.distributed: {_DASK_HINT}", field="executor"
+            ) from None
+        self._distributed = distributed
+        self.cluster = None
+        self.own_client = True
+        if isinstance(spec, str) and spec == "dask-local":
+            self.cluster = distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+            self.client = distributed.Client(self.cluster)
+        elif isinstance(spec, str):
+            try:
+                self.client = distributed.Client(spec.removeprefix("dask://"), timeout=10)
+            except OSError as exc:
+                raise BadInputError(f"cannot reach the Dask scheduler at {spec}: {exc}",
+                                    field="executor") from None
+        else:
+            self.client, self.own_client = spec, False
+        n = max(1, len(self.client.scheduler_info().get("workers", {})) or 2)
+        self.window = 2 * n
+        self.token = uuid.uuid4().hex
+        self.blob = self.client.scatter(_portable(extractor), broadcast=True)
+
+    def submit(self, chunk: Chunk) -> Any:
+        return self.client.submit(_dask_task, self.token, self.blob, chunk, pure=False)
+
+    def wait(self, futures: list[Any]) -> set[Any]:
+        return set(self._distributed.wait(futures, return_when="FIRST_COMPLETED").done)
+
+    def close(self) -> None:
+        if self.own_client:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def _parse_executor(spec: Any) -> tuple[str, int]:
+    """(kind, workers) of an executor spec; a clear error for a bad one."""
+    if type(spec).__module__.split(".")[0] == "distributed":
+        return "dask", 0
+    if not isinstance(spec, str):
+        raise BadInputError(f"executor must be a string or a distributed.Client, got "
+                            f"{type(spec).__name__}", field="executor")
+    if spec == "inline":
+        return "inline", 1
+    if spec == "dask-local" or (spec.startswith("dask://") and len(spec) > 7):
+        return "dask", 0
+    name, _, n = spec.partition(":")
+    if name in ("threads", "processes"):
+        try:
+            workers = int(n) if n else (os.cpu_count() or 2)
+        except ValueError:
+            workers = 0
+        if workers < 1:
+            raise BadInputError(f"executor {spec!r}: expected {name}:N with N >= 1",
+                                field="executor")
+        return name, workers
+    raise BadInputError(
+        f"unknown executor {spec!r}; expected inline, threads:N, processes:N, dask-local "
+        "or dask://host:port", field="executor")
+
+
+def _make_executor(spec: Any, extractor: Extractor) -> _Executor:
+    name, workers = _parse_executor(spec)
+    if name == "inline":
+        return _Inline(extractor)
+    if name == "dask":
+        return _Dask(extractor, spec)
+    if name == "threads":
+        from concurrent.futures import ThreadPoolExecutor
+
+        tp = ThreadPoolExecutor(workers, thread_name_prefix="truss-extract")
+        return _Pool(tp, lambda c: tp.submit(extract_chunk, extractor, c), workers)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    token = uuid.uuid4().hex
+    # spawn, not fork: the driver holds a DuckDB connection and threads.
+    pp = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_process_init,
+                             initargs=(token, _portable(extractor)))
+    return _Pool(pp, lambda c: pp.submit(_process_task, token, c), workers)
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+def _load_chunk(store: Store, seqs: np.ndarray) -> Chunk:
+    rows = store.con.execute(
+        "SELECT seq, hash, payload::VARCHAR FROM journal WHERE seq BETWEEN ? AND ? ORDER BY seq",
+        [int(seqs[0]), int(seqs[-1])],
+    ).fetchall()
+    if len(rows) != len(seqs):
+        want = set(seqs.tolist())
+        rows = [r for r in rows if r[0] in want]
+    return rows
+
+
+def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
+                 rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
+                 score: ScoreFunction | None, scorer_name: str, elapsed: float) -> int:
+    cand, mem, err = gated_tables(rows, config, run_id=run_id, write_memory=write_memory,
+                                  score=score, scorer_name=scorer_name)
+    live = [c for c in rows.completions if not c.get("replayed") and
+            c.get("model") != "heuristic-v1"]
+    with store.transaction():
+        new = write_extraction(store, cand, mem, err)
+        record_run_verdicts(store, run_id, seqs.tolist(), hashes)
+        if live:
+            _record_completions(store, live)
+        store.append("run_chunks", pa.table({
+            "run_id": [run_id], "chunk_index": pa.array([index], pa.int32()),
+            "first_seq": [int(seqs[0])], "last_seq": [int(seqs[-1])],
+            "n_verdicts": [len(seqs)], "n_candidates": [cand.num_rows],
+            "n_lessons": [mem.num_rows], "n_lessons_new": [new], "n_errors": [err.num_rows],
+            "provider_calls": [rows.provider_calls],
+            "finished_at": pa.array([utcnow()], _TS),
+        }), key=["run_id", "chunk_index"])
+        store.con.execute(
+            "UPDATE extraction_runs SET n_verdicts = n_verdicts + ?, "
+            "n_candidates = n_candidates + ?, n_lessons = n_lessons + ?, "
+            "n_errors = n_errors + ?, provider_calls = provider_calls + ?, "
+            "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
+            [len(seqs), cand.num_rows, mem.num_rows, err.num_rows, rows.provider_calls,
+             elapsed, run_id],
+        )
+    return err.num_rows
+
+
+def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
+    from ..ingest._ingest import COMPLETIONS_SCHEMA
+
+    df = pd.DataFrame(records)
+    now = utcnow()
+    cols = {}
+    for f in COMPLETIONS_SCHEMA:
+        if f.name == "source":
+            cols[f.name] = pa.array(["live"] * len(df), f.type)
+        elif f.name == "recorded_at":
+            cols[f.name] = pa.array([now] * len(df), f.type)
+        else:
+            vals = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
+            cols[f.name] = pa.array(vals, f.type)
+    store.append("completions", pa.table(cols, schema=COMPLETIONS_SCHEMA),
+                 key=["verdict_hash", "extractor"])
+
+
+def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, unit="verdict", disable=not enabled,
+                desc=f"extract {run_id}", smoothing=0.1, dynamic_ncols=True)
+
+
+def run_extraction(
+    store: Store,
+    extractor: Extractor,
+    config: MemoryConfig | None = None,
+    *,
+    verdicts: Any = None,
+    params: Sequence[Any] | None = None,
+    executor: Any = "inline",
+    progress: bool = True,
+    run_id: str | None = None,
+    write_memory: bool = True,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    resume: bool = False,
+    score: ScoreFunction | None = None,
+    scorer_name: str = "model_salience@1",
+    run_config: Mapping[str, Any] | None = None,
+) -> ExtractionRun:
+    """Extract, gate and write lessons for a batch of recorded verdicts.
+
+    ``verdicts`` selects the batch (see :func:`resolve_batch`; default: every
+    verdict). ``executor``: ``"inline"``, ``"threads:N"``, ``"processes:N"``,
+    ``"dask-local"``, ``"dask://host:port"`` or a ``distributed.Client``.
+    ``write_memory=False`` keeps candidates only (a dry run). ``resume=True``
+    continues run ``run_id`` (killed, failed or finished) and writes exactly
+    what an uninterrupted run would have. Raises :class:`ChainError` (after
+    recording a failed run) when the journal does not verify. ``run_config``
+    adds JSON values to the run's stored config (the CLI keeps its extractor spec
+    there so ``--resume RUN`` needs nothing else).
+    """
+    t0 = time.perf_counter()
+    config = config or MemoryConfig()
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise BadInputError(f"chunk_size must be a positive integer, got {chunk_size!r}",
+                            field="chunk_size")
+    _parse_executor(executor)
+    batch = resolve_batch(store, verdicts, params)
+    dataset_hash = _dataset_hash(batch)
+    existing = _run_row(store, run_id) if run_id else None
+    if resume:
+        if run_id is None:
+            raise BadInputError("resume=True needs the run_id of the run to continue",
+                                field="run_id")
+        if existing is None:
+            raise StoreError(f"no run {run_id!r} to resume (truss-lab runs lists them)")
+        _check_resumable(existing, extractor, config, write_memory, dataset_hash)
+        chunk_size = int(json.loads(existing["config"]).get("chunk_size", chunk_size))
+        with store.transaction():
+            store.con.execute(
+                "UPDATE extraction_runs SET status = 'running', finished_at = NULL, "
+                "error = NULL WHERE run_id = ?", [run_id])
+    else:
+        if existing is not None:
+            raise StoreError(
+                f"run {run_id!r} already exists; pass resume=True (--resume {run_id}) to "
+                "continue it, or choose another run id")
+        run_id = run_id or (
+            f"run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}")
+        extra = {"chunk_size": chunk_size, "batch_size": len(batch),
+                 "executor": executor if isinstance(executor, str) else "dask-client",
+                 "verdicts": verdicts if isinstance(verdicts, str) else None,
+                 "params": list(params) if params else None, **(run_config or {})}
+        with store.transaction():
+            _create_run(store, run_id, extractor, config, write_memory=write_memory,
+                        scorer_name=scorer_name, dataset_hash=dataset_hash, extra=extra)
+
+    n_chunks = -(-len(batch) // chunk_size)
+    try:
+        if len(batch):
+            report = _verify_prefix(store, int(batch["seq"].iloc[-1]))
+            if not report.ok:
+                msg = (f"the journal does not verify at seq {report.first_bad_seq} "
+                       f"({report.reason}): {report.message}; nothing was extracted")
+                _finish(store, run_id, "failed", time.perf_counter() - t0, error=msg)
+                raise ChainError(msg, seq=report.first_bad_seq, reason=report.reason or
+                                 "malformed")
+        if config.lesson_extraction is LessonExtractionPolicy.off:
+            # ADR 0011 invariant 1: no provider call, no write but the run record.
+            _finish(store, run_id, "finished", time.perf_counter() - t0)
+            return _result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
+        done = {int(r[0]) for r in store.con.execute(
+            "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
+        seqs_all = batch["seq"].to_numpy(dtype=np.int64)
+        hashes_all = batch["hash"].tolist()
+        todo = [i for i in range(n_chunks) if i not in done]
+        done_verdicts = len(batch) - sum(
+            len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
+        if todo:
+            with store.transaction():
+                store.append("prompt_templates", pa.table({
+                    "prompt_version": [extractor.template.version],
+                    "template_hash": [extractor.template.template_hash],
+                    "text": [extractor.template.text]}),
+                    key=["prompt_version", "template_hash"])
+        done_now = 0
+        last = t0  # setup (batch, verification) counts toward the first chunk's time
+        errors_seen = int(_run_row(store, run_id)["n_errors"] or 0)  # type: ignore[index]
+        ex = _make_executor(executor, extractor) if todo else None
+        bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
+        try:
+            for index, seqs, rows in _pipeline(store, ex, todo, seqs_all, chunk_size):
+                now = time.perf_counter()
+                errors_seen += _write_chunk(
+                    store, run_id, index, seqs,
+                    hashes_all[index * chunk_size:(index + 1) * chunk_size], rows, config,
+                    write_memory=write_memory,
+                    score=score, scorer_name=scorer_name, elapsed=now - last)
+                last = now  # this chunk's write is counted with the next chunk (or finish)
+                done_now += len(seqs)
+                bar.update(len(seqs))
+                bar.set_postfix(errors=errors_seen, refresh=False)
+        finally:
+            bar.close()
+            if ex is not None:
+                ex.close()
+        _finish(store, run_id, "finished", time.perf_counter() - last)
+        store.checkpoint()
+        return _result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,
+                       n_chunks - len(todo))
+    except ChainError:
+        raise
+    except BaseException as exc:
+        # Record why, so `truss-lab runs` shows it; a SIGKILL leaves 'running'.
+        try:
+            _finish(store, run_id, "failed", 0.0, error=f"{type(exc).__name__}: {exc}"[:2000])
+        except Exception:  # the store itself may be what failed
+            pass
+        raise
+
+
+def _pipeline(store: Store, ex: _Executor | None, todo: list[int], seqs_all: np.ndarray,
+              chunk_size: int) -> Iterator[tuple[int, np.ndarray, ExtractionRows]]:
+    """Submit chunks (a bounded window ahead) and yield them as they complete."""
+    if ex is None:
+        return
+    pending: dict[Any, tuple[int, np.ndarray]] = {}
+    it = iter(todo)
+
+    def fill() -> None:
+        while len(pending) < ex.window:
+            i = next(it, None)
+            if i is None:
+                return
+            seqs = seqs_all[i * chunk_size:(i + 1) * chunk_size]
+            pending[ex.submit(_load_chunk(store, seqs))] = (i, seqs)
+
+    fill()
+    while pending:
+        for fut in ex.wait(list(pending)):
+            i, seqs = pending.pop(fut)
+            yield i, seqs, fut.result()
+        fill()
+
+
+# -- reporting ------------------------------------------------------------------------------
+
+
+def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per run: run_id, extractor_id, policy, min_salience, write_memory, status,
+    verdicts, candidates, lessons (passed the gate and written), lessons_new (memory
+    entries this run added), errors, provider_calls, seconds (active wall time, summed
+    over resumes), verdicts_per_s, started_at, error. All runs when ``run_ids`` is None."""
+    where, params = "", []
+    if run_ids is not None:
+        where, params = "WHERE r.run_id IN (SELECT unnest(?))", [list(run_ids)]
+    df = store.sql(
+        "SELECT r.run_id, r.extractor_id, r.policy, r.min_salience, r.write_memory, r.status, "
+        "coalesce(r.n_verdicts, 0) AS verdicts, coalesce(r.n_candidates, 0) AS candidates, "
+        "coalesce(r.n_lessons, 0) AS lessons, "
+        "coalesce((SELECT sum(c.n_lessons_new) FROM run_chunks c WHERE c.run_id = r.run_id), "
+        "0)::BIGINT AS lessons_new, "
+        "coalesce(r.n_errors, 0) AS errors, coalesce(r.provider_calls, 0) AS provider_calls, "
+        "coalesce(r.seconds, 0.0) AS seconds, r.started_at, r.error "
+        f"FROM extraction_runs r {where} ORDER BY r.started_at, r.run_id",
+        params,
+    ).df()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vps = df["verdicts"].to_numpy(dtype=float) / df["seconds"].to_numpy(dtype=float)
+    df.insert(df.columns.get_loc("seconds") + 1, "verdicts_per_s",
+              np.where(np.isfinite(vps), vps, np.nan))
+    return df
+
+
+_HASHED = {
+    "candidates": ("SELECT * EXCLUDE (run_id) FROM candidates WHERE run_id = ? "
+                   "ORDER BY candidate_id"),
+    "memory_entries": ("SELECT * EXCLUDE (run_id, created_at) FROM memory_entries WHERE entry_id "
+                       "IN (SELECT entry_id FROM candidates WHERE run_id = ?) ORDER BY entry_id"),
+    "events": ("SELECT * EXCLUDE (run_id, ts) FROM events WHERE subject_id IN (SELECT entry_id "
+               "FROM candidates WHERE run_id = ?) ORDER BY event_id"),
+    "verdict_errors": ("SELECT * EXCLUDE (run_id) FROM verdict_errors WHERE run_id = ? "
+                       "ORDER BY verdict_hash, stage"),
+}
+
+
+def run_content_hashes(store: Store, run_id: str) -> dict[str, str]:
+    """SHA-256 of a run's rows per table (candidates, memory_entries, events,
+    verdict_errors), without run ids and timestamps, plus row counts: two runs that
+    wrote the same content have equal hashes whatever their executor or resumes."""
+    out: dict[str, Any] = {}
+    for name, sql in _HASHED.items():
+        rows = store.con.execute(sql, [run_id]).fetchall()
+        out[name] = hashlib.sha256(repr(rows).encode("utf-8")).hexdigest()
+        out[f"n_{name}"] = len(rows)
+    return out

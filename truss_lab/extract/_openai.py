@@ -1,0 +1,377 @@
+"""An OpenAI-compatible chat-completions provider (vLLM, llama.cpp server, Ollama, OpenAI).
+
+``POST {base_url}/chat/completions`` with ``{"model", "messages", **parameters}``.
+The key is read from an environment variable at call time and never leaves
+the ``Authorization`` header (not in records, not in errors). Calls are
+retried with exponential backoff and full jitter on 429, 5xx, connection
+errors and timeouts, honouring ``Retry-After``; concurrency is bounded by a
+semaphore shared by every thread that uses the provider. Every successful
+call is handed to ``recorder`` as a FORMATS.md §2 record, so the run can be
+replayed by :class:`truss_lab.extract._replay.ReplayProvider`.
+
+httpx is imported lazily: ``pip install 'truss_lab[openai]'``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC
+from typing import TYPE_CHECKING, Any
+
+from ..core._errors import BadInputError, ConfigError, ProviderError
+from ._providers import Completion, CompletionRequest
+
+if TYPE_CHECKING:
+    import httpx
+    import pandas as pd
+
+__all__ = ["CompletionRecorder", "OpenAICompatibleProvider"]
+
+_EXCERPT = 200
+
+
+def _import_httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - httpx is in the dev env
+        raise ProviderError(
+            "OpenAICompatibleProvider needs httpx: pip install 'truss_lab[openai]'"
+        ) from exc
+    return httpx
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delay-seconds or an HTTP
+    date); None when absent or unparsable."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        now_ts = time.time() if now is None else now
+        return max(0.0, when.timestamp() - now_ts)
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+class _Retryable(Exception):
+    """One failed attempt that may succeed if tried again."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class CompletionRecorder:
+    """A thread-safe ``recorder`` that keeps every §2 record it is given.
+
+    ``records`` is the list so far; :meth:`to_frame` and :meth:`write` export
+    them (the latter as FORMATS.md §2 JSONL, ready for replay).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[dict[str, Any]] = []
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._records.append(dict(record))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """A copy of the records so far, in arrival order."""
+        with self._lock:
+            return list(self._records)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The records as a completions frame (the columns :func:`read_completions` returns)."""
+        from ..ingest._formats import _columns_of, _completion_frame, _validate_columns
+
+        values = self.records
+        cols, skip, problems = _columns_of(values)
+        cols, _, more = _validate_columns(cols, len(values), skip=skip)
+        if problems or more:
+            i, field, msg, reason = sorted(problems + more, key=lambda p: p[0])[0]
+            raise BadInputError(f"record {i}: {msg}", source="<recorder>", field=field,
+                                reason=reason)
+        return _completion_frame(cols)
+
+    def write(self, path: str | os.PathLike[str]) -> int:
+        """Write the records as §2 JSONL; returns the number of lines."""
+        from ..ingest._formats import write_completions
+
+        return write_completions(self.records, path)
+
+
+class OpenAICompatibleProvider:
+    """A live provider over ``POST {base_url}/chat/completions``.
+
+    Thread-safe: one shared ``httpx.Client`` whose pool holds
+    ``max_concurrency`` connections, and a bounded semaphore so that no more
+    than ``max_concurrency`` requests are in flight, whatever the number of
+    calling threads. ``recorder`` (any callable taking a dict, e.g. a
+    :class:`CompletionRecorder`) receives a §2 record per successful call and
+    must be thread-safe; an exception it raises propagates (a run that cannot
+    be recorded must not go on silently). ``request.model`` must equal ``model`` (the request
+    hash covers it).
+    """
+
+    provider_id: str = "openai-compatible"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 30.0,
+        max_retries: int = 5,
+        backoff_base: float = 0.5,
+        backoff_max: float = 20.0,
+        max_concurrency: int = 8,
+        recorder: Callable[[dict[str, Any]], Any] | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        layer = "OpenAICompatibleProvider"
+        if max_concurrency < 1:
+            raise ConfigError(f"must be >= 1, got {max_concurrency}", layer=layer,
+                              field="max_concurrency")
+        if max_retries < 0:
+            raise ConfigError(f"must be >= 0, got {max_retries}", layer=layer, field="max_retries")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ConfigError(f"must be a finite number > 0, got {timeout}", layer=layer,
+                              field="timeout")
+        for name, value in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"must be a finite number >= 0, got {value}", layer=layer,
+                                  field=name)
+        httpx = _import_httpx()
+        try:
+            url = httpx.URL(base_url)
+        except httpx.InvalidURL as exc:
+            raise ConfigError(f"not a URL: {exc}", layer=layer, field="base_url") from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ConfigError(
+                f"expected an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}",
+                layer=layer, field="base_url",
+            )
+        self._httpx = httpx
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.max_concurrency = int(max_concurrency)
+        self.recorder = recorder
+        self.extra_headers = dict(extra_headers or {})
+        self._semaphore = threading.BoundedSemaphore(self.max_concurrency)
+        self._random = random.Random()
+        # Seconds slept between attempts go through here (tests observe it).
+        self._sleep: Callable[[float], None] = time.sleep
+        self._client: httpx.Client = httpx.Client(
+            timeout=httpx.Timeout(self.timeout),
+            limits=httpx.Limits(
+                max_connections=self.max_concurrency,
+                max_keepalive_connections=self.max_concurrency,
+            ),
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleProvider({self.base_url!r}, model={self.model!r})"
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAICompatibleProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ one call
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers.update(self.extra_headers)
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max)
+        # Full jitter: uniform over [0, min(cap, base * 2^attempt)].
+        return self._random.uniform(0.0, min(self.backoff_max, self.backoff_base * 2**attempt))
+
+    def _attempt(self, body: bytes, where: str) -> tuple[dict[str, Any], float]:
+        """One HTTP exchange: the decoded JSON body and its latency in ms."""
+        httpx = self._httpx
+        with self._semaphore:
+            start = time.perf_counter()
+            try:
+                resp = self._client.post(self.url, content=body, headers=self._headers())
+                content = resp.content
+            except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
+                # Our side is wrong; trying again cannot help.
+                raise ProviderError(f"{where}: cannot send to {self.url}: {exc}") from exc
+            except httpx.TimeoutException as exc:
+                msg = f"timed out after {self.timeout:g}s ({type(exc).__name__})"
+                raise _Retryable(msg) from exc
+            except httpx.TransportError as exc:
+                raise _Retryable(f"connection failed: {type(exc).__name__}: {exc}") from exc
+            latency_ms = (time.perf_counter() - start) * 1000.0
+        status = resp.status_code
+        if status == 429 or status >= 500:
+            raise _Retryable(
+                f"HTTP {status}: {_excerpt(resp.text)}",
+                parse_retry_after(resp.headers.get("retry-after")),
+            )
+        if status >= 400:
+            raise ProviderError(f"{where}: HTTP {status} from {self.url}: {_excerpt(resp.text)}")
+        if not 200 <= status < 300:
+            raise ProviderError(f"{where}: unexpected HTTP {status} from {self.url}")
+        try:
+            data = json.loads(content)
+        except ValueError:
+            raise ProviderError(
+                f"{where}: expected a JSON chat-completions body from {self.url}, got "
+                f"{_excerpt(content.decode('utf-8', 'replace')) or 'an empty body'!r}"
+            ) from None
+        return data, latency_ms
+
+    def _parse(self, data: Any, where: str) -> tuple[str, str, int | None, int | None]:
+        expected = 'expected {"choices": [{"message": {"content": "..."}}], ...}'
+        try:
+            text = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderError(
+                f"{where}: wrong response shape from {self.url}: {expected}; got "
+                f"{_excerpt(json.dumps(data))}"
+            ) from None
+        if not isinstance(text, str):
+            raise ProviderError(
+                f"{where}: choices[0].message.content is {type(text).__name__}, expected a "
+                f"string ({expected})"
+            )
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A JSON \ud800 escape: no UTF-8 form, so it can be neither stored nor replayed.
+            raise ProviderError(
+                f"{where}: choices[0].message.content holds a lone surrogate (not valid Unicode)"
+            ) from None
+        model = data.get("model") if isinstance(data.get("model"), str) else None
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+
+        def count(name: str) -> int | None:
+            v = usage.get(name)
+            return v if type(v) is int and v >= 0 else None
+
+        return text, model or self.model, count("prompt_tokens"), count("completion_tokens")
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """Send ``request``; retry transient failures; :class:`ProviderError` when it
+        cannot succeed (a 4xx, a garbage body, or retries exhausted)."""
+        where = f"verdict {request.verdict_hash}, extractor {request.extractor!r}"
+        if request.model != self.model:
+            raise ProviderError(
+                f"{where}: the request asks for model {request.model!r} but this provider "
+                f"serves {self.model!r}"
+            )
+        payload = {
+            **request.parameters,
+            "model": request.model,
+            "messages": [m.model_dump() for m in request.messages],
+        }
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        request_hash = request.request_hash
+        attempts = self.max_retries + 1
+        last = ""
+        for attempt in range(attempts):
+            try:
+                data, latency_ms = self._attempt(body, where)
+            except _Retryable as exc:
+                last = str(exc)
+                if attempt + 1 < attempts:
+                    self._sleep(self._backoff(attempt, exc.retry_after))
+                continue
+            text, model, p_tokens, c_tokens = self._parse(data, where)
+            completion = Completion(
+                text=text,
+                model=model,
+                prompt_tokens=p_tokens,
+                completion_tokens=c_tokens,
+                latency_ms=latency_ms,
+                request_hash=request_hash,
+            )
+            if self.recorder is not None:
+                self.recorder(
+                    {
+                        "verdict_hash": request.verdict_hash,
+                        "extractor": request.extractor,
+                        "model": model,
+                        "prompt_version": request.prompt_version,
+                        "request_hash": request_hash,
+                        "text": text,
+                        "latency_ms": latency_ms,
+                        "prompt_tokens": p_tokens,
+                        "completion_tokens": c_tokens,
+                    }
+                )
+            return completion
+        raise ProviderError(
+            f"{where}: gave up after {attempts} attempt(s) to {self.url}; last error: {last}"
+        )
+
+    def complete_many(
+        self, requests: Iterable[CompletionRequest], *, concurrency: int | None = None
+    ) -> list[Completion | ProviderError]:
+        """Complete every request on a thread pool; element ``i`` is request
+        ``i``'s :class:`Completion` or the :class:`ProviderError` it raised.
+
+        ``concurrency`` (default ``max_concurrency``) sizes the pool; in-flight
+        requests never exceed ``max_concurrency`` either way.
+        """
+        reqs = list(requests)
+        if not reqs:
+            return []
+        workers = max(1, min(concurrency or self.max_concurrency, len(reqs)))
+
+        def one(req: CompletionRequest) -> Completion | ProviderError:
+            try:
+                return self.complete(req)
+            except ProviderError as exc:
+                return exc
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="truss-provider") as pool:
+            return list(pool.map(one, reqs))

@@ -1,0 +1,403 @@
+"""The completion parser: any text in, a :class:`ParseResult` out, never an exception.
+
+Expected shape (FORMATS.md §2)::
+
+    {"lessons": [{"text": "...", "salience": 0.82, "evidence": ["check:tz_regression"]}]}
+
+Where the JSON is found, in order:
+
+1. the whole text (stripped) is one JSON value;
+2. otherwise the first *top-level* JSON object inside the text that has a
+   ``"lessons"`` key — this covers ```` ``` ```` / ```` ```json ```` fences and
+   prose around the object. Scanning tries :meth:`json.JSONDecoder.raw_decode`
+   at each ``{``; after an object decodes, scanning resumes after its end, so
+   objects nested inside it are never taken for top-level ones.
+
+JSON that RFC 8785 cannot represent is rejected as :func:`truss_lab.core._canonical.loads_strict`
+rejects it (same reason codes), but at the narrowest level that holds it: a
+duplicate key, NaN/Infinity or an integer beyond 2^53 - 1 inside one lesson drops
+that lesson only; a duplicate key in the top-level object fails the completion.
+Top-level fields other than ``lessons`` are ignored.
+
+Completion-level errors (:attr:`ParseResult.error`; then ``lessons`` is empty):
+
+- ``not_json``: no JSON value could be decoded (and no embedded object found);
+- ``no_lessons_key``: JSON was found, but no top-level object with ``"lessons"``;
+- ``lessons_not_list``: ``lessons`` is not a list;
+- ``duplicate_key``: the top-level object repeats a key.
+
+Per-lesson drop reasons (:attr:`ParsedLesson.drop_reason`; first failing rule wins):
+
+- ``lesson_not_object``; ``duplicate_key`` / ``non_finite`` / ``unsafe_integer``
+  (anywhere inside the lesson);
+- ``missing_text`` (absent or null), ``text_not_string``, ``empty_text``
+  (only whitespace), ``bad_unicode`` (a lone surrogate in text or evidence);
+- ``salience_missing`` (absent or null), ``salience_not_number`` (incl. booleans
+  and numeric strings), ``salience_out_of_range`` (outside [0, 1]);
+- ``evidence_not_list``, ``evidence_item_not_string``.
+
+Decisions: ``evidence`` is optional — absent or null means an empty list (a
+lesson without evidence is still a lesson; the grounding scorer gives it 0).
+Lesson text is stored stripped. Extra lesson fields are ignored.
+Every lesson keeps its 0-based ``lesson_index`` in the ``lessons`` array,
+dropped or not (FORMATS.md §3).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core._canonical import MAX_SAFE_INT
+
+__all__ = [
+    "COMPLETION_ERRORS",
+    "DROP_REASONS",
+    "ParseResult",
+    "ParsedLesson",
+    "candidates_frame",
+    "parse_completion",
+    "parse_errors_frame",
+]
+
+COMPLETION_ERRORS = ("not_json", "no_lessons_key", "lessons_not_list", "duplicate_key")
+DROP_REASONS = (
+    "lesson_not_object",
+    "duplicate_key",
+    "non_finite",
+    "unsafe_integer",
+    "missing_text",
+    "text_not_string",
+    "empty_text",
+    "bad_unicode",
+    "salience_missing",
+    "salience_not_number",
+    "salience_out_of_range",
+    "evidence_not_list",
+    "evidence_item_not_string",
+)
+
+CANDIDATE_COLUMNS = ("lesson_index", "text", "salience", "evidence", "valid", "drop_reason")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedLesson:
+    """One entry of the completion's ``lessons`` array, valid or dropped."""
+
+    lesson_index: int
+    """0-based position in the ``lessons`` array (dropped entries count)."""
+    text: str | None
+    """The stripped lesson text; ``None`` when it was not a string."""
+    salience: float | None
+    """The model's salience in [0, 1]; ``None`` for a dropped lesson."""
+    evidence: tuple[str, ...]
+    """Evidence strings (``check:<name>``); empty when absent or invalid."""
+    valid: bool
+    """True when the lesson passed every rule."""
+    drop_reason: str | None
+    """Why the lesson was dropped (one of :data:`DROP_REASONS`); ``None`` if valid."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """The parsed completion: its lessons, or a completion-level error."""
+
+    lessons: tuple[ParsedLesson, ...]
+    """Every entry of ``lessons``, in order; empty when ``error`` is set."""
+    error: str | None = None
+    """A completion-level error code (one of :data:`COMPLETION_ERRORS`) or ``None``."""
+    detail: str | None = None
+    """A human-readable explanation of ``error``."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the completion itself parsed (some lessons may still be dropped)."""
+        return self.error is None
+
+    @property
+    def valid_lessons(self) -> tuple[ParsedLesson, ...]:
+        """The lessons that passed every rule."""
+        return tuple(le for le in self.lessons if le.valid)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per lesson: lesson_index, text, salience (NaN when invalid),
+        evidence (list[str]), valid (bool), drop_reason (str, missing when valid)."""
+        return candidates_frame([({}, self)])
+
+
+# ---------------------------------------------------------------------------
+# A tolerant decoder: it never raises for the values loads_strict rejects,
+# it marks them, so the rejection can be applied per lesson.
+
+
+class _Taint:
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+_NON_FINITE = _Taint("non_finite")
+_UNSAFE_INT = _Taint("unsafe_integer")
+
+
+class _Obj(dict):  # type: ignore[type-arg]
+    """A decoded object; ``dup`` is set when a key repeats (first value kept)."""
+
+    __slots__ = ("dup",)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Obj:
+    out = _Obj()
+    out.dup = None
+    for k, v in pairs:
+        if k in out:
+            if out.dup is None:
+                out.dup = k
+            continue
+        out[k] = v
+    return out
+
+
+def _int(s: str) -> Any:
+    v = int(s)
+    return _UNSAFE_INT if abs(v) > MAX_SAFE_INT else v
+
+
+def _float(s: str) -> Any:
+    v = float(s)
+    return _NON_FINITE if math.isinf(v) else v
+
+
+def _constant(s: str) -> Any:
+    return _NON_FINITE
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_int=_int, parse_float=_float, parse_constant=_constant
+)
+_MAX_FAILED_STARTS = 2000
+
+
+def _decode_at(text: str, pos: int) -> tuple[Any, int] | None:
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except (ValueError, RecursionError, OverflowError):
+        return None
+
+
+def _find_root(text: str) -> tuple[Any, str | None, str | None]:
+    """(root object or None, error code, detail)."""
+    stripped = text.strip()
+    if stripped:
+        got = _decode_at(stripped, 0)
+        if got is not None and got[1] == len(stripped):
+            root = got[0]
+            if isinstance(root, _Obj) and "lessons" in root:
+                return root, None, None
+            # Valid JSON, but not our object: maybe it wraps a fenced block?
+            # No: a whole-text JSON value *is* the answer; report it.
+            kind = "object without a 'lessons' key" if isinstance(root, _Obj) else _kind(root)
+            return None, "no_lessons_key", f"the completion is a JSON {kind}"
+    found_object = False
+    failures = 0
+    pos = text.find("{")
+    while pos != -1:
+        got = _decode_at(text, pos)
+        if got is None:
+            failures += 1
+            if failures > _MAX_FAILED_STARTS:
+                # Each failed attempt can read to the end of the text; bound the
+                # quadratic worst case on adversarial input.
+                break
+            pos = text.find("{", pos + 1)
+            continue
+        value, end = got
+        found_object = True
+        if isinstance(value, _Obj) and "lessons" in value:
+            return value, None, None
+        pos = text.find("{", end)
+    if found_object:
+        return None, "no_lessons_key", "no top-level JSON object with a 'lessons' key"
+    return None, "not_json", "no JSON object found in the completion"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool) or value is None:
+        return "literal"
+    return "number"
+
+
+def _subtree_taint(value: Any) -> str | None:
+    # Iterative, so a deeply nested lesson cannot exhaust the stack.
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, _Taint):
+            return v.reason
+        if isinstance(v, _Obj):
+            if v.dup is not None:
+                return "duplicate_key"
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def _utf8_ok(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _lesson(index: int, raw: Any) -> ParsedLesson:
+    def drop(reason: str, text: str | None = None) -> ParsedLesson:
+        return ParsedLesson(index, text, None, (), False, reason)
+
+    if not isinstance(raw, _Obj):
+        return drop("lesson_not_object")
+    text_raw = raw.get("text")
+    text = text_raw.strip() if isinstance(text_raw, str) else None
+    if text is not None and not _utf8_ok(text):
+        # Not storable as UTF-8: keep neither the text nor the lesson.
+        return drop("bad_unicode")
+    taint = _subtree_taint(raw)
+    if taint is not None:
+        return drop(taint, text)
+    if text_raw is None:
+        return drop("missing_text")
+    if not isinstance(text_raw, str):
+        return drop("text_not_string")
+    if not text:
+        return drop("empty_text", text)
+    sal = raw.get("salience")
+    if sal is None:
+        return drop("salience_missing", text)
+    if isinstance(sal, bool) or not isinstance(sal, int | float):
+        return drop("salience_not_number", text)
+    sal = float(sal)
+    if not 0.0 <= sal <= 1.0:
+        return drop("salience_out_of_range", text)
+    ev = raw.get("evidence")
+    if ev is None:
+        evidence: tuple[str, ...] = ()
+    elif not isinstance(ev, list):
+        return drop("evidence_not_list", text)
+    elif not all(isinstance(e, str) for e in ev):
+        return drop("evidence_item_not_string", text)
+    else:
+        if not all(_utf8_ok(e) for e in ev):
+            return drop("bad_unicode", text)
+        evidence = tuple(ev)
+    return ParsedLesson(index, text, sal, evidence, True, None)
+
+
+def parse_completion(text: str) -> ParseResult:
+    """Parse a completion's raw text into lessons. Never raises.
+
+    See the module docstring for where the JSON is looked for, the error codes
+    and the drop reasons.
+    """
+    try:
+        if not isinstance(text, str):
+            return ParseResult((), "not_json", f"expected text, got {type(text).__name__}")
+        root, error, detail = _find_root(text)
+        if root is None:
+            return ParseResult((), error, detail)
+        if root.dup is not None:
+            return ParseResult(
+                (), "duplicate_key", f"the top-level object repeats the key {root.dup!r}"
+            )
+        lessons = root["lessons"]
+        if not isinstance(lessons, list):
+            return ParseResult(
+                (), "lessons_not_list", f"'lessons' is a {_kind_any(lessons)}, expected a list"
+            )
+        return ParseResult(tuple(_lesson(i, raw) for i, raw in enumerate(lessons)))
+    except Exception as exc:  # pragma: no cover - a last guard: the batch must go on
+        return ParseResult((), "not_json", f"parser failure: {type(exc).__name__}")
+
+
+def _kind_any(value: Any) -> str:
+    if isinstance(value, _Obj):
+        return "object"
+    if isinstance(value, _Taint):
+        return "non-finite or unsafe number"
+    return _kind(value)
+
+
+# ---------------------------------------------------------------------------
+# Frames
+
+
+def candidates_frame(
+    results: Iterable[tuple[Mapping[str, Any], ParseResult]],
+) -> pd.DataFrame:
+    """Many parse results as one candidates DataFrame.
+
+    ``results`` yields ``(keys, result)``; ``keys`` (e.g. ``{"verdict_hash": …,
+    "extractor": …}``) become leading columns repeated on each lesson row, and
+    every ``keys`` mapping must have the same key names. Columns after the
+    keys: lesson_index (int64), text (str, missing when not a string),
+    salience (float64, NaN when invalid), evidence (list[str]), valid (bool),
+    drop_reason (str, missing when valid). Results with a completion-level
+    error contribute no rows (see :func:`parse_errors_frame`).
+    """
+    key_names: tuple[str, ...] | None = None
+    key_cols: dict[str, list[Any]] = {}
+    cols: dict[str, list[Any]] = {c: [] for c in CANDIDATE_COLUMNS}
+    for keys, res in results:
+        names = tuple(keys)
+        if key_names is None:
+            key_names = names
+            key_cols = {k: [] for k in names}
+        elif names != key_names:
+            from ..core._errors import BadInputError
+
+            raise BadInputError(
+                f"every result needs the same key columns: expected {list(key_names)}, "
+                f"got {list(names)}",
+                field="keys",
+            )
+        n = len(res.lessons)
+        for k in names:
+            key_cols[k].extend([keys[k]] * n)
+        for le in res.lessons:
+            cols["lesson_index"].append(le.lesson_index)
+            cols["text"].append(le.text)
+            cols["salience"].append(np.nan if le.salience is None else le.salience)
+            cols["evidence"].append(list(le.evidence))
+            cols["valid"].append(le.valid)
+            cols["drop_reason"].append(le.drop_reason)
+    data: dict[str, Any] = {k: v for k, v in key_cols.items()}
+    data["lesson_index"] = np.asarray(cols["lesson_index"], dtype=np.int64)
+    data["text"] = pd.array(cols["text"], dtype="str")
+    data["salience"] = np.asarray(cols["salience"], dtype=np.float64)
+    ev = np.empty(len(cols["evidence"]), dtype=object)
+    ev[:] = cols["evidence"]
+    data["evidence"] = ev
+    data["valid"] = np.asarray(cols["valid"], dtype=bool)
+    data["drop_reason"] = pd.array(cols["drop_reason"], dtype="str")
+    return pd.DataFrame(data)
+
+
+def parse_errors_frame(
+    results: Iterable[tuple[Mapping[str, Any], ParseResult]],
+) -> pd.DataFrame:
+    """One row per result with a completion-level error: the key columns, error, detail."""
+    rows = [{**dict(keys), "error": r.error, "detail": r.detail} for keys, r in results if r.error]
+    if not rows:
+        return pd.DataFrame({"error": pd.array([], dtype="str"), "detail": pd.array([], "str")})
+    return pd.DataFrame(rows)

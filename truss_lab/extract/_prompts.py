@@ -1,0 +1,304 @@
+"""Versioned prompt templates: a verdict payload becomes a :class:`CompletionRequest`.
+
+A template is a system text plus a user template with ``$name`` placeholders
+(:class:`string.Template`, so the JSON example in the text needs no brace
+escaping). Rendering is deterministic: the same payload, template, model and
+parameters always give the same ``request_hash``, and a template whose text
+changes gets a new :attr:`PromptTemplate.template_hash` (and should get a new
+version name, so recordings made with the old one are never replayed for it).
+
+Placeholders available to a user template: ``$contract_id``, ``$run_id``,
+``$goal``, ``$verdict``, ``$summary``, ``$checks`` (one line per check,
+``- check:<name> [PASS|FAIL]: <evidence>``), ``$n_checks``, ``$n_failed``,
+``$tags`` (comma-separated, or ``(none)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core._errors import BadInputError
+from ._providers import ChatMessage, CompletionRequest
+
+__all__ = [
+    "VERDICT_OUTCOMES",
+    "PromptTemplate",
+    "build_request",
+    "get_template",
+    "known_templates",
+    "register_template",
+    "render_messages",
+    "validate_verdict_payload",
+]
+
+VERDICT_OUTCOMES = ("pass", "fail", "partial")
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A versioned (system, user) prompt pair.
+
+    ``user`` is a :class:`string.Template`; see the module docstring for the
+    placeholders. ``text`` is the full template text and ``template_hash`` its
+    SHA-256, so any edit to either message is visible in the hash.
+    """
+
+    version: str
+    system: str
+    user: str
+    description: str = field(default="", compare=False)
+
+    @property
+    def text(self) -> str:
+        """The whole template text (system and user parts, labelled)."""
+        return f"[system]\n{self.system}\n[user]\n{self.user}"
+
+    @property
+    def template_hash(self) -> str:
+        """Lowercase hex SHA-256 of :attr:`text`."""
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    def render(self, verdict_payload: Mapping[str, Any]) -> tuple[ChatMessage, ...]:
+        """The chat messages for one verdict payload (validated first)."""
+        return render_messages(self, verdict_payload)
+
+
+_LESSON_V1_SYSTEM = """\
+You review the verdict of a finished contract run and propose durable lessons:
+short, reusable guidance that would have prevented a failed check or would make
+a similar contract succeed next time. A lesson must be grounded in the checks of
+this verdict; do not invent facts. Propose no lesson when there is nothing worth
+remembering (for example, every check passed and the summary shows nothing new).
+
+Answer with one JSON object and nothing else, of exactly this shape:
+{"lessons": [{"text": "<one or two sentences>", "salience": 0.82, "evidence": ["check:<name>"]}]}
+
+- "text": the lesson, self-contained, imperative where possible.
+- "salience": a number in [0, 1]: how important and reusable the lesson is
+  (1 = must remember, 0 = trivial).
+- "evidence": the checks the lesson rests on, each written "check:<name>" with
+  the check's exact name from the verdict.
+An empty list, {"lessons": []}, is a valid answer."""
+
+_LESSON_V1_USER = """\
+Contract: $contract_id (run $run_id)
+Goal: $goal
+Verdict: $verdict
+Summary: $summary
+Checks ($n_checks, $n_failed failed):
+$checks
+Tags: $tags
+
+Propose the lessons of this run as JSON."""
+
+_REGISTRY: dict[str, PromptTemplate] = {}
+
+
+def register_template(template: PromptTemplate) -> PromptTemplate:
+    """Add a template to the registry; re-registering a version with other text fails."""
+    known = _REGISTRY.get(template.version)
+    if known is not None and known.text != template.text:
+        raise BadInputError(
+            f"prompt version {template.version!r} is already registered with a different "
+            "text; give the changed template a new version name",
+            field="version",
+            reason="version_conflict",
+        )
+    # Validate the placeholders now, not on the first render.
+    bad = [
+        name
+        for name in _placeholders(template.user)
+        if name not in _PLACEHOLDERS
+    ]
+    if bad:
+        raise BadInputError(
+            f"prompt {template.version!r} uses unknown placeholders {sorted(bad)}; "
+            f"expected some of {sorted(_PLACEHOLDERS)}",
+            field="user",
+            reason="bad_placeholder",
+        )
+    _REGISTRY[template.version] = template
+    return template
+
+
+def get_template(version: str) -> PromptTemplate:
+    """The registered template of ``version``; unknown versions list the known ones."""
+    try:
+        return _REGISTRY[version]
+    except (KeyError, TypeError):
+        raise BadInputError(
+            f"unknown prompt version {version!r}; known versions: {sorted(_REGISTRY)}",
+            field="prompt_version",
+            reason="unknown_prompt_version",
+        ) from None
+
+
+def known_templates() -> tuple[str, ...]:
+    """The registered prompt versions, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+_PLACEHOLDERS = frozenset(
+    {"contract_id", "run_id", "goal", "verdict", "summary", "checks", "n_checks",
+     "n_failed", "tags"}
+)
+
+
+def _placeholders(user: str) -> list[str]:
+    names = []
+    for m in string.Template.pattern.finditer(user):
+        if m.group("invalid") is not None:
+            raise BadInputError(
+                "prompt template has a stray '$' (write '$$' for a literal dollar)",
+                field="user",
+                reason="bad_placeholder",
+            )
+        name = m.group("named") or m.group("braced")
+        if name:
+            names.append(name)
+    return names
+
+
+def _bad(msg: str, fld: str, source: str | None) -> BadInputError:
+    return BadInputError(msg, source=source, field=fld, reason="bad_verdict_payload")
+
+
+def validate_verdict_payload(
+    payload: Any, *, source: str | None = None
+) -> dict[str, Any]:
+    """Check a ``contract_verdict`` payload (FORMATS.md §1) and return it as a plain dict.
+
+    Required: ``goal``, ``verdict`` (pass | fail | partial), ``summary`` (strings),
+    ``checks`` (list of ``{name: str, passed: bool, evidence: str}``). Optional:
+    ``contract_id``, ``run_id`` (strings), ``tags`` (list of strings, default empty).
+    Check names must be unique within a verdict (evidence cites them by name).
+    Raises :class:`BadInputError` naming the field and what was expected.
+    """
+    if not isinstance(payload, Mapping):
+        raise _bad(f"expected a JSON object, got {type(payload).__name__}", "payload", source)
+    out = dict(payload)
+    for key in ("goal", "summary"):
+        if not isinstance(out.get(key), str):
+            raise _bad(
+                f"expected a string, got {type(out.get(key)).__name__}", f"payload.{key}", source
+            )
+    for key in ("contract_id", "run_id"):
+        if key in out and not isinstance(out[key], str):
+            raise _bad(
+                f"expected a string, got {type(out[key]).__name__}", f"payload.{key}", source
+            )
+    if out.get("verdict") not in VERDICT_OUTCOMES:
+        raise _bad(
+            f"expected one of {list(VERDICT_OUTCOMES)}, got {out.get('verdict')!r}",
+            "payload.verdict",
+            source,
+        )
+    checks = out.get("checks")
+    if not isinstance(checks, list):
+        raise _bad(
+            f"expected a list of checks, got {type(checks).__name__}", "payload.checks", source
+        )
+    seen: set[str] = set()
+    for i, check in enumerate(checks):
+        where = f"payload.checks[{i}]"
+        if not isinstance(check, Mapping):
+            raise _bad(f"expected an object, got {type(check).__name__}", where, source)
+        name = check.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise _bad(f"expected a non-empty string, got {name!r}", f"{where}.name", source)
+        if name in seen:
+            raise _bad(f"duplicate check name {name!r}", f"{where}.name", source)
+        seen.add(name)
+        if not isinstance(check.get("passed"), bool):
+            raise _bad(
+                f"expected true or false, got {check.get('passed')!r}", f"{where}.passed", source
+            )
+        if not isinstance(check.get("evidence", ""), str):
+            raise _bad(
+                f"expected a string, got {type(check.get('evidence')).__name__}",
+                f"{where}.evidence",
+                source,
+            )
+    tags = out.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise _bad("expected a list of strings", "payload.tags", source)
+    out["tags"] = list(tags)
+    out["checks"] = [dict(c) for c in checks]
+    return out
+
+
+def _render_check(check: Mapping[str, Any]) -> str:
+    status = "PASS" if check["passed"] else "FAIL"
+    evidence = check.get("evidence", "") or "(no evidence recorded)"
+    return f"- check:{check['name']} [{status}]: {evidence}"
+
+
+def render_messages(
+    template: PromptTemplate, verdict_payload: Mapping[str, Any]
+) -> tuple[ChatMessage, ...]:
+    """Render ``template`` for one verdict payload: (system, user) messages."""
+    return _render(template, validate_verdict_payload(verdict_payload))
+
+
+def _render(template: PromptTemplate, p: Mapping[str, Any]) -> tuple[ChatMessage, ...]:
+    # ``p`` is already validated: the batch path validates once per verdict.
+    checks = p["checks"]
+    values = {
+        "contract_id": p.get("contract_id", "(unknown)"),
+        "run_id": p.get("run_id", "(unknown)"),
+        "goal": p["goal"],
+        "verdict": p["verdict"],
+        "summary": p["summary"],
+        "checks": "\n".join(_render_check(c) for c in checks) if checks else "- (no checks)",
+        "n_checks": str(len(checks)),
+        "n_failed": str(sum(not c["passed"] for c in checks)),
+        "tags": ", ".join(p["tags"]) if p["tags"] else "(none)",
+    }
+    user = string.Template(template.user).substitute(values)
+    return (
+        ChatMessage(role="system", content=template.system),
+        ChatMessage(role="user", content=user),
+    )
+
+
+def build_request(
+    template: PromptTemplate | str,
+    verdict_payload: Mapping[str, Any],
+    *,
+    verdict_hash: str,
+    extractor: str,
+    model: str,
+    parameters: Mapping[str, Any] | None = None,
+) -> CompletionRequest:
+    """The :class:`CompletionRequest` asking ``model`` for the lessons of one verdict.
+
+    ``template`` is a :class:`PromptTemplate` or a registered version name.
+    The payload travels along in ``request.verdict`` (not hashed) for
+    providers that read it directly, such as the heuristic extractor.
+    """
+    if isinstance(template, str):
+        template = get_template(template)
+    payload = validate_verdict_payload(verdict_payload)
+    return CompletionRequest(
+        messages=_render(template, payload),
+        model=model,
+        parameters=dict(parameters or {}),
+        verdict_hash=verdict_hash,
+        extractor=extractor,
+        prompt_version=template.version,
+        verdict=payload,
+    )
+
+
+LESSON_V1 = register_template(
+    PromptTemplate(
+        version="lesson-v1",
+        system=_LESSON_V1_SYSTEM,
+        user=_LESSON_V1_USER,
+        description="Lessons grounded in the verdict's checks; JSON answer with salience.",
+    )
+)

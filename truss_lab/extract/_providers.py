@@ -1,0 +1,92 @@
+"""The provider seam: one method, ``complete(request) -> Completion``.
+
+Implementations: :class:`ReplayProvider` (recorded completions, the offline
+default), :class:`OpenAICompatibleProvider` (vLLM, llama.cpp server, Ollama,
+OpenAI) and :class:`HeuristicExtractor` (a deterministic baseline, no model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core._canonical import canonical
+
+__all__ = ["ChatMessage", "Completion", "CompletionRequest", "Provider"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ChatMessage(_Frozen):
+    """One chat message."""
+
+    role: str
+    """``system``, ``user`` or ``assistant``."""
+    content: str
+    """The message text."""
+
+
+class CompletionRequest(_Frozen):
+    """What is sent to a model. Its :attr:`request_hash` covers exactly what
+    the model sees (messages, model, parameters), so a changed prompt is never
+    answered by an old recording."""
+
+    messages: tuple[ChatMessage, ...]
+    """The chat messages."""
+    model: str
+    """The model name sent to the provider."""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    """Sampling parameters (temperature, max_tokens, ...)."""
+    verdict_hash: str
+    """The journal hash of the verdict the request is about (replay key)."""
+    extractor: str
+    """The extractor configuration id (replay key)."""
+    prompt_version: str
+    """The prompt template version that rendered ``messages``."""
+    verdict: dict[str, Any] | None = None
+    """The verdict payload, for providers that work on it directly (heuristic);
+    not part of the hash (the messages already render it)."""
+
+    @property
+    def request_hash(self) -> str:
+        body = {
+            "messages": [m.model_dump() for m in self.messages],
+            "model": self.model,
+            "parameters": self.parameters,
+        }
+        return hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()
+
+
+class Completion(_Frozen):
+    """What a provider returned."""
+
+    text: str
+    """The raw completion text, unparsed."""
+    model: str
+    """The model that answered."""
+    prompt_tokens: int | None = None
+    """Tokens in the prompt, when reported."""
+    completion_tokens: int | None = None
+    """Tokens in the completion, when reported."""
+    latency_ms: float | None = None
+    """Wall time of the call (for a replay: the recorded latency)."""
+    request_hash: str | None = None
+    """Hash of the request that produced it; ``None`` when recorded elsewhere."""
+    replayed: bool = False
+    """True when the text came from a recording rather than a live call."""
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything with ``complete(request) -> Completion``.
+
+    ``provider_id`` is a short stable name stored with runs (e.g. ``replay``).
+    """
+
+    provider_id: str
+
+    def complete(self, request: CompletionRequest) -> Completion: ...

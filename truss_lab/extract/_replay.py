@@ -1,0 +1,154 @@
+"""The replay provider: recorded completions, the offline default.
+
+A replay answers a :class:`CompletionRequest` from a recording keyed by
+(``verdict_hash``, ``extractor``). It never answers a changed prompt with an
+old recording: when the recording carries a ``request_hash`` it must equal the
+request's. Recordings made elsewhere may lack one; those are answered (their
+prompt version must still match) and counted in :attr:`ReplayProvider.unchecked_requests`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pandas as pd
+
+from ..core._errors import BadInputError, ProviderError
+from ..ingest._formats import read_completions
+from ._providers import Completion, CompletionRequest
+
+__all__ = ["ReplayProvider"]
+
+_REQUIRED = ("verdict_hash", "extractor", "model", "prompt_version", "request_hash", "text")
+_OPTIONAL = ("latency_ms", "prompt_tokens", "completion_tokens")
+
+
+def _column(df: pd.DataFrame, name: str) -> list[Any]:
+    """A column as plain Python values, missing values as None."""
+    if name not in df.columns:
+        return [None] * len(df)
+    ser = df[name]
+    values = ser.astype(object).tolist()
+    na = ser.isna().to_numpy()
+    if na.any():
+        values = [None if m else v for v, m in zip(values, na, strict=True)]
+    return [v.item() if hasattr(v, "item") else v for v in values]
+
+
+class ReplayProvider:
+    """Answer requests from recorded completions (FORMATS.md §2).
+
+    ``recordings`` is a frame with the completions columns (from
+    :func:`read_completions` or the store's ``completions`` table; extra
+    columns are ignored) or the path of a §2 JSONL file (which must read
+    without a single bad line). Lookups are O(1) and thread-safe.
+    """
+
+    provider_id: str = "replay"
+
+    def __init__(self, recordings: pd.DataFrame | str | os.PathLike[str]) -> None:
+        if isinstance(recordings, pd.DataFrame):
+            df = recordings
+            source = "<frame>"
+        else:
+            source = str(recordings)
+            df, errors = read_completions(recordings)
+            if errors:
+                raise BadInputError(
+                    f"{len(errors)} bad line(s) in the recordings, the first: {errors[0]}; "
+                    "read it with read_completions() and pass the good rows to replay them",
+                    source=source,
+                    reason="bad_recordings",
+                )
+        missing = [c for c in _REQUIRED if c not in df.columns]
+        if missing:
+            raise BadInputError(
+                f"recordings lack column(s) {', '.join(missing)}; expected the completions "
+                f"columns {', '.join(_REQUIRED + _OPTIONAL)}",
+                source=source,
+                reason="missing_column",
+            )
+        cols = {name: _column(df, name) for name in _REQUIRED + _OPTIONAL}
+        keys = list(zip(cols["verdict_hash"], cols["extractor"], strict=True))
+        values = list(
+            zip(*(cols[name] for name in _REQUIRED[2:] + _OPTIONAL), strict=True)
+        )
+        self._table: dict[tuple[str, str], tuple[Any, ...]] = dict(zip(keys, values, strict=True))
+        if len(self._table) != len(keys):
+            # Identical rows are harmless; two different answers to one key are not.
+            seen: dict[tuple[str, str], tuple[Any, ...]] = {}
+            for k, v in zip(keys, values, strict=True):
+                if k in seen and seen[k] != v:
+                    raise BadInputError(
+                        f"two different recordings for verdict_hash={k[0]} extractor={k[1]!r}",
+                        source=source,
+                        reason="conflicting_duplicate",
+                    )
+                seen[k] = v
+        self._lock = threading.Lock()
+        self._unchecked = 0
+        self._calls = 0
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __repr__(self) -> str:
+        return f"ReplayProvider({len(self._table)} recordings)"
+
+    @property
+    def unchecked_requests(self) -> int:
+        """Requests answered from a recording without a ``request_hash`` to check."""
+        with self._lock:
+            return self._unchecked
+
+    @property
+    def calls(self) -> int:
+        """Requests answered so far."""
+        with self._lock:
+            return self._calls
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """The recorded completion for ``request``; :class:`ProviderError` when there
+        is none or when it was recorded for a different request."""
+        key = (request.verdict_hash, request.extractor)
+        rec = self._table.get(key)
+        if rec is None:
+            raise ProviderError(
+                f"no recording for verdict {request.verdict_hash} with extractor "
+                f"{request.extractor!r} ({len(self._table)} recordings loaded)"
+            )
+        model, prompt_version, recorded_hash, text, latency, p_tokens, c_tokens = rec
+        if recorded_hash is None:
+            # Nothing to check the messages against; a different prompt version
+            # is still a changed prompt.
+            if prompt_version != request.prompt_version:
+                raise ProviderError(
+                    f"recording for verdict {request.verdict_hash}, extractor "
+                    f"{request.extractor!r} was made with prompt_version {prompt_version!r}; "
+                    f"the request uses {request.prompt_version!r}"
+                )
+            with self._lock:
+                self._unchecked += 1
+                self._calls += 1
+        else:
+            got = request.request_hash
+            if got != recorded_hash:
+                raise ProviderError(
+                    f"recording for verdict {request.verdict_hash}, extractor "
+                    f"{request.extractor!r} answers a different request: expected "
+                    f"request_hash {recorded_hash}, got {got} (the prompt, model or "
+                    "parameters changed; record a new run)"
+                )
+            with self._lock:
+                self._calls += 1
+        return Completion(
+            text=text,
+            model=model,
+            prompt_tokens=p_tokens,
+            completion_tokens=c_tokens,
+            latency_ms=latency,
+            request_hash=recorded_hash,
+            replayed=True,
+        )

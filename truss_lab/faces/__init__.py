@@ -1,0 +1,1 @@
+"""What a researcher touches: the CLI, displays, widgets, notebook helpers, the demo."""

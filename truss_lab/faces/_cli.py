@@ -1,0 +1,197 @@
+"""``truss-lab``: a thin command line over the library. No logic lives here.
+
+A user error (any :class:`TrussLabError`) prints one line and exits non-zero;
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..core._errors import TrussLabError
+from ._cli_common import _emit, _friendly, db_option, json_option
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="truss_lab")
+def cli() -> None:
+    """truss_lab: study Truss lesson extraction (ADR 0011) offline."""
+
+
+@cli.command()
+@db_option
+@_friendly
+def init(db: str) -> None:
+    """Create (or migrate) a truss_lab database."""
+    from ..store._store import SCHEMA_VERSION, Store
+
+    with Store(db):
+        pass
+    click.echo(f"{db}: schema version {SCHEMA_VERSION}")
+
+
+@cli.command()
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("--runs", default=2000, show_default=True, type=click.IntRange(1), help="Verdicts.")
+@click.option("--seed", default=7, show_default=True, type=int, help="Random seed.")
+@_friendly
+def simulate(out: str, runs: int, seed: int) -> None:
+    """Write a synthetic dataset (journal, keyring, completions, labels, truth)."""
+    from ..simulate._simulate import simulate as run_simulation
+
+    result = run_simulation(out, runs=runs, seed=seed)
+    click.echo(str(result))
+
+
+@cli.group()
+def ingest() -> None:
+    """Load recorded data into the database."""
+
+
+@ingest.command("journal")
+@db_option
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--keys", "keys_path", type=click.Path(dir_okay=False),
+              help="Keyring JSON (key_id -> base64 public key).")
+@click.option("--keep-verified-prefix", is_flag=True,
+              help="On a bad line, keep the entries verified before it.")
+@json_option
+@_friendly
+def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_prefix: bool,
+                   as_json: bool) -> None:
+    """Import a journal export (all-or-nothing unless --keep-verified-prefix)."""
+    from ..journal._ledger import import_journal
+    from ..store._store import Store
+
+    with Store(db) as store:
+        rep = import_journal(store, path, keyring=keys_path,
+                             keep_verified_prefix=keep_verified_prefix)
+    text = (f"{path}: {rep.entries_added} added, {rep.entries_present} already present, "
+            f"head seq {rep.head.seq if rep.head else 0}")
+    if not rep.ok:
+        text += (f"\nstopped at line {rep.verify.first_bad_line}: {rep.verify.reason}: "
+                 f"{rep.verify.message}")
+    _emit(rep.model_dump(mode="json"), as_json, text)
+    if not rep.ok:
+        sys.exit(1)
+
+
+def _ingest_table(kind: str, db: str, path: str, as_json: bool) -> None:
+    from ..ingest._ingest import ingest_completions, ingest_labels
+    from ..store._store import Store
+
+    fn = ingest_completions if kind == "completions" else ingest_labels
+    with Store(db) as store:
+        rep = fn(store, path)
+    text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
+           f"{len(rep.errors)} bad lines"
+    for e in rep.errors[:10]:
+        text += f"\n  {e}"
+    if len(rep.errors) > 10:
+        text += f"\n  … and {len(rep.errors) - 10} more"
+    _emit(rep.to_dict(), as_json, text)
+
+
+@ingest.command("completions")
+@db_option
+@click.argument("path", type=click.Path(dir_okay=False))
+@json_option
+@_friendly
+def ingest_completions_cmd(db: str, path: str, as_json: bool) -> None:
+    """Load recorded completions (bad lines reported, good ones land)."""
+    _ingest_table("completions", db, path, as_json)
+
+
+@ingest.command("labels")
+@db_option
+@click.argument("path", type=click.Path(dir_okay=False))
+@json_option
+@_friendly
+def ingest_labels_cmd(db: str, path: str, as_json: bool) -> None:
+    """Load gold labels (bad lines reported, good ones land)."""
+    _ingest_table("labels", db, path, as_json)
+
+
+@cli.command()
+@db_option
+@json_option
+@_friendly
+def verify(db: str, as_json: bool) -> None:
+    """Verify the stored journal; exit 0 when clean, 1 when tampered."""
+    from ..journal._ledger import verify_chain
+    from ..store._store import Store
+
+    if not Path(db).exists():
+        raise TrussLabError(f"{db}: no such database")
+    with Store(db, read_only=True) as store:
+        rep = verify_chain(store)
+    if rep.ok:
+        text = f"ok: {rep.entries_checked} entries verified, head seq {rep.head_seq}"
+    else:
+        text = f"TAMPERED: seq {rep.first_bad_seq}: {rep.reason}: {rep.message}"
+    _emit(rep.model_dump(mode="json"), as_json, text)
+    sys.exit(0 if rep.ok else 1)
+
+
+@cli.command()
+@click.argument("name", type=click.Choice(["journal", "verdict", "completions", "labels",
+                                           "policy-record", "memory-entry", "config"]))
+@_friendly
+def schema(name: str) -> None:
+    """Print the JSON Schema of a format or record."""
+    from ..ingest._schemas import json_schema
+
+    click.echo(json.dumps(json_schema(name), indent=2))
+
+
+@cli.group()
+def keys() -> None:
+    """Ed25519 signing keys."""
+
+
+@keys.command("generate")
+@click.option("--key-id", required=True, help="Name of the key (goes into every entry).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Private key file (written with mode 0600).")
+@click.option("--keyring", type=click.Path(dir_okay=False),
+              help="Add the public key to this keyring JSON (created if missing).")
+@_friendly
+def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
+    """Generate a signing key; print its public key."""
+    from ..journal._journal import SigningKey, load_keyring, save_keyring
+
+    if Path(out).exists():
+        raise TrussLabError(f"{out} exists; refusing to overwrite a private key")
+    key = SigningKey.generate(key_id)
+    key.save(out)
+    if keyring:
+        ring = load_keyring(keyring) if Path(keyring).exists() else {}
+        ring[key_id] = key.public_key
+        save_keyring(ring, keyring)
+    click.echo(f"{key_id} {key.public_key_b64}")
+
+
+def _register_extensions() -> None:
+    # Each stage keeps its commands beside its code; they register here, after
+    # _friendly and _emit exist, because they import them from this module.
+    from . import _cli_audit, _cli_eval, _cli_extract
+
+    _cli_extract.register(cli)
+    _cli_eval.register(cli)
+    _cli_audit.register(cli)
+
+
+_register_extensions()
+
+
+def main() -> None:
+    """Console entry point."""
+    cli(prog_name="truss-lab")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""``truss-lab sweep | compare | calibrate | propose``: evaluation on the command line.
+
+The lead's ``_cli.py`` calls :func:`register`. No logic lives here: every
+number comes from :mod:`truss_lab.evaluate._evaluate` or :mod:`truss_lab.govern._decision`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..core._errors import BadInputError
+from ._cli_common import _emit, _friendly, db_option, json_option
+
+__all__ = ["register"]
+
+OBJECTIVE_HELP = ("How to choose the threshold: f1 | fbeta:B | precision:P (max recall with "
+                  "precision >= P) | budget:K (max recall with <= K lessons per verdict) | "
+                  "cost:FP,FN (min FP*fp + FN*fn).")
+
+_objective_option = click.option("--objective", default="f1", show_default=True,
+                                  help=OBJECTIVE_HELP)
+_labels_option = click.option(
+    "--labels", "labels_path", type=click.Path(dir_okay=False),
+    help="Gold labels CSV (FORMATS.md §3) instead of the database's labels table.")
+_score_option = click.option(
+    "--score", default="salience", show_default=True,
+    help="Score to threshold: a candidates column (salience, score) or a stored scorer.")
+_plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+                            help="Write a PNG plot here.")
+_boot_option = click.option("--n-boot", default=1000, show_default=True,
+                            type=click.IntRange(1), help="Verdict-bootstrap replicates.")
+_seed_option = click.option("--random-state", default=0, show_default=True, type=int,
+                            help="Seed of the verdict split and the bootstrap.")
+_test_size_option = click.option("--test-size", default=0.3, show_default=True, type=float,
+                                 help="Share of verdicts held out to judge the choice.")
+
+
+def _open(db: str, *, write: bool = False) -> Any:
+    from ..store._store import Store
+
+    if not Path(db).exists():
+        raise BadInputError(f"{db}: no such database (run `truss-lab init` first)", field="--db")
+    return Store(db, read_only=not write)
+
+
+def _choice_json(choice: Any) -> dict[str, Any]:
+    from ..govern._decision import json_safe
+
+    iv = {}
+    if choice.test_intervals is not None:
+        row = choice.test_intervals.iloc[0]
+        iv = {c[:-4]: [row[c], row[f"{c[:-4]}_high"]] for c in row.index if c.endswith("_low")}
+    return json_safe({"threshold": choice.threshold, "objective": choice.objective,
+                      "threshold_interval": choice.threshold_interval, "split": choice.split,
+                      "train": choice.train, "test": choice.test, "test_intervals": iv})
+
+
+def register(cli: click.Group) -> None:
+    """Add the evaluation commands to ``cli``."""
+
+    @cli.command()
+    @db_option
+    @click.option("--run", "run_id", required=True, help="Extraction run id.")
+    @_labels_option
+    @_objective_option
+    @_score_option
+    @_test_size_option
+    @_seed_option
+    @_boot_option
+    @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
+                  help="Write the full sweep (every distinct threshold) as CSV.")
+    @_plot_option
+    @json_option
+    @_friendly
+    def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
+              test_size: float, random_state: int, n_boot: int, csv_path: str | None,
+              plot_path: str | None, as_json: bool) -> None:
+        """Sweep a run's salience thresholds and choose one on held-out verdicts."""
+        from ..evaluate._evaluate import (
+            SUMMARY_THRESHOLDS,
+            choose_run_threshold,
+            format_choice,
+            format_sweep,
+            save_sweep_plot,
+            sweep_run,
+        )
+        from ..govern._decision import json_safe
+
+        with _open(db) as store:
+            full = sweep_run(store, run_id, labels=labels_path, score=score)
+            at = sweep_run(store, run_id, labels=labels_path, score=score,
+                           thresholds=list(SUMMARY_THRESHOLDS))
+            choice = choose_run_threshold(store, run_id, objective=objective,
+                                          labels=labels_path, score=score,
+                                          test_size=test_size, random_state=random_state,
+                                          n_boot=n_boot)
+        if csv_path:
+            full.to_csv(csv_path, index=False)
+        if plot_path:
+            save_sweep_plot(full, plot_path, threshold=choice.threshold, name=run_id)
+        text = (f"run {run_id}: {int(full['kept'].max())} labelled candidates, score {score}\n"
+                f"{format_sweep(at)}\n{format_choice(choice)}")
+        _emit({"run_id": run_id, "score": score,
+               "sweep": json_safe(at.to_dict(orient="records")),
+               "choice": _choice_json(choice)}, as_json, text)
+
+    @cli.command()
+    @click.argument("run_a")
+    @click.argument("run_b")
+    @db_option
+    @click.option("--threshold", default=0.7, show_default=True, type=float,
+                  help="Salience threshold applied to both runs.")
+    @_labels_option
+    @_score_option
+    @_boot_option
+    @_seed_option
+    @_plot_option
+    @json_option
+    @_friendly
+    def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str | None,
+                score: str, n_boot: int, random_state: int, plot_path: str | None,
+                as_json: bool) -> None:
+        """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
+        from ..evaluate._evaluate import compare_runs, save_comparison_plot
+        from ..govern._decision import json_safe
+
+        with _open(db) as store:
+            res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
+                               score=score, n_boot=n_boot, random_state=random_state)
+        if plot_path:
+            save_comparison_plot(res, plot_path)
+        _emit({"names": list(res.names), "n_common": res.n_common,
+               "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
+               "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
+              as_json, repr(res))
+
+    @cli.command()
+    @click.argument("run_id", metavar="RUN")
+    @db_option
+    @click.option("--method", type=click.Choice(["isotonic", "platt", "none"]),
+                  default="isotonic", show_default=True, help="Calibrator to fit.")
+    @click.option("--n-bins", default=10, show_default=True, type=click.IntRange(1),
+                  help="Reliability bins.")
+    @click.option("--strategy", type=click.Choice(["uniform", "quantile"]), default="uniform",
+                  show_default=True, help="Bin edges.")
+    @_labels_option
+    @_score_option
+    @_test_size_option
+    @_seed_option
+    @_plot_option
+    @json_option
+    @_friendly
+    def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
+                  labels_path: str | None, score: str, test_size: float, random_state: int,
+                  plot_path: str | None, as_json: bool) -> None:
+        """Calibration before/after fitting on training verdicts, judged on held-out ones."""
+        from ..evaluate._evaluate import calibration_run, save_calibration_plot
+        from ..govern._decision import json_safe
+
+        with _open(db) as store:
+            rep = calibration_run(store, run_id, method=None if method == "none" else method,
+                                  n_bins=n_bins, strategy=strategy, labels=labels_path,
+                                  score=score, test_size=test_size, random_state=random_state)
+        if plot_path:
+            save_calibration_plot(rep, plot_path)
+        _emit({"run_id": run_id, "score": score, "method": rep.method, "split": rep.split,
+               "summary": json_safe(rep.summary.reset_index().to_dict(orient="records")),
+               "tables": {k: json_safe(v.to_dict(orient="records"))
+                          for k, v in rep.tables.items()}},
+              as_json, repr(rep))
+
+    @cli.command()
+    @db_option
+    @click.option("--run", "run_id", required=True, help="Extraction run id.")
+    @click.option("--key", "key_path", required=True, type=click.Path(dir_okay=False),
+                  help="Signing key file (from `truss-lab keys generate`).")
+    @_objective_option
+    @_labels_option
+    @_score_option
+    @_test_size_option
+    @_seed_option
+    @_boot_option
+    @click.option("--policy-id", default="extraction_min_salience", show_default=True,
+                  help="Policy whose current record the proposal supersedes.")
+    @json_option
+    @_friendly
+    def propose(db: str, run_id: str, key_path: str, objective: str,
+                labels_path: str | None, score: str, test_size: float, random_state: int,
+                n_boot: int, policy_id: str, as_json: bool) -> None:
+        """Sign a threshold decision and record it as an unverified salience policy."""
+        from ..govern._decision import propose_threshold
+        from ..journal._journal import SigningKey
+
+        key = SigningKey.load(key_path)
+        with _open(db, write=True) as store:
+            rec = propose_threshold(store, run_id, key, objective=objective,
+                                    labels=labels_path, score=score, policy_id=policy_id,
+                                    test_size=test_size, random_state=random_state,
+                                    n_boot=n_boot)
+        ref = rec.provenance.produced_by
+        text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "
+                f"{rec.policy.settings['extraction_min_salience']:.4g} (trust {rec.trust.value}"
+                f"{', supersedes ' + rec.supersedes if rec.supersedes else ''})\n"
+                f"evidence: journal entry seq {ref.seq} hash {ref.hash}\n"
+                "not applied: policy records never change runtime behaviour")
+        _emit(rec.model_dump(mode="json"), as_json, text)

@@ -1,0 +1,180 @@
+"""``truss-lab extract`` and ``truss-lab runs``: the batch runner on the command line.
+
+The lead's ``_cli.py`` calls :func:`register`; ``python -m truss_lab.faces._cli_extract``
+runs these two commands on their own. No logic lives here: everything is a call
+to :func:`truss_lab.extract._batch.run_extraction` or :func:`summarize_runs`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..core._errors import BadInputError
+from ._cli_common import _emit, _friendly, db_option, json_option
+
+__all__ = ["make_extractor", "register"]
+
+
+def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any:
+    """An :class:`Extractor` from a CLI spec: ``heuristic``, ``replay:EXTRACTOR_ID``
+    (the store's completions), ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL``."""
+    from ..extract._extraction import Extractor
+
+    kind, _, arg = spec.partition(":")
+    if spec == "heuristic":
+        return Extractor.heuristic()
+    if kind == "replay" and arg:
+        path, _, ext_id = arg.partition("#")
+        if path.endswith(".jsonl") or Path(path).is_file():
+            return _replay_file(path, ext_id or None)
+        have = [r[0] for r in store.sql(
+            "SELECT DISTINCT extractor FROM completions ORDER BY 1").fetchall()]
+        if arg not in have:
+            raise BadInputError(
+                f"no recorded completions for extractor {arg!r} in the database; recorded: "
+                f"{', '.join(have) or 'none'} (load some with `truss-lab ingest completions`, "
+                "or give replay:PATH.jsonl)", field="--extractor")
+        return Extractor.replay(store, arg)
+    if kind == "openai" and arg:
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return Extractor.openai(url, arg)
+    raise BadInputError(
+        f"unknown extractor {spec!r}; expected heuristic, replay:EXTRACTOR_ID, "
+        "replay:PATH.jsonl[#EXTRACTOR_ID] or openai:MODEL", field="--extractor")
+
+
+def _replay_file(path: str, ext_id: str | None) -> Any:
+    from ..extract._extraction import Extractor
+    from ..ingest._formats import read_completions
+
+    if not Path(path).is_file():
+        raise BadInputError("no such completions file", source=path)
+    df, errors = read_completions(path)
+    if errors:
+        raise BadInputError(f"{len(errors)} bad line(s), the first: {errors[0]}", source=path)
+    names = sorted(df["extractor"].dropna().unique().tolist())
+    if ext_id is None:
+        if len(names) != 1:
+            raise BadInputError(
+                f"the file records {len(names)} extractors ({', '.join(names)}); pick one "
+                f"with replay:{path}#EXTRACTOR_ID", source=path)
+        ext_id = names[0]
+    elif ext_id not in names:
+        raise BadInputError(f"no recordings for extractor {ext_id!r}; the file has "
+                            f"{', '.join(names)}", source=path)
+    return Extractor.replay(df[df["extractor"] == ext_id], ext_id)
+
+
+def register(cli: click.Group) -> None:
+    """Add the ``extract`` and ``runs`` commands to ``cli``."""
+
+    @cli.command()
+    @db_option
+    @click.option("--extractor", "extractor_spec", default=None,
+                  help="heuristic | replay:EXTRACTOR_ID | replay:PATH.jsonl[#ID] | openai:MODEL "
+                       "(on --resume: defaults to the run's).")
+    @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (openai:MODEL).")
+    @click.option("--policy", type=click.Choice(["off", "on", "model-scored"]), default=None,
+                  help="Lesson extraction policy (default: config file / env, else off).")
+    @click.option("--min-salience", type=float, default=None,
+                  help="extraction_min_salience for model-scored (default 0.70).")
+    @click.option("--executor", default="inline", show_default=True,
+                  help="inline | threads:N | processes:N | dask-local | dask://host:port")
+    @click.option("--verdicts", "verdict_filter", default=None,
+                  help="SQL WHERE clause over the journal, or a .jsonl/.parquet file of refs.")
+    @click.option("--chunk-size", type=click.IntRange(1), default=None,
+                  help="Verdicts per chunk (one transaction each; default 1000).")
+    @click.option("--run-id", default=None, help="Id for a new run (default: generated).")
+    @click.option("--resume", "resume_id", default=None, metavar="RUN",
+                  help="Continue run RUN (killed, failed or finished) where it stopped.")
+    @click.option("--dry-run", is_flag=True, help="Keep candidates only; write no memory.")
+    @click.option("--quiet", is_flag=True, help="No progress bar.")
+    @json_option
+    @_friendly
+    def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: str | None,
+                min_salience: float | None, executor: str, verdict_filter: str | None,
+                chunk_size: int | None, run_id: str | None, resume_id: str | None,
+                dry_run: bool, quiet: bool, as_json: bool) -> None:
+        """Extract lessons from recorded verdicts (a resumable batch run)."""
+        from ..core._config import MemoryConfig
+        from ..extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
+        from ..store._store import Store
+
+        if resume_id and run_id and resume_id != run_id:
+            raise BadInputError("give either --run-id or --resume, not both", field="--resume")
+        with Store(db) as store:
+            prior: dict[str, Any] = {}
+            if resume_id:
+                rows = store.sql("SELECT config, write_memory FROM extraction_runs "
+                                 "WHERE run_id = ?", [resume_id]).fetchall()
+                if not rows:
+                    raise BadInputError(f"no run {resume_id!r} to resume (see `truss-lab runs`)",
+                                        field="--resume")
+                prior = json.loads(rows[0][0])
+                dry_run = dry_run or not rows[0][1]
+            spec = extractor_spec or prior.get("extractor_spec")
+            if spec is None:
+                raise BadInputError("--extractor is required", field="--extractor")
+            overrides: dict[str, Any] = {}
+            pol = policy or prior.get("lesson_extraction")
+            if pol is not None:
+                overrides["lesson_extraction"] = pol
+            sal = min_salience if min_salience is not None else prior.get(
+                "extraction_min_salience")
+            if sal is not None:
+                overrides["extraction_min_salience"] = sal
+            config = MemoryConfig.load(**overrides)
+            extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"))
+            verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
+                "verdicts")
+            run = run_extraction(
+                store, extractor, config, verdicts=verdicts, executor=executor,
+                progress=not quiet and not as_json, run_id=resume_id or run_id,
+                write_memory=not dry_run, chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
+                resume=resume_id is not None, run_config={"extractor_spec": spec,
+                                                        "base_url": base_url},
+            )
+            _emit(run.to_dict(), as_json, repr(run))
+
+    @cli.command()
+    @db_option
+    @json_option
+    @_friendly
+    def runs(db: str, as_json: bool) -> None:
+        """List extraction runs with their counts."""
+        from ..core._errors import StoreError
+        from ..extract._batch import summarize_runs
+        from ..store._store import Store
+
+        if not Path(db).exists():
+            raise StoreError(f"{db}: no such database")
+        with Store(db, read_only=True) as store:
+            df = summarize_runs(store)
+        if as_json:
+            _emit(json.loads(df.to_json(orient="records", date_format="iso")), True, "")
+        elif df.empty:
+            click.echo("no runs")
+        else:
+            cols = ["run_id", "extractor_id", "policy", "status", "verdicts", "candidates",
+                    "lessons", "errors", "seconds"]
+            click.echo(df[cols].to_string(index=False))
+
+
+def main() -> None:
+    """``python -m truss_lab.faces._cli_extract``: the two commands on their own."""
+
+    @click.group()
+    def group() -> None:
+        """truss_lab batch extraction."""
+
+    register(group)
+    group(prog_name="truss-lab")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""Plots of sweeps, precision-recall, calibration and comparisons (scikit-learn style).
+
+Each Display holds the numbers, ``plot(ax=None)`` draws them, keeps ``ax_``
+and ``figure_`` and returns ``self``; ``from_predictions`` / ``from_*``
+constructors compute and plot in one call. matplotlib is imported only when
+plotting (``pip install 'truss_lab[notebook]'``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truss_lab.core._errors import BadInputError
+
+__all__ = ["CalibrationDisplay", "ComparisonDisplay", "PrecisionRecallDisplay", "SweepDisplay"]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "plotting needs matplotlib: pip install 'truss_lab[notebook]'"
+        ) from exc
+    return plt
+
+
+def _axes(ax: Any) -> Any:
+    if ax is None:
+        _, ax = _pyplot().subplots()
+    return ax
+
+
+class SweepDisplay:
+    """Precision, recall and F1 against the threshold, kept-per-verdict on a second axis.
+
+    ``sweep`` is a :func:`~truss_lab.evaluate._sweep.sweep` frame; ``threshold`` (optional)
+    is marked with a vertical line; ``intervals`` (optional) is a frame with
+    ``threshold`` and ``<metric>_low``/``<metric>_high`` columns (e.g.
+    ``BootstrapResult.table``), drawn as bands.
+    """
+
+    def __init__(
+        self,
+        sweep: pd.DataFrame,
+        *,
+        threshold: float | None = None,
+        intervals: pd.DataFrame | None = None,
+        name: str | None = None,
+    ) -> None:
+        missing = {"threshold", "precision", "recall", "f1"} - set(sweep.columns)
+        if missing:
+            raise BadInputError(
+                f"a sweep frame needs columns {sorted(missing)}", field=sorted(missing)[0]
+            )
+        self.sweep = sweep
+        self.threshold = threshold
+        self.intervals = intervals
+        self.name = name
+
+    @classmethod
+    def from_sweep(
+        cls,
+        sweep: pd.DataFrame,
+        *,
+        threshold: float | None = None,
+        intervals: pd.DataFrame | None = None,
+        name: str | None = None,
+        ax: Any = None,
+    ) -> SweepDisplay:
+        """Plot an existing sweep frame."""
+        return cls(sweep, threshold=threshold, intervals=intervals, name=name).plot(ax=ax)
+
+    @classmethod
+    def from_predictions(
+        cls,
+        y_true: Any,
+        salience: Any,
+        *,
+        groups: Any = None,
+        thresholds: Any = None,
+        threshold: float | None = None,
+        intervals: pd.DataFrame | None = None,
+        name: str | None = None,
+        ax: Any = None,
+    ) -> SweepDisplay:
+        """Sweep the predictions (see :func:`~truss_lab.evaluate._sweep.sweep`) and plot."""
+        from truss_lab.evaluate._sweep import sweep
+
+        df = sweep(y_true, salience, groups=groups, thresholds=thresholds)
+        return cls.from_sweep(df, threshold=threshold, intervals=intervals, name=name, ax=ax)
+
+    def plot(self, ax: Any = None) -> SweepDisplay:
+        """Draw on ``ax`` (new figure when None).
+
+        Sets ``ax_``, ``ax2_`` (secondary axis), ``figure_`` and ``lines_`` (by metric).
+        """
+        ax = _axes(ax)
+        df = self.sweep.sort_values("threshold")
+        t = df["threshold"].to_numpy()
+        self.lines_ = {}
+        for metric, style in (("precision", "-"), ("recall", "--"), ("f1", "-.")):
+            (line,) = ax.plot(t, df[metric].to_numpy(), style, label=metric)
+            self.lines_[metric] = line
+            if self.intervals is not None and f"{metric}_low" in self.intervals.columns:
+                iv = self.intervals.sort_values("threshold")
+                ax.fill_between(
+                    iv["threshold"].to_numpy(),
+                    iv[f"{metric}_low"].to_numpy(),
+                    iv[f"{metric}_high"].to_numpy(),
+                    color=line.get_color(),
+                    alpha=0.2,
+                    label=f"{metric} CI",
+                )
+        ax.set_xlabel("salience threshold (kept when salience >= threshold)")
+        ax.set_ylabel("precision / recall / F1")
+        ax.set_ylim(-0.02, 1.02)
+        secondary = "kept_per_verdict" if "kept_per_verdict" in df.columns else "write_rate"
+        ax2 = ax.twinx()
+        (line2,) = ax2.plot(t, df[secondary].to_numpy(), ":", color="grey", label=secondary)
+        self.lines_[secondary] = line2
+        ax2.set_ylabel(secondary.replace("_", " "))
+        self.ax2_ = ax2
+        if self.threshold is not None and np.isfinite(self.threshold):
+            self.threshold_line_ = ax.axvline(
+                self.threshold, color="black", lw=1, label=f"chosen {self.threshold:.3g}"
+            )
+        handles, labels = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(handles + h2, labels + l2, loc="best", fontsize="small")
+        if self.name:
+            ax.set_title(self.name)
+        self.ax_ = ax
+        self.figure_ = ax.figure
+        return self
+
+
+class PrecisionRecallDisplay:
+    """Precision-recall curve (precision on y, recall on x), as a step plot."""
+
+    def __init__(
+        self,
+        precision: Any,
+        recall: Any,
+        *,
+        average_precision: float | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.precision = np.asarray(precision, dtype=float)
+        self.recall = np.asarray(recall, dtype=float)
+        self.average_precision = average_precision
+        self.name = name
+
+    @classmethod
+    def from_sweep(
+        cls, sweep: pd.DataFrame, *, name: str | None = None, ax: Any = None
+    ) -> PrecisionRecallDisplay:
+        """Plot the curve of a sweep frame (thresholds descending, as sweep returns them)."""
+        df = sweep.sort_values("threshold", ascending=False)
+        return cls(df["precision"], df["recall"], name=name).plot(ax=ax)
+
+    @classmethod
+    def from_predictions(
+        cls, y_true: Any, salience: Any, *, name: str | None = None, ax: Any = None
+    ) -> PrecisionRecallDisplay:
+        """Sweep the predictions, compute average precision, plot."""
+        from truss_lab.evaluate._sweep import average_precision, sweep
+
+        df = sweep(y_true, salience)
+        ap = average_precision(y_true, salience)
+        return cls(df["precision"], df["recall"], average_precision=ap, name=name).plot(ax=ax)
+
+    def plot(self, ax: Any = None) -> PrecisionRecallDisplay:
+        """Draw on ``ax``; sets ``ax_``, ``figure_``, ``line_``."""
+        ax = _axes(ax)
+        label = self.name or "extractor"
+        if self.average_precision is not None:
+            label += f" (AP = {self.average_precision:.3f})"
+        (self.line_,) = ax.plot(self.recall, self.precision, drawstyle="steps-post", label=label)
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision")
+        ax.set_xlim(-0.01, 1.01)
+        ax.set_ylim(-0.01, 1.01)
+        ax.legend(loc="lower left")
+        self.ax_ = ax
+        self.figure_ = ax.figure
+        return self
+
+
+class CalibrationDisplay:
+    """Reliability diagram with the count of candidates per bin (bars, second axis)."""
+
+    def __init__(self, table: pd.DataFrame, *, name: str | None = None) -> None:
+        self.table = table
+        self.name = name
+
+    @classmethod
+    def from_predictions(
+        cls,
+        y_true: Any,
+        prob: Any,
+        *,
+        n_bins: int = 10,
+        strategy: str = "uniform",
+        name: str | None = None,
+        ax: Any = None,
+    ) -> CalibrationDisplay:
+        """Bin with :func:`~truss_lab.evaluate._calibration.reliability_table` and plot."""
+        from truss_lab.evaluate._calibration import reliability_table
+
+        table = reliability_table(y_true, prob, n_bins=n_bins, strategy=strategy)  # type: ignore[arg-type]
+        return cls(table, name=name).plot(ax=ax)
+
+    def plot(self, ax: Any = None) -> CalibrationDisplay:
+        """Draw on ``ax``; sets ``ax_``, ``ax2_`` (counts), ``figure_``, ``line_``, ``bars_``."""
+        ax = _axes(ax)
+        full = self.table[self.table["count"] > 0]
+        ax.plot([0, 1], [0, 1], ":", color="grey", label="perfectly calibrated")
+        (self.line_,) = ax.plot(
+            full["mean_predicted"], full["observed_frequency"], "s-", label=self.name or "salience"
+        )
+        ax.set_xlabel("mean predicted probability (salience)")
+        ax.set_ylabel("observed frequency of useful lessons")
+        ax.set_xlim(-0.01, 1.01)
+        ax.set_ylim(-0.01, 1.01)
+        ax2 = ax.twinx()
+        width = (self.table["upper"] - self.table["lower"]).to_numpy()
+        self.bars_ = ax2.bar(
+            self.table["lower"].to_numpy(),
+            self.table["count"].to_numpy(),
+            width=width,
+            align="edge",
+            alpha=0.2,
+            color="grey",
+            label="count",
+        )
+        ax2.set_ylabel("candidates per bin")
+        ax.legend(loc="upper left")
+        self.ax_, self.ax2_, self.figure_ = ax, ax2, ax.figure
+        return self
+
+
+class ComparisonDisplay:
+    """Differences B - A with their bootstrap intervals, one panel row per metric."""
+
+    def __init__(self, result: Any, *, row: int = 0) -> None:
+        self.result = result
+        self.row = row
+
+    @classmethod
+    def from_result(cls, result: Any, *, row: int = 0, ax: Any = None) -> ComparisonDisplay:
+        """Plot a :class:`~truss_lab.evaluate._compare.ComparisonResult` (threshold row ``row``)."""
+        return cls(result, row=row).plot(ax=ax)
+
+    def plot(self, ax: Any = None) -> ComparisonDisplay:
+        """Draw on ``ax``; sets ``ax_``, ``figure_``, ``errorbar_``."""
+        from truss_lab.evaluate._compare import DELTA_METRICS
+
+        ax = _axes(ax)
+        r = self.result.table.iloc[self.row]
+        est = np.array([r[f"delta_{m}"] for m in DELTA_METRICS], dtype=float)
+        lo = np.array([r[f"delta_{m}_low"] for m in DELTA_METRICS], dtype=float)
+        hi = np.array([r[f"delta_{m}_high"] for m in DELTA_METRICS], dtype=float)
+        y = np.arange(len(DELTA_METRICS))
+        err = np.vstack([est - lo, hi - est])
+        self.errorbar_ = ax.errorbar(est, y, xerr=np.nan_to_num(err), fmt="o", capsize=4)
+        ax.axvline(0.0, color="grey", lw=1)
+        ax.set_yticks(y, [m.replace("_", " ") for m in DELTA_METRICS])
+        a, b = self.result.names
+        ax.set_xlabel(f"{b} - {a} (paired verdict bootstrap, {self.result.confidence:.0%} CI)")
+        ax.set_title(
+            f"McNemar p = {r['mcnemar_p']:.3g} "
+            f"(thresholds {r['threshold_a']:.3g} / {r['threshold_b']:.3g})"
+        )
+        self.ax_ = ax
+        self.figure_ = ax.figure
+        return self

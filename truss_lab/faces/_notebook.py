@@ -1,0 +1,176 @@
+"""Small helpers the notebooks call: load the bundled sample, run its extractions.
+
+Every helper is a short sequence of public library calls (the notebooks show
+which), so a researcher can do the same with their own data. Each one is
+idempotent: re-running a notebook cell adds nothing to the database.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from ..core._config import MemoryConfig
+from ..core._errors import BadInputError, StoreError
+from ..extract._batch import ExtractionRun, run_extraction
+from ..extract._extraction import Extractor
+from ..ingest._ingest import ingest_completions, ingest_labels
+from ..journal._ledger import import_journal
+from ..store._store import Store
+
+__all__ = [
+    "SAMPLE",
+    "SAMPLE_EXTRACTORS",
+    "copy_store",
+    "load_sample",
+    "run_sample_extractions",
+    "sample_run_id",
+    "verdict_payloads",
+]
+
+#: The bundled synthetic sample (see ``datasets/sample/DATASHEET.md``).
+SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample"
+
+#: The two recorded extractors of the sample, then the model-free baseline.
+SAMPLE_EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1", "heuristic-v1")
+
+
+def _scratch_dir(prefix: str) -> Path:
+    """A new temporary folder, removed when the Python process (the kernel) exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def _sample_dir(sample: str | os.PathLike[str] | None) -> Path:
+    path = Path(sample) if sample is not None else SAMPLE
+    missing = [n for n in ("journal.jsonl", "keys.json", "completions.jsonl", "labels.csv")
+               if not (path / n).is_file()]
+    if missing:
+        raise BadInputError(
+            f"not a sample folder: missing {', '.join(missing)} (expected the layout of "
+            "datasets/sample/)", source=str(path),
+        )
+    return path
+
+
+def load_sample(
+    db_path: str | os.PathLike[str] | None = None,
+    *,
+    sample: str | os.PathLike[str] | None = None,
+) -> Store:
+    """Open ``db_path`` and ingest the sample.
+
+    Without ``db_path`` the database is a new file in a temporary folder that
+    is deleted when the Python process (the notebook's kernel) exits; pass a
+    path to keep it.
+
+    Imports the signed journal (verified as it is read), the recorded
+    completions and the gold labels. Idempotent: calling it again on the same
+    file adds nothing. Equivalent to ``Store(db)``, ``import_journal``,
+    ``ingest_completions`` and ``ingest_labels``.
+    """
+    src = _sample_dir(sample)
+    if db_path is None:
+        # A fresh folder per call, so notebooks run side by side never share a file.
+        db_path = _scratch_dir("truss_lab_sample_") / "sample.duckdb"
+    store = Store(db_path)
+    try:
+        import_journal(store, src / "journal.jsonl", keyring=src / "keys.json")
+        for report in (ingest_completions(store, src / "completions.jsonl"),
+                       ingest_labels(store, src / "labels.csv")):
+            if report.errors:
+                raise BadInputError(
+                    f"{len(report.errors)} bad line(s) in the sample; the first: "
+                    f"{report.errors[0]}", source=report.source,
+                )
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def sample_run_id(extractor_id: str, policy: str = "model-scored",
+                  min_salience: float = 0.70) -> str:
+    """The deterministic run id :func:`run_sample_extractions` gives an extractor."""
+    return f"sample-{extractor_id}-{policy}-{min_salience:.2f}"
+
+
+def _extractor(store: Store, extractor_id: str) -> Extractor:
+    if extractor_id == "heuristic-v1":
+        return Extractor.heuristic()
+    have = store.sql("SELECT count(*) FROM completions WHERE extractor = ?",
+                     [extractor_id]).fetchall()[0][0]
+    if not have:
+        raise BadInputError(
+            f"no recorded completions for extractor {extractor_id!r} (the sample has "
+            f"{', '.join(SAMPLE_EXTRACTORS[:2])}; heuristic-v1 needs none)",
+            field="extractors",
+        )
+    return Extractor.replay(store, extractor_id)
+
+
+def run_sample_extractions(
+    store: Store,
+    *,
+    extractors: Sequence[str] = SAMPLE_EXTRACTORS,
+    policy: str = "model-scored",
+    min_salience: float = 0.70,
+    write_memory: bool = True,
+) -> dict[str, ExtractionRun]:
+    """One extraction run per extractor over every verdict; returns runs by extractor id.
+
+    Recorded extractors are replayed from the store's completions (no model is
+    called); ``heuristic-v1`` is the model-free baseline. Run ids come from
+    :func:`sample_run_id`, and a run that already exists is resumed (a finished
+    one adds nothing), so this is idempotent. Each run is
+    ``run_extraction(store, extractor, MemoryConfig(...), run_id=...)``.
+    """
+    config = MemoryConfig(lesson_extraction=policy, extraction_min_salience=min_salience)
+    out: dict[str, ExtractionRun] = {}
+    for ex_id in extractors:
+        run_id = sample_run_id(ex_id, config.lesson_extraction.value, min_salience)
+        exists = bool(store.sql("SELECT count(*) FROM extraction_runs WHERE run_id = ?",
+                                [run_id]).fetchall()[0][0])
+        out[ex_id] = run_extraction(
+            store, _extractor(store, ex_id), config, run_id=run_id, resume=exists,
+            progress=False, write_memory=write_memory,
+        )
+    return out
+
+
+def verdict_payloads(store: Store) -> pd.DataFrame:
+    """Every stored verdict: ``verdict_seq``, ``verdict_hash`` and its ``payload`` (JSON text).
+
+    The ``verdicts`` argument of :func:`truss_lab.score._junk.junk_flags`.
+    """
+    return store.sql(
+        "SELECT seq AS verdict_seq, hash AS verdict_hash, payload::VARCHAR AS payload "
+        "FROM journal WHERE kind = 'contract_verdict' ORDER BY seq"
+    ).df()
+
+
+def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Store:
+    """A writable copy of ``store`` in a new file (default: a temporary folder,
+    deleted when the process exits).
+
+    For experiments that must not touch the original, e.g. tampering with a
+    journal entry to watch the audit catch it. Uses DuckDB's
+    ``COPY FROM DATABASE``, so it works for in-memory stores too.
+    """
+    dest = Path(path) if path is not None else _scratch_dir("truss_lab_copy_") / "copy.duckdb"
+    if dest.exists():
+        raise StoreError(f"{dest} already exists; copy_store writes a new file")
+    src = store.con.execute("SELECT current_database()").fetchall()[0][0]
+    store.con.execute("ATTACH ? AS _truss_copy", [str(dest)])
+    try:
+        store.con.execute(f'COPY FROM DATABASE "{src}" TO _truss_copy')
+    finally:
+        store.con.execute("DETACH _truss_copy")
+    return Store(dest)

@@ -1,0 +1,537 @@
+"""Jupyter widgets over the library: threshold explorer, lesson browser, labelling.
+
+Each widget only wires library calls together (``sweep``, ``SweepDisplay``,
+``query_memory``, ``get_memory_entry``, ``get_entry``, ``verified_verdict``,
+``Store.append``); what it shows is something a researcher could compute in
+a cell. They are plain Python objects holding ipywidgets, so they are driven
+headlessly in tests (``explorer.set_threshold(0.8)``, ``labeller.label(True)``)
+and displayed in a notebook by ending a cell with the object.
+
+ipywidgets and matplotlib are imported lazily: ``pip install 'truss_lab[notebook]'``.
+Stable CSS classes (``truss-threshold-slider``, ``truss-metrics``,
+``truss-lesson-select``, ``truss-signature-ok``/``-bad``, ``truss-label-useful`` …)
+let browser tests find the parts.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..core._errors import BadInputError, TrussLabError
+from ..store._store import Store
+
+__all__ = ["LabellingWidget", "LessonBrowser", "ThresholdExplorer"]
+
+_HINT = "pip install 'truss_lab[notebook]'"
+
+
+def _widgets() -> Any:
+    try:
+        import ipywidgets
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"the notebook widgets need ipywidgets: {_HINT}") from exc
+    return ipywidgets
+
+
+def _display(widget: Any) -> None:
+    from IPython.display import display
+
+    display(widget)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float | np.floating):
+        return "nan" if math.isnan(v) else f"{v:.3f}"
+    return str(v)
+
+
+def _table_html(df: pd.DataFrame, css: str) -> str:
+    # to_html escapes cell text by default; lesson texts are model output.
+    return df.to_html(index=False, classes=css, float_format=lambda v: f"{v:.3f}",
+                      na_rep="", border=0)
+
+
+# -- ThresholdExplorer --------------------------------------------------------------
+
+
+class ThresholdExplorer:
+    """A salience slider over labelled candidates: metrics, a sweep plot, lessons at the cut.
+
+    ``candidates`` is e.g. ``labelled_candidates(store, run_id)``: one row per
+    candidate with ``score_col`` (salience), ``label_col`` (1 useful / 0 not;
+    unlabelled rows, ``<NA>``, are left out) and ``groups_col`` (the verdict).
+    Moving the slider (or :meth:`set_threshold`) recomputes :attr:`metrics`
+    (``sweep`` at that one threshold), moves the threshold line of the
+    ``SweepDisplay`` and refills :attr:`above` / :attr:`below`, the ``n_rows``
+    lessons nearest the cut on each side.
+    """
+
+    def __init__(
+        self,
+        candidates: pd.DataFrame,
+        *,
+        groups_col: str = "verdict_hash",
+        score_col: str = "salience",
+        label_col: str = "label",
+        text_col: str = "text",
+        initial: float = 0.70,
+        n_rows: int = 5,
+        plot: bool = True,
+    ) -> None:
+        from ..evaluate._sweep import sweep
+
+        missing = [c for c in (groups_col, score_col, label_col) if c not in candidates.columns]
+        if missing:
+            raise BadInputError(
+                f"candidates lack column(s) {', '.join(missing)}; expected e.g. the frame of "
+                "labelled_candidates(store, run_id)", field=missing[0],
+            )
+        w = _widgets()
+        lab = pd.to_numeric(candidates[label_col], errors="coerce")
+        keep = lab.notna().to_numpy()
+        df = candidates.loc[keep].reset_index(drop=True)
+        self.candidates = df
+        self.groups_col, self.score_col, self.label_col = groups_col, score_col, label_col
+        self.text_col = text_col if text_col in df.columns else None
+        self.n_rows = int(n_rows)
+        self._y = lab[keep].to_numpy(dtype=np.int64)
+        self._s = df[score_col].to_numpy(dtype=np.float64)
+        self._g = df[groups_col].to_numpy()
+        self.sweep = sweep(self._y, self._s, groups=self._g)
+        finite = self._s[np.isfinite(self._s)]
+        lo = float(min(0.0, finite.min())) if finite.size else 0.0
+        hi = float(max(1.0, finite.max())) if finite.size else 1.0
+        self.slider = w.FloatSlider(
+            value=float(np.clip(initial, lo, hi)), min=lo, max=hi, step=0.01,
+            description="min salience", continuous_update=False, readout_format=".2f",
+            style={"description_width": "initial"},
+            layout=w.Layout(width="60%"),
+        )
+        self.slider.add_class("truss-threshold-slider")
+        self.metrics_html = w.HTML()
+        self.metrics_html.add_class("truss-metrics")
+        self.above_html = w.HTML()
+        self.above_html.add_class("truss-above")
+        self.below_html = w.HTML()
+        self.below_html.add_class("truss-below")
+        self.plot_image = w.Image(format="png", layout=w.Layout(max_width="720px"))
+        self.plot_image.add_class("truss-sweep-plot")
+        self.display_: Any = None
+        self._figure: Any = None
+        if plot:
+            self._make_plot()
+        parts = [self.slider, self.metrics_html]
+        if plot:
+            parts.append(self.plot_image)
+        parts.append(w.HBox([
+            w.VBox([w.HTML("<b>just above the cut (kept)</b>"), self.above_html]),
+            w.VBox([w.HTML("<b>just below the cut (dropped)</b>"), self.below_html]),
+        ]))
+        self.widget = w.VBox(parts)
+        self.widget.add_class("truss-threshold-explorer")
+        self.metrics: dict[str, float] = {}
+        self.above = pd.DataFrame()
+        self.below = pd.DataFrame()
+        self.slider.observe(self._on_change, names="value")
+        self._update(self.slider.value)
+
+    # -- wiring --------------------------------------------------------------------
+
+    @property
+    def threshold(self) -> float:
+        """The current threshold (the slider's value)."""
+        return float(self.slider.value)
+
+    def set_threshold(self, t: float) -> ThresholdExplorer:
+        """Move the slider to ``t`` (clipped to its range); updates everything."""
+        self.slider.value = float(np.clip(t, self.slider.min, self.slider.max))
+        return self
+
+    def _on_change(self, change: dict[str, Any]) -> None:
+        self._update(float(change["new"]))
+
+    def _update(self, t: float) -> None:
+        from ..evaluate._sweep import UndefinedMetricWarning, sweep
+
+        with warnings.catch_warnings():
+            # Degenerate labels already warned once, from the full sweep in __init__.
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            row = sweep(self._y, self._s, groups=self._g, thresholds=[t]).iloc[0]
+        self.metrics = {k: (float(v) if k not in ("kept", "tp", "fp", "fn") else int(v))
+                        for k, v in row.items()}
+        self.metrics_html.value = self._metrics_markup()
+        self.above, self.below = self._near_cut(t)
+        # The tables show what a reader needs at a glance; the frames keep the keys.
+        shown = [c for c in (self.text_col, self.score_col, self.label_col, "verdict_seq")
+                 if c is not None and c in self.above.columns]
+        self.above_html.value = _table_html(self.above[shown], "truss-above-table")
+        self.below_html.value = _table_html(self.below[shown], "truss-below-table")
+        if self.display_ is not None:
+            line = getattr(self.display_, "threshold_line_", None)
+            if line is not None:
+                line.set_xdata([t, t])
+                line.set_label(f"threshold {t:.2f}")
+                ax, ax2 = self.display_.ax_, self.display_.ax2_
+                h1, l1 = ax.get_legend_handles_labels()
+                h2, l2 = ax2.get_legend_handles_labels()
+                ax.legend(h1 + h2, l1 + l2, loc="best", fontsize="small")
+            self._render()
+
+    def _near_cut(self, t: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+        cols = [c for c in (self.text_col, self.score_col, self.label_col, "verdict_seq",
+                            self.groups_col, "lesson_index")
+                if c is not None and c in self.candidates.columns]
+        cols = list(dict.fromkeys(cols))
+        view = self.candidates[cols]
+        s = self._s
+        with np.errstate(invalid="ignore"):
+            kept = s >= t
+        up = np.flatnonzero(kept)
+        up = up[np.argsort(s[up], kind="stable")][: self.n_rows]
+        down = np.flatnonzero(~kept & np.isfinite(s))
+        down = down[np.argsort(-s[down], kind="stable")][: self.n_rows]
+        return view.iloc[up].reset_index(drop=True), view.iloc[down].reset_index(drop=True)
+
+    def _metrics_markup(self) -> str:
+        m = self.metrics
+        items = [("threshold", m["threshold"]), ("precision", m["precision"]),
+                 ("recall", m["recall"]), ("F1", m["f1"]), ("kept", m["kept"]),
+                 ("kept per verdict", m.get("kept_per_verdict", float("nan"))),
+                 ("write rate", m["write_rate"])]
+        cells = "".join(
+            f"<td data-metric='{html.escape(k)}' style='padding:0 1.2em 0 0'>"
+            f"<b>{html.escape(k)}</b><br>"
+            f"{html.escape(_fmt(v))}</td>" for k, v in items
+        )
+        return f"<table class='truss-metrics-table'><tr>{cells}</tr></table>"
+
+    def _make_plot(self) -> None:
+        try:
+            from matplotlib.figure import Figure
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(f"the threshold plot needs matplotlib: {_HINT}") from exc
+        from ._display import SweepDisplay
+
+        # A bare Figure (not pyplot): no global figure list, nothing shown twice inline.
+        self._figure = Figure(figsize=(7, 3.6), dpi=90, layout="constrained")
+        ax = self._figure.subplots()
+        self.display_ = SweepDisplay(self.sweep, threshold=self.slider.value,
+                                     name="threshold sweep").plot(ax=ax)
+
+    def _render(self) -> None:
+        buf = io.BytesIO()
+        self._figure.savefig(buf, format="png")
+        self.plot_image.value = buf.getvalue()
+
+    # -- display -------------------------------------------------------------------
+
+    def _ipython_display_(self) -> None:
+        _display(self.widget)
+
+    def __repr__(self) -> str:
+        m = self.metrics
+        return (f"ThresholdExplorer(threshold={self.threshold:.2f}, "
+                f"candidates={len(self.candidates)}, precision={_fmt(m.get('precision'))}, "
+                f"recall={_fmt(m.get('recall'))}, f1={_fmt(m.get('f1'))}, "
+                f"kept={m.get('kept')})")
+
+
+# -- LessonBrowser ------------------------------------------------------------------
+
+
+class LessonBrowser:
+    """Pick an unverified lesson and follow it back to the signed verdict that produced it.
+
+    Shows the lesson's governed provenance (``produced_by`` seq + hash,
+    sources, run, extractor), the verdict's journal entry (goal, outcome,
+    summary, checks) and whether that entry verifies now
+    (``verified_verdict``: hash, signature, link to its predecessor).
+    ``query`` defaults to ``MemoryQuery.unverified_lessons(limit=500)``.
+    """
+
+    def __init__(self, store: Store, *, query: Any = None, limit: int = 500) -> None:
+        from ..core._models import MemoryQuery
+        from ..store._memory import query_memory
+
+        w = _widgets()
+        self.store = store
+        q = query if query is not None else MemoryQuery.unverified_lessons(limit=limit)
+        self.lessons = query_memory(store, q).sort_values(
+            ["produced_by_seq", "extractor_id", "lesson_index"], kind="stable"
+        ).reset_index(drop=True)
+        options = [
+            (f"seq {int(r.produced_by_seq)} · {r.extractor_id} #{int(r.lesson_index)}: "
+             f"{str(r.text)[:70]}", r.entry_id)
+            for r in self.lessons[["produced_by_seq", "extractor_id", "lesson_index", "text",
+                                   "entry_id"]].itertuples()
+        ]
+        self._ids = {v for _, v in options}
+        self.select = w.Dropdown(options=options, description="lesson",
+                                 layout=w.Layout(width="95%"))
+        self.select.add_class("truss-lesson-select")
+        self.details = w.HTML()
+        self.details.add_class("truss-lesson-details")
+        self.widget = w.VBox([self.select, self.details])
+        self.widget.add_class("truss-lesson-browser")
+        self.entry: Any = None
+        self.journal_entry: dict[str, Any] | None = None
+        self.status: dict[str, Any] = {}
+        self.select.observe(lambda ch: self.show(ch["new"]), names="value")
+        if options:
+            self.show(self.select.value)
+        else:
+            self.details.value = "<p>No unverified lessons in this store (run an extraction).</p>"
+
+    def show(self, entry_id: str) -> LessonBrowser:
+        """Show lesson ``entry_id`` (also selects it in the dropdown)."""
+        from ..extract._extraction import verified_verdict
+        from ..journal._ledger import get_entry
+        from ..store._memory import get_memory_entry
+
+        if entry_id is None:
+            return self
+        entry = get_memory_entry(self.store, entry_id)
+        if entry is None:
+            raise BadInputError(f"no memory entry {entry_id!r}", field="entry_id")
+        if self.select.value != entry_id and entry_id in self._ids:
+            self.select.value = entry_id  # re-enters show() through the observer
+            return self
+        ref = entry.provenance.produced_by
+        self.entry = entry
+        self.journal_entry = get_entry(self.store, ref.seq)
+        try:
+            verified_verdict(self.store, ref)
+            self.status = {"ok": True, "reason": None,
+                           "message": f"verified: journal entry {ref.seq} has this hash, its "
+                           "Ed25519 signature is valid and it links to its predecessor"}
+        except TrussLabError as exc:
+            # verified_verdict speaks to extraction ("nothing was written"); here we only read.
+            msg = str(exc).removesuffix("; nothing was written")
+            self.status = {"ok": False, "message": f"FAILED: {msg}",
+                           "reason": getattr(exc, "reason", type(exc).__name__)}
+        self.details.value = self._markup()
+        return self
+
+    def _markup(self) -> str:
+        e = html.escape
+        p = self.entry.provenance
+        ok = self.status["ok"]
+        css = "truss-signature-ok" if ok else "truss-signature-bad"
+        color = "#2a7a2a" if ok else "#b00020"
+        status = (f"<p class='{css}' style='color:{color}'><b>"
+                  f"{'✔' if ok else '✘'} {e(self.status['message'])}</b></p>")
+        prov = pd.DataFrame({
+            "field": ["entry_id", "kind", "trust", "salience", "produced_by", "sources", "run_id",
+                      "extractor_id", "prompt_version", "created_at"],
+            "value": [self.entry.entry_id, self.entry.kind.value, self.entry.trust.value,
+                      _fmt(self.entry.salience), f"seq {p.produced_by.seq} · {p.produced_by.hash}",
+                      "; ".join(f"seq {s.seq} · {s.hash[:16]}…" for s in p.sources),
+                      p.run_id, p.extractor_id, p.prompt_version, p.created_at.isoformat()],
+        })
+        parts = [f"<h4>Lesson</h4><p>{e(self.entry.text)}</p>", status,
+                 "<h4>Provenance</h4>", _table_html(prov, "truss-provenance")]
+        j = self.journal_entry
+        if j is None:
+            parts.append(f"<p>journal entry {p.produced_by.seq} is missing</p>")
+        else:
+            pl = j["payload"] if isinstance(j["payload"], dict) else {}
+            head = (f"seq {j['seq']} · {j['kind']} · {j['ts']} · key {j['key_id']}<br>"
+                    f"hash {j['hash']}<br>prev {j['prev_hash']}")
+            summary = {k: pl.get(k) for k in ("contract_id", "run_id", "verdict", "goal",
+                                              "summary", "tags") if k in pl}
+            parts += ["<h4>Verdict journal entry</h4>", f"<p><code>{e(head)}</code></p>",
+                      _table_html(pd.DataFrame({"field": list(summary),
+                                                "value": [json.dumps(v) if isinstance(v, list)
+                                                          else str(v) for v in summary.values()]}),
+                                  "truss-verdict")]
+            checks = pl.get("checks")
+            if isinstance(checks, list) and checks:
+                parts += ["<h4>Checks</h4>", _table_html(pd.DataFrame(checks), "truss-checks")]
+        return "".join(parts)
+
+    def _ipython_display_(self) -> None:
+        _display(self.widget)
+
+    def __repr__(self) -> str:
+        cur = self.entry.entry_id if self.entry is not None else None
+        ok = self.status.get("ok")
+        return (f"LessonBrowser({len(self.lessons)} lessons, current={cur!r}, "
+                f"verified={ok})")
+
+
+# -- LabellingWidget ----------------------------------------------------------------
+
+
+class LabellingWidget:
+    """Label candidate lessons one at a time: Useful / Not useful / Skip.
+
+    A click appends one FORMATS.md §3 row (``verdict_hash``, ``extractor``,
+    ``lesson_index``, ``useful``, ``annotator``, source ``"widget"``,
+    ``labelled_at``) to the store's ``labels`` table and moves on. Labels are
+    never overwritten: a candidate this annotator already labelled keeps its
+    stored label (the widget says so), as ``ingest_labels`` does. With
+    ``skip_labelled`` (default) the session starts at the first candidate the
+    annotator has not labelled yet, so it resumes where it stopped.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        candidates: pd.DataFrame,
+        *,
+        annotator: str,
+        skip_labelled: bool = True,
+    ) -> None:
+        if not isinstance(annotator, str) or not annotator.strip():
+            raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
+                                field="annotator")
+        ex_col = "extractor_id" if "extractor_id" in candidates.columns else "extractor"
+        missing = [c for c in ("verdict_hash", ex_col, "lesson_index")
+                   if c not in candidates.columns]
+        if missing:
+            raise BadInputError(f"candidates lack column(s) {', '.join(missing)}",
+                                field=missing[0])
+        w = _widgets()
+        self.store = store
+        self.annotator = annotator.strip()
+        cols = [c for c in ("verdict_seq", "verdict_hash", ex_col, "lesson_index", "text",
+                            "salience") if c in candidates.columns]
+        self.candidates = candidates[cols].rename(columns={ex_col: "extractor"}).reset_index(
+            drop=True)
+        self.candidates["lesson_index"] = self.candidates["lesson_index"].astype("int64")
+        self.position = 0
+        self.written = 0
+        self.message = ""
+        if skip_labelled:
+            done = self._labelled_keys()
+            key = list(zip(self.candidates["verdict_hash"], self.candidates["extractor"],
+                           self.candidates["lesson_index"], strict=True))
+            todo = [i for i, k in enumerate(key) if k not in done]
+            self.position = todo[0] if todo else len(self.candidates)
+        self.card = w.HTML()
+        self.card.add_class("truss-label-card")
+        self.progress = w.HTML()
+        self.progress.add_class("truss-label-progress")
+        self.useful_button = w.Button(description="Useful", button_style="success",
+                                      icon="check")
+        self.useful_button.add_class("truss-label-useful")
+        self.not_useful_button = w.Button(description="Not useful", button_style="danger",
+                                          icon="times")
+        self.not_useful_button.add_class("truss-label-not-useful")
+        self.skip_button = w.Button(description="Skip")
+        self.skip_button.add_class("truss-label-skip")
+        self.useful_button.on_click(lambda _b: self.label(True))
+        self.not_useful_button.on_click(lambda _b: self.label(False))
+        self.skip_button.on_click(lambda _b: self.skip())
+        self.widget = w.VBox([
+            self.progress, self.card,
+            w.HBox([self.useful_button, self.not_useful_button, self.skip_button]),
+        ])
+        self.widget.add_class("truss-labelling-widget")
+        self._refresh()
+
+    def _labelled_keys(self) -> set[tuple[str, str, int]]:
+        rows = self.store.sql(
+            "SELECT verdict_hash, extractor, lesson_index FROM labels WHERE annotator = ?",
+            [self.annotator],
+        ).fetchall()
+        return {(h, e, int(i)) for h, e, i in rows}
+
+    @property
+    def done(self) -> bool:
+        """True when every candidate has been labelled or skipped."""
+        return self.position >= len(self.candidates)
+
+    @property
+    def current(self) -> dict[str, Any] | None:
+        """The candidate on show (a dict of its columns), or None when done."""
+        if self.done:
+            return None
+        return self.candidates.iloc[self.position].to_dict()
+
+    def label(self, useful: bool) -> bool:
+        """Label the current candidate and advance; True when a new row was written."""
+        from ..core._models import utcnow
+        from ..ingest._ingest import LABELS_SCHEMA
+
+        cur = self.current
+        if cur is None:
+            self.message = "nothing left to label"
+            self._refresh()
+            return False
+        row = pa.table({
+            "verdict_hash": [str(cur["verdict_hash"])],
+            "extractor": [str(cur["extractor"])],
+            "lesson_index": pa.array([int(cur["lesson_index"])], pa.int32()),
+            "useful": pa.array([1 if useful else 0], pa.int8()),
+            "annotator": [self.annotator],
+            "source": ["widget"],
+            "labelled_at": pa.array([utcnow()], LABELS_SCHEMA.field("labelled_at").type),
+        }, schema=LABELS_SCHEMA)
+        added = self.store.append(
+            "labels", row, key=["verdict_hash", "extractor", "lesson_index", "annotator"])
+        where = f"{cur['extractor']} #{cur['lesson_index']} of {str(cur['verdict_hash'])[:12]}…"
+        if added:
+            self.written += added
+            self.message = f"saved: {where} is {'useful' if useful else 'not useful'}"
+        else:
+            self.message = (f"{where} was already labelled by {self.annotator}; "
+                            "kept the stored label")
+        self.position += 1
+        self._refresh()
+        return bool(added)
+
+    def skip(self) -> None:
+        """Move on without writing a label."""
+        if not self.done:
+            self.position += 1
+            self.message = "skipped"
+        self._refresh()
+
+    def _verdict(self, vhash: str) -> dict[str, Any]:
+        rows = self.store.sql(
+            "SELECT payload::VARCHAR FROM journal WHERE hash = ?", [vhash]).fetchall()
+        return json.loads(rows[0][0]) if rows else {}
+
+    def _refresh(self) -> None:
+        e = html.escape
+        n = len(self.candidates)
+        self.progress.value = (
+            f"<p>{min(self.position + 1, n)} / {n} · annotator <b>{e(self.annotator)}</b> · "
+            f"{self.written} label(s) written this session"
+            + (f" · <i>{e(self.message)}</i>" if self.message else "") + "</p>")
+        cur = self.current
+        for b in (self.useful_button, self.not_useful_button, self.skip_button):
+            b.disabled = cur is None
+        if cur is None:
+            self.card.value = "<p><b>Done.</b> Every candidate has been labelled or skipped.</p>"
+            return
+        v = self._verdict(str(cur["verdict_hash"]))
+        checks = v.get("checks") if isinstance(v.get("checks"), list) else []
+        failed = [c for c in checks if isinstance(c, dict) and c.get("passed") is False]
+        sal = cur.get("salience")
+        self.card.value = (
+            f"<div><p style='font-size:1.1em'><b>{e(str(cur.get('text', '')))}</b></p>"
+            f"<p>salience {e(_fmt(sal))} · {e(str(cur['extractor']))} "
+            f"#{int(cur['lesson_index'])}</p>"
+            f"<p><i>verdict</i> {e(str(v.get('verdict', '?')))}: {e(str(v.get('goal', '')))}"
+            f"<br>{e(str(v.get('summary', '')))}</p>"
+            + "".join(f"<p>✘ {e(str(c.get('name')))}: {e(str(c.get('evidence')))}</p>"
+                      for c in failed)
+            + "</div>")
+
+    def _ipython_display_(self) -> None:
+        _display(self.widget)
+
+    def __repr__(self) -> str:
+        return (f"LabellingWidget(annotator={self.annotator!r}, position={self.position}/"
+                f"{len(self.candidates)}, written={self.written})")

@@ -1,0 +1,1 @@
+"""Governance: policy records, the threshold decision, the audit of ADR 0011's invariants."""

@@ -1,0 +1,253 @@
+"""The governed threshold decision: evidence in a signed journal entry, then a policy record.
+
+:func:`propose_threshold` turns a :class:`~truss_lab.evaluate._choose.ThresholdChoice`
+(or a run id, from which one is chosen) into a ``PolicyRecord(target=salience,
+settings={"extraction_min_salience": t}, trust=unverified)``. The evidence —
+which data (dataset hash, runs, a hash of the label rows), which objective,
+which verdict split, the metrics on train and held-out verdicts with their
+bootstrap intervals, and the interval of the threshold itself — goes into the
+``evidence`` of :func:`~truss_lab.govern._policies.write_policy`, so the record's
+provenance points at the one signed ``policy_record`` entry that holds it and
+``verify_chain`` covers it (ADR 0011, invariant 8). The new record supersedes
+the current salience record. Nothing applies it (invariant 6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core._errors import BadInputError, PolicyError
+from ..core._models import Policy, PolicyRecord, PolicyTarget, Trust
+from ..evaluate._choose import ThresholdChoice
+from ..evaluate._evaluate import (
+    choose_run_threshold,
+    objective_spec,
+    parse_objective,
+    run_info,
+    run_labels,
+    scored_candidates,
+)
+from ..evaluate._objective import Objective
+from ..journal._journal import SigningKey
+from ..store._store import Store
+from ._policies import write_policy
+
+__all__ = ["EVIDENCE_KIND", "json_safe", "labels_hash", "propose_threshold", "threshold_evidence"]
+
+#: ``evidence["kind"]`` of a threshold decision.
+EVIDENCE_KIND = "salience_threshold_decision"
+
+_DIGITS = 6
+_MAX_SAFE = 2**53 - 1
+
+
+def json_safe(value: Any, *, digits: int = _DIGITS) -> Any:
+    """``value`` with numpy scalars made plain, floats rounded to ``digits`` significant
+    decimals, and ``None`` for what RFC 8785 JSON cannot carry faithfully: NaN,
+    infinity, integers beyond 2^53 and floats it would write as such integers."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v, digits=digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray, pd.Index, pd.Series)):
+        return [json_safe(v, digits=digits) for v in list(value)]
+    if value is None or value is pd.NA or isinstance(value, (bool, np.bool_)):
+        return None if value is None or value is pd.NA else bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value) if abs(int(value)) <= _MAX_SAFE else None
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        if not math.isfinite(f):
+            return None
+        f = float(f"{f:.{digits}g}") if f else 0.0
+        # JCS writes integral doubles below 1e21 as plain integers; past 2^53 a
+        # strict reader refuses those, so they cannot go into the journal.
+        return None if _MAX_SAFE < abs(f) < 1e21 and f.is_integer() else f
+    if isinstance(value, str):
+        return value
+    return str(value)
+
+
+def labels_hash(
+    store: Store, run_ids: Sequence[str], *, labels: Any = None, score: str = "salience"
+) -> tuple[str, int]:
+    """``(sha256 hex, n_rows)`` over the label rows a decision on ``run_ids`` used.
+
+    The rows are those of the labelled, untied valid candidates of the runs,
+    written as FORMATS.md §3 CSV lines ``verdict_hash,extractor,lesson_index,useful,
+    annotator`` (empty annotator when none), sorted, joined by ``\\n``.
+    """
+    keys = pd.concat(
+        [scored_candidates(store, r, labels=labels, score=score)[
+            ["verdict_hash", "extractor_id", "lesson_index"]] for r in run_ids],
+        ignore_index=True,
+    ).drop_duplicates()
+    keys = keys.rename(columns={"extractor_id": "extractor"})
+    lab = run_labels(store, labels)
+    lab = lab.assign(
+        verdict_hash=lab["verdict_hash"].astype(str),
+        extractor=lab["extractor"].astype(str),
+        lesson_index=pd.to_numeric(lab["lesson_index"]).astype("int64"),
+    )
+    keys["verdict_hash"] = keys["verdict_hash"].astype(str)
+    keys["extractor"] = keys["extractor"].astype(str)
+    keys["lesson_index"] = keys["lesson_index"].astype("int64")
+    used = lab.merge(keys, on=["verdict_hash", "extractor", "lesson_index"], how="inner")
+    ann = used["annotator"].astype("string").fillna("") if "annotator" in used else ""
+    lines = (used["verdict_hash"] + "," + used["extractor"] + ","
+             + used["lesson_index"].astype(str) + ","
+             + pd.to_numeric(used["useful"]).astype("int64").astype(str) + "," + ann)
+    text = "\n".join(sorted(lines.astype(str).tolist()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(used)
+
+
+def _interval_map(table: pd.DataFrame | None, at: float | None = None) -> dict[str, Any]:
+    """``{metric: [low, high]}`` from a bootstrap table row (the one at ``at`` if given)."""
+    if table is None or table.empty:
+        return {}
+    if at is None:
+        row = table.iloc[0]
+    else:
+        hit = np.flatnonzero(np.isclose(table["threshold"].to_numpy(), at, rtol=0, atol=1e-12))
+        if not len(hit):
+            return {}
+        row = table.iloc[int(hit[0])]
+    out = {}
+    for col in table.columns:
+        if col.endswith("_low"):
+            m = col[: -len("_low")]
+            out[m] = [row[col], row.get(f"{m}_high", np.nan)]
+    return out
+
+
+def threshold_evidence(
+    store: Store,
+    choice: ThresholdChoice,
+    *,
+    run_ids: Sequence[str],
+    objective: Objective | None = None,
+    labels: Any = None,
+    score: str = "salience",
+) -> dict[str, Any]:
+    """The JSON-safe evidence of a threshold decision (what :func:`propose_threshold` signs).
+
+    Keys: ``kind``, ``setting``, ``threshold``, ``threshold_interval``,
+    ``objective`` (spec), ``score``, ``run_ids``, ``runs`` (id, extractor,
+    dataset hash, status), ``dataset_hash`` (the runs' common dataset hash, or
+    the sorted distinct hashes when they differ), ``labels_hash``,
+    ``n_label_rows``, ``split``, ``train`` / ``test`` (metrics at the
+    threshold), ``train_intervals`` / ``test_intervals`` (bootstrap
+    ``[low, high]`` per metric) and ``bootstrap`` (n_boot, confidence).
+    """
+    runs = []
+    for rid in run_ids:
+        info = run_info(store, rid)
+        if info.get("status") != "finished":
+            raise BadInputError(
+                f"run {rid!r} is {info.get('status')!r}; a decision needs finished runs",
+                field="run_ids")
+        runs.append({"run_id": rid, "extractor_id": info["extractor_id"],
+                     "dataset_hash": info["dataset_hash"], "status": info["status"],
+                     "scorer": info.get("scorer")})
+    hashes = sorted({str(r["dataset_hash"]) for r in runs})
+    lab_hash, n_rows = labels_hash(store, run_ids, labels=labels, score=score)
+    boot = choice.bootstrap
+    spec: dict[str, Any] = (objective_spec(objective) if objective is not None
+                            else {"description": choice.objective})
+    evidence = {
+        "kind": EVIDENCE_KIND,
+        "setting": "extraction_min_salience",
+        "threshold": choice.threshold,
+        "threshold_interval": (list(choice.threshold_interval)
+                               if choice.threshold_interval is not None else None),
+        "objective": spec,
+        "score": score,
+        "run_ids": list(run_ids),
+        "runs": runs,
+        "dataset_hash": hashes[0] if len(hashes) == 1 else hashes,
+        "labels_hash": lab_hash,
+        "n_label_rows": n_rows,
+        "split": dict(choice.split),
+        "train": dict(choice.train),
+        "test": dict(choice.test),
+        "train_intervals": _interval_map(boot.table if boot is not None else None,
+                                         at=choice.threshold),
+        "test_intervals": _interval_map(choice.test_intervals),
+        "bootstrap": ({"n_boot": boot.n_boot, "confidence": boot.confidence,
+                       "random_state": boot.random_state, "by": "verdict"}
+                      if boot is not None else None),
+    }
+    safe = json_safe(evidence)
+    # The threshold is written exactly (a finite double is RFC 8785 safe): rounding
+    # it could move the gate past a candidate's salience and change what it keeps.
+    safe["threshold"] = float(choice.threshold)
+    return safe
+
+
+def propose_threshold(
+    store: Store,
+    choice_or_run: ThresholdChoice | str,
+    key: SigningKey,
+    *,
+    run_ids: Sequence[str] | None = None,
+    objective: str | Objective | None = None,
+    labels: Any = None,
+    score: str = "salience",
+    policy_id: str = "extraction_min_salience",
+    test_size: float | int = 0.3,
+    random_state: Any = 0,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+) -> PolicyRecord:
+    """Sign the evidence of a threshold choice into the journal and record it as an
+    unverified ``salience`` policy that supersedes the current one.
+
+    ``choice_or_run`` is a :class:`ThresholdChoice` (then ``run_ids`` names the
+    runs it was computed from; ``objective``, if given, must be the one it used) or
+    a run id (the choice is made here with :func:`choose_run_threshold`, the
+    ``objective`` — default ``"f1"`` — and the split / bootstrap options).
+    Returns the new :class:`PolicyRecord`; its ``provenance.produced_by`` is the signed
+    ``policy_record`` entry whose ``payload["evidence"]`` is
+    :func:`threshold_evidence`. Nothing applies it.
+    """
+    obj = parse_objective(objective) if objective is not None else None
+    if isinstance(choice_or_run, str):
+        obj = obj or parse_objective("f1")
+        run_ids = list(run_ids) if run_ids is not None else [choice_or_run]
+        if choice_or_run not in run_ids:
+            raise BadInputError(
+                f"run_ids {run_ids} must include the run the choice is made on "
+                f"({choice_or_run!r})", field="run_ids")
+        choice = choose_run_threshold(
+            store, choice_or_run, objective=obj, labels=labels, score=score,
+            test_size=test_size, random_state=random_state, n_boot=n_boot,
+            confidence=confidence,
+        )
+    elif isinstance(choice_or_run, ThresholdChoice):
+        if not run_ids:
+            raise BadInputError("run_ids must name the run(s) the choice was computed from",
+                                field="run_ids")
+        run_ids = list(run_ids)
+        choice = choice_or_run
+        if obj is not None and obj.describe() != choice.objective:
+            raise BadInputError(
+                f"objective {obj.describe()!r} is not the one the choice used "
+                f"({choice.objective!r})", field="objective")
+    else:
+        raise BadInputError(
+            f"expected a ThresholdChoice or a run id, got {type(choice_or_run).__name__}",
+            field="choice_or_run")
+    if not math.isfinite(choice.threshold) or not 0.0 <= choice.threshold <= 1.0:
+        raise PolicyError(
+            f"the choice gives threshold {choice.threshold!r} ({choice.objective}); "
+            "expected a number in [0, 1], so nothing is proposed")
+    evidence = threshold_evidence(store, choice, run_ids=run_ids, objective=obj,
+                                  labels=labels, score=score)
+    policy = Policy(policy_id=policy_id, target=PolicyTarget.salience,
+                    settings={"extraction_min_salience": float(choice.threshold)})
+    return write_policy(store, policy, key, evidence=evidence, trust=Trust.unverified,
+                        run_id=run_ids[0] if len(run_ids) == 1 else None)

@@ -1,0 +1,2 @@
+"""Bringing data in: strict readers of completions and labels, their JSON Schemas,
+ingest into the store."""

@@ -1,0 +1,137 @@
+"""Loading the unchained formats (completions, labels) into the store.
+
+Bad lines are reported with their file, line and field; the good ones land
+in one transaction. A row whose key is already stored with other content is
+reported as a conflict and never overwrites what is there.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from ..core._errors import BadInputError
+from ..core._models import utcnow
+from ..store._store import Store
+from ._formats import read_completions, read_labels
+
+__all__ = ["IngestReport", "ingest_completions", "ingest_labels"]
+
+_TS = pa.timestamp("us", tz="UTC")
+
+COMPLETIONS_SCHEMA = pa.schema(
+    [
+        ("verdict_hash", pa.string()),
+        ("extractor", pa.string()),
+        ("model", pa.string()),
+        ("prompt_version", pa.string()),
+        ("request_hash", pa.string()),
+        ("text", pa.string()),
+        ("latency_ms", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("source", pa.string()),
+        ("recorded_at", _TS),
+    ]
+)
+
+LABELS_SCHEMA = pa.schema(
+    [
+        ("verdict_hash", pa.string()),
+        ("extractor", pa.string()),
+        ("lesson_index", pa.int32()),
+        ("useful", pa.int8()),
+        ("annotator", pa.string()),
+        ("source", pa.string()),
+        ("labelled_at", _TS),
+    ]
+)
+
+
+@dataclass
+class IngestReport:
+    """What an ingest of completions or labels did."""
+
+    source: str
+    rows_read: int
+    rows_added: int
+    rows_present: int
+    errors: list[BadInputError] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "rows_read": self.rows_read,
+            "rows_added": self.rows_added,
+            "rows_present": self.rows_present,
+            "errors": [str(e) for e in self.errors],
+        }
+
+
+def _frame(df: pd.DataFrame, schema: pa.Schema, extra: dict[str, Any]) -> pa.Table:
+    cols = {}
+    n = len(df)
+    for f in schema:
+        if f.name in extra:
+            cols[f.name] = pa.array([extra[f.name]] * n, f.type)
+        elif f.name in df.columns:
+            cols[f.name] = pa.array(df[f.name].astype(object).where(df[f.name].notna(), None),
+                                    f.type)
+        else:
+            cols[f.name] = pa.nulls(n, f.type)
+    return pa.table(cols, schema=schema)
+
+
+def _conflicts(store: Store, table: str, new: pa.Table, key: list[str], value: list[str],
+               source: str) -> list[BadInputError]:
+    store.con.register("_incoming", new)
+    try:
+        on = " AND ".join(f"t.{k} = n.{k}" for k in key)
+        differ = " OR ".join(f"t.{v} IS DISTINCT FROM n.{v}" for v in value)
+        rows = store.con.execute(
+            f"SELECT {', '.join('n.' + k for k in key)} FROM _incoming n JOIN {table} t "
+            f"ON {on} WHERE {differ} LIMIT 1000"
+        ).fetchall()
+    finally:
+        store.con.unregister("_incoming")
+    return [
+        BadInputError(
+            f"{dict(zip(key, r, strict=True))} is already stored with different content; "
+            "kept the stored row",
+            source=source, reason="conflict",
+        )
+        for r in rows
+    ]
+
+
+def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestReport:
+    """Load a FORMATS.md §2 completions file."""
+    source = str(path)
+    df, errors = read_completions(path)
+    new = _frame(df, COMPLETIONS_SCHEMA, {"source": source, "recorded_at": utcnow()})
+    key = ["verdict_hash", "extractor"]
+    n_read = len(df) + len(errors)
+    conflicts = _conflicts(store, "completions", new, key, ["text", "request_hash"], source)
+    with store.transaction():
+        added = store.append("completions", new, key=key)
+    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])
+
+
+def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
+    """Load a FORMATS.md §3 labels CSV."""
+    source = str(path)
+    df, errors = read_labels(path)
+    df = df.copy()
+    if "annotator" in df.columns:
+        df["annotator"] = df["annotator"].fillna("")
+    new = _frame(df, LABELS_SCHEMA, {"source": source, "labelled_at": utcnow()})
+    key = ["verdict_hash", "extractor", "lesson_index", "annotator"]
+    n_read = len(df) + len(errors)
+    conflicts = _conflicts(store, "labels", new, key, ["useful"], source)
+    with store.transaction():
+        added = store.append("labels", new, key=key)
+    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])

@@ -1,0 +1,42 @@
+"""JSON Schemas of the interchange formats and governed records (``truss-lab schema NAME``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..core._errors import BadInputError
+
+__all__ = ["SCHEMA_NAMES", "json_schema"]
+
+
+def _models() -> dict[str, type[BaseModel]]:
+    from ..core._config import MemoryConfig
+    from ..core._models import MemoryEntry, PolicyRecord
+    from ..journal._journal import JournalEntryModel, VerdictPayloadModel
+    from ._formats import CompletionRecordModel, LabelRecordModel
+
+    return {
+        "journal": JournalEntryModel,
+        "verdict": VerdictPayloadModel,
+        "completions": CompletionRecordModel,
+        "labels": LabelRecordModel,
+        "policy-record": PolicyRecord,
+        "memory-entry": MemoryEntry,
+        "config": MemoryConfig,
+    }
+
+
+SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "policy-record",
+                "memory-entry", "config")
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12, from pydantic) of format or record ``name``."""
+    models = _models()
+    if name not in models:
+        raise BadInputError(f"unknown schema {name!r}; expected one of {', '.join(models)}")
+    schema = models[name].model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

@@ -1,0 +1,335 @@
+"""The journal table: append, import a JSONL export, verify the stored chain.
+
+Verification itself is pure (:mod:`truss_lab.journal._journal`); this module feeds it
+columns from files and from DuckDB and decides what lands. A journal file is
+all-or-nothing unless ``keep_verified_prefix=True``; re-importing it is a
+no-op; a file that forks the stored chain is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+from ..core._canonical import canonical, loads_strict
+from ..core._errors import BadInputError, ChainError
+from ..core._models import LedgerRef, utcnow
+from ..store._store import Store
+from ._journal import (
+    GENESIS_HASH,
+    JournalColumns,
+    SigningKey,
+    VerifyReport,
+    build_entry,
+    load_keyring,
+    read_journal,
+    verify_columns,
+    verify_journal,
+)
+
+__all__ = [
+    "ImportReport",
+    "append_entries",
+    "append_entry",
+    "get_entry",
+    "import_journal",
+    "journal_head",
+    "stored_keyring",
+    "verify_chain",
+]
+
+JOURNAL_SCHEMA = pa.schema(
+    [
+        ("seq", pa.int64()),
+        ("kind", pa.string()),
+        ("ts", pa.string()),
+        ("key_id", pa.string()),
+        ("payload", pa.string()),
+        ("prev_hash", pa.string()),
+        ("hash", pa.string()),
+        ("signature", pa.string()),
+        ("recorded_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+class ImportReport(BaseModel):
+    """What an import did."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    source: str
+    """The file imported."""
+    entries_read: int
+    """Entries parsed from the file before any error."""
+    entries_added: int
+    """New entries written to the journal."""
+    entries_present: int
+    """Entries already in the journal (a re-import adds nothing)."""
+    head: LedgerRef | None
+    """The journal head after the import."""
+    verify: VerifyReport
+    """Verification of the file's entries (``ok`` False names the first bad one)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.verify.ok
+
+
+# -- keys -------------------------------------------------------------------
+
+
+def stored_keyring(store: Store) -> dict[str, bytes]:
+    """The public keys in signing_keys."""
+    rows = store.con.execute("SELECT key_id, public_key FROM signing_keys").fetchall()
+    return {k: base64.b64decode(v) for k, v in rows}
+
+
+def register_keys(store: Store, keyring: Mapping[str, bytes]) -> None:
+    """Add public keys; a key id already bound to a different key is refused."""
+    have = stored_keyring(store)
+    new = {}
+    for kid, pub in keyring.items():
+        if kid in have:
+            if have[kid] != pub:
+                raise BadInputError(
+                    f"key {kid!r} is already registered with a different public key",
+                    source="keyring", field=kid,
+                )
+            continue
+        new[kid] = pub
+    if new:
+        store.append(
+            "signing_keys",
+            pa.table(
+                {
+                    "key_id": list(new),
+                    "public_key": [base64.b64encode(v).decode("ascii") for v in new.values()],
+                    "added_at": pa.array([utcnow()] * len(new), pa.timestamp("us", tz="UTC")),
+                }
+            ),
+            key=["key_id"],
+        )
+
+
+# -- reading the stored chain -------------------------------------------------
+
+
+def journal_head(store: Store) -> LedgerRef | None:
+    """The last entry's ref, or ``None`` for an empty journal."""
+    rows = store.con.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchall()
+    return LedgerRef(seq=int(rows[0][0]), hash=rows[0][1]) if rows else None
+
+
+def journal_columns(store: Store, *, after_seq: int = 0) -> JournalColumns:
+    """Stored entries (seq > after_seq) as verification columns."""
+    t = store.con.sql(
+        "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash, hash, signature "
+        "FROM journal WHERE seq > ? ORDER BY seq",
+        params=[after_seq],
+    ).to_arrow_table()
+    return JournalColumns(
+        seq=t.column("seq").to_pylist(),
+        kind=t.column("kind").to_pylist(),
+        ts=t.column("ts").to_pylist(),
+        key_id=t.column("key_id").to_pylist(),
+        payload=t.column("payload").to_pylist(),
+        prev_hash=t.column("prev_hash").to_pylist(),
+        hash=t.column("hash").to_pylist(),
+        signature=t.column("signature").to_pylist(),
+    )
+
+
+def verify_chain(store: Store, *, workers: int | None = None) -> VerifyReport:
+    """Verify every stored entry: hash, chain link, sequence and Ed25519 signature.
+
+    The report names the first bad entry and why; it never raises for a bad
+    chain (call ``.raise_for_error()`` for that).
+    """
+    return verify_columns(journal_columns(store), stored_keyring(store), workers=workers)
+
+
+def get_entry(store: Store, seq: int) -> dict[str, Any] | None:
+    """One entry as a FORMATS.md §1 dict (payload parsed), or ``None``."""
+    rows = store.con.execute(
+        "SELECT seq, kind, ts, key_id, payload::VARCHAR, prev_hash, hash, signature "
+        "FROM journal WHERE seq = ?",
+        [seq],
+    ).fetchall()
+    row = rows[0] if rows else None
+    if row is None:
+        return None
+    keys = ("seq", "kind", "ts", "key_id", "payload", "prev_hash", "hash", "signature")
+    entry = dict(zip(keys, row, strict=True))
+    entry["payload"] = loads_strict(entry["payload"])
+    return entry
+
+
+# -- writing ------------------------------------------------------------------
+
+
+def append_entries(
+    store: Store,
+    kind: str,
+    payloads: Sequence[Any],
+    key: SigningKey,
+    *,
+    ts: datetime | None = None,
+) -> list[LedgerRef]:
+    """Sign and append entries after the current head, in one transaction."""
+    if not kind or not isinstance(kind, str):
+        raise BadInputError(f"journal kind must be a non-empty string, got {kind!r}", field="kind")
+    for i, p in enumerate(payloads):
+        if not isinstance(p, Mapping):
+            raise BadInputError(f"payload must be a JSON object, got {type(p).__name__}",
+                                field=f"payloads[{i}]")
+        try:
+            canonical(p)
+        except ValueError as exc:
+            raise BadInputError(str(exc), field=f"payloads[{i}]") from None
+    with store.transaction():
+        register_keys(store, {key.key_id: key.public_key})
+        head = journal_head(store)
+        seq, prev = (head.seq, head.hash) if head else (0, GENESIS_HASH)
+        when = ts or utcnow()
+        entries = []
+        for p in payloads:
+            seq += 1
+            e = build_entry(seq, kind, p, key, prev, when)
+            entries.append(e)
+            prev = e["hash"]
+        store.append("journal", _rows_from_columns(JournalColumns.from_entries(entries)),
+                     key=["seq"])
+    return [LedgerRef(seq=e["seq"], hash=e["hash"]) for e in entries]
+
+
+def append_entry(
+    store: Store, kind: str, payload: Any, key: SigningKey, *, ts: datetime | None = None
+) -> LedgerRef:
+    """Sign and append one entry; return its ref."""
+    return append_entries(store, kind, [payload], key, ts=ts)[0]
+
+
+def _keyring_arg(keyring: Mapping[str, bytes] | str | os.PathLike[str] | None) -> dict[str, bytes]:
+    if keyring is None:
+        return {}
+    if isinstance(keyring, Mapping):
+        return dict(keyring)
+    return load_keyring(keyring)
+
+
+def _slice(cols: JournalColumns, a: int, b: int) -> JournalColumns:
+    data: dict[str, list[Any]] = {k: v[a:b] for k, v in cols.to_pydict().items()}
+    return JournalColumns.from_mapping(data)
+
+
+def import_journal(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    keyring: Mapping[str, bytes] | str | os.PathLike[str] | None = None,
+    keep_verified_prefix: bool = False,
+) -> ImportReport:
+    """Import a FORMATS.md §1 JSONL export, verifying every entry as it is read.
+
+    Entries the journal already holds (same seq and hash) are skipped, so a
+    re-import is a no-op. An entry whose seq is stored with another hash is a
+    fork and is refused, always. Otherwise the file lands whole or not at all
+    and a bad file raises :class:`ChainError` naming the first bad line and
+    why; with ``keep_verified_prefix=True`` the entries before it land and the
+    report carries the error.
+    """
+    source = str(path)
+    if not Path(path).is_file():
+        raise BadInputError("no such journal file", source=source)
+    given = _keyring_arg(keyring)
+    have = stored_keyring(store)
+    for kid, pub in given.items():
+        if kid in have and have[kid] != pub:
+            raise BadInputError(
+                "key id is already registered with a different public key",
+                source=str(keyring), field=kid,
+            )
+    ring = {**have, **given}
+    parsed = read_journal(path)
+    cols = parsed.columns
+
+    # 1. Verify the whole file, the part the store already holds included: a
+    #    tampered line must never pass as "already present". The file follows
+    #    the stored entry before its first seq (or genesis).
+    head = journal_head(store)
+    start_prev: LedgerRef | None = None
+    if len(cols) and cols.seq[0] > 1 and head is not None:
+        before = store.con.execute(
+            "SELECT seq, hash FROM journal WHERE seq = ?", [cols.seq[0] - 1]).fetchall()
+        start_prev = LedgerRef(seq=before[0][0], hash=before[0][1]) if before else head
+    report = verify_journal(parsed, ring, prev=start_prev)
+    if not report.ok and not keep_verified_prefix:
+        raise ChainError(
+            f"{report.message if report.reason == 'malformed' else _where(source, report)} "
+            "(nothing was imported)",
+            seq=report.first_bad_seq, reason=report.reason or "malformed",
+            line=report.first_bad_line,
+        )
+    good = len(cols) if report.ok else report.entries_checked
+
+    # 2. Of the verified entries, those the store holds must be identical (they
+    #    are skipped); one with the same seq and another hash forks the chain,
+    #    which is refused whatever keep_verified_prefix says.
+    n_present = 0
+    if head is not None and good and cols.seq[0] <= head.seq:
+        stored = dict(store.con.execute(
+            "SELECT seq, hash FROM journal WHERE seq BETWEEN ? AND ?",
+            [cols.seq[0], head.seq],
+        ).fetchall())
+        while n_present < good and cols.seq[n_present] <= head.seq:
+            s = cols.seq[n_present]
+            if stored.get(s) != cols.hash[n_present]:
+                line = cols.line[n_present] if cols.line else None
+                raise ChainError(
+                    f"{source}, line {line}: fork: entry {s} differs from the stored entry "
+                    f"(stored hash {str(stored.get(s))[:16]}…, file {cols.hash[n_present][:16]}…); "
+                    "a journal that forks the stored chain is refused (nothing was imported)",
+                    seq=s, reason="fork", line=line,
+                )
+            n_present += 1
+    new = _slice(cols, n_present, good)
+
+    # 3. One transaction: the keys the new entries use, then the entries.
+    with store.transaction():
+        used = {k: ring[k] for k in set(new.key_id)}
+        register_keys(store, used)
+        if len(new):
+            store.append("journal", _rows_from_columns(new), key=["seq"])
+    return ImportReport(
+        source=source,
+        entries_read=len(cols),
+        entries_added=len(new),
+        entries_present=n_present,
+        head=journal_head(store),
+        verify=report,
+    )
+
+
+def _where(source: str, report: VerifyReport) -> str:
+    line = f", line {report.first_bad_line}" if report.first_bad_line else ""
+    return f"{source}{line}: seq {report.first_bad_seq}: {report.reason}: {report.message}"
+
+
+def _rows_from_columns(cols: JournalColumns) -> pa.Table:
+    n = len(cols)
+    return pa.table(
+        {
+            "seq": cols.seq, "kind": cols.kind, "ts": cols.ts, "key_id": cols.key_id,
+            "payload": cols.payload, "prev_hash": cols.prev_hash, "hash": cols.hash,
+            "signature": cols.signature, "recorded_at": [utcnow()] * n,
+        },
+        schema=JOURNAL_SCHEMA,
+    )

@@ -1,0 +1,1 @@
+"""Salience scoring functions, calibrators and junk-lesson detectors."""

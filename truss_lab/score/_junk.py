@@ -1,0 +1,527 @@
+"""Junk-lesson detectors: the usual complaints about memory systems, as columns.
+
+:func:`junk_flags` returns one boolean column per detector, aligned with the
+candidates passed in (same index, same order), so the flags drop straight into
+a sweep or a groupby. The detectors:
+
+``duplicate_in_verdict``
+    a near-duplicate of an earlier lesson for the same verdict (same run);
+``duplicate_in_run``
+    a near-duplicate of an earlier lesson anywhere in the same run (a superset
+    of ``duplicate_in_verdict``: memory would hold the same lesson twice);
+``duplicate_of_memory``
+    a near-duplicate of an entry of ``memory`` that is not the candidate's own
+    entry and was not written by the candidate's run (always False when no
+    ``memory`` is given);
+``ungrounded``
+    the evidence cites a check (``check:<name>``) the verdict does not have;
+``no_evidence``
+    the evidence list is missing or empty (a separate flag: nothing to check);
+``restates_summary``
+    the lesson only repeats the verdict's summary (at least ``restate_containment``
+    of its content words are in the summary);
+``junk``
+    any of the above.
+
+Near-duplicate means: the token sets (lower-cased words; stop words and
+filler such as "Remember:" dropped; possessives and the suffixes -s, -es, -ed,
+-ing, -ion stripped) have Jaccard similarity >= ``threshold``
+AND the two lessons name the same identifiers (tokens with ``_`` or a digit,
+such as check names): "the tz_regression check …" and "the dedup check …" are
+different lessons however alike the rest of the sentence is. "Earlier" is by
+(``verdict_seq``, ``lesson_index``) when those columns exist, else row order;
+the first of a group of duplicates is never flagged.
+
+Method (chosen by measurement, see ``benchmarks/bench_junk.py``): exact
+token-set Jaccard on candidate pairs. Identical token sets collapse first;
+small groups compare all pairs; large ones get candidate pairs from a numpy
+MinHash with LSH banding, then the exact Jaccard decides. Pure numpy/pandas.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core._errors import BadInputError
+
+__all__ = ["DETECTORS", "junk_flags", "junk_rates", "token_sets"]
+
+DETECTORS = (
+    "duplicate_in_verdict",
+    "duplicate_in_run",
+    "duplicate_of_memory",
+    "ungrounded",
+    "no_evidence",
+    "restates_summary",
+)
+"""The detector columns of :func:`junk_flags`, in order (``junk`` follows)."""
+
+_WORD = r"[a-z0-9_]+(?:'[a-z]+)?"
+_STOP = frozenset(
+    """a an the and or but nor of to in on at by for with from as into onto than then
+    this that these those it its is are was were be been being do does did done so
+    such very just also too only not no all any each every some more most other
+    our your their his her we you they he she i me my us them there here when
+    while before after about over under again once can could should would will
+    may might must shall has have had having if else up down out off always
+    remember lesson learned note important tip takeaway please""".split()
+)
+"""Stop words, plus the filler models wrap lessons in ("Remember:", "(important)")."""
+_MAX_ALL_PAIRS = 3_000_000  # above this many within-group pairs, use MinHash/LSH
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+# -- tokens ------------------------------------------------------------------------
+
+
+def _explode_tokens(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(row position, token string) for every content word of every text."""
+    s = pd.Series(texts.to_numpy(dtype=object), dtype=object).fillna("")
+    words = s.astype(str).str.lower().str.findall(_WORD).explode()
+    words = words.dropna()
+    words = words[~words.isin(_STOP)]
+    # Light suffix stripping, enough to match "tests"/"test", "migrated"/"migration"
+    # and "scheduler's"/"scheduler" without a stemmer dependency.
+    words = words.str.replace(r"'[a-z]+$", "", regex=True)
+    words = words.str.replace(r"(?<=[a-z]{3})(?:ions|ion|ings|ing|ed)$", "",
+                              regex=True)
+    words = words.str.replace(r"(ss|[xz]|ch|sh)es$", r"\1", regex=True)
+    words = words.str.replace(r"(?<=[a-z]{3})(?<!s)s$", "", regex=True)
+    words = words[words.str.len() > 0]
+    return words.index.to_numpy(dtype=np.int64), words.to_numpy(dtype=object)
+
+
+def token_sets(texts: Sequence[str] | pd.Series) -> list[frozenset[str]]:
+    """The token set each detector compares, per text (for inspection and tests)."""
+    ser = pd.Series(list(texts), dtype=object)
+    rows, toks = _explode_tokens(ser)
+    out: list[set[str]] = [set() for _ in range(len(ser))]
+    for r, t in zip(rows.tolist(), toks.tolist(), strict=True):
+        out[r].add(t)
+    return [frozenset(s) for s in out]
+
+
+class _Sets:
+    """Unique (row, token id) pairs in CSR form plus per-row set hashes."""
+
+    def __init__(self, texts: pd.Series, vocab: dict[str, int] | None = None) -> None:
+        n = len(texts)
+        rows, toks = _explode_tokens(texts)
+        codes, uniq = pd.factorize(pd.Series(toks, dtype=object))
+        self.vocab_size = len(uniq)
+        self.is_ident = np.array(
+            [("_" in t) or any(c.isdigit() for c in t) for t in uniq], dtype=bool
+        )
+        key = np.unique(rows * max(self.vocab_size, 1) + codes.astype(np.int64))
+        self.rows = key // max(self.vocab_size, 1)
+        self.toks = key % max(self.vocab_size, 1)
+        self.n = n
+        self.size = np.bincount(self.rows, minlength=n).astype(np.int64)
+        rng = np.random.default_rng(0x5EED)
+        tok_hash = rng.integers(0, 2**63, size=max(self.vocab_size, 1), dtype=np.uint64) * 2 + 1
+        # Order-independent set hashes: sums of random 64-bit token values (wrapping).
+        with np.errstate(over="ignore"):
+            self.set_key = np.zeros(n, dtype=np.uint64)
+            np.add.at(self.set_key, self.rows, tok_hash[self.toks])
+            self.ident_key = np.zeros(n, dtype=np.uint64)
+            m = self.is_ident[self.toks]
+            np.add.at(self.ident_key, self.rows[m], tok_hash[self.toks[m]])
+
+
+def _jaccard(sets: _Sets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact Jaccard of the token sets of rows a[k] and b[k], vectorized."""
+    if len(a) == 0:
+        return np.zeros(0)
+    v = max(sets.vocab_size, 1)
+    keys = sets.rows * v + sets.toks  # sorted (np.unique output)
+    starts = np.concatenate([[0], np.cumsum(sets.size)])
+    la = sets.size[a]
+    pair = np.repeat(np.arange(len(a)), la)
+    # positions of a's tokens in the CSR arrays
+    offs = np.arange(la.sum()) - np.repeat(np.cumsum(la) - la, la)
+    tok_a = sets.toks[np.repeat(starts[a], la) + offs]
+    probe = np.repeat(b, la) * v + tok_a
+    pos = np.searchsorted(keys, probe)
+    pos = np.minimum(pos, len(keys) - 1)
+    hit = keys[pos] == probe if len(keys) else np.zeros(len(probe), bool)
+    inter = np.bincount(pair[hit], minlength=len(a)).astype(np.float64)
+    union = la + sets.size[b] - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        j = np.where(union > 0, inter / union, 0.0)
+    return j
+
+
+def _minhash(sets: _Sets, items: np.ndarray, k: int) -> np.ndarray:
+    """MinHash signatures (len(items) x k, uint32) of the token sets of rows ``items``."""
+    rng = np.random.default_rng(0xC0FFEE)
+    a = rng.integers(1, 2**31 - 1, size=k, dtype=np.uint64)
+    b = rng.integers(0, 2**31 - 1, size=k, dtype=np.uint64)
+    p = np.uint64(2**31 - 1)
+    sel = np.isin(sets.rows, items)
+    r, t = sets.rows[sel], sets.toks[sel].astype(np.uint64)
+    pos = pd.Index(items).get_indexer(r)
+    order = np.argsort(pos, kind="stable")
+    pos, t = pos[order], t[order]
+    h = ((t[:, None] * a[None, :] + b[None, :]) % p).astype(np.uint32)
+    sig = np.full((len(items), k), np.iinfo(np.uint32).max, dtype=np.uint32)
+    if len(pos):
+        bounds = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+        sig[pos[bounds]] = np.minimum.reduceat(h, bounds, axis=0)
+    return sig
+
+
+def similar_pairs(
+    sets: _Sets,
+    items: np.ndarray,
+    groups: np.ndarray,
+    *,
+    threshold: float,
+    method: str = "auto",
+    bands: int = 24,
+    rows_per_band: int = 3,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (i, j), i < j positions in ``items``, of the same group whose token
+    sets have Jaccard >= ``threshold``. ``method``: "all" (every within-group
+    pair), "lsh" (MinHash/LSH candidates), or "auto" (all pairs when few)."""
+    m = len(items)
+    if m < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    g_codes, _ = pd.factorize(pd.Series(groups))
+    counts = np.bincount(g_codes)
+    n_pairs = int((counts * (counts - 1) // 2).sum())
+    if method == "all" or (method == "auto" and n_pairs <= _MAX_ALL_PAIRS):
+        order = np.argsort(g_codes, kind="stable")
+        sizes = counts[counts > 0]
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        ii, jj = [], []
+        # One vectorized block per group size (few distinct sizes), not per group.
+        for size in np.unique(sizes[sizes > 1]):
+            base = starts[sizes == size]
+            tri_i, tri_j = np.triu_indices(int(size), 1)
+            ii.append((base[:, None] + tri_i[None, :]).ravel())
+            jj.append((base[:, None] + tri_j[None, :]).ravel())
+        if not ii:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        pi, pj = order[np.concatenate(ii)], order[np.concatenate(jj)]
+    else:
+        sig = _minhash(sets, items, bands * rows_per_band)
+        parts = []
+        for band in range(bands):
+            block = sig[:, band * rows_per_band:(band + 1) * rows_per_band]
+            key = pd.DataFrame(block).assign(g=g_codes)
+            bucket = key.groupby(list(key.columns), sort=False).ngroup().to_numpy()
+            order = np.argsort(bucket, kind="stable")
+            bs = bucket[order]
+            bounds = np.flatnonzero(np.r_[True, bs[1:] != bs[:-1], True])
+            sizes = np.diff(bounds)
+            for size in np.unique(sizes[sizes > 1]):
+                base = bounds[:-1][sizes == size]
+                tri_i, tri_j = np.triu_indices(int(size), 1)
+                parts.append(np.stack([
+                    order[(base[:, None] + tri_i[None, :]).ravel()],
+                    order[(base[:, None] + tri_j[None, :]).ravel()],
+                ]))
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        pairs = np.unique(np.sort(np.concatenate(parts, axis=1), axis=0), axis=1)
+        pi, pj = pairs[0], pairs[1]
+    lo, hi = np.minimum(pi, pj), np.maximum(pi, pj)
+    j = _jaccard(sets, items[lo], items[hi])
+    keep = j >= threshold
+    return lo[keep], hi[keep]
+
+
+# -- duplicates --------------------------------------------------------------------
+
+
+def _order(c: pd.DataFrame) -> np.ndarray:
+    """Rank of each row in "earlier" order."""
+    cols = [x for x in ("verdict_seq", "lesson_index") if x in c.columns]
+    if not cols:
+        return np.arange(len(c))
+    frame = c[cols].reset_index(drop=True).assign(_pos=np.arange(len(c)))
+    ranked = frame.sort_values([*cols, "_pos"], kind="stable")["_pos"].to_numpy()
+    rank = np.empty(len(c), dtype=np.int64)
+    rank[ranked] = np.arange(len(c))
+    return rank
+
+
+def _dup_within(sets: _Sets, group: np.ndarray, rank: np.ndarray, threshold: float,
+                method: str) -> np.ndarray:
+    """Flag rows with an earlier near-duplicate in the same group."""
+    n = sets.n
+    nonempty = sets.size > 0
+    g, _ = pd.factorize(pd.Series(group))
+    # Collapse identical token sets: per (group, identifiers, set), its first row.
+    frame = pd.DataFrame({"g": g, "ik": sets.ident_key, "sk": sets.set_key, "rank": rank,
+                          "row": np.arange(n)})[nonempty]
+    frame = frame.sort_values("rank", kind="stable")
+    first = frame.groupby(["g", "ik", "sk"], sort=False)["row"].transform("first").to_numpy()
+    flags = np.zeros(n, dtype=bool)
+    rows = frame["row"].to_numpy()
+    flags[rows[first != rows]] = True
+    reps = rows[first == rows]  # one row per unique set, the earliest
+    if len(reps) < 2:
+        return flags
+    gk = pd.Series(g[reps]).astype(str) + ":" + pd.Series(sets.ident_key[reps]).astype(str)
+    i, j = similar_pairs(sets, reps, gk.to_numpy(), threshold=threshold, method=method)
+    a, b = reps[i], reps[j]
+    later = np.where(rank[a] > rank[b], a, b)
+    flags[later] = True
+    return flags
+
+
+def _dup_of_memory(sets: _Sets, n_cand: int, cand: pd.DataFrame, memory: pd.DataFrame,
+                   threshold: float, method: str) -> np.ndarray:
+    n = sets.n
+    side = np.r_[np.zeros(n_cand, bool), np.ones(n - n_cand, bool)]
+    nonempty = sets.size > 0
+    rows = np.flatnonzero(nonempty)
+    # Unique (side, identifiers, set): compare unique sets only.
+    frame = pd.DataFrame({"side": side[rows], "ik": sets.ident_key[rows],
+                          "sk": sets.set_key[rows], "row": rows})
+    rep = frame.groupby(["side", "ik", "sk"], sort=False)["row"].transform("first").to_numpy()
+    reps = np.unique(rep)
+    i, j = similar_pairs(sets, reps, sets.ident_key[reps].astype(str), threshold=threshold,
+                         method=method)
+    a, b = reps[i], reps[j]
+    cross = side[a] != side[b]
+    c_rep = np.where(side[a], b, a)[cross]
+    m_rep = np.where(side[a], a, b)[cross]
+    if len(c_rep) == 0:
+        return np.zeros(n_cand, dtype=bool)
+    # Expand back to rows: candidate rows of c_rep x memory rows of m_rep; drop
+    # a candidate's own entry and entries its own run wrote.
+    row_rep = pd.DataFrame({"row": rows, "rep": rep})
+    pairs = pd.DataFrame({"c_rep": c_rep, "m_rep": m_rep})
+    pairs = pairs.merge(row_rep.rename(columns={"row": "c_row", "rep": "c_rep"}), on="c_rep")
+    pairs = pairs.merge(row_rep.rename(columns={"row": "m_row", "rep": "m_rep"}), on="m_rep")
+    m_idx = pairs["m_row"].to_numpy() - n_cand
+    c_idx = pairs["c_row"].to_numpy()
+    keep = np.ones(len(pairs), dtype=bool)
+    for col in ("entry_id", "run_id"):
+        if col in cand.columns and col in memory.columns:
+            cv = cand[col].to_numpy(dtype=object)[c_idx]
+            mv = memory[col].to_numpy(dtype=object)[m_idx]
+            same = (pd.Series(cv).eq(pd.Series(mv)) & pd.Series(cv).notna()).to_numpy()
+            keep &= ~same
+    flags = np.zeros(n_cand, dtype=bool)
+    flags[c_idx[keep]] = True
+    return flags
+
+
+# -- grounding and restating -----------------------------------------------------
+
+
+def _payloads(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """verdict_hash, summary, check_names (list) from a verdicts frame."""
+    if "verdict_hash" not in verdicts.columns:
+        if "hash" in verdicts.columns:
+            verdicts = verdicts.rename(columns={"hash": "verdict_hash"})
+        else:
+            raise BadInputError(
+                "verdicts need a verdict_hash (or hash) column and either payload or "
+                "summary + checks columns", field="verdicts",
+            )
+    if "payload" in verdicts.columns:
+        pl = [json.loads(p) if isinstance(p, str | bytes) else dict(p)
+              for p in verdicts["payload"]]
+        summary = [str(p.get("summary") or "") for p in pl]
+        checks = [p.get("checks") or [] for p in pl]
+    elif {"summary", "checks"} <= set(verdicts.columns):
+        summary = verdicts["summary"].fillna("").astype(str).tolist()
+        checks = list(verdicts["checks"])
+    else:
+        raise BadInputError(
+            "verdicts need a payload column, or summary and checks columns", field="verdicts"
+        )
+    names = [
+        [c["name"] if isinstance(c, dict) else str(c) for c in (cs if cs is not None else [])]
+        for cs in checks
+    ]
+    return pd.DataFrame({"verdict_hash": verdicts["verdict_hash"].to_numpy(dtype=object),
+                         "summary": summary, "check_names": names}).drop_duplicates(
+        "verdict_hash")
+
+
+def _evidence_frame(evidence: pd.Series) -> pd.DataFrame:
+    ev = pd.Series(evidence.to_numpy(dtype=object), dtype=object)
+    ev = ev.map(lambda e: list(e) if isinstance(e, list | tuple | np.ndarray) else [])
+    x = ev.explode().dropna().astype(str).str.strip()
+    return pd.DataFrame({"row": x.index.to_numpy(dtype=np.int64), "item": x.to_numpy()})
+
+
+def _grounding(cand: pd.DataFrame, v: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    n = len(cand)
+    ev = _evidence_frame(cand["evidence"]) if "evidence" in cand.columns else pd.DataFrame(
+        {"row": np.zeros(0, np.int64), "item": []})
+    ev = ev[ev["item"].str.len() > 0]
+    no_evidence = np.bincount(ev["row"].to_numpy(), minlength=n) == 0
+    vh = cand["verdict_hash"].to_numpy(dtype=object)
+    checks = (v[["verdict_hash", "check_names"]].explode("check_names").dropna()
+              .rename(columns={"check_names": "name"}).drop_duplicates())
+    checks["known"] = True
+    ev = ev.assign(verdict_hash=vh[ev["row"].to_numpy()])
+    # "check:<name>" cites a check; a bare item equal to one of the verdict's
+    # check names counts as a citation too; anything else is free-text evidence.
+    cited = ev["item"].str.extract(r"^check:\s*(.+)$", expand=False).str.strip()
+    bare = ev.merge(checks, left_on=["verdict_hash", "item"],
+                    right_on=["verdict_hash", "name"], how="left")["known"]
+    name = cited.where(cited.notna(), ev["item"].where(bare.fillna(False).to_numpy()))
+    ev = ev.assign(name=name.to_numpy())
+    ev = ev[ev["name"].notna()]
+    found = ev.merge(checks, on=["verdict_hash", "name"], how="left")["known"]
+    bad_rows = ev["row"].to_numpy()[found.isna().to_numpy()]
+    has_verdict = pd.Series(vh).isin(v["verdict_hash"]).to_numpy()
+    ungrounded = np.zeros(n, dtype=bool)
+    ungrounded[bad_rows] = True
+    return ungrounded & has_verdict, no_evidence
+
+
+# -- public ------------------------------------------------------------------------
+
+
+def _group_column(c: pd.DataFrame) -> np.ndarray:
+    for col in ("run_id", "extractor_id", "extractor"):
+        if col in c.columns:
+            return c[col].astype(object).fillna("").to_numpy()
+    return np.zeros(len(c), dtype=object)
+
+
+def junk_flags(
+    candidates: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    *,
+    memory: pd.DataFrame | None = None,
+    threshold: float = 0.7,
+    restate_containment: float = 0.8,
+    method: str = "auto",
+) -> pd.DataFrame:
+    """Flag junk lessons: one boolean column per detector (:data:`DETECTORS`) + ``junk``.
+
+    ``candidates`` needs ``text``, ``evidence`` and ``verdict_hash``; ``run_id``
+    (else ``extractor_id``) groups the duplicate detectors, ``verdict_seq`` and
+    ``lesson_index`` order them, ``entry_id`` excludes a candidate's own memory
+    entry. ``verdicts`` has ``verdict_hash`` (or ``hash``) and a ``payload``
+    (dict or JSON text, e.g. ``SELECT hash, payload FROM journal``) or
+    ``summary`` and ``checks``. ``memory`` (``text``, optional ``entry_id`` and
+    ``run_id``) enables ``duplicate_of_memory``. The result has the candidates'
+    index, so ``candidates.join(flags)`` lines up. Candidates whose verdict is
+    not in ``verdicts`` get ``ungrounded`` and ``restates_summary`` False, with
+    a warning.
+    """
+    missing = [c for c in ("text", "verdict_hash") if c not in candidates.columns]
+    if missing:
+        raise BadInputError(f"candidates lack column(s) {', '.join(missing)}",
+                            field="candidates")
+    if not 0.0 < threshold <= 1.0:
+        raise BadInputError(f"threshold must be in (0, 1], got {threshold!r}", field="threshold")
+    if not 0.0 < restate_containment <= 1.0:
+        raise BadInputError(f"restate_containment must be in (0, 1], got "
+                            f"{restate_containment!r}", field="restate_containment")
+    if method not in ("auto", "all", "lsh"):
+        raise BadInputError(f"method must be auto, all or lsh, got {method!r}", field="method")
+    c = candidates.reset_index(drop=True)
+    n = len(c)
+    v = _payloads(verdicts)
+    unknown = ~c["verdict_hash"].isin(v["verdict_hash"]).to_numpy()
+    if unknown.any():
+        warnings.warn(
+            f"{int(unknown.sum())} candidate(s) name a verdict not in `verdicts`: "
+            "ungrounded and restates_summary are False for them", stacklevel=2,
+        )
+    texts = c["text"]
+    if memory is not None and len(memory):
+        if "text" not in memory.columns:
+            raise BadInputError("memory lacks a text column", field="memory")
+        mem = memory.reset_index(drop=True)
+        all_sets = _Sets(pd.concat([texts.astype(object), mem["text"].astype(object)],
+                                   ignore_index=True))
+    else:
+        mem = None
+        all_sets = _Sets(texts)
+    cand_sets = _Sets(texts) if mem is not None else all_sets
+    rank = _order(c)
+    group = _group_column(c)
+    vh = c["verdict_hash"].astype(object).fillna("").to_numpy()
+    verdict_group = (pd.Series(group, dtype=object).astype(str) + "\x1f"
+                     + pd.Series(vh, dtype=object).astype(str)).to_numpy(dtype=object)
+    in_verdict = _dup_within(cand_sets, verdict_group, rank, threshold, method)
+    in_run = _dup_within(cand_sets, group, rank, threshold, method) | in_verdict
+    of_memory = (_dup_of_memory(all_sets, n, c, mem, threshold, method)
+                 if mem is not None else np.zeros(n, dtype=bool))
+    ungrounded, no_evidence = _grounding(c, v)
+    summaries = c[["verdict_hash"]].merge(v[["verdict_hash", "summary"]], how="left",
+                                          on="verdict_hash")["summary"].fillna("")
+    restates = _restate_flags(texts, summaries, restate_containment) & ~unknown
+    out = pd.DataFrame(
+        {
+            "duplicate_in_verdict": in_verdict,
+            "duplicate_in_run": in_run,
+            "duplicate_of_memory": of_memory,
+            "ungrounded": ungrounded,
+            "no_evidence": no_evidence,
+            "restates_summary": restates,
+        },
+        index=candidates.index,
+    )
+    out["junk"] = out.to_numpy().any(axis=1)
+    return out
+
+
+def _restate_flags(texts: pd.Series, summaries: pd.Series, containment: float) -> np.ndarray:
+    """Lesson k restates summary k: >= ``containment`` of its content words (and at
+    least two) appear in the summary."""
+    n = len(texts)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    lr, lt = _explode_tokens(pd.Series(texts.to_numpy(dtype=object)))
+    sr, st = _explode_tokens(pd.Series(summaries.to_numpy(dtype=object)))
+    lesson = pd.DataFrame({"row": lr, "tok": lt}).drop_duplicates()
+    summ = pd.DataFrame({"row": sr, "tok": st}).drop_duplicates()
+    hit = lesson.merge(summ, on=["row", "tok"], how="left", indicator=True)
+    inter = np.bincount(hit.loc[hit["_merge"] == "both", "row"].to_numpy(dtype=np.int64),
+                        minlength=n)
+    size = np.bincount(lesson["row"].to_numpy(dtype=np.int64), minlength=n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(size > 0, inter / np.maximum(size, 1), 0.0)
+    return (size >= 2) & (frac >= containment)
+
+
+def junk_rates(
+    flags: pd.DataFrame,
+    by: Sequence[str] = ("run_id",),
+    *,
+    candidates: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The fraction of candidates each detector flags, per group.
+
+    ``by`` names columns of ``flags`` or, when given, of ``candidates`` (aligned
+    by index, as :func:`junk_flags` returns them). One row per group: the ``by``
+    columns, ``n`` (candidates), then one rate column per flag (in [0, 1]).
+    """
+    by = list(by)
+    flag_cols = [c for c in (*DETECTORS, "junk") if c in flags.columns]
+    if not flag_cols:
+        raise BadInputError("flags has none of the junk_flags columns", field="flags")
+    frame: Any = flags[flag_cols].astype(float)
+    for col in by:
+        if col in flags.columns:
+            frame[col] = flags[col]
+        elif candidates is not None and col in candidates.columns:
+            frame[col] = candidates[col].reindex(flags.index)
+        else:
+            raise BadInputError(
+                f"no column {col!r} to group by: pass candidates=... or join it to flags",
+                field="by",
+            )
+    g = frame.groupby(by, dropna=False, sort=True)
+    out = g[flag_cols].mean()
+    out.insert(0, "n", g.size())
+    return out.reset_index()

@@ -1,0 +1,767 @@
+"""Salience-scoring functions: vectorized scores over candidate lessons.
+
+A :class:`Scorer` has a ``name`` and a ``version`` that are stored with its
+scores; :func:`score_candidates` adds one ``score__<name>`` column per scorer.
+
+Inputs
+------
+*candidates*: a DataFrame with (as needed by the scorers) ``verdict_hash``,
+``extractor``, ``lesson_index``, ``text``, ``salience``, ``evidence``
+(list of strings per row) and ``valid``. Rows whose ``valid`` is False get NaN
+from every scorer.
+
+*verdicts*: the verdicts the candidates came from, either a DataFrame keyed
+by ``verdict_hash`` (a column or the index) with ``verdict``, ``checks``
+(list of ``{name, passed, evidence}`` dicts, or its JSON text) and optionally
+``tags``, ``goal``, ``summary``; or a mapping ``verdict_hash -> payload dict``
+(FORMATS.md §1). Only scorers marked ``needs_verdicts`` read it.
+
+Scorers (each returns float64 in [0, 1], NaN for invalid rows)
+---------------------------------------------------------------
+- ``model_salience``: the model's own salience.
+- ``verdict_outcome``: fail 1.0, partial 0.5, pass 0.0.
+- ``failed_checks``: share of the verdict's checks that failed (0 with no checks).
+- ``grounding``: share of the lesson's evidence items that are ``check:<name>``
+  for a check present in its verdict (items stripped, exact match); 0 when the
+  lesson has no evidence.
+- ``specificity``: distinct informative tokens / ``target`` (default 12), capped
+  at 1. Tokens: lower-cased runs of ``[a-z0-9_]`` joined by ``. : / -``
+  (so ``02:00`` and ``utc+1``'s parts survive); informative = containing a digit,
+  or 3+ characters and not an English stopword.
+- ``novelty(corpus)``: 1 - the largest Jaccard similarity between the lesson's
+  informative-token set and that of any earlier lesson text in ``corpus``
+  (1 with an empty corpus or a lesson without informative tokens).
+- ``calibrated(base, calibrator)``: a fitted :class:`IsotonicCalibrator` or
+  :class:`PlattCalibrator` applied to ``base``'s scores, out of sample only.
+- ``weighted_sum({scorer: weight, ...})``: the weighted sum, clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+import numpy as np
+import pandas as pd
+
+from ..core._errors import BadInputError
+
+__all__ = [
+    "FAILED_CHECKS",
+    "GROUNDING",
+    "MODEL_SALIENCE",
+    "SPECIFICITY",
+    "VERDICT_OUTCOME",
+    "IsotonicCalibrator",
+    "PlattCalibrator",
+    "Scorer",
+    "calibrated",
+    "failed_checks",
+    "grounding",
+    "informative_tokens",
+    "model_salience",
+    "novelty",
+    "score_candidates",
+    "scorer_records",
+    "specificity",
+    "verdict_outcome",
+    "verdict_table",
+    "weighted_sum",
+]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+TOKEN_PATTERN = r"[a-z0-9_]+(?:[.:/-][a-z0-9_]+)*"
+_TOKEN = re.compile(TOKEN_PATTERN)
+# A small, fixed English stopword list: part of the scorer's definition, so
+# changing it means bumping the specificity/novelty versions.
+STOPWORDS = frozenset(
+    """a about above after again against all also and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having here how if in into is it its itself just
+    more most must no nor not now of off on once only or other our out over own same
+    should so some such than that the their them then there these they this those
+    through to too under until up very was we were what when where which while who why
+    will with would you your next time make sure always never use using""".split()
+)
+_OUTCOME = {"fail": 1.0, "partial": 0.5, "pass": 0.0}
+
+
+def informative_tokens(text: str) -> list[str]:
+    """The informative tokens of one text, in order (see the module docstring)."""
+    return [t for t in _TOKEN.findall(text.lower()) if _informative(t)]
+
+
+def _informative(tok: str) -> bool:
+    return any(c.isdigit() for c in tok) or (len(tok) >= 3 and tok not in STOPWORDS)
+
+
+def _token_pairs(texts: pd.Series) -> pd.DataFrame:
+    """Distinct (row, tok) pairs of informative tokens; row is the position in ``texts``."""
+    s = pd.Series(texts.to_numpy(dtype=object), dtype=object).where(texts.notna().to_numpy(), "")
+    exploded = s.astype("str").str.lower().str.findall(_TOKEN).explode().dropna()
+    if exploded.empty:
+        return pd.DataFrame({"row": np.array([], np.int64), "tok": pd.array([], "str")})
+    toks = exploded.astype("str")
+    has_digit = toks.str.contains(r"\d", regex=True)
+    keep = has_digit | ((toks.str.len() >= 3) & ~toks.isin(STOPWORDS))
+    pairs = pd.DataFrame({"row": toks.index.to_numpy(np.int64)[keep.to_numpy()],
+                          "tok": toks[keep].to_numpy()})
+    return pairs.drop_duplicates(ignore_index=True)
+
+
+# ---------------------------------------------------------------------------
+# Verdicts
+
+
+def verdict_table(verdicts: pd.DataFrame | Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Normalize verdicts to a frame indexed by ``verdict_hash`` with columns
+    verdict, n_checks, n_failed, check_names (tuple), tags (tuple)."""
+    if isinstance(verdicts, pd.DataFrame):
+        df = verdicts
+        if "verdict_hash" in df.columns:
+            df = df.set_index("verdict_hash")
+        elif df.index.name != "verdict_hash":
+            raise BadInputError(
+                "verdicts need a 'verdict_hash' column or index", field="verdict_hash"
+            )
+        if "verdict" not in df.columns and "payload" in df.columns:
+            return verdict_table(dict(zip(df.index, df["payload"], strict=True)))
+        missing = {"verdict", "checks"} - set(df.columns)
+        if missing:
+            raise BadInputError(
+                f"verdicts frame lacks columns {sorted(missing)}; expected verdict, checks",
+                field=sorted(missing)[0],
+            )
+        hashes = list(df.index)
+        outcomes = list(df["verdict"])
+        checks = list(df["checks"])
+        tags = list(df["tags"]) if "tags" in df.columns else [()] * len(df)
+    elif isinstance(verdicts, Mapping):
+        hashes = list(verdicts)
+        payloads = [verdicts[h] for h in hashes]
+        for h, p in zip(hashes, payloads, strict=True):
+            if not isinstance(p, Mapping) or "verdict" not in p or "checks" not in p:
+                raise BadInputError(
+                    "expected a verdict payload with 'verdict' and 'checks'",
+                    source=str(h),
+                    field="payload",
+                )
+        outcomes = [p["verdict"] for p in payloads]
+        checks = [p["checks"] for p in payloads]
+        tags = [p.get("tags", ()) for p in payloads]
+    else:
+        raise BadInputError(
+            f"verdicts must be a DataFrame or a mapping of payloads, got {type(verdicts).__name__}",
+            field="verdicts",
+        )
+    # Nested per-verdict check lists: one pass over verdicts (far fewer than candidates).
+    names: list[tuple[str, ...]] = []
+    failed: list[int] = []
+    for h, cs in zip(hashes, checks, strict=True):
+        if isinstance(cs, str | bytes):
+            from ..core._canonical import MalformedJSON, loads_strict
+
+            try:
+                cs = loads_strict(cs)
+            except MalformedJSON as exc:
+                raise BadInputError(f"checks are not valid JSON: {exc}", source=str(h),
+                                    field="checks") from None
+        if cs is None:
+            cs = []
+        try:
+            names.append(tuple(str(c["name"]) for c in cs))
+            failed.append(sum(not bool(c["passed"]) for c in cs))
+        except (TypeError, KeyError) as exc:
+            raise BadInputError(
+                f"expected checks as a list of {{name, passed, evidence}} objects ({exc!r})",
+                source=str(h),
+                field="checks",
+            ) from None
+    bad = sorted({str(o) for o in outcomes if o not in _OUTCOME})
+    if bad:
+        raise BadInputError(
+            f"unknown verdict outcomes {bad}; expected pass, fail or partial", field="verdict"
+        )
+    out = pd.DataFrame(
+        {
+            "verdict": pd.array(outcomes, dtype="str"),
+            "n_checks": np.fromiter((len(n) for n in names), np.int64, len(names)),
+            "n_failed": np.asarray(failed, dtype=np.int64),
+            "check_names": pd.Series(names, dtype=object).to_numpy(),
+            "tags": pd.Series([tuple(t) if t is not None else () for t in tags],
+                              dtype=object).to_numpy(),
+        },
+        index=pd.Index(hashes, name="verdict_hash", dtype="str"),
+    )
+    if out.index.has_duplicates:
+        dup = out.index[out.index.duplicated()][0]
+        raise BadInputError(f"verdict_hash {dup!r} appears twice", field="verdict_hash")
+    return out
+
+
+def _per_candidate(cands: pd.DataFrame, vt: pd.DataFrame, column: str) -> np.ndarray:
+    idx = vt.index.get_indexer(cands["verdict_hash"].astype("str"))
+    if (idx < 0).any():
+        missing = pd.unique(cands["verdict_hash"].to_numpy()[idx < 0])
+        raise BadInputError(
+            f"{len(missing)} candidate verdict_hash(es) have no verdict, e.g. "
+            f"{[str(m) for m in missing[:3]]}",
+            field="verdict_hash",
+        )
+    return vt[column].to_numpy()[idx]
+
+
+# ---------------------------------------------------------------------------
+# Scorers
+
+
+ScoreFn = Callable[[pd.DataFrame, pd.DataFrame | None], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A named, versioned salience-scoring function over candidate rows.
+
+    ``fn(candidates, verdict_table_or_None)`` returns one float per row.
+    ``requires`` lists the candidate columns it reads; ``needs_verdicts``
+    says whether it reads the verdicts.
+    """
+
+    name: str
+    version: str
+    fn: ScoreFn = field(compare=False, repr=False)
+    requires: tuple[str, ...] = ()
+    needs_verdicts: bool = False
+    description: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise BadInputError(
+                f"scorer name {self.name!r} must match [a-z][a-z0-9_]* (it names a column)",
+                field="name",
+            )
+
+    @property
+    def column(self) -> str:
+        """The column :func:`score_candidates` writes: ``score__<name>``."""
+        return f"score__{self.name}"
+
+    def __call__(
+        self,
+        candidates: pd.DataFrame,
+        verdicts: pd.DataFrame | Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> np.ndarray:
+        """Scores for every row of ``candidates`` (NaN where ``valid`` is False)."""
+        missing = [c for c in self.requires if c not in candidates.columns]
+        if missing:
+            raise BadInputError(
+                f"scorer {self.name!r} needs candidate columns {missing}", field=missing[0]
+            )
+        vt = None
+        if self.needs_verdicts:
+            if verdicts is None:
+                raise BadInputError(f"scorer {self.name!r} needs the verdicts", field="verdicts")
+            vt = verdicts if _is_verdict_table(verdicts) else verdict_table(verdicts)
+        out = np.asarray(self.fn(candidates, vt), dtype=np.float64).copy()
+        if out.shape != (len(candidates),):
+            raise BadInputError(
+                f"scorer {self.name!r} returned shape {out.shape}, expected ({len(candidates)},)"
+            )
+        if "valid" in candidates.columns:
+            out[~candidates["valid"].to_numpy(dtype=bool)] = np.nan
+        return out
+
+
+def _is_verdict_table(v: Any) -> bool:
+    return (
+        isinstance(v, pd.DataFrame)
+        and v.index.name == "verdict_hash"
+        and {"n_checks", "n_failed", "check_names"} <= set(v.columns)
+    )
+
+
+def _model_salience(c: pd.DataFrame, _: pd.DataFrame | None) -> np.ndarray:
+    return pd.to_numeric(c["salience"], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+
+def _verdict_outcome(c: pd.DataFrame, vt: pd.DataFrame | None) -> np.ndarray:
+    assert vt is not None
+    vals = vt["verdict"].map(_OUTCOME).to_numpy(np.float64)
+    vt2 = vt.assign(_outcome=vals)
+    return _per_candidate(c, vt2, "_outcome").astype(np.float64)
+
+
+def _failed_checks(c: pd.DataFrame, vt: pd.DataFrame | None) -> np.ndarray:
+    assert vt is not None
+    n = vt["n_checks"].to_numpy(np.float64)
+    share = np.divide(vt["n_failed"].to_numpy(np.float64), n, out=np.zeros_like(n), where=n > 0)
+    return _per_candidate(c, vt.assign(_share=share), "_share").astype(np.float64)
+
+
+def _grounding(c: pd.DataFrame, vt: pd.DataFrame | None) -> np.ndarray:
+    assert vt is not None
+    n = len(c)
+    _per_candidate(c, vt, "n_checks")  # fail early on unknown verdicts
+    ev = pd.Series(c["evidence"].to_numpy(dtype=object), dtype=object)
+    # A scalar (e.g. NaN/None) is "no evidence"; explode turns [] into a NaN row too.
+    ev = ev.map(lambda v: v if isinstance(v, list | tuple | np.ndarray) else [])
+    items = ev.explode().dropna()
+    if items.empty:
+        return np.zeros(n)
+    rows = items.index.to_numpy(np.int64)
+    items = items.astype("str").str.strip()
+    vh = c["verdict_hash"].astype("str").to_numpy()[rows]
+    cited = pd.Series(vh, dtype="str") + "\x1f" + items.reset_index(drop=True)
+    known_checks = vt["check_names"].explode().dropna()
+    known = (
+        pd.Series(known_checks.index.to_numpy(), dtype="str")
+        + "\x1fcheck:"
+        + known_checks.astype("str").reset_index(drop=True)
+    )
+    hit = cited.isin(known).to_numpy(np.float64)
+    total = np.bincount(rows, minlength=n).astype(np.float64)
+    hits = np.bincount(rows, weights=hit, minlength=n)
+    return np.divide(hits, total, out=np.zeros(n), where=total > 0)
+
+
+def _specificity_fn(target: float) -> ScoreFn:
+    def fn(c: pd.DataFrame, _: pd.DataFrame | None) -> np.ndarray:
+        pairs = _token_pairs(c["text"].reset_index(drop=True))
+        counts = np.bincount(pairs["row"].to_numpy(np.int64), minlength=len(c))
+        return np.minimum(counts / target, 1.0)
+
+    return fn
+
+
+MODEL_SALIENCE = Scorer(
+    "model_salience", "1", _model_salience, ("salience",),
+    description="The extractor's own salience.",
+)
+VERDICT_OUTCOME = Scorer(
+    "verdict_outcome", "1", _verdict_outcome, ("verdict_hash",), True,
+    "fail 1.0, partial 0.5, pass 0.0.",
+)
+FAILED_CHECKS = Scorer(
+    "failed_checks", "1", _failed_checks, ("verdict_hash",), True,
+    "Share of the verdict's checks that failed.",
+)
+GROUNDING = Scorer(
+    "grounding", "1", _grounding, ("verdict_hash", "evidence"), True,
+    "Share of evidence items citing a check:<name> of the verdict.",
+)
+SPECIFICITY = Scorer(
+    "specificity", "1+t12", _specificity_fn(12.0), ("text",),
+    description="Distinct informative tokens / 12, capped at 1.",
+)
+
+
+def model_salience() -> Scorer:
+    """The model's own salience (``salience`` column)."""
+    return MODEL_SALIENCE
+
+
+def verdict_outcome() -> Scorer:
+    """fail 1.0, partial 0.5, pass 0.0, from the candidate's verdict."""
+    return VERDICT_OUTCOME
+
+
+def failed_checks() -> Scorer:
+    """Share of the candidate's verdict checks that failed (0 when it has none)."""
+    return FAILED_CHECKS
+
+
+def grounding() -> Scorer:
+    """Share of the lesson's evidence items that cite a check of its verdict."""
+    return GROUNDING
+
+
+def specificity(target: int = 12) -> Scorer:
+    """Distinct informative tokens / ``target``, capped at 1."""
+    if target == 12:
+        return SPECIFICITY
+    if not target > 0:
+        raise BadInputError(f"target must be > 0, got {target}", field="target")
+    return Scorer(
+        "specificity", f"1+t{target}", _specificity_fn(float(target)), ("text",),
+        description=f"Distinct informative tokens / {target}, capped at 1.",
+    )
+
+
+def _fingerprint(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+# Bound on the rows materialized by one token join in novelty().
+_JOIN_BUDGET = 4_000_000
+
+
+def novelty(corpus: Iterable[str], *, name: str = "novelty") -> Scorer:
+    """1 - max token-Jaccard against ``corpus`` (earlier lesson texts).
+
+    The version embeds a fingerprint of the corpus, so scores computed
+    against different corpora never share a version.
+    """
+    docs = pd.Series([str(t) for t in corpus], dtype=object)
+    cpairs = _token_pairs(docs)
+    doc_size = np.bincount(cpairs["row"].to_numpy(np.int64), minlength=len(docs))
+    cpairs = cpairs.rename(columns={"row": "doc"})
+    doc_freq = cpairs["tok"].value_counts()
+
+    def fn(c: pd.DataFrame, _: pd.DataFrame | None) -> np.ndarray:
+        n = len(c)
+        best = np.zeros(n)
+        pairs = _token_pairs(c["text"].reset_index(drop=True))
+        if pairs.empty or cpairs.empty:
+            return 1.0 - best
+        row_size = np.bincount(pairs["row"].to_numpy(np.int64), minlength=n)
+        # Cost of each candidate row's join = sum of its tokens' document
+        # frequencies; chunk rows so one join stays within the budget.
+        cost = pairs["tok"].map(doc_freq).fillna(0).to_numpy(np.float64)
+        pairs = pairs[cost > 0].reset_index(drop=True)
+        cost = cost[cost > 0]
+        if pairs.empty:
+            return 1.0 - best
+        rows = pairs["row"].to_numpy(np.int64)
+        row_cost = np.bincount(rows, weights=cost, minlength=n)
+        # A whole row goes to one chunk, so its max is taken in one join.
+        row_chunk = ((np.cumsum(row_cost) - row_cost) // _JOIN_BUDGET).astype(np.int64)
+        chunk = row_chunk[rows]
+        for k in np.unique(chunk):
+            part = pairs[chunk == k]
+            m = part.merge(cpairs, on="tok", how="inner")
+            r = m["row"].to_numpy(np.int64)
+            d = m["doc"].to_numpy(np.int64)
+            key = r * len(docs) + d
+            uk, inter = np.unique(key, return_counts=True)
+            ur, ud = np.divmod(uk, len(docs))
+            jac = inter / (row_size[ur] + doc_size[ud] - inter)
+            np.maximum.at(best, ur, jac)
+        return 1.0 - best
+
+    fp = _fingerprint(sorted(docs.tolist()))
+    return Scorer(
+        name, f"1+corpus-{fp}", fn, ("text",),
+        description=f"1 - max token-Jaccard against {len(docs)} earlier lessons.",
+    )
+
+
+def weighted_sum(
+    components: Mapping[Scorer, float] | Sequence[tuple[Scorer, float]],
+    *,
+    name: str = "weighted_sum",
+) -> Scorer:
+    """The weighted sum of other scorers, clipped to [0, 1] (NaN if any part is NaN)."""
+    items = list(components.items()) if isinstance(components, Mapping) else list(components)
+    if not items:
+        raise BadInputError("weighted_sum needs at least one scorer", field="components")
+    for s, w in items:
+        if not isinstance(s, Scorer) or not np.isfinite(w):
+            raise BadInputError(
+                f"expected (Scorer, finite weight) pairs, got ({s!r}, {w!r})", field="components"
+            )
+    requires = tuple(dict.fromkeys(c for s, _ in items for c in s.requires))
+    needs = any(s.needs_verdicts for s, _ in items)
+
+    def fn(c: pd.DataFrame, vt: pd.DataFrame | None) -> np.ndarray:
+        total = np.zeros(len(c))
+        for s, w in items:
+            total += float(w) * s(c, vt)
+        return np.clip(total, 0.0, 1.0)
+
+    spec = [[s.name, s.version, float(w)] for s, w in items]
+    return Scorer(
+        name, f"1+{_fingerprint(spec)}", fn, requires, needs,
+        " + ".join(f"{float(w):g}*{s.name}" for s, w in items) + ", clipped to [0, 1]",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Calibration
+
+
+def _as_1d(x: Any, what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 1:
+        raise BadInputError(f"{what} must be one-dimensional, got shape {a.shape}", field=what)
+    return a
+
+
+class _Calibrator:
+    kind = "calibrator"
+
+    def __init__(self) -> None:
+        self.fitted_verdicts: frozenset[str] | None = None
+        self.n_fit = 0
+
+    def _check_fit(
+        self, scores: Any, labels: Any, verdict_hash: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        x = _as_1d(scores, "scores")
+        y = _as_1d(labels, "labels")
+        vh = np.asarray(verdict_hash, dtype=object)
+        if not (len(x) == len(y) == len(vh)):
+            raise BadInputError(
+                f"scores, labels and verdict_hash differ in length: {len(x)}, {len(y)}, "
+                f"{len(vh)}",
+                field="labels",
+            )
+        if len(x) == 0:
+            raise BadInputError("cannot fit a calibrator on zero candidates", field="scores")
+        if not np.isfinite(x).all():
+            raise BadInputError(
+                f"{int((~np.isfinite(x)).sum())} scores are NaN or infinite; drop invalid "
+                "candidates before fitting",
+                field="scores",
+            )
+        if not np.isin(y, (0.0, 1.0)).all():
+            raise BadInputError("labels must be 0 or 1", field="labels")
+        self.fitted_verdicts = frozenset(str(h) for h in vh)
+        self.n_fit = len(x)
+        return x, y
+
+    def _check_apply(
+        self, scores: Any, verdict_hash: Any, allow_in_sample: bool
+    ) -> np.ndarray:
+        if self.fitted_verdicts is None:
+            raise BadInputError(f"the {self.kind} calibrator is not fitted; call fit() first")
+        x = _as_1d(scores, "scores")
+        if not allow_in_sample:
+            if verdict_hash is None:
+                raise BadInputError(
+                    "pass verdict_hash so out-of-sample use can be checked "
+                    "(or allow_in_sample=True)",
+                    field="verdict_hash",
+                )
+            vh = pd.Series(np.asarray(verdict_hash, dtype=object)).astype("str")
+            if len(vh) != len(x):
+                raise BadInputError("scores and verdict_hash differ in length",
+                                    field="verdict_hash")
+            seen = vh[vh.isin(self.fitted_verdicts)].unique()
+            if len(seen):
+                raise BadInputError(
+                    f"{len(seen)} verdicts were in the {self.kind} calibrator's fitting set, "
+                    f"e.g. {list(seen[:3])}; calibrated scores must be out of sample "
+                    "(pass allow_in_sample=True to override explicitly)",
+                    field="verdict_hash",
+                    reason="in_sample",
+                )
+        return x
+
+    def fingerprint(self) -> str:
+        """A short hash of the fitted parameters and fitting set."""
+        return _fingerprint([self.kind, self._params(), sorted(self.fitted_verdicts or ())])
+
+    def _params(self) -> Any:  # pragma: no cover - overridden
+        return None
+
+
+class IsotonicCalibrator(_Calibrator):
+    """Monotone (non-decreasing) calibration by pool-adjacent-violators.
+
+    Matches scikit-learn's ``IsotonicRegression(out_of_bounds="clip", y_min=0,
+    y_max=1)``: ties in the score are pooled (mean label), the step function
+    is interpolated linearly between distinct fitted scores and clipped
+    outside their range.
+    """
+
+    kind = "isotonic"
+
+    def fit(self, scores: Any, labels: Any, *, verdict_hash: Any) -> Self:
+        """Fit on labelled candidates; ``verdict_hash`` records the fitting set."""
+        x, y = self._check_fit(scores, labels, verdict_hash)
+        ux, inv = np.unique(x, return_inverse=True)
+        w = np.bincount(inv).astype(np.float64)
+        m = np.bincount(inv, weights=y) / w
+        self.x_ = ux
+        self.y_ = np.clip(_pav(m, w), 0.0, 1.0)
+        return self
+
+    def predict(
+        self, scores: Any, *, verdict_hash: Any = None, allow_in_sample: bool = False
+    ) -> np.ndarray:
+        """Calibrated probabilities; NaN scores stay NaN. Refuses in-sample verdicts."""
+        x = self._check_apply(scores, verdict_hash, allow_in_sample)
+        out = np.interp(np.clip(x, self.x_[0], self.x_[-1]), self.x_, self.y_)
+        out[np.isnan(x)] = np.nan
+        return out
+
+    def _params(self) -> Any:
+        return [self.x_.tolist(), self.y_.tolist()]
+
+
+def _pav(m: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted isotonic (non-decreasing) fit of block means ``m`` with weights ``w``."""
+    # PAV is sequential by nature (each merge depends on the previous ones), so
+    # this is a loop over the *distinct* scores, with a block stack.
+    n = len(m)
+    vals = np.empty(n)
+    wts = np.empty(n)
+    ends = np.empty(n, dtype=np.int64)
+    top = -1
+    for i in range(n):
+        top += 1
+        vals[top], wts[top], ends[top] = m[i], w[i], i
+        while top > 0 and vals[top - 1] >= vals[top]:
+            wsum = wts[top - 1] + wts[top]
+            vals[top - 1] = (vals[top - 1] * wts[top - 1] + vals[top] * wts[top]) / wsum
+            wts[top - 1] = wsum
+            ends[top - 1] = ends[top]
+            top -= 1
+    sizes = np.diff(np.concatenate(([-1], ends[: top + 1])))
+    return np.repeat(vals[: top + 1], sizes)
+
+
+class PlattCalibrator(_Calibrator):
+    """Logistic calibration on one feature: ``p = 1 / (1 + exp(-(a*score + b)))``.
+
+    Fitted by Newton's method (IRLS) with a step-halving line search on
+    ``sum(log loss) + a**2 / (2*C)``, the objective of scikit-learn's
+    ``LogisticRegression(C=C)`` (intercept not penalized). ``C`` only matters
+    when the labels are (nearly) separable by the score, where it keeps the
+    slope finite.
+    """
+
+    kind = "platt"
+
+    def __init__(self, *, C: float = 1e6, max_iter: int = 100, tol: float = 1e-10) -> None:
+        super().__init__()
+        if not C > 0:
+            raise BadInputError(f"C must be > 0, got {C}", field="C")
+        self.C = float(C)
+        self.max_iter = int(max_iter)
+        self.tol = float(tol)
+
+    def fit(self, scores: Any, labels: Any, *, verdict_hash: Any) -> Self:
+        """Fit on labelled candidates; ``verdict_hash`` records the fitting set."""
+        x, y = self._check_fit(scores, labels, verdict_hash)
+        X = np.column_stack([x, np.ones_like(x)])
+        pen = np.array([1.0 / self.C, 0.0])
+
+        def objective(t: np.ndarray) -> float:
+            z = X @ t
+            return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * pen[0] * t[0] ** 2)
+
+        theta = np.zeros(2)
+        f = objective(theta)
+        self.n_iter_ = 0
+        for it in range(self.max_iter):
+            p = _sigmoid(X @ theta)
+            grad = X.T @ (p - y) + pen * theta
+            if np.max(np.abs(grad)) <= self.tol * max(1.0, len(x)):
+                break
+            h = X.T @ (X * (p * (1.0 - p))[:, None]) + np.diag(pen)
+            # A tiny ridge keeps the solve defined when every score is equal.
+            step = np.linalg.solve(h + 1e-12 * np.eye(2), grad)
+            t = 1.0
+            while t > 1e-10:
+                cand = theta - t * step
+                fc = objective(cand)
+                if fc <= f:
+                    break
+                t *= 0.5
+            else:
+                break
+            self.n_iter_ = it + 1
+            converged = abs(f - fc) <= 1e-15 * max(1.0, abs(f))
+            theta, f = cand, fc
+            if converged:
+                break
+        self.a_, self.b_ = float(theta[0]), float(theta[1])
+        return self
+
+    def predict(
+        self, scores: Any, *, verdict_hash: Any = None, allow_in_sample: bool = False
+    ) -> np.ndarray:
+        """Calibrated probabilities; NaN scores stay NaN. Refuses in-sample verdicts."""
+        x = self._check_apply(scores, verdict_hash, allow_in_sample)
+        return _sigmoid(self.a_ * x + self.b_)
+
+    def _params(self) -> Any:
+        return [self.a_, self.b_, self.C]
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    # exp(-logaddexp(0, -z)) = 1/(1+exp(-z)) without overflow; NaN stays NaN.
+    with np.errstate(invalid="ignore"):
+        return np.exp(-np.logaddexp(0.0, -z))
+
+
+def calibrated(
+    base: Scorer,
+    calibrator: IsotonicCalibrator | PlattCalibrator,
+    *,
+    name: str | None = None,
+    allow_in_sample: bool = False,
+) -> Scorer:
+    """A scorer applying a fitted calibrator to ``base``'s scores.
+
+    Named ``<base>_<kind>`` by default; its version embeds the fit's
+    fingerprint. Scoring a candidate whose verdict was in the fitting set
+    raises :class:`BadInputError` unless ``allow_in_sample=True``.
+    """
+    if calibrator.fitted_verdicts is None:
+        raise BadInputError("fit the calibrator before wrapping it in a scorer")
+    requires = tuple(dict.fromkeys((*base.requires, "verdict_hash")))
+
+    def fn(c: pd.DataFrame, vt: pd.DataFrame | None) -> np.ndarray:
+        return calibrator.predict(
+            base(c, vt), verdict_hash=c["verdict_hash"].to_numpy(),
+            allow_in_sample=allow_in_sample,
+        )
+
+    return Scorer(
+        name or f"{base.name}_{calibrator.kind}",
+        f"{base.version}+{calibrator.kind}-{calibrator.fingerprint()}",
+        fn, requires, base.needs_verdicts,
+        f"{calibrator.kind} calibration of {base.name} fitted on {calibrator.n_fit} candidates",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Applying scorers
+
+
+def scorer_records(scorers: Iterable[Scorer]) -> pd.DataFrame:
+    """One row per scorer: name, version, column, description."""
+    ss = list(scorers)
+    return pd.DataFrame(
+        {
+            "name": pd.array([s.name for s in ss], dtype="str"),
+            "version": pd.array([s.version for s in ss], dtype="str"),
+            "column": pd.array([s.column for s in ss], dtype="str"),
+            "description": pd.array([s.description for s in ss], dtype="str"),
+        }
+    )
+
+
+def score_candidates(
+    candidates: pd.DataFrame,
+    verdicts: pd.DataFrame | Mapping[str, Mapping[str, Any]] | None,
+    scorers: Iterable[Scorer],
+) -> pd.DataFrame:
+    """A copy of ``candidates`` with one ``score__<name>`` column per scorer.
+
+    The (name, version) of every scorer is recorded in ``result.attrs["scorers"]``
+    (a list of dicts, as :func:`scorer_records`); keep it with the scores.
+    Verdicts are normalized once and shared by all scorers.
+    """
+    ss = list(scorers)
+    names = [s.name for s in ss]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise BadInputError(f"two scorers share the name(s) {dup}", field="scorers")
+    vt = None
+    if any(s.needs_verdicts for s in ss):
+        if verdicts is None:
+            raise BadInputError("these scorers need the verdicts", field="verdicts")
+        vt = verdicts if _is_verdict_table(verdicts) else verdict_table(verdicts)
+    out = candidates.copy()
+    for s in ss:
+        out[s.column] = s(candidates, vt)
+    out.attrs["scorers"] = scorer_records(ss).to_dict("records")
+    return out

@@ -1,0 +1,1 @@
+"""The seeded simulator of signed verdicts, completions and labels (synthetic data)."""

@@ -1,0 +1,1 @@
+"""The DuckDB store: schema and migrations, transactions, bulk appends, governed records."""

@@ -1,0 +1,225 @@
+"""The DuckDB store: schema, migrations, transactions and bulk appends.
+
+One process writes a database file at a time (DuckDB's file lock); a second
+one gets :class:`StoreLockedError` naming the holder. Every write is one
+explicit transaction that is rolled back on any error: DuckDB silently rolls
+back a COMMIT that follows a failed statement, so we never issue one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from ..core._errors import StoreError, StoreLockedError
+from ..core._models import utcnow
+
+__all__ = ["SCHEMA_VERSION", "Store"]
+
+_MIGRATION_RE = re.compile(r"^-- migration: (\d{3})_(\w+)\s*$", re.M)
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    text = resources.files("truss_lab.store").joinpath("schema.sql").read_text(encoding="utf-8")
+    marks = list(_MIGRATION_RE.finditer(text))
+    out = []
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        out.append((int(m.group(1)), m.group(2), text[m.end() : end]))
+    return out
+
+
+SCHEMA_VERSION = max(v for v, _, _ in _migrations())
+
+
+def _lock_error(path: str, exc: Exception) -> StoreError:
+    msg = str(exc)
+    m = re.search(r"Conflicting lock is held in (.+?) \(PID (\d+)\)", msg)
+    if m:
+        return StoreLockedError(
+            f"{path} is locked by another process (PID {m.group(2)}, {m.group(1)}); "
+            "DuckDB allows one writer per file: close that process, or work on a copy"
+        )
+    return StoreError(f"cannot open {path}: {msg}")
+
+
+class Store:
+    """A truss_lab database: an embedded DuckDB file (or ``":memory:"``).
+
+    >>> store = Store("truss_lab.duckdb")      # creates and migrates it
+    >>> store.sql("SELECT count(*) FROM journal").fetchall()
+    """
+
+    def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False) -> None:
+        self.path = str(path)
+        self.read_only = read_only
+        if self.path != ":memory:" and read_only and not Path(self.path).exists():
+            raise StoreError(f"{self.path}: no such database (run `truss-lab init` first)")
+        try:
+            self.con = duckdb.connect(self.path, read_only=read_only)
+        except duckdb.IOException as exc:
+            raise _lock_error(self.path, exc) from None
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from None
+        self._depth = 0
+        self.con.execute("SET TimeZone = 'UTC'")
+        if not read_only:
+            self._migrate()
+        elif self.schema_version() != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {self.schema_version()}, this truss_lab "
+                f"expects {SCHEMA_VERSION}: open it once for writing to migrate"
+            )
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (a reopen of the same file then starts clean)."""
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r}, schema_version={SCHEMA_VERSION})"
+
+    def schema_version(self) -> int:
+        """The highest migration applied (0 for an empty database)."""
+        exists = self.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+        ).fetchall()[0]
+        if not exists[0]:
+            return 0
+        row = self.con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
+        return int(row[0]) if row[0] is not None else 0
+
+    def _migrate(self) -> None:
+        current = self.schema_version()
+        for version, name, sql in _migrations():
+            if version <= current:
+                continue
+            with self.transaction():
+                self.con.execute(sql)
+                self.con.execute(
+                    "INSERT INTO schema_version VALUES (?, ?, ?)", [version, name, utcnow()]
+                )
+
+    # -- transactions and bulk writes ---------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One explicit transaction; nested calls join the outer one.
+
+        Any exception rolls back and re-raises: never a partial write.
+        """
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only")
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self.con
+            finally:
+                self._depth -= 1
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._depth = 1
+        try:
+            yield self.con
+        except BaseException:
+            self._depth = 0
+            self.con.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        try:
+            self.con.execute("COMMIT")
+        except duckdb.Error as exc:
+            raise StoreError(f"commit failed, nothing was written: {exc}") from None
+
+    def append(
+        self,
+        table: str,
+        rows: pd.DataFrame | pa.Table,
+        *,
+        key: Sequence[str],
+    ) -> int:
+        """Append rows that are not already present (by ``key``); return how many landed.
+
+        Duplicates inside ``rows`` are dropped when identical and refused when
+        they conflict (DuckDB would silently keep the first). Runs inside the
+        current transaction, or its own.
+        """
+        tbl = rows if isinstance(rows, pa.Table) else pa.Table.from_pandas(
+            rows, preserve_index=False
+        )
+        if tbl.num_rows == 0:
+            return 0
+        cols = tbl.column_names
+        name = f"_append_{table}"
+        self.con.register(name, tbl)
+        try:
+            qcols = ", ".join(f'"{c}"' for c in cols)
+            keys = ", ".join(f'"{k}"' for k in key)
+            on = " AND ".join(f't."{k}" IS NOT DISTINCT FROM n."{k}"' for k in key)
+            # Duplicate keys inside one batch: DuckDB would keep one silently.
+            # The cheap key-only check usually finds none; only then is the
+            # full-content comparison (identical rows collapse) worth running.
+            source = name
+            dup = self.con.execute(
+                f"SELECT 1 FROM {name} GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
+            ).fetchall()
+            if dup:
+                conflict = self.con.execute(
+                    f"SELECT {keys} FROM (SELECT DISTINCT {qcols} FROM {name}) "
+                    f"GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
+                ).fetchall()
+                if conflict:
+                    raise StoreError(
+                        f"{table}: two different rows share the key "
+                        f"{dict(zip(key, conflict[0], strict=True))}"
+                    )
+                source = f"(SELECT DISTINCT {qcols} FROM {name})"
+            with self.transaction():
+                res = self.con.execute(
+                    f"INSERT INTO {table} ({qcols}) SELECT {qcols} FROM {source} n "
+                    f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {on})"
+                ).fetchall()
+            return int(res[0][0]) if res else 0
+        finally:
+            self.con.unregister(name)
+
+    def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
+        """Run SQL with ``?`` parameters; ``.df()``, ``.fetchall()`` read the result."""
+        return self.con.execute(query, list(params or []))
+
+    def table(self, name: str) -> pd.DataFrame:
+        """A whole table as a DataFrame."""
+        return self.con.execute(f'SELECT * FROM "{name}"').df()
+
+    def counts(self) -> dict[str, int]:
+        """Row count of every table (used to prove a failed write changed nothing)."""
+        names = [
+            r[0]
+            for r in self.con.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = 'main' ORDER BY table_name"
+            ).fetchall()
+        ]
+        return {
+            n: int(self.con.execute(f'SELECT count(*) FROM "{n}"').fetchall()[0][0]) for n in names
+        }
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the file (after large batches)."""
+        if not self.read_only:
+            self.con.execute("CHECKPOINT")
