@@ -11,7 +11,7 @@ from truss_lab import (
     Trust,
     query_memory,
 )
-from truss_lab.store._memory import get_memory_entry, memory_write_events, write_memory
+from truss_lab.store._governed import get_memory_entry, memory_write_events, write_memory
 
 REF = LedgerRef(seq=1, hash="a" * 64)
 

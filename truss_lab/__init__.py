@@ -59,7 +59,7 @@ from .evaluate._objective import Objective
 from .evaluate._sweep import UndefinedMetricWarning, average_precision, sweep
 from .extract._batch import ExtractionRun, run_content_hashes, run_extraction, summarize_runs
 from .extract._extraction import CloseResult, ContractCloseLearning, Extractor
-from .extract._heuristic import HeuristicExtractor
+from .extract._heuristic import HeuristicProvider
 from .extract._openai import OpenAICompatibleProvider
 from .extract._parser import ParseResult, parse_completion
 from .extract._prompts import PromptTemplate, build_request, get_template
@@ -104,7 +104,7 @@ from .score._salience import (
     weighted_sum,
 )
 from .simulate._simulate import simulate
-from .store._memory import query_memory
+from .store._governed import query_memory
 from .store._store import Store
 
 __version__ = "0.1.0"
@@ -142,7 +142,7 @@ __all__ = [
     "EntryKind",
     "ExtractionRun",
     "Extractor",
-    "HeuristicExtractor",
+    "HeuristicProvider",
     "ImportReport",
     "IngestReport",
     "IsotonicCalibrator",

@@ -58,7 +58,7 @@ from ..core._errors import BadInputError
 from ..core._models import PolicyTarget
 from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
-from ..store._memory import query_memory
+from ..store._governed import query_memory
 from ..store._store import Store
 from ._policies import check_policy_chains
 
