@@ -182,3 +182,37 @@ def test_run_record(store) -> None:
     check_resumable(row, {"policy": "on"})
     with pytest.raises(BadInputError, match="started with policy='on', this call has"):
         check_resumable(row, {"policy": "off"})
+
+
+OLD_SCHEMA = 3  # the schema of the previous release (migrations 001-003)
+
+
+def _old_store(path) -> None:
+    """A database as the previous version left it: migrations 001-003 only, and a row."""
+    import duckdb
+
+    from truss_lab.store._store import _migrations
+
+    con = duckdb.connect(str(path))
+    for version, name, sql in _migrations():
+        if version <= OLD_SCHEMA:
+            con.execute(sql)
+            con.execute("INSERT INTO schema_version VALUES (?, ?, now())", [version, name])
+    con.execute(
+        "INSERT INTO labels VALUES (?, 'x', 0, 1, 'ann', 'old.csv', "
+        "TIMESTAMPTZ '2026-01-01 00:00:00+00')", ["a" * 64])
+    con.close()
+
+
+def test_previous_version_database_migrates(tmp_path) -> None:
+    path = tmp_path / "old.duckdb"
+    _old_store(path)
+    if SCHEMA_VERSION > OLD_SCHEMA:
+        # Read-only cannot migrate: it says so instead of reading a stale schema.
+        with pytest.raises(StoreError, match=f"schema version {OLD_SCHEMA}, this truss_lab"):
+            Store(path, read_only=True)
+    with Store(path) as s:  # a writable open migrates, keeping the data
+        assert s.schema_version() == SCHEMA_VERSION
+        assert s.sql("SELECT verdict_hash, useful FROM labels").fetchall() == [("a" * 64, 1)]
+    with Store(path, read_only=True) as s:
+        assert TABLES <= set(s.counts())
