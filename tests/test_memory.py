@@ -16,7 +16,7 @@ from truss_lab import (
     query_memory,
 )
 from truss_lab.core._errors import BadInputError
-from truss_lab.store._governed import (
+from truss_lab.store._memory import (
     MEMORY_SCHEMA,
     entries_to_table,
     get_memory_entry,

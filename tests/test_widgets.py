@@ -22,7 +22,7 @@ from truss_lab.core._models import MemoryQuery
 from truss_lab.evaluate._evaluate import labelled_candidates
 from truss_lab.faces._notebook import copy_store, load_sample, run_sample_extractions
 from truss_lab.faces._widgets import LabellingWidget, LessonBrowser, ThresholdExplorer
-from truss_lab.store._governed import query_memory
+from truss_lab.store._memory import query_memory
 from truss_lab.store._store import Store
 
 

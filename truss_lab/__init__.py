@@ -104,7 +104,7 @@ from .score._salience import (
     weighted_sum,
 )
 from .simulate._simulate import simulate
-from .store._governed import query_memory
+from .store._memory import query_memory
 from .store._store import Store
 
 __version__ = "0.1.0"

@@ -32,7 +32,7 @@ from ..core._ids import derive_id
 from ..core._models import LedgerRef, LessonExtractionPolicy, utcnow
 from ..journal._journal import JournalColumns, verify_columns
 from ..journal._ledger import stored_keyring
-from ..store._governed import lesson_rows, write_memory_table
+from ..store._memory import lesson_rows, write_memory_table
 from ..store._runs import create_run, record_prompt_template
 from ..store._store import Store
 from ._parser import candidates_frame, parse_completion

@@ -260,7 +260,7 @@ class LessonBrowser:
 
     def __init__(self, store: Store, *, query: Any = None, limit: int = 500) -> None:
         from ..core._models import MemoryQuery
-        from ..store._governed import query_memory
+        from ..store._memory import query_memory
 
         w = _widgets()
         self.store = store
@@ -295,7 +295,7 @@ class LessonBrowser:
         """Show lesson ``entry_id`` (also selects it in the dropdown)."""
         from ..extract._extraction import verified_verdict
         from ..journal._ledger import get_entry
-        from ..store._governed import get_memory_entry
+        from ..store._memory import get_memory_entry
 
         if entry_id is None:
             return self

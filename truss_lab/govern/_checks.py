@@ -56,7 +56,8 @@ from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
 from ..extract._extraction import VERDICT_KIND
 from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
-from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE, query_memory
+from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE
+from ..store._memory import query_memory
 from ..store._store import Store
 from ._policies import check_policy_chains
 

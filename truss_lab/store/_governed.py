@@ -1,18 +1,15 @@
-"""Governed records in the store: memory entries, policy records, their events.
+"""Governed records in the store: the one definition of their rows.
 
-This module is the one writer (and model reader) of the ``memory_entries``,
-``policy_records`` and ``events`` tables. Each table has one Arrow schema,
+Memory entries (:mod:`._memory`), policy records (:mod:`._policy_records`)
+and their events are written only through the functions of those two
+modules, and both build and check rows with what is defined here. Each table has one Arrow schema,
 built from a column map onto the pydantic models of :mod:`truss_lab.core._models`
 and checked against them at import: a model field without a column (or a column
 without a field) is an error, not a silent drift. Every write validates its
 rows in bulk, vectorised (no model per row on the hot path), against the same
 definitions: enum values, required fields, ``produced_by`` among ``sources``,
-lessons unverified, one event per record written.
-
-Invariant 4: every lesson is kind=lesson, trust=unverified, produced_by the
-verdict's LedgerRef with the same ref among its sources, and exactly one
-MemoryWrite event per entry written. Invariant 5: ``MemoryQuery()`` returns
-verified entries only.
+lessons unverified, one event per record written. The audit
+(:mod:`truss_lab.govern._checks`) reads the same constants.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ import json
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -32,40 +28,38 @@ import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from ..core._errors import BadInputError
-from ..core._ids import derive_id
 from ..core._models import (
     HEX64,
     EntryKind,
     LedgerRef,
     MemoryEntry,
-    MemoryQuery,
     MemoryWrite,
-    Policy,
     PolicyRecord,
     PolicyTarget,
     PolicyWrite,
     Provenance,
     Trust,
 )
-from ._store import Store
 
 __all__ = [
+    "EVENT_COLUMNS",
     "EVENT_SCHEMA",
     "LESSON_KIND",
     "LESSON_TRUST",
+    "MEMORY_COLUMNS",
     "MEMORY_SCHEMA",
     "MEMORY_WRITE",
+    "POLICY_COLUMNS",
     "POLICY_SCHEMA",
     "POLICY_WRITE",
-    "get_memory_entry",
-    "lesson_rows",
-    "memory_write_events",
-    "policy_frame",
-    "policy_records",
-    "query_memory",
-    "write_memory",
-    "write_memory_table",
-    "write_policy_record",
+    "REF_TYPE",
+    "check_event_rows",
+    "check_memory_rows",
+    "check_policy_rows",
+    "field_at",
+    "models_to_table",
+    "opt",
+    "provenance_from_row",
 ]
 
 LESSON_KIND = EntryKind.lesson.value
@@ -84,7 +78,7 @@ REF_TYPE = pa.struct([("seq", pa.int64()), ("hash", pa.string())])
 # -- one schema per table, mapped onto the models ----------------------------------
 # column -> (model field path, Arrow type). A path is dotted through nested models.
 
-_MEMORY_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
+MEMORY_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
     "entry_id": ("entry_id", pa.string()),
     "kind": ("kind", pa.string()),
     "trust": ("trust", pa.string()),
@@ -102,7 +96,7 @@ _MEMORY_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
     "superseded_by": ("superseded_by", pa.string()),
 }
 
-_POLICY_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
+POLICY_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
     "record_id": ("record_id", pa.string()),
     "policy_id": ("policy.policy_id", pa.string()),
     "target": ("policy.target", pa.string()),
@@ -123,7 +117,7 @@ _POLICY_UNSTORED = ("provenance.prompt_version",)
 
 # The events table is the AgentEvent union flattened: subject_id is the entry
 # or record id, kind the entry kind or the policy target; event_id derives from it.
-_EVENT_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
+EVENT_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
     "event_id": ("", pa.string()),
     "type": ("type", pa.string()),
     "subject_id": ("entry_id|record_id", pa.string()),
@@ -140,11 +134,11 @@ def _schema(columns: Mapping[str, tuple[str, pa.DataType]]) -> pa.Schema:
     return pa.schema([(c, t) for c, (_, t) in columns.items()])
 
 
-MEMORY_SCHEMA = _schema(_MEMORY_COLUMNS)
+MEMORY_SCHEMA = _schema(MEMORY_COLUMNS)
 """Arrow schema of ``memory_entries`` (the columns of :class:`MemoryEntry`)."""
-POLICY_SCHEMA = _schema(_POLICY_COLUMNS)
+POLICY_SCHEMA = _schema(POLICY_COLUMNS)
 """Arrow schema of ``policy_records`` (the columns of :class:`PolicyRecord`)."""
-EVENT_SCHEMA = _schema(_EVENT_COLUMNS)
+EVENT_SCHEMA = _schema(EVENT_COLUMNS)
 """Arrow schema of ``events`` (:class:`MemoryWrite` and :class:`PolicyWrite`)."""
 
 
@@ -179,8 +173,8 @@ def _required_columns(model: type[BaseModel], columns: Mapping[str, tuple[str, A
     return tuple(c for c, (p, _) in columns.items() if not _optional(leaves[p]))
 
 
-_MEMORY_REQUIRED = _required_columns(MemoryEntry, _MEMORY_COLUMNS)
-_POLICY_REQUIRED = _required_columns(PolicyRecord, _POLICY_COLUMNS, _POLICY_UNSTORED)
+_MEMORY_REQUIRED = _required_columns(MemoryEntry, MEMORY_COLUMNS)
+_POLICY_REQUIRED = _required_columns(PolicyRecord, POLICY_COLUMNS, _POLICY_UNSTORED)
 _EVENT_REQUIRED = ("event_id", "type", "subject_id", "produced_by_seq", "produced_by_hash", "ts")
 
 # -- bulk validation ------------------------------------------------------------------
@@ -279,100 +273,18 @@ def check_event_rows(events: pa.Table, subjects: pa.ChunkedArray | pa.Array) -> 
                             field="subject_id")
 
 
-# -- memory entries ---------------------------------------------------------------------
+# -- rows <-> models -------------------------------------------------------------------
 
 
-def _ref_lists(seqs: Any, hashes: Any) -> pa.ListArray:
-    """One single-ref source list per row: ``[{seq, hash}]``."""
-    refs = pa.StructArray.from_arrays([pa.array(seqs, pa.int64()), pa.array(hashes, pa.string())],
-                                      fields=list(REF_TYPE))
-    return pa.ListArray.from_arrays(pa.array(np.arange(len(refs) + 1, dtype=np.int32)), refs)
-
-
-def lesson_rows(
-    *,
-    entry_ids: Sequence[str],
-    texts: Sequence[str],
-    salience: np.ndarray,
-    evidence: Sequence[Sequence[str]],
-    lesson_index: Sequence[int],
-    verdict_seq: Sequence[int],
-    verdict_hash: Sequence[str],
-    extractor_id: Sequence[str],
-    prompt_version: Sequence[str | None],
-    run_id: str,
-    created_at: datetime,
-) -> pa.Table:
-    """memory_entries rows for SI-1 lessons: where a lesson gets its governance.
-
-    Each is kind lesson, trust unverified, produced by its verdict's ref, which
-    is also its one source (ADR 0011 invariant 4). Columnar: one call per batch.
-    """
-    n = len(entry_ids)
-    return pa.table(
-        {
-            "entry_id": pa.array(entry_ids, pa.string()),
-            "kind": pa.array([LESSON_KIND] * n, pa.string()),
-            "trust": pa.array([LESSON_TRUST] * n, pa.string()),
-            "text": pa.array(texts, pa.string()),
-            "salience": pa.array(salience, pa.float64()),
-            "evidence": pa.array(evidence, pa.list_(pa.string())),
-            "lesson_index": pa.array(lesson_index, pa.int32()),
-            "produced_by_seq": pa.array(verdict_seq, pa.int64()),
-            "produced_by_hash": pa.array(verdict_hash, pa.string()),
-            "sources": _ref_lists(verdict_seq, verdict_hash),
-            "extractor_id": pa.array(extractor_id, pa.string()),
-            "run_id": pa.array([run_id] * n, pa.string()),
-            "prompt_version": pa.array(prompt_version, pa.string()),
-            "created_at": pa.array([created_at] * n, _TS),
-            "superseded_by": pa.nulls(n, pa.string()),
-        },
-        schema=MEMORY_SCHEMA,
-    )
-
-
-def memory_event_rows(mem: pa.Table) -> pa.Table:
-    """One MemoryWrite event row per memory row (ids derived from the entry id)."""
-    ids = mem.column("entry_id").to_pylist()
-    return pa.table(
-        {
-            "event_id": [derive_id("ev", MEMORY_WRITE, i) for i in ids],
-            "type": [MEMORY_WRITE] * len(ids),
-            "subject_id": mem.column("entry_id"),
-            "kind": mem.column("kind"),
-            "trust": mem.column("trust"),
-            "produced_by_seq": mem.column("produced_by_seq"),
-            "produced_by_hash": mem.column("produced_by_hash"),
-            "run_id": mem.column("run_id"),
-            "ts": mem.column("created_at"),
-        },
-        schema=EVENT_SCHEMA,
-    )
-
-
-def write_memory_table(store: Store, mem: pa.Table) -> int:
-    """Validate memory rows, then append them and their events in the current transaction.
-
-    Returns the number of new entries; an entry already present (same id)
-    writes neither a row nor an event, so a repeat is a no-op.
-    """
-    mem = mem.cast(MEMORY_SCHEMA)
-    check_memory_rows(mem)
-    events = memory_event_rows(mem)
-    check_event_rows(events, mem.column("entry_id"))
-    with store.transaction():
-        n = store.append("memory_entries", mem, key=["entry_id"])
-        store.append("events", events, key=["event_id"])
-    return n
-
-
-def _path(obj: Any, path: str) -> Any:
+def field_at(obj: Any, path: str) -> Any:
+    """The value at a dotted column-map path of a model."""
     for part in path.split("."):
         obj = getattr(obj, part)
     return obj
 
 
 def _cell(v: Any) -> Any:
+    # Model values as Arrow takes them: refs as structs, settings as JSON text.
     if isinstance(v, LedgerRef):
         return v.model_dump()
     if isinstance(v, tuple):
@@ -382,189 +294,26 @@ def _cell(v: Any) -> Any:
     return v.value if isinstance(v, enum.Enum) else v
 
 
-def _models_to_table(models: Sequence[BaseModel], columns: Mapping[str, tuple[str, Any]],
-                     schema: pa.Schema) -> pa.Table:
-    return pa.table({c: [_cell(_path(m, p)) for m in models] for c, (p, _) in columns.items()},
+def models_to_table(models: Sequence[BaseModel], columns: Mapping[str, tuple[str, Any]],
+                    schema: pa.Schema) -> pa.Table:
+    """Arrow rows of a table for ``models``, through its column map."""
+    return pa.table({c: [_cell(field_at(m, p)) for m in models] for c, (p, _) in columns.items()},
                     schema=schema)
 
 
-def entries_to_table(entries: Sequence[MemoryEntry]) -> pa.Table:
-    """Arrow rows of the memory_entries table for ``entries``."""
-    return _models_to_table(entries, _MEMORY_COLUMNS, MEMORY_SCHEMA)
-
-
-def write_memory(store: Store, entries: Sequence[MemoryEntry]) -> int:
-    """Write validated entries and one MemoryWrite event each, in one transaction
-    (the same path as a batch's lessons, from models)."""
-    return write_memory_table(store, entries_to_table(entries))
-
-
-def query_memory(store: Store, query: MemoryQuery | None = None) -> pd.DataFrame:
-    """Memory entries matching ``query`` as a DataFrame, newest first.
-
-    The default query returns verified entries only (ADR 0011): lessons are
-    unverified and appear only when asked for, e.g. ``MemoryQuery.unverified_lessons()``.
-    """
-    q = query or MemoryQuery()
-    where = ["list_contains(?, trust)"]
-    params: list[object] = [[t.value for t in q.trust]]
-    if q.kinds is not None:
-        where.append("list_contains(?, kind)")
-        params.append([k.value for k in q.kinds])
-    if q.run_id is not None:
-        where.append("run_id = ?")
-        params.append(q.run_id)
-    if q.extractor_id is not None:
-        where.append("extractor_id = ?")
-        params.append(q.extractor_id)
-    if q.produced_by_seq is not None:
-        where.append("produced_by_seq = ?")
-        params.append(q.produced_by_seq)
-    if not q.include_superseded:
-        where.append("superseded_by IS NULL")
-    sql = (
-        "SELECT * FROM memory_entries WHERE "
-        + " AND ".join(where)
-        + " ORDER BY created_at DESC, entry_id"
-    )
-    if q.limit is not None:
-        sql += " LIMIT ?"
-        params.append(q.limit)
-    return store.con.execute(sql, params).df()
-
-
-def _opt(v: Any) -> Any:
+def opt(v: Any) -> Any:
+    """A stored value, or None for SQL NULL (which pandas reads as NaN or NaT)."""
     return None if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NaT else v
 
 
-def _provenance(r: Mapping[str, Any]) -> Provenance:
+def provenance_from_row(r: Mapping[str, Any]) -> Provenance:
+    """The Provenance of a stored memory or policy row."""
     created = r["created_at"]
     return Provenance(
         produced_by=LedgerRef(seq=int(r["produced_by_seq"]), hash=r["produced_by_hash"]),
         sources=tuple(LedgerRef(**s) for s in r["sources"]),
-        extractor_id=_opt(r["extractor_id"]),
-        run_id=_opt(r["run_id"]),
-        prompt_version=_opt(r.get("prompt_version")),
+        extractor_id=opt(r["extractor_id"]),
+        run_id=opt(r["run_id"]),
+        prompt_version=opt(r.get("prompt_version")),
         created_at=created.to_pydatetime() if hasattr(created, "to_pydatetime") else created,
     )
-
-
-def get_memory_entry(store: Store, entry_id: str) -> MemoryEntry | None:
-    """One entry as a governed model, or ``None``."""
-    df = store.con.execute("SELECT * FROM memory_entries WHERE entry_id = ?", [entry_id]).df()
-    if df.empty:
-        return None
-    r = df.iloc[0]
-    return MemoryEntry(
-        entry_id=r["entry_id"],
-        kind=EntryKind(r["kind"]),
-        trust=Trust(r["trust"]),
-        text=r["text"],
-        salience=None if pd.isna(r["salience"]) else float(r["salience"]),
-        evidence=tuple(r["evidence"]) if r["evidence"] is not None else (),
-        lesson_index=None if pd.isna(r["lesson_index"]) else int(r["lesson_index"]),
-        superseded_by=_opt(r["superseded_by"]),
-        provenance=_provenance(r),
-    )
-
-
-def memory_write_events(store: Store, run_id: str | None = None) -> list[MemoryWrite]:
-    """MemoryWrite events as models (optionally for one run)."""
-    sql = "SELECT * FROM events WHERE type = ?"
-    params: list[object] = [MEMORY_WRITE]
-    if run_id is not None:
-        sql += " AND run_id = ?"
-        params.append(run_id)
-    df = store.con.execute(sql + " ORDER BY ts, subject_id", params).df()
-    return [
-        MemoryWrite(
-            entry_id=r.subject_id,
-            kind=EntryKind(r.kind),
-            trust=Trust(r.trust),
-            produced_by=LedgerRef(seq=int(r.produced_by_seq), hash=r.produced_by_hash),
-            run_id=None if pd.isna(r.run_id) else r.run_id,
-            ts=r.ts.to_pydatetime(),
-        )
-        for r in df.itertuples()
-    ]
-
-
-# -- policy records -----------------------------------------------------------------------
-
-
-def _policy_event_rows(recs: Sequence[PolicyRecord]) -> pa.Table:
-    return pa.table(
-        {
-            "event_id": [derive_id("ev", POLICY_WRITE, r.record_id) for r in recs],
-            "type": [POLICY_WRITE] * len(recs),
-            "subject_id": [r.record_id for r in recs],
-            "kind": [r.policy.target.value for r in recs],
-            "trust": [r.trust.value for r in recs],
-            "produced_by_seq": [r.provenance.produced_by.seq for r in recs],
-            "produced_by_hash": [r.provenance.produced_by.hash for r in recs],
-            "run_id": [r.provenance.run_id for r in recs],
-            "ts": [r.created_at for r in recs],
-        },
-        schema=EVENT_SCHEMA,
-    )
-
-
-def write_policy_record(store: Store, record: PolicyRecord) -> None:
-    """Append a validated policy record and its PolicyWrite event; when it supersedes
-    a record, point that one at it. One transaction (joins the caller's)."""
-    rows = _models_to_table([record], _POLICY_COLUMNS, POLICY_SCHEMA)
-    check_policy_rows(rows)
-    events = _policy_event_rows([record])
-    check_event_rows(events, rows.column("record_id"))
-    with store.transaction():
-        store.append("policy_records", rows, key=["record_id"])
-        if record.supersedes is not None:
-            store.con.execute(
-                "UPDATE policy_records SET superseded_by = ? WHERE record_id = ?",
-                [record.record_id, record.supersedes],
-            )
-        store.append("events", events, key=["event_id"])
-
-
-def _policy_from_row(r: Mapping[str, Any]) -> PolicyRecord:
-    return PolicyRecord(
-        record_id=r["record_id"],
-        policy=Policy(policy_id=r["policy_id"], target=r["target"], version=int(r["version"]),
-                      settings=json.loads(r["settings"])),
-        trust=Trust(r["trust"]),
-        provenance=_provenance(r),
-        supersedes=_opt(r["supersedes"]),
-        superseded_by=_opt(r["superseded_by"]),
-    )
-
-
-def _policy_where(policy_id: str | None, heads_only: bool) -> tuple[str, list[Any]]:
-    where, params = ["true"], []
-    if policy_id is not None:
-        where.append("policy_id = ?")
-        params.append(policy_id)
-    if heads_only:
-        where.append("superseded_by IS NULL")
-    return " AND ".join(where), params
-
-
-def policy_records(store: Store, *, policy_id: str | None = None,
-                   heads_only: bool = False) -> list[PolicyRecord]:
-    """Policy records as models (of one policy, current heads only), by version."""
-    where, params = _policy_where(policy_id, heads_only)
-    cols = ", ".join("settings::VARCHAR AS settings" if c == "settings" else c
-                     for c in _POLICY_COLUMNS)
-    cur = store.con.execute(
-        f"SELECT {cols} FROM policy_records WHERE {where} ORDER BY version", params)
-    names = [d[0] for d in cur.description]
-    return [_policy_from_row(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
-
-
-def policy_frame(store: Store, *, policy_id: str | None = None,
-                 heads_only: bool = False) -> pd.DataFrame:
-    """Policy records as a DataFrame: one policy's versions (oldest first) or every
-    current head (by policy id)."""
-    where, params = _policy_where(policy_id, heads_only)
-    order = "version" if policy_id is not None else "policy_id"
-    return store.con.execute(
-        f"SELECT * FROM policy_records WHERE {where} ORDER BY {order}", params).df()
