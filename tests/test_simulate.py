@@ -21,13 +21,12 @@ from hypothesis import strategies as st
 from truss_lab.core._canonical import canonical
 from truss_lab.core._errors import BadInputError
 from truss_lab.journal._journal import GENESIS_HASH, entry_hash
-from truss_lab.simulate._simulate import (
+from truss_lab.simulate._completions import (
     DEFAULT_EXTRACTORS,
     EXTRACTOR_PROFILES,
-    FILES,
     ExtractorProfile,
-    simulate,
 )
+from truss_lab.simulate._simulate import FILES, simulate
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "datasets" / "sample"

@@ -89,10 +89,9 @@ from .journal._journal import (
     verify_journal,
 )
 from .journal._ledger import ImportReport, append_entry, get_entry, import_journal, verify_chain
+from .score._calibrators import IsotonicCalibrator, PlattCalibrator
 from .score._junk import junk_flags, junk_rates
 from .score._salience import (
-    IsotonicCalibrator,
-    PlattCalibrator,
     Scorer,
     failed_checks,
     grounding,
