@@ -76,8 +76,9 @@ from .faces._notebook import copy_store, load_sample, run_sample_extractions, ve
 from .govern._audit import AuditReport, CheckResult, audit
 from .govern._decision import propose_threshold
 from .govern._policies import current_policies, current_policy, policy_history, write_policy
-from .ingest._formats import read_completions, read_labels, write_completions
+from .ingest._completions import read_completions, write_completions
 from .ingest._ingest import IngestReport, ingest_completions, ingest_labels
+from .ingest._labels import read_labels
 from .journal._journal import (
     JournalColumns,
     SigningKey,

@@ -60,7 +60,7 @@ def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
     elif isinstance(labels, pd.DataFrame):
         df = labels
     elif isinstance(labels, str | os.PathLike):
-        from ..ingest._formats import read_labels
+        from ..ingest._labels import read_labels
 
         df, errors = read_labels(labels)
         if errors:

@@ -17,7 +17,8 @@ import pyarrow as pa
 from ..core._errors import BadInputError
 from ..core._models import utcnow
 from ..store._store import Store
-from ._formats import read_completions, read_labels
+from ._completions import read_completions
+from ._labels import read_labels
 
 __all__ = ["IngestReport", "ingest_completions", "ingest_labels"]
 
