@@ -721,7 +721,7 @@ def html_row(tj: ModuleType) -> Row:
     from truss_lab.evaluate._bootstrap import BootstrapResult
     from truss_lab.evaluate._choose import ThresholdChoice
     from truss_lab.evaluate._compare import ComparisonResult
-    from truss_lab.evaluate._evaluate import CalibrationReport, LabelReport
+    from truss_lab.evaluate._runs import CalibrationReport, LabelReport
     from truss_lab.extract._batch import run_extraction
     from truss_lab.extract._extraction import Extractor
     from truss_lab.journal._journal import JournalColumns, verify_columns

@@ -44,19 +44,18 @@ from .evaluate._calibration import (
 )
 from .evaluate._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
 from .evaluate._compare import ComparisonResult, compare_extractors, mcnemar_exact
-from .evaluate._evaluate import (
+from .evaluate._objective import Objective
+from .evaluate._runs import (
     CalibrationReport,
     LabelReport,
     calibration_run,
     choose_run_threshold,
     compare_runs,
     label_report,
-    labelled_candidates,
-    scored_candidates,
     sweep_run,
 )
-from .evaluate._objective import Objective
 from .evaluate._sweep import UndefinedMetricWarning, average_precision, sweep
+from .evaluate._truth import labelled_candidates, scored_candidates
 from .extract._batch import ExtractionRun, run_content_hashes, run_extraction, summarize_runs
 from .extract._extraction import CloseResult, ContractCloseLearning, Extractor
 from .extract._heuristic import HeuristicExtractor

@@ -25,15 +25,9 @@ import pandas as pd
 from ..core._errors import BadInputError, PolicyError
 from ..core._models import Policy, PolicyRecord, PolicyTarget, Trust
 from ..evaluate._choose import ThresholdChoice
-from ..evaluate._evaluate import (
-    choose_run_threshold,
-    objective_spec,
-    parse_objective,
-    run_info,
-    run_labels,
-    scored_candidates,
-)
-from ..evaluate._objective import Objective
+from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
+from ..evaluate._runs import choose_run_threshold
+from ..evaluate._truth import run_info, run_labels, scored_candidates
 from ..journal._journal import SigningKey
 from ..store._store import Store
 from ._policies import write_policy
@@ -216,7 +210,7 @@ def propose_threshold(
     """
     obj = parse_objective(objective) if objective is not None else None
     if isinstance(choice_or_run, str):
-        obj = obj or parse_objective("f1")
+        obj = obj or parse_objective(DEFAULT_OBJECTIVE)
         run_ids = list(run_ids) if run_ids is not None else [choice_or_run]
         if choice_or_run not in run_ids:
             raise BadInputError(
