@@ -752,7 +752,8 @@ def html_row(tj: ModuleType) -> Row:
     rendered["VerifyReport"] = verify_columns(bad, tj.RING)._repr_html_
 
     try:
-        from truss_lab.faces._widgets import LessonBrowser, ThresholdExplorer
+        from truss_lab.faces._lesson_browser import LessonBrowser
+        from truss_lab.faces._threshold_explorer import ThresholdExplorer
 
         browser = LessonBrowser(store)
         rendered["LessonBrowser"] = lambda: browser.details.value

@@ -109,15 +109,20 @@ from .store._store import Store
 
 __version__ = "0.1.0"
 
-_WIDGETS = ("LabellingWidget", "LessonBrowser", "ThresholdExplorer")
+#: Each widget and the faces module that holds it.
+_WIDGETS = {
+    "LabellingWidget": "_labelling",
+    "LessonBrowser": "_lesson_browser",
+    "ThresholdExplorer": "_threshold_explorer",
+}
 
 
 def __getattr__(name: str) -> Any:
     # Widgets need ipywidgets (the [notebook] extra): import them on first use.
     if name in _WIDGETS:
-        from .faces import _widgets
+        import importlib
 
-        return getattr(_widgets, name)
+        return getattr(importlib.import_module(f".faces.{_WIDGETS[name]}", __name__), name)
     raise AttributeError(f"module 'truss_lab' has no attribute {name!r}")
 
 
