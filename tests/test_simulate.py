@@ -335,12 +335,13 @@ def test_custom_profile(tmp_path: Path) -> None:
 
 def test_library_readers_accept_the_dataset(medium: tuple[Path, Any]) -> None:
     """The sample must load through the library's own §2/§3 readers and parser."""
-    formats = pytest.importorskip("truss_lab.ingest._formats")
+    completions = pytest.importorskip("truss_lab.ingest._completions")
+    label_reader = pytest.importorskip("truss_lab.ingest._labels")
     parser = pytest.importorskip("truss_lab.extract._parser")
     d, res = medium
-    comps, errors = formats.read_completions(d / "completions.jsonl")
+    comps, errors = completions.read_completions(d / "completions.jsonl")
     assert errors == [] and len(comps) == res.n_completions
-    labels, errors = formats.read_labels(d / "labels.csv")
+    labels, errors = label_reader.read_labels(d / "labels.csv")
     assert errors == [] and len(labels) == res.n_labels
     results = [parser.parse_completion(t) for t in comps["text"]]
     assert sum(not r.ok for r in results) == res.n_unparseable
