@@ -293,8 +293,7 @@ class LessonBrowser:
 
     def show(self, entry_id: str) -> LessonBrowser:
         """Show lesson ``entry_id`` (also selects it in the dropdown)."""
-        from ..extract._extraction import verified_verdict
-        from ..journal._ledger import get_entry
+        from ..journal._table import get_entry, verified_verdict
         from ..store._memory import get_memory_entry
 
         if entry_id is None:
@@ -314,9 +313,7 @@ class LessonBrowser:
                            "message": f"verified: journal entry {ref.seq} has this hash, its "
                            "Ed25519 signature is valid and it links to its predecessor"}
         except TrussLabError as exc:
-            # verified_verdict speaks to extraction ("nothing was written"); here we only read.
-            msg = str(exc).removesuffix("; nothing was written")
-            self.status = {"ok": False, "message": f"FAILED: {msg}",
+            self.status = {"ok": False, "message": f"FAILED: {exc}",
                            "reason": getattr(exc, "reason", type(exc).__name__)}
         self.details.value = self._markup()
         return self
@@ -498,9 +495,9 @@ class LabellingWidget:
         self._refresh()
 
     def _verdict(self, vhash: str) -> dict[str, Any]:
-        rows = self.store.sql(
-            "SELECT payload::VARCHAR FROM journal WHERE hash = ?", [vhash]).fetchall()
-        return json.loads(rows[0][0]) if rows else {}
+        from ..journal._table import payload_by_hash
+
+        return payload_by_hash(self.store, vhash) or {}
 
     def _refresh(self) -> None:
         e = html.escape

@@ -34,7 +34,7 @@ from ..evaluate._evaluate import (
     scored_candidates,
 )
 from ..evaluate._objective import Objective
-from ..journal._journal import SigningKey
+from ..journal._crypto import SigningKey
 from ..store._store import Store
 from ._policies import write_policy
 

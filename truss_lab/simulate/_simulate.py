@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..core._errors import BadInputError, TrussLabError
-from ..journal._journal import GENESIS_HASH, SigningKey, build_entry, save_keyring
+from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, save_keyring
 
 __all__ = [
     "DEFAULT_EXTRACTORS",
