@@ -2,9 +2,9 @@
 
 Methods compared:
 
-- ``jaccard`` (ours, truss_lab.score._junk): exact token-set Jaccard >= 0.7 on
-  candidate pairs, same identifiers (check names) required; all pairs in
-  small groups, numpy MinHash/LSH candidates in large ones;
+- ``jaccard`` (ours, truss_lab.score._junk over score._similarity): exact
+  token-set Jaccard >= 0.7 on candidate pairs, same identifiers (check names)
+  required; all pairs in small groups, numpy MinHash/LSH candidates in large ones;
 - ``rapidfuzz`` (the BASELINE, the off-the-shelf choice):
   ``fuzz.token_set_ratio`` >= 90 via ``process.cdist``.
 
@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT))
 from rapidfuzz import fuzz, process  # noqa: E402  (benchmark-only dependency)
 
 from truss_lab.extract._parser import parse_completion  # noqa: E402
-from truss_lab.score._junk import _dup_within, _Sets, junk_flags, similar_pairs  # noqa: E402
+from truss_lab.score._junk import _dup_within, junk_flags  # noqa: E402
+from truss_lab.score._similarity import TokenSets, similar_pairs  # noqa: E402
 
 RF_CUTOFF = 90
 
@@ -166,7 +167,7 @@ def synthetic(n: int, seed: int = 0) -> list[str]:
 
 
 def time_ours(texts: list[str]) -> tuple[float, np.ndarray]:
-    sets = _Sets(pd.Series(texts, dtype=object))
+    sets = TokenSets(pd.Series(texts, dtype=object))
     t = time.perf_counter()
     flags = _dup_within(sets, np.zeros(len(texts), dtype=object), np.arange(len(texts)),
                         0.7, "auto")
@@ -191,7 +192,7 @@ def time_rapidfuzz(texts: list[str]) -> tuple[float, np.ndarray]:
 
 
 def lsh_recall(texts: list[str]) -> tuple[float, int]:
-    sets = _Sets(pd.Series(texts, dtype=object))
+    sets = TokenSets(pd.Series(texts, dtype=object))
     items = np.arange(len(texts))
     g = np.zeros(len(texts), dtype=np.int64)
     ei, ej = similar_pairs(sets, items, g, threshold=0.7, method="all")

@@ -725,7 +725,7 @@ def html_row(tj: ModuleType) -> Row:
     from truss_lab.evaluate._bootstrap import BootstrapResult
     from truss_lab.evaluate._choose import ThresholdChoice
     from truss_lab.evaluate._compare import ComparisonResult
-    from truss_lab.evaluate._evaluate import CalibrationReport, LabelReport
+    from truss_lab.evaluate._runs import CalibrationReport, LabelReport
     from truss_lab.extract._batch import run_extraction
     from truss_lab.extract._extraction import Extractor
     from truss_lab.journal._columns import JournalColumns
@@ -757,7 +757,8 @@ def html_row(tj: ModuleType) -> Row:
     rendered["VerifyReport"] = verify_columns(bad, tj.RING)._repr_html_
 
     try:
-        from truss_lab.faces._widgets import LessonBrowser, ThresholdExplorer
+        from truss_lab.faces._lesson_browser import LessonBrowser
+        from truss_lab.faces._threshold_explorer import ThresholdExplorer
 
         browser = LessonBrowser(store)
         rendered["LessonBrowser"] = lambda: browser.details.value

@@ -17,7 +17,8 @@ from truss_lab.core._canonical import canonical, loads_strict
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, PolicyError
 from truss_lab.core._models import PolicyTarget, Trust
-from truss_lab.evaluate._evaluate import choose_run_threshold, scored_candidates
+from truss_lab.evaluate._runs import choose_run_threshold
+from truss_lab.evaluate._truth import scored_candidates
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extraction import Extractor
 from truss_lab.govern._decision import EVIDENCE_KIND, json_safe, labels_hash, propose_threshold

@@ -1,4 +1,4 @@
-"""Store-level evaluation (truss_lab.evaluate._evaluate) on the bundled sample."""
+"""Store-level evaluation (truss_lab.evaluate._truth, ._runs) on the bundled sample."""
 
 from __future__ import annotations
 
@@ -17,23 +17,28 @@ from sklearn.metrics import brier_score_loss, cohen_kappa_score
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._choose import choose_threshold, split_by_verdict
-from truss_lab.evaluate._evaluate import (
+from truss_lab.evaluate._objective import (
+    OBJECTIVE_HELP,
+    OBJECTIVE_KINDS,
+    Objective,
+    make_objective,
+    objective_spec,
+    parse_objective,
+)
+from truss_lab.evaluate._runs import (
     CalibrationReport,
     LabelReport,
     calibration_run,
     choose_run_threshold,
     compare_runs,
-    demo_evaluation,
     label_report,
-    labelled_candidates,
-    parse_objective,
-    scored_candidates,
     sweep_run,
 )
-from truss_lab.evaluate._objective import Objective
 from truss_lab.evaluate._sweep import sweep
+from truss_lab.evaluate._truth import labelled_candidates, scored_candidates
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extraction import Extractor
+from truss_lab.faces._demo_eval import demo_evaluation
 from truss_lab.ingest._ingest import ingest_completions, ingest_labels
 from truss_lab.journal._ledger import import_journal
 from truss_lab.store._store import Store
@@ -161,6 +166,27 @@ def test_choose_run_threshold_splits_by_verdict(ev):
 def test_parse_objective(spec, expected):
     assert parse_objective(spec) == expected
     assert parse_objective(expected) is expected
+
+
+@pytest.mark.parametrize("spec", ["f1", "fbeta:2", "precision:0.9", "budget:1.5", "cost:1,5"])
+def test_objective_json_spec_round_trips(spec):
+    obj = parse_objective(spec)
+    assert parse_objective(objective_spec(obj)) == obj
+    assert spec.partition(":")[0] in OBJECTIVE_HELP
+
+
+def test_objective_kinds_options_and_defaults_have_one_home():
+    assert {parse_objective(objective_spec(Objective(k, min_precision=0.5, max_per_verdict=1.0))
+                            ).kind for k in OBJECTIVE_KINDS} == set(OBJECTIVE_KINDS)
+    # An option left at None takes the Objective default.
+    assert make_objective("cost", cost_fp=2.0) == Objective("cost", cost_fp=2.0, cost_fn=1.0)
+    assert OBJECTIVE_HELP == (
+        "How to choose the threshold: f1 | fbeta:B | precision:P (max recall with "
+        "precision >= P) | budget:K (max recall with <= K lessons per verdict) | "
+        "cost:FP,FN (min FP*fp + FN*fn).")
+    for bad in ({"kind": "magic"}, {"kind": "f1", "beta": 2.0}, {"kind": "fbeta", "beta": "2"}):
+        with pytest.raises(BadInputError, match="objective"):
+            parse_objective(bad)
 
 
 @given(st.text(max_size=20))

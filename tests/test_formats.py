@@ -19,15 +19,13 @@ from hypothesis import strategies as st
 
 from truss_lab.core._canonical import MAX_SAFE_INT, MalformedJSON, loads_strict
 from truss_lab.core._errors import BadInputError
-from truss_lab.ingest._formats import (
+from truss_lab.ingest._completions import (
     COMPLETION_FIELDS,
-    LABEL_FIELDS,
     CompletionRecordModel,
-    LabelRecordModel,
     read_completions,
-    read_labels,
     write_completions,
 )
+from truss_lab.ingest._labels import LABEL_FIELDS, LabelRecordModel, read_labels
 
 H = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(400)]
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import precision_score, recall_score
 
 from truss_lab.core._errors import BadInputError
-from truss_lab.score._junk import DETECTORS, junk_flags, junk_rates, token_sets
+from truss_lab.score._junk import DETECTORS, junk_flags, junk_rates
+from truss_lab.score._similarity import token_sets
 
 VERDICTS = pd.DataFrame(
     {

@@ -23,7 +23,7 @@ from truss_lab.extract._openai import (
 )
 from truss_lab.extract._providers import ChatMessage, CompletionRequest, Provider
 from truss_lab.extract._replay import ReplayProvider
-from truss_lab.ingest._formats import COMPLETION_FIELDS, CompletionRecordModel, read_completions
+from truss_lab.ingest._completions import COMPLETION_FIELDS, CompletionRecordModel, read_completions
 
 KEY_ENV = "TRUSS_LAB_TEST_API_KEY"
 SECRET = "sk-test-do-not-leak-4242"

@@ -14,7 +14,7 @@ import pytest
 from truss_lab.core._errors import BadInputError, ProviderError
 from truss_lab.extract._providers import ChatMessage, CompletionRequest, Provider
 from truss_lab.extract._replay import ReplayProvider
-from truss_lab.ingest._formats import read_completions, write_completions
+from truss_lab.ingest._completions import read_completions, write_completions
 
 
 def vh(i: int) -> str:

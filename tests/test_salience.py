@@ -16,14 +16,11 @@ from sklearn.linear_model import LogisticRegression
 
 import truss_lab.score._salience as sal
 from truss_lab.core._errors import BadInputError
+from truss_lab.score._calibrators import IsotonicCalibrator, PlattCalibrator, calibrated
 from truss_lab.score._salience import (
-    IsotonicCalibrator,
-    PlattCalibrator,
     Scorer,
-    calibrated,
     failed_checks,
     grounding,
-    informative_tokens,
     model_salience,
     novelty,
     score_candidates,
@@ -33,6 +30,7 @@ from truss_lab.score._salience import (
     verdict_table,
     weighted_sum,
 )
+from truss_lab.score._tokens import informative_tokens
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64
 

@@ -21,13 +21,12 @@ from hypothesis import strategies as st
 from truss_lab.core._canonical import canonical
 from truss_lab.core._errors import BadInputError
 from truss_lab.journal._crypto import GENESIS_HASH, entry_hash
-from truss_lab.simulate._simulate import (
+from truss_lab.simulate._completions import (
     DEFAULT_EXTRACTORS,
     EXTRACTOR_PROFILES,
-    FILES,
     ExtractorProfile,
-    simulate,
 )
+from truss_lab.simulate._simulate import FILES, simulate
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "datasets" / "sample"
@@ -336,12 +335,13 @@ def test_custom_profile(tmp_path: Path) -> None:
 
 def test_library_readers_accept_the_dataset(medium: tuple[Path, Any]) -> None:
     """The sample must load through the library's own §2/§3 readers and parser."""
-    formats = pytest.importorskip("truss_lab.ingest._formats")
+    completions = pytest.importorskip("truss_lab.ingest._completions")
+    label_reader = pytest.importorskip("truss_lab.ingest._labels")
     parser = pytest.importorskip("truss_lab.extract._parser")
     d, res = medium
-    comps, errors = formats.read_completions(d / "completions.jsonl")
+    comps, errors = completions.read_completions(d / "completions.jsonl")
     assert errors == [] and len(comps) == res.n_completions
-    labels, errors = formats.read_labels(d / "labels.csv")
+    labels, errors = label_reader.read_labels(d / "labels.csv")
     assert errors == [] and len(labels) == res.n_labels
     results = [parser.parse_completion(t) for t in comps["text"]]
     assert sum(not r.ok for r in results) == res.n_unparseable

@@ -19,9 +19,11 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._models import MemoryQuery
-from truss_lab.evaluate._evaluate import labelled_candidates
+from truss_lab.evaluate._truth import labelled_candidates
+from truss_lab.faces._labelling import LabellingWidget
+from truss_lab.faces._lesson_browser import LessonBrowser
 from truss_lab.faces._notebook import copy_store, load_sample, run_sample_extractions
-from truss_lab.faces._widgets import LabellingWidget, LessonBrowser, ThresholdExplorer
+from truss_lab.faces._threshold_explorer import ThresholdExplorer
 from truss_lab.store._memory import query_memory
 from truss_lab.store._store import Store
 

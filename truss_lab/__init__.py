@@ -44,19 +44,18 @@ from .evaluate._calibration import (
 )
 from .evaluate._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
 from .evaluate._compare import ComparisonResult, compare_extractors, mcnemar_exact
-from .evaluate._evaluate import (
+from .evaluate._objective import Objective
+from .evaluate._runs import (
     CalibrationReport,
     LabelReport,
     calibration_run,
     choose_run_threshold,
     compare_runs,
     label_report,
-    labelled_candidates,
-    scored_candidates,
     sweep_run,
 )
-from .evaluate._objective import Objective
 from .evaluate._sweep import UndefinedMetricWarning, average_precision, sweep
+from .evaluate._truth import labelled_candidates, scored_candidates
 from .extract._batch import ExtractionRun, run_content_hashes, run_extraction, summarize_runs
 from .extract._extraction import CloseResult, ContractCloseLearning, Extractor
 from .extract._heuristic import HeuristicExtractor
@@ -76,18 +75,18 @@ from .faces._notebook import copy_store, load_sample, run_sample_extractions, ve
 from .govern._audit import AuditReport, CheckResult, audit
 from .govern._decision import propose_threshold
 from .govern._policies import current_policies, current_policy, policy_history, write_policy
-from .ingest._formats import read_completions, read_labels, write_completions
+from .ingest._completions import read_completions, write_completions
 from .ingest._ingest import IngestReport, ingest_completions, ingest_labels
+from .ingest._labels import read_labels
 from .journal._columns import JournalColumns
 from .journal._crypto import SigningKey, load_keyring, save_keyring
 from .journal._ledger import ImportReport, append_entry, import_journal, verify_chain
 from .journal._reader import read_journal
 from .journal._table import get_entry
 from .journal._verify import VerifyReport, verify_columns, verify_journal
+from .score._calibrators import IsotonicCalibrator, PlattCalibrator
 from .score._junk import junk_flags, junk_rates
 from .score._salience import (
-    IsotonicCalibrator,
-    PlattCalibrator,
     Scorer,
     failed_checks,
     grounding,
@@ -104,15 +103,20 @@ from .store._store import Store
 
 __version__ = "0.1.0"
 
-_WIDGETS = ("LabellingWidget", "LessonBrowser", "ThresholdExplorer")
+#: Each widget and the faces module that holds it.
+_WIDGETS = {
+    "LabellingWidget": "_labelling",
+    "LessonBrowser": "_lesson_browser",
+    "ThresholdExplorer": "_threshold_explorer",
+}
 
 
 def __getattr__(name: str) -> Any:
     # Widgets need ipywidgets (the [notebook] extra): import them on first use.
     if name in _WIDGETS:
-        from .faces import _widgets
+        import importlib
 
-        return getattr(_widgets, name)
+        return getattr(importlib.import_module(f".faces.{_WIDGETS[name]}", __name__), name)
     raise AttributeError(f"module 'truss_lab' has no attribute {name!r}")
 
 

@@ -12,7 +12,6 @@ came from (``environment TRUSS_LAB_EXTRACTION_MIN_SALIENCE: ...``).
 
 from __future__ import annotations
 
-import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from ._errors import ConfigError
 from ._models import LessonExtractionPolicy
+from ._threshold import check_threshold
 
 __all__ = ["ENV_PREFIX", "MemoryConfig"]
 
@@ -42,27 +42,7 @@ def _check(field: str, value: Any, layer: str) -> Any:
                 layer=layer, field=field,
             ) from None
     if field == "extraction_min_salience":
-        v = value
-        if isinstance(v, str):
-            try:
-                v = float(v)
-            except ValueError:
-                raise ConfigError(
-                    f"extraction_min_salience must be a number in [0, 1], got {value!r}",
-                    layer=layer, field=field,
-                ) from None
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise ConfigError(
-                f"extraction_min_salience must be a number in [0, 1], got {value!r}",
-                layer=layer, field=field,
-            )
-        v = float(v)
-        if math.isnan(v) or not 0.0 <= v <= 1.0:
-            raise ConfigError(
-                f"extraction_min_salience must be in [0, 1] (and not NaN), got {value!r}",
-                layer=layer, field=field,
-            )
-        return v
+        return check_threshold(value, layer, name=field, strings=True)
     raise ConfigError(
         f"unknown setting {field!r}; expected one of {', '.join(_FIELDS)}", layer=layer, field=field
     )

@@ -7,13 +7,13 @@ written is never mutated in place; supersession creates a new record.
 from __future__ import annotations
 
 import enum
-import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._errors import PolicyError
+from ._errors import ConfigError, PolicyError
+from ._threshold import check_threshold
 
 __all__ = [
     "AgentEvent",
@@ -266,14 +266,11 @@ class Policy(_Frozen):
     @classmethod
     def _salience_in_range(cls, v: dict[str, Any], info: Any) -> dict[str, Any]:
         if "extraction_min_salience" in v:
-            t = v["extraction_min_salience"]
-            if (
-                isinstance(t, bool)
-                or not isinstance(t, int | float)
-                or not math.isfinite(t)
-                or not 0 <= t <= 1
-            ):
-                raise ValueError(f"extraction_min_salience must be a number in [0, 1], got {t!r}")
+            try:
+                check_threshold(v["extraction_min_salience"], "policy settings")
+            except ConfigError as exc:
+                # A ValueError, so pydantic reports it as a ValidationError of ``settings``.
+                raise ValueError(exc.message) from None
         return v
 
 

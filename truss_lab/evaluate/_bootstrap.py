@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
-from truss_lab.evaluate._objective import Objective, make_objective
+from truss_lab.evaluate._objective import DEFAULT_OBJECTIVE, Objective, make_objective
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
     as_labels,
@@ -226,18 +226,18 @@ def bootstrap_metrics(
     n_boot: int = 1000,
     confidence: float = 0.95,
     random_state: Any = 0,
-    objective: str | Objective = "f1",
-    beta: float = 1.0,
+    objective: str | Objective = DEFAULT_OBJECTIVE,
+    beta: float | None = None,
     min_precision: float | None = None,
     max_per_verdict: float | None = None,
-    cost_fp: float = 1.0,
-    cost_fn: float = 1.0,
+    cost_fp: float | None = None,
+    cost_fn: float | None = None,
 ) -> BootstrapResult:
     """Percentile intervals of precision, recall, F1 and kept-per-verdict, resampling verdicts.
 
     ``thresholds`` is the grid (e.g. ``np.linspace(0, 1, 101)``); the chosen
     threshold and its interval are taken over that grid with ``objective``
-    (see :class:`~truss_lab.evaluate._objective.Objective`). Seeded by ``random_state``.
+    (see :func:`~truss_lab.evaluate._objective.make_objective`). Seeded by ``random_state``.
     """
     obj = make_objective(
         objective,

@@ -3,7 +3,7 @@
 A calibrated salience of 0.7 should mean "seven in ten such lessons are
 useful"; only then does ``extraction_min_salience = 0.7`` say what it seems
 to. These functions measure that; the calibrating scorers (isotonic, Platt)
-live in ``truss_lab.score._salience``.
+live in ``truss_lab.score._calibrators``.
 
 Binning follows scikit-learn's ``calibration_curve``: with
 ``strategy="uniform"`` the edges are ``np.linspace(0, 1, n_bins + 1)``, with

@@ -26,7 +26,7 @@ from truss_lab.evaluate._bootstrap import (
     check_boot,
     verdict_codes,
 )
-from truss_lab.evaluate._objective import Objective, make_objective
+from truss_lab.evaluate._objective import DEFAULT_OBJECTIVE, Objective, make_objective
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
     as_labels,
@@ -187,12 +187,12 @@ def choose_threshold(
     salience: Any,
     groups: Any,
     *,
-    objective: str | Objective = "f1",
-    beta: float = 1.0,
+    objective: str | Objective = DEFAULT_OBJECTIVE,
+    beta: float | None = None,
     min_precision: float | None = None,
     max_per_verdict: float | None = None,
-    cost_fp: float = 1.0,
-    cost_fn: float = 1.0,
+    cost_fp: float | None = None,
+    cost_fn: float | None = None,
     test_size: float | int = 0.3,
     random_state: Any = 0,
     n_boot: int = 0,
@@ -202,7 +202,8 @@ def choose_threshold(
 
     ``objective`` is ``"f1"``, ``"fbeta"`` (with ``beta``), ``"precision_floor"``
     (with ``min_precision``), ``"budget"`` (with ``max_per_verdict``), ``"cost"``
-    (with ``cost_fp``, ``cost_fn``) or an :class:`Objective`. Candidate
+    (with ``cost_fp``, ``cost_fn``; an option left at None takes the
+    :class:`Objective` default) or an :class:`Objective`. Candidate
     thresholds are the distinct training saliences; ties go to the highest.
     The split is :func:`split_by_verdict` with ``test_size`` and ``random_state``.
     With ``n_boot > 0`` the result also carries verdict-bootstrap intervals

@@ -8,21 +8,76 @@ threshold for 1000 replicates with one call.
 
 Ties between thresholds go to the **highest** threshold (fewest lessons
 written): the conservative choice for an unverified-memory gate.
+
+This module is the one home of the objective kinds, their options and the
+options' defaults (the fields of :class:`Objective`), and of their two
+spellings: the CLI form (``precision:0.8``, read by :func:`parse_objective`,
+described by :data:`OBJECTIVE_HELP`) and the JSON spec recorded as evidence
+(written by :func:`objective_spec`, read back by :func:`parse_objective`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from truss_lab.core._errors import BadInputError
 
-__all__ = ["OBJECTIVE_KINDS", "Objective", "make_objective"]
+__all__ = [
+    "DEFAULT_OBJECTIVE",
+    "OBJECTIVE_HELP",
+    "OBJECTIVE_KINDS",
+    "Objective",
+    "make_objective",
+    "objective_spec",
+    "parse_objective",
+]
 
 ObjectiveKind = Literal["f1", "fbeta", "precision_floor", "budget", "cost"]
-OBJECTIVE_KINDS: tuple[str, ...] = ("f1", "fbeta", "precision_floor", "budget", "cost")
+OBJECTIVE_KINDS: tuple[str, ...] = get_args(ObjectiveKind)
+DEFAULT_OBJECTIVE = "f1"
+"""The objective when none is given (library and CLI)."""
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How one objective kind is spelled and which :class:`Objective` fields it reads."""
+
+    cli: str
+    """Its name in the CLI form (the kind's own name is accepted too)."""
+    options: tuple[str, ...]
+    """The :class:`Objective` fields it reads, in the order the CLI form gives them."""
+    metavars: tuple[str, ...]
+    """Placeholders of those options in the CLI help."""
+    help: str = ""
+    """What it means, for the CLI help (empty when the name says it)."""
+
+    @property
+    def form(self) -> str:
+        """The CLI form, e.g. ``cost:FP,FN``."""
+        return self.cli + (":" + ",".join(self.metavars) if self.metavars else "")
+
+
+_KINDS: dict[str, _Kind] = {
+    "f1": _Kind("f1", (), ()),
+    "fbeta": _Kind("fbeta", ("beta",), ("B",)),
+    "precision_floor": _Kind("precision", ("min_precision",), ("P",),
+                             "max recall with precision >= P"),
+    "budget": _Kind("budget", ("max_per_verdict",), ("K",),
+                    "max recall with <= K lessons per verdict"),
+    "cost": _Kind("cost", ("cost_fp", "cost_fn"), ("FP", "FN"), "min FP*fp + FN*fn"),
+}
+
+_FORMS = [k.form for k in _KINDS.values()]
+_EXPECTED = f"expected {', '.join(_FORMS[:-1])} or {_FORMS[-1]}"
+
+OBJECTIVE_HELP = "How to choose the threshold: " + " | ".join(
+    k.form + (f" ({k.help})" if k.help else "") for k in _KINDS.values()
+) + "."
+"""The ``--objective`` help of the CLI: every CLI form and what it means."""
 
 
 @dataclass(frozen=True)
@@ -127,22 +182,82 @@ class Objective:
 
 
 def make_objective(
-    objective: str | Objective = "f1",
+    objective: str | Objective = DEFAULT_OBJECTIVE,
     *,
-    beta: float = 1.0,
+    beta: float | None = None,
     min_precision: float | None = None,
     max_per_verdict: float | None = None,
-    cost_fp: float = 1.0,
-    cost_fn: float = 1.0,
+    cost_fp: float | None = None,
+    cost_fn: float | None = None,
 ) -> Objective:
-    """An :class:`Objective` from a name plus options (or the object itself, unchanged)."""
+    """An :class:`Objective` from a kind name plus options (or the object itself, unchanged).
+
+    An option left at None takes the :class:`Objective` default.
+    """
     if isinstance(objective, Objective):
         return objective
+    given = {"beta": beta, "min_precision": min_precision, "max_per_verdict": max_per_verdict,
+             "cost_fp": cost_fp, "cost_fn": cost_fn}
     return Objective(
         kind=objective,  # type: ignore[arg-type]  # validated in __post_init__
-        beta=beta,
-        min_precision=min_precision,
-        max_per_verdict=max_per_verdict,
-        cost_fp=cost_fp,
-        cost_fn=cost_fn,
+        **{k: v for k, v in given.items() if v is not None},
     )
+
+
+def parse_objective(spec: str | Mapping[str, Any] | Objective) -> Objective:
+    """An :class:`Objective` from its CLI form or its JSON spec.
+
+    CLI forms: ``f1``; ``fbeta:B``; ``precision:P`` (max recall with precision
+    >= P); ``budget:K`` (max recall with at most K kept lessons per verdict);
+    ``cost:FP,FN`` (min FP*fp + FN*fn). A mapping is a spec as
+    :func:`objective_spec` writes it (``kind`` plus that kind's options;
+    ``description`` is ignored). Objective objects pass through.
+    """
+    if isinstance(spec, Objective):
+        return spec
+    if isinstance(spec, Mapping):
+        return _from_spec(spec)
+    if not isinstance(spec, str):
+        raise BadInputError(f"objective must be a string, got {type(spec).__name__}",
+                            field="objective")
+    name, _, arg = spec.strip().partition(":")
+    found = next(((kind, k) for kind, k in _KINDS.items() if name in (k.cli, kind)), None)
+    if found is not None:
+        kind, k = found
+        n = len(k.options)
+        # The last option takes the rest of the text, so "fbeta:1,2" is a bad number.
+        args = arg.split(",", n - 1) if n and arg else []
+        if len(args) == n and (n or not arg):
+            try:
+                values = [float(a) for a in args]
+            except ValueError:
+                raise BadInputError(f"bad number in objective {spec!r}; {_EXPECTED}",
+                                    field="objective") from None
+            return Objective(kind=kind, **dict(zip(k.options, values, strict=True)))  # type: ignore[arg-type]
+    raise BadInputError(f"unknown objective {spec!r}; {_EXPECTED}", field="objective")
+
+
+def _from_spec(spec: Mapping[str, Any]) -> Objective:
+    kind = spec.get("kind")
+    if kind not in _KINDS:
+        raise BadInputError(
+            f"unknown objective kind {kind!r}; expected one of {', '.join(OBJECTIVE_KINDS)}",
+            field="objective")
+    extra = set(spec) - {"kind", "description", *_KINDS[kind].options}
+    if extra:
+        raise BadInputError(
+            f"objective {kind!r} takes {', '.join(_KINDS[kind].options) or 'no options'}, "
+            f"got {', '.join(sorted(extra))}", field="objective")
+    options = {o: spec[o] for o in _KINDS[kind].options if o in spec}
+    for o, v in options.items():
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise BadInputError(f"objective option {o} must be a number, got {v!r}", field=o)
+    return Objective(kind=kind, **options)
+
+
+def objective_spec(obj: Objective) -> dict[str, Any]:
+    """The fields of ``obj`` that matter for its kind (JSON-ready): ``kind``,
+    ``description`` and the kind's options."""
+    spec: dict[str, Any] = {"kind": obj.kind, "description": obj.describe()}
+    spec.update({o: getattr(obj, o) for o in _KINDS[obj.kind].options})
+    return spec

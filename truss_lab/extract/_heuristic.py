@@ -31,7 +31,7 @@ The heuristic baseline's rules
    - *focus*: 1/sqrt(number of lessons from rule 2/3) — one failed check is a
      sharper lesson than one of many; 0.5 for rule 4;
    - *specificity*: distinct informative tokens of the check's evidence (rule
-     4: the summary) / 8, capped at 1 (tokens as in ``truss_lab.score._salience``:
+     4: the summary) / 8, capped at 1 (tokens as in ``truss_lab.score._tokens``:
      lower-cased, digits kept, stopwords and 1–2 letter words dropped);
    - *relevance*: informative tokens shared by the check's name + evidence
      and the verdict's tags + goal, divided by min(3, tokens in tags + goal),
@@ -50,7 +50,7 @@ import time
 from typing import Any
 
 from ..core._errors import ProviderError
-from ..score._salience import informative_tokens
+from ..score._tokens import informative_tokens
 from ._prompts import validate_verdict_payload
 from ._providers import Completion, CompletionRequest
 

@@ -110,7 +110,7 @@ class CompletionRecorder:
 
     def to_frame(self) -> pd.DataFrame:
         """The records as a completions frame (the columns :func:`read_completions` returns)."""
-        from ..ingest._formats import _columns_of, _completion_frame, _validate_columns
+        from ..ingest._completions import _columns_of, _completion_frame, _validate_columns
 
         values = self.records
         cols, skip, problems = _columns_of(values)
@@ -123,7 +123,7 @@ class CompletionRecorder:
 
     def write(self, path: str | os.PathLike[str]) -> int:
         """Write the records as §2 JSONL; returns the number of lines."""
-        from ..ingest._formats import write_completions
+        from ..ingest._completions import write_completions
 
         return write_completions(self.records, path)
 

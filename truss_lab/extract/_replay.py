@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..core._errors import BadInputError, ProviderError
-from ..ingest._formats import read_completions
+from ..ingest._completions import read_completions
 from ._providers import Completion, CompletionRequest
 
 __all__ = ["ReplayProvider"]

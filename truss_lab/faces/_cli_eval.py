@@ -1,7 +1,8 @@
 """``truss-lab sweep | compare | calibrate | propose``: evaluation on the command line.
 
 The lead's ``_cli.py`` calls :func:`register`. No logic lives here: every
-number comes from :mod:`truss_lab.evaluate._evaluate` or :mod:`truss_lab.govern._decision`.
+number comes from :mod:`truss_lab.evaluate` or :mod:`truss_lab.govern._decision`; text and
+plots come from :mod:`truss_lab.faces._text` and :mod:`truss_lab.faces._display`.
 """
 
 from __future__ import annotations
@@ -12,15 +13,12 @@ from typing import Any
 import click
 
 from ..core._errors import BadInputError
+from ..evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
 from ._cli_common import _emit, _friendly, db_option, json_option
 
 __all__ = ["register"]
 
-OBJECTIVE_HELP = ("How to choose the threshold: f1 | fbeta:B | precision:P (max recall with "
-                  "precision >= P) | budget:K (max recall with <= K lessons per verdict) | "
-                  "cost:FP,FN (min FP*fp + FN*fn).")
-
-_objective_option = click.option("--objective", default="f1", show_default=True,
+_objective_option = click.option("--objective", default=DEFAULT_OBJECTIVE, show_default=True,
                                   help=OBJECTIVE_HELP)
 _labels_option = click.option(
     "--labels", "labels_path", type=click.Path(dir_okay=False),
@@ -79,15 +77,10 @@ def register(cli: click.Group) -> None:
               test_size: float, random_state: int, n_boot: int, csv_path: str | None,
               plot_path: str | None, as_json: bool) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
-        from ..evaluate._evaluate import (
-            SUMMARY_THRESHOLDS,
-            choose_run_threshold,
-            format_choice,
-            format_sweep,
-            save_sweep_plot,
-            sweep_run,
-        )
+        from ..evaluate._runs import choose_run_threshold, sweep_run
         from ..govern._decision import json_safe
+        from ._display import save_sweep_plot
+        from ._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
 
         with _open(db) as store:
             full = sweep_run(store, run_id, labels=labels_path, score=score)
@@ -124,8 +117,9 @@ def register(cli: click.Group) -> None:
                 score: str, n_boot: int, random_state: int, plot_path: str | None,
                 as_json: bool) -> None:
         """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
-        from ..evaluate._evaluate import compare_runs, save_comparison_plot
+        from ..evaluate._runs import compare_runs
         from ..govern._decision import json_safe
+        from ._display import save_comparison_plot
 
         with _open(db) as store:
             res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
@@ -157,8 +151,9 @@ def register(cli: click.Group) -> None:
                   labels_path: str | None, score: str, test_size: float, random_state: int,
                   plot_path: str | None, as_json: bool) -> None:
         """Calibration before/after fitting on training verdicts, judged on held-out ones."""
-        from ..evaluate._evaluate import calibration_run, save_calibration_plot
+        from ..evaluate._runs import calibration_run
         from ..govern._decision import json_safe
+        from ._display import save_calibration_plot
 
         with _open(db) as store:
             rep = calibration_run(store, run_id, method=None if method == "none" else method,

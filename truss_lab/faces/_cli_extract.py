@@ -50,7 +50,7 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any
 
 def _replay_file(path: str, ext_id: str | None) -> Any:
     from ..extract._extraction import Extractor
-    from ..ingest._formats import read_completions
+    from ..ingest._completions import read_completions
 
     if not Path(path).is_file():
         raise BadInputError("no such completions file", source=path)

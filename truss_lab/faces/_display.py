@@ -8,24 +8,50 @@ plotting (``pip install 'truss_lab[notebook]'``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 
-__all__ = ["CalibrationDisplay", "ComparisonDisplay", "PrecisionRecallDisplay", "SweepDisplay"]
+if TYPE_CHECKING:
+    from truss_lab.evaluate._compare import ComparisonResult
+    from truss_lab.evaluate._runs import CalibrationReport
+
+__all__ = [
+    "CalibrationDisplay",
+    "ComparisonDisplay",
+    "PrecisionRecallDisplay",
+    "SweepDisplay",
+    "save_calibration_plot",
+    "save_comparison_plot",
+    "save_sweep_plot",
+]
+
+_HINT = "pip install 'truss_lab[notebook]'"
 
 
 def _pyplot() -> Any:
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "plotting needs matplotlib: pip install 'truss_lab[notebook]'"
-        ) from exc
+        raise ImportError(f"plotting needs matplotlib: {_HINT}") from exc
     return plt
+
+
+def _figure(figsize: tuple[float, float], *, dpi: float | None = None) -> Any:
+    """A bare matplotlib Figure, for PNGs and widget images.
+
+    A bare Figure renders through Agg without pyplot, so no display (and no
+    global backend switch or figure list) is ever needed, and nothing is shown
+    twice inline in a notebook.
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"plotting needs matplotlib: {_HINT}") from exc
+    return Figure(figsize=figsize, dpi=dpi, layout="constrained")
 
 
 def _axes(ax: Any) -> Any:
@@ -191,11 +217,18 @@ class PrecisionRecallDisplay:
 
 
 class CalibrationDisplay:
-    """Reliability diagram with the count of candidates per bin (bars, second axis)."""
+    """Reliability diagram with the count of candidates per bin (bars, second axis).
 
-    def __init__(self, table: pd.DataFrame, *, name: str | None = None) -> None:
+    ``table`` is a :func:`~truss_lab.evaluate._calibration.reliability_table`;
+    ``name`` labels the curve, ``title`` (optional) heads the axes.
+    """
+
+    def __init__(
+        self, table: pd.DataFrame, *, name: str | None = None, title: str | None = None
+    ) -> None:
         self.table = table
         self.name = name
+        self.title = title
 
     @classmethod
     def from_predictions(
@@ -239,6 +272,8 @@ class CalibrationDisplay:
         )
         ax2.set_ylabel("candidates per bin")
         ax.legend(loc="upper left")
+        if self.title:
+            ax.set_title(self.title)
         self.ax_, self.ax2_, self.figure_ = ax, ax2, ax.figure
         return self
 
@@ -278,3 +313,41 @@ class ComparisonDisplay:
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
+
+
+# -- PNG files (the CLI's --plot and make demo) ----------------------------------------------
+
+
+def _save(fig: Any, path: Any) -> str:
+    fig.savefig(path, dpi=100)
+    return str(path)
+
+
+def save_sweep_plot(df: pd.DataFrame, path: Any, *, threshold: float | None = None,
+                    name: str | None = None) -> str:
+    """Draw a :class:`SweepDisplay` of ``df`` into a PNG at ``path``; returns the path."""
+    fig = _figure((6.5, 4.5))
+    SweepDisplay(df, threshold=threshold, name=name).plot(ax=fig.subplots())
+    return _save(fig, path)
+
+
+def save_calibration_plot(report: CalibrationReport, path: Any) -> str:
+    """Reliability diagrams of a calibration report (before / after, side by side)
+    into a PNG; returns the path."""
+    names = list(report.tables)
+    fig = _figure((6.5 * (len(names) or 1), 4.5))
+    axes = np.atleast_1d(fig.subplots(1, len(names) or 1))
+    for ax, name in zip(axes, names, strict=False):
+        label = f"{report.score} ({name})" if name == "before" else f"{report.method} ({name})"
+        ece = report.summary.loc[name, "ece"]
+        CalibrationDisplay(report.tables[name], name=label,
+                           title=f"{report.run_id}: {name}, ECE {ece:.3f}").plot(ax=ax)
+    return _save(fig, path)
+
+
+def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0) -> str:
+    """A :class:`ComparisonDisplay` of ``result`` (threshold row ``row``) into a PNG;
+    returns the path."""
+    fig = _figure((6.5, 4.5))
+    ComparisonDisplay(result, row=row).plot(ax=fig.subplots())
+    return _save(fig, path)

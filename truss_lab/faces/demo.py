@@ -16,12 +16,12 @@ from pathlib import Path
 
 from ..core._config import MemoryConfig
 from ..core._errors import TrussLabError
-from ..evaluate._evaluate import demo_evaluation
 from ..extract._batch import run_extraction, summarize_runs
 from ..extract._extraction import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal, verify_chain
 from ..store._store import Store
+from ._demo_eval import demo_evaluation
 from ._notebook import SAMPLE
 
 

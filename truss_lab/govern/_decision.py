@@ -22,18 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core._errors import BadInputError, PolicyError
+from ..core._errors import BadInputError, ConfigError, PolicyError
 from ..core._models import Policy, PolicyRecord, PolicyTarget, Trust
+from ..core._threshold import check_threshold
 from ..evaluate._choose import ThresholdChoice
-from ..evaluate._evaluate import (
-    choose_run_threshold,
-    objective_spec,
-    parse_objective,
-    run_info,
-    run_labels,
-    scored_candidates,
-)
-from ..evaluate._objective import Objective
+from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
+from ..evaluate._runs import choose_run_threshold
+from ..evaluate._truth import run_info, run_labels, scored_candidates
 from ..journal._crypto import SigningKey
 from ..store._store import Store
 from ._policies import write_policy
@@ -216,7 +211,7 @@ def propose_threshold(
     """
     obj = parse_objective(objective) if objective is not None else None
     if isinstance(choice_or_run, str):
-        obj = obj or parse_objective("f1")
+        obj = obj or parse_objective(DEFAULT_OBJECTIVE)
         run_ids = list(run_ids) if run_ids is not None else [choice_or_run]
         if choice_or_run not in run_ids:
             raise BadInputError(
@@ -241,10 +236,12 @@ def propose_threshold(
         raise BadInputError(
             f"expected a ThresholdChoice or a run id, got {type(choice_or_run).__name__}",
             field="choice_or_run")
-    if not math.isfinite(choice.threshold) or not 0.0 <= choice.threshold <= 1.0:
+    try:
+        check_threshold(choice.threshold, "threshold choice", name="threshold")
+    except ConfigError:
         raise PolicyError(
             f"the choice gives threshold {choice.threshold!r} ({choice.objective}); "
-            "expected a number in [0, 1], so nothing is proposed")
+            "expected a number in [0, 1], so nothing is proposed") from None
     evidence = threshold_evidence(store, choice, run_ids=run_ids, objective=obj,
                                   labels=labels, score=score)
     policy = Policy(policy_id=policy_id, target=PolicyTarget.salience,

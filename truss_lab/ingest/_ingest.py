@@ -17,9 +17,10 @@ import pyarrow as pa
 from ..core._errors import BadInputError
 from ..core._models import utcnow
 from ..store._store import Store
-from ._formats import read_completions, read_labels
+from ._completions import read_completions
+from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
 
-__all__ = ["IngestReport", "ingest_completions", "ingest_labels"]
+__all__ = ["IngestReport", "append_labels", "ingest_completions", "ingest_labels"]
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -125,13 +126,32 @@ def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     """Load a FORMATS.md §3 labels CSV."""
     source = str(path)
     df, errors = read_labels(path)
-    df = df.copy()
-    if "annotator" in df.columns:
-        df["annotator"] = df["annotator"].fillna("")
-    new = _frame(df, LABELS_SCHEMA, {"source": source, "labelled_at": utcnow()})
-    key = ["verdict_hash", "extractor", "lesson_index", "annotator"]
     n_read = len(df) + len(errors)
+    added, conflicts = append_labels(store, df, source=source)
+    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])
+
+
+def append_labels(
+    store: Store, df: pd.DataFrame, *, source: str
+) -> tuple[int, list[BadInputError]]:
+    """Append gold-label rows to the ``labels`` table: the one writer of label rows.
+
+    ``df`` has the FORMATS.md §3 columns (``verdict_hash``, ``extractor``,
+    ``lesson_index``, ``useful``, optional ``annotator``: missing or null is
+    stored as ``""``); each row is stamped with ``source`` and the time. A row
+    whose key (verdict_hash, extractor, lesson_index, annotator) is stored
+    already is never overwritten; one stored with a different ``useful`` is
+    reported as a conflict. Returns (rows added, conflicts).
+    """
+    missing = [c for c in LABEL_FIELDS[:4] if c not in df.columns]
+    if missing:
+        raise BadInputError(f"label rows lack column(s) {', '.join(missing)}", source=source,
+                            field=missing[0])
+    df = df.copy()
+    df["annotator"] = df["annotator"].fillna("") if "annotator" in df.columns else ""
+    new = _frame(df, LABELS_SCHEMA, {"source": source, "labelled_at": utcnow()})
+    key = list(LABEL_KEY)
     conflicts = _conflicts(store, "labels", new, key, ["useful"], source)
     with store.transaction():
         added = store.append("labels", new, key=key)
-    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])
+    return added, conflicts

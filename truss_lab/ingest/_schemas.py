@@ -15,7 +15,8 @@ def _models() -> dict[str, type[BaseModel]]:
     from ..core._config import MemoryConfig
     from ..core._models import MemoryEntry, PolicyRecord
     from ..journal._spec import JournalEntryModel, VerdictPayloadModel
-    from ._formats import CompletionRecordModel, LabelRecordModel
+    from ._completions import CompletionRecordModel
+    from ._labels import LabelRecordModel
 
     return {
         "journal": JournalEntryModel,

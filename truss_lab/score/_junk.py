@@ -23,19 +23,18 @@ a sweep or a groupby. The detectors:
 ``junk``
     any of the above.
 
-Near-duplicate means: the token sets (lower-cased words; stop words and
-filler such as "Remember:" dropped; possessives and the suffixes -s, -es, -ed,
--ing, -ion stripped) have Jaccard similarity >= ``threshold``
+Near-duplicate means: the token sets (content words as in ``score._tokens``:
+lower-cased words; stop words and filler such as "Remember:" dropped;
+possessives and the suffixes -s, -es, -ed, -ing, -ion stripped) have Jaccard
+similarity >= ``threshold``
 AND the two lessons name the same identifiers (tokens with ``_`` or a digit,
 such as check names): "the tz_regression check …" and "the dedup check …" are
 different lessons however alike the rest of the sentence is. "Earlier" is by
 (``verdict_seq``, ``lesson_index``) when those columns exist, else row order;
 the first of a group of duplicates is never flagged.
 
-Method (chosen by measurement, see ``benchmarks/bench_junk.py``): exact
-token-set Jaccard on candidate pairs. Identical token sets collapse first;
-small groups compare all pairs; large ones get candidate pairs from a numpy
-MinHash with LSH banding, then the exact Jaccard decides. Pure numpy/pandas.
+Identical token sets collapse first; the rest are compared by
+``score._similarity`` (exact Jaccard on all pairs or on MinHash/LSH candidates).
 """
 
 from __future__ import annotations
@@ -49,8 +48,10 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ._similarity import TokenSets, similar_pairs
+from ._tokens import content_words
 
-__all__ = ["DETECTORS", "junk_flags", "junk_rates", "token_sets"]
+__all__ = ["DETECTORS", "junk_flags", "junk_rates"]
 
 DETECTORS = (
     "duplicate_in_verdict",
@@ -61,180 +62,6 @@ DETECTORS = (
     "restates_summary",
 )
 """The detector columns of :func:`junk_flags`, in order (``junk`` follows)."""
-
-_WORD = r"[a-z0-9_]+(?:'[a-z]+)?"
-_STOP = frozenset(
-    """a an the and or but nor of to in on at by for with from as into onto than then
-    this that these those it its is are was were be been being do does did done so
-    such very just also too only not no all any each every some more most other
-    our your their his her we you they he she i me my us them there here when
-    while before after about over under again once can could should would will
-    may might must shall has have had having if else up down out off always
-    remember lesson learned note important tip takeaway please""".split()
-)
-"""Stop words, plus the filler models wrap lessons in ("Remember:", "(important)")."""
-_MAX_ALL_PAIRS = 3_000_000  # above this many within-group pairs, use MinHash/LSH
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-# -- tokens ------------------------------------------------------------------------
-
-
-def _explode_tokens(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(row position, token string) for every content word of every text."""
-    s = pd.Series(texts.to_numpy(dtype=object), dtype=object).fillna("")
-    words = s.astype(str).str.lower().str.findall(_WORD).explode()
-    words = words.dropna()
-    words = words[~words.isin(_STOP)]
-    # Light suffix stripping, enough to match "tests"/"test", "migrated"/"migration"
-    # and "scheduler's"/"scheduler" without a stemmer dependency.
-    words = words.str.replace(r"'[a-z]+$", "", regex=True)
-    words = words.str.replace(r"(?<=[a-z]{3})(?:ions|ion|ings|ing|ed)$", "",
-                              regex=True)
-    words = words.str.replace(r"(ss|[xz]|ch|sh)es$", r"\1", regex=True)
-    words = words.str.replace(r"(?<=[a-z]{3})(?<!s)s$", "", regex=True)
-    words = words[words.str.len() > 0]
-    return words.index.to_numpy(dtype=np.int64), words.to_numpy(dtype=object)
-
-
-def token_sets(texts: Sequence[str] | pd.Series) -> list[frozenset[str]]:
-    """The token set each detector compares, per text (for inspection and tests)."""
-    ser = pd.Series(list(texts), dtype=object)
-    rows, toks = _explode_tokens(ser)
-    out: list[set[str]] = [set() for _ in range(len(ser))]
-    for r, t in zip(rows.tolist(), toks.tolist(), strict=True):
-        out[r].add(t)
-    return [frozenset(s) for s in out]
-
-
-class _Sets:
-    """Unique (row, token id) pairs in CSR form plus per-row set hashes."""
-
-    def __init__(self, texts: pd.Series, vocab: dict[str, int] | None = None) -> None:
-        n = len(texts)
-        rows, toks = _explode_tokens(texts)
-        codes, uniq = pd.factorize(pd.Series(toks, dtype=object))
-        self.vocab_size = len(uniq)
-        self.is_ident = np.array(
-            [("_" in t) or any(c.isdigit() for c in t) for t in uniq], dtype=bool
-        )
-        key = np.unique(rows * max(self.vocab_size, 1) + codes.astype(np.int64))
-        self.rows = key // max(self.vocab_size, 1)
-        self.toks = key % max(self.vocab_size, 1)
-        self.n = n
-        self.size = np.bincount(self.rows, minlength=n).astype(np.int64)
-        rng = np.random.default_rng(0x5EED)
-        tok_hash = rng.integers(0, 2**63, size=max(self.vocab_size, 1), dtype=np.uint64) * 2 + 1
-        # Order-independent set hashes: sums of random 64-bit token values (wrapping).
-        with np.errstate(over="ignore"):
-            self.set_key = np.zeros(n, dtype=np.uint64)
-            np.add.at(self.set_key, self.rows, tok_hash[self.toks])
-            self.ident_key = np.zeros(n, dtype=np.uint64)
-            m = self.is_ident[self.toks]
-            np.add.at(self.ident_key, self.rows[m], tok_hash[self.toks[m]])
-
-
-def _jaccard(sets: _Sets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Exact Jaccard of the token sets of rows a[k] and b[k], vectorized."""
-    if len(a) == 0:
-        return np.zeros(0)
-    v = max(sets.vocab_size, 1)
-    keys = sets.rows * v + sets.toks  # sorted (np.unique output)
-    starts = np.concatenate([[0], np.cumsum(sets.size)])
-    la = sets.size[a]
-    pair = np.repeat(np.arange(len(a)), la)
-    # positions of a's tokens in the CSR arrays
-    offs = np.arange(la.sum()) - np.repeat(np.cumsum(la) - la, la)
-    tok_a = sets.toks[np.repeat(starts[a], la) + offs]
-    probe = np.repeat(b, la) * v + tok_a
-    pos = np.searchsorted(keys, probe)
-    pos = np.minimum(pos, len(keys) - 1)
-    hit = keys[pos] == probe if len(keys) else np.zeros(len(probe), bool)
-    inter = np.bincount(pair[hit], minlength=len(a)).astype(np.float64)
-    union = la + sets.size[b] - inter
-    with np.errstate(invalid="ignore", divide="ignore"):
-        j = np.where(union > 0, inter / union, 0.0)
-    return j
-
-
-def _minhash(sets: _Sets, items: np.ndarray, k: int) -> np.ndarray:
-    """MinHash signatures (len(items) x k, uint32) of the token sets of rows ``items``."""
-    rng = np.random.default_rng(0xC0FFEE)
-    a = rng.integers(1, 2**31 - 1, size=k, dtype=np.uint64)
-    b = rng.integers(0, 2**31 - 1, size=k, dtype=np.uint64)
-    p = np.uint64(2**31 - 1)
-    sel = np.isin(sets.rows, items)
-    r, t = sets.rows[sel], sets.toks[sel].astype(np.uint64)
-    pos = pd.Index(items).get_indexer(r)
-    order = np.argsort(pos, kind="stable")
-    pos, t = pos[order], t[order]
-    h = ((t[:, None] * a[None, :] + b[None, :]) % p).astype(np.uint32)
-    sig = np.full((len(items), k), np.iinfo(np.uint32).max, dtype=np.uint32)
-    if len(pos):
-        bounds = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
-        sig[pos[bounds]] = np.minimum.reduceat(h, bounds, axis=0)
-    return sig
-
-
-def similar_pairs(
-    sets: _Sets,
-    items: np.ndarray,
-    groups: np.ndarray,
-    *,
-    threshold: float,
-    method: str = "auto",
-    bands: int = 24,
-    rows_per_band: int = 3,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs (i, j), i < j positions in ``items``, of the same group whose token
-    sets have Jaccard >= ``threshold``. ``method``: "all" (every within-group
-    pair), "lsh" (MinHash/LSH candidates), or "auto" (all pairs when few)."""
-    m = len(items)
-    if m < 2:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    g_codes, _ = pd.factorize(pd.Series(groups))
-    counts = np.bincount(g_codes)
-    n_pairs = int((counts * (counts - 1) // 2).sum())
-    if method == "all" or (method == "auto" and n_pairs <= _MAX_ALL_PAIRS):
-        order = np.argsort(g_codes, kind="stable")
-        sizes = counts[counts > 0]
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        ii, jj = [], []
-        # One vectorized block per group size (few distinct sizes), not per group.
-        for size in np.unique(sizes[sizes > 1]):
-            base = starts[sizes == size]
-            tri_i, tri_j = np.triu_indices(int(size), 1)
-            ii.append((base[:, None] + tri_i[None, :]).ravel())
-            jj.append((base[:, None] + tri_j[None, :]).ravel())
-        if not ii:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        pi, pj = order[np.concatenate(ii)], order[np.concatenate(jj)]
-    else:
-        sig = _minhash(sets, items, bands * rows_per_band)
-        parts = []
-        for band in range(bands):
-            block = sig[:, band * rows_per_band:(band + 1) * rows_per_band]
-            key = pd.DataFrame(block).assign(g=g_codes)
-            bucket = key.groupby(list(key.columns), sort=False).ngroup().to_numpy()
-            order = np.argsort(bucket, kind="stable")
-            bs = bucket[order]
-            bounds = np.flatnonzero(np.r_[True, bs[1:] != bs[:-1], True])
-            sizes = np.diff(bounds)
-            for size in np.unique(sizes[sizes > 1]):
-                base = bounds[:-1][sizes == size]
-                tri_i, tri_j = np.triu_indices(int(size), 1)
-                parts.append(np.stack([
-                    order[(base[:, None] + tri_i[None, :]).ravel()],
-                    order[(base[:, None] + tri_j[None, :]).ravel()],
-                ]))
-        if not parts:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        pairs = np.unique(np.sort(np.concatenate(parts, axis=1), axis=0), axis=1)
-        pi, pj = pairs[0], pairs[1]
-    lo, hi = np.minimum(pi, pj), np.maximum(pi, pj)
-    j = _jaccard(sets, items[lo], items[hi])
-    keep = j >= threshold
-    return lo[keep], hi[keep]
 
 
 # -- duplicates --------------------------------------------------------------------
@@ -252,7 +79,7 @@ def _order(c: pd.DataFrame) -> np.ndarray:
     return rank
 
 
-def _dup_within(sets: _Sets, group: np.ndarray, rank: np.ndarray, threshold: float,
+def _dup_within(sets: TokenSets, group: np.ndarray, rank: np.ndarray, threshold: float,
                 method: str) -> np.ndarray:
     """Flag rows with an earlier near-duplicate in the same group."""
     n = sets.n
@@ -277,7 +104,7 @@ def _dup_within(sets: _Sets, group: np.ndarray, rank: np.ndarray, threshold: flo
     return flags
 
 
-def _dup_of_memory(sets: _Sets, n_cand: int, cand: pd.DataFrame, memory: pd.DataFrame,
+def _dup_of_memory(sets: TokenSets, n_cand: int, cand: pd.DataFrame, memory: pd.DataFrame,
                    threshold: float, method: str) -> np.ndarray:
     n = sets.n
     side = np.r_[np.zeros(n_cand, bool), np.ones(n - n_cand, bool)]
@@ -441,12 +268,12 @@ def junk_flags(
         if "text" not in memory.columns:
             raise BadInputError("memory lacks a text column", field="memory")
         mem = memory.reset_index(drop=True)
-        all_sets = _Sets(pd.concat([texts.astype(object), mem["text"].astype(object)],
+        all_sets = TokenSets(pd.concat([texts.astype(object), mem["text"].astype(object)],
                                    ignore_index=True))
     else:
         mem = None
-        all_sets = _Sets(texts)
-    cand_sets = _Sets(texts) if mem is not None else all_sets
+        all_sets = TokenSets(texts)
+    cand_sets = TokenSets(texts) if mem is not None else all_sets
     rank = _order(c)
     group = _group_column(c)
     vh = c["verdict_hash"].astype(object).fillna("").to_numpy()
@@ -481,8 +308,8 @@ def _restate_flags(texts: pd.Series, summaries: pd.Series, containment: float) -
     n = len(texts)
     if n == 0:
         return np.zeros(0, dtype=bool)
-    lr, lt = _explode_tokens(pd.Series(texts.to_numpy(dtype=object)))
-    sr, st = _explode_tokens(pd.Series(summaries.to_numpy(dtype=object)))
+    lr, lt = content_words(pd.Series(texts.to_numpy(dtype=object)))
+    sr, st = content_words(pd.Series(summaries.to_numpy(dtype=object)))
     lesson = pd.DataFrame({"row": lr, "tok": lt}).drop_duplicates()
     summ = pd.DataFrame({"row": sr, "tok": st}).drop_duplicates()
     hit = lesson.merge(summ, on=["row", "tok"], how="left", indicator=True)

@@ -25,14 +25,13 @@ Scorers (each returns float64 in [0, 1], NaN for invalid rows)
   for a check present in its verdict (items stripped, exact match); 0 when the
   lesson has no evidence.
 - ``specificity``: distinct informative tokens / ``target`` (default 12), capped
-  at 1. Tokens: lower-cased runs of ``[a-z0-9_]`` joined by ``. : / -``
-  (so ``02:00`` and ``utc+1``'s parts survive); informative = containing a digit,
-  or 3+ characters and not an English stopword.
+  at 1 (informative tokens are defined in ``score._tokens``).
 - ``novelty(corpus)``: 1 - the largest Jaccard similarity between the lesson's
   informative-token set and that of any earlier lesson text in ``corpus``
   (1 with an empty corpus or a lesson without informative tokens).
-- ``calibrated(base, calibrator)``: a fitted :class:`IsotonicCalibrator` or
-  :class:`PlattCalibrator` applied to ``base``'s scores, out of sample only.
+- ``calibrated(base, calibrator)`` (in ``score._calibrators``): a fitted
+  ``IsotonicCalibrator`` or ``PlattCalibrator`` applied to ``base``'s scores,
+  out of sample only.
 - ``weighted_sum({scorer: weight, ...})``: the weighted sum, clipped to [0, 1].
 """
 
@@ -43,12 +42,13 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ._tokens import informative_token_pairs
 
 __all__ = [
     "FAILED_CHECKS",
@@ -56,13 +56,9 @@ __all__ = [
     "MODEL_SALIENCE",
     "SPECIFICITY",
     "VERDICT_OUTCOME",
-    "IsotonicCalibrator",
-    "PlattCalibrator",
     "Scorer",
-    "calibrated",
     "failed_checks",
     "grounding",
-    "informative_tokens",
     "model_salience",
     "novelty",
     "score_candidates",
@@ -74,43 +70,7 @@ __all__ = [
 ]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-TOKEN_PATTERN = r"[a-z0-9_]+(?:[.:/-][a-z0-9_]+)*"
-_TOKEN = re.compile(TOKEN_PATTERN)
-# A small, fixed English stopword list: part of the scorer's definition, so
-# changing it means bumping the specificity/novelty versions.
-STOPWORDS = frozenset(
-    """a about above after again against all also and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having here how if in into is it its itself just
-    more most must no nor not now of off on once only or other our out over own same
-    should so some such than that the their them then there these they this those
-    through to too under until up very was we were what when where which while who why
-    will with would you your next time make sure always never use using""".split()
-)
 _OUTCOME = {"fail": 1.0, "partial": 0.5, "pass": 0.0}
-
-
-def informative_tokens(text: str) -> list[str]:
-    """The informative tokens of one text, in order (see the module docstring)."""
-    return [t for t in _TOKEN.findall(text.lower()) if _informative(t)]
-
-
-def _informative(tok: str) -> bool:
-    return any(c.isdigit() for c in tok) or (len(tok) >= 3 and tok not in STOPWORDS)
-
-
-def _token_pairs(texts: pd.Series) -> pd.DataFrame:
-    """Distinct (row, tok) pairs of informative tokens; row is the position in ``texts``."""
-    s = pd.Series(texts.to_numpy(dtype=object), dtype=object).where(texts.notna().to_numpy(), "")
-    exploded = s.astype("str").str.lower().str.findall(_TOKEN).explode().dropna()
-    if exploded.empty:
-        return pd.DataFrame({"row": np.array([], np.int64), "tok": pd.array([], "str")})
-    toks = exploded.astype("str")
-    has_digit = toks.str.contains(r"\d", regex=True)
-    keep = has_digit | ((toks.str.len() >= 3) & ~toks.isin(STOPWORDS))
-    pairs = pd.DataFrame({"row": toks.index.to_numpy(np.int64)[keep.to_numpy()],
-                          "tok": toks[keep].to_numpy()})
-    return pairs.drop_duplicates(ignore_index=True)
 
 
 # ---------------------------------------------------------------------------
@@ -330,7 +290,7 @@ def _grounding(c: pd.DataFrame, vt: pd.DataFrame | None) -> np.ndarray:
 
 def _specificity_fn(target: float) -> ScoreFn:
     def fn(c: pd.DataFrame, _: pd.DataFrame | None) -> np.ndarray:
-        pairs = _token_pairs(c["text"].reset_index(drop=True))
+        pairs = informative_token_pairs(c["text"].reset_index(drop=True))
         counts = np.bincount(pairs["row"].to_numpy(np.int64), minlength=len(c))
         return np.minimum(counts / target, 1.0)
 
@@ -407,7 +367,7 @@ def novelty(corpus: Iterable[str], *, name: str = "novelty") -> Scorer:
     against different corpora never share a version.
     """
     docs = pd.Series([str(t) for t in corpus], dtype=object)
-    cpairs = _token_pairs(docs)
+    cpairs = informative_token_pairs(docs)
     doc_size = np.bincount(cpairs["row"].to_numpy(np.int64), minlength=len(docs))
     cpairs = cpairs.rename(columns={"row": "doc"})
     doc_freq = cpairs["tok"].value_counts()
@@ -415,7 +375,7 @@ def novelty(corpus: Iterable[str], *, name: str = "novelty") -> Scorer:
     def fn(c: pd.DataFrame, _: pd.DataFrame | None) -> np.ndarray:
         n = len(c)
         best = np.zeros(n)
-        pairs = _token_pairs(c["text"].reset_index(drop=True))
+        pairs = informative_token_pairs(c["text"].reset_index(drop=True))
         if pairs.empty or cpairs.empty:
             return 1.0 - best
         row_size = np.bincount(pairs["row"].to_numpy(np.int64), minlength=n)
@@ -477,248 +437,6 @@ def weighted_sum(
     return Scorer(
         name, f"1+{_fingerprint(spec)}", fn, requires, needs,
         " + ".join(f"{float(w):g}*{s.name}" for s, w in items) + ", clipped to [0, 1]",
-    )
-
-
-# ---------------------------------------------------------------------------
-# Calibration
-
-
-def _as_1d(x: Any, what: str) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
-    if a.ndim != 1:
-        raise BadInputError(f"{what} must be one-dimensional, got shape {a.shape}", field=what)
-    return a
-
-
-class _Calibrator:
-    kind = "calibrator"
-
-    def __init__(self) -> None:
-        self.fitted_verdicts: frozenset[str] | None = None
-        self.n_fit = 0
-
-    def _check_fit(
-        self, scores: Any, labels: Any, verdict_hash: Any
-    ) -> tuple[np.ndarray, np.ndarray]:
-        x = _as_1d(scores, "scores")
-        y = _as_1d(labels, "labels")
-        vh = np.asarray(verdict_hash, dtype=object)
-        if not (len(x) == len(y) == len(vh)):
-            raise BadInputError(
-                f"scores, labels and verdict_hash differ in length: {len(x)}, {len(y)}, "
-                f"{len(vh)}",
-                field="labels",
-            )
-        if len(x) == 0:
-            raise BadInputError("cannot fit a calibrator on zero candidates", field="scores")
-        if not np.isfinite(x).all():
-            raise BadInputError(
-                f"{int((~np.isfinite(x)).sum())} scores are NaN or infinite; drop invalid "
-                "candidates before fitting",
-                field="scores",
-            )
-        if not np.isin(y, (0.0, 1.0)).all():
-            raise BadInputError("labels must be 0 or 1", field="labels")
-        self.fitted_verdicts = frozenset(str(h) for h in vh)
-        self.n_fit = len(x)
-        return x, y
-
-    def _check_apply(
-        self, scores: Any, verdict_hash: Any, allow_in_sample: bool
-    ) -> np.ndarray:
-        if self.fitted_verdicts is None:
-            raise BadInputError(f"the {self.kind} calibrator is not fitted; call fit() first")
-        x = _as_1d(scores, "scores")
-        if not allow_in_sample:
-            if verdict_hash is None:
-                raise BadInputError(
-                    "pass verdict_hash so out-of-sample use can be checked "
-                    "(or allow_in_sample=True)",
-                    field="verdict_hash",
-                )
-            vh = pd.Series(np.asarray(verdict_hash, dtype=object)).astype("str")
-            if len(vh) != len(x):
-                raise BadInputError("scores and verdict_hash differ in length",
-                                    field="verdict_hash")
-            seen = vh[vh.isin(self.fitted_verdicts)].unique()
-            if len(seen):
-                raise BadInputError(
-                    f"{len(seen)} verdicts were in the {self.kind} calibrator's fitting set, "
-                    f"e.g. {list(seen[:3])}; calibrated scores must be out of sample "
-                    "(pass allow_in_sample=True to override explicitly)",
-                    field="verdict_hash",
-                    reason="in_sample",
-                )
-        return x
-
-    def fingerprint(self) -> str:
-        """A short hash of the fitted parameters and fitting set."""
-        return _fingerprint([self.kind, self._params(), sorted(self.fitted_verdicts or ())])
-
-    def _params(self) -> Any:  # pragma: no cover - overridden
-        return None
-
-
-class IsotonicCalibrator(_Calibrator):
-    """Monotone (non-decreasing) calibration by pool-adjacent-violators.
-
-    Matches scikit-learn's ``IsotonicRegression(out_of_bounds="clip", y_min=0,
-    y_max=1)``: ties in the score are pooled (mean label), the step function
-    is interpolated linearly between distinct fitted scores and clipped
-    outside their range.
-    """
-
-    kind = "isotonic"
-
-    def fit(self, scores: Any, labels: Any, *, verdict_hash: Any) -> Self:
-        """Fit on labelled candidates; ``verdict_hash`` records the fitting set."""
-        x, y = self._check_fit(scores, labels, verdict_hash)
-        ux, inv = np.unique(x, return_inverse=True)
-        w = np.bincount(inv).astype(np.float64)
-        m = np.bincount(inv, weights=y) / w
-        self.x_ = ux
-        self.y_ = np.clip(_pav(m, w), 0.0, 1.0)
-        return self
-
-    def predict(
-        self, scores: Any, *, verdict_hash: Any = None, allow_in_sample: bool = False
-    ) -> np.ndarray:
-        """Calibrated probabilities; NaN scores stay NaN. Refuses in-sample verdicts."""
-        x = self._check_apply(scores, verdict_hash, allow_in_sample)
-        out = np.interp(np.clip(x, self.x_[0], self.x_[-1]), self.x_, self.y_)
-        out[np.isnan(x)] = np.nan
-        return out
-
-    def _params(self) -> Any:
-        return [self.x_.tolist(), self.y_.tolist()]
-
-
-def _pav(m: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted isotonic (non-decreasing) fit of block means ``m`` with weights ``w``."""
-    # PAV is sequential by nature (each merge depends on the previous ones), so
-    # this is a loop over the *distinct* scores, with a block stack.
-    n = len(m)
-    vals = np.empty(n)
-    wts = np.empty(n)
-    ends = np.empty(n, dtype=np.int64)
-    top = -1
-    for i in range(n):
-        top += 1
-        vals[top], wts[top], ends[top] = m[i], w[i], i
-        while top > 0 and vals[top - 1] >= vals[top]:
-            wsum = wts[top - 1] + wts[top]
-            vals[top - 1] = (vals[top - 1] * wts[top - 1] + vals[top] * wts[top]) / wsum
-            wts[top - 1] = wsum
-            ends[top - 1] = ends[top]
-            top -= 1
-    sizes = np.diff(np.concatenate(([-1], ends[: top + 1])))
-    return np.repeat(vals[: top + 1], sizes)
-
-
-class PlattCalibrator(_Calibrator):
-    """Logistic calibration on one feature: ``p = 1 / (1 + exp(-(a*score + b)))``.
-
-    Fitted by Newton's method (IRLS) with a step-halving line search on
-    ``sum(log loss) + a**2 / (2*C)``, the objective of scikit-learn's
-    ``LogisticRegression(C=C)`` (intercept not penalized). ``C`` only matters
-    when the labels are (nearly) separable by the score, where it keeps the
-    slope finite.
-    """
-
-    kind = "platt"
-
-    def __init__(self, *, C: float = 1e6, max_iter: int = 100, tol: float = 1e-10) -> None:
-        super().__init__()
-        if not C > 0:
-            raise BadInputError(f"C must be > 0, got {C}", field="C")
-        self.C = float(C)
-        self.max_iter = int(max_iter)
-        self.tol = float(tol)
-
-    def fit(self, scores: Any, labels: Any, *, verdict_hash: Any) -> Self:
-        """Fit on labelled candidates; ``verdict_hash`` records the fitting set."""
-        x, y = self._check_fit(scores, labels, verdict_hash)
-        X = np.column_stack([x, np.ones_like(x)])
-        pen = np.array([1.0 / self.C, 0.0])
-
-        def objective(t: np.ndarray) -> float:
-            z = X @ t
-            return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * pen[0] * t[0] ** 2)
-
-        theta = np.zeros(2)
-        f = objective(theta)
-        self.n_iter_ = 0
-        for it in range(self.max_iter):
-            p = _sigmoid(X @ theta)
-            grad = X.T @ (p - y) + pen * theta
-            if np.max(np.abs(grad)) <= self.tol * max(1.0, len(x)):
-                break
-            h = X.T @ (X * (p * (1.0 - p))[:, None]) + np.diag(pen)
-            # A tiny ridge keeps the solve defined when every score is equal.
-            step = np.linalg.solve(h + 1e-12 * np.eye(2), grad)
-            t = 1.0
-            while t > 1e-10:
-                cand = theta - t * step
-                fc = objective(cand)
-                if fc <= f:
-                    break
-                t *= 0.5
-            else:
-                break
-            self.n_iter_ = it + 1
-            converged = abs(f - fc) <= 1e-15 * max(1.0, abs(f))
-            theta, f = cand, fc
-            if converged:
-                break
-        self.a_, self.b_ = float(theta[0]), float(theta[1])
-        return self
-
-    def predict(
-        self, scores: Any, *, verdict_hash: Any = None, allow_in_sample: bool = False
-    ) -> np.ndarray:
-        """Calibrated probabilities; NaN scores stay NaN. Refuses in-sample verdicts."""
-        x = self._check_apply(scores, verdict_hash, allow_in_sample)
-        return _sigmoid(self.a_ * x + self.b_)
-
-    def _params(self) -> Any:
-        return [self.a_, self.b_, self.C]
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    # exp(-logaddexp(0, -z)) = 1/(1+exp(-z)) without overflow; NaN stays NaN.
-    with np.errstate(invalid="ignore"):
-        return np.exp(-np.logaddexp(0.0, -z))
-
-
-def calibrated(
-    base: Scorer,
-    calibrator: IsotonicCalibrator | PlattCalibrator,
-    *,
-    name: str | None = None,
-    allow_in_sample: bool = False,
-) -> Scorer:
-    """A scorer applying a fitted calibrator to ``base``'s scores.
-
-    Named ``<base>_<kind>`` by default; its version embeds the fit's
-    fingerprint. Scoring a candidate whose verdict was in the fitting set
-    raises :class:`BadInputError` unless ``allow_in_sample=True``.
-    """
-    if calibrator.fitted_verdicts is None:
-        raise BadInputError("fit the calibrator before wrapping it in a scorer")
-    requires = tuple(dict.fromkeys((*base.requires, "verdict_hash")))
-
-    def fn(c: pd.DataFrame, vt: pd.DataFrame | None) -> np.ndarray:
-        return calibrator.predict(
-            base(c, vt), verdict_hash=c["verdict_hash"].to_numpy(),
-            allow_in_sample=allow_in_sample,
-        )
-
-    return Scorer(
-        name or f"{base.name}_{calibrator.kind}",
-        f"{base.version}+{calibrator.kind}-{calibrator.fingerprint()}",
-        fn, requires, base.needs_verdicts,
-        f"{calibrator.kind} calibration of {base.name} fitted on {calibrator.n_fit} candidates",
     )
 
 

@@ -1,0 +1,170 @@
+"""What a run is judged against: its candidates joined to the gold labels.
+
+Store reads only: the labels (from the store, a CSV or a frame), a run's
+candidates with their majority label, and the score a sweep thresholds. The
+per-run evaluations in :mod:`truss_lab.evaluate._runs` start from here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core._errors import BadInputError
+from ..store._store import Store
+from ._agreement import majority_labels
+
+__all__ = ["labelled_candidates", "run_info", "run_labels", "scored_candidates"]
+
+
+def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
+    """Gold labels as a FORMATS.md §3 frame: from the store's labels table
+    (default), a CSV path, or a DataFrame."""
+    if labels is None:
+        df = store.sql(
+            "SELECT verdict_hash, extractor, lesson_index, useful, "
+            "NULLIF(annotator, '') AS annotator FROM labels"
+        ).df()
+    elif isinstance(labels, pd.DataFrame):
+        df = labels
+    elif isinstance(labels, str | os.PathLike):
+        from ..ingest._labels import read_labels
+
+        df, errors = read_labels(labels)
+        if errors:
+            raise BadInputError(
+                f"{len(errors)} bad label line(s); the first: {errors[0]}", source=str(labels)
+            )
+    else:
+        raise BadInputError(f"labels must be None, a path or a DataFrame, got {type(labels)}")
+    return df
+
+
+def labelled_candidates(
+    store: Store,
+    run_id: str,
+    *,
+    labels: Any = None,
+    valid_only: bool = True,
+) -> pd.DataFrame:
+    """The candidates of ``run_id`` with their majority gold label.
+
+    One row per candidate (valid ones only by default), ordered by verdict
+    seq and lesson_index, with the candidates columns plus ``label`` (nullable
+    Int8: 1 useful, 0 not, ``<NA>`` when unlabelled or tied), ``tie``,
+    ``n_annotators`` and ``labelled`` (bool). Use ``df[df.labelled]`` for the
+    rows a sweep can score.
+    """
+    run = store.sql("SELECT run_id FROM extraction_runs WHERE run_id = ?", [run_id]).fetchall()
+    if not run:
+        _missing_run(store, run_id)
+    cands = store.sql(
+        "SELECT * FROM candidates WHERE run_id = ?"
+        + (" AND valid" if valid_only else "")
+        + " ORDER BY verdict_seq, lesson_index",
+        [run_id],
+    ).df()
+    lab = run_labels(store, labels)
+    if len(lab):
+        maj = majority_labels(lab).rename(columns={"extractor": "extractor_id"})
+    else:
+        maj = pd.DataFrame({
+            "verdict_hash": pd.Series([], dtype=object),
+            "extractor_id": pd.Series([], dtype=object),
+            "lesson_index": pd.Series([], dtype="int64"),
+            "label": pd.array([], dtype="Int8"), "n_annotators": pd.Series([], dtype="int64"),
+            "n_positive": pd.Series([], dtype="int64"), "tie": pd.Series([], dtype=bool),
+        })
+    cands["lesson_index"] = cands["lesson_index"].astype("int64")
+    maj["lesson_index"] = maj["lesson_index"].astype("int64")
+    on = ["verdict_hash", "extractor_id", "lesson_index"]
+    out = cands.merge(maj[[*on, "label", "n_annotators", "tie"]], on=on, how="left",
+                      validate="one_to_one")
+    out["n_annotators"] = out["n_annotators"].fillna(0).astype("int64")
+    out["tie"] = out["tie"].fillna(False).astype(bool)
+    out["label"] = out["label"].astype("Int8")
+    out["labelled"] = out["label"].notna().to_numpy()
+    return out
+
+
+def run_info(store: Store, run_id: str) -> dict[str, Any]:
+    """The extraction_runs row of ``run_id`` as a dict (BadInputError naming recent runs)."""
+    cur = store.sql("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
+    rows = cur.fetchall()
+    if not rows:
+        _missing_run(store, run_id)
+    names = [d[0] for d in cur.description]
+    return dict(zip(names, rows[0], strict=True))
+
+
+def _missing_run(store: Store, run_id: str) -> None:
+    known = [r[0] for r in store.sql(
+        "SELECT run_id FROM extraction_runs ORDER BY started_at DESC LIMIT 10").fetchall()]
+    raise BadInputError(
+        f"no extraction run {run_id!r}; recent runs: {', '.join(known) or '(none)'}",
+        field="run_id",
+    )
+
+
+def _score_values(store: Store, run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:
+    """The score column ``score`` of ``df``: a candidates column, or a scorer in ``scores``."""
+    if not isinstance(score, str) or not score:
+        raise BadInputError(f"score must be a column or scorer name, got {score!r}",
+                            field="score")
+    if score in df.columns and score not in _NOT_SCORES:
+        try:
+            return df[score].to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            raise BadInputError(f"column {score!r} is not numeric", field="score") from None
+    found = store.sql(
+        "SELECT candidate_id, score, scorer FROM scores WHERE run_id = ? "
+        "AND (scorer = ? OR split_part(scorer, '@', 1) = ?)",
+        [run_id, score, score],
+    ).df()
+    if found.empty:
+        have = [r[0] for r in store.sql(
+            "SELECT DISTINCT scorer FROM scores WHERE run_id = ? ORDER BY 1", [run_id]).fetchall()]
+        raise BadInputError(
+            f"no score {score!r} for run {run_id!r}: expected a numeric candidates column "
+            f"(salience, score) or a scorer in the scores table ({', '.join(have) or 'none'})",
+            field="score",
+        )
+    if found["scorer"].nunique() > 1:
+        raise BadInputError(
+            f"score {score!r} matches several scorers ({', '.join(sorted(found.scorer.unique()))});"
+            " give name@version", field="score")
+    by_id = found.set_index("candidate_id")["score"]
+    return df["candidate_id"].map(by_id).to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+_NOT_SCORES = frozenset({"candidate_id", "run_id", "verdict_hash", "extractor_id", "text",
+                         "evidence", "drop_reason", "scorer", "entry_id", "label", "tie",
+                         "labelled"})
+
+
+def scored_candidates(
+    store: Store, run_id: str, *, labels: Any = None, score: str = "salience"
+) -> pd.DataFrame:
+    """The labelled, non-tied valid candidates of ``run_id`` that a sweep scores.
+
+    Columns: ``candidate_id, verdict_seq, verdict_hash, extractor_id,
+    lesson_index, y`` (uint8 majority label) and ``s`` (the ``score`` values;
+    NaN = unscored, never kept). Ordered by verdict seq and lesson index.
+    """
+    df = labelled_candidates(store, run_id, labels=labels)
+    s = _score_values(store, run_id, df, score)
+    keep = df["labelled"].to_numpy()
+    out = df.loc[keep, ["candidate_id", "verdict_seq", "verdict_hash", "extractor_id",
+                        "lesson_index"]].reset_index(drop=True)
+    out["y"] = df.loc[keep, "label"].to_numpy(dtype=np.uint8)
+    out["s"] = s[keep]
+    if out.empty:
+        raise BadInputError(
+            f"run {run_id!r} has no labelled, untied valid candidates to evaluate "
+            "(load gold labels with `truss-lab ingest labels`, or pass labels=)",
+            field="labels",
+        )
+    return out

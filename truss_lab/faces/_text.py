@@ -1,0 +1,54 @@
+"""Text of an evaluation for the terminal: a sweep as a fixed-width table, a threshold choice.
+
+The CLI (``truss-lab sweep``) and ``make demo`` print these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..evaluate._choose import ThresholdChoice
+
+__all__ = ["SUMMARY_THRESHOLDS", "format_choice", "format_sweep"]
+
+#: Thresholds at which text summaries show a sweep.
+SUMMARY_THRESHOLDS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def format_sweep(df: pd.DataFrame) -> str:
+    """A fixed-width text table of a sweep frame (threshold, kept, precision, recall, F1,
+    kept per verdict)."""
+    cols = [c for c in ("threshold", "kept", "tp", "fp", "precision", "recall", "f1",
+                        "kept_per_verdict") if c in df.columns]
+    head = "  ".join(f"{c:>16}" if c == "kept_per_verdict" else f"{c:>9}" for c in cols)
+    lines = [head]
+    for r in df[cols].itertuples(index=False):
+        cells = []
+        for c, v in zip(cols, r, strict=True):
+            width = 16 if c == "kept_per_verdict" else 9
+            cells.append(f"{int(v):>{width}d}" if c in ("kept", "tp", "fp")
+                         else f"{v:>{width}.3f}")
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+def format_choice(choice: ThresholdChoice) -> str:
+    """The chosen threshold, its bootstrap interval and its train / held-out metrics."""
+    sp = choice.split
+    ci = ""
+    if choice.threshold_interval is not None:
+        lo, hi = choice.threshold_interval
+        ci = f"  (bootstrap interval of the choice [{lo:.3f}, {hi:.3f}])"
+    lines = [f"chosen threshold: {choice.threshold:.4g}{ci}",
+             f"objective: {choice.objective}; split by verdict: {sp['n_train_verdicts']} train / "
+             f"{sp['n_test_verdicts']} held-out verdicts (test_size={sp['test_size']}, "
+             f"random_state={sp['random_state']})"]
+    iv = choice.test_intervals.iloc[0] if choice.test_intervals is not None else None
+    for m in ("precision", "recall", "f1", "kept_per_verdict"):
+        tr, te = choice.train.get(m, np.nan), choice.test.get(m, np.nan)
+        band = ""
+        if iv is not None and f"{m}_low" in iv.index:
+            band = f" [{iv[f'{m}_low']:.3f}, {iv[f'{m}_high']:.3f}]"
+        lines.append(f"  {m:<17} train {tr:.3f}   held-out {te:.3f}{band}")
+    return "\n".join(lines)

@@ -1,0 +1,311 @@
+"""Recorded completions: JSONL, one extractor call per line (FORMATS.md §2).
+
+:class:`CompletionRecordModel` is the specification (it feeds ``truss-lab
+schema completions``); :func:`read_completions` validates column-wise with the
+same rules, so that a 100k-line file reads in about a second, and returns the
+good rows *and* a list of :class:`BadInputError`, one per problem, each naming
+the file, the 1-based line and the field. ``tests/test_formats.py`` checks
+that both agree. :func:`write_completions` checks every record the same way
+before it writes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pydantic import BaseModel, Field, StrictStr
+
+from ..core._canonical import MalformedJSON, loads_strict
+from ..core._errors import BadInputError
+from ._jsonl import (
+    _ESCAPE_BREAKS,
+    _LINE_BREAKS,
+    _MISSING,
+    _SURROGATE,
+    _check_count,
+    _check_latency,
+    _check_str,
+    _has_nested,
+    _json_kind,
+    _locate_field,
+    _parse_lines,
+    _Problem,
+    _split_lines,
+)
+from ._records import Count, Hex64, NonEmpty, _dedupe, _err, _Record
+
+__all__ = [
+    "COMPLETION_FIELDS",
+    "COMPLETION_KEY",
+    "CompletionRecordModel",
+    "read_completions",
+    "write_completions",
+]
+
+COMPLETION_FIELDS: tuple[str, ...] = (
+    "verdict_hash",
+    "extractor",
+    "model",
+    "prompt_version",
+    "request_hash",
+    "text",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
+"""The §2 fields, in FORMATS.md order (also the column order of the frames)."""
+COMPLETION_KEY: tuple[str, ...] = ("verdict_hash", "extractor")
+"""Unique key of a recorded completion within a file."""
+
+_REQUIRED_COMPLETION = frozenset({"verdict_hash", "extractor", "model", "prompt_version", "text"})
+_ALLOWED_COMPLETION = frozenset(COMPLETION_FIELDS)
+
+class CompletionRecordModel(_Record):
+    """One recorded extractor call: a line of a completions JSONL file (FORMATS.md §2)."""
+
+    verdict_hash: Hex64
+    """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""
+    extractor: NonEmpty
+    """The extractor configuration id (model + prompt version); with
+    ``verdict_hash`` it is unique within a file."""
+    model: NonEmpty
+    """The model that answered."""
+    prompt_version: NonEmpty
+    """The version of the prompt template that rendered the request."""
+    request_hash: Hex64 | None = None
+    """SHA-256 (64 lowercase hex) of the request the model saw; null (or absent)
+    in data recorded elsewhere, in which case a replay cannot check it."""
+    text: StrictStr
+    """The raw completion text, whatever the model returned (may be empty)."""
+    latency_ms: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """Wall time of the call in milliseconds (>= 0), when known."""
+    prompt_tokens: Count | None = None
+    """Tokens in the prompt (integer >= 0), when reported."""
+    completion_tokens: Count | None = None
+    """Tokens in the completion (integer >= 0), when reported."""
+
+
+_CHECKS: dict[str, Any] = {
+    "verdict_hash": lambda c: _check_str(c, nullable=False, non_empty=True, hex64=True),
+    "extractor": lambda c: _check_str(c, nullable=False, non_empty=True, hex64=False),
+    "model": lambda c: _check_str(c, nullable=False, non_empty=True, hex64=False),
+    "prompt_version": lambda c: _check_str(c, nullable=False, non_empty=True, hex64=False),
+    "request_hash": lambda c: _check_str(c, nullable=True, non_empty=True, hex64=True),
+    "text": lambda c: _check_str(c, nullable=False, non_empty=False, hex64=False),
+    "latency_ms": _check_latency,
+    "prompt_tokens": _check_count,
+    "completion_tokens": _check_count,
+}
+
+
+def _validate_columns(
+    cols: dict[str, list[Any]], n: int, *, skip: np.ndarray | None = None
+) -> tuple[dict[str, list[Any]], np.ndarray, list[_Problem]]:
+    """Check §2 columns (``_MISSING`` marks an absent field; ``skip`` rows are
+    already known bad). Returns the columns with absent values as None, the bad
+    mask and the problems, in row then field order."""
+    problems: list[_Problem] = []
+    skip = np.zeros(n, dtype=bool) if skip is None else skip
+    out: dict[str, list[Any]] = {}
+    for name in COMPLETION_FIELDS:
+        col = cols.get(name)
+        if col is None:
+            col = [_MISSING] * n
+        missing = np.fromiter((x is _MISSING for x in col), dtype=bool, count=n)
+        if missing.any():
+            if name in _REQUIRED_COMPLETION:
+                problems.extend(
+                    (int(i), name, "required field is missing", "missing")
+                    for i in np.flatnonzero(missing & ~skip)
+                )
+            col = [None if x is _MISSING else x for x in col]
+        for i, msg in _CHECKS[name](col).items():
+            if not skip[i] and not (missing[i] and name in _REQUIRED_COMPLETION):
+                reason = "bad_unicode" if msg.startswith(_SURROGATE) else "bad_value"
+                problems.append((i, name, msg, reason))
+        out[name] = col
+    bad = skip.copy()
+    if problems:
+        bad[[p[0] for p in problems]] = True
+    problems.sort(key=lambda p: p[0])
+    return out, bad, problems
+
+
+def _columns_of(values: list[Any]) -> tuple[dict[str, list[Any]], np.ndarray, list[_Problem]]:
+    """Columns of a list of parsed lines, plus the rows that are not objects or
+    carry unexpected fields."""
+    n = len(values)
+    problems: list[_Problem] = []
+    is_dict = np.fromiter((type(v) is dict for v in values), dtype=bool, count=n)
+    recs = values
+    if not is_dict.all():
+        recs = [v if ok else {} for v, ok in zip(values, is_dict, strict=True)]
+        problems.extend(
+            (int(i), None, f"expected a JSON object, got {_json_kind(values[i])}", "not_object")
+            for i in np.flatnonzero(~is_dict)
+        )
+    cols = {name: [r.get(name, _MISSING) for r in recs] for name in COMPLETION_FIELDS}
+    lens = np.fromiter(map(len, recs), dtype=np.int64, count=n)
+    known = np.zeros(n, dtype=np.int64)
+    for col in cols.values():
+        known += np.fromiter((x is not _MISSING for x in col), dtype=bool, count=n)
+    for i in np.flatnonzero(lens != known):
+        for k in sorted(recs[i].keys() - _ALLOWED_COMPLETION):
+            msg = f"unexpected field (allowed: {', '.join(COMPLETION_FIELDS)})"
+            problems.append((int(i), k, msg, "unexpected_field"))
+    return cols, ~is_dict | (lens != known), problems
+
+
+_ARROW_TYPES = {
+    "latency_ms": pa.float64(),
+    "prompt_tokens": pa.int64(),
+    "completion_tokens": pa.int64(),
+}
+_PANDAS_TYPES = {
+    pa.string(): pd.StringDtype(),
+    pa.float64(): pd.Float64Dtype(),
+    pa.int64(): pd.Int64Dtype(),
+}
+
+
+def _completion_frame(cols: dict[str, list[Any]], rows: np.ndarray | None = None) -> pd.DataFrame:
+    """A frame of §2 columns; ``rows`` selects rows (all when None)."""
+    arrays = []
+    for name in COMPLETION_FIELDS:
+        col = cols[name]
+        if rows is not None:
+            col = [col[i] for i in rows]
+        typ = _ARROW_TYPES.get(name, pa.string())
+        if name == "latency_ms":
+            col = [None if x is None else float(x) for x in col]
+        arrays.append(pa.array(col, type=typ))
+    table = pa.Table.from_arrays(arrays, names=list(COMPLETION_FIELDS))
+    return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
+
+
+def read_completions(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Read a §2 completions JSONL file: ``(good rows, errors)``.
+
+    The frame has the columns of :data:`COMPLETION_FIELDS` in that order
+    (strings as ``string``, ``latency_ms`` as ``Float64``, token counts as
+    ``Int64``; null is ``<NA>``), one row per unique (verdict_hash, extractor).
+    Every bad line gives a :class:`BadInputError` naming the file, the line and
+    (when known) the field, with a ``reason`` code: malformed JSON (``bad_json``,
+    ``not_object``, ``bad_unicode`` — also for a lone-surrogate escape),
+    ``duplicate_key``, ``non_finite`` (NaN/Infinity), ``unsafe_integer``
+    (beyond 2^53 - 1), ``missing``, ``unexpected_field``, ``bad_value``. Identical
+    duplicate lines collapse into one row; conflicting ones are all dropped,
+    with an error naming both lines. Blank lines are ignored.
+    """
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BadInputError(f"cannot read completions file: {exc.strerror}", source=source) from exc
+    lines, errors = _split_lines(data, source)
+    texts = [t for _, t in lines]
+    numbers = np.asarray([i for i, _ in lines], dtype=np.int64)
+    values, fast = _parse_lines(texts)
+    cols, skip, problems = _columns_of(values)
+    if fast and _has_nested(cols, values, skip):
+        # A nested value could hide an element spanning lines: parse line by line.
+        values, _ = _parse_lines(texts, per_line=True)
+        cols, skip, problems = _columns_of(values)
+    cols, bad, more = _validate_columns(cols, len(values), skip=skip)
+    problems = sorted(problems + more, key=lambda p: p[0])
+    # Every failing row is parsed again strictly: a JSON-level fault wins.
+    json_errors: dict[int, BadInputError] = {}
+    for i in np.flatnonzero(bad):
+        try:
+            loads_strict(texts[i])
+        except MalformedJSON as exc:
+            field = _locate_field(texts[i], exc.reason, exc.field)
+            json_errors[int(i)] = _err(str(exc), source, int(numbers[i]), field, exc.reason)
+    for i, field, msg, reason in problems:
+        if i not in json_errors:
+            errors.append(_err(msg, source, int(numbers[i]), field, reason))
+    errors.extend(json_errors.values())
+    good = np.flatnonzero(~bad)
+    df = _completion_frame(cols, None if len(good) == len(values) else good)
+    df, dup_errors = _dedupe(df, numbers[good], COMPLETION_KEY, source)
+    errors += dup_errors
+    errors.sort(key=lambda e: e.line or 0)
+    return df, errors
+
+
+def _frame_columns(df: pd.DataFrame) -> dict[str, list[Any]]:
+    """Python-valued §2 columns of a frame (absent columns are ``_MISSING``)."""
+    cols: dict[str, list[Any]] = {}
+    for name in COMPLETION_FIELDS:
+        if name not in df.columns:
+            continue
+        ser = df[name]
+        values = ser.astype(object).tolist()
+        na = ser.isna().to_numpy()
+        if na.any():
+            values = [None if m else v for v, m in zip(values, na, strict=True)]
+        cols[name] = [v.item() if isinstance(v, np.generic) else v for v in values]
+    return cols
+
+
+def write_completions(
+    data: pd.DataFrame | Iterable[Mapping[str, Any] | BaseModel], path: str | os.PathLike[str]
+) -> int:
+    """Write recorded completions as §2 JSONL (fields in FORMATS order); returns rows written.
+
+    ``data`` is a frame with the §2 columns (other columns are ignored), or
+    records (dicts or :class:`CompletionRecordModel`). Every record is checked
+    first: a bad one raises :class:`BadInputError` naming the record (0-based)
+    and field, and nothing is written. Identical duplicates are written once;
+    conflicting ones raise. The file is replaced atomically.
+    """
+    source = "<records>"
+    if isinstance(data, pd.DataFrame):
+        n = len(data)
+        cols = _frame_columns(data)
+        skip, problems = np.zeros(n, dtype=bool), []
+    else:
+        values = [r.model_dump() if isinstance(r, BaseModel) else r for r in data]
+        values = [dict(v) if isinstance(v, Mapping) else v for v in values]
+        n = len(values)
+        cols, skip, problems = _columns_of(values)
+    cols, _, more = _validate_columns(cols, n, skip=skip)
+    problems = sorted(problems + more, key=lambda p: p[0])
+    if problems:
+        i, field, msg, reason = problems[0]
+        raise BadInputError(
+            f"record {i}: {msg} ({len(problems)} problem(s) in all; nothing written)",
+            source=source, field=field, reason=reason,
+        )
+    df = _completion_frame(cols)
+    df, dup_errors = _dedupe(df, np.arange(n, dtype=np.int64), COMPLETION_KEY, source,
+                             where="record")
+    if dup_errors:
+        e = dup_errors[0]
+        raise BadInputError(f"record {e.line}: {e.message}; nothing written", source=source,
+                            field=e.field, reason=e.reason)
+    out = _frame_columns(df)
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+            for row in zip(*(out[k] for k in COMPLETION_FIELDS), strict=True):
+                line = dumps(dict(zip(COMPLETION_FIELDS, row, strict=True)))
+                if _LINE_BREAKS.search(line):
+                    line = line.translate(_ESCAPE_BREAKS)
+                fh.write(line)
+                fh.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return len(df)

@@ -1,0 +1,277 @@
+"""The strict JSON-lines machinery behind the completions reader and writer.
+
+A file is split into numbered lines (undecodable ones become errors), parsed
+leniently in one C-speed pass where that is safe, and its columns are checked
+value by value only where a whole-column check fails; a line that fails is
+parsed again by :func:`~truss_lab.core._canonical.loads_strict`, whose verdict
+(duplicate key, NaN, unsafe integer...) wins, and :func:`_locate_field` names
+the culprit's path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from ..core._canonical import MAX_SAFE_INT
+from ..core._errors import BadInputError
+from ._records import _HEX64_COL_RE, _HEX64_RE, _err, _short
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _is_bad_number(value: Any) -> bool:
+    """Whether a JSON scalar is one RFC 8785 cannot represent."""
+    t = type(value)
+    if t is float:
+        return not math.isfinite(value)
+    if t is int:
+        return abs(value) > MAX_SAFE_INT
+    return False
+
+
+class _Obj(list):  # type: ignore[type-arg]
+    """A JSON object as its (key, value) pairs, duplicates kept."""
+
+
+def _locate_field(text: str, reason: str, key: str | None) -> str | None:
+    """Best effort: the dotted path of the value loads_strict refused.
+
+    loads_strict names only the duplicated key (not where it sits) and nothing
+    for NaN or unsafe integers; a lenient parse walks to the first culprit.
+    """
+    if reason not in ("duplicate_key", "non_finite", "unsafe_integer"):
+        return key
+    try:
+        value = json.loads(text, object_pairs_hook=_Obj)
+    except (ValueError, RecursionError):
+        return key
+
+    def walk(v: Any, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        if isinstance(v, _Obj):
+            seen: set[str] = set()
+            for k, x in v:
+                if reason == "duplicate_key" and k == key and k in seen:
+                    return (*path, k)
+                seen.add(k)
+                found = walk(x, (*path, k))
+                if found is not None:
+                    return found
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                found = walk(x, (*path, str(i)))
+                if found is not None:
+                    return found
+        elif reason != "duplicate_key" and _is_bad_number(v):
+            return path
+        return None
+
+    found = walk(value, ())
+    return ".".join(found) if found else key
+
+
+def _split_lines(data: bytes, source: str) -> tuple[list[tuple[int, str]], list[BadInputError]]:
+    """Non-blank lines with their 1-based numbers; undecodable lines become errors."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    errors: list[BadInputError] = []
+    try:
+        raw = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        raw = []
+        for i, chunk in enumerate(data.split(b"\n"), start=1):
+            try:
+                raw.append(chunk.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                errors.append(_err(f"not UTF-8: {exc.reason}", source, i, None, "bad_unicode"))
+                raw.append("")
+    lines = [(i, s) for i, s in enumerate(raw, start=1) if s and not s.isspace()]
+    return lines, errors
+
+
+# A decoder that accepts what json accepts but keeps objects as pair tuples, so
+# duplicate keys can be spotted after a single C-speed parse. Anything else
+# loads_strict refuses (NaN, Infinity, integers beyond 2^53, nested duplicates)
+# makes a record fail validation, and every failing record is parsed again by
+# loads_strict, whose verdict wins.
+_PAIRS_DECODER = json.JSONDecoder(object_pairs_hook=tuple)
+
+
+def _fast_objects(texts: list[str]) -> list[Any] | None:
+    """Parse all lines at once; None when the batch cannot be trusted line by line.
+
+    The batch is joined with ``"\\n,"``: a raw newline cannot sit inside a JSON
+    string and every line starts with ``{``, so an element can span two lines
+    only inside an array. Hence when every element is a flat object (checked
+    by :func:`_has_nested` afterwards) element ``i`` is exactly line ``i``.
+    """
+    if not texts or not all(t.lstrip().startswith("{") for t in texts):
+        return None
+    try:
+        out = _PAIRS_DECODER.decode("[" + "\n,".join(texts) + "]")
+    except (ValueError, RecursionError):
+        return None
+    if len(out) != len(texts):
+        return None
+    return out
+
+
+def _parse_lines(texts: list[str], *, per_line: bool = False) -> tuple[list[Any], bool]:
+    """Lenient parse: a dict per line, or None where loads_strict must decide.
+
+    The flag says whether the one-shot batch parse was used.
+    """
+    batch = None if per_line else _fast_objects(texts)
+    fast = batch is not None
+    if batch is None:
+        batch = []
+        for t in texts:
+            try:
+                batch.append(_PAIRS_DECODER.decode(t))
+            except (ValueError, RecursionError):
+                batch.append(None)
+    values: list[Any] = []
+    for pairs in batch:
+        if type(pairs) is tuple:
+            d = dict(pairs)
+            if len(d) == len(pairs):
+                values.append(d)
+                continue
+        values.append(None)
+    return values, fast
+
+
+def _has_nested(cols: dict[str, list[Any]], values: list[Any], rows: np.ndarray) -> bool:
+    """Whether any record holds an array or object (``rows`` have unexpected fields)."""
+    for col in cols.values():
+        types = set(map(type, col))
+        if tuple in types or list in types:
+            return True
+    for i in np.flatnonzero(rows):
+        v = values[i]
+        if type(v) is dict and any(type(x) in (tuple, list) for x in v.values()):
+            return True
+    return False
+
+
+# ------------------------------------------------------- column validation
+
+
+def _check_str(
+    col: list[Any], *, nullable: bool, non_empty: bool, hex64: bool
+) -> dict[int, str]:
+    """Row -> what was expected, for the invalid values of a string column."""
+    types = set(map(type, col))
+    allowed = {str, type(None)} if nullable else {str}
+    if types <= allowed:
+        strs = col if type(None) not in types else [x for x in col if x is not None]
+        joined = "\n".join(strs)
+        # A lone surrogate anywhere sends the column to the per-value walk.
+        if _utf8_ok(joined):
+            if hex64:
+                # A value holding a newline could pass as two hashes: count them.
+                if not strs or (
+                    joined.count("\n") == len(strs) - 1 and _HEX64_COL_RE.fullmatch(joined)
+                ):
+                    return {}
+            elif not non_empty or all(strs):
+                return {}
+    out: dict[int, str] = {}
+    what = (
+        "64 lowercase hex digits" if hex64 else ("a non-empty string" if non_empty else "a string")
+    )
+    if nullable:
+        what += " or null"
+    for i, v in enumerate(col):
+        if type(v) is str:
+            if not _utf8_ok(v):
+                out[i] = f"{_SURROGATE}; expected {what}"
+            elif hex64:
+                if len(v) != 64 or _HEX64_RE.fullmatch(v) is None:
+                    out[i] = f"expected {what}, got {_short(v)}"
+            elif non_empty and not v:
+                out[i] = f"expected {what}, got an empty string"
+        elif v is None and nullable:
+            continue
+        else:
+            out[i] = f"expected {what}, got {_json_kind(v)}"
+    return out
+
+
+_SURROGATE = "string holds a lone surrogate (not valid Unicode)"
+
+
+def _utf8_ok(text: str) -> bool:
+    # A JSON \\ud800 escape decodes to a lone surrogate: no UTF-8 form, so
+    # neither Arrow nor DuckDB can store it.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_count(col: list[Any]) -> dict[int, str]:
+    types = set(map(type, col))
+    if types <= {int, type(None)}:
+        ints = col if type(None) not in types else [x for x in col if x is not None]
+        if not ints or (min(ints) >= 0 and max(ints) <= MAX_SAFE_INT):
+            return {}
+    out: dict[int, str] = {}
+    for i, v in enumerate(col):
+        if v is None:
+            continue
+        if type(v) is not int:
+            out[i] = f"expected an integer >= 0 or null, got {_json_kind(v)}"
+        elif not 0 <= v <= MAX_SAFE_INT:
+            out[i] = f"expected an integer from 0 to 2^53 - 1, got {v}"
+    return out
+
+
+def _check_latency(col: list[Any]) -> dict[int, str]:
+    types = set(map(type, col))
+    if types <= {int, float, type(None)}:
+        nums = col if type(None) not in types else [x for x in col if x is not None]
+        a = np.asarray(nums, dtype=np.float64)
+        if not len(a) or (np.isfinite(a).all() and (a >= 0).all() and (a < MAX_SAFE_INT).all()):
+            return {}
+    out: dict[int, str] = {}
+    for i, v in enumerate(col):
+        if v is None:
+            continue
+        t = type(v)
+        if t is not int and t is not float:
+            out[i] = f"expected a number >= 0 or null, got {_json_kind(v)}"
+        elif _is_bad_number(v) or not v >= 0:
+            out[i] = f"expected a finite number >= 0, got {v}"
+    return out
+
+
+# Marks a field absent from a record (None is a present null).
+_MISSING = object()
+
+# A problem: (row, field or None, message, reason).
+_Problem = tuple[int, str | None, str, str]
+
+# Readers that split on str.splitlines() also break at these; json leaves them
+# raw under ensure_ascii=False. They can only sit inside strings, so escaping is safe.
+_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
+_ESCAPE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})

@@ -1,0 +1,179 @@
+"""Gold labels: a CSV file with a header (FORMATS.md §3).
+
+:class:`LabelRecordModel` is the specification (it feeds ``truss-lab schema
+labels``); :func:`read_labels` checks whole columns at once and returns the good
+rows *and* a list of :class:`BadInputError`, one per problem, each naming the
+file, the 1-based line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..core._canonical import MAX_SAFE_INT
+from ..core._errors import BadInputError
+from ._records import (
+    _HEX64_COL_RE,
+    _HEX64_RE,
+    Count,
+    Hex64,
+    NonEmpty,
+    _dedupe,
+    _err,
+    _Record,
+    _short,
+)
+
+__all__ = ["LABEL_FIELDS", "LABEL_KEY", "LabelRecordModel", "read_labels"]
+
+LABEL_FIELDS: tuple[str, ...] = ("verdict_hash", "extractor", "lesson_index", "useful", "annotator")
+"""The §3 CSV header, in order (``annotator`` may be left out of the header)."""
+LABEL_KEY: tuple[str, ...] = ("verdict_hash", "extractor", "lesson_index", "annotator")
+"""Unique key of a gold label within a file."""
+
+class LabelRecordModel(_Record):
+    """One gold label: a row of a labels CSV file (FORMATS.md §3)."""
+
+    verdict_hash: Hex64
+    """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""
+    extractor: NonEmpty
+    """The extractor configuration id whose completion proposed the lesson."""
+    lesson_index: Count
+    """0-based position of the lesson in the completion's ``lessons`` array
+    (lessons dropped by the parser still count)."""
+    useful: Literal[0, 1]
+    """1 when the annotator judged the lesson useful, else 0."""
+    annotator: NonEmpty | None = None
+    """Who labelled it; optional (an empty CSV cell means none)."""
+
+
+_DIGITS_RE = re.compile(r"[0-9]{1,16}")
+_DIGITS_COL_RE = re.compile(r"(?:[0-9]{1,16}\n)*[0-9]{1,16}")
+
+
+def _bad_where(col: list[str], col_re: re.Pattern[str], one_re: re.Pattern[str]) -> list[int]:
+    """Positions of values not matching ``one_re``; ``col_re`` checks all at once."""
+    joined = "\n".join(col)
+    # A value holding a newline would split in two and could pass as two.
+    if not col or (joined.count("\n") == len(col) - 1 and col_re.fullmatch(joined)):
+        return []
+    return [i for i, v in enumerate(col) if one_re.fullmatch(v) is None]
+
+
+def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Read a §3 gold-labels CSV file: ``(good rows, errors)``.
+
+    The header must be exactly ``verdict_hash,extractor,lesson_index,useful,annotator``
+    (``annotator`` may be left out); otherwise the only error names the header
+    found and nothing is read. The frame has the columns of :data:`LABEL_FIELDS`
+    (``lesson_index`` and ``useful`` as ``int64``, ``annotator`` ``<NA>`` when
+    empty). Each bad row gives a :class:`BadInputError` naming its line and
+    field; identical duplicates of (verdict_hash, extractor, lesson_index,
+    annotator) collapse, conflicting ones are all dropped with an error naming both lines.
+    """
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BadInputError(f"cannot read labels file: {exc.strerror}", source=source) from exc
+    empty = pd.DataFrame(
+        {
+            "verdict_hash": pd.array([], dtype="string"),
+            "extractor": pd.array([], dtype="string"),
+            "lesson_index": np.array([], dtype=np.int64),
+            "useful": np.array([], dtype=np.int64),
+            "annotator": pd.array([], dtype="string"),
+        }
+    )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return empty, [_err(f"not UTF-8: {exc.reason}", source, line, None, "bad_unicode")]
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    errors: list[BadInputError] = []
+    rows: list[list[str]] = []
+    row_lines: list[int] = []
+    header: list[str] | None = None
+    prev = 0
+    try:
+        for row in reader:
+            start, prev = prev + 1, reader.line_num
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if header is None:
+                header = row
+                if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4]):
+                    return empty, [_err(
+                        f"wrong CSV header {','.join(header)!r}; expected "
+                        f"{','.join(LABEL_FIELDS)!r} (annotator may be left out)",
+                        source, start, None, "bad_header",
+                    )]
+                continue
+            if len(row) != len(header):
+                errors.append(_err(
+                    f"expected {len(header)} fields ({','.join(header)}), got {len(row)}",
+                    source, start, None, "wrong_field_count",
+                ))
+                continue
+            rows.append(row)
+            row_lines.append(start)
+    except csv.Error as exc:
+        errors.append(_err(f"malformed CSV: {exc}", source, reader.line_num, None, "bad_csv"))
+    if header is None:
+        return empty, [_err(
+            f"empty file; expected the header {','.join(LABEL_FIELDS)!r}",
+            source, 1, None, "bad_header",
+        )]
+    if not rows:
+        return empty, errors
+    lines = np.asarray(row_lines, dtype=np.int64)
+    cols = list(zip(*rows, strict=True))
+    vh, ex, li, us = (list(c) for c in cols[:4])
+    an = [a or None for a in cols[4]] if len(header) == 5 else [None] * len(rows)
+    # Whole-column checks first (one regex over the joined column); only a
+    # column that fails is walked value by value.
+    bad_vh = _bad_where(vh, _HEX64_COL_RE, _HEX64_RE)
+    bad_ex = [] if all(ex) else [i for i, v in enumerate(ex) if not v]
+    bad_li = _bad_where(li, _DIGITS_COL_RE, _DIGITS_RE)
+    li_num = [int(v) if len(v) <= 16 and v.isascii() and v.isdigit() else -1 for v in li]
+    bad_li = sorted(set(bad_li) | {i for i, v in enumerate(li_num) if v > MAX_SAFE_INT})
+    bad_us = [] if set(us) <= {"0", "1"} else [i for i, v in enumerate(us) if v not in ("0", "1")]
+    bad = np.zeros(len(rows), dtype=bool)
+    checks = [
+        ("verdict_hash", bad_vh, vh, "expected 64 lowercase hex digits"),
+        ("extractor", bad_ex, ex, "expected a non-empty string"),
+        ("lesson_index", bad_li, li, "expected an integer from 0 to 2^53 - 1 (digits only)"),
+        ("useful", bad_us, us, "expected 0 or 1"),
+    ]
+    for name, idx, col, expected in checks:
+        for i in idx:
+            errors.append(
+                _err(f"{expected}, got {_short(col[i])}", source, int(lines[i]), name, "bad_value")
+            )
+        bad[idx] = True
+    keep = np.flatnonzero(~bad)
+    take = (lambda c: c) if len(keep) == len(rows) else (lambda c: [c[i] for i in keep])
+    df = pd.DataFrame(
+        {
+            "verdict_hash": pd.array(pa.array(take(vh), type=pa.string()), dtype="string"),
+            "extractor": pd.array(pa.array(take(ex), type=pa.string()), dtype="string"),
+            "lesson_index": np.asarray(take(li_num), dtype=np.int64),
+            "useful": np.asarray([v == "1" for v in take(us)], dtype=np.int64),
+            "annotator": pd.array(pa.array(take(an), type=pa.string()), dtype="string"),
+        }
+    )
+    keep_mask = ~bad
+    df, dup_errors = _dedupe(df, lines[keep_mask], LABEL_KEY, source)
+    errors += dup_errors
+    errors.sort(key=lambda e: e.line or 0)
+    return df, errors

@@ -1,0 +1,326 @@
+"""Simulated extractor completions: the lessons each extractor proposes, as model text.
+
+An :class:`ExtractorProfile` sets how often an extractor emits each kind of
+lesson (grounded, vague, pass note, ungrounded, generic, duplicate) and each
+defect real model output has (fenced or prose-wrapped JSON, truncation, bad
+salience, missing evidence). Each extractor draws from its own stream keyed
+by its name, so adding an extractor leaves the others' data unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._random import name_key, normal, pick, poisson, sigmoid, stream
+from ._verdicts import Verdicts
+from ._vocabulary import (
+    CHECKS,
+    DOM_NCHK,
+    DOM_START,
+    DOMAINS,
+    GENERIC_LESSONS,
+    NEAR_DUP,
+    PASS_NOTES,
+    PROSE_AFTER,
+    PROSE_BEFORE,
+    PROSE_ONLY,
+    SAL_OUT,
+    SAL_STRINGS,
+)
+
+__all__ = [
+    "DEFAULT_EXTRACTORS",
+    "EXTRACTOR_PROFILES",
+    "KIND_NAMES",
+    "PARSEABLE",
+    "PROMPT_VERSION",
+    "TEXT_NAMES",
+    "UNPARSEABLE",
+    "Completions",
+    "ExtractorProfile",
+    "make_completions",
+]
+
+PROMPT_VERSION = "lesson-v1"
+
+# Lesson kinds (order = order in a completion's lessons array).
+K_SPECIFIC, K_VAGUE, K_PASS_NOTE, K_UNGROUNDED, K_GENERIC, K_EXACT_DUP, K_NEAR_DUP = range(7)
+KIND_NAMES = ("grounded", "grounded_vague", "pass_note", "ungrounded", "generic",
+              "duplicate", "near_duplicate")
+# Latent usefulness on the logit scale per kind (mean, sd).
+_P_LOGIT = ((1.1, 0.8), (-0.6, 0.8), (-1.0, 0.7), (-2.6, 0.6), (-1.9, 0.7),
+            (-3.2, 0.5), (-2.8, 0.5))
+
+# Completion text shapes.
+T_PLAIN, T_FENCED, T_PROSE, T_TRUNCATED, T_PROSE_ONLY, T_EMPTY = range(6)
+TEXT_NAMES = ("plain", "fenced", "prose_wrapped", "truncated", "prose_only", "empty")
+PARSEABLE = (T_PLAIN, T_FENCED, T_PROSE)  # shapes whose lessons a parser can read
+UNPARSEABLE = (T_TRUNCATED, T_PROSE_ONLY, T_EMPTY)
+
+
+@dataclass(frozen=True)
+class ExtractorProfile:
+    """How one simulated extractor behaves. Rates are per completion unless noted."""
+
+    name: str
+    model: str
+    emit_rate: float = 0.9  # P(a failed check yields a lesson)
+    specific_rate: float = 0.85  # P(a grounded lesson is specific rather than vague)
+    generic_mean_fail: float = 0.3  # mean generic lessons on fail/partial verdicts
+    generic_mean_pass: float = 0.04
+    pass_note_rate: float = 0.1  # P(a pass verdict yields a pass note)
+    ungrounded_rate: float = 0.03
+    exact_dup_rate: float = 0.01
+    near_dup_rate: float = 0.02
+    sal_slope: float = 1.0  # salience = sigmoid(slope * logit(p) + shift + noise)
+    sal_shift: float = 0.0
+    sal_noise: float = 0.35
+    unparseable_rate: float = 0.02
+    fenced_rate: float = 0.03
+    prose_rate: float = 0.02
+    pretty_rate: float = 0.4  # P(JSON is indented)
+    sal_missing_rate: float = 0.01  # per lesson
+    sal_out_rate: float = 0.005  # per lesson
+    sal_string_rate: float = 0.005  # per lesson
+    bad_text_rate: float = 0.004  # per lesson: "" or null text
+    evidence_missing_rate: float = 0.05  # per lesson
+    latency_base_ms: float = 650.0
+    latency_per_token_ms: float = 16.0
+
+
+EXTRACTOR_PROFILES: dict[str, ExtractorProfile] = {
+    "sim-good-v1": ExtractorProfile(name="sim-good-v1", model="sim-llm-70b-instruct"),
+    "sim-overconfident-v1": ExtractorProfile(
+        name="sim-overconfident-v1", model="sim-llm-8b-instruct",
+        emit_rate=0.8, specific_rate=0.45, generic_mean_fail=1.0, generic_mean_pass=0.4,
+        pass_note_rate=0.4, ungrounded_rate=0.12, exact_dup_rate=0.06, near_dup_rate=0.10,
+        sal_slope=0.5, sal_shift=2.3, sal_noise=0.7, unparseable_rate=0.04,
+        fenced_rate=0.10, prose_rate=0.06, pretty_rate=0.2, sal_missing_rate=0.02,
+        sal_out_rate=0.04, sal_string_rate=0.02, bad_text_rate=0.01,
+        evidence_missing_rate=0.15, latency_base_ms=240.0, latency_per_token_ms=7.0,
+    ),
+}
+DEFAULT_EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1")
+
+
+@dataclass
+class Completions:
+    """One extractor's completions (one line per verdict) and what its lessons are."""
+
+    lines: list[str]  # one per verdict
+    text_kind: np.ndarray  # (V,)
+    # Per lesson (flat, in completion order then lesson index):
+    comp: np.ndarray
+    index: np.ndarray
+    kind: np.ndarray
+    p_useful: np.ndarray
+    useful: np.ndarray
+    candidate: np.ndarray  # labelled: parseable completion and non-empty string text
+    sal_defect: np.ndarray  # 0 ok, 1 missing, 2 out of range, 3 string, 4 null
+    text_defect: np.ndarray  # 0 ok, 1 empty, 2 null
+    salience: np.ndarray
+
+
+def make_completions(
+    seed: int, prof: ExtractorProfile, v: Verdicts, hashes: list[str],
+) -> Completions:
+    """The completion of extractor ``prof`` for every verdict of ``v`` (``hashes`` in order)."""
+    rng = stream(seed, 2, name_key(prof.name))
+    runs = v.verdict.shape[0]
+    is_pass = v.verdict == 0
+
+    # Grounded lessons: one per failed check with prob emit_rate (flat over failed checks).
+    fv, fj = np.nonzero(v.failed)
+    keep = rng.random(fv.shape[0]) < prof.emit_rate
+    g_comp, g_chk = fv[keep], v.chk[fv[keep], fj[keep]]
+    g_kind = np.where(rng.random(g_comp.shape[0]) < prof.specific_rate, K_SPECIFIC, K_VAGUE)
+    # Pass notes cite one of the (passed) checks of a pass verdict.
+    pn = is_pass & (rng.random(runs) < prof.pass_note_rate)
+    pn_comp = np.flatnonzero(pn)
+    pn_slot = pick(rng, v.n_chk[pn_comp], pn_comp.shape[0])
+    pn_chk = v.chk[pn_comp, pn_slot]
+    # Ungrounded: cites a check of another domain.
+    ug_comp = np.flatnonzero(~is_pass & (rng.random(runs) < prof.ungrounded_rate))
+    other = (v.domain[ug_comp] + 1 + pick(rng, len(DOMAINS) - 1, ug_comp.shape[0])) % len(
+        DOMAINS)
+    ug_chk = DOM_START[other] + pick(rng, DOM_NCHK[other], ug_comp.shape[0])
+    # Generic platitudes.
+    n_gen = poisson(rng, np.where(is_pass, prof.generic_mean_pass, prof.generic_mean_fail))
+    gen_comp = np.repeat(np.arange(runs), n_gen)
+    gen_tpl = pick(rng, len(GENERIC_LESSONS), gen_comp.shape[0])
+
+    comp = np.concatenate([g_comp, pn_comp, ug_comp, gen_comp])
+    kind = np.concatenate([g_kind, np.full(pn_comp.shape[0], K_PASS_NOTE),
+                           np.full(ug_comp.shape[0], K_UNGROUNDED),
+                           np.full(gen_comp.shape[0], K_GENERIC)])
+    ref = np.concatenate([g_chk, pn_chk, ug_chk, gen_tpl])  # check id, or template index
+    # Stable sort by completion keeps kind order within a completion.
+    o = np.argsort(comp, kind="stable")
+    comp, kind, ref = comp[o], kind[o], ref[o]
+    n_base = np.bincount(comp, minlength=runs)
+
+    # At most one duplicate per completion, of a random earlier lesson.
+    ud = rng.random(runs)
+    dup_kind = np.where(ud < prof.exact_dup_rate, K_EXACT_DUP,
+                        np.where(ud < prof.exact_dup_rate + prof.near_dup_rate, K_NEAR_DUP, -1))
+    dup_kind[n_base == 0] = -1
+    d_comp = np.flatnonzero(dup_kind >= 0)
+    base_start = np.concatenate([[0], np.cumsum(n_base)[:-1]])
+    d_src = base_start[d_comp] + pick(rng, n_base[d_comp], d_comp.shape[0])
+    d_var = pick(rng, len(NEAR_DUP), d_comp.shape[0])
+
+    # Latent usefulness and salience for base lessons, then duplicates copy their source.
+    mu = np.array([m for m, _ in _P_LOGIT])[kind]
+    sd = np.array([s for _, s in _P_LOGIT])[kind]
+    logit_p = mu + sd * normal(rng, kind.shape[0])
+    sal = sigmoid(prof.sal_slope * logit_p + prof.sal_shift
+                   + prof.sal_noise * normal(rng, kind.shape[0]))
+    d_kind = dup_kind[d_comp]
+    d_logit = np.array([m for m, _ in _P_LOGIT])[d_kind] + 0.5 * normal(rng, d_comp.shape[0])
+    d_sal = np.clip(sal[d_src] + np.where(d_kind == K_NEAR_DUP, 0.05, 0.0)
+                    * normal(rng, d_comp.shape[0]), 0.0, 1.0)
+
+    comp = np.concatenate([comp, d_comp])
+    kind = np.concatenate([kind, d_kind])
+    ref = np.concatenate([ref, d_src])  # for duplicates: flat index of the source lesson
+    logit_p = np.concatenate([logit_p, d_logit])
+    sal = np.concatenate([sal, d_sal])
+    dvar = np.concatenate([np.full(n_base.sum(), -1), d_var])
+    o = np.argsort(comp, kind="stable")
+    comp, kind, ref, logit_p, sal, dvar = comp[o], kind[o], ref[o], logit_p[o], sal[o], dvar[o]
+    # A duplicate's source index was a position before this sort: map it to the new one.
+    new_pos = np.empty_like(o)
+    new_pos[o] = np.arange(o.shape[0])
+    is_dup = (kind == K_EXACT_DUP) | (kind == K_NEAR_DUP)
+    ref[is_dup] = new_pos[ref[is_dup]]
+    n_les = np.bincount(comp, minlength=runs)
+    starts = np.concatenate([[0], np.cumsum(n_les)[:-1]])
+    index = np.arange(comp.shape[0]) - starts[comp]
+    sal = np.round(sal, 2)
+    p_useful = sigmoid(logit_p)
+    n = comp.shape[0]
+    useful = rng.random(n) < p_useful
+
+    # Per-lesson defects.
+    us = rng.random(n)
+    sal_defect = np.select(
+        [us < prof.sal_missing_rate, us < prof.sal_missing_rate + prof.sal_out_rate,
+         us < prof.sal_missing_rate + prof.sal_out_rate + prof.sal_string_rate], [1, 2, 3], 0)
+    sal_pick = pick(rng, len(SAL_OUT) * (len(SAL_STRINGS) + 1), n)
+    # One in five non-numeric saliences is a JSON null rather than a string.
+    sal_defect[(sal_defect == 3) & (sal_pick % (len(SAL_STRINGS) + 1) == len(SAL_STRINGS))] = 4
+    ut = rng.random(n)
+    text_defect = np.where(ut < prof.bad_text_rate / 2, 2, np.where(ut < prof.bad_text_rate, 1, 0))
+    text_defect[kind == K_EXACT_DUP] = 0  # a duplicate repeats its source verbatim
+    ev_missing = rng.random(n) < prof.evidence_missing_rate
+    tpl = pick(rng, len(PASS_NOTES), n)
+
+    # Per-completion shape.
+    uc = rng.random(runs)
+    r1 = prof.unparseable_rate
+    text_kind = np.select(
+        [uc < r1 * 0.5, uc < r1 * 0.8, uc < r1,
+         uc < r1 + prof.fenced_rate, uc < r1 + prof.fenced_rate + prof.prose_rate],
+        [T_TRUNCATED, T_PROSE_ONLY, T_EMPTY, T_FENCED, T_PROSE], T_PLAIN)
+    text_kind[(text_kind == T_TRUNCATED) & (n_les == 0)] = T_PROSE_ONLY
+    pretty = rng.random(runs) < prof.pretty_rate
+    cut = rng.random(runs)
+    wrap = pick(rng, len(PROSE_BEFORE) * len(PROSE_AFTER) * len(PROSE_ONLY), runs)
+    tok_noise = normal(rng, runs)
+    lat_noise = normal(rng, runs)
+
+    # Text of every lesson (duplicates resolved after their sources, which come first).
+    texts: list[Any] = [None] * n
+    evid: list[list[str]] = [[]] * n
+    kind_l, ref_l, comp_l = kind.tolist(), ref.tolist(), comp.tolist()
+    for i in range(n):
+        k = kind_l[i]
+        r = ref_l[i]
+        if k in (K_SPECIFIC, K_VAGUE, K_UNGROUNDED):
+            c = CHECKS[r]
+            texts[i] = c.lesson if k != K_VAGUE else c.vague_lesson
+            evid[i] = ["check:" + c.name]
+        elif k == K_PASS_NOTE:
+            c = CHECKS[r]
+            dname = DOMAINS[int(v.domain[comp_l[i]])].name
+            texts[i] = PASS_NOTES[int(tpl[i])].format(check=c.name, domain=dname)
+            evid[i] = ["check:" + c.name]
+        elif k == K_GENERIC:
+            texts[i] = GENERIC_LESSONS[r]
+        else:
+            src_text = texts[r] if isinstance(texts[r], str) and texts[r] else "Test more."
+            texts[i] = src_text if k == K_EXACT_DUP else NEAR_DUP[int(dvar[i])](src_text)
+            evid[i] = evid[r]
+        if text_defect[i] == 1:
+            texts[i] = ""
+        elif text_defect[i] == 2:
+            texts[i] = None
+
+    sal_l = sal.tolist()
+    sd_l = sal_defect.tolist()
+    sp_l = sal_pick.tolist()
+    lessons: list[dict[str, Any]] = []
+    for i in range(n):
+        les: dict[str, Any] = {"text": texts[i]}
+        d = sd_l[i]
+        if d == 0:
+            les["salience"] = sal_l[i]
+        elif d == 2:
+            les["salience"] = SAL_OUT[sp_l[i] % len(SAL_OUT)]
+        elif d == 3:
+            les["salience"] = SAL_STRINGS[sp_l[i] % (len(SAL_STRINGS) + 1)]
+        elif d == 4:
+            les["salience"] = None
+        if not ev_missing[i]:
+            les["evidence"] = evid[i]
+        lessons.append(les)
+
+    lines: list[str] = []
+    n_les_l = n_les.tolist()
+    starts_l = starts.tolist()
+    for ci in range(runs):
+        body = {"lessons": lessons[starts_l[ci]:starts_l[ci] + n_les_l[ci]]}
+        js = json.dumps(body, ensure_ascii=False, indent=2 if pretty[ci] else None)
+        tk = int(text_kind[ci])
+        w = int(wrap[ci])
+        if tk == T_FENCED:
+            text = "```json\n" + js + "\n```"
+        elif tk == T_PROSE:
+            text = (PROSE_BEFORE[w % len(PROSE_BEFORE)] + js
+                    + PROSE_AFTER[(w // len(PROSE_BEFORE)) % len(PROSE_AFTER)])
+        elif tk == T_TRUNCATED:
+            # Cut before the closing "]}" so no brace-matching trick can repair it.
+            text = js[: 10 + int(cut[ci] * (len(js) - 14))]
+        elif tk == T_PROSE_ONLY:
+            text = PROSE_ONLY[w % len(PROSE_ONLY)]
+        elif tk == T_EMPTY:
+            text = ""
+        else:
+            text = js
+        prompt_tokens = 380 + len(json.dumps(v.payloads[ci])) // 4 + int(abs(tok_noise[ci]) * 8)
+        completion_tokens = max(1, len(text) // 4)
+        latency = int(
+            (prof.latency_base_ms + prof.latency_per_token_ms * completion_tokens)
+            * float(np.exp(0.25 * lat_noise[ci]))
+        )
+        rec = {
+            "verdict_hash": hashes[ci],
+            "extractor": prof.name,
+            "model": prof.model,
+            "prompt_version": PROMPT_VERSION,
+            "request_hash": None,
+            "text": text,
+            "latency_ms": latency,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+        }
+        lines.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+
+    parseable = np.isin(text_kind, PARSEABLE)
+    candidate = parseable[comp] & (text_defect == 0)
+    return Completions(lines, text_kind, comp, index, kind, p_useful, useful, candidate,
+                        sal_defect, text_defect, sal)

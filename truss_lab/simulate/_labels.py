@@ -1,0 +1,89 @@
+"""Simulated gold labels, the latent truth they were drawn from, and defect counts.
+
+Two noisy annotators label every candidate (a lesson a parser can read, with
+text) of every extractor; ``ann-a`` labels all of them, ``ann-b`` two in five.
+Their draws come from one stream (``stream(seed, 3)``), extractor by extractor
+in the order given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._completions import (
+    K_EXACT_DUP,
+    K_GENERIC,
+    K_NEAR_DUP,
+    K_UNGROUNDED,
+    KIND_NAMES,
+    PARSEABLE,
+    TEXT_NAMES,
+    Completions,
+)
+from ._random import stream
+
+__all__ = ["defect_counts", "label_rows"]
+
+
+def label_rows(
+    seed: int, comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
+) -> tuple[list[str], list[str]]:
+    """CSV rows (without header) of labels.csv and truth.csv.
+
+    ``comps[k]`` is extractor ``names[k]``'s completions of the verdicts
+    ``hashes``. Labels are ordered by verdict, extractor, lesson index and
+    annotator; truth rows by verdict, extractor and lesson index.
+    """
+    h_arr = np.array(hashes)
+    lab_parts, truth_parts = [], []
+    rng_lab = stream(seed, 3)
+    for k, c in enumerate(comps):
+        m = c.candidate
+        vi, li = c.comp[m], c.index[m]
+        pu, ut = c.p_useful[m], c.useful[m]
+        nc = int(m.sum())
+        # Annotator noise is largest where the truth is least clear-cut (p near 0.5).
+        flip_a = rng_lab.random(nc) < 0.03 + 0.3 * pu * (1 - pu)
+        flip_b = rng_lab.random(nc) < 0.05 + 0.4 * pu * (1 - pu)
+        has_b = rng_lab.random(nc) < 0.4
+        ya = (ut ^ flip_a).astype(np.int64)
+        yb = (ut ^ flip_b).astype(np.int64)
+        lab_parts.append((np.concatenate([vi, vi[has_b]]), np.full(nc + int(has_b.sum()), k),
+                          np.concatenate([li, li[has_b]]), np.concatenate([ya, yb[has_b]]),
+                          np.concatenate([np.zeros(nc, int), np.ones(int(has_b.sum()), int)])))
+        truth_parts.append((vi, np.full(nc, k), li, pu, ut.astype(np.int64), c.kind[m]))
+
+    vi, ki, li, y, ann = (np.concatenate(a) for a in zip(*lab_parts, strict=True))
+    o = np.lexsort((ann, li, ki, vi))
+    name_arr = np.array(list(names))
+    ann_names = np.array(["ann-a", "ann-b"])
+    lab_rows = [",".join(r) for r in zip(h_arr[vi[o]], name_arr[ki[o]], li[o].astype(str),
+                                         y[o].astype(str), ann_names[ann[o]], strict=True)]
+    tvi, tki, tli, tpu, tut, tkind = (np.concatenate(a) for a in zip(*truth_parts, strict=True))
+    o = np.lexsort((tli, tki, tvi))
+    kind_names = np.array(KIND_NAMES)
+    truth_rows = [",".join(r) for r in zip(
+        h_arr[tvi[o]], name_arr[tki[o]], tli[o].astype(str),
+        np.char.mod("%.4f", tpu[o]), tut[o].astype(str), kind_names[tkind[o]], strict=True)]
+    return lab_rows, truth_rows
+
+
+def defect_counts(c: Completions) -> dict[str, int]:
+    """What one extractor's completions actually hold (``SimulationResult.defects``)."""
+    # Lesson-level counts cover only lessons a reader can see (parseable completions).
+    seen = np.isin(c.text_kind, PARSEABLE)[c.comp]
+    counts = {f"text:{TEXT_NAMES[t]}": int((c.text_kind == t).sum())
+              for t in range(len(TEXT_NAMES))}
+    counts["lessons"] = int(seen.sum())
+    for name, code, arr in (("salience:missing", 1, c.sal_defect),
+                            ("salience:out_of_range", 2, c.sal_defect),
+                            ("salience:not_a_number", 3, c.sal_defect),
+                            ("salience:null", 4, c.sal_defect),
+                            ("lesson_text:empty", 1, c.text_defect),
+                            ("lesson_text:null", 2, c.text_defect)):
+        counts[name] = int(((arr == code) & seen).sum())
+    for kk in (K_UNGROUNDED, K_EXACT_DUP, K_NEAR_DUP, K_GENERIC):
+        counts[f"kind:{KIND_NAMES[kk]}"] = int(((c.kind == kk) & seen).sum())
+    return dict(sorted(counts.items()))
