@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..core._errors import PolicyError
 from ..core._ids import derive_id
 from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust, utcnow
-from ..journal._journal import SigningKey
+from ..journal._crypto import SigningKey
 from ..journal._ledger import append_entry
 from ..store._memory import EVENT_SCHEMA
 from ..store._store import Store
