@@ -29,15 +29,11 @@ import nacl.bindings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from truss_lab.core._canonical import canonical
-from truss_lab.journal import _journal
-from truss_lab.journal._journal import (
-    GENESIS_HASH,
-    JournalColumns,
-    SigningKey,
-    entry_hash,
-    verify_columns,
-)
+from truss_lab.journal import _verify
+from truss_lab.journal._columns import JournalColumns
+from truss_lab.journal._crypto import GENESIS_HASH, SigningKey, entry_hash
 from truss_lab.journal._ledger import _rows_from_columns, verify_chain
+from truss_lab.journal._verify import verify_columns
 from truss_lab.store._store import Store
 
 GOAL = 0.8
@@ -99,7 +95,7 @@ def raw_verify_rate(cols: JournalColumns, ring: dict[str, bytes], sample: int) -
 def _proc_chunk(args: tuple[dict, dict[str, bytes]]) -> tuple[int, str, str] | None:
     data, ring = args
     cols = JournalColumns.from_mapping(data)
-    return _journal._check_range(cols, ring, 0, len(cols))
+    return _verify._check_range(cols, ring, 0, len(cols))
 
 
 def verify_processes(cols: JournalColumns, ring: dict[str, bytes], workers: int) -> bool:

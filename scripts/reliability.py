@@ -60,8 +60,11 @@ import pandas as pd  # noqa: E402
 
 from truss_lab.core._errors import StoreLockedError, TrussLabError  # noqa: E402
 from truss_lab.ingest._ingest import ingest_completions, ingest_labels  # noqa: E402
-from truss_lab.journal._journal import SigningKey, read_journal_lines, verify_journal  # noqa: E402
-from truss_lab.journal._ledger import import_journal, journal_head, verify_chain  # noqa: E402
+from truss_lab.journal._crypto import SigningKey  # noqa: E402
+from truss_lab.journal._ledger import import_journal, verify_chain  # noqa: E402
+from truss_lab.journal._reader import read_journal_lines  # noqa: E402
+from truss_lab.journal._table import journal_head  # noqa: E402
+from truss_lab.journal._verify import verify_journal  # noqa: E402
 from truss_lab.store._store import Store  # noqa: E402
 
 XSS = "<script>alert(1)</script>"
@@ -638,8 +641,9 @@ def secrets_row(tj: ModuleType, tmp: Path) -> Row:
     from truss_lab.extract._batch import run_extraction
     from truss_lab.extract._extraction import Extractor
     from truss_lab.extract._openai import CompletionRecorder
-    from truss_lab.journal._journal import save_keyring
-    from truss_lab.journal._ledger import append_entries, journal_columns
+    from truss_lab.journal._crypto import save_keyring
+    from truss_lab.journal._ledger import append_entries
+    from truss_lab.journal._table import journal_columns
 
     seed = secrets.token_bytes(32)
     key = SigningKey.from_seed("reliability-op", seed)
@@ -724,8 +728,9 @@ def html_row(tj: ModuleType) -> Row:
     from truss_lab.evaluate._runs import CalibrationReport, LabelReport
     from truss_lab.extract._batch import run_extraction
     from truss_lab.extract._extraction import Extractor
-    from truss_lab.journal._journal import JournalColumns, verify_columns
+    from truss_lab.journal._columns import JournalColumns
     from truss_lab.journal._ledger import append_entries
+    from truss_lab.journal._verify import verify_columns
 
     rendered: dict[str, Callable[[], str]] = {}
     store = Store(":memory:")

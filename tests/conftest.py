@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from truss_lab.journal._journal import SigningKey
+from truss_lab.journal._crypto import SigningKey
 from truss_lab.store._store import Store
 
 

@@ -29,7 +29,7 @@ from truss_lab.faces._cli_audit import register
 from truss_lab.govern._audit import CHECKS, AuditReport, audit
 from truss_lab.govern._policies import write_policy
 from truss_lab.ingest._ingest import ingest_completions
-from truss_lab.journal._journal import SigningKey
+from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import import_journal
 from truss_lab.store._store import Store
 

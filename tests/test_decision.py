@@ -24,8 +24,9 @@ from truss_lab.extract._extraction import Extractor
 from truss_lab.govern._decision import EVIDENCE_KIND, json_safe, labels_hash, propose_threshold
 from truss_lab.govern._policies import check_policy_chains, current_policy, policy_history
 from truss_lab.ingest._ingest import ingest_completions, ingest_labels
-from truss_lab.journal._journal import SigningKey
-from truss_lab.journal._ledger import get_entry, import_journal, verify_chain
+from truss_lab.journal._crypto import SigningKey
+from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.journal._table import get_entry
 from truss_lab.store._store import Store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"

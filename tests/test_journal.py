@@ -7,42 +7,51 @@ twins built from it here).
 
 from __future__ import annotations
 
+import ast
 import base64
 import copy
 import json
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import nacl.bindings
 import pytest
 import rfc8785
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from truss_lab.core._canonical import canonical
 from truss_lab.core._errors import BadInputError, ChainError
 from truss_lab.core._models import LedgerRef
-from truss_lab.journal import _journal
-from truss_lab.journal._journal import (
+from truss_lab.journal import _verify
+from truss_lab.journal._columns import JournalColumns
+from truss_lab.journal._crypto import (
     GENESIS_HASH,
-    REASONS,
-    JournalColumns,
-    JournalEntryModel,
     SigningKey,
-    VerdictPayloadModel,
-    VerifyReport,
     build_entry,
     entry_hash,
     load_keyring,
-    read_journal,
-    read_journal_lines,
     save_keyring,
     sign_bytes,
+    verify_signature,
+)
+from truss_lab.journal._reader import read_journal, read_journal_lines
+from truss_lab.journal._spec import (
+    ENTRY_FIELDS,
+    CheckModel,
+    JournalEntryModel,
+    VerdictPayloadModel,
+)
+from truss_lab.journal._verify import (
+    REASONS,
+    VERIFY_REASONS,
+    VerifyReason,
+    VerifyReport,
     verify_columns,
     verify_journal,
-    verify_signature,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -344,8 +353,27 @@ def test_every_reason_is_exercised() -> None:
         "altered_genesis": "broken_link", "truncated_line": "malformed",
         "signature_bit_flip": "bad_signature",
     }  # fmt: skip
-    assert set(expected.values()) == set(REASONS)
+    assert set(expected.values()) == set(VERIFY_REASONS) == set(get_args(VerifyReason))
     assert set(expected) <= set(TAMPERS)
+    # "missing" is a ChainError reason (a ref names a seq the journal lacks; see
+    # tests/test_ledger.py) that verification itself never reports.
+    assert REASONS == (*VERIFY_REASONS, "missing")
+
+
+def test_every_chain_error_reason_in_the_package_is_in_reasons() -> None:
+    # core/_errors.py says a ChainError's reason is one of REASONS: check every
+    # literal reason= passed to ChainError(...) anywhere in truss_lab.
+    import truss_lab
+
+    found = set()
+    for path in Path(truss_lab.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ChainError":
+                for kw in node.keywords:
+                    if kw.arg == "reason" and isinstance(kw.value, ast.Constant):
+                        assert kw.value.value in REASONS, (path, kw.value.value)
+                        found.add(kw.value.value)
+    assert {"missing", "bad_hash", "fork"} <= found
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
@@ -355,8 +383,8 @@ def test_parallel_verification_reports_the_same_first_failure(
 ) -> None:
     # tiny chunks force the threaded path on a 1000-chain; several tampers at
     # once: only the earliest may be reported, whatever finishes first
-    monkeypatch.setattr(_journal, "_SERIAL_BELOW", 0)
-    monkeypatch.setattr(_journal, "_CHUNK", 7)
+    monkeypatch.setattr(_verify, "_SERIAL_BELOW", 0)
+    monkeypatch.setattr(_verify, "_CHUNK", 7)
     rng = random.Random(seed)
     es = list(chains[1000])
     positions = sorted(rng.sample(range(1000), 4))
@@ -378,8 +406,8 @@ def test_parallel_verification_reports_the_same_first_failure(
 def test_parallel_path_verifies_a_clean_chain(
     chains: dict[int, list[dict]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_journal, "_SERIAL_BELOW", 0)
-    monkeypatch.setattr(_journal, "_CHUNK", 64)
+    monkeypatch.setattr(_verify, "_SERIAL_BELOW", 0)
+    monkeypatch.setattr(_verify, "_CHUNK", 64)
     rep = verify_columns(JournalColumns.from_entries(chains[1000]), RING, workers=2)
     assert rep.ok and rep.entries_checked == 1000
 
@@ -414,7 +442,7 @@ def test_columns_round_trip(chains: dict[int, list[dict]]) -> None:
     with pytest.raises(BadInputError, match="differ in length"):
         JournalColumns(seq=[1], kind=[])
     with pytest.raises(BadInputError, match="missing: signature"):
-        JournalColumns.from_mapping({c: [] for c in _journal._COLUMNS[:-1]})
+        JournalColumns.from_mapping({c: [] for c in ENTRY_FIELDS[:-1]})
 
 
 # --- an independent writer -------------------------------------------------------------
@@ -549,7 +577,7 @@ def bad_lines(draw: st.DrawFn, good: list[str]) -> tuple[str, str | None, str]:
         ["truncated", "missing", "mistyped", "extra", "duplicate", "nan", "bigint",
          "not_object"]
     ))  # fmt: skip
-    name = draw(st.sampled_from(list(_journal._COLUMNS)))
+    name = draw(st.sampled_from(list(ENTRY_FIELDS)))
     if family == "truncated":
         text = json.dumps(base)
         return text[: draw(st.integers(1, len(text) - 1))], None, "bad_json"
@@ -613,6 +641,59 @@ def test_model_and_reader_agree_on_good_lines(good3: list[str], picks: list[int]
         VerdictPayloadModel.model_validate(obj["payload"])
 
 
+def _flip_padding(sig: str) -> str:
+    # the 86th base64 character carries 4 padding bits: flip the lowest one
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    return sig[:85] + alphabet[alphabet.index(sig[85]) ^ 1] + sig[86:]
+
+
+_FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "seq": st.sampled_from([1, 0, -1, 2**53 - 1, 2**53, 1.0, True, "1", None]),
+    "kind": st.sampled_from(["contract_verdict", "note", "", 3, None, []]),
+    "ts": st.sampled_from([
+        "2026-11-30T10:00:00Z", "2026-11-30T10:00:00.123456789Z", "2026-11-30T10:00:00+00:00",
+        "2026-02-31T10:00:00Z", "2026-11-30 10:00:00Z", "2026-11-30T10:00:00+01:00",
+        "2026-11-30T10:00:00.1234567890Z", "", 0,
+    ]),
+    "key_id": st.sampled_from(["op-1", "", 1, None]),
+    "payload": st.sampled_from([{}, {"a": [1, {"b": None}]}, [], "x", None, 1]),
+    "prev_hash": st.sampled_from(["0" * 64, "A" * 64, "0" * 63, "g" * 64, "0" * 65, None]),
+    "hash": st.sampled_from(["ab" * 32, "AB" * 32, "ab" * 31, "", 7]),
+}
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data())
+def test_reader_fast_check_and_entry_model_agree(good3: list[str], data: st.DataObject) -> None:
+    # The reader's hand-written check must accept exactly what JournalEntryModel (the
+    # one entry spec, also the JSON Schema) accepts.
+    obj = json.loads(data.draw(st.sampled_from(good3)))
+    sig = obj["signature"]
+    values = {**_FIELD_VALUES, "signature": st.sampled_from(
+        [sig, _flip_padding(sig), sig[:-2] + "AA", sig[:-1], "", 5])}  # fmt: skip
+    for name in data.draw(st.lists(st.sampled_from(ENTRY_FIELDS), max_size=3, unique=True)):
+        if data.draw(st.booleans(), label=f"drop {name}"):
+            del obj[name]
+        else:
+            obj[name] = data.draw(values[name], label=name)
+    if data.draw(st.integers(0, 9), label="extra field") == 0:
+        obj["extra"] = 1
+    reader_ok = read_journal_lines([json.dumps(obj)]).ok
+    try:
+        JournalEntryModel.model_validate(obj)
+        model_ok = True
+    except ValidationError:
+        model_ok = False
+    assert reader_ok == model_ok, obj
+
+
+def test_reader_takes_its_fields_from_the_entry_model() -> None:
+    assert ENTRY_FIELDS == tuple(JournalEntryModel.model_fields) == (
+        "seq", "kind", "ts", "key_id", "payload", "prev_hash", "hash", "signature",
+    )  # fmt: skip
+    assert JournalColumns.__dataclass_fields__.keys() >= set(ENTRY_FIELDS)
+
+
 # --- reports, models, keys ---------------------------------------------------------------
 
 
@@ -632,7 +713,7 @@ def test_report_repr_and_html_escape() -> None:
 
 
 def test_schemas_are_documented() -> None:
-    for model in (JournalEntryModel, VerdictPayloadModel, _journal.CheckModel, VerifyReport):
+    for model in (JournalEntryModel, VerdictPayloadModel, CheckModel, VerifyReport):
         schema = model.model_json_schema()
         props = schema["properties"]
         assert all(p.get("description") for p in props.values()), model
@@ -640,8 +721,10 @@ def test_schemas_are_documented() -> None:
     assert entry["additionalProperties"] is False and len(entry["required"]) == 8
     verdict = VerdictPayloadModel.model_json_schema()
     assert verdict["properties"]["verdict"]["enum"] == ["pass", "fail", "partial"]
-    with pytest.raises(Exception, match="extra"):
-        VerdictPayloadModel.model_validate({**_payload(1), "x": 1})
+    # one verdict spec (journal/_spec.py): what extraction requires, fields beyond kept
+    assert verdict["required"] == ["goal", "verdict", "summary", "checks"]
+    assert verdict["additionalProperties"] is True
+    assert VerdictPayloadModel.model_validate({**_payload(1), "x": 1}).model_extra == {"x": 1}
 
 
 def test_keys_and_keyring_round_trip(tmp_path: Path) -> None:

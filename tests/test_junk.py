@@ -280,7 +280,7 @@ def test_lsh_finds_the_same_pairs_on_a_larger_set() -> None:
 
 def test_works_on_store_rows() -> None:
     # Verdicts straight from SQL (payload as JSON text), candidates as stored.
-    from truss_lab.journal._journal import SigningKey
+    from truss_lab.journal._crypto import SigningKey
     from truss_lab.journal._ledger import append_entry
     from truss_lab.store._store import Store
 

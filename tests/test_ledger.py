@@ -8,7 +8,21 @@ import json
 import pytest
 
 from truss_lab import ChainError, Store, TrussLabError, import_journal, verify_chain
-from truss_lab.journal._journal import SigningKey, build_entry, save_keyring
+from truss_lab.core._models import LedgerRef
+from truss_lab.journal._crypto import SigningKey, build_entry, save_keyring
+from truss_lab.journal._table import (
+    check_verdict_refs,
+    entry_hashes,
+    entry_payloads,
+    get_entry,
+    journal_columns,
+    journal_head,
+    payload_by_hash,
+    verdict_payloads,
+    verdict_refs,
+    verified_verdict,
+)
+from truss_lab.journal._verify import REASONS, VERIFY_REASONS
 
 KEY = SigningKey.from_seed("op", bytes(range(32)))
 OTHER = SigningKey.from_seed("op", bytes(range(1, 33)))  # same id, another key
@@ -189,3 +203,37 @@ def test_bad_journal_input_leaves_the_database_unchanged(
         assert verify_chain(store).ok
         store.close()
         _SHARED.clear()
+
+
+def test_a_ref_to_a_missing_entry_is_chain_error_missing(store: Store, tmp_path, ring) -> None:
+    # "missing" is the one ChainError reason verification never reports: the ref
+    # checks raise it, and it is in REASONS like every other reason.
+    import_journal(store, write(tmp_path / "j.jsonl", chain(3)), keyring=ring)
+    good = chain(3)[1]
+    assert check_verdict_refs(store, [2], [good["hash"]]) is None
+    assert verified_verdict(store, LedgerRef(seq=2, hash=good["hash"])) == {"i": 2}
+    for call in (lambda: check_verdict_refs(store, [1, 9], [chain(1)[0]["hash"], "a" * 64]),
+                 lambda: verified_verdict(store, LedgerRef(seq=9, hash="a" * 64))):
+        with pytest.raises(ChainError, match="seq 9 is not in the journal") as info:
+            call()
+        assert (info.value.reason, info.value.seq) == ("missing", 9)
+        assert info.value.reason in REASONS and "missing" not in VERIFY_REASONS
+    with pytest.raises(ChainError, match="expected") as info:
+        verified_verdict(store, LedgerRef(seq=2, hash="b" * 64))
+    assert info.value.reason == "bad_hash"
+
+
+def test_the_journal_read_path(store: Store, tmp_path, ring) -> None:
+    entries = chain(4)
+    import_journal(store, write(tmp_path / "j.jsonl", entries), keyring=ring)
+    assert journal_head(store) == LedgerRef(seq=4, hash=entries[3]["hash"])
+    assert journal_columns(store, after_seq=1, upto_seq=3).seq == [2, 3]
+    assert get_entry(store, 2) == entries[1] and get_entry(store, 7) is None
+    assert entry_hashes(store, 3, 9) == {3: entries[2]["hash"], 4: entries[3]["hash"]}
+    assert [r[0] for r in entry_payloads(store, [1, 3])] == [1, 3]
+    assert payload_by_hash(store, entries[2]["hash"]) == {"i": 3}
+    assert verdict_refs(store, "seq > ?", [2])["seq"].tolist() == [3, 4]
+    assert verdict_payloads(store)["verdict_seq"].tolist() == [1, 2, 3, 4]
+    with pytest.raises(TrussLabError, match="bad verdict filter"):
+        verdict_refs(store, "no_such_column > 1")
+    assert verify_chain(store, upto_seq=2).entries_checked == 2

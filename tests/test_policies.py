@@ -15,7 +15,7 @@ from truss_lab import (
     write_policy,
 )
 from truss_lab.govern._policies import check_policy_chains, current_policies
-from truss_lab.journal._ledger import get_entry
+from truss_lab.journal._table import get_entry
 
 
 def _salience(t: float) -> Policy:

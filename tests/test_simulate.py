@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from truss_lab.core._canonical import canonical
 from truss_lab.core._errors import BadInputError
-from truss_lab.journal._journal import GENESIS_HASH, entry_hash
+from truss_lab.journal._crypto import GENESIS_HASH, entry_hash
 from truss_lab.simulate._completions import (
     DEFAULT_EXTRACTORS,
     EXTRACTOR_PROFILES,

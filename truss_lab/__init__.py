@@ -78,17 +78,12 @@ from .govern._policies import current_policies, current_policy, policy_history, 
 from .ingest._completions import read_completions, write_completions
 from .ingest._ingest import IngestReport, ingest_completions, ingest_labels
 from .ingest._labels import read_labels
-from .journal._journal import (
-    JournalColumns,
-    SigningKey,
-    VerifyReport,
-    load_keyring,
-    read_journal,
-    save_keyring,
-    verify_columns,
-    verify_journal,
-)
-from .journal._ledger import ImportReport, append_entry, get_entry, import_journal, verify_chain
+from .journal._columns import JournalColumns
+from .journal._crypto import SigningKey, load_keyring, save_keyring
+from .journal._ledger import ImportReport, append_entry, import_journal, verify_chain
+from .journal._reader import read_journal
+from .journal._table import get_entry
+from .journal._verify import VerifyReport, verify_columns, verify_journal
 from .score._calibrators import IsotonicCalibrator, PlattCalibrator
 from .score._junk import junk_flags, junk_rates
 from .score._salience import (

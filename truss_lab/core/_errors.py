@@ -76,8 +76,9 @@ class ConfigError(BadInputError):
 class ChainError(TrussLabError):
     """A journal entry failed verification.
 
-    ``seq`` is the first failing entry (or line), ``reason`` one of the codes of
-    :class:`truss_lab.VerifyReport`.
+    ``seq`` is the first failing entry (or line), ``reason`` one of
+    ``truss_lab.journal._verify.REASONS``: a :class:`truss_lab.VerifyReport`
+    reason, or ``missing`` when a ref names an entry the journal does not hold.
     """
 
     def __init__(self, message: str, *, seq: int | None, reason: str, line: int | None = None):

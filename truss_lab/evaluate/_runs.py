@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ..score._salience import IsotonicCalibrator, PlattCalibrator
+from ..score._calibrators import IsotonicCalibrator, PlattCalibrator
 from ..store._store import Store
 from ._agreement import annotator_agreement, label_coverage
 from ._calibration import (

@@ -45,8 +45,8 @@ import pyarrow as pa
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, ChainError, ProviderError, StoreError
 from ..core._models import LessonExtractionPolicy, utcnow
-from ..journal._journal import JournalColumns, verify_columns
-from ..journal._ledger import stored_keyring
+from ..journal._ledger import verify_chain
+from ..journal._table import check_verdict_refs, entry_payloads, verdict_refs
 from ..store._runs import (
     add_run_counts,
     check_resumable,
@@ -57,7 +57,6 @@ from ..store._runs import (
 )
 from ..store._store import Store
 from ._extraction import (
-    VERDICT_KIND,
     ExtractionRows,
     Extractor,
     ScoreFunction,
@@ -238,12 +237,8 @@ def resolve_batch(
     a sequence of :class:`LedgerRef`, or the path of a JSONL/Parquet file of refs.
     Refs must name stored ``contract_verdict`` entries with those hashes.
     """
-    kind_filter = "kind = ?"
     if verdicts is None:
-        return store.con.sql(
-            f"SELECT seq, hash FROM journal WHERE {kind_filter} ORDER BY seq",
-            params=[VERDICT_KIND],
-        ).df()
+        return verdict_refs(store)
     if isinstance(verdicts, str | os.PathLike) and (
         isinstance(verdicts, os.PathLike) or Path(verdicts).suffix in (".jsonl", ".parquet")
     ):
@@ -253,17 +248,7 @@ def resolve_batch(
         refs = _read_refs_file(p)
         source = str(p)
     elif isinstance(verdicts, str):
-        try:
-            return store.con.sql(
-                f"SELECT seq, hash FROM journal WHERE {kind_filter} AND ({verdicts}) "
-                "ORDER BY seq",
-                params=[VERDICT_KIND, *(params or [])],
-            ).df()
-        except Exception as exc:  # duckdb raises many error classes for a bad filter
-            raise BadInputError(
-                f"bad verdict filter {verdicts!r}: {str(exc).splitlines()[0]}",
-                field="verdicts",
-            ) from None
+        return verdict_refs(store, verdicts, params)
     elif isinstance(verdicts, pd.DataFrame):
         refs, source = _refs_from_frame(verdicts, "<DataFrame>"), "<DataFrame>"
     elif isinstance(verdicts, Sequence):
@@ -283,29 +268,7 @@ def resolve_batch(
         s = int(refs["seq"][dup].iloc[0])
         raise BadInputError(f"seq {s} appears with two different hashes", source=source,
                             field="hash")
-    tbl = pa.Table.from_pandas(refs, preserve_index=False)
-    store.con.register("_batch_refs", tbl)
-    try:
-        rows = store.con.execute(
-            "SELECT r.seq, r.hash, j.hash, j.kind FROM _batch_refs r "
-            "LEFT JOIN journal j ON j.seq = r.seq "
-            "WHERE j.hash IS DISTINCT FROM r.hash OR j.kind <> ? ORDER BY r.seq LIMIT 1",
-            [VERDICT_KIND],
-        ).fetchall()
-    finally:
-        store.con.unregister("_batch_refs")
-    if rows:
-        seq, want, have, kind = rows[0]
-        if have is None:
-            raise ChainError(
-                f"{source}: verdict seq {seq} is not in the journal; extraction runs only "
-                "after a verdict's journal entry has landed", seq=int(seq), reason="missing")
-        if have != want:
-            raise ChainError(
-                f"{source}: journal entry {seq} has hash {have[:16]}…, the ref says "
-                f"{want[:16]}…", seq=int(seq), reason="bad_hash")
-        raise BadInputError(f"journal entry {seq} is a {kind!r}, expected {VERDICT_KIND!r}",
-                            source=source, field="kind")
+    check_verdict_refs(store, refs["seq"].tolist(), refs["hash"].tolist(), source=source)
     return refs.sort_values("seq", kind="stable").reset_index(drop=True)
 
 
@@ -316,13 +279,7 @@ def _dataset_hash(batch: pd.DataFrame) -> str:
 def _verify_prefix(store: Store, last_seq: int) -> Any:
     """Verify the stored chain from seq 1 up to ``last_seq``: every verdict in the
     batch, and every entry it links back to."""
-    t = store.con.sql(
-        "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash, hash, signature "
-        "FROM journal WHERE seq <= ? ORDER BY seq",
-        params=[last_seq],
-    ).to_arrow_table()
-    cols = JournalColumns(**{n: t.column(n).to_pylist() for n in t.column_names})
-    return verify_columns(cols, stored_keyring(store))
+    return verify_chain(store, upto_seq=last_seq)
 
 
 # -- the run record --------------------------------------------------------------------
@@ -546,14 +503,7 @@ def _make_executor(spec: Any, extractor: Extractor) -> _Executor:
 
 
 def _load_chunk(store: Store, seqs: np.ndarray) -> Chunk:
-    rows = store.con.execute(
-        "SELECT seq, hash, payload::VARCHAR FROM journal WHERE seq BETWEEN ? AND ? ORDER BY seq",
-        [int(seqs[0]), int(seqs[-1])],
-    ).fetchall()
-    if len(rows) != len(seqs):
-        want = set(seqs.tolist())
-        rows = [r for r in rows if r[0] in want]
-    return rows
+    return entry_payloads(store, seqs.tolist())
 
 
 def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes: list[str],

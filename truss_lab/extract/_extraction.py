@@ -17,7 +17,6 @@ This module is the one place the gate is applied: :class:`ContractCloseLearning`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,11 +26,10 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._config import MemoryConfig
-from ..core._errors import BadInputError, ChainError, ProviderError
+from ..core._errors import BadInputError, ProviderError
 from ..core._ids import derive_id
 from ..core._models import LedgerRef, LessonExtractionPolicy, utcnow
-from ..journal._journal import JournalColumns, verify_columns
-from ..journal._ledger import stored_keyring
+from ..journal._table import verified_verdict
 from ..store._memory import lesson_rows, write_memory_table
 from ..store._runs import create_run, record_prompt_template
 from ..store._store import Store
@@ -50,8 +48,6 @@ __all__ = [
     "write_extraction",
 ]
 
-VERDICT_KIND = "contract_verdict"
-_TS = pa.timestamp("us", tz="UTC")
 
 CANDIDATE_SCHEMA = pa.schema(
     [
@@ -363,48 +359,6 @@ def record_run_verdicts(store: Store, run_id: str, seqs: Sequence[int],
                   "verdict_hash": list(hashes)}),
         key=["run_id", "verdict_seq"],
     )
-
-
-def verified_verdict(store: Store, ref: LedgerRef) -> dict[str, Any]:
-    """The payload of verdict ``ref`` after checking it is in the journal and verifies.
-
-    Checks: the entry exists at ``ref.seq`` with ``ref.hash``; it is a
-    ``contract_verdict``; its hash, signature and link to its predecessor verify.
-    """
-    rows = store.con.execute(
-        "SELECT seq, kind, ts, key_id, payload::VARCHAR, prev_hash, hash, signature "
-        "FROM journal WHERE seq BETWEEN ? AND ? ORDER BY seq",
-        [ref.seq - 1, ref.seq],
-    ).fetchall()
-    entry = rows[-1] if rows and rows[-1][0] == ref.seq else None
-    if entry is None:
-        raise ChainError(
-            f"verdict seq {ref.seq} is not in the journal: extraction runs only after the "
-            "verdict's journal entry has landed; nothing was written",
-            seq=ref.seq, reason="missing",
-        )
-    if entry[6] != ref.hash:
-        raise ChainError(
-            f"journal entry {ref.seq} has hash {entry[6][:16]}…, expected {ref.hash[:16]}…; "
-            "nothing was written", seq=ref.seq, reason="bad_hash",
-        )
-    if entry[1] != VERDICT_KIND:
-        raise BadInputError(
-            f"journal entry {ref.seq} is a {entry[1]!r}, expected {VERDICT_KIND!r}",
-            field="kind",
-        )
-    cols = JournalColumns.from_mapping(
-        {k: [entry[i]] for i, k in enumerate(
-            ("seq", "kind", "ts", "key_id", "payload", "prev_hash", "hash", "signature"))}
-    )
-    prev = LedgerRef(seq=rows[0][0], hash=rows[0][6]) if len(rows) == 2 else None
-    report = verify_columns(cols, stored_keyring(store), prev=prev, workers=1)
-    if not report.ok:
-        raise ChainError(
-            f"verdict seq {ref.seq} does not verify ({report.reason}: {report.message}); "
-            "nothing was written", seq=ref.seq, reason=report.reason or "malformed",
-        )
-    return json.loads(entry[4])
 
 
 @dataclass(frozen=True)

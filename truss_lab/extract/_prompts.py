@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core._errors import BadInputError
+
+# The one verdict payload spec (journal/_spec.py); re-exported here, where prompts use it.
+from ..journal._spec import VERDICT_OUTCOMES, validate_verdict_payload
 from ._providers import ChatMessage, CompletionRequest
 
 __all__ = [
@@ -35,7 +38,6 @@ __all__ = [
     "validate_verdict_payload",
 ]
 
-VERDICT_OUTCOMES = ("pass", "fail", "partial")
 
 
 @dataclass(frozen=True)
@@ -161,74 +163,6 @@ def _placeholders(user: str) -> list[str]:
         if name:
             names.append(name)
     return names
-
-
-def _bad(msg: str, fld: str, source: str | None) -> BadInputError:
-    return BadInputError(msg, source=source, field=fld, reason="bad_verdict_payload")
-
-
-def validate_verdict_payload(
-    payload: Any, *, source: str | None = None
-) -> dict[str, Any]:
-    """Check a ``contract_verdict`` payload (FORMATS.md §1) and return it as a plain dict.
-
-    Required: ``goal``, ``verdict`` (pass | fail | partial), ``summary`` (strings),
-    ``checks`` (list of ``{name: str, passed: bool, evidence: str}``). Optional:
-    ``contract_id``, ``run_id`` (strings), ``tags`` (list of strings, default empty).
-    Check names must be unique within a verdict (evidence cites them by name).
-    Raises :class:`BadInputError` naming the field and what was expected.
-    """
-    if not isinstance(payload, Mapping):
-        raise _bad(f"expected a JSON object, got {type(payload).__name__}", "payload", source)
-    out = dict(payload)
-    for key in ("goal", "summary"):
-        if not isinstance(out.get(key), str):
-            raise _bad(
-                f"expected a string, got {type(out.get(key)).__name__}", f"payload.{key}", source
-            )
-    for key in ("contract_id", "run_id"):
-        if key in out and not isinstance(out[key], str):
-            raise _bad(
-                f"expected a string, got {type(out[key]).__name__}", f"payload.{key}", source
-            )
-    if out.get("verdict") not in VERDICT_OUTCOMES:
-        raise _bad(
-            f"expected one of {list(VERDICT_OUTCOMES)}, got {out.get('verdict')!r}",
-            "payload.verdict",
-            source,
-        )
-    checks = out.get("checks")
-    if not isinstance(checks, list):
-        raise _bad(
-            f"expected a list of checks, got {type(checks).__name__}", "payload.checks", source
-        )
-    seen: set[str] = set()
-    for i, check in enumerate(checks):
-        where = f"payload.checks[{i}]"
-        if not isinstance(check, Mapping):
-            raise _bad(f"expected an object, got {type(check).__name__}", where, source)
-        name = check.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise _bad(f"expected a non-empty string, got {name!r}", f"{where}.name", source)
-        if name in seen:
-            raise _bad(f"duplicate check name {name!r}", f"{where}.name", source)
-        seen.add(name)
-        if not isinstance(check.get("passed"), bool):
-            raise _bad(
-                f"expected true or false, got {check.get('passed')!r}", f"{where}.passed", source
-            )
-        if not isinstance(check.get("evidence", ""), str):
-            raise _bad(
-                f"expected a string, got {type(check.get('evidence')).__name__}",
-                f"{where}.evidence",
-                source,
-            )
-    tags = out.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise _bad("expected a list of strings", "payload.tags", source)
-    out["tags"] = list(tags)
-    out["checks"] = [dict(c) for c in checks]
-    return out
 
 
 def _render_check(check: Mapping[str, Any]) -> str:

@@ -160,7 +160,7 @@ def keys() -> None:
 @_friendly
 def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
     """Generate a signing key; print its public key."""
-    from ..journal._journal import SigningKey, load_keyring, save_keyring
+    from ..journal._crypto import SigningKey, load_keyring, save_keyring
 
     if Path(out).exists():
         raise TrussLabError(f"{out} exists; refusing to overwrite a private key")

@@ -183,7 +183,7 @@ def register(cli: click.Group) -> None:
                 n_boot: int, policy_id: str, as_json: bool) -> None:
         """Sign a threshold decision and record it as an unverified salience policy."""
         from ..govern._decision import propose_threshold
-        from ..journal._journal import SigningKey
+        from ..journal._crypto import SigningKey
 
         key = SigningKey.load(key_path)
         with _open(db, write=True) as store:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 import pandas as pd
@@ -140,9 +139,9 @@ class LabellingWidget:
         self._refresh()
 
     def _verdict(self, vhash: str) -> dict[str, Any]:
-        rows = self.store.sql(
-            "SELECT payload::VARCHAR FROM journal WHERE hash = ?", [vhash]).fetchall()
-        return json.loads(rows[0][0]) if rows else {}
+        from ..journal._table import payload_by_hash
+
+        return payload_by_hash(self.store, vhash) or {}
 
     def _refresh(self) -> None:
         e = html.escape

@@ -60,8 +60,7 @@ class LessonBrowser:
 
     def show(self, entry_id: str) -> LessonBrowser:
         """Show lesson ``entry_id`` (also selects it in the dropdown)."""
-        from ..extract._extraction import verified_verdict
-        from ..journal._ledger import get_entry
+        from ..journal._table import get_entry, verified_verdict
         from ..store._memory import get_memory_entry
 
         if entry_id is None:
@@ -81,9 +80,7 @@ class LessonBrowser:
                            "message": f"verified: journal entry {ref.seq} has this hash, its "
                            "Ed25519 signature is valid and it links to its predecessor"}
         except TrussLabError as exc:
-            # verified_verdict speaks to extraction ("nothing was written"); here we only read.
-            msg = str(exc).removesuffix("; nothing was written")
-            self.status = {"ok": False, "message": f"FAILED: {msg}",
+            self.status = {"ok": False, "message": f"FAILED: {exc}",
                            "reason": getattr(exc, "reason", type(exc).__name__)}
         self.details.value = self._markup()
         return self

@@ -14,14 +14,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
-
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, StoreError
 from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extraction import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal
+from ..journal._table import verdict_payloads  # re-exported: the notebooks' name for it
 from ..store._store import Store, open_store
 
 __all__ = [
@@ -143,17 +142,6 @@ def run_sample_extractions(
             progress=False, write_memory=write_memory,
         )
     return out
-
-
-def verdict_payloads(store: Store) -> pd.DataFrame:
-    """Every stored verdict: ``verdict_seq``, ``verdict_hash`` and its ``payload`` (JSON text).
-
-    The ``verdicts`` argument of :func:`truss_lab.score._junk.junk_flags`.
-    """
-    return store.sql(
-        "SELECT seq AS verdict_seq, hash AS verdict_hash, payload::VARCHAR AS payload "
-        "FROM journal WHERE kind = 'contract_verdict' ORDER BY seq"
-    ).df()
 
 
 def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Store:

@@ -53,9 +53,9 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
-from ..extract._extraction import VERDICT_KIND
 from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
+from ..journal._spec import VERDICT_KIND
 from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE
 from ..store._memory import query_memory
 from ..store._store import Store

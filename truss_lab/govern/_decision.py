@@ -29,7 +29,7 @@ from ..evaluate._choose import ThresholdChoice
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
 from ..evaluate._runs import choose_run_threshold
 from ..evaluate._truth import run_info, run_labels, scored_candidates
-from ..journal._journal import SigningKey
+from ..journal._crypto import SigningKey
 from ..store._store import Store
 from ._policies import write_policy
 

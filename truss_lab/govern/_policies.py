@@ -18,7 +18,7 @@ import pandas as pd
 from ..core._errors import PolicyError
 from ..core._ids import derive_id
 from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust, utcnow
-from ..journal._journal import SigningKey
+from ..journal._crypto import SigningKey
 from ..journal._ledger import append_entry
 from ..store._policy_records import policy_frame, policy_records, write_policy_record
 from ..store._store import Store

@@ -14,7 +14,7 @@ __all__ = ["SCHEMA_NAMES", "json_schema"]
 def _models() -> dict[str, type[BaseModel]]:
     from ..core._config import MemoryConfig
     from ..core._models import MemoryEntry, PolicyRecord
-    from ..journal._journal import JournalEntryModel, VerdictPayloadModel
+    from ..journal._spec import JournalEntryModel, VerdictPayloadModel
     from ._completions import CompletionRecordModel
     from ._labels import LabelRecordModel
 

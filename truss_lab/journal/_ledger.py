@@ -1,7 +1,8 @@
-"""The journal table: append, import a JSONL export, verify the stored chain.
+"""Writing the journal table: append, import a JSONL export; verify the stored chain.
 
-Verification itself is pure (:mod:`truss_lab.journal._journal`); this module feeds it
-columns from files and from DuckDB and decides what lands. A journal file is
+Verification itself is pure (:mod:`truss_lab.journal._verify`); this module feeds it
+columns from files and from DuckDB (read through :mod:`truss_lab.journal._table`)
+and decides what lands. A journal file is
 all-or-nothing unless ``keep_verified_prefix=True``; re-importing it is a
 no-op; a file that forks the stored chain is refused.
 """
@@ -18,30 +19,22 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from ..core._canonical import canonical, loads_strict
+from ..core._canonical import canonical
 from ..core._errors import BadInputError, ChainError
 from ..core._models import LedgerRef, utcnow
 from ..store._store import Store
-from ._journal import (
-    GENESIS_HASH,
-    JournalColumns,
-    SigningKey,
-    VerifyReport,
-    build_entry,
-    load_keyring,
-    read_journal,
-    verify_columns,
-    verify_journal,
-)
+from ._columns import JournalColumns
+from ._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring
+from ._reader import read_journal
+from ._table import entry_hashes, journal_columns, journal_head, stored_keyring
+from ._verify import VerifyReport, verify_columns, verify_journal
 
 __all__ = [
     "ImportReport",
     "append_entries",
     "append_entry",
-    "get_entry",
     "import_journal",
-    "journal_head",
-    "stored_keyring",
+    "register_keys",
     "verify_chain",
 ]
 
@@ -86,12 +79,6 @@ class ImportReport(BaseModel):
 # -- keys -------------------------------------------------------------------
 
 
-def stored_keyring(store: Store) -> dict[str, bytes]:
-    """The public keys in signing_keys."""
-    rows = store.con.execute("SELECT key_id, public_key FROM signing_keys").fetchall()
-    return {k: base64.b64decode(v) for k, v in rows}
-
-
 def register_keys(store: Store, keyring: Mapping[str, bytes]) -> None:
     """Add public keys; a key id already bound to a different key is refused."""
     have = stored_keyring(store)
@@ -119,57 +106,20 @@ def register_keys(store: Store, keyring: Mapping[str, bytes]) -> None:
         )
 
 
-# -- reading the stored chain -------------------------------------------------
+# -- verifying the stored chain -----------------------------------------------
 
 
-def journal_head(store: Store) -> LedgerRef | None:
-    """The last entry's ref, or ``None`` for an empty journal."""
-    rows = store.con.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchall()
-    return LedgerRef(seq=int(rows[0][0]), hash=rows[0][1]) if rows else None
-
-
-def journal_columns(store: Store, *, after_seq: int = 0) -> JournalColumns:
-    """Stored entries (seq > after_seq) as verification columns."""
-    t = store.con.sql(
-        "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash, hash, signature "
-        "FROM journal WHERE seq > ? ORDER BY seq",
-        params=[after_seq],
-    ).to_arrow_table()
-    return JournalColumns(
-        seq=t.column("seq").to_pylist(),
-        kind=t.column("kind").to_pylist(),
-        ts=t.column("ts").to_pylist(),
-        key_id=t.column("key_id").to_pylist(),
-        payload=t.column("payload").to_pylist(),
-        prev_hash=t.column("prev_hash").to_pylist(),
-        hash=t.column("hash").to_pylist(),
-        signature=t.column("signature").to_pylist(),
-    )
-
-
-def verify_chain(store: Store, *, workers: int | None = None) -> VerifyReport:
-    """Verify every stored entry: hash, chain link, sequence and Ed25519 signature.
+def verify_chain(
+    store: Store, *, upto_seq: int | None = None, workers: int | None = None
+) -> VerifyReport:
+    """Verify every stored entry (up to ``upto_seq`` when given): hash, chain link,
+    sequence and Ed25519 signature.
 
     The report names the first bad entry and why; it never raises for a bad
     chain (call ``.raise_for_error()`` for that).
     """
-    return verify_columns(journal_columns(store), stored_keyring(store), workers=workers)
-
-
-def get_entry(store: Store, seq: int) -> dict[str, Any] | None:
-    """One entry as a FORMATS.md §1 dict (payload parsed), or ``None``."""
-    rows = store.con.execute(
-        "SELECT seq, kind, ts, key_id, payload::VARCHAR, prev_hash, hash, signature "
-        "FROM journal WHERE seq = ?",
-        [seq],
-    ).fetchall()
-    row = rows[0] if rows else None
-    if row is None:
-        return None
-    keys = ("seq", "kind", "ts", "key_id", "payload", "prev_hash", "hash", "signature")
-    entry = dict(zip(keys, row, strict=True))
-    entry["payload"] = loads_strict(entry["payload"])
-    return entry
+    cols = journal_columns(store, upto_seq=upto_seq)
+    return verify_columns(cols, stored_keyring(store), workers=workers)
 
 
 # -- writing ------------------------------------------------------------------
@@ -267,9 +217,9 @@ def import_journal(
     head = journal_head(store)
     start_prev: LedgerRef | None = None
     if len(cols) and cols.seq[0] > 1 and head is not None:
-        before = store.con.execute(
-            "SELECT seq, hash FROM journal WHERE seq = ?", [cols.seq[0] - 1]).fetchall()
-        start_prev = LedgerRef(seq=before[0][0], hash=before[0][1]) if before else head
+        prev_seq = cols.seq[0] - 1
+        before = entry_hashes(store, prev_seq, prev_seq)
+        start_prev = LedgerRef(seq=prev_seq, hash=before[prev_seq]) if before else head
     report = verify_journal(parsed, ring, prev=start_prev)
     if not report.ok and not keep_verified_prefix:
         raise ChainError(
@@ -285,10 +235,7 @@ def import_journal(
     #    which is refused whatever keep_verified_prefix says.
     n_present = 0
     if head is not None and good and cols.seq[0] <= head.seq:
-        stored = dict(store.con.execute(
-            "SELECT seq, hash FROM journal WHERE seq BETWEEN ? AND ?",
-            [cols.seq[0], head.seq],
-        ).fetchall())
+        stored = entry_hashes(store, cols.seq[0], head.seq)
         while n_present < good and cols.seq[n_present] <= head.seq:
             s = cols.seq[n_present]
             if stored.get(s) != cols.hash[n_present]:

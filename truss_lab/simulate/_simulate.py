@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core._errors import BadInputError, TrussLabError
-from ..journal._journal import GENESIS_HASH, SigningKey, build_entry, save_keyring
+from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, save_keyring
 from ._completions import (
     DEFAULT_EXTRACTORS,
     EXTRACTOR_PROFILES,

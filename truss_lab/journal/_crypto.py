@@ -1,0 +1,240 @@
+"""Hashing and signing journal entries, and the keys that sign them (FORMATS.md §1).
+
+An entry's ``hash`` is the lowercase hex SHA-256 of the RFC 8785 canonical
+JSON of ``{seq, kind, ts, key_id, payload, prev_hash}``; its ``signature`` is
+the standard base64 Ed25519 signature over the 32 raw bytes of that hash.
+A keyring (``keys.json``) maps ``key_id`` to the standard base64 of the raw
+32-byte public key; private keys never enter the database.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import nacl.bindings
+import nacl.exceptions
+import nacl.signing
+
+from ..core._canonical import canonical, jcs_string
+from ..core._errors import BadInputError
+
+__all__ = [
+    "GENESIS_HASH",
+    "SigningKey",
+    "build_entry",
+    "entry_hash",
+    "format_ts",
+    "load_keyring",
+    "save_keyring",
+    "sign_bytes",
+    "verify_signature",
+]
+
+GENESIS_HASH = "0" * 64
+
+
+def format_ts(dt: datetime) -> str:
+    """RFC 3339 UTC with a ``Z`` suffix (microseconds only when non-zero)."""
+    dt = dt.astimezone(UTC)
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if dt.microsecond else "%Y-%m-%dT%H:%M:%SZ"
+    return dt.strftime(fmt)
+
+
+def _entry_digest(
+    seq: int, kind: str, ts: str, key_id: str, payload_canonical: str, prev_hash: str
+) -> bytes:
+    # JCS sorts the six keys as key_id, kind, payload, prev_hash, seq, ts, and a
+    # nested object's canonical form is its own canonical text, so the entry's
+    # canonical text is a concatenation (one f-string: this runs per entry).
+    j = jcs_string
+    text = (
+        f'{{"key_id":{j(key_id)},"kind":{j(kind)},"payload":{payload_canonical},'
+        f'"prev_hash":{j(prev_hash)},"seq":{seq},"ts":{j(ts)}}}'
+    )
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def entry_hash(
+    seq: int, kind: str, ts: str, key_id: str, payload_canonical: str, prev_hash: str
+) -> str:
+    """Hash of an entry whose payload is already in canonical form.
+
+    Lowercase hex SHA-256 of the RFC 8785 canonical JSON of
+    ``{seq, kind, ts, key_id, payload, prev_hash}``; ``payload_canonical`` is
+    the payload's canonical text, as :func:`canonical` writes it.
+    """
+    return _entry_digest(seq, kind, ts, key_id, payload_canonical, prev_hash).hex()
+
+
+# --- raw Ed25519 (RFC 8032), the one layer every signature goes through -------------
+
+
+def _secret_key(seed: bytes) -> bytes:
+    """libsodium's 64-byte secret key (seed || public key) for a 32-byte seed."""
+    if len(seed) == 64:
+        return bytes(seed)
+    if len(seed) != 32:
+        raise BadInputError(f"an Ed25519 seed is 32 bytes, got {len(seed)}", field="seed")
+    return nacl.bindings.crypto_sign_seed_keypair(bytes(seed))[1]
+
+
+def sign_bytes(seed: bytes, msg: bytes) -> bytes:
+    """The 64-byte Ed25519 signature of ``msg`` (RFC 8032, deterministic).
+
+    ``seed`` is the 32-byte private key; libsodium's expanded 64-byte form
+    (seed || public key) is accepted too, which saves re-deriving it per call.
+    """
+    return nacl.bindings.crypto_sign(bytes(msg), _secret_key(seed))[:64]
+
+
+def verify_signature(public_key: bytes, msg: bytes, sig: bytes) -> bool:
+    """Whether ``sig`` is a valid Ed25519 signature of ``msg`` by ``public_key``.
+
+    libsodium's strict verifier: it rejects a non-canonical ``S`` (``S >= L``,
+    so an ``S + L`` malleated signature fails), small-order keys and ``R``.
+    Wrong lengths return False rather than raising.
+    """
+    if len(public_key) != 32 or len(sig) != 64:
+        return False
+    try:
+        nacl.bindings.crypto_sign_open(bytes(sig) + bytes(msg), bytes(public_key))
+    except (nacl.exceptions.BadSignatureError, nacl.exceptions.ValueError):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """An Ed25519 private key with its id. Never stored in the database."""
+
+    key_id: str
+    seed: bytes  # 32 bytes
+
+    @classmethod
+    def generate(cls, key_id: str) -> SigningKey:
+        """A fresh random key."""
+        return cls(key_id, bytes(nacl.signing.SigningKey.generate()))
+
+    @classmethod
+    def from_seed(cls, key_id: str, seed: bytes) -> SigningKey:
+        """A key from a fixed 32-byte seed (deterministic; for tests and the simulator)."""
+        if len(seed) != 32:
+            raise BadInputError(f"an Ed25519 seed is 32 bytes, got {len(seed)}", field="seed")
+        return cls(key_id, bytes(seed))
+
+    @cached_property
+    def _secret(self) -> bytes:
+        # derived once per key object; cached_property writes __dict__ directly,
+        # which a frozen dataclass allows
+        return _secret_key(self.seed)
+
+    @property
+    def public_key(self) -> bytes:
+        """The raw 32-byte public key."""
+        return self._secret[32:]
+
+    @property
+    def public_key_b64(self) -> str:
+        """The public key as standard base64 (the keyring's encoding)."""
+        return base64.b64encode(self.public_key).decode("ascii")
+
+    def sign(self, msg: bytes) -> bytes:
+        """The raw 64-byte signature of ``msg``."""
+        return sign_bytes(self._secret, msg)
+
+    def sign_hash(self, hash_hex: str) -> str:
+        """Standard base64 signature over the 32 raw bytes of ``hash_hex``."""
+        return base64.b64encode(self.sign(bytes.fromhex(hash_hex))).decode("ascii")
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the key as JSON, readable by the owner only (mode 0600)."""
+        p = Path(path)
+        data = json.dumps(
+            {"key_id": self.key_id, "ed25519_seed": base64.b64encode(self.seed).decode("ascii")}
+        )
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(data + "\n")
+        os.chmod(p, 0o600)  # an existing file keeps its old mode through O_CREAT
+        return p
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> SigningKey:
+        """Read a key file written by :meth:`save`."""
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text())
+            seed = base64.b64decode(data["ed25519_seed"], validate=True)
+            return cls.from_seed(str(data["key_id"]), seed)
+        except FileNotFoundError:
+            raise BadInputError("no such key file", source=str(p)) from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BadInputError(f"not a truss_lab key file ({exc})", source=str(p)) from None
+
+    def __repr__(self) -> str:  # never print the seed
+        return f"SigningKey(key_id={self.key_id!r}, public_key={self.public_key_b64!r})"
+
+
+def build_entry(
+    seq: int,
+    kind: str,
+    payload: Any,
+    key: SigningKey,
+    prev_hash: str,
+    ts: datetime | str,
+) -> dict[str, Any]:
+    """A signed journal entry as a FORMATS.md §1 dict."""
+    ts_s = ts if isinstance(ts, str) else format_ts(ts)
+    h = entry_hash(seq, kind, ts_s, key.key_id, canonical(payload), prev_hash)
+    return {
+        "seq": seq,
+        "kind": kind,
+        "ts": ts_s,
+        "key_id": key.key_id,
+        "payload": payload,
+        "prev_hash": prev_hash,
+        "hash": h,
+        "signature": key.sign_hash(h),
+    }
+
+
+def load_keyring(path: str | os.PathLike[str]) -> dict[str, bytes]:
+    """Read a keyring JSON (``key_id`` → standard base64 raw public key)."""
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise BadInputError("no such keyring file", source=str(p)) from None
+    except ValueError as exc:
+        raise BadInputError(f"keyring is not JSON ({exc})", source=str(p)) from None
+    if not isinstance(raw, Mapping):
+        raise BadInputError("a keyring maps key_id to a base64 public key", source=str(p))
+    out: dict[str, bytes] = {}
+    for kid, b64 in raw.items():
+        try:
+            pub = base64.b64decode(b64, validate=True)
+        except (ValueError, TypeError):
+            raise BadInputError("public key is not base64", source=str(p), field=kid) from None
+        if len(pub) != 32:
+            raise BadInputError(
+                f"an Ed25519 public key is 32 bytes, got {len(pub)}", source=str(p), field=kid
+            )
+        out[str(kid)] = pub
+    return out
+
+
+def save_keyring(keys: Mapping[str, bytes], path: str | os.PathLike[str]) -> Path:
+    """Write a keyring JSON of public keys, sorted by key id."""
+    p = Path(path)
+    data = {k: base64.b64encode(v).decode("ascii") for k, v in sorted(keys.items())}
+    p.write_text(json.dumps(data, indent=2) + "\n")
+    return p

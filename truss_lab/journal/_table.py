@@ -1,0 +1,198 @@
+"""Reading the stored journal table: the one read path for journal rows.
+
+Every module that needs journal rows calls a function here instead of writing
+its own SQL: the head, entries by ``seq`` as :class:`JournalColumns`, payloads
+by ``seq`` or by hash, the refs of stored verdicts, and the verdict-ref check
+(:func:`check_verdict_refs`, :func:`verified_verdict`) that extraction runs
+before it reads a verdict. Writing (append, import) is
+:mod:`truss_lab.journal._ledger`'s. The audit's checks
+(:mod:`truss_lab.govern._audit`) join the journal with the memory tables in
+SQL: those are set queries over several tables and stay there.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..core._canonical import loads_strict
+from ..core._errors import BadInputError, ChainError
+from ..core._models import LedgerRef
+from ..store._store import Store
+from ._columns import _COLUMNS, JournalColumns
+from ._spec import VERDICT_KIND
+from ._verify import verify_columns
+
+__all__ = [
+    "check_verdict_refs",
+    "entry_hashes",
+    "entry_payloads",
+    "get_entry",
+    "journal_columns",
+    "journal_head",
+    "payload_by_hash",
+    "stored_keyring",
+    "verdict_payloads",
+    "verdict_refs",
+    "verified_verdict",
+]
+
+_SELECT = "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash, hash, signature"
+
+
+def stored_keyring(store: Store) -> dict[str, bytes]:
+    """The public keys in signing_keys."""
+    rows = store.con.execute("SELECT key_id, public_key FROM signing_keys").fetchall()
+    return {k: base64.b64decode(v) for k, v in rows}
+
+
+def journal_head(store: Store) -> LedgerRef | None:
+    """The last entry's ref, or ``None`` for an empty journal."""
+    rows = store.con.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchall()
+    return LedgerRef(seq=int(rows[0][0]), hash=rows[0][1]) if rows else None
+
+
+def journal_columns(
+    store: Store, *, after_seq: int = 0, upto_seq: int | None = None
+) -> JournalColumns:
+    """Stored entries with ``after_seq < seq <= upto_seq`` (no upper bound when None),
+    in ``seq`` order, as verification columns."""
+    sql = f"{_SELECT} FROM journal WHERE seq > ?"
+    params: list[Any] = [after_seq]
+    if upto_seq is not None:
+        sql += " AND seq <= ?"
+        params.append(upto_seq)
+    t = store.con.sql(sql + " ORDER BY seq", params=params).to_arrow_table()
+    return JournalColumns(**{c: t.column(c).to_pylist() for c in _COLUMNS})
+
+
+def get_entry(store: Store, seq: int) -> dict[str, Any] | None:
+    """One entry as a FORMATS.md §1 dict (payload parsed), or ``None``."""
+    rows = store.con.execute(f"{_SELECT} FROM journal WHERE seq = ?", [seq]).fetchall()
+    if not rows:
+        return None
+    entry = dict(zip(_COLUMNS, rows[0], strict=True))
+    entry["payload"] = loads_strict(entry["payload"])
+    return entry
+
+
+def entry_hashes(store: Store, first_seq: int, last_seq: int) -> dict[int, str]:
+    """``seq`` → ``hash`` of the stored entries with ``first_seq <= seq <= last_seq``."""
+    return {int(s): h for s, h in store.con.execute(
+        "SELECT seq, hash FROM journal WHERE seq BETWEEN ? AND ?", [first_seq, last_seq],
+    ).fetchall()}  # fmt: skip
+
+
+def entry_payloads(store: Store, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
+    """``(seq, hash, canonical payload text)`` of the stored entries at ``seqs``
+    (sorted ascending), in ``seq`` order; a ``seq`` not stored is left out."""
+    if not len(seqs):
+        return []
+    # One range scan: batches are runs of consecutive verdicts, so the range is
+    # what is wanted, and a sparse batch filters it here.
+    rows = store.con.execute(
+        "SELECT seq, hash, payload::VARCHAR FROM journal WHERE seq BETWEEN ? AND ? ORDER BY seq",
+        [int(seqs[0]), int(seqs[-1])],
+    ).fetchall()
+    if len(rows) != len(seqs):
+        want = {int(s) for s in seqs}
+        rows = [r for r in rows if r[0] in want]
+    return rows
+
+
+def payload_by_hash(store: Store, entry_hash: str) -> dict[str, Any] | None:
+    """The parsed payload of the entry whose ``hash`` is ``entry_hash``, or ``None``."""
+    rows = store.con.execute(
+        "SELECT payload::VARCHAR FROM journal WHERE hash = ?", [entry_hash]).fetchall()
+    return json.loads(rows[0][0]) if rows else None
+
+
+def verdict_refs(store: Store, where: str | None = None,
+                 params: Sequence[Any] | None = None) -> pd.DataFrame:
+    """``seq`` and ``hash`` of the stored ``contract_verdict`` entries, in ``seq`` order.
+
+    ``where`` is an optional SQL condition over the journal table's columns
+    (with ``?`` ``params``), e.g. ``"seq BETWEEN ? AND ?"``; a bad one raises
+    :class:`BadInputError` naming it.
+    """
+    sql = "SELECT seq, hash FROM journal WHERE kind = ?"
+    if where is None:
+        return store.con.sql(sql + " ORDER BY seq", params=[VERDICT_KIND]).df()
+    try:
+        return store.con.sql(
+            f"{sql} AND ({where}) ORDER BY seq", params=[VERDICT_KIND, *(params or [])]
+        ).df()
+    except Exception as exc:  # duckdb raises many error classes for a bad filter
+        raise BadInputError(
+            f"bad verdict filter {where!r}: {str(exc).splitlines()[0]}", field="verdicts",
+        ) from None
+
+
+def verdict_payloads(store: Store) -> pd.DataFrame:
+    """Every stored verdict: ``verdict_seq``, ``verdict_hash`` and its ``payload`` (JSON text).
+
+    The ``verdicts`` argument of :func:`truss_lab.score._junk.junk_flags`.
+    """
+    return store.sql(
+        "SELECT seq AS verdict_seq, hash AS verdict_hash, payload::VARCHAR AS payload "
+        "FROM journal WHERE kind = ? ORDER BY seq", [VERDICT_KIND]
+    ).df()
+
+
+def check_verdict_refs(store: Store, seqs: Sequence[int], hashes: Sequence[str], *,
+                       source: str | None = None) -> None:
+    """Check that every ref (``seqs[i]``, ``hashes[i]``) names a stored ``contract_verdict``.
+
+    The first failing ref, by ``seq``, raises: :class:`ChainError` ``missing``
+    when no entry has that ``seq``, ``bad_hash`` when the stored entry has
+    another hash; :class:`BadInputError` when it is another kind. Signatures
+    are not checked here (:func:`verified_verdict` does, for one verdict).
+    """
+    if not len(seqs):
+        return
+    rows = store.con.execute(
+        "SELECT r.seq, r.hash, j.hash, j.kind "
+        "FROM (SELECT unnest(?::BIGINT[]) AS seq, unnest(?::VARCHAR[]) AS hash) r "
+        "LEFT JOIN journal j ON j.seq = r.seq "
+        "WHERE j.hash IS DISTINCT FROM r.hash OR j.kind <> ? ORDER BY r.seq LIMIT 1",
+        [[int(s) for s in seqs], [str(h) for h in hashes], VERDICT_KIND],
+    ).fetchall()
+    if not rows:
+        return
+    seq, want, have, kind = rows[0]
+    where = f"{source}: " if source else ""
+    if have is None:
+        raise ChainError(
+            f"{where}verdict seq {seq} is not in the journal; extraction runs only after a "
+            "verdict's journal entry has landed", seq=int(seq), reason="missing")
+    if have != want:
+        raise ChainError(
+            f"{where}journal entry {seq} has hash {have[:16]}…, expected {want[:16]}… "
+            "(the ref's)", seq=int(seq), reason="bad_hash")
+    raise BadInputError(f"journal entry {seq} is a {kind!r}, expected {VERDICT_KIND!r}",
+                        source=source, field="kind")
+
+
+def verified_verdict(store: Store, ref: LedgerRef) -> dict[str, Any]:
+    """The payload of verdict ``ref`` after checking it is in the journal and verifies.
+
+    Checks: :func:`check_verdict_refs` (the entry at ``ref.seq`` exists, has
+    ``ref.hash`` and is a ``contract_verdict``), then its hash, signature and
+    link to its predecessor (:func:`verify_columns`).
+    """
+    check_verdict_refs(store, [ref.seq], [ref.hash])
+    cols = journal_columns(store, after_seq=ref.seq - 2, upto_seq=ref.seq)
+    # the verdict alone, linked to the entry before it (genesis when there is none)
+    entry = JournalColumns(*(getattr(cols, c)[-1:] for c in _COLUMNS))
+    prev = LedgerRef(seq=cols.seq[0], hash=cols.hash[0]) if len(cols) == 2 else None
+    report = verify_columns(entry, stored_keyring(store), prev=prev, workers=1)
+    if not report.ok:
+        raise ChainError(
+            f"verdict seq {ref.seq} does not verify ({report.reason}: {report.message})",
+            seq=ref.seq, reason=report.reason or "malformed",
+        )
+    return json.loads(entry.payload[0])

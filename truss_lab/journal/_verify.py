@@ -1,0 +1,372 @@
+"""Where the journal is verified: a chain of entries, in order, against a keyring.
+
+Check order for each entry (the first failing entry by position is reported,
+with the first failing check of that entry; see :func:`verify_columns`):
+
+1. sequence: ``seq`` must be the previous ``seq`` + 1 (``seq_gap`` when it
+   jumps ahead; ``duplicate_seq`` / ``fork`` when it repeats an earlier one);
+2. ``unknown_key``: ``key_id`` is in the keyring;
+3. ``bad_hash``: the recomputed hash equals ``hash``;
+4. ``broken_link``: ``prev_hash`` equals the previous entry's ``hash``
+   (64 zeros for ``seq`` 1);
+5. ``bad_signature``: the Ed25519 signature over the hash verifies.
+
+A line that cannot be parsed is ``malformed``. Reading is
+:mod:`truss_lab.journal._reader`'s; :func:`verify_journal` does both. Long
+chains verify their signatures on threads (libsodium releases the GIL).
+"""
+
+from __future__ import annotations
+
+import binascii
+import html
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, get_args
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core._errors import ChainError
+from ..core._models import LedgerRef
+from ._columns import JournalColumns
+from ._crypto import GENESIS_HASH, _entry_digest, verify_signature
+from ._reader import ParsedJournal, read_journal
+from ._spec import _clip
+
+__all__ = [
+    "REASONS",
+    "VERIFY_REASONS",
+    "VerifyReport",
+    "verify_columns",
+    "verify_journal",
+]
+
+VerifyReason = Literal[
+    "bad_hash", "bad_signature", "unknown_key", "broken_link",
+    "seq_gap", "duplicate_seq", "fork", "malformed",
+]  # fmt: skip
+VERIFY_REASONS: tuple[str, ...] = get_args(VerifyReason)
+"""Every ``reason`` a :class:`VerifyReport` can carry: the chain checks above."""
+
+REASONS: tuple[str, ...] = (*VERIFY_REASONS, "missing")
+"""Every ``reason`` a :class:`ChainError` can carry: :data:`VERIFY_REASONS`, plus
+``missing``: a ref names a ``seq`` the journal does not hold (raised by the ref
+checks of :mod:`truss_lab.journal._table`, never by verification, which only
+sees entries that exist)."""
+
+
+# --- the report ---------------------------------------------------------------------------
+
+
+class VerifyReport(BaseModel):
+    """The outcome of verifying a journal: ok, or the first failing entry and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    ok: bool
+    """True when every entry passed every check."""
+    entries_checked: int = Field(ge=0)
+    """Entries that passed every check: the length of the verified prefix."""
+    first_bad_seq: int | None = None
+    """The ``seq`` the first failing entry carries (for a malformed line: the ``seq`` it
+    should have carried)."""
+    first_bad_line: int | None = Field(default=None, ge=1)
+    """The 1-based file line of the first failing entry, when it came from a file."""
+    reason: VerifyReason | None = None
+    """Why it failed: one of :data:`VERIFY_REASONS`; None when ok."""
+    message: str | None = None
+    """What failed, where, and what was expected versus found; None when ok."""
+    head_seq: int | None = None
+    """``seq`` of the last verified-good entry (``prev``'s when none; None for an empty
+    chain without ``prev``)."""
+    head_hash: str | None = None
+    """``hash`` of that same entry: the hash the next entry must link to."""
+
+    def raise_for_error(self) -> VerifyReport:
+        """Raise :class:`ChainError` when not ok; return ``self`` otherwise."""
+        if not self.ok:
+            raise ChainError(
+                self.message or "journal verification failed",
+                seq=self.first_bad_seq,
+                reason=self.reason or "malformed",
+                line=self.first_bad_line,
+            )
+        return self
+
+    @property
+    def head(self) -> LedgerRef | None:
+        """The head as a :class:`LedgerRef` (None for an empty chain)."""
+        if self.head_seq is None or self.head_hash is None:
+            return None
+        return LedgerRef(seq=self.head_seq, hash=self.head_hash)
+
+    def __repr__(self) -> str:
+        if self.ok:
+            return f"VerifyReport(ok=True, entries_checked={self.entries_checked})"
+        where = f"seq={self.first_bad_seq}"
+        if self.first_bad_line is not None:
+            where += f", line={self.first_bad_line}"
+        return (
+            f"VerifyReport(ok=False, entries_checked={self.entries_checked}, {where}, "
+            f"reason={self.reason!r}, message={self.message!r})"
+        )
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        if self.ok:
+            status = '<b style="color:#2a7a2a">verified</b>'
+        else:
+            status = f'<b style="color:#b00020">failed: {e(str(self.reason))}</b>'
+        rows = [
+            ("entries checked", self.entries_checked),
+            ("first bad seq", self.first_bad_seq),
+            ("first bad line", self.first_bad_line),
+            ("message", self.message),
+            ("head seq", self.head_seq),
+            ("head hash", self.head_hash),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{e(k)}</th><td>{e(str(v))}</td></tr>"
+            for k, v in rows
+            if v is not None
+        )
+        return f"<div><p>Journal {status}</p><table>{body}</table></div>"
+
+
+# --- verification -----------------------------------------------------------------------
+
+_SERIAL_BELOW = 4096  # chains shorter than this verify on the calling thread
+_CHUNK = 2048  # entries per parallel task; small enough to stop early, big enough to amortize
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _check_range(
+    cols: JournalColumns, keyring: Mapping[str, bytes], lo: int, hi: int,
+    stop: Callable[[], int] | None = None,
+) -> tuple[int, str, str] | None:  # fmt: skip
+    """First entry in [lo, hi) failing its own checks: (index, reason, message).
+
+    An entry's own checks, in order: key known, hash recomputes, signature
+    verifies. (The link and sequence are positional; :func:`verify_columns`
+    checks them.) ``stop()`` is polled to give up once an earlier failure is known.
+    """
+    seq, kind, ts, key_id = cols.seq, cols.kind, cols.ts, cols.key_id
+    payload, prev_hash, hashes, sigs = cols.payload, cols.prev_hash, cols.hash, cols.signature
+    get_key = keyring.get
+    for i in range(lo, hi):
+        if stop is not None and (i & 255) == 0 and stop() < i:
+            return None
+        pk = get_key(key_id[i])
+        if pk is None:
+            return i, "unknown_key", f"key_id {key_id[i]!r} is not in the keyring"
+        digest = _entry_digest(seq[i], kind[i], ts[i], key_id[i], payload[i], prev_hash[i])
+        h = digest.hex()
+        if h != hashes[i]:
+            return i, "bad_hash", (
+                f"hash does not match the entry's canonical form: expected {h}, "
+                f"got {_clip(str(hashes[i]), 64)}"
+            )
+        try:
+            sig = binascii.a2b_base64(sigs[i], strict_mode=True)
+        except (binascii.Error, TypeError, ValueError):
+            sig = b""
+        if not verify_signature(pk, digest, sig):
+            return i, "bad_signature", (
+                f"Ed25519 signature does not verify under key {key_id[i]!r} "
+                f"(expected a signature over hash {h})"
+            )
+    return None
+
+
+def _check_parallel(
+    cols: JournalColumns, keyring: Mapping[str, bytes], hi: int, workers: int
+) -> tuple[int, str, str] | None:
+    # Threads: libsodium runs with the GIL released (cffi), and the Python part
+    # of a check (hashing, compares) is ~5% of it. Measured on 2 cores, threads
+    # beat a process pool, which must also pickle the columns
+    # (benchmarks/bench_verify.py prints both).
+    best = [hi]
+    lock = threading.Lock()
+
+    def task(lo: int) -> tuple[int, str, str] | None:
+        if lo >= best[0]:
+            return None  # an earlier failure is already known
+        found = _check_range(cols, keyring, lo, min(lo + _CHUNK, hi), stop=lambda: best[0])
+        if found is not None:
+            with lock:
+                best[0] = min(best[0], found[0])
+        return found
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="truss-verify") as ex:
+        results = list(ex.map(task, range(0, hi, _CHUNK)))
+    # Every chunk reports its own first failure and chunks only skip work after an
+    # earlier failure, so the minimum is the first failure whatever the scheduling.
+    found = [r for r in results if r is not None]
+    return min(found) if found else None
+
+
+def _first_seq_problem(
+    seq: Sequence[int], base: int
+) -> int:
+    n = len(seq)
+    if n == 0:
+        return 0
+    arr = np.fromiter(seq, dtype=np.int64, count=n)
+    bad = np.flatnonzero(arr != np.arange(base + 1, base + 1 + n, dtype=np.int64))
+    return int(bad[0]) if bad.size else n
+
+
+def _first_link_problem(prev_hash: Sequence[str], hashes: Sequence[str], start: str) -> int:
+    n = len(prev_hash)
+    if n == 0:
+        return 0
+    if prev_hash[0] != start:
+        return 0
+    ph = np.asarray(prev_hash, dtype=object)
+    hh = np.asarray(hashes, dtype=object)
+    bad = np.flatnonzero(ph[1:] != hh[:-1])
+    return int(bad[0]) + 1 if bad.size else n
+
+
+def verify_columns(
+    cols: JournalColumns,
+    keyring: Mapping[str, bytes],
+    *,
+    prev: LedgerRef | None = None,
+    workers: int | None = None,
+) -> VerifyReport:
+    """Verify a chain of entries in order; report the first failing one.
+
+    ``prev`` is the entry the first column entry follows (the stored head when
+    appending); without it the chain must start at ``seq`` 1 with 64 zeros as
+    ``prev_hash``. ``workers`` bounds the threads that verify signatures
+    (default: the usable cores; chains under 4096 entries use one thread).
+
+    The first failing entry by position is reported with the first check it
+    fails, in this order:
+
+    1. sequence, against the expected ``seq`` e (previous + 1):
+       ``seq`` > e is ``seq_gap``; ``seq`` < e repeats an earlier entry: the same
+       ``hash`` is ``duplicate_seq``; a different hash with the same
+       ``prev_hash`` as that earlier entry is ``fork`` when the entry is itself
+       valid (known key, hash, signature: two signed siblings) and its own
+       failure otherwise; anything else is ``duplicate_seq``;
+    2. ``unknown_key``; 3. ``bad_hash``; 4. ``broken_link``; 5. ``bad_signature``.
+
+    The result does not depend on ``workers``.
+    """
+    n = len(cols)
+    base_seq = prev.seq if prev is not None else 0
+    base_hash = prev.hash if prev is not None else GENESIS_HASH
+    s_pos = _first_seq_problem(cols.seq, base_seq)
+    l_pos = _first_link_problem(cols.prev_hash, cols.hash, base_hash)
+    limit = min(s_pos, l_pos)
+    span = min(limit + 1, n)  # the entry at `limit` needs its own checks too
+
+    if workers is None:
+        workers = _usable_cores()
+    if workers <= 1 or span < _SERIAL_BELOW:
+        found = _check_range(cols, keyring, 0, span)
+    else:
+        found = _check_parallel(cols, keyring, span, workers)
+
+    def report(pos: int, reason: str, message: str) -> VerifyReport:
+        head = (cols.seq[pos - 1], cols.hash[pos - 1]) if pos else (
+            (prev.seq, prev.hash) if prev is not None else (None, None)
+        )
+        line = cols.line[pos] if cols.line is not None else None
+        where = f"seq {cols.seq[pos]}" + (f" (line {line})" if line is not None else "")
+        return VerifyReport(
+            ok=False, entries_checked=pos, first_bad_seq=int(cols.seq[pos]),
+            first_bad_line=line, reason=reason, message=f"{where}: {message}",
+            head_seq=None if head[0] is None else int(head[0]), head_hash=head[1],
+        )  # fmt: skip
+
+    if found is not None and found[0] < limit:
+        return report(*found)
+    if limit < n:
+        own = found if found is not None and found[0] == limit else None
+        if limit == s_pos:
+            return report(limit, *_classify_seq(cols, limit, base_seq, own))
+        if own is not None and own[1] in ("unknown_key", "bad_hash"):
+            return report(*own)
+        expected = cols.hash[limit - 1] if limit else base_hash
+        what = "the previous entry's hash" if limit else (
+            f"the hash of seq {base_seq}" if prev is not None else "64 zeros (genesis)"
+        )
+        got = _clip(str(cols.prev_hash[limit]), 64)
+        return report(
+            limit, "broken_link", f"prev_hash must be {what}: expected {expected}, got {got}"
+        )
+    if found is not None:
+        return report(*found)
+    if n:
+        head_seq, head_hash = int(cols.seq[-1]), cols.hash[-1]
+    else:
+        head_seq, head_hash = (prev.seq, prev.hash) if prev is not None else (None, None)
+    return VerifyReport(ok=True, entries_checked=n, head_seq=head_seq, head_hash=head_hash)
+
+
+def _classify_seq(
+    cols: JournalColumns, pos: int, base_seq: int, own: tuple[int, str, str] | None
+) -> tuple[str, str]:
+    s = int(cols.seq[pos])
+    e = base_seq + pos + 1
+    if s > e:
+        return "seq_gap", f"expected seq {e}, got {s} ({s - e} missing)"
+    if s < 1 or s <= base_seq:
+        return "duplicate_seq", (
+            f"expected seq {e}, got {s}: at or before the chain head seq {base_seq}"
+            if s >= 1 else f"expected seq {e}, got {s}"
+        )
+    j = s - base_seq - 1  # where seq s already stands (the prefix before pos is contiguous)
+    if cols.hash[pos] == cols.hash[j]:
+        return "duplicate_seq", f"expected seq {e}, got {s} again (an identical copy of it)"
+    if cols.prev_hash[pos] == cols.prev_hash[j]:
+        if own is not None:
+            return own[1], own[2]
+        return "fork", (
+            f"expected seq {e}, got a second validly signed seq {s} with the same prev_hash: "
+            f"hash {cols.hash[pos]} forks from {cols.hash[j]}"
+        )
+    return "duplicate_seq", f"expected seq {e}, got {s} again (a different entry)"
+
+
+def verify_journal(
+    source: str | os.PathLike[str] | ParsedJournal,
+    keyring: Mapping[str, bytes],
+    *,
+    prev: LedgerRef | None = None,
+    workers: int | None = None,
+) -> VerifyReport:
+    """Read (strictly) and verify a journal file, or an already parsed one.
+
+    The parse stops at the first malformed line; the entries before it are
+    verified, and if they pass, the malformed line is the reported failure.
+    """
+    parsed = source if isinstance(source, ParsedJournal) else read_journal(source)
+    rep = verify_columns(parsed.columns, keyring, prev=prev, workers=workers)
+    if not rep.ok or parsed.error is None:
+        return rep
+    bad = parsed.error
+    expected_seq = (rep.head_seq or 0) + 1
+    field_txt = f", field {bad.field!r}" if bad.field else ""
+    return rep.model_copy(
+        update={
+            "ok": False,
+            "first_bad_seq": expected_seq,
+            "first_bad_line": bad.line,
+            "reason": "malformed",
+            "message": f"{bad.source}, line {bad.line}{field_txt}: malformed ({bad.detail}): "
+            f"{bad.message}",
+        }
+    )
