@@ -416,3 +416,20 @@ def test_live_provider_with_threads_records_calls_for_replay(sample: Store) -> N
                             verdicts="seq <= 40", progress=False)
     assert replay.n_errors == 0, replay.errors()["message"].iloc[0]
     assert run_content_hashes(sample, replay.run_id) == run_content_hashes(sample, run.run_id)
+
+
+def test_only_live_providers_are_recorded(sample: Store) -> None:
+    # Providers say whether they call a model (``live``); replay and heuristic do
+    # not, so their answers never become recordings.
+    from truss_lab.extract._providers import is_live
+
+    heur = Extractor.heuristic()
+    replay = Extractor.replay(sample, "sim-good-v1")
+    assert not is_live(heur.provider) and not is_live(replay.provider)
+    assert is_live(object())  # a provider that does not say counts as live
+    before = sample.counts()["completions"]
+    for ex in (heur, replay):
+        run = run_extraction(sample, ex, MemoryConfig(lesson_extraction="on"),
+                             verdicts="seq <= 20", progress=False)
+        assert run.status == "finished" and run.provider_calls > 0
+    assert sample.counts()["completions"] == before

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from truss_lab.core._errors import ProviderError
-from truss_lab.extract._heuristic import HEURISTIC_ID, HeuristicExtractor, heuristic_lessons
+from truss_lab.extract._heuristic import HEURISTIC_ID, HeuristicProvider, heuristic_lessons
 from truss_lab.extract._parser import parse_completion
 from truss_lab.extract._prompts import build_request
 from truss_lab.extract._providers import CompletionRequest, Provider
@@ -36,14 +36,14 @@ def _payload(verdict: str, checks: list[tuple[str, bool, str]], **kw: Any) -> di
 
 
 def _lessons(payload: dict[str, Any], **kw: Any) -> list[dict[str, Any]]:
-    c = HeuristicExtractor(**kw).complete(_request(payload))
+    c = HeuristicProvider(**kw).complete(_request(payload))
     res = parse_completion(c.text)
     assert res.ok and all(le.valid for le in res.lessons)
     return json.loads(c.text)["lessons"]
 
 
 def test_is_a_provider_and_deterministic(verdict: dict[str, Any]) -> None:
-    h = HeuristicExtractor()
+    h = HeuristicProvider()
     assert isinstance(h, Provider)
     assert h.provider_id == "heuristic"
     req = _request(verdict)
@@ -146,9 +146,9 @@ def test_rule6_cap_keeps_most_salient_in_check_order() -> None:
 def test_missing_payload_is_a_provider_error(verdict: dict[str, Any]) -> None:
     req = _request(verdict).model_copy(update={"verdict": None})
     with pytest.raises(ProviderError, match="needs the verdict payload"):
-        HeuristicExtractor().complete(req)
+        HeuristicProvider().complete(req)
     with pytest.raises(ProviderError):
-        HeuristicExtractor(max_lessons=-1)
+        HeuristicProvider(max_lessons=-1)
 
 
 free = st.text(max_size=40)
@@ -171,8 +171,8 @@ def payloads(draw: st.DrawFn) -> dict[str, Any]:
 @settings(max_examples=300, deadline=None)
 @given(payloads())
 def test_any_payload_flows_through_the_parser(payload: dict[str, Any]) -> None:
-    text = HeuristicExtractor().complete(_request(payload)).text
-    assert HeuristicExtractor().complete(_request(payload)).text == text
+    text = HeuristicProvider().complete(_request(payload)).text
+    assert HeuristicProvider().complete(_request(payload)).text == text
     res = parse_completion(text)
     assert res.ok
     raw = heuristic_lessons(payload)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from truss_lab.core._errors import StoreError, StoreLockedError
-from truss_lab.store._store import SCHEMA_VERSION, Store
+from truss_lab.store._store import SCHEMA_VERSION, Store, open_store
 
 TABLES = {
     "journal", "signing_keys", "memory_entries", "policy_records", "events",
@@ -34,6 +34,19 @@ def test_schema_and_migrations(tmp_path) -> None:
 def test_read_only_missing_file(tmp_path) -> None:
     with pytest.raises(StoreError, match="no such database"):
         Store(tmp_path / "missing.duckdb", read_only=True)
+
+
+@pytest.mark.parametrize("kw", [{"read_only": True}, {"must_exist": True}])
+def test_open_store_says_why(tmp_path, kw) -> None:
+    # One message and one error class for every face (CLI, notebook helpers).
+    missing = tmp_path / "missing.duckdb"
+    with pytest.raises(StoreError, match=r"missing.duckdb: no such database \(run `truss-lab"):
+        open_store(missing, **kw)
+    assert not missing.exists()  # refused, not created
+    with open_store(missing) as s:  # a writable open creates and migrates it
+        assert s.schema_version() == SCHEMA_VERSION
+    with open_store(missing, **kw) as s:
+        assert s.read_only is kw.get("read_only", False)
 
 
 def _rows(n: int, start: int = 0) -> pd.DataFrame:
@@ -138,3 +151,68 @@ def test_arrow_append_with_nested_types(store) -> None:
     assert store.append("memory_entries", t, key=["entry_id"]) == 1
     row = store.sql("SELECT sources[1].seq, evidence[1] FROM memory_entries").fetchall()[0]
     assert row == (1, "check:a")
+
+
+def test_run_record(store) -> None:
+    from truss_lab.core._errors import BadInputError
+    from truss_lab.store._runs import (
+        check_resumable,
+        create_run,
+        finish_run,
+        get_run,
+        missing_run_error,
+        run_info,
+    )
+
+    with pytest.raises(BadInputError, match=r"no extraction run 'r1'; recent runs: \(none\)"):
+        run_info(store, "r1")
+    kw = dict(extractor_id="x", provider="replay", policy="on", min_salience=0.7,
+              write_memory=True, prompt_version="lesson-v1", prompt_hash="h")
+    assert create_run(store, "r1", config={"chunk_size": 10}, **kw) == 1
+    assert create_run(store, "r1", **kw) == 0  # a second create is a no-op
+    row = run_info(store, "r1")
+    assert (row["status"], row["n_lessons"], row["seconds"]) == ("running", 0, 0.0)
+    assert row["config"] == ('{"chunk_size": 10, "extraction_min_salience": 0.7, '
+                             '"lesson_extraction": "on"}')
+    create_run(store, "live", status="live", counted=False, **kw)
+    assert get_run(store, "live")["n_lessons"] is None
+    assert "recent runs: " in str(missing_run_error(store, "nope"))
+    finish_run(store, "r1", "finished", 1.5)
+    assert get_run(store, "r1")["status"] == "finished" and get_run(store, "nope") is None
+    check_resumable(row, {"policy": "on"})
+    with pytest.raises(BadInputError, match="started with policy='on', this call has"):
+        check_resumable(row, {"policy": "off"})
+
+
+OLD_SCHEMA = 3  # the schema of the previous release (migrations 001-003)
+
+
+def _old_store(path) -> None:
+    """A database as the previous version left it: migrations 001-003 only, and a row."""
+    import duckdb
+
+    from truss_lab.store._store import _migrations
+
+    con = duckdb.connect(str(path))
+    for version, name, sql in _migrations():
+        if version <= OLD_SCHEMA:
+            con.execute(sql)
+            con.execute("INSERT INTO schema_version VALUES (?, ?, now())", [version, name])
+    con.execute(
+        "INSERT INTO labels VALUES (?, 'x', 0, 1, 'ann', 'old.csv', "
+        "TIMESTAMPTZ '2026-01-01 00:00:00+00')", ["a" * 64])
+    con.close()
+
+
+def test_previous_version_database_migrates(tmp_path) -> None:
+    path = tmp_path / "old.duckdb"
+    _old_store(path)
+    if SCHEMA_VERSION > OLD_SCHEMA:
+        # Read-only cannot migrate: it says so instead of reading a stale schema.
+        with pytest.raises(StoreError, match=f"schema version {OLD_SCHEMA}, this truss_lab"):
+            Store(path, read_only=True)
+    with Store(path) as s:  # a writable open migrates, keeping the data
+        assert s.schema_version() == SCHEMA_VERSION
+        assert s.sql("SELECT verdict_hash, useful FROM labels").fetchall() == [("a" * 64, 1)]
+    with Store(path, read_only=True) as s:
+        assert TABLES <= set(s.counts())

@@ -58,7 +58,7 @@ from .evaluate._sweep import UndefinedMetricWarning, average_precision, sweep
 from .evaluate._truth import labelled_candidates, scored_candidates
 from .extract._batch import ExtractionRun, run_content_hashes, run_extraction, summarize_runs
 from .extract._extraction import CloseResult, ContractCloseLearning, Extractor
-from .extract._heuristic import HeuristicExtractor
+from .extract._heuristic import HeuristicProvider
 from .extract._openai import OpenAICompatibleProvider
 from .extract._parser import ParseResult, parse_completion
 from .extract._prompts import PromptTemplate, build_request, get_template
@@ -141,7 +141,7 @@ __all__ = [
     "EntryKind",
     "ExtractionRun",
     "Extractor",
-    "HeuristicExtractor",
+    "HeuristicProvider",
     "ImportReport",
     "IngestReport",
     "IsotonicCalibrator",

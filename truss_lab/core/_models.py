@@ -45,37 +45,10 @@ class _Frozen(BaseModel):
 
 
 class Trust(enum.StrEnum):
-    """How far a memory entry or policy record is trusted. Ordered: unverified < verified."""
+    """How far a memory entry or policy record is trusted."""
 
     unverified = "unverified"
     verified = "verified"
-
-    @property
-    def rank(self) -> int:
-        return _TRUST_RANK[self]
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Trust):
-            return NotImplemented
-        return self.rank < other.rank
-
-    def __le__(self, other: object) -> bool:
-        if not isinstance(other, Trust):
-            return NotImplemented
-        return self.rank <= other.rank
-
-    def __gt__(self, other: object) -> bool:
-        if not isinstance(other, Trust):
-            return NotImplemented
-        return self.rank > other.rank
-
-    def __ge__(self, other: object) -> bool:
-        if not isinstance(other, Trust):
-            return NotImplemented
-        return self.rank >= other.rank
-
-
-_TRUST_RANK = {Trust.unverified: 0, Trust.verified: 1}
 
 
 class EntryKind(enum.StrEnum):

@@ -47,16 +47,26 @@ from ..core._errors import BadInputError, ChainError, ProviderError, StoreError
 from ..core._models import LessonExtractionPolicy, utcnow
 from ..journal._ledger import verify_chain
 from ..journal._table import check_verdict_refs, entry_payloads, verdict_refs
+from ..store._runs import (
+    add_run_counts,
+    check_resumable,
+    finish_run,
+    get_run,
+    record_prompt_template,
+    reopen_run,
+)
 from ..store._store import Store
 from ._extraction import (
     ExtractionRows,
     Extractor,
     ScoreFunction,
+    ensure_run,
     extract_verdicts,
     gated_tables,
     record_run_verdicts,
     write_extraction,
 )
+from ._providers import is_live
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -275,74 +285,21 @@ def _verify_prefix(store: Store, last_seq: int) -> Any:
 # -- the run record --------------------------------------------------------------------
 
 
-def _run_row(store: Store, run_id: str) -> dict[str, Any] | None:
-    cur = store.con.execute("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
-    names = [d[0] for d in cur.description]
-    rows = cur.fetchall()
-    return dict(zip(names, rows[0], strict=True)) if rows else None
-
-
-def _create_run(store: Store, run_id: str, extractor: Extractor, config: MemoryConfig, *,
-                write_memory: bool, scorer_name: str, dataset_hash: str,
-                extra: Mapping[str, Any]) -> None:
-    from .. import __version__
-
-    cfg = {"lesson_extraction": config.lesson_extraction.value,
-           "extraction_min_salience": config.extraction_min_salience, **extra}
-    provider = getattr(extractor.provider, "provider_id", type(extractor.provider).__name__)
-    zero = pa.array([0], pa.int64())
-    store.append(
-        "extraction_runs",
-        pa.table({
-            "run_id": [run_id], "extractor_id": [extractor.extractor_id],
-            "provider": [provider], "policy": [config.lesson_extraction.value],
-            "min_salience": [config.extraction_min_salience], "scorer": [scorer_name],
-            "write_memory": [write_memory], "config": [json.dumps(cfg, sort_keys=True)],
-            "prompt_version": [extractor.template.version],
-            "prompt_hash": [extractor.template.template_hash],
-            "dataset_hash": [dataset_hash], "code_version": [__version__],
-            "started_at": pa.array([utcnow()], _TS), "finished_at": pa.array([None], _TS),
-            "status": ["running"], "n_verdicts": zero, "n_candidates": zero,
-            "n_lessons": zero, "n_errors": zero, "provider_calls": zero,
-            "error": pa.array([None], pa.string()), "seconds": [0.0],
-        }),
-        key=["run_id"],
-    )
-
-
 def _check_resumable(row: Mapping[str, Any], extractor: Extractor, config: MemoryConfig,
                      write_memory: bool, dataset_hash: str) -> None:
-    want = {
+    check_resumable(row, {
         "extractor_id": extractor.extractor_id,
         "policy": config.lesson_extraction.value,
         "min_salience": config.extraction_min_salience,
         "write_memory": write_memory,
         "prompt_hash": extractor.template.template_hash,
         "dataset_hash": dataset_hash,
-    }
-    for k, v in want.items():
-        if row[k] != v:
-            raise BadInputError(
-                f"cannot resume run {row['run_id']}: it was started with {k}={row[k]!r}, "
-                f"this call has {k}={v!r}; resume with the same extractor, policy and batch, "
-                "or start a new run",
-                field=k,
-            )
-
-
-def _finish(store: Store, run_id: str, status: str, seconds: float,
-            error: str | None = None) -> None:
-    with store.transaction():
-        store.con.execute(
-            "UPDATE extraction_runs SET status = ?, finished_at = ?, error = ?, "
-            "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
-            [status, utcnow(), error, seconds, run_id],
-        )
+    })
 
 
 def _result(store: Store, run_id: str, seconds: float, done_now: int, chunks_total: int,
             skipped: int) -> ExtractionRun:
-    r = _run_row(store, run_id)
+    r = get_run(store, run_id)
     assert r is not None
     return ExtractionRun(
         run_id=run_id, status=r["status"], extractor_id=r["extractor_id"], policy=r["policy"],
@@ -551,16 +508,17 @@ def _load_chunk(store: Store, seqs: np.ndarray) -> Chunk:
 
 def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
                  rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
-                 score: ScoreFunction | None, scorer_name: str, elapsed: float) -> int:
+                 score: ScoreFunction | None, scorer_name: str, elapsed: float,
+                 live: bool = True) -> int:
     cand, mem, err = gated_tables(rows, config, run_id=run_id, write_memory=write_memory,
                                   score=score, scorer_name=scorer_name)
-    live = [c for c in rows.completions if not c.get("replayed") and
-            c.get("model") != "heuristic-v1"]
+    # Only a live provider's answers are recorded (replay and heuristic call no model).
+    recorded = [c for c in rows.completions if not c.get("replayed")] if live else []
     with store.transaction():
         new = write_extraction(store, cand, mem, err)
         record_run_verdicts(store, run_id, seqs.tolist(), hashes)
-        if live:
-            _record_completions(store, live)
+        if recorded:
+            _record_completions(store, recorded)
         store.append("run_chunks", pa.table({
             "run_id": [run_id], "chunk_index": pa.array([index], pa.int32()),
             "first_seq": [int(seqs[0])], "last_seq": [int(seqs[-1])],
@@ -569,14 +527,9 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
             "provider_calls": [rows.provider_calls],
             "finished_at": pa.array([utcnow()], _TS),
         }), key=["run_id", "chunk_index"])
-        store.con.execute(
-            "UPDATE extraction_runs SET n_verdicts = n_verdicts + ?, "
-            "n_candidates = n_candidates + ?, n_lessons = n_lessons + ?, "
-            "n_errors = n_errors + ?, provider_calls = provider_calls + ?, "
-            "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
-            [len(seqs), cand.num_rows, mem.num_rows, err.num_rows, rows.provider_calls,
-             elapsed, run_id],
-        )
+        add_run_counts(store, run_id, n_verdicts=len(seqs), n_candidates=cand.num_rows,
+                       n_lessons=mem.num_rows, n_errors=err.num_rows,
+                       provider_calls=rows.provider_calls, seconds=elapsed)
     return err.num_rows
 
 
@@ -642,7 +595,7 @@ def run_extraction(
     _parse_executor(executor)
     batch = resolve_batch(store, verdicts, params)
     dataset_hash = _dataset_hash(batch)
-    existing = _run_row(store, run_id) if run_id else None
+    existing = get_run(store, run_id) if run_id else None
     if resume:
         if run_id is None:
             raise BadInputError("resume=True needs the run_id of the run to continue",
@@ -651,10 +604,7 @@ def run_extraction(
             raise StoreError(f"no run {run_id!r} to resume (truss-lab runs lists them)")
         _check_resumable(existing, extractor, config, write_memory, dataset_hash)
         chunk_size = int(json.loads(existing["config"]).get("chunk_size", chunk_size))
-        with store.transaction():
-            store.con.execute(
-                "UPDATE extraction_runs SET status = 'running', finished_at = NULL, "
-                "error = NULL WHERE run_id = ?", [run_id])
+        reopen_run(store, run_id)
     else:
         if existing is not None:
             raise StoreError(
@@ -667,8 +617,9 @@ def run_extraction(
                  "verdicts": verdicts if isinstance(verdicts, str) else None,
                  "params": list(params) if params else None, **(run_config or {})}
         with store.transaction():
-            _create_run(store, run_id, extractor, config, write_memory=write_memory,
-                        scorer_name=scorer_name, dataset_hash=dataset_hash, extra=extra)
+            ensure_run(store, run_id, extractor, config, status="running",
+                       write_memory=write_memory, extra=extra, templates=False,
+                       scorer=scorer_name, dataset_hash=dataset_hash, counted=True)
 
     n_chunks = -(-len(batch) // chunk_size)
     try:
@@ -677,12 +628,12 @@ def run_extraction(
             if not report.ok:
                 msg = (f"the journal does not verify at seq {report.first_bad_seq} "
                        f"({report.reason}): {report.message}; nothing was extracted")
-                _finish(store, run_id, "failed", time.perf_counter() - t0, error=msg)
+                finish_run(store, run_id, "failed", time.perf_counter() - t0, error=msg)
                 raise ChainError(msg, seq=report.first_bad_seq, reason=report.reason or
                                  "malformed")
         if config.lesson_extraction is LessonExtractionPolicy.off:
             # ADR 0011 invariant 1: no provider call, no write but the run record.
-            _finish(store, run_id, "finished", time.perf_counter() - t0)
+            finish_run(store, run_id, "finished", time.perf_counter() - t0)
             return _result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
         done = {int(r[0]) for r in store.con.execute(
             "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
@@ -692,15 +643,12 @@ def run_extraction(
         done_verdicts = len(batch) - sum(
             len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
         if todo:
+            tpl = extractor.template
             with store.transaction():
-                store.append("prompt_templates", pa.table({
-                    "prompt_version": [extractor.template.version],
-                    "template_hash": [extractor.template.template_hash],
-                    "text": [extractor.template.text]}),
-                    key=["prompt_version", "template_hash"])
+                record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)
         done_now = 0
         last = t0  # setup (batch, verification) counts toward the first chunk's time
-        errors_seen = int(_run_row(store, run_id)["n_errors"] or 0)  # type: ignore[index]
+        errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
         ex = _make_executor(executor, extractor) if todo else None
         bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
         try:
@@ -710,7 +658,8 @@ def run_extraction(
                     store, run_id, index, seqs,
                     hashes_all[index * chunk_size:(index + 1) * chunk_size], rows, config,
                     write_memory=write_memory,
-                    score=score, scorer_name=scorer_name, elapsed=now - last)
+                    score=score, scorer_name=scorer_name, elapsed=now - last,
+                    live=is_live(extractor.provider))
                 last = now  # this chunk's write is counted with the next chunk (or finish)
                 done_now += len(seqs)
                 bar.update(len(seqs))
@@ -719,7 +668,7 @@ def run_extraction(
             bar.close()
             if ex is not None:
                 ex.close()
-        _finish(store, run_id, "finished", time.perf_counter() - last)
+        finish_run(store, run_id, "finished", time.perf_counter() - last)
         store.checkpoint()
         return _result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,
                        n_chunks - len(todo))
@@ -728,7 +677,7 @@ def run_extraction(
     except BaseException as exc:
         # Record why, so `truss-lab runs` shows it; a SIGKILL leaves 'running'.
         try:
-            _finish(store, run_id, "failed", 0.0, error=f"{type(exc).__name__}: {exc}"[:2000])
+            finish_run(store, run_id, "failed", 0.0, error=f"{type(exc).__name__}: {exc}"[:2000])
         except Exception:  # the store itself may be what failed
             pass
         raise

@@ -17,7 +17,6 @@ This module is the one place the gate is applied: :class:`ContractCloseLearning`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +30,12 @@ from ..core._errors import BadInputError, ProviderError
 from ..core._ids import derive_id
 from ..core._models import LedgerRef, LessonExtractionPolicy, utcnow
 from ..journal._table import verified_verdict
-from ..store._memory import MEMORY_SCHEMA, write_memory_table
+from ..store._memory import lesson_rows, write_memory_table
+from ..store._runs import create_run, record_prompt_template
 from ..store._store import Store
 from ._parser import candidates_frame, parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
-from ._providers import Completion, CompletionRequest, Provider
+from ._providers import Completion, CompletionRequest, Provider, provider_name
 
 __all__ = [
     "CANDIDATE_SCHEMA",
@@ -48,7 +48,6 @@ __all__ = [
     "write_extraction",
 ]
 
-_TS = pa.timestamp("us", tz="UTC")
 
 CANDIDATE_SCHEMA = pa.schema(
     [
@@ -124,9 +123,9 @@ class Extractor:
     @classmethod
     def heuristic(cls, *, max_lessons: int = 5) -> Extractor:
         """The deterministic, model-free baseline (``heuristic-v1``)."""
-        from ._heuristic import HeuristicExtractor
+        from ._heuristic import HeuristicProvider
 
-        h = HeuristicExtractor(max_lessons=max_lessons)
+        h = HeuristicProvider(max_lessons=max_lessons)
         return cls(h.extractor_id, h, get_template("lesson-v1"), h.model)
 
     @classmethod
@@ -172,17 +171,6 @@ class ExtractionRows:
     """How many times the provider was called."""
     completions: list[dict[str, Any]] = field(default_factory=list)
     """The completions received (FORMATS.md §2 fields), for recording live calls."""
-
-    @classmethod
-    def concat(cls, parts: Sequence[ExtractionRows]) -> ExtractionRows:
-        if not parts:
-            return extract_verdicts(None, [])  # type: ignore[arg-type]
-        return cls(
-            pd.concat([p.candidates for p in parts], ignore_index=True),
-            pd.concat([p.errors for p in parts], ignore_index=True),
-            sum(p.provider_calls for p in parts),
-            [c for p in parts for c in p.completions],
-        )
 
 
 def extract_verdicts(
@@ -320,25 +308,18 @@ def gated_tables(
     texts = c["text"].tolist()
     evid = c["evidence"].tolist()
     pv = c["prompt_version"].tolist() if "prompt_version" in c else [None] * n
-    mem = pa.table(
-        {
-            "entry_id": [lesson_ids[i] for i in idx],
-            "kind": ["lesson"] * len(idx),
-            "trust": ["unverified"] * len(idx),
-            "text": [str(texts[i]) for i in idx],
-            "salience": scores[idx],
-            "evidence": [list(evid[i]) for i in idx],
-            "lesson_index": [li[i] for i in idx],
-            "produced_by_seq": [seqs[i] for i in idx],
-            "produced_by_hash": [vh[i] for i in idx],
-            "sources": [[{"seq": seqs[i], "hash": vh[i]}] for i in idx],
-            "extractor_id": [ex[i] for i in idx],
-            "run_id": [run_id] * len(idx),
-            "prompt_version": [pv[i] for i in idx],
-            "created_at": [now] * len(idx),
-            "superseded_by": [None] * len(idx),
-        },
-        schema=MEMORY_SCHEMA,
+    mem = lesson_rows(
+        entry_ids=[lesson_ids[i] for i in idx],
+        texts=[str(texts[i]) for i in idx],
+        salience=scores[idx],
+        evidence=[list(evid[i]) for i in idx],
+        lesson_index=[li[i] for i in idx],
+        verdict_seq=[seqs[i] for i in idx],
+        verdict_hash=[vh[i] for i in idx],
+        extractor_id=[ex[i] for i in idx],
+        prompt_version=[pv[i] for i in idx],
+        run_id=run_id,
+        created_at=now,
     )
     e = rows.errors
     err = pa.table(
@@ -443,42 +424,21 @@ def ensure_run(
     write_memory: bool,
     extra: Mapping[str, Any] | None = None,
     templates: bool = True,
+    scorer: str = "model_salience@1",
+    dataset_hash: str | None = None,
+    counted: bool = False,
 ) -> None:
     """Create the extraction_runs row for ``run_id`` if it does not exist
-    (and, with ``templates``, record the prompt template it uses)."""
-    from .. import __version__
-
-    cfg = {"lesson_extraction": config.lesson_extraction.value,
-           "extraction_min_salience": config.extraction_min_salience, **(extra or {})}
-    store.append(
-        "extraction_runs",
-        pa.table({
-            "run_id": [run_id], "extractor_id": [extractor.extractor_id],
-            "provider": [getattr(extractor.provider, "provider_id", type(extractor.provider)
-                                 .__name__)],
-            "policy": [config.lesson_extraction.value],
-            "min_salience": [config.extraction_min_salience],
-            "scorer": ["model_salience@1"], "write_memory": [write_memory],
-            "config": [json.dumps(cfg, sort_keys=True)],
-            "prompt_version": [extractor.template.version],
-            "prompt_hash": [extractor.template.template_hash],
-            "dataset_hash": pa.array([None], pa.string()), "code_version": [__version__],
-            "started_at": pa.array([utcnow()], _TS), "finished_at": pa.array([None], _TS),
-            "status": [status], "n_verdicts": pa.array([None], pa.int64()),
-            "n_candidates": pa.array([None], pa.int64()),
-            "n_lessons": pa.array([None], pa.int64()),
-            "n_errors": pa.array([None], pa.int64()),
-            "provider_calls": pa.array([None], pa.int64()),
-        }),
-        key=["run_id"],
+    (and, with ``templates``, record the prompt template it uses): the run
+    record of :mod:`truss_lab.store._runs`, filled from ``extractor`` and ``config``.
+    ``counted``: the run keeps counts in its row (a batch does, a live learner not)."""
+    tpl = extractor.template
+    create_run(
+        store, run_id, extractor_id=extractor.extractor_id,
+        provider=provider_name(extractor.provider),
+        policy=config.lesson_extraction.value, min_salience=config.extraction_min_salience,
+        write_memory=write_memory, prompt_version=tpl.version, prompt_hash=tpl.template_hash,
+        scorer=scorer, config=extra, dataset_hash=dataset_hash, status=status, counted=counted,
     )
-    if not templates:
-        return
-    store.append(
-        "prompt_templates",
-        pa.table({"prompt_version": [extractor.template.version],
-                  "template_hash": [extractor.template.template_hash],
-                  "text": [extractor.template.text]}),
-        key=["prompt_version", "template_hash"],
-    )
-
+    if templates:
+        record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)

@@ -1,6 +1,6 @@
 """The heuristic baseline extractor: deterministic lessons, no model.
 
-:class:`HeuristicExtractor` implements the :class:`~truss_lab.extract._providers.Provider`
+:class:`HeuristicProvider` implements the :class:`~truss_lab.extract._providers.Provider`
 protocol. It reads the verdict payload carried by the request
 (``request.verdict``) and answers with the same JSON a model would
 (FORMATS.md §2), so its output goes through the same parser, scorers and gate.
@@ -54,7 +54,7 @@ from ..score._tokens import informative_tokens
 from ._prompts import validate_verdict_payload
 from ._providers import Completion, CompletionRequest
 
-__all__ = ["HEURISTIC_ID", "HeuristicExtractor", "heuristic_lessons"]
+__all__ = ["HEURISTIC_ID", "HeuristicProvider", "heuristic_lessons"]
 
 HEURISTIC_ID = "heuristic-v1"
 
@@ -130,14 +130,15 @@ def heuristic_lessons(payload: dict[str, Any], *, max_lessons: int = 5) -> list[
     return lessons
 
 
-class HeuristicExtractor:
-    """A deterministic, model-free extractor (the baseline), as a Provider.
+class HeuristicProvider:
+    """A deterministic, model-free provider (the baseline extractor's answers).
 
     It needs the verdict payload in ``request.verdict`` (``build_request``
     puts it there). ``model`` and ``extractor_id`` are ``heuristic-v1``.
     """
 
     provider_id = "heuristic"
+    live = False  # no model: nothing to record for a replay
     extractor_id = HEURISTIC_ID
     model = HEURISTIC_ID
 
@@ -165,4 +166,4 @@ class HeuristicExtractor:
         )
 
     def __repr__(self) -> str:
-        return f"HeuristicExtractor(max_lessons={self.max_lessons})"
+        return f"HeuristicProvider(max_lessons={self.max_lessons})"

@@ -142,6 +142,7 @@ class OpenAICompatibleProvider:
     """
 
     provider_id: str = "openai-compatible"
+    live: bool = True  # every call reaches a model and is recorded for replay
 
     def __init__(
         self,

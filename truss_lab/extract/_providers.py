@@ -2,7 +2,7 @@
 
 Implementations: :class:`ReplayProvider` (recorded completions, the offline
 default), :class:`OpenAICompatibleProvider` (vLLM, llama.cpp server, Ollama,
-OpenAI) and :class:`HeuristicExtractor` (a deterministic baseline, no model).
+OpenAI) and :class:`HeuristicProvider` (a deterministic baseline, no model).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core._canonical import canonical
 
-__all__ = ["ChatMessage", "Completion", "CompletionRequest", "Provider"]
+__all__ = ["ChatMessage", "Completion", "CompletionRequest", "Provider", "is_live",
+           "provider_name"]
 
 
 class _Frozen(BaseModel):
@@ -85,8 +86,24 @@ class Provider(Protocol):
     """Anything with ``complete(request) -> Completion``.
 
     ``provider_id`` is a short stable name stored with runs (e.g. ``replay``).
+    ``live`` (optional, read by :func:`is_live`) is False for providers that call
+    no model (replay, heuristic): only a live provider's completions are recorded.
     """
 
     provider_id: str
 
     def complete(self, request: CompletionRequest) -> Completion: ...
+
+
+def provider_name(provider: Any) -> str:
+    """The name a run stores for ``provider``: its ``provider_id``, else its class name."""
+    return str(getattr(provider, "provider_id", type(provider).__name__))
+
+
+def is_live(provider: Any) -> bool:
+    """Whether ``provider`` calls a model, so its completions are worth recording.
+
+    A provider without a ``live`` attribute counts as live: recording a call
+    that needed none costs a row, losing a live call costs a rerun.
+    """
+    return bool(getattr(provider, "live", True))

@@ -47,6 +47,7 @@ class ReplayProvider:
     """
 
     provider_id: str = "replay"
+    live: bool = False  # its completions are recordings already
 
     def __init__(self, recordings: pd.DataFrame | str | os.PathLike[str]) -> None:
         if isinstance(recordings, pd.DataFrame):

@@ -27,9 +27,9 @@ def cli() -> None:
 @_friendly
 def init(db: str) -> None:
     """Create (or migrate) a truss_lab database."""
-    from ..store._store import SCHEMA_VERSION, Store
+    from ..store._store import SCHEMA_VERSION, open_store
 
-    with Store(db):
+    with open_store(db):
         pass
     click.echo(f"{db}: schema version {SCHEMA_VERSION}")
 
@@ -65,9 +65,9 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
                    as_json: bool) -> None:
     """Import a journal export (all-or-nothing unless --keep-verified-prefix)."""
     from ..journal._ledger import import_journal
-    from ..store._store import Store
+    from ..store._store import open_store
 
-    with Store(db) as store:
+    with open_store(db) as store:
         rep = import_journal(store, path, keyring=keys_path,
                              keep_verified_prefix=keep_verified_prefix)
     text = (f"{path}: {rep.entries_added} added, {rep.entries_present} already present, "
@@ -82,10 +82,10 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
 
 def _ingest_table(kind: str, db: str, path: str, as_json: bool) -> None:
     from ..ingest._ingest import ingest_completions, ingest_labels
-    from ..store._store import Store
+    from ..store._store import open_store
 
     fn = ingest_completions if kind == "completions" else ingest_labels
-    with Store(db) as store:
+    with open_store(db) as store:
         rep = fn(store, path)
     text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
            f"{len(rep.errors)} bad lines"
@@ -123,11 +123,9 @@ def ingest_labels_cmd(db: str, path: str, as_json: bool) -> None:
 def verify(db: str, as_json: bool) -> None:
     """Verify the stored journal; exit 0 when clean, 1 when tampered."""
     from ..journal._ledger import verify_chain
-    from ..store._store import Store
+    from ..store._store import open_store
 
-    if not Path(db).exists():
-        raise TrussLabError(f"{db}: no such database")
-    with Store(db, read_only=True) as store:
+    with open_store(db, read_only=True) as store:
         rep = verify_chain(store)
     if rep.ok:
         text = f"ok: {rep.entries_checked} entries verified, head seq {rep.head_seq}"

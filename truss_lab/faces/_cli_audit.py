@@ -7,11 +7,9 @@ any fails, 2 (via ``_friendly``) for a user error such as a missing file.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
-from ..core._errors import StoreError
 from ._cli_common import _emit, _friendly
 
 __all__ = ["register"]
@@ -28,11 +26,9 @@ def _audit_command() -> click.Command:
     def audit_cmd(db: str, as_json: bool) -> None:
         """Check a database against ADR 0011; exit 0 when clean, 1 on any failure."""
         from ..govern._audit import audit
-        from ..store._store import Store
+        from ..store._store import open_store
 
-        if not Path(db).exists():
-            raise StoreError(f"{db}: no such database (run `truss-lab init` first)")
-        with Store(db, read_only=True) as store:
+        with open_store(db, read_only=True) as store:
             report = audit(store)
         lines = [f"{'PASS' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in report.checks]
         n_bad = len(report.failed())

@@ -7,12 +7,10 @@ plots come from :mod:`truss_lab.faces._text` and :mod:`truss_lab.faces._display`
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
-from ..core._errors import BadInputError
 from ..evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
 from ._cli_common import _emit, _friendly, db_option, json_option
 
@@ -37,11 +35,9 @@ _test_size_option = click.option("--test-size", default=0.3, show_default=True, 
 
 
 def _open(db: str, *, write: bool = False) -> Any:
-    from ..store._store import Store
+    from ..store._store import open_store
 
-    if not Path(db).exists():
-        raise BadInputError(f"{db}: no such database (run `truss-lab init` first)", field="--db")
-    return Store(db, read_only=not write)
+    return open_store(db, read_only=not write, must_exist=True)
 
 
 def _choice_json(choice: Any) -> dict[str, Any]:

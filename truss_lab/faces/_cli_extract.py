@@ -103,11 +103,11 @@ def register(cli: click.Group) -> None:
         """Extract lessons from recorded verdicts (a resumable batch run)."""
         from ..core._config import MemoryConfig
         from ..extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
-        from ..store._store import Store
+        from ..store._store import open_store
 
         if resume_id and run_id and resume_id != run_id:
             raise BadInputError("give either --run-id or --resume, not both", field="--resume")
-        with Store(db) as store:
+        with open_store(db) as store:
             prior: dict[str, Any] = {}
             if resume_id:
                 rows = store.sql("SELECT config, write_memory FROM extraction_runs "
@@ -147,13 +147,10 @@ def register(cli: click.Group) -> None:
     @_friendly
     def runs(db: str, as_json: bool) -> None:
         """List extraction runs with their counts."""
-        from ..core._errors import StoreError
         from ..extract._batch import summarize_runs
-        from ..store._store import Store
+        from ..store._store import open_store
 
-        if not Path(db).exists():
-            raise StoreError(f"{db}: no such database")
-        with Store(db, read_only=True) as store:
+        with open_store(db, read_only=True) as store:
             df = summarize_runs(store)
         if as_json:
             _emit(json.loads(df.to_json(orient="records", date_format="iso")), True, "")

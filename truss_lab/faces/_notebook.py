@@ -21,7 +21,7 @@ from ..extract._extraction import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal
 from ..journal._table import verdict_payloads  # re-exported: the notebooks' name for it
-from ..store._store import Store
+from ..store._store import Store, open_store
 
 __all__ = [
     "SAMPLE",
@@ -79,7 +79,7 @@ def load_sample(
     if db_path is None:
         # A fresh folder per call, so notebooks run side by side never share a file.
         db_path = _scratch_dir("truss_lab_sample_") / "sample.duckdb"
-    store = Store(db_path)
+    store = open_store(db_path)
     try:
         import_journal(store, src / "journal.jsonl", keyring=src / "keys.json")
         for report in (ingest_completions(store, src / "completions.jsonl"),
@@ -161,4 +161,4 @@ def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Stor
         store.con.execute(f'COPY FROM DATABASE "{src}" TO _truss_copy')
     finally:
         store.con.execute("DETACH _truss_copy")
-    return Store(dest)
+    return open_store(dest)

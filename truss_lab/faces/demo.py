@@ -20,7 +20,7 @@ from ..extract._batch import run_extraction, summarize_runs
 from ..extract._extraction import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal, verify_chain
-from ..store._store import Store
+from ..store._store import open_store
 from ._demo_eval import demo_evaluation
 from ._notebook import SAMPLE
 
@@ -33,7 +33,7 @@ def _step(title: str) -> float:
 def run(db: str, sample: Path = SAMPLE, out: Path = Path("demo_out")) -> int:
     """Run the demo; return a process exit code."""
     t0 = time.perf_counter()
-    with Store(db) as store:
+    with open_store(db) as store:
         t = _step(f"ingest {sample} into {db}")
         rep = import_journal(store, sample / "journal.jsonl", keyring=sample / "keys.json")
         print(f"journal:     {rep.entries_added} added, {rep.entries_present} already present")

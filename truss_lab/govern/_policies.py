@@ -10,19 +10,17 @@ applies a policy to runtime behaviour (invariant 6).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
 from ..core._errors import PolicyError
 from ..core._ids import derive_id
 from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust, utcnow
 from ..journal._crypto import SigningKey
 from ..journal._ledger import append_entry
-from ..store._memory import EVENT_SCHEMA
+from ..store._policy_records import policy_frame, policy_records, write_policy_record
 from ..store._store import Store
 
 __all__ = [
@@ -37,45 +35,9 @@ __all__ = [
 POLICY_ENTRY_KIND = "policy_record"
 
 
-def _record_from_row(r: Mapping[str, Any]) -> PolicyRecord:
-    def opt(v: Any) -> Any:
-        return None if v is None or (isinstance(v, float) and pd.isna(v)) else v
-
-    return PolicyRecord(
-        record_id=r["record_id"],
-        policy=Policy(
-            policy_id=r["policy_id"],
-            target=r["target"],
-            version=int(r["version"]),
-            settings=json.loads(r["settings"]),
-        ),
-        trust=Trust(r["trust"]),
-        provenance=Provenance(
-            produced_by=LedgerRef(seq=int(r["produced_by_seq"]), hash=r["produced_by_hash"]),
-            sources=tuple(LedgerRef(**s) for s in r["sources"]),
-            extractor_id=opt(r["extractor_id"]),
-            run_id=opt(r["run_id"]),
-            created_at=r["created_at"],
-        ),
-        supersedes=opt(r["supersedes"]),
-        superseded_by=opt(r["superseded_by"]),
-    )
-
-
-def _fetch(store: Store, where: str, params: Sequence[Any]) -> list[PolicyRecord]:
-    cur = store.con.execute(
-        "SELECT record_id, policy_id, target, version, settings::VARCHAR AS settings, trust, "
-        "produced_by_seq, produced_by_hash, sources, extractor_id, run_id, created_at, "
-        f"supersedes, superseded_by FROM policy_records WHERE {where} ORDER BY version",
-        list(params),
-    )
-    names = [d[0] for d in cur.description]
-    return [_record_from_row(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
-
-
 def current_policy(store: Store, policy_id: str) -> PolicyRecord | None:
     """The head (unsuperseded record) of ``policy_id``, or ``None``."""
-    heads = _fetch(store, "policy_id = ? AND superseded_by IS NULL", [policy_id])
+    heads = policy_records(store, policy_id=policy_id, heads_only=True)
     if len(heads) > 1:
         raise PolicyError(
             f"policy {policy_id!r} has {len(heads)} current records "
@@ -138,69 +100,18 @@ def write_policy(
             ),
             supersedes=head.record_id if head else None,
         )
-        ref_t = pa.struct([("seq", pa.int64()), ("hash", pa.string())])
-        store.append(
-            "policy_records",
-            pa.table(
-                {
-                    "record_id": [record.record_id],
-                    "policy_id": [pol.policy_id],
-                    "target": [pol.target.value],
-                    "version": pa.array([version], pa.int32()),
-                    "settings": [json.dumps(pol.settings, sort_keys=True)],
-                    "trust": [trust.value],
-                    "produced_by_seq": pa.array([ref.seq], pa.int64()),
-                    "produced_by_hash": [ref.hash],
-                    "sources": pa.array(
-                        [[s.model_dump() for s in record.provenance.sources]], pa.list_(ref_t)
-                    ),
-                    "extractor_id": pa.array([extractor_id], pa.string()),
-                    "run_id": pa.array([run_id], pa.string()),
-                    "created_at": pa.array([record.created_at], pa.timestamp("us", tz="UTC")),
-                    "supersedes": pa.array([record.supersedes], pa.string()),
-                    "superseded_by": pa.array([None], pa.string()),
-                }
-            ),
-            key=["record_id"],
-        )
-        if head is not None:
-            store.con.execute(
-                "UPDATE policy_records SET superseded_by = ? WHERE record_id = ?",
-                [record.record_id, head.record_id],
-            )
-        store.append(
-            "events",
-            pa.table(
-                {
-                    "event_id": [derive_id("ev", "policy_write", record.record_id)],
-                    "type": ["policy_write"],
-                    "subject_id": [record.record_id],
-                    "kind": [pol.target.value],
-                    "trust": [trust.value],
-                    "produced_by_seq": [ref.seq],
-                    "produced_by_hash": [ref.hash],
-                    "run_id": [run_id],
-                    "ts": [record.created_at],
-                },
-                schema=EVENT_SCHEMA,
-            ),
-            key=["event_id"],
-        )
+        write_policy_record(store, record)
     return record
 
 
 def policy_history(store: Store, policy_id: str) -> pd.DataFrame:
     """Every version of ``policy_id``, oldest first."""
-    return store.con.execute(
-        "SELECT * FROM policy_records WHERE policy_id = ? ORDER BY version", [policy_id]
-    ).df()
+    return policy_frame(store, policy_id=policy_id)
 
 
 def current_policies(store: Store) -> pd.DataFrame:
     """The head record of every policy."""
-    return store.con.execute(
-        "SELECT * FROM policy_records WHERE superseded_by IS NULL ORDER BY policy_id"
-    ).df()
+    return policy_frame(store, heads_only=True)
 
 
 def check_policy_chains(store: Store) -> pd.DataFrame:

@@ -1,5 +1,10 @@
 """Governed memory in the store: lesson entries, their MemoryWrite events, queries.
 
+The one writer of memory_entries rows (and their events): a batch's lessons
+(:func:`lesson_rows`, columnar) and single models (:func:`write_memory`) both
+end in :func:`write_memory_table`, which validates them in bulk with the
+definitions of :mod:`._governed`.
+
 Invariant 4: every lesson is kind=lesson, trust=unverified, produced_by the
 verdict's LedgerRef with the same ref among its sources, and exactly one
 MemoryWrite event per entry written. Invariant 5: ``MemoryQuery()`` returns
@@ -9,59 +14,93 @@ verified entries only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from ..core._ids import derive_id
-from ..core._models import (
-    EntryKind,
-    LedgerRef,
-    MemoryEntry,
-    MemoryQuery,
-    MemoryWrite,
-    Provenance,
-    Trust,
+from ..core._models import EntryKind, LedgerRef, MemoryEntry, MemoryQuery, MemoryWrite, Trust
+from ._governed import (
+    EVENT_SCHEMA,
+    LESSON_KIND,
+    LESSON_TRUST,
+    MEMORY_COLUMNS,
+    MEMORY_SCHEMA,
+    MEMORY_WRITE,
+    REF_TYPE,
+    check_event_rows,
+    check_memory_rows,
+    models_to_table,
+    opt,
+    provenance_from_row,
 )
 from ._store import Store
 
-__all__ = ["get_memory_entry", "query_memory", "write_memory"]
+__all__ = [
+    "MEMORY_SCHEMA",
+    "entries_to_table",
+    "get_memory_entry",
+    "lesson_rows",
+    "memory_event_rows",
+    "memory_write_events",
+    "query_memory",
+    "write_memory",
+    "write_memory_table",
+]
 
-_REF = pa.struct([("seq", pa.int64()), ("hash", pa.string())])
+_TS = pa.timestamp("us", tz="UTC")
 
-MEMORY_SCHEMA = pa.schema(
-    [
-        ("entry_id", pa.string()),
-        ("kind", pa.string()),
-        ("trust", pa.string()),
-        ("text", pa.string()),
-        ("salience", pa.float64()),
-        ("evidence", pa.list_(pa.string())),
-        ("lesson_index", pa.int32()),
-        ("produced_by_seq", pa.int64()),
-        ("produced_by_hash", pa.string()),
-        ("sources", pa.list_(_REF)),
-        ("extractor_id", pa.string()),
-        ("run_id", pa.string()),
-        ("prompt_version", pa.string()),
-        ("created_at", pa.timestamp("us", tz="UTC")),
-        ("superseded_by", pa.string()),
-    ]
-)
 
-EVENT_SCHEMA = pa.schema(
-    [
-        ("event_id", pa.string()),
-        ("type", pa.string()),
-        ("subject_id", pa.string()),
-        ("kind", pa.string()),
-        ("trust", pa.string()),
-        ("produced_by_seq", pa.int64()),
-        ("produced_by_hash", pa.string()),
-        ("run_id", pa.string()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-    ]
-)
+def _ref_lists(seqs: Any, hashes: Any) -> pa.ListArray:
+    """One single-ref source list per row: ``[{seq, hash}]``."""
+    refs = pa.StructArray.from_arrays([pa.array(seqs, pa.int64()), pa.array(hashes, pa.string())],
+                                      fields=list(REF_TYPE))
+    return pa.ListArray.from_arrays(pa.array(np.arange(len(refs) + 1, dtype=np.int32)), refs)
+
+
+def lesson_rows(
+    *,
+    entry_ids: Sequence[str],
+    texts: Sequence[str],
+    salience: np.ndarray,
+    evidence: Sequence[Sequence[str]],
+    lesson_index: Sequence[int],
+    verdict_seq: Sequence[int],
+    verdict_hash: Sequence[str],
+    extractor_id: Sequence[str],
+    prompt_version: Sequence[str | None],
+    run_id: str,
+    created_at: datetime,
+) -> pa.Table:
+    """memory_entries rows for SI-1 lessons: where a lesson gets its governance.
+
+    Each is kind lesson, trust unverified, produced by its verdict's ref, which
+    is also its one source (ADR 0011 invariant 4). Columnar: one call per batch.
+    """
+    n = len(entry_ids)
+    return pa.table(
+        {
+            "entry_id": pa.array(entry_ids, pa.string()),
+            "kind": pa.array([LESSON_KIND] * n, pa.string()),
+            "trust": pa.array([LESSON_TRUST] * n, pa.string()),
+            "text": pa.array(texts, pa.string()),
+            "salience": pa.array(salience, pa.float64()),
+            "evidence": pa.array(evidence, pa.list_(pa.string())),
+            "lesson_index": pa.array(lesson_index, pa.int32()),
+            "produced_by_seq": pa.array(verdict_seq, pa.int64()),
+            "produced_by_hash": pa.array(verdict_hash, pa.string()),
+            "sources": _ref_lists(verdict_seq, verdict_hash),
+            "extractor_id": pa.array(extractor_id, pa.string()),
+            "run_id": pa.array([run_id] * n, pa.string()),
+            "prompt_version": pa.array(prompt_version, pa.string()),
+            "created_at": pa.array([created_at] * n, _TS),
+            "superseded_by": pa.nulls(n, pa.string()),
+        },
+        schema=MEMORY_SCHEMA,
+    )
 
 
 def memory_event_rows(mem: pa.Table) -> pa.Table:
@@ -69,9 +108,9 @@ def memory_event_rows(mem: pa.Table) -> pa.Table:
     ids = mem.column("entry_id").to_pylist()
     return pa.table(
         {
-            "event_id": [derive_id("ev", "memory_write", i) for i in ids],
-            "type": ["memory_write"] * len(ids),
-            "subject_id": ids,
+            "event_id": [derive_id("ev", MEMORY_WRITE, i) for i in ids],
+            "type": [MEMORY_WRITE] * len(ids),
+            "subject_id": mem.column("entry_id"),
             "kind": mem.column("kind"),
             "trust": mem.column("trust"),
             "produced_by_seq": mem.column("produced_by_seq"),
@@ -84,44 +123,29 @@ def memory_event_rows(mem: pa.Table) -> pa.Table:
 
 
 def write_memory_table(store: Store, mem: pa.Table) -> int:
-    """Append memory rows and their events in the current transaction.
+    """Validate memory rows, then append them and their events in the current transaction.
 
     Returns the number of new entries; an entry already present (same id)
     writes neither a row nor an event, so a repeat is a no-op.
     """
     mem = mem.cast(MEMORY_SCHEMA)
+    check_memory_rows(mem)
+    events = memory_event_rows(mem)
+    check_event_rows(events, mem.column("entry_id"))
     with store.transaction():
         n = store.append("memory_entries", mem, key=["entry_id"])
-        store.append("events", memory_event_rows(mem), key=["event_id"])
+        store.append("events", events, key=["event_id"])
     return n
 
 
 def entries_to_table(entries: Sequence[MemoryEntry]) -> pa.Table:
     """Arrow rows of the memory_entries table for ``entries``."""
-    return pa.table(
-        {
-            "entry_id": [e.entry_id for e in entries],
-            "kind": [e.kind.value for e in entries],
-            "trust": [e.trust.value for e in entries],
-            "text": [e.text for e in entries],
-            "salience": [e.salience for e in entries],
-            "evidence": [list(e.evidence) for e in entries],
-            "lesson_index": [e.lesson_index for e in entries],
-            "produced_by_seq": [e.provenance.produced_by.seq for e in entries],
-            "produced_by_hash": [e.provenance.produced_by.hash for e in entries],
-            "sources": [[s.model_dump() for s in e.provenance.sources] for e in entries],
-            "extractor_id": [e.provenance.extractor_id for e in entries],
-            "run_id": [e.provenance.run_id for e in entries],
-            "prompt_version": [e.provenance.prompt_version for e in entries],
-            "created_at": [e.provenance.created_at for e in entries],
-            "superseded_by": [e.superseded_by for e in entries],
-        },
-        schema=MEMORY_SCHEMA,
-    )
+    return models_to_table(entries, MEMORY_COLUMNS, MEMORY_SCHEMA)
 
 
 def write_memory(store: Store, entries: Sequence[MemoryEntry]) -> int:
-    """Write entries and one MemoryWrite event each, in one transaction."""
+    """Write validated entries and one MemoryWrite event each, in one transaction
+    (the same path as a batch's lessons, from models)."""
     return write_memory_table(store, entries_to_table(entries))
 
 
@@ -173,22 +197,15 @@ def get_memory_entry(store: Store, entry_id: str) -> MemoryEntry | None:
         salience=None if pd.isna(r["salience"]) else float(r["salience"]),
         evidence=tuple(r["evidence"]) if r["evidence"] is not None else (),
         lesson_index=None if pd.isna(r["lesson_index"]) else int(r["lesson_index"]),
-        superseded_by=None if pd.isna(r["superseded_by"]) else r["superseded_by"],
-        provenance=Provenance(
-            produced_by=LedgerRef(seq=int(r["produced_by_seq"]), hash=r["produced_by_hash"]),
-            sources=tuple(LedgerRef(**s) for s in r["sources"]),
-            extractor_id=None if pd.isna(r["extractor_id"]) else r["extractor_id"],
-            run_id=None if pd.isna(r["run_id"]) else r["run_id"],
-            prompt_version=None if pd.isna(r["prompt_version"]) else r["prompt_version"],
-            created_at=r["created_at"].to_pydatetime(),
-        ),
+        superseded_by=opt(r["superseded_by"]),
+        provenance=provenance_from_row(r),
     )
 
 
 def memory_write_events(store: Store, run_id: str | None = None) -> list[MemoryWrite]:
     """MemoryWrite events as models (optionally for one run)."""
-    sql = "SELECT * FROM events WHERE type = 'memory_write'"
-    params: list[object] = []
+    sql = "SELECT * FROM events WHERE type = ?"
+    params: list[object] = [MEMORY_WRITE]
     if run_id is not None:
         sql += " AND run_id = ?"
         params.append(run_id)
@@ -204,3 +221,5 @@ def memory_write_events(store: Store, run_id: str | None = None) -> list[MemoryW
         )
         for r in df.itertuples()
     ]
+
+

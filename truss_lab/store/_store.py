@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..core._errors import StoreError, StoreLockedError
 from ..core._models import utcnow
 
-__all__ = ["SCHEMA_VERSION", "Store"]
+__all__ = ["SCHEMA_VERSION", "Store", "open_store"]
 
 _MIGRATION_RE = re.compile(r"^-- migration: (\d{3})_(\w+)\s*$", re.M)
 
@@ -38,6 +38,12 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 SCHEMA_VERSION = max(v for v, _, _ in _migrations())
+
+
+def _require_file(path: str) -> None:
+    """The one "no such database" error, for every face that opens a store."""
+    if path != ":memory:" and not Path(path).exists():
+        raise StoreError(f"{path}: no such database (run `truss-lab init` first)")
 
 
 def _lock_error(path: str, exc: Exception) -> StoreError:
@@ -61,8 +67,8 @@ class Store:
     def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False) -> None:
         self.path = str(path)
         self.read_only = read_only
-        if self.path != ":memory:" and read_only and not Path(self.path).exists():
-            raise StoreError(f"{self.path}: no such database (run `truss-lab init` first)")
+        if read_only:
+            _require_file(self.path)
         try:
             self.con = duckdb.connect(self.path, read_only=read_only)
         except duckdb.IOException as exc:
@@ -223,3 +229,16 @@ class Store:
         """Fold the WAL into the file (after large batches)."""
         if not self.read_only:
             self.con.execute("CHECKPOINT")
+
+
+def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = False) -> Store:
+    """Open the database at ``path`` or raise :class:`StoreError` saying why.
+
+    Every face (CLI, notebook helpers) opens stores here. A read-only open, or
+    one with ``must_exist``, refuses a missing file instead of creating it;
+    a locked file names the process holding it; an old schema is migrated on a
+    writable open.
+    """
+    if must_exist:
+        _require_file(str(path))
+    return Store(path, read_only=read_only)

@@ -1,0 +1,161 @@
+"""The run record: one ``extraction_runs`` row per run, and the prompt template it used.
+
+Every face of a run (a batch, the live one-verdict learner, the evaluation
+reads) creates, reads, counts and finishes its row here, so the row's shape,
+its stored config and the missing-run message are written once. Values are
+plain (ids, names, numbers), not an ``Extractor``: the store sits below extract.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from ..core._errors import BadInputError
+from ..core._models import utcnow
+from ._store import Store
+
+__all__ = [
+    "add_run_counts",
+    "check_resumable",
+    "create_run",
+    "finish_run",
+    "get_run",
+    "missing_run_error",
+    "record_prompt_template",
+    "reopen_run",
+    "run_info",
+]
+
+_TS = pa.timestamp("us", tz="UTC")
+_COUNTS = ("n_verdicts", "n_candidates", "n_lessons", "n_errors", "provider_calls")
+
+
+def create_run(
+    store: Store,
+    run_id: str,
+    *,
+    extractor_id: str,
+    provider: str,
+    policy: str,
+    min_salience: float,
+    write_memory: bool,
+    prompt_version: str | None,
+    prompt_hash: str | None,
+    scorer: str = "model_salience@1",
+    config: Mapping[str, Any] | None = None,
+    dataset_hash: str | None = None,
+    status: str = "running",
+    counted: bool = True,
+) -> int:
+    """Create the extraction_runs row of ``run_id`` unless it exists; return rows added.
+
+    The stored ``config`` JSON is the policy and threshold plus ``config``.
+    ``counted``: a batch keeps its counts in the row (they start at 0 and
+    ``seconds`` at 0.0); a live run does not (they stay NULL).
+    """
+    from .. import __version__
+
+    cfg = {"lesson_extraction": policy, "extraction_min_salience": min_salience,
+           **(config or {})}
+    start = 0 if counted else None
+    cols: dict[str, Any] = {
+        "run_id": [run_id], "extractor_id": [extractor_id], "provider": [provider],
+        "policy": [policy], "min_salience": [min_salience], "scorer": [scorer],
+        "write_memory": [write_memory], "config": [json.dumps(cfg, sort_keys=True)],
+        "prompt_version": pa.array([prompt_version], pa.string()),
+        "prompt_hash": pa.array([prompt_hash], pa.string()),
+        "dataset_hash": pa.array([dataset_hash], pa.string()), "code_version": [__version__],
+        "started_at": pa.array([utcnow()], _TS), "finished_at": pa.array([None], _TS),
+        "status": [status],
+        **{c: pa.array([start], pa.int64()) for c in _COUNTS},
+    }
+    if counted:
+        cols |= {"error": pa.array([None], pa.string()), "seconds": [0.0]}
+    return store.append("extraction_runs", pa.table(cols), key=["run_id"])
+
+
+def record_prompt_template(store: Store, version: str, template_hash: str, text: str) -> None:
+    """Keep the text of a prompt template a run used (once per version and hash)."""
+    store.append(
+        "prompt_templates",
+        pa.table({"prompt_version": [version], "template_hash": [template_hash],
+                  "text": [text]}),
+        key=["prompt_version", "template_hash"],
+    )
+
+
+def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The extraction_runs row of ``run_id`` as a dict, or ``None``."""
+    cur = store.con.execute("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    return dict(zip(names, rows[0], strict=True)) if rows else None
+
+
+def missing_run_error(store: Store, run_id: str) -> BadInputError:
+    """The error for an unknown run id; it names the ten most recent runs."""
+    known = [r[0] for r in store.con.execute(
+        "SELECT run_id FROM extraction_runs ORDER BY started_at DESC LIMIT 10").fetchall()]
+    return BadInputError(
+        f"no extraction run {run_id!r}; recent runs: {', '.join(known) or '(none)'}",
+        field="run_id",
+    )
+
+
+def run_info(store: Store, run_id: str) -> dict[str, Any]:
+    """The extraction_runs row of ``run_id`` as a dict, or :func:`missing_run_error`."""
+    row = get_run(store, run_id)
+    if row is None:
+        raise missing_run_error(store, run_id)
+    return row
+
+
+def check_resumable(row: Mapping[str, Any], want: Mapping[str, Any]) -> None:
+    """Refuse to resume run ``row`` when a column differs from this call's ``want``
+    (extractor, policy, threshold, write_memory, prompt hash, batch hash)."""
+    for k, v in want.items():
+        if row[k] != v:
+            raise BadInputError(
+                f"cannot resume run {row['run_id']}: it was started with {k}={row[k]!r}, "
+                f"this call has {k}={v!r}; resume with the same extractor, policy and batch, "
+                "or start a new run",
+                field=k,
+            )
+
+
+def reopen_run(store: Store, run_id: str) -> None:
+    """Mark a run running again (a resume): no finish time, no error."""
+    with store.transaction():
+        store.con.execute(
+            "UPDATE extraction_runs SET status = 'running', finished_at = NULL, "
+            "error = NULL WHERE run_id = ?", [run_id])
+
+
+def add_run_counts(store: Store, run_id: str, *, n_verdicts: int, n_candidates: int,
+                   n_lessons: int, n_errors: int, provider_calls: int,
+                   seconds: float) -> None:
+    """Add one chunk's counts and active seconds to the run's totals (in the
+    current transaction, so the chunk's rows and its counts land together)."""
+    with store.transaction():
+        store.con.execute(
+            "UPDATE extraction_runs SET n_verdicts = n_verdicts + ?, "
+            "n_candidates = n_candidates + ?, n_lessons = n_lessons + ?, "
+            "n_errors = n_errors + ?, provider_calls = provider_calls + ?, "
+            "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
+            [n_verdicts, n_candidates, n_lessons, n_errors, provider_calls, seconds, run_id],
+        )
+
+
+def finish_run(store: Store, run_id: str, status: str, seconds: float,
+               error: str | None = None) -> None:
+    """Record how a run ended (``finished`` or ``failed`` and why) and add its seconds."""
+    with store.transaction():
+        store.con.execute(
+            "UPDATE extraction_runs SET status = ?, finished_at = ?, error = ?, "
+            "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
+            [status, utcnow(), error, seconds, run_id],
+        )
