@@ -22,9 +22,9 @@ from truss_lab.faces._notebook import (
     load_sample,
     run_sample_extractions,
     sample_run_id,
-    verdict_payloads,
 )
 from truss_lab.journal._ledger import verify_chain
+from truss_lab.journal._table import verdict_payloads
 from truss_lab.store._store import Store
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
