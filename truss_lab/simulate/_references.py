@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import numpy as np
+
 from ._random import stream
 from ._verdicts import Verdicts
-from ._vocabulary import CHECKS, MAX_CHK
+from ._vocabulary import CHECKS
 from ._wording import N_SYNONYMS, reference_text
 
 __all__ = ["ANNOTATED_SHARE", "BOTH_SHARE", "REFERENCE_ANNOTATORS", "reference_lines"]
@@ -39,22 +41,19 @@ def reference_lines(seed: int, v: Verdicts, hashes: Sequence[str]) -> list[str]:
     runs = len(hashes)
     annotated = rng.random(runs) < ANNOTATED_SHARE
     both = annotated & (rng.random(runs) < BOTH_SHARE)
-    u_omit = rng.random((runs, MAX_CHK))
-    u_frame = rng.random((runs, 2, MAX_CHK))
-    u_syn = rng.random((runs, 2, MAX_CHK, N_SYNONYMS))
     lines: list[str] = []
-    for i in range(runs):
-        if not annotated[i]:
-            continue
+    for i in np.flatnonzero(annotated).tolist():
         slots = [j for j in range(int(v.n_chk[i])) if v.failed[i, j]]
         for a, ann in enumerate(REFERENCE_ANNOTATORS[: 2 if both[i] else 1]):
             recs = []
             for k, j in enumerate(slots, start=1):
-                if a == 1 and k > 1 and u_omit[i, j] < _B_OMITS:
+                # Drawn per written reference (in file order), not for every
+                # verdict, so a large simulation does not hold them all at once.
+                u = rng.random(2 + N_SYNONYMS)  # omit?, frame, synonyms
+                if a == 1 and k > 1 and u[0] < _B_OMITS:
                     continue
                 c = CHECKS[int(v.chk[i, j])]
-                text = reference_text(ann, c, v.obj[i], u_frame[i, a, j], u_syn[i, a, j],
-                                      _SYN_RATE)
+                text = reference_text(ann, c, v.obj[i], float(u[1]), u[2:], _SYN_RATE)
                 recs.append({"verdict_hash": hashes[i], "reference_id": f"r{k}", "text": text,
                              "evidence": ["check:" + c.name], "annotator": ann})
             if not recs:  # a pass verdict: this annotator says it teaches nothing
