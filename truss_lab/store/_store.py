@@ -21,8 +21,19 @@ import pyarrow as pa
 
 from ..core._errors import StoreError, StoreLockedError
 from ..core._models import utcnow
+from ..core._secrets import redact_arrow
 
-__all__ = ["SCHEMA_VERSION", "Store", "open_store"]
+__all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store"]
+
+# Columns that hold text from outside (a server's reply, an exception, a
+# configuration): every append passes them through the one redaction point.
+FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "verdict_errors": ("message",),
+    "extraction_runs": ("config", "error"),
+    "completions": ("text",),
+    "candidates": ("text",),
+    "memory_entries": ("text",),
+}
 
 _MIGRATION_RE = re.compile(r"^-- migration: (\d{3})_(\w+)\s*$", re.M)
 
@@ -170,6 +181,7 @@ class Store:
         )
         if tbl.num_rows == 0:
             return 0
+        tbl = _redacted(table, tbl)
         cols = tbl.column_names
         name = f"_append_{table}"
         self.con.register(name, tbl)
@@ -229,6 +241,14 @@ class Store:
         """Fold the WAL into the file (after large batches)."""
         if not self.read_only:
             self.con.execute("CHECKPOINT")
+
+
+def _redacted(table: str, tbl: pa.Table) -> pa.Table:
+    for col in FREE_TEXT_COLUMNS.get(table, ()):
+        if col in tbl.column_names and pa.types.is_string(tbl.schema.field(col).type):
+            i = tbl.column_names.index(col)
+            tbl = tbl.set_column(i, tbl.schema.field(col), redact_arrow(tbl.column(col)))
+    return tbl
 
 
 def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = False) -> Store:
