@@ -57,6 +57,41 @@ def _require_file(path: str) -> None:
         raise StoreError(f"{path}: no such database (run `truss-lab init` first)")
 
 
+# A database path is a DuckDB file or nothing: DuckDB hands a path that ends in
+# a data format's extension to its replacement scans and opens an in-memory
+# database instead, so `--db keys.json` "succeeded" and saved nothing.
+_NOT_A_DATABASE = frozenset({
+    ".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".txt", ".parquet", ".arrow", ".feather",
+    ".xlsx", ".xls", ".gz", ".zst", ".zip", ".md", ".py", ".ipynb", ".yaml", ".yml", ".toml",
+    ".sqlite", ".sqlite3", ".key", ".pem", ".html", ".png",
+})
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
+
+
+def _check_database_path(path: str) -> None:
+    """Refuse a path whose extension or first bytes say it is not a DuckDB database."""
+    if path == ":memory:":
+        return
+    p = Path(path)
+    if p.suffix.lower() in _NOT_A_DATABASE:
+        raise StoreError(
+            f"{path}: a {p.suffix} file is not a database; give a DuckDB file such as "
+            "truss_lab.duckdb"
+        )
+    if p.is_dir():
+        raise StoreError(f"{path}: is a folder, expected a DuckDB database file")
+    try:
+        with p.open("rb") as f:
+            head = f.read(12)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    if head and head[8:12] != _DUCKDB_MAGIC:
+        raise StoreError(f"{path}: not a DuckDB database (its first bytes say otherwise); "
+                         "nothing was written")
+
+
 def _lock_error(path: str, exc: Exception) -> StoreError:
     msg = str(exc)
     m = re.search(r"Conflicting lock is held in (.+?) \(PID (\d+)\)", msg)
@@ -78,6 +113,7 @@ class Store:
     def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False) -> None:
         self.path = str(path)
         self.read_only = read_only
+        _check_database_path(self.path)
         if read_only:
             _require_file(self.path)
         try:
