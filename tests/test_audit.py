@@ -386,6 +386,19 @@ def test_candidates_match_completions_invalid_row_edited(db: Store) -> None:
     assert _failed(db) == {"candidates_match_completions"}
 
 
+def test_labels_point_at_lessons_unknown_verdict_and_index(db: Store) -> None:
+    h, ext = db.sql("SELECT verdict_hash, extractor FROM completions JOIN journal "
+                    "ON hash = verdict_hash WHERE text LIKE '%\"text\"%' ORDER BY seq LIMIT 1"
+                    ).fetchall()[0]
+    db.sql("INSERT INTO labels VALUES (?, ?, 0, 1, 'a', 't', now()), "
+           "(?, ?, 0, 1, 'a', 't', now())", [h, ext, "ab" * 32, ext])
+    assert _failed(db) == {"labels_point_at_lessons"}
+    db.sql("DELETE FROM labels WHERE verdict_hash = ?", ["ab" * 32])
+    assert _failed(db) == set()
+    db.sql("UPDATE labels SET lesson_index = 99")
+    assert _failed(db) == {"labels_point_at_lessons"}
+
+
 def test_each_check_has_a_corruption_test() -> None:
     names = {n for n in globals() if n.startswith("test_")}
     for check in CHECKS:

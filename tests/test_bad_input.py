@@ -53,3 +53,112 @@ def test_db_whose_bytes_are_not_duckdb_is_refused(tmp_path: Path) -> None:
     real = tmp_path / "real.duckdb"
     Store(real).close()
     Store(real, read_only=True).close()  # a real one still opens
+
+
+# -- item 3: strict readers without silent loss ----------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [400, 650, 900])
+def test_deeply_nested_journal_line_is_malformed_not_a_traceback(tmp_path: Path,
+                                                                 depth: int) -> None:
+    import json
+
+    from test_journal import RING, make_chain
+
+    from truss_lab.journal._crypto import save_keyring
+
+    entries = make_chain(3)
+    lines = [json.dumps(e) for e in entries]
+    deep = "[" * depth + "]" * depth
+    lines[1] = lines[1].replace('"payload": {', f'"payload": {{"deep": {deep}, ', 1)
+    path, keys = tmp_path / "j.jsonl", tmp_path / "keys.json"
+    path.write_text("\n".join(lines) + "\n")
+    save_keyring(RING, keys)
+    r = CliRunner().invoke(cli, ["ingest", "journal", str(path), "--keys", str(keys), "--db",
+                                 str(tmp_path / "lab.duckdb")])
+    assert r.exit_code == 1, r.output
+    assert "line 2: malformed" in r.output and "200 levels" in r.output, r.output
+    assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from truss_lab.ingest._ingest import ingest_completions
+    from truss_lab.journal._ledger import import_journal
+
+    path = tmp_path_factory.mktemp("sample") / "sample.duckdb"
+    with Store(path) as s:
+        import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
+        ingest_completions(s, SAMPLE / "completions.jsonl")
+    return path
+
+
+@pytest.fixture
+def db(sample_db: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    p = tmp_path / "lab.duckdb"
+    shutil.copy(sample_db, p)
+    return p
+
+
+GOOD = (SAMPLE / "labels.csv").read_text().splitlines()
+
+
+def _labels(tmp_path: Path, body: bytes) -> Path:
+    p = tmp_path / "labels.csv"
+    p.write_bytes(GOOD[0].encode() + b"\n" + body)
+    return p
+
+
+def test_labels_reader_reports_every_bad_row_and_keeps_every_good_one(tmp_path: Path) -> None:
+    from truss_lab.ingest._labels import read_labels
+
+    h = GOOD[1].split(",")[0]
+    rows = [GOOD[1], f'{h},"x"y,0,1,a', GOOD[2], f"{h},{'e' * 140_000},0,1,a", GOOD[3],
+            f'{h},"never closed,0,1,a', GOOD[4]]
+    body = "\n".join(rows).encode() + b"\n" + f"{h},caf\xe9,0,1,a\n".encode("latin-1") \
+        + GOOD[5].encode() + b"\n"
+    df, errors = read_labels(_labels(tmp_path, body))
+    assert len(df) == 5  # GOOD[1..5], every good row after each bad one
+    assert [(e.line, e.reason) for e in errors] == [
+        (3, "bad_csv"), (5, "bad_csv"), (7, "bad_csv"), (9, "bad_unicode")]
+    assert "field larger than field limit" in str(errors[1])
+    assert "not UTF-8" in str(errors[3]) and "line 9" in str(errors[3])
+
+
+def test_ingest_exit_codes(db: Path, tmp_path: Path) -> None:
+    h = GOOD[1].split(",")[0]
+    bad = _labels(tmp_path, (f'{GOOD[1]}\n{h},"x"y,0,1,a\n{GOOD[2]}\n').encode())
+    run = CliRunner().invoke
+    r = run(cli, ["ingest", "labels", str(bad), "--db", str(db)])
+    assert r.exit_code == 3 and "2 added" in r.output and "line 3" in r.output, r.output
+    r = run(cli, ["ingest", "labels", str(bad), "--db", str(db), "--allow-bad-lines"])
+    assert r.exit_code == 0, r.output
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("hash,who\n" + GOOD[1] + "\n")
+    allbad = _labels(tmp_path, b"nothing,good,here,at,all\n")
+    for path in (wrong, allbad):
+        r = run(cli, ["ingest", "labels", str(path), "--db", str(db), "--allow-bad-lines"])
+        assert r.exit_code == 3, r.output
+    comp = tmp_path / "c.jsonl"
+    comp.write_text('[1, 2]\n42\n"text"\n')
+    r = run(cli, ["ingest", "completions", str(comp), "--db", str(db), "--allow-bad-lines"])
+    assert r.exit_code == 3, r.output
+    assert "got an array" in r.output and "got an integer" in r.output
+    assert "got a string" in r.output and "got null" not in r.output
+
+
+def test_labels_for_unknown_verdicts_or_lessons_are_reported_and_audited(
+        db: Path, tmp_path: Path) -> None:
+    from truss_lab.govern._audit import audit
+
+    h, ext = GOOD[1].split(",")[:2]
+    body = (f"{GOOD[1]}\n{'ab' * 32},{ext},0,1,a\n{h},{ext},97,1,a\n").encode()
+    r = CliRunner().invoke(cli, ["ingest", "labels", str(_labels(tmp_path, body)), "--db",
+                                 str(db)])
+    assert r.exit_code == 0, r.output  # they land: a warning, not a rejected line
+    assert "unknown verdict" in r.output and "lesson_index out of range" in r.output
+    with Store(db) as s:
+        check = {c.name: c for c in audit(s).checks}["labels_point_at_lessons"]
+    assert not check.passed and len(check.rows) == 2

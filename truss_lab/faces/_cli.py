@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from ..core._errors import TrussLabError
-from ._cli_common import _emit, _friendly, db_option, json_option
+from ._cli_common import EXIT_BAD_LINES, _emit, _friendly, db_option, json_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,7 +80,8 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
         sys.exit(1)
 
 
-def _ingest_table(kind: str, db: str, path: str, as_json: bool) -> None:
+def _ingest_table(kind: str, db: str, path: str, as_json: bool,
+                  allow_bad_lines: bool = False) -> None:
     from ..ingest._ingest import ingest_completions, ingest_labels
     from ..store._store import open_store
 
@@ -93,27 +94,43 @@ def _ingest_table(kind: str, db: str, path: str, as_json: bool) -> None:
         text += f"\n  {e}"
     if len(rep.errors) > 10:
         text += f"\n  … and {len(rep.errors) - 10} more"
+    for w in rep.warnings[:10]:
+        text += f"\n  warning: {w}"
+    if len(rep.warnings) > 10:
+        text += f"\n  … and {len(rep.warnings) - 10} more warnings"
     _emit(rep.to_dict(), as_json, text)
+    # No silent loss: a rejected line fails the command unless asked not to; a
+    # file of which nothing was usable (wrong header, every line bad) always does.
+    nothing_usable = not rep.header_ok or (rep.errors and rep.rows_added + rep.rows_present == 0)
+    if nothing_usable or (rep.errors and not allow_bad_lines):
+        sys.exit(EXIT_BAD_LINES)
+
+
+allow_bad_lines_option = click.option(
+    "--allow-bad-lines", is_flag=True,
+    help=f"Exit 0 when some lines were rejected (default: exit {EXIT_BAD_LINES}).")
 
 
 @ingest.command("completions")
 @db_option
 @click.argument("path", type=click.Path(dir_okay=False))
+@allow_bad_lines_option
 @json_option
 @_friendly
-def ingest_completions_cmd(db: str, path: str, as_json: bool) -> None:
-    """Load recorded completions (bad lines reported, good ones land)."""
-    _ingest_table("completions", db, path, as_json)
+def ingest_completions_cmd(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
+    """Load recorded completions (bad lines reported, good ones land; exit 3 if any)."""
+    _ingest_table("completions", db, path, as_json, allow_bad_lines)
 
 
 @ingest.command("labels")
 @db_option
 @click.argument("path", type=click.Path(dir_okay=False))
+@allow_bad_lines_option
 @json_option
 @_friendly
-def ingest_labels_cmd(db: str, path: str, as_json: bool) -> None:
-    """Load gold labels (bad lines reported, good ones land)."""
-    _ingest_table("labels", db, path, as_json)
+def ingest_labels_cmd(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
+    """Load gold labels (bad lines reported, good ones land; exit 3 if any)."""
+    _ingest_table("labels", db, path, as_json, allow_bad_lines)
 
 
 @cli.command()

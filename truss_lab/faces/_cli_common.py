@@ -12,11 +12,13 @@ import click
 
 from ..core._errors import ChainError, TrussLabError
 
-__all__ = ["EXIT_USER_ERROR", "_emit", "_friendly", "db_option", "json_option"]
+__all__ = ["EXIT_BAD_LINES", "EXIT_USER_ERROR", "_emit", "_friendly", "db_option", "json_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USER_ERROR = 2
+EXIT_BAD_LINES = 3
+"""An ingest rejected lines (without --allow-bad-lines), or every line, or the header."""
 
 
 def _friendly(fn: F) -> F:

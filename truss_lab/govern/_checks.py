@@ -38,6 +38,9 @@ name                                      inv.   fails when
                                                  that is not verified, or a lesson
 ``candidates_match_completions``          2      re-parsing a run's recorded completions
                                                  does not give its candidate rows
+``labels_point_at_lessons``               -      a gold label names a verdict the journal
+                                                 does not hold, or a lesson_index beyond
+                                                 the completion's lessons
 ========================================  =====  ==========================================
 
 """
@@ -54,6 +57,7 @@ import pyarrow as pa
 
 from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
 from ..extract._parser import candidates_frame, parse_completion
+from ..ingest._ingest import label_problems
 from ..journal._ledger import verify_chain
 from ..journal._spec import VERDICT_KIND
 from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE
@@ -414,6 +418,17 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
     return rows, detail
 
 
+def _labels_point_at_lessons(store: Store) -> tuple[pd.DataFrame, str]:
+    n = store.con.execute("SELECT count(*) FROM labels").fetchall()[0][0]
+    if not n:
+        return pd.DataFrame(), "no labels"
+    rows = label_problems(store)
+    if len(rows):
+        rows["problem"] = [f"label {r.verdict_hash[:12]}… {r.extractor} #{r.lesson_index}: "
+                           f"{r.problem}" for r in rows.itertuples()]
+    return rows, f"{n} label rows name a stored verdict and a lesson in range"
+
+
 CHECKS: dict[str, tuple[str, CheckFn]] = {
     "chain_verifies": ("9", _chain_verifies),
     "lessons_governed": ("4", _lessons_governed),
@@ -428,5 +443,6 @@ CHECKS: dict[str, tuple[str, CheckFn]] = {
     "policy_chains_simple": ("8", _policy_chains_simple),
     "default_query_verified_only": ("5", _default_query_verified_only),
     "candidates_match_completions": ("2", _candidates_match_completions),
+    "labels_point_at_lessons": ("-", _labels_point_at_lessons),
 }
 """Every check by stable name: (invariant, function)."""

@@ -20,7 +20,8 @@ from ..store._store import Store
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
 
-__all__ = ["IngestReport", "append_labels", "ingest_completions", "ingest_labels"]
+__all__ = ["IngestReport", "append_labels", "ingest_completions", "ingest_labels",
+           "label_problems"]
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -62,6 +63,14 @@ class IngestReport:
     rows_added: int
     rows_present: int
     errors: list[BadInputError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Rows that landed but point at nothing known (labels: an unknown verdict, a
+    lesson_index beyond the completion's lessons); ``audit`` flags them too."""
+
+    @property
+    def header_ok(self) -> bool:
+        """False when the file's header (or its emptiness) stopped the read."""
+        return not any(e.reason == "bad_header" for e in self.errors)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +79,7 @@ class IngestReport:
             "rows_added": self.rows_added,
             "rows_present": self.rows_present,
             "errors": [str(e) for e in self.errors],
+            "warnings": list(self.warnings),
         }
 
 
@@ -128,7 +138,55 @@ def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     df, errors = read_labels(path)
     n_read = len(df) + len(errors)
     added, conflicts = append_labels(store, df, source=source)
-    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])
+    store.con.register("_incoming_labels", df)
+    try:
+        problems = label_problems(store, "_incoming_labels")
+    finally:
+        store.con.unregister("_incoming_labels")
+    warnings = [f"{source}: verdict {r.verdict_hash}, extractor {r.extractor!r}, lesson_index "
+                f"{r.lesson_index}: {r.problem}" for r in problems.itertuples()]
+    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts],
+                        warnings)
+
+
+_LABEL_RELATIONS = frozenset({"labels", "_incoming_labels"})
+
+
+def label_problems(store: Store, relation: str = "labels") -> pd.DataFrame:
+    """Labels that point at nothing known: a verdict the journal does not hold, or
+    a ``lesson_index`` beyond the lessons of the recorded completion (or of the
+    candidates, when no completion is recorded) of that verdict and extractor.
+
+    Columns ``verdict_hash``, ``extractor``, ``lesson_index``, ``problem``; the
+    ingest reports them and the audit flags them (one definition for both).
+    """
+    if relation not in _LABEL_RELATIONS:  # an identifier, never a user value
+        raise ValueError(f"unknown label relation {relation!r}")
+    return store.con.execute(f"""
+        WITH lbl AS (SELECT DISTINCT verdict_hash, extractor, lesson_index FROM {relation}),
+        n_from_completions AS (
+            SELECT verdict_hash, extractor,
+                   CASE WHEN json_valid(text)
+                        AND json_type(json_extract(text, '$.lessons')) = 'ARRAY'
+                        THEN json_array_length(json_extract(text, '$.lessons')) END AS n
+            FROM completions),
+        n_from_candidates AS (
+            SELECT verdict_hash, extractor_id AS extractor, max(lesson_index) + 1 AS n
+            FROM candidates GROUP BY ALL),
+        known AS (
+            SELECT l.*, coalesce(c.n, k.n) AS n,
+                   EXISTS (SELECT 1 FROM journal j WHERE j.hash = l.verdict_hash) AS in_journal
+            FROM lbl l
+            LEFT JOIN n_from_completions c USING (verdict_hash, extractor)
+            LEFT JOIN n_from_candidates k USING (verdict_hash, extractor))
+        SELECT verdict_hash, extractor, lesson_index,
+               CASE WHEN NOT in_journal THEN 'unknown verdict (not in the journal)'
+                    ELSE 'lesson_index out of range (the completion has ' || n
+                         || ' lesson(s))' END AS problem
+        FROM known
+        WHERE NOT in_journal OR lesson_index >= n
+        ORDER BY verdict_hash, extractor, lesson_index
+    """).df()
 
 
 def append_labels(
