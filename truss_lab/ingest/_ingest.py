@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from ..core._errors import BadInputError
 from ..core._models import utcnow
-from ..store._store import Store
+from ..store._store import Store, quote_ident
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
 
@@ -101,11 +101,12 @@ def _conflicts(store: Store, table: str, new: pa.Table, key: list[str], value: l
                source: str) -> list[BadInputError]:
     store.con.register("_incoming", new)
     try:
-        on = " AND ".join(f"t.{k} = n.{k}" for k in key)
-        differ = " OR ".join(f"t.{v} IS DISTINCT FROM n.{v}" for v in value)
+        q = quote_ident
+        on = " AND ".join(f"t.{q(k)} = n.{q(k)}" for k in key)
+        differ = " OR ".join(f"t.{q(v)} IS DISTINCT FROM n.{q(v)}" for v in value)
+        cols = ", ".join(f"n.{q(k)}" for k in key)
         rows = store.con.execute(
-            f"SELECT {', '.join('n.' + k for k in key)} FROM _incoming n JOIN {table} t "
-            f"ON {on} WHERE {differ} LIMIT 1000"
+            f"SELECT {cols} FROM _incoming n JOIN {q(table)} t ON {on} WHERE {differ} LIMIT 1000"
         ).fetchall()
     finally:
         store.con.unregister("_incoming")
@@ -163,7 +164,8 @@ def label_problems(store: Store, relation: str = "labels") -> pd.DataFrame:
     if relation not in _LABEL_RELATIONS:  # an identifier, never a user value
         raise ValueError(f"unknown label relation {relation!r}")
     return store.con.execute(f"""
-        WITH lbl AS (SELECT DISTINCT verdict_hash, extractor, lesson_index FROM {relation}),
+        WITH lbl AS (SELECT DISTINCT verdict_hash, extractor, lesson_index
+                     FROM {quote_ident(relation)}),
         n_from_completions AS (
             SELECT verdict_hash, extractor,
                    CASE WHEN json_valid(text)

@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from ..core._canonical import loads_strict
@@ -117,19 +118,35 @@ def verdict_refs(store: Store, where: str | None = None,
 
     ``where`` is an optional SQL condition over the journal table's columns
     (with ``?`` ``params``), e.g. ``"seq BETWEEN ? AND ?"``; a bad one raises
-    :class:`BadInputError` naming it.
+    :class:`BadInputError` naming it. It runs where it can read nothing but
+    those rows: no file (``read_text``), no other table, no Python variable.
     """
     sql = "SELECT seq, hash FROM journal WHERE kind = ?"
     if where is None:
         return store.con.sql(sql + " ORDER BY seq", params=[VERDICT_KIND]).df()
+    # ``where`` is SQL from the user (``--verdicts``): it runs in a sandbox, an
+    # in-memory DuckDB that sees only the verdicts' journal rows and has
+    # external access off (no read_text, read_csv, ATTACH, COPY: the setting
+    # cannot be turned back on) and no Python replacement scans (no variable
+    # of this process is a table there).
+    rows = store.con.sql(
+        "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash, hash, "
+        "signature, recorded_at FROM journal WHERE kind = $kind ORDER BY seq",
+        params={"kind": VERDICT_KIND},
+    ).to_arrow_table()
+    sandbox = duckdb.connect(":memory:", config={"enable_external_access": False,
+                                                 "python_enable_replacements": False})
     try:
-        return store.con.sql(
+        sandbox.register("journal", rows)
+        return sandbox.sql(
             f"{sql} AND ({where}) ORDER BY seq", params=[VERDICT_KIND, *(params or [])]
         ).df()
     except Exception as exc:  # duckdb raises many error classes for a bad filter
         raise BadInputError(
             f"bad verdict filter {where!r}: {str(exc).splitlines()[0]}", field="verdicts",
         ) from None
+    finally:
+        sandbox.close()
 
 
 def verdict_payloads(store: Store) -> pd.DataFrame:

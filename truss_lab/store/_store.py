@@ -23,7 +23,7 @@ from ..core._errors import StoreError, StoreLockedError
 from ..core._models import utcnow
 from ..core._secrets import redact_arrow
 
-__all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store"]
+__all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store", "quote_ident"]
 
 # Columns that hold text from outside (a server's reply, an exception, a
 # configuration): every append passes them through the one redaction point.
@@ -49,6 +49,15 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 SCHEMA_VERSION = max(v for v, _, _ in _migrations())
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier (``"`` doubled): the one way a name that
+    is not a literal of our own SQL (a table, a column, a database named after a
+    file) enters a statement. Values are never formatted in: they are bound (``?``)."""
+    if "\x00" in name:
+        raise StoreError(f"an identifier cannot hold a NUL character: {name!r}")
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _require_file(path: str) -> None:
@@ -219,12 +228,14 @@ class Store:
             return 0
         tbl = _redacted(table, tbl)
         cols = tbl.column_names
-        name = f"_append_{table}"
-        self.con.register(name, tbl)
+        view = f"_append_{table}"
+        self.con.register(view, tbl)
+        name, qtable = quote_ident(view), quote_ident(table)
         try:
-            qcols = ", ".join(f'"{c}"' for c in cols)
-            keys = ", ".join(f'"{k}"' for k in key)
-            on = " AND ".join(f't."{k}" IS NOT DISTINCT FROM n."{k}"' for k in key)
+            qcols = ", ".join(quote_ident(c) for c in cols)
+            keys = ", ".join(quote_ident(k) for k in key)
+            on = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM n.{quote_ident(k)}"
+                              for k in key)
             # Duplicate keys inside one batch: DuckDB would keep one silently.
             # The cheap key-only check usually finds none; only then is the
             # full-content comparison (identical rows collapse) worth running.
@@ -245,12 +256,12 @@ class Store:
                 source = f"(SELECT DISTINCT {qcols} FROM {name})"
             with self.transaction():
                 res = self.con.execute(
-                    f"INSERT INTO {table} ({qcols}) SELECT {qcols} FROM {source} n "
-                    f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {on})"
+                    f"INSERT INTO {qtable} ({qcols}) SELECT {qcols} FROM {source} n "
+                    f"WHERE NOT EXISTS (SELECT 1 FROM {qtable} t WHERE {on})"
                 ).fetchall()
             return int(res[0][0]) if res else 0
         finally:
-            self.con.unregister(name)
+            self.con.unregister(view)
 
     def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
         """Run SQL with ``?`` parameters; ``.df()``, ``.fetchall()`` read the result."""
@@ -258,7 +269,7 @@ class Store:
 
     def table(self, name: str) -> pd.DataFrame:
         """A whole table as a DataFrame."""
-        return self.con.execute(f'SELECT * FROM "{name}"').df()
+        return self.con.execute(f"SELECT * FROM {quote_ident(name)}").df()
 
     def counts(self) -> dict[str, int]:
         """Row count of every table (used to prove a failed write changed nothing)."""
@@ -270,7 +281,8 @@ class Store:
             ).fetchall()
         ]
         return {
-            n: int(self.con.execute(f'SELECT count(*) FROM "{n}"').fetchall()[0][0]) for n in names
+            n: int(self.con.execute(f"SELECT count(*) FROM {quote_ident(n)}").fetchall()[0][0])
+            for n in names
         }
 
     def checkpoint(self) -> None:
