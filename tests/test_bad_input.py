@@ -162,3 +162,71 @@ def test_labels_for_unknown_verdicts_or_lessons_are_reported_and_audited(
     with Store(db) as s:
         check = {c.name: c for c in audit(s).checks}["labels_point_at_lessons"]
     assert not check.passed and len(check.rows) == 2
+
+
+# -- item 5: output paths ------------------------------------------------------------------------
+
+
+def test_keys_generate_refuses_bad_paths_before_writing_anything(tmp_path: Path) -> None:
+    run = CliRunner().invoke
+    r = run(cli, ["keys", "generate", "--key-id", "me", "--out", "/nonexistent/k.key"])
+    assert "no such folder /nonexistent" in _one_line_error(r)
+    key = tmp_path / "k.key"
+    r = run(cli, ["keys", "generate", "--key-id", "me", "--out", str(key), "--keyring",
+                  str(tmp_path / "missing" / "keys.json")])
+    assert "no such folder" in _one_line_error(r)
+    assert not key.exists()  # the key is not written when the keyring cannot be
+    r = run(cli, ["keys", "generate", "--key-id", "me", "--out", str(tmp_path), "--keyring",
+                  str(tmp_path / "keys.json")])
+    assert r.exit_code == 2 and "is a directory" in r.output  # click's own usage error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_private_key_never_written_through_a_symlink(tmp_path: Path) -> None:
+    from truss_lab.core._errors import BadInputError
+    from truss_lab.journal._crypto import SigningKey
+
+    target = tmp_path / "elsewhere.txt"
+    link = tmp_path / "k.key"
+    link.symlink_to(target)  # dangling
+    r = CliRunner().invoke(cli, ["keys", "generate", "--key-id", "me", "--out", str(link)])
+    _one_line_error(r)
+    with pytest.raises(BadInputError, match="symbolic link"):
+        SigningKey.generate("me").save(link)
+    assert not target.exists()
+    target.write_text("x")
+    with pytest.raises(BadInputError, match="symbolic link"):
+        SigningKey.generate("me").save(link)
+    assert target.read_text() == "x"
+    ok = SigningKey.generate("me").save(tmp_path / "real.key")
+    assert ok.stat().st_mode & 0o777 == 0o600
+
+
+def test_keyring_with_a_duplicated_key_id_is_refused(tmp_path: Path) -> None:
+    from truss_lab.core._errors import BadInputError
+    from truss_lab.journal._crypto import SigningKey, load_keyring
+
+    a, b = SigningKey.generate("op"), SigningKey.generate("op")
+    ring = tmp_path / "keys.json"
+    ring.write_text(f'{{"op": "{a.public_key_b64}", "op": "{b.public_key_b64}"}}')
+    with pytest.raises(BadInputError, match="appears twice"):
+        load_keyring(ring)
+
+
+def test_config_naming_a_folder_is_one_line(db: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRUSS_LAB_CONFIG", str(tmp_path))
+    r = CliRunner().invoke(cli, ["extract", "--db", str(db), "--extractor", "heuristic",
+                                 "--quiet"])
+    assert "is a folder" in _one_line_error(r)
+
+
+@pytest.mark.parametrize("option", ["--csv", "--plot"])
+def test_sweep_output_in_a_missing_folder_is_refused_first(db: Path, tmp_path: Path,
+                                                           option: str) -> None:
+    other = "--plot" if option == "--csv" else "--csv"
+    good = tmp_path / ("ok.png" if other == "--plot" else "ok.csv")
+    r = CliRunner().invoke(cli, ["sweep", "--db", str(db), "--run", "nope", option,
+                                 str(tmp_path / "missing" / "out"), other, str(good)])
+    assert "no such folder" in _one_line_error(r) and option in r.output
+    assert not good.exists()

@@ -177,14 +177,24 @@ def keys() -> None:
 @_friendly
 def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
     """Generate a signing key; print its public key."""
+    from ..core._paths import check_output_file
     from ..journal._crypto import SigningKey, load_keyring, save_keyring
 
-    if Path(out).exists():
+    # Every path is checked before anything is written: a bad --keyring must
+    # not leave a private key behind.
+    if Path(out).exists() or Path(out).is_symlink():
         raise TrussLabError(f"{out} exists; refusing to overwrite a private key")
+    check_output_file(out, field="--out", overwrite=False)
+    ring: dict[str, bytes] = {}
+    if keyring:
+        check_output_file(keyring, field="--keyring")
+        ring = load_keyring(keyring) if Path(keyring).exists() else {}
+        if key_id in ring:
+            raise TrussLabError(f"{keyring} already has a key {key_id!r}; choose another "
+                                "--key-id")
     key = SigningKey.generate(key_id)
     key.save(out)
     if keyring:
-        ring = load_keyring(keyring) if Path(keyring).exists() else {}
         ring[key_id] = key.public_key
         save_keyring(ring, keyring)
     click.echo(f"{key_id} {key.public_key_b64}")

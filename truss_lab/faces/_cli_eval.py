@@ -73,11 +73,15 @@ def register(cli: click.Group) -> None:
               test_size: float, random_state: int, n_boot: int, csv_path: str | None,
               plot_path: str | None, as_json: bool) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
+        from ..core._paths import check_output_file
         from ..evaluate._runs import choose_run_threshold, sweep_run
         from ..govern._decision import json_safe
         from ._display import save_sweep_plot
         from ._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
 
+        for path, option in ((csv_path, "--csv"), (plot_path, "--plot")):
+            if path:
+                check_output_file(path, field=option)
         with _open(db) as store:
             full = sweep_run(store, run_id, labels=labels_path, score=score)
             at = sweep_run(store, run_id, labels=labels_path, score=score,
@@ -113,10 +117,13 @@ def register(cli: click.Group) -> None:
                 score: str, n_boot: int, random_state: int, plot_path: str | None,
                 as_json: bool) -> None:
         """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
+        from ..core._paths import check_output_file
         from ..evaluate._runs import compare_runs
         from ..govern._decision import json_safe
         from ._display import save_comparison_plot
 
+        if plot_path:
+            check_output_file(plot_path, field="--plot")
         with _open(db) as store:
             res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
                                score=score, n_boot=n_boot, random_state=random_state)
@@ -147,10 +154,13 @@ def register(cli: click.Group) -> None:
                   labels_path: str | None, score: str, test_size: float, random_state: int,
                   plot_path: str | None, as_json: bool) -> None:
         """Calibration before/after fitting on training verdicts, judged on held-out ones."""
+        from ..core._paths import check_output_file
         from ..evaluate._runs import calibration_run
         from ..govern._decision import json_safe
         from ._display import save_calibration_plot
 
+        if plot_path:
+            check_output_file(plot_path, field="--plot")
         with _open(db) as store:
             rep = calibration_run(store, run_id, method=None if method == "none" else method,
                                   n_bins=n_bins, strategy=strategy, labels=labels_path,
