@@ -164,7 +164,7 @@ def test_labels_for_unknown_verdicts_or_lessons_are_reported_and_audited(
     assert not check.passed and len(check.rows) == 2
 
 
-# -- item 5: output paths ------------------------------------------------------------------------
+# -- item 5: output paths --------------------------------------------------------------------
 
 
 def test_keys_generate_refuses_bad_paths_before_writing_anything(tmp_path: Path) -> None:
