@@ -21,19 +21,13 @@ from hypothesis import strategies as st
 
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, ChainError, StoreError, TrussLabError
-from truss_lab.extract._batch import (
-    ExtractionRun,
-    _portable,
-    extract_chunk,
-    resolve_batch,
-    run_content_hashes,
-    run_extraction,
-    summarize_runs,
-)
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._batch import ExtractionRun, resolve_batch, run_extraction
+from truss_lab.extract._executors import _portable, extract_chunk
+from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._cli_extract import register
 from truss_lab.ingest._ingest import ingest_completions
 from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.store._runs import run_content_hashes, summarize_runs
 from truss_lab.store._store import Store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"

@@ -37,7 +37,7 @@ from truss_lab.evaluate._runs import (
 from truss_lab.evaluate._sweep import sweep
 from truss_lab.evaluate._truth import labelled_candidates, scored_candidates
 from truss_lab.extract._batch import run_extraction
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._demo_eval import demo_evaluation
 from truss_lab.ingest._ingest import ingest_completions, ingest_labels
 from truss_lab.journal._ledger import import_journal

@@ -56,14 +56,16 @@ from .evaluate._runs import (
 )
 from .evaluate._sweep import UndefinedMetricWarning, average_precision, sweep
 from .evaluate._truth import labelled_candidates, scored_candidates
-from .extract._batch import ExtractionRun, run_content_hashes, run_extraction, summarize_runs
-from .extract._extraction import CloseResult, ContractCloseLearning, Extractor
+from .extract._batch import run_extraction
+from .extract._close import CloseResult, ContractCloseLearning
+from .extract._extractor import Extractor
 from .extract._heuristic import HeuristicProvider
 from .extract._openai import OpenAICompatibleProvider
 from .extract._parser import ParseResult, parse_completion
 from .extract._prompts import PromptTemplate, build_request, get_template
 from .extract._providers import ChatMessage, Completion, CompletionRequest, Provider
 from .extract._replay import ReplayProvider
+from .extract._result import ExtractionRun
 from .faces._display import (
     CalibrationDisplay,
     ComparisonDisplay,
@@ -99,6 +101,7 @@ from .score._salience import (
 )
 from .simulate._simulate import simulate
 from .store._memory import query_memory
+from .store._runs import run_content_hashes, summarize_runs
 from .store._store import Store
 
 __version__ = "0.1.0"

@@ -23,7 +23,7 @@ __all__ = ["make_extractor", "register"]
 def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any:
     """An :class:`Extractor` from a CLI spec: ``heuristic``, ``replay:EXTRACTOR_ID``
     (the store's completions), ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL``."""
-    from ..extract._extraction import Extractor
+    from ..extract._extractor import Extractor
 
     kind, _, arg = spec.partition(":")
     if spec == "heuristic":
@@ -49,7 +49,7 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any
 
 
 def _replay_file(path: str, ext_id: str | None) -> Any:
-    from ..extract._extraction import Extractor
+    from ..extract._extractor import Extractor
     from ..ingest._completions import read_completions
 
     if not Path(path).is_file():
@@ -147,7 +147,7 @@ def register(cli: click.Group) -> None:
     @_friendly
     def runs(db: str, as_json: bool) -> None:
         """List extraction runs with their counts."""
-        from ..extract._batch import summarize_runs
+        from ..store._runs import summarize_runs
         from ..store._store import open_store
 
         with open_store(db, read_only=True) as store:

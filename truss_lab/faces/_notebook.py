@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, StoreError
 from ..extract._batch import ExtractionRun, run_extraction
-from ..extract._extraction import Extractor
+from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal
 from ..journal._table import verdict_payloads  # re-exported: the notebooks' name for it

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from ..core._config import MemoryConfig
 from ..core._errors import TrussLabError
-from ..extract._batch import run_extraction, summarize_runs
-from ..extract._extraction import Extractor
+from ..extract._batch import run_extraction
+from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal, verify_chain
+from ..store._runs import summarize_runs
 from ..store._store import open_store
 from ._demo_eval import demo_evaluation
 from ._notebook import SAMPLE
