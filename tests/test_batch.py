@@ -194,7 +194,7 @@ def test_rerun_and_resume_rules(sample: Store) -> None:
     with pytest.raises(BadInputError, match="dataset_hash"):
         run_extraction(sample, ext, SCORED, verdicts="seq < 10", progress=False,
                        run_id="r1", resume=True)
-    with pytest.raises(StoreError, match="no run"):
+    with pytest.raises(BadInputError, match="no extraction run 'nope'; recent runs: r1"):
         run_extraction(sample, ext, SCORED, progress=False, run_id="nope", resume=True)
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..core._errors import BadInputError
 from ..score._calibrators import IsotonicCalibrator, PlattCalibrator
+from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import annotator_agreement, label_coverage
 from ._calibration import (
@@ -32,7 +33,7 @@ from ._choose import ThresholdChoice, choose_threshold, split_by_verdict
 from ._compare import ComparisonResult, compare_extractors
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._sweep import UndefinedMetricWarning, sweep
-from ._truth import run_info, run_labels, scored_candidates
+from ._truth import run_labels, scored_candidates
 
 __all__ = [
     "CalibrationReport",

@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import majority_labels
 
-__all__ = ["labelled_candidates", "run_info", "run_labels", "scored_candidates"]
+__all__ = ["labelled_candidates", "run_labels", "scored_candidates"]
 
 
 def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
@@ -58,9 +59,7 @@ def labelled_candidates(
     ``n_annotators`` and ``labelled`` (bool). Use ``df[df.labelled]`` for the
     rows a sweep can score.
     """
-    run = store.sql("SELECT run_id FROM extraction_runs WHERE run_id = ?", [run_id]).fetchall()
-    if not run:
-        _missing_run(store, run_id)
+    run_info(store, run_id)  # an unknown run is an error naming the recent ones
     cands = store.sql(
         "SELECT * FROM candidates WHERE run_id = ?"
         + (" AND valid" if valid_only else "")
@@ -88,25 +87,6 @@ def labelled_candidates(
     out["label"] = out["label"].astype("Int8")
     out["labelled"] = out["label"].notna().to_numpy()
     return out
-
-
-def run_info(store: Store, run_id: str) -> dict[str, Any]:
-    """The extraction_runs row of ``run_id`` as a dict (BadInputError naming recent runs)."""
-    cur = store.sql("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
-    rows = cur.fetchall()
-    if not rows:
-        _missing_run(store, run_id)
-    names = [d[0] for d in cur.description]
-    return dict(zip(names, rows[0], strict=True))
-
-
-def _missing_run(store: Store, run_id: str) -> None:
-    known = [r[0] for r in store.sql(
-        "SELECT run_id FROM extraction_runs ORDER BY started_at DESC LIMIT 10").fetchall()]
-    raise BadInputError(
-        f"no extraction run {run_id!r}; recent runs: {', '.join(known) or '(none)'}",
-        field="run_id",
-    )
 
 
 def _score_values(store: Store, run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:

@@ -44,6 +44,7 @@ from ..store._runs import (
     check_resumable,
     finish_run,
     get_run,
+    missing_run_error,
     record_prompt_template,
     reopen_run,
 )
@@ -282,7 +283,7 @@ def run_extraction(
             raise BadInputError("resume=True needs the run_id of the run to continue",
                                 field="run_id")
         if existing is None:
-            raise StoreError(f"no run {run_id!r} to resume (truss-lab runs lists them)")
+            raise missing_run_error(store, run_id)
         _check_resumable(existing, extractor, config, write_memory, dataset_hash)
         chunk_size = int(json.loads(existing["config"]).get("chunk_size", chunk_size))
         reopen_run(store, run_id)

@@ -103,6 +103,7 @@ def register(cli: click.Group) -> None:
         """Extract lessons from recorded verdicts (a resumable batch run)."""
         from ..core._config import MemoryConfig
         from ..extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
+        from ..store._runs import run_info
         from ..store._store import open_store
 
         if resume_id and run_id and resume_id != run_id:
@@ -110,13 +111,9 @@ def register(cli: click.Group) -> None:
         with open_store(db) as store:
             prior: dict[str, Any] = {}
             if resume_id:
-                rows = store.sql("SELECT config, write_memory FROM extraction_runs "
-                                 "WHERE run_id = ?", [resume_id]).fetchall()
-                if not rows:
-                    raise BadInputError(f"no run {resume_id!r} to resume (see `truss-lab runs`)",
-                                        field="--resume")
-                prior = json.loads(rows[0][0])
-                dry_run = dry_run or not rows[0][1]
+                row = run_info(store, resume_id)
+                prior = json.loads(row["config"])
+                dry_run = dry_run or not row["write_memory"]
             spec = extractor_spec or prior.get("extractor_spec")
             if spec is None:
                 raise BadInputError("--extractor is required", field="--extractor")
