@@ -213,7 +213,7 @@ def _journal_state(db: Path) -> tuple[int, int, bool]:
 
 def _completion_state(db: Path) -> tuple[int, int, bool]:
     with Store(db) as s:
-        n, dup = s.sql("SELECT count(*), count(*) - count(DISTINCT (verdict_hash, extractor)) "
+        n, dup = s.sql("SELECT count(*), count(*) - count(DISTINCT (verdict_hash, extractor_id)) "
                        "FROM completions").fetchall()[0]
         return int(n), int(dup), True
 

@@ -292,7 +292,7 @@ def test_gate_respected_lesson_below_threshold(db: Store) -> None:
     assert failed == {"gate_respected"}
     rows = report["gate_respected"].rows
     assert set(rows["entry_id"]) == {eid}
-    assert "lesson below its run's min_salience" in set(rows["problem"])
+    assert "lesson below its run's extraction_min_salience" in set(rows["problem"])
 
 
 def test_gate_respected_lesson_from_failed_candidate(db: Store) -> None:

@@ -144,7 +144,7 @@ def sweep_run(
 ) -> pd.DataFrame:
     """:func:`~truss_lab.evaluate._sweep.sweep` of one run on its labelled, untied valid candidates,
     grouped by verdict (so ``kept_per_verdict`` is there). ``score`` names the
-    candidates column (``salience``, ``score``) or a scorer in the scores table."""
+    candidates column (``salience``, ``score``)."""
     d = scored_candidates(store, run_id, labels=labels, score=score)
     return sweep(d["y"].to_numpy(), d["s"].to_numpy(), groups=d["verdict_hash"].to_numpy(),
                  thresholds=thresholds)

@@ -1,7 +1,8 @@
 """What a run is judged against: its candidates joined to the gold labels.
 
 Store reads only: the labels (from the store, a CSV or a frame), a run's
-candidates with their majority label, and the score a sweep thresholds. The
+candidates with their majority label, and the score a sweep thresholds (a
+candidates column). The
 per-run evaluations in :mod:`truss_lab.evaluate._runs` start from here.
 """
 
@@ -26,7 +27,7 @@ def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
     (default), a CSV path, or a DataFrame."""
     if labels is None:
         df = store.sql(
-            "SELECT verdict_hash, extractor, lesson_index, useful, "
+            "SELECT verdict_hash, extractor_id AS extractor, lesson_index, useful, "
             "NULLIF(annotator, '') AS annotator FROM labels"
         ).df()
     elif isinstance(labels, pd.DataFrame):
@@ -89,35 +90,21 @@ def labelled_candidates(
     return out
 
 
-def _score_values(store: Store, run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:
-    """The score column ``score`` of ``df``: a candidates column, or a scorer in ``scores``."""
+def _score_values(run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:
+    """The score column ``score`` of ``df``: a numeric candidates column (``salience``,
+    the model's own; ``score``, the one the gate used)."""
     if not isinstance(score, str) or not score:
-        raise BadInputError(f"score must be a column or scorer name, got {score!r}",
-                            field="score")
-    if score in df.columns and score not in _NOT_SCORES:
-        try:
-            return df[score].to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError):
-            raise BadInputError(f"column {score!r} is not numeric", field="score") from None
-    found = store.sql(
-        "SELECT candidate_id, score, scorer FROM scores WHERE run_id = ? "
-        "AND (scorer = ? OR split_part(scorer, '@', 1) = ?)",
-        [run_id, score, score],
-    ).df()
-    if found.empty:
-        have = [r[0] for r in store.sql(
-            "SELECT DISTINCT scorer FROM scores WHERE run_id = ? ORDER BY 1", [run_id]).fetchall()]
+        raise BadInputError(f"score must be a column name, got {score!r}", field="score")
+    if score not in df.columns or score in _NOT_SCORES:
         raise BadInputError(
             f"no score {score!r} for run {run_id!r}: expected a numeric candidates column "
-            f"(salience, score) or a scorer in the scores table ({', '.join(have) or 'none'})",
+            "(salience, score)",
             field="score",
         )
-    if found["scorer"].nunique() > 1:
-        raise BadInputError(
-            f"score {score!r} matches several scorers ({', '.join(sorted(found.scorer.unique()))});"
-            " give name@version", field="score")
-    by_id = found.set_index("candidate_id")["score"]
-    return df["candidate_id"].map(by_id).to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        return df[score].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise BadInputError(f"column {score!r} is not numeric", field="score") from None
 
 
 _NOT_SCORES = frozenset({"candidate_id", "run_id", "verdict_hash", "extractor_id", "text",
@@ -135,7 +122,7 @@ def scored_candidates(
     NaN = unscored, never kept). Ordered by verdict seq and lesson index.
     """
     df = labelled_candidates(store, run_id, labels=labels)
-    s = _score_values(store, run_id, df, score)
+    s = _score_values(run_id, df, score)
     keep = df["labelled"].to_numpy()
     out = df.loc[keep, ["candidate_id", "verdict_seq", "verdict_hash", "extractor_id",
                         "lesson_index"]].reset_index(drop=True)

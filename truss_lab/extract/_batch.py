@@ -174,7 +174,7 @@ def _check_resumable(row: Mapping[str, Any], extractor: Extractor, config: Memor
     check_resumable(row, {
         "extractor_id": extractor.extractor_id,
         "policy": config.lesson_extraction.value,
-        "min_salience": config.extraction_min_salience,
+        "extraction_min_salience": config.extraction_min_salience,
         "write_memory": write_memory,
         "prompt_hash": extractor.template.template_hash,
         "dataset_hash": dataset_hash,
@@ -216,9 +216,9 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
 
 
 def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
-    from ..ingest._ingest import COMPLETIONS_SCHEMA
+    from ..ingest._ingest import COMPLETIONS_KEY, COMPLETIONS_SCHEMA, FILE_TO_TABLE
 
-    df = pd.DataFrame(records)
+    df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
     now = utcnow()
     cols = {}
     for f in COMPLETIONS_SCHEMA:
@@ -230,7 +230,7 @@ def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
             vals = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
             cols[f.name] = pa.array(vals, f.type)
     store.append("completions", pa.table(cols, schema=COMPLETIONS_SCHEMA),
-                 key=["verdict_hash", "extractor"])
+                 key=COMPLETIONS_KEY)
 
 
 def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:

@@ -73,8 +73,10 @@ class Extractor:
         from ._replay import ReplayProvider
 
         if isinstance(recordings, Store):
+            # The table's extractor_id is the §2 field ``extractor`` of a recording.
             recordings = recordings.sql(
-                "SELECT * FROM completions WHERE extractor = ?", [extractor_id]
+                "SELECT * RENAME (extractor_id AS extractor) FROM completions "
+                "WHERE extractor_id = ?", [extractor_id]
             ).df()
         tpl = get_template(template) if isinstance(template, str) else template
         return cls(extractor_id, ReplayProvider(recordings), tpl, model or extractor_id,
@@ -220,7 +222,8 @@ def ensure_run(
     create_run(
         store, run_id, extractor_id=extractor.extractor_id,
         provider=provider_name(extractor.provider),
-        policy=config.lesson_extraction.value, min_salience=config.extraction_min_salience,
+        policy=config.lesson_extraction.value,
+        extraction_min_salience=config.extraction_min_salience,
         write_memory=write_memory, prompt_version=tpl.version, prompt_hash=tpl.template_hash,
         scorer=scorer, config=extra, dataset_hash=dataset_hash, status=status, counted=counted,
     )

@@ -61,8 +61,8 @@ class ExtractionRun:
         return (
             f"ExtractionRun({self.run_id!r}, status={self.status!r}, "
             f"extractor={self.extractor_id!r}, policy={self.policy!r}, "
-            f"verdicts={self.n_verdicts}, candidates={self.n_candidates}, "
-            f"lessons={self.n_lessons}, errors={self.n_errors}, "
+            f"n_verdicts={self.n_verdicts}, n_candidates={self.n_candidates}, "
+            f"n_lessons={self.n_lessons}, n_errors={self.n_errors}, "
             f"provider_calls={self.provider_calls}, {self.seconds:.2f}s{rate}{err})"
         )
 

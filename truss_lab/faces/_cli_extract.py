@@ -10,14 +10,24 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..core._errors import BadInputError
 from ._cli_common import _emit, _friendly, db_option, json_option
 
-__all__ = ["make_extractor", "register"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["make_extractor", "register", "runs_text"]
+
+
+def runs_text(runs: pd.DataFrame, cols: list[str]) -> str:
+    """``cols`` of a :func:`summarize_runs` frame as a text table for people: the
+    counts' ``n_`` prefix (the column names in tables and JSON) is dropped."""
+    shown = runs[cols]
+    return shown.rename(columns=lambda c: c.removeprefix("n_")).to_string(index=False)
 
 
 def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any:
@@ -33,7 +43,7 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any
         if path.endswith(".jsonl") or Path(path).is_file():
             return _replay_file(path, ext_id or None)
         have = [r[0] for r in store.sql(
-            "SELECT DISTINCT extractor FROM completions ORDER BY 1").fetchall()]
+            "SELECT DISTINCT extractor_id FROM completions ORDER BY 1").fetchall()]
         if arg not in have:
             raise BadInputError(
                 f"no recorded completions for extractor {arg!r} in the database; recorded: "
@@ -81,7 +91,8 @@ def register(cli: click.Group) -> None:
     @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (openai:MODEL).")
     @click.option("--policy", type=click.Choice(["off", "on", "model-scored"]), default=None,
                   help="Lesson extraction policy (default: config file / env, else off).")
-    @click.option("--min-salience", type=float, default=None,
+    @click.option("--extraction-min-salience", "--min-salience", "extraction_min_salience",
+                  type=float, default=None,
                   help="extraction_min_salience for model-scored (default 0.70).")
     @click.option("--executor", default="inline", show_default=True,
                   help="inline | threads:N | processes:N | dask-local | dask://host:port")
@@ -97,7 +108,7 @@ def register(cli: click.Group) -> None:
     @json_option
     @_friendly
     def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: str | None,
-                min_salience: float | None, executor: str, verdict_filter: str | None,
+                extraction_min_salience: float | None, executor: str, verdict_filter: str | None,
                 chunk_size: int | None, run_id: str | None, resume_id: str | None,
                 dry_run: bool, quiet: bool, as_json: bool) -> None:
         """Extract lessons from recorded verdicts (a resumable batch run)."""
@@ -121,7 +132,7 @@ def register(cli: click.Group) -> None:
             pol = policy or prior.get("lesson_extraction")
             if pol is not None:
                 overrides["lesson_extraction"] = pol
-            sal = min_salience if min_salience is not None else prior.get(
+            sal = extraction_min_salience if extraction_min_salience is not None else prior.get(
                 "extraction_min_salience")
             if sal is not None:
                 overrides["extraction_min_salience"] = sal
@@ -154,9 +165,9 @@ def register(cli: click.Group) -> None:
         elif df.empty:
             click.echo("no runs")
         else:
-            cols = ["run_id", "extractor_id", "policy", "status", "verdicts", "candidates",
-                    "lessons", "errors", "seconds"]
-            click.echo(df[cols].to_string(index=False))
+            click.echo(runs_text(df, ["run_id", "extractor_id", "policy", "status",
+                                      "n_verdicts", "n_candidates", "n_lessons", "n_errors",
+                                      "seconds"]))
 
 
 def main() -> None:

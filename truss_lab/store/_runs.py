@@ -47,7 +47,7 @@ def create_run(
     extractor_id: str,
     provider: str,
     policy: str,
-    min_salience: float,
+    extraction_min_salience: float,
     write_memory: bool,
     prompt_version: str | None,
     prompt_hash: str | None,
@@ -65,12 +65,13 @@ def create_run(
     """
     from .. import __version__
 
-    cfg = {"lesson_extraction": policy, "extraction_min_salience": min_salience,
+    cfg = {"lesson_extraction": policy, "extraction_min_salience": extraction_min_salience,
            **(config or {})}
     start = 0 if counted else None
     cols: dict[str, Any] = {
         "run_id": [run_id], "extractor_id": [extractor_id], "provider": [provider],
-        "policy": [policy], "min_salience": [min_salience], "scorer": [scorer],
+        "policy": [policy], "extraction_min_salience": [extraction_min_salience],
+        "scorer": [scorer],
         "write_memory": [write_memory], "config": [json.dumps(cfg, sort_keys=True)],
         "prompt_version": pa.array([prompt_version], pa.string()),
         "prompt_hash": pa.array([prompt_hash], pa.string()),
@@ -171,26 +172,28 @@ def finish_run(store: Store, run_id: str, status: str, seconds: float,
 
 
 def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per run: run_id, extractor_id, policy, min_salience, write_memory, status,
-    verdicts, candidates, lessons (passed the gate and written), lessons_new (memory
-    entries this run added), errors, provider_calls, seconds (active wall time, summed
-    over resumes), verdicts_per_s, started_at, error. All runs when ``run_ids`` is None."""
+    """One row per run: run_id, extractor_id, policy, extraction_min_salience,
+    write_memory, status, n_verdicts, n_candidates, n_lessons (passed the gate and
+    written), n_lessons_new (memory entries this run added), n_errors, provider_calls,
+    seconds (active wall time, summed over resumes), verdicts_per_s, started_at, error.
+    The counts are named as in ``extraction_runs`` and :class:`ExtractionRun`. All
+    runs when ``run_ids`` is None."""
     where, params = "", []
     if run_ids is not None:
         where, params = "WHERE r.run_id IN (SELECT unnest(?))", [list(run_ids)]
     df = store.sql(
-        "SELECT r.run_id, r.extractor_id, r.policy, r.min_salience, r.write_memory, r.status, "
-        "coalesce(r.n_verdicts, 0) AS verdicts, coalesce(r.n_candidates, 0) AS candidates, "
-        "coalesce(r.n_lessons, 0) AS lessons, "
+        "SELECT r.run_id, r.extractor_id, r.policy, r.extraction_min_salience, "
+        "r.write_memory, r.status, coalesce(r.n_verdicts, 0) AS n_verdicts, "
+        "coalesce(r.n_candidates, 0) AS n_candidates, coalesce(r.n_lessons, 0) AS n_lessons, "
         "coalesce((SELECT sum(c.n_lessons_new) FROM run_chunks c WHERE c.run_id = r.run_id), "
-        "0)::BIGINT AS lessons_new, "
-        "coalesce(r.n_errors, 0) AS errors, coalesce(r.provider_calls, 0) AS provider_calls, "
+        "0)::BIGINT AS n_lessons_new, "
+        "coalesce(r.n_errors, 0) AS n_errors, coalesce(r.provider_calls, 0) AS provider_calls, "
         "coalesce(r.seconds, 0.0) AS seconds, r.started_at, r.error "
         f"FROM extraction_runs r {where} ORDER BY r.started_at, r.run_id",
         params,
     ).df()
     with np.errstate(divide="ignore", invalid="ignore"):
-        vps = df["verdicts"].to_numpy(dtype=float) / df["seconds"].to_numpy(dtype=float)
+        vps = df["n_verdicts"].to_numpy(dtype=float) / df["seconds"].to_numpy(dtype=float)
     df.insert(df.columns.get_loc("seconds") + 1, "verdicts_per_s",
               np.where(np.isfinite(vps), vps, np.nan))
     return df
