@@ -73,10 +73,8 @@ class Extractor:
         from ._replay import ReplayProvider
 
         if isinstance(recordings, Store):
-            # The table's extractor_id is the §2 field ``extractor`` of a recording.
             recordings = recordings.sql(
-                "SELECT * RENAME (extractor_id AS extractor) FROM completions "
-                "WHERE extractor_id = ?", [extractor_id]
+                "SELECT * FROM completions WHERE extractor_id = ?", [extractor_id]
             ).df()
         tpl = get_template(template) if isinstance(template, str) else template
         return cls(extractor_id, ReplayProvider(recordings), tpl, model or extractor_id,
