@@ -38,6 +38,7 @@ from truss_lab.evaluate._sweep import (
     as_scores,
     check_lengths,
     metrics_from_counts,
+    snap_thresholds,
 )
 
 __all__ = ["BootstrapResult", "bootstrap_metrics"]
@@ -232,10 +233,12 @@ def bootstrap_metrics(
     max_per_verdict: float | None = None,
     cost_fp: float | None = None,
     cost_fn: float | None = None,
+    snap: bool = True,
 ) -> BootstrapResult:
     """Percentile intervals of precision, recall, F1 and kept-per-verdict, resampling verdicts.
 
-    ``thresholds`` is the grid (e.g. ``np.linspace(0, 1, 101)``); the chosen
+    ``thresholds`` is the grid (e.g. ``np.round(np.linspace(0, 1, 101), 2)``;
+    points off their typed decimal are rounded with a warning); the chosen
     threshold and its interval are taken over that grid with ``objective``
     (see :func:`~truss_lab.evaluate._objective.make_objective`). Seeded by ``random_state``.
     """
@@ -256,6 +259,8 @@ def bootstrap_metrics(
         raise BadInputError(
             "expected a non-empty grid of thresholds without NaN", field="thresholds"
         )
+    if snap:  # False for thresholds chosen on other data (see sweep)
+        thr = snap_thresholds(thr, s)
     codes, verdicts = verdict_codes(groups)
     n_groups = len(verdicts)
     order = np.argsort(-thr, kind="stable")  # descending, ties keep input order

@@ -176,7 +176,9 @@ def _row_at(df: pd.DataFrame) -> dict[str, float]:
 def _boot_grid(s_train: np.ndarray, chosen: float) -> np.ndarray:
     vals = np.unique(s_train[~np.isnan(s_train)])
     if len(vals) > _MAX_BOOT_GRID:
-        vals = np.unique(np.quantile(vals, np.linspace(0, 1, _MAX_BOOT_GRID)))
+        # inverted_cdf picks data values, so the grid holds saliences the gate sees
+        vals = np.unique(np.quantile(vals, np.linspace(0, 1, _MAX_BOOT_GRID),
+                                     method="inverted_cdf"))
     if np.isfinite(chosen):
         vals = np.union1d(vals, [chosen])
     return vals
@@ -245,8 +247,8 @@ def choose_threshold(
     with warnings.catch_warnings():
         # Degenerate sides still warn once, from here, with the side named.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        train = _row_at(sweep(y_tr, s_tr, groups=g_tr, thresholds=at))
-        test = _row_at(sweep(y_te, s_te, groups=g_te, thresholds=at))
+        train = _row_at(sweep(y_tr, s_tr, groups=g_tr, thresholds=at, snap=False))
+        test = _row_at(sweep(y_te, s_te, groups=g_te, thresholds=at, snap=False))
     if not np.isfinite(chosen):
         train = {k: (np.nan if k != "threshold" else chosen) for k in train}
         test = {k: (np.nan if k != "threshold" else chosen) for k in test}
@@ -275,7 +277,7 @@ def choose_threshold(
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             test_boot = bootstrap_metrics(
                 y_te, s_te, g_te, thresholds=[chosen], n_boot=n_boot,
-                confidence=confidence, random_state=random_state, objective=obj,
+                confidence=confidence, random_state=random_state, objective=obj, snap=False,
             )
             boot = bootstrap_metrics(
                 y_tr, s_tr, g_tr, thresholds=_boot_grid(s_tr, chosen), n_boot=n_boot,

@@ -30,7 +30,7 @@ from truss_lab.evaluate._bootstrap import (
     percentile_interval,
     weight_chunks,
 )
-from truss_lab.evaluate._sweep import as_labels, as_scores, metrics_from_counts
+from truss_lab.evaluate._sweep import as_labels, as_scores, metrics_from_counts, snap_thresholds
 
 __all__ = ["ComparisonResult", "compare_extractors", "mcnemar_exact"]
 
@@ -80,11 +80,11 @@ def _check_run(df: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-def _thresholds(value: Any, name: str) -> np.ndarray:
+def _thresholds(value: Any, name: str, data: Any = None) -> np.ndarray:
     t = as_scores(np.atleast_1d(value), name)
     if t.size == 0 or np.isnan(t).any():
         raise BadInputError(f"{name} must be one or more numbers without NaN", field=name)
-    return t
+    return snap_thresholds(t, data, name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,8 +168,9 @@ def compare_extractors(
     check_boot(n_boot, confidence)
     ha, sa, ya = _check_run(a, names[0])
     hb, sb, yb = _check_run(b, names[1])
-    t_a = _thresholds(threshold, "threshold")
-    t_b = t_a if threshold_b is None else _thresholds(threshold_b, "threshold_b")
+    t_a = _thresholds(threshold, "threshold", sa)
+    t_b = (_thresholds(threshold, "threshold", sb) if threshold_b is None
+           else _thresholds(threshold_b, "threshold_b", sb))
     if len(t_b) != len(t_a):
         raise BadInputError(
             f"threshold_b has {len(t_b)} values, threshold {len(t_a)}; expected as many",

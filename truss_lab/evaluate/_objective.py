@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -34,6 +35,8 @@ __all__ = [
     "make_objective",
     "objective_spec",
     "parse_objective",
+    "ratio_at_least",
+    "typed_fraction",
 ]
 
 ObjectiveKind = Literal["f1", "fbeta", "precision_floor", "budget", "cost"]
@@ -152,15 +155,17 @@ class Objective:
                 # F-beta = (1+b2) tp / ((1+b2) tp + b2 fn + fp) = (1+b2) tp / (kept + b2 n_pos)
                 score = (1 + b2) * tp / (kept + b2 * n_pos)
             elif self.kind == "precision_floor":
-                ok = tp >= self.min_precision * kept  # precision >= p, without dividing
+                # tp / kept >= p compared exactly (p as typed), never p * kept in floats
+                ok = ratio_at_least(tp, kept, self.min_precision)
                 score = np.where(ok & (kept > 0), tp, -np.inf)
             elif self.kind == "budget":
                 if n_groups is None:
                     raise BadInputError(
                         "objective 'budget' needs groups (verdicts)", field="groups"
                     )
-                g = np.asarray(n_groups, dtype=np.float64)
-                score = np.where(kept <= self.max_per_verdict * g, tp, -np.inf)
+                # kept / verdicts <= k, i.e. verdicts / kept >= 1 / k, exactly
+                ok = ratio_at_most(kept, n_groups, self.max_per_verdict)
+                score = np.where(ok, tp, -np.inf)
             else:
                 fp = kept - tp
                 fn = n_pos - tp
@@ -179,6 +184,53 @@ class Objective:
         idx = np.argmax(score, axis=-1)
         best = np.take_along_axis(score, idx[..., None], axis=-1)[..., 0]
         return np.where(np.isneginf(best), -1, idx)
+
+
+def typed_fraction(x: float) -> Fraction:
+    """The decimal ``x`` was typed as, exactly: ``0.56`` is 14/25, not the binary double
+    just above it. It is the shortest decimal that reads back as ``x`` (``repr``)."""
+    return Fraction(repr(float(x)))
+
+
+def _exact(counts: Any) -> np.ndarray:
+    """Counts as exact numbers: int64 when whole (the usual case), else Fractions."""
+    arr = np.asarray(counts)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64)
+    f = arr.astype(np.float64)
+    if np.all(np.isfinite(f)) and np.all(f == np.rint(f)):
+        return np.rint(f).astype(np.int64)
+    # Fractional counts (weights): each double is an exact Fraction
+    return np.vectorize(Fraction, otypes=[object])(f)
+
+
+def _compare(num: Any, den: Any, bound: float, sign: int) -> np.ndarray:
+    """``sign * (num / den - bound) >= 0`` elementwise, exactly: ``num * q`` against
+    ``p * den`` for ``bound = p / q`` as typed. Python integers take over when int64
+    products could overflow."""
+    b = typed_fraction(bound)
+    a, d = _exact(num), _exact(den)
+    p, q = b.numerator, b.denominator
+    if a.dtype == np.int64 and d.dtype == np.int64:
+        big = max(int(np.abs(a).max(initial=0)) * q, int(np.abs(d).max(initial=0)) * abs(p))
+        if big >= 2**62:
+            a, d = a.astype(object), d.astype(object)
+    diff = a * q - d * p
+    return np.asarray(diff * sign >= 0, dtype=bool)
+
+
+def ratio_at_least(num: Any, den: Any, bound: float) -> np.ndarray:
+    """``num / den >= bound`` as exact integer arithmetic (``bound`` as typed; den >= 0).
+
+    Counts are compared as ``num * q >= p * den`` with ``bound = p / q``, so
+    ``tp / kept >= 0.56`` holds at 14/25 (``0.56 * 25`` is 14.000000000000002 in
+    floats). ``den == 0`` gives ``num >= 0``-style results; callers mask it."""
+    return _compare(num, den, bound, 1)
+
+
+def ratio_at_most(num: Any, den: Any, bound: float) -> np.ndarray:
+    """``num / den <= bound`` as exact integer arithmetic (see :func:`ratio_at_least`)."""
+    return _compare(num, den, bound, -1)
 
 
 def make_objective(

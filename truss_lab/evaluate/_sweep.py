@@ -38,6 +38,7 @@ from truss_lab.core._errors import BadInputError
 
 __all__ = [
     "SWEEP_COLUMNS",
+    "ThresholdGridWarning",
     "UndefinedMetricWarning",
     "average_precision",
     "sweep",
@@ -64,6 +65,48 @@ _CHUNK = 1 << 20
 
 class UndefinedMetricWarning(UserWarning):
     """A metric is undefined for this input (e.g. recall without positives); it is NaN."""
+
+
+class ThresholdGridWarning(UserWarning):
+    """A given threshold is not the decimal it was meant to be (e.g. ``np.linspace``'s
+    0.7000000000000001) and was rounded to it."""
+
+
+#: Significant digits a given threshold is rounded to. A double holds 15-17; grids
+#: built by arithmetic (``np.linspace(0, 1, 101)``, ``0.1 * 7``) are off in the last
+#: one or two, which would move the gate past every salience exactly at 0.70.
+THRESHOLD_DIGITS = 12
+
+
+def snap_thresholds(
+    thresholds: np.ndarray, data: Any = None, name: str = "thresholds"
+) -> np.ndarray:
+    """``thresholds`` rounded to :data:`THRESHOLD_DIGITS` significant digits, with a
+    :class:`ThresholdGridWarning` naming the values that changed. A threshold equal
+    to one of the ``data`` saliences is the data's own value and stays as it is.
+
+    The gate compares ``salience >= threshold`` exactly, so a grid point of
+    0.7000000000000001 drops every salience of exactly 0.70 while its row reads
+    "0.7". Rounding makes the grid mean what it shows.
+    """
+    t = np.asarray(thresholds, dtype=np.float64)
+    snapped = np.array([float(f"{v:.{THRESHOLD_DIGITS}g}") if np.isfinite(v) else v
+                        for v in t.ravel()], dtype=np.float64).reshape(t.shape)
+    off = (snapped != t) & np.isfinite(t)
+    if data is not None and off.any():
+        off &= ~np.isin(t, np.asarray(data, dtype=np.float64))
+        snapped = np.where(off, snapped, t)
+    moved = np.flatnonzero(off)
+    if len(moved):
+        shown = ", ".join(f"{float(t.flat[i])!r} -> {float(snapped.flat[i])!r}"
+                          for i in moved[:3])
+        warnings.warn(
+            f"{len(moved)} {name} not representable as typed, rounded to "
+            f"{THRESHOLD_DIGITS} significant digits: {shown}"
+            + (" ..." if len(moved) > 3 else "")
+            + " (build grids with np.round(..., 2) to silence this)",
+            ThresholdGridWarning, stacklevel=3)
+    return snapped
 
 
 def _warn(message: str) -> None:
@@ -141,11 +184,11 @@ def count_groups(groups: Any) -> int:
     return len(pd.unique(arr))
 
 
-def _check_thresholds(thresholds: Any) -> np.ndarray:
+def _check_thresholds(thresholds: Any, data: np.ndarray, snap: bool) -> np.ndarray:
     t = as_scores(thresholds, "thresholds")
     if np.isnan(t).any():
         raise BadInputError("thresholds must not contain NaN", field="thresholds")
-    return t
+    return snap_thresholds(t, data) if snap else t
 
 
 # --------------------------------------------------------------------------- counting
@@ -342,6 +385,7 @@ def sweep(
     groups: Any = None,
     thresholds: Any = None,
     n_jobs: int | None = None,
+    snap: bool = True,
 ) -> pd.DataFrame:
     """Counts and metrics of the rule ``kept = salience >= threshold`` at many thresholds.
 
@@ -354,11 +398,17 @@ def sweep(
     groups : array, shape (n,), optional
         Verdict of each candidate (e.g. ``verdict_hash``); enables ``kept_per_verdict``.
     thresholds : array of float, optional
-        Evaluate exactly these thresholds, in the order given. By default every
-        distinct non-NaN salience, in decreasing order (like ``roc_curve``).
+        Evaluate these thresholds, in the order given, each rounded to 12
+        significant digits (:func:`snap_thresholds`, warns when one moves). By
+        default every distinct non-NaN salience, in decreasing order (like
+        ``roc_curve``): the data's own values, so nothing to round.
     n_jobs : int, optional
         Threads for the sort of large inputs (None: up to 4; 1: no threads, e.g.
         inside a process pool).
+    snap : bool, default True
+        Round given thresholds as typed (see ``thresholds``); False when they
+        are data values of other candidates (a threshold chosen on training
+        verdicts, applied to held-out ones).
 
     Returns
     -------
@@ -388,7 +438,7 @@ def sweep(
         thr, kept, tp = distinct_counts(y, s, n_jobs)
         n_valid = int(kept[-1]) if len(kept) else 0
     else:
-        thr = _check_thresholds(thresholds)
+        thr = _check_thresholds(thresholds, s, snap)
         kept, tp = threshold_counts(y, s, thr)
         n_valid = n - int(np.count_nonzero(np.isnan(s)))
     _warn_degenerate(n, n_pos, n_valid)
