@@ -228,28 +228,18 @@ def bootstrap_metrics(
     confidence: float = 0.95,
     random_state: Any = 0,
     objective: str | Objective = DEFAULT_OBJECTIVE,
-    beta: float | None = None,
-    min_precision: float | None = None,
-    max_per_verdict: float | None = None,
-    cost_fp: float | None = None,
-    cost_fn: float | None = None,
     snap: bool = True,
+    **objective_options: float | None,
 ) -> BootstrapResult:
     """Percentile intervals of precision, recall, F1 and kept-per-verdict, resampling verdicts.
 
     ``thresholds`` is the grid (e.g. ``np.round(np.linspace(0, 1, 101), 2)``;
     points off their typed decimal are rounded with a warning); the chosen
-    threshold and its interval are taken over that grid with ``objective``
-    (see :func:`~truss_lab.evaluate._objective.make_objective`). Seeded by ``random_state``.
+    threshold and its interval are taken over that grid with ``objective`` and
+    its options (``min_precision=`` etc., see
+    :func:`~truss_lab.evaluate._objective.make_objective`). Seeded by ``random_state``.
     """
-    obj = make_objective(
-        objective,
-        beta=beta,
-        min_precision=min_precision,
-        max_per_verdict=max_per_verdict,
-        cost_fp=cost_fp,
-        cost_fn=cost_fn,
-    )
+    obj = make_objective(objective, **objective_options)
     check_boot(n_boot, confidence)
     y = as_labels(y_true)
     s = as_scores(salience)

@@ -190,15 +190,11 @@ def choose_threshold(
     groups: Any,
     *,
     objective: str | Objective = DEFAULT_OBJECTIVE,
-    beta: float | None = None,
-    min_precision: float | None = None,
-    max_per_verdict: float | None = None,
-    cost_fp: float | None = None,
-    cost_fn: float | None = None,
     test_size: float | int = 0.3,
     random_state: Any = 0,
     n_boot: int = 0,
     confidence: float = 0.95,
+    **objective_options: float | None,
 ) -> ThresholdChoice:
     """Choose a salience threshold on training verdicts and score it on held-out ones.
 
@@ -212,14 +208,7 @@ def choose_threshold(
     (same ``random_state``) of the test metrics and of the choice itself.
     If no threshold satisfies the objective, warns and returns NaN metrics.
     """
-    obj = make_objective(
-        objective,
-        beta=beta,
-        min_precision=min_precision,
-        max_per_verdict=max_per_verdict,
-        cost_fp=cost_fp,
-        cost_fn=cost_fn,
-    )
+    obj = make_objective(objective, **objective_options)
     if n_boot:
         check_boot(n_boot, confidence)
     y = as_labels(y_true)

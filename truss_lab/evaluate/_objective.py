@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_OBJECTIVE",
     "OBJECTIVE_HELP",
     "OBJECTIVE_KINDS",
+    "OBJECTIVE_OPTIONS",
     "Objective",
     "make_objective",
     "objective_spec",
@@ -233,26 +234,31 @@ def ratio_at_most(num: Any, den: Any, bound: float) -> np.ndarray:
     return _compare(num, den, bound, -1)
 
 
+OBJECTIVE_OPTIONS: tuple[str, ...] = ("beta", "min_precision", "max_per_verdict",
+                                       "cost_fp", "cost_fn")
+"""The option fields of :class:`Objective`: the keyword options every function that
+takes ``objective=`` accepts and hands to :func:`make_objective`."""
+
+
 def make_objective(
-    objective: str | Objective = DEFAULT_OBJECTIVE,
-    *,
-    beta: float | None = None,
-    min_precision: float | None = None,
-    max_per_verdict: float | None = None,
-    cost_fp: float | None = None,
-    cost_fn: float | None = None,
+    objective: str | Objective = DEFAULT_OBJECTIVE, **options: float | None
 ) -> Objective:
     """An :class:`Objective` from a kind name plus options (or the object itself, unchanged).
 
-    An option left at None takes the :class:`Objective` default.
+    ``options`` are fields of :class:`Objective` (:data:`OBJECTIVE_OPTIONS`:
+    ``beta``, ``min_precision``, ``max_per_verdict``, ``cost_fp``, ``cost_fn``);
+    one left at None takes the :class:`Objective` default.
     """
+    unknown = sorted(set(options) - set(OBJECTIVE_OPTIONS))
+    if unknown:
+        raise BadInputError(
+            f"unknown objective option(s) {', '.join(unknown)}; expected "
+            f"{', '.join(OBJECTIVE_OPTIONS)}", field=unknown[0])
     if isinstance(objective, Objective):
         return objective
-    given = {"beta": beta, "min_precision": min_precision, "max_per_verdict": max_per_verdict,
-             "cost_fp": cost_fp, "cost_fn": cost_fn}
     return Objective(
         kind=objective,  # type: ignore[arg-type]  # validated in __post_init__
-        **{k: v for k, v in given.items() if v is not None},
+        **{k: v for k, v in options.items() if v is not None},  # type: ignore[arg-type]
     )
 
 
