@@ -105,22 +105,28 @@ def weight_chunks(
 
 
 def bin_counts(
-    y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_groups: int, thresholds_desc: np.ndarray
+    y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_groups: int, thresholds_desc: np.ndarray,
+    judged: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Per-verdict histogram over threshold bins: shape ``(n_groups, 2, T + 1)``.
+    """Per-verdict histogram over threshold bins: shape ``(n_groups, 2, T + 1)``, or
+    ``(n_groups, 3, T + 1)`` with ``judged``.
 
     Bin ``j`` holds candidates with exactly ``j`` thresholds above their
     salience: they are kept at descending thresholds ``j, j+1, ..., T-1`` (bin
     ``T``: kept at none; NaN salience lands there). ``[g, 0, j]`` counts the
-    candidates of verdict g in bin j, ``[g, 1, j]`` the positive ones.
+    candidates of verdict g in bin j, ``[g, 1, j]`` the positive ones and
+    ``[g, 2, j]`` the judged ones (those with a truth value).
     """
     n_t = len(thresholds_desc)
+    k = 2 if judged is None else 3
     c = n_t - np.searchsorted(thresholds_desc[::-1], s, side="right")
     c[np.isnan(s)] = n_t
-    flat = codes * (2 * (n_t + 1)) + c
-    size = n_groups * 2 * (n_t + 1)
-    both = np.concatenate((flat, flat[y.view(np.bool_)] + (n_t + 1)))
-    return np.bincount(both, minlength=size).reshape(n_groups, 2, n_t + 1)
+    flat = codes * (k * (n_t + 1)) + c
+    size = n_groups * k * (n_t + 1)
+    parts = [flat, flat[y.view(np.bool_)] + (n_t + 1)]
+    if judged is not None:
+        parts.append(flat[judged.view(np.bool_)] + 2 * (n_t + 1))
+    return np.bincount(np.concatenate(parts), minlength=size).reshape(n_groups, k, n_t + 1)
 
 
 class WeightedCounter:

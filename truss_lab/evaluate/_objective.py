@@ -141,13 +141,18 @@ class Objective:
             return f"max recall s.t. kept per verdict <= {self.max_per_verdict:g}"
         return f"min cost (cost_fp={self.cost_fp:g}, cost_fn={self.cost_fn:g})"
 
-    def scores(self, kept: Any, tp: Any, n_pos: Any, n_groups: Any = None) -> np.ndarray:
+    def scores(self, kept: Any, tp: Any, n_pos: Any, n_groups: Any = None,
+               judged: Any = None) -> np.ndarray:
         """Score of each threshold (higher is better, ``-inf`` = infeasible or undefined).
 
-        ``kept`` and ``tp`` have shape ``(..., T)``; ``n_pos`` and ``n_groups``
-        broadcast against ``(..., 1)``.
+        ``kept`` (every kept candidate: what the gate writes), ``tp`` and
+        ``judged`` (kept candidates with a truth value, ``tp + fp``; default
+        ``kept``) have shape ``(..., T)``; ``n_pos`` and ``n_groups`` (verdicts)
+        broadcast against ``(..., 1)``. The budget reads ``kept``; precision,
+        F-beta and cost read ``judged``.
         """
-        kept = np.asarray(kept, dtype=np.float64)
+        budget_kept = kept
+        kept = np.asarray(kept if judged is None else judged, dtype=np.float64)
         tp = np.asarray(tp, dtype=np.float64)
         n_pos = np.asarray(n_pos, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -165,7 +170,7 @@ class Objective:
                         "objective 'budget' needs groups (verdicts)", field="groups"
                     )
                 # kept / verdicts <= k, i.e. verdicts / kept >= 1 / k, exactly
-                ok = ratio_at_most(kept, n_groups, self.max_per_verdict)
+                ok = ratio_at_most(budget_kept, n_groups, self.max_per_verdict)
                 score = np.where(ok, tp, -np.inf)
             else:
                 fp = kept - tp
@@ -173,13 +178,14 @@ class Objective:
                 score = -(self.cost_fp * fp + self.cost_fn * fn)
         return np.where(np.isnan(score), -np.inf, score)
 
-    def best_index(self, kept: Any, tp: Any, n_pos: Any, n_groups: Any = None) -> np.ndarray:
+    def best_index(self, kept: Any, tp: Any, n_pos: Any, n_groups: Any = None,
+                   judged: Any = None) -> np.ndarray:
         """Index of the best threshold along the last axis (thresholds must be descending).
 
-        ``argmax`` returns the first maximum, i.e. the highest threshold among
-        ties. ``-1`` where no threshold is feasible.
+        Arguments as in :meth:`scores`. ``argmax`` returns the first maximum,
+        i.e. the highest threshold among ties. ``-1`` where no threshold is feasible.
         """
-        score = self.scores(kept, tp, n_pos, n_groups)
+        score = self.scores(kept, tp, n_pos, n_groups, judged)
         if score.shape[-1] == 0:
             return np.full(score.shape[:-1], -1, dtype=np.int64)
         idx = np.argmax(score, axis=-1)
