@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._grid import ThresholdGridWarning, snap_thresholds
 
 __all__ = [
     "SWEEP_COLUMNS",
@@ -65,48 +66,6 @@ _CHUNK = 1 << 20
 
 class UndefinedMetricWarning(UserWarning):
     """A metric is undefined for this input (e.g. recall without positives); it is NaN."""
-
-
-class ThresholdGridWarning(UserWarning):
-    """A given threshold is not the decimal it was meant to be (e.g. ``np.linspace``'s
-    0.7000000000000001) and was rounded to it."""
-
-
-#: Significant digits a given threshold is rounded to. A double holds 15-17; grids
-#: built by arithmetic (``np.linspace(0, 1, 101)``, ``0.1 * 7``) are off in the last
-#: one or two, which would move the gate past every salience exactly at 0.70.
-THRESHOLD_DIGITS = 12
-
-
-def snap_thresholds(
-    thresholds: np.ndarray, data: Any = None, name: str = "thresholds"
-) -> np.ndarray:
-    """``thresholds`` rounded to :data:`THRESHOLD_DIGITS` significant digits, with a
-    :class:`ThresholdGridWarning` naming the values that changed. A threshold equal
-    to one of the ``data`` saliences is the data's own value and stays as it is.
-
-    The gate compares ``salience >= threshold`` exactly, so a grid point of
-    0.7000000000000001 drops every salience of exactly 0.70 while its row reads
-    "0.7". Rounding makes the grid mean what it shows.
-    """
-    t = np.asarray(thresholds, dtype=np.float64)
-    snapped = np.array([float(f"{v:.{THRESHOLD_DIGITS}g}") if np.isfinite(v) else v
-                        for v in t.ravel()], dtype=np.float64).reshape(t.shape)
-    off = (snapped != t) & np.isfinite(t)
-    if data is not None and off.any():
-        off &= ~np.isin(t, np.asarray(data, dtype=np.float64))
-        snapped = np.where(off, snapped, t)
-    moved = np.flatnonzero(off)
-    if len(moved):
-        shown = ", ".join(f"{float(t.flat[i])!r} -> {float(snapped.flat[i])!r}"
-                          for i in moved[:3])
-        warnings.warn(
-            f"{len(moved)} {name} not representable as typed, rounded to "
-            f"{THRESHOLD_DIGITS} significant digits: {shown}"
-            + (" ..." if len(moved) > 3 else "")
-            + " (build grids with np.round(..., 2) to silence this)",
-            ThresholdGridWarning, stacklevel=3)
-    return snapped
 
 
 def _warn(message: str) -> None:
