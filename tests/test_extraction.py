@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from truss_lab import ChainError, LedgerRef, MemoryConfig, MemoryQuery, Store, query_memory
+from truss_lab import ChainError, MemoryConfig, MemoryQuery, Store, query_memory
+from truss_lab.core import LedgerRef
 from truss_lab.extract._close import ContractCloseLearning
 from truss_lab.extract._extractor import Extractor
 from truss_lab.extract._gate import apply_gate
