@@ -20,15 +20,22 @@ from ..store._store import Store, quote_ident
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
 
-__all__ = ["IngestReport", "append_labels", "ingest_completions", "ingest_labels",
-           "label_problems"]
+__all__ = [
+    "COMPLETIONS_KEY",
+    "FILE_TO_TABLE",
+    "IngestReport",
+    "append_labels",
+    "ingest_completions",
+    "ingest_labels",
+    "label_problems",
+]
 
 _TS = pa.timestamp("us", tz="UTC")
 
 COMPLETIONS_SCHEMA = pa.schema(
     [
         ("verdict_hash", pa.string()),
-        ("extractor", pa.string()),
+        ("extractor_id", pa.string()),
         ("model", pa.string()),
         ("prompt_version", pa.string()),
         ("request_hash", pa.string()),
@@ -44,7 +51,7 @@ COMPLETIONS_SCHEMA = pa.schema(
 LABELS_SCHEMA = pa.schema(
     [
         ("verdict_hash", pa.string()),
-        ("extractor", pa.string()),
+        ("extractor_id", pa.string()),
         ("lesson_index", pa.int32()),
         ("useful", pa.int8()),
         ("annotator", pa.string()),
@@ -83,7 +90,16 @@ class IngestReport:
         }
 
 
+# The interchange files (FORMATS.md §2, §3) and their frames call the extractor id
+# ``extractor``; every table calls it ``extractor_id``. This is the one mapping.
+FILE_TO_TABLE: dict[str, str] = {"extractor": "extractor_id"}
+COMPLETIONS_KEY = ["verdict_hash", "extractor_id"]
+LABELS_KEY = [FILE_TO_TABLE.get(k, k) for k in LABEL_KEY]
+
+
 def _frame(df: pd.DataFrame, schema: pa.Schema, extra: dict[str, Any]) -> pa.Table:
+    """Table rows of ``schema`` from a §2/§3 frame (file names mapped) plus ``extra``."""
+    df = df.rename(columns=FILE_TO_TABLE)
     cols = {}
     n = len(df)
     for f in schema:
@@ -125,7 +141,7 @@ def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestRepo
     source = str(path)
     df, errors = read_completions(path)
     new = _frame(df, COMPLETIONS_SCHEMA, {"source": source, "recorded_at": utcnow()})
-    key = ["verdict_hash", "extractor"]
+    key = COMPLETIONS_KEY
     n_read = len(df) + len(errors)
     conflicts = _conflicts(store, "completions", new, key, ["text", "request_hash"], source)
     with store.transaction():
@@ -139,12 +155,12 @@ def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     df, errors = read_labels(path)
     n_read = len(df) + len(errors)
     added, conflicts = append_labels(store, df, source=source)
-    store.con.register("_incoming_labels", df)
+    store.con.register("_incoming_labels", df.rename(columns=FILE_TO_TABLE))
     try:
         problems = label_problems(store, "_incoming_labels")
     finally:
         store.con.unregister("_incoming_labels")
-    warnings = [f"{source}: verdict {r.verdict_hash}, extractor {r.extractor!r}, lesson_index "
+    warnings = [f"{source}: verdict {r.verdict_hash}, extractor {r.extractor_id!r}, lesson_index "
                 f"{r.lesson_index}: {r.problem}" for r in problems.itertuples()]
     return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts],
                         warnings)
@@ -158,36 +174,36 @@ def label_problems(store: Store, relation: str = "labels") -> pd.DataFrame:
     a ``lesson_index`` beyond the lessons of the recorded completion (or of the
     candidates, when no completion is recorded) of that verdict and extractor.
 
-    Columns ``verdict_hash``, ``extractor``, ``lesson_index``, ``problem``; the
+    Columns ``verdict_hash``, ``extractor_id``, ``lesson_index``, ``problem``; the
     ingest reports them and the audit flags them (one definition for both).
     """
     if relation not in _LABEL_RELATIONS:  # an identifier, never a user value
         raise ValueError(f"unknown label relation {relation!r}")
     return store.con.execute(f"""
-        WITH lbl AS (SELECT DISTINCT verdict_hash, extractor, lesson_index
+        WITH lbl AS (SELECT DISTINCT verdict_hash, extractor_id, lesson_index
                      FROM {quote_ident(relation)}),
         n_from_completions AS (
-            SELECT verdict_hash, extractor,
+            SELECT verdict_hash, extractor_id,
                    CASE WHEN json_valid(text)
                         AND json_type(json_extract(text, '$.lessons')) = 'ARRAY'
                         THEN json_array_length(json_extract(text, '$.lessons')) END AS n
             FROM completions),
         n_from_candidates AS (
-            SELECT verdict_hash, extractor_id AS extractor, max(lesson_index) + 1 AS n
+            SELECT verdict_hash, extractor_id, max(lesson_index) + 1 AS n
             FROM candidates GROUP BY ALL),
         known AS (
             SELECT l.*, coalesce(c.n, k.n) AS n,
                    EXISTS (SELECT 1 FROM journal j WHERE j.hash = l.verdict_hash) AS in_journal
             FROM lbl l
-            LEFT JOIN n_from_completions c USING (verdict_hash, extractor)
-            LEFT JOIN n_from_candidates k USING (verdict_hash, extractor))
-        SELECT verdict_hash, extractor, lesson_index,
+            LEFT JOIN n_from_completions c USING (verdict_hash, extractor_id)
+            LEFT JOIN n_from_candidates k USING (verdict_hash, extractor_id))
+        SELECT verdict_hash, extractor_id, lesson_index,
                CASE WHEN NOT in_journal THEN 'unknown verdict (not in the journal)'
                     ELSE 'lesson_index out of range (the completion has ' || n
                          || ' lesson(s))' END AS problem
         FROM known
         WHERE NOT in_journal OR lesson_index >= n
-        ORDER BY verdict_hash, extractor, lesson_index
+        ORDER BY verdict_hash, extractor_id, lesson_index
     """).df()
 
 
@@ -198,7 +214,8 @@ def append_labels(
 
     ``df`` has the FORMATS.md §3 columns (``verdict_hash``, ``extractor``,
     ``lesson_index``, ``useful``, optional ``annotator``: missing or null is
-    stored as ``""``); each row is stamped with ``source`` and the time. A row
+    stored as ``""``); each row is stamped with ``source`` and the time and its
+    ``extractor`` stored as ``extractor_id``. A row
     whose key (verdict_hash, extractor, lesson_index, annotator) is stored
     already is never overwritten; one stored with a different ``useful`` is
     reported as a conflict. Returns (rows added, conflicts).
@@ -210,7 +227,7 @@ def append_labels(
     df = df.copy()
     df["annotator"] = df["annotator"].fillna("") if "annotator" in df.columns else ""
     new = _frame(df, LABELS_SCHEMA, {"source": source, "labelled_at": utcnow()})
-    key = list(LABEL_KEY)
+    key = LABELS_KEY
     conflicts = _conflicts(store, "labels", new, key, ["useful"], source)
     with store.transaction():
         added = store.append("labels", new, key=key)
