@@ -22,7 +22,10 @@ scripted HTTP server of tests/_http_server.py):
 * no private key seed and no API key / Authorization header reaches the
   database file, its WAL, its tables or a recording file (live run against a
   local HTTP server, library and CLI);
-* every notebook object that renders user text escapes ``<script>``.
+* every notebook object that renders user text escapes ``<script>``;
+* the holes of issue #15 (scripts/reliability_holes.py): secrets (CRLF key,
+  echoed key, URL userinfo), --db not DuckDB, deep nesting, labels recovery,
+  ingest exit codes, SQL from names, output paths, orphaned workers.
 
 Exit status 1 when any row fails.
 """
@@ -857,6 +860,9 @@ def main(argv: list[str] | None = None) -> int:
         section("second writer", lambda: [second_writer_row(tmp)])
         section("secrets", lambda: [secrets_row(tj, tmp)])
         section("html", lambda: [html_row(tj)])
+        section("holes (#15)", lambda: load_module(
+            "truss_reliability_holes", ROOT / "scripts" / "reliability_holes.py"
+        ).holes_rows(Row, tmp, quick))
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "
