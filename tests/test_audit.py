@@ -207,8 +207,13 @@ def test_produced_by_exists(db: Store, how: str) -> None:
         # Another verdict's seq with this lesson's hash: names an entry, wrong hash.
         db.sql("UPDATE memory_entries SET produced_by_seq = 3 WHERE entry_id = ?", [eid])
     else:
-        seq, h = _one(db, "SELECT seq, hash FROM journal WHERE kind = 'policy_record' "
-                          "ORDER BY seq LIMIT 1")
+        # A journal entry that is not a verdict (policy records are in the lab
+        # journal now, so one of another kind is appended upstream-style).
+        from truss_lab.journal._ledger import append_entry
+
+        ref = append_entry(db, "note", {"text": "not a verdict"},
+                           SigningKey.from_seed("test-operator", bytes(range(32))))
+        seq, h = ref.seq, ref.hash
         db.sql("UPDATE memory_entries SET produced_by_seq = ?, produced_by_hash = ? "
                "WHERE entry_id = ?", [seq, h, eid])
     # Keep sources consistent with the new ref, so only produced_by_exists can see it.

@@ -31,8 +31,10 @@ REVIEWED: dict[str, set[str]] = {
     "evaluate/_runs.py": {"where"},  # where: a literal "run_id = ?" or "TRUE"
     "govern/_checks.py": {"sql"},  # the checks' literal SQL, $names bound
     "ingest/_ingest.py": {"cols", "differ", "on"},  # from quote_ident over our key names
-    # where: --verdicts, run in the sandbox (no file access)
-    "journal/_table.py": {"_SELECT", "sql", "where"},
+    "journal/_ledger.py": {"LAB_JOURNAL", "VERDICT_HEAD"},  # module constants
+    # where: --verdicts, run in the sandbox (no file access); _table: quote_ident of
+    # one of JOURNAL_TABLES
+    "journal/_table.py": {"_SELECT", "sql", "where", "_table(table)"},
     "store/_memory.py": {"sql"},
     "store/_policy_records.py": {"cols", "order", "where"},
     # sql: the literal queries of _HASHED; where: "" or a literal IN (SELECT unnest(?))

@@ -205,6 +205,6 @@ def register(cli: click.Group) -> None:
         text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "
                 f"{rec.policy.settings['extraction_min_salience']:.4g} (trust {rec.trust.value}"
                 f"{', supersedes ' + rec.supersedes if rec.supersedes else ''})\n"
-                f"evidence: journal entry seq {ref.seq} hash {ref.hash}\n"
+                f"evidence: lab journal entry seq {ref.seq} hash {ref.hash}\n"
                 "not applied: policy records never change runtime behaviour")
         _emit(rec.model_dump(mode="json"), as_json, text)

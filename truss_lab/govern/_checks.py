@@ -63,7 +63,7 @@ from ..journal._spec import VERDICT_KIND
 from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE
 from ..store._memory import query_memory
 from ..store._store import Store
-from ._policies import check_policy_chains
+from ._policies import POLICY_ENTRY_KIND, check_policy_chains
 
 __all__ = ["CHECKS", "CheckFn"]
 
@@ -86,6 +86,7 @@ _DEFS: Mapping[str, Any] = {
     "on": LessonExtractionPolicy.on.value,
     "model_scored": LessonExtractionPolicy.model_scored.value,
     "targets": [t.value for t in PolicyTarget],
+    "policy_kind": POLICY_ENTRY_KIND,
 }
 _NAME = re.compile(r"\$(\w+)")
 
@@ -297,17 +298,22 @@ def _policy_provenance_signed(store: Store) -> tuple[pd.DataFrame, str]:
         """
         SELECT p.record_id, p.policy_id, p.produced_by_seq, p.produced_by_hash,
                j.hash AS journal_hash,
-               CASE WHEN j.seq IS NULL THEN 'no journal entry at that seq'
-                    WHEN j.hash <> p.produced_by_hash THEN 'journal entry has another hash'
+               CASE WHEN j.seq IS NULL THEN 'no lab journal entry at that seq'
+                    WHEN j.hash <> p.produced_by_hash THEN 'lab journal entry has another hash'
                     ELSE 'produced_by is not among sources' END AS problem
-        FROM policy_records p LEFT JOIN journal j ON j.seq = p.produced_by_seq
-        WHERE j.seq IS NULL OR j.hash <> p.produced_by_hash
+        FROM policy_records p LEFT JOIN (
+            -- The lab journal; a proposal of a database older than the two chains
+            -- that could not move (upstream entries follow it) is in the journal.
+            SELECT seq, hash FROM lab_journal
+            UNION ALL SELECT seq, hash FROM journal WHERE kind = $policy_kind
+        ) j ON j.seq = p.produced_by_seq AND j.hash = p.produced_by_hash
+        WHERE j.seq IS NULL
            OR NOT coalesce(list_contains(p.sources, {'seq': p.produced_by_seq,
                                                      'hash': p.produced_by_hash}), false)
         ORDER BY p.record_id
         """,
     )
-    return rows, "every policy record points at a stored (chain-verified) journal entry"
+    return rows, "every policy record points at a stored (chain-verified) lab journal entry"
 
 
 def _policy_chains_simple(store: Store) -> tuple[pd.DataFrame, str]:

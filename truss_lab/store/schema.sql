@@ -239,3 +239,36 @@ ALTER TABLE completions RENAME COLUMN extractor TO extractor_id;
 ALTER TABLE labels RENAME COLUMN extractor TO extractor_id;
 ALTER TABLE extraction_runs RENAME COLUMN min_salience TO extraction_min_salience;
 DROP TABLE scores;
+
+-- migration: 006_lab_journal
+-- Two chains (DESIGN.md "Two chains"). The journal table is the verdict
+-- journal: a faithful copy of upstream Truss that grows only by importing
+-- upstream exports. The lab's own signed entries (threshold proposals, sweep
+-- results) form a chain of their own here, same columns, signed by the
+-- researcher's key; each one's signed payload records, as "verdict_head"
+-- ({seq, hash}), the verdict-journal head it was decided on. A separate table
+-- (not a chain column in journal) keeps seq and hash the journal's keys, and
+-- every reader of verdicts unchanged.
+CREATE TABLE lab_journal (
+    seq         BIGINT PRIMARY KEY,
+    kind        VARCHAR NOT NULL,
+    ts          VARCHAR NOT NULL,
+    key_id      VARCHAR NOT NULL,
+    payload     JSON NOT NULL,
+    prev_hash   VARCHAR NOT NULL,
+    hash        VARCHAR NOT NULL UNIQUE,
+    signature   VARCHAR NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL
+);
+-- Before this migration the lab's entries (kind policy_record) were appended to
+-- the verdict journal. Those after every upstream entry move here unchanged:
+-- their signature covers their seq and prev_hash, so they keep both, and the
+-- lab chain then starts with them, linked to the verdict entry just before the
+-- first of them (verify_chain checks that link; a 0.1.0 database's proposal at
+-- seq 41 moves, and the verdict journal ends at seq 40 again, ready for the
+-- next upstream export). A lab entry with upstream entries after it cannot move
+-- without breaking the verdict chain: it stays, and verifies with that chain.
+INSERT INTO lab_journal
+    SELECT * FROM journal WHERE kind = 'policy_record'
+    AND seq > (SELECT coalesce(max(seq), 0) FROM journal WHERE kind <> 'policy_record');
+DELETE FROM journal WHERE seq IN (SELECT seq FROM lab_journal);
