@@ -25,7 +25,8 @@ scripted HTTP server of tests/_http_server.py):
 * every notebook object that renders user text escapes ``<script>``;
 * the holes of issue #15 (scripts/reliability_holes.py): secrets (CRLF key,
   echoed key, URL userinfo), --db not DuckDB, deep nesting, labels recovery,
-  ingest exit codes, SQL from names, output paths, orphaned workers.
+  ingest exit codes, SQL from names, output paths, the lab's own chain,
+  orphaned workers.
 
 Exit status 1 when any row fails.
 """

@@ -268,6 +268,43 @@ def paths_row(row: Callable[..., Any], tmp: Path) -> Any:
     return _tally(row, "paths refused in one line before any write", checks)
 
 
+# -- 6. the lab's own chain -------------------------------------------------------------------
+
+def lab_chain_row(row: Callable[..., Any], tmp: Path) -> Any:
+    from truss_lab.simulate._simulate import simulate
+
+    sim = simulate(tmp / "sim3000", runs=3000, seed=5)
+    first = tmp / "first1000.jsonl"
+    lines = sim.journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    first.write_text("".join(lines[:1000]), encoding="utf-8")
+    db = str(tmp / "labchain.duckdb")
+    key = tmp / "lab.key"
+    steps = [
+        ("ingest", "journal", str(first), "--keys", str(sim.keys), "--db", db),
+        ("ingest", "completions", str(sim.completions), "--db", db),
+        ("ingest", "labels", str(sim.labels), "--db", db),
+        ("extract", "--db", db, "--extractor", "replay:sim-good-v1", "--policy",
+         "model-scored", "--run-id", "r1", "--quiet"),
+        ("keys", "generate", "--key-id", "lab", "--out", str(key)),
+        ("propose", "--db", db, "--run", "r1", "--key", str(key)),
+    ]
+    checks: dict[str, bool] = {}
+    for args in steps:
+        checks[" ".join(args[:2])] = _cli(*args).returncode == 0
+    p = _cli("ingest", "journal", str(sim.journal), "--keys", str(sim.keys), "--db", db)
+    checks["full export appends 2000 after the proposal"] = "2000 added" in p.stdout
+    checks["verify clean (3000 verdicts + 1 lab entry)"] = (
+        "ok: 3001 entries verified, head seq 3000" in _cli("verify", "--db", db).stdout)
+    checks["audit clean, proposal intact"] = "FAIL" not in _cli("audit", "--db", db).stdout
+    from truss_lab.store._store import Store
+
+    with Store(db) as s:
+        s.sql("UPDATE lab_journal SET payload = '{\"x\": 1}'")
+    p = _cli("verify", "--db", db)
+    checks["a tampered lab entry is caught"] = p.returncode == 1 and "lab journal" in p.stdout
+    return _tally(row, "lab chain: import 1000, propose, import 3000", checks)
+
+
 # -- 7. orphans --------------------------------------------------------------------------------
 
 _DRIVER = """
@@ -316,7 +353,7 @@ def holes_rows(row: Callable[..., Any], tmp: Path, quick: bool) -> list[Any]:
     sub.mkdir(exist_ok=True)
     out = []
     for fn in (secrets_holes_row, db_path_row, deep_nesting_row, labels_recovery_row,
-               ingest_exit_row, sql_row, paths_row):
+               ingest_exit_row, sql_row, paths_row, lab_chain_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row
