@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from truss_lab import ChainError, LedgerRef, MemoryConfig, MemoryQuery, Store, query_memory
+from truss_lab import ChainError, MemoryConfig, MemoryQuery, Store, query_memory
+from truss_lab.core import LedgerRef
 from truss_lab.extract._extraction import ContractCloseLearning, Extractor, apply_gate
 from truss_lab.extract._providers import Completion, CompletionRequest
 from truss_lab.journal._ledger import append_entry

@@ -6,16 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from truss_lab import (
-    EntryKind,
-    LedgerRef,
-    MemoryEntry,
-    MemoryQuery,
-    Provenance,
-    Trust,
-    query_memory,
-)
+from truss_lab.core import EntryKind, LedgerRef, MemoryEntry, MemoryQuery, Provenance, Trust
 from truss_lab.core._errors import BadInputError
+from truss_lab.store import query_memory
 from truss_lab.store._memory import (
     MEMORY_SCHEMA,
     entries_to_table,

@@ -22,16 +22,16 @@ from truss_lab.faces._notebook import (
     load_sample,
     run_sample_extractions,
     sample_run_id,
-    verdict_payloads,
 )
 from truss_lab.journal._ledger import verify_chain
+from truss_lab.journal._table import verdict_payloads
 from truss_lab.store._store import Store
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 IPYNBS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 # Row counts of the bundled sample (datasets/sample/DATASHEET.md).
-SAMPLE_ROWS = {"journal": 1200, "completions": 2400, "labels": 4385, "signing_keys": 1}
+SAMPLE_ROWS = {"journal": 1200, "completions": 3600, "labels": 4385, "signing_keys": 1}
 
 
 @pytest.fixture(scope="module")

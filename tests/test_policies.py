@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from truss_lab import (
-    Policy,
-    PolicyError,
-    PolicyTarget,
-    Trust,
-    current_policy,
-    policy_history,
-    verify_chain,
-    write_policy,
-)
+from truss_lab.core import Policy, PolicyError, PolicyTarget, Trust
+from truss_lab.govern import current_policy, policy_history, write_policy
 from truss_lab.govern._policies import check_policy_chains, current_policies
+from truss_lab.journal import verify_chain
 from truss_lab.journal._table import get_entry
 
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import click
+import pytest
 
 import truss_lab
 from truss_lab.faces._cli import cli
@@ -15,33 +16,52 @@ from truss_lab.faces._cli import cli
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
+STAGES = ("core", "store", "journal", "ingest", "score", "evaluate", "extract", "govern",
+          "simulate", "faces")
+SUBPACKAGES = {s: importlib.import_module(f"truss_lab.{s}") for s in STAGES}
+
+
 def test_all_is_unique_and_importable() -> None:
     # Its order is ruff's (RUF022, checked by `make test`); here: no duplicates.
-    assert len(truss_lab.__all__) == len(set(truss_lab.__all__))
-    for name in truss_lab.__all__:
-        assert getattr(truss_lab, name) is not None, name
+    for mod in (truss_lab, *SUBPACKAGES.values()):
+        assert len(mod.__all__) == len(set(mod.__all__)), mod.__name__
+        for name in mod.__all__:
+            assert getattr(mod, name) is not None, (mod.__name__, name)
 
 
-def test_every_public_name_is_defined_in_a_private_module() -> None:
-    # Defined in a private module of a stage subpackage: truss_lab.<stage>._<module>.
-    for name in truss_lab.__all__:
-        obj = getattr(truss_lab, name)
+def test_top_level_is_small_and_drawn_from_the_stages() -> None:
+    # What a notebook needs; the rest is reachable from its stage's subpackage.
+    assert len(truss_lab.__all__) < 50
+    staged = {n for m in SUBPACKAGES.values() for n in m.__all__}
+    assert set(truss_lab.__all__) - {"__version__"} <= staged
+    for name in set(truss_lab.__all__) - {"__version__"}:
+        owners = [m for m in SUBPACKAGES.values() if name in m.__all__]
+        assert all(getattr(m, name) is getattr(truss_lab, name) for m in owners), name
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_public_name_is_defined_in_a_private_module_of_its_stage(stage: str) -> None:
+    for name in SUBPACKAGES[stage].__all__:
+        obj = getattr(SUBPACKAGES[stage], name)
         mod = getattr(obj, "__module__", None)
         if mod is None or not (inspect.isclass(obj) or inspect.isfunction(obj)):
             continue
-        assert re.fullmatch(r"truss_lab\.[a-z]+\._[a-z_]+", mod), (name, mod)
+        assert re.fullmatch(rf"truss_lab\.{stage}\._[a-z_]+", mod), (name, mod)
 
 
 def test_nothing_public_leaks() -> None:
-    public = {n for n in dir(truss_lab) if not n.startswith("_")}
-    modules = {n for n in public if inspect.ismodule(getattr(truss_lab, n))}
-    assert public - modules - {"annotations", "Any"} <= set(truss_lab.__all__)
+    for mod in (truss_lab, *SUBPACKAGES.values()):
+        public = {n for n in dir(mod) if not n.startswith("_")}
+        modules = {n for n in public if inspect.ismodule(getattr(mod, n))}
+        assert public - modules - {"annotations", "Any", "WIDGETS", "importlib"} <= set(
+            mod.__all__), mod.__name__
 
 
 def test_every_public_name_is_in_the_readme() -> None:
-    missing = [n for n in truss_lab.__all__ if n != "__version__" and
-               not re.search(rf"\b{re.escape(n)}\b", README)]
-    assert not missing, f"undocumented in README.md: {missing}"
+    api = README.split("## Public API", 1)[1].split("\n## ", 1)[0]
+    missing = [(m.__name__, n) for m in (truss_lab, *SUBPACKAGES.values()) for n in m.__all__
+               if n != "__version__" and not re.search(rf"`{re.escape(n)}`", api)]
+    assert not missing, f"undocumented in README.md's Public API: {missing}"
 
 
 def test_widgets_load_lazily() -> None:

@@ -1,1 +1,58 @@
-"""Pure foundations: the error tree, governed models, configuration, ids, RFC 8785 JSON."""
+"""Foundations every stage stands on: the error tree, the governed models of ADR 0011
+(trust, provenance, memory entries, policy records, events) and the layered configuration."""
+
+from __future__ import annotations
+
+from ._config import MemoryConfig
+from ._errors import (
+    BadInputError,
+    ChainError,
+    ConfigError,
+    PolicyError,
+    ProviderError,
+    StoreError,
+    StoreLockedError,
+    TrussLabError,
+)
+from ._models import (
+    AgentEvent,
+    EntryKind,
+    LedgerRef,
+    LessonExtractionPolicy,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryWrite,
+    Policy,
+    PolicyRecord,
+    PolicyTarget,
+    PolicyWrite,
+    Provenance,
+    Trust,
+)
+from ._threshold import check_threshold
+
+__all__ = [
+    "AgentEvent",
+    "BadInputError",
+    "ChainError",
+    "ConfigError",
+    "EntryKind",
+    "LedgerRef",
+    "LessonExtractionPolicy",
+    "MemoryConfig",
+    "MemoryEntry",
+    "MemoryQuery",
+    "MemoryWrite",
+    "Policy",
+    "PolicyError",
+    "PolicyRecord",
+    "PolicyTarget",
+    "PolicyWrite",
+    "Provenance",
+    "ProviderError",
+    "StoreError",
+    "StoreLockedError",
+    "TrussLabError",
+    "Trust",
+    "check_threshold",
+]

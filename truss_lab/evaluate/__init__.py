@@ -1,1 +1,60 @@
-"""Evaluation: sweeps, threshold choice, calibration, bootstrap, comparison, agreement."""
+"""Evaluation: the maths over arrays and frames (sweep, threshold choice, calibration,
+bootstrap, comparison, agreement) and the same over a run in the store (_truth, _runs)."""
+
+from __future__ import annotations
+
+from ._agreement import annotator_agreement, cohen_kappa, label_coverage, majority_labels
+from ._bootstrap import BootstrapResult, bootstrap_metrics
+from ._calibration import (
+    brier_score,
+    expected_calibration_error,
+    max_calibration_error,
+    reliability_table,
+)
+from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
+from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
+from ._objective import Objective
+from ._runs import (
+    CalibrationReport,
+    LabelReport,
+    calibration_run,
+    choose_run_threshold,
+    compare_runs,
+    label_report,
+    sweep_run,
+)
+from ._sweep import UndefinedMetricWarning, average_precision, sweep
+from ._truth import labelled_candidates, scored_candidates
+
+__all__ = [
+    "BootstrapResult",
+    "CalibrationReport",
+    "ComparisonResult",
+    "LabelReport",
+    "Objective",
+    "ThresholdChoice",
+    "UndefinedMetricWarning",
+    "annotator_agreement",
+    "average_precision",
+    "bootstrap_metrics",
+    "brier_score",
+    "calibration_run",
+    "choose_run_threshold",
+    "choose_threshold",
+    "cohen_kappa",
+    "compare_extractors",
+    "compare_runs",
+    "expected_calibration_error",
+    "label_coverage",
+    "label_report",
+    "labelled_candidates",
+    "majority_labels",
+    "max_calibration_error",
+    "mcnemar_exact",
+    "reliability_table",
+    "scored_candidates",
+    "split_by_verdict",
+    "sweep",
+    "sweep_run",
+    "verdict_kfold",
+]

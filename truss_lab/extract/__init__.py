@@ -1,1 +1,35 @@
-"""Extraction: providers, prompts, the parser, the ADR 0011 gate, the batch runner."""
+"""Extraction: providers (replay, OpenAI-compatible, heuristic), prompts, the parser, the
+ADR 0011 gate, live extraction when a contract closes, and the batch runner."""
+
+from __future__ import annotations
+
+from ._batch import ExtractionRun, run_extraction, summarize_runs
+from ._extraction import CloseResult, ContractCloseLearning, Extractor, apply_gate
+from ._heuristic import HeuristicProvider
+from ._openai import OpenAICompatibleProvider
+from ._parser import ParseResult, parse_completion
+from ._prompts import PromptTemplate, build_request, get_template
+from ._providers import ChatMessage, Completion, CompletionRequest, Provider
+from ._replay import ReplayProvider
+
+__all__ = [
+    "ChatMessage",
+    "CloseResult",
+    "Completion",
+    "CompletionRequest",
+    "ContractCloseLearning",
+    "ExtractionRun",
+    "Extractor",
+    "HeuristicProvider",
+    "OpenAICompatibleProvider",
+    "ParseResult",
+    "PromptTemplate",
+    "Provider",
+    "ReplayProvider",
+    "apply_gate",
+    "build_request",
+    "get_template",
+    "parse_completion",
+    "run_extraction",
+    "summarize_runs",
+]

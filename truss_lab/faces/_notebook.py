@@ -20,7 +20,6 @@ from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extraction import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal
-from ..journal._table import verdict_payloads  # re-exported: the notebooks' name for it
 from ..store._store import Store, open_store
 
 __all__ = [
@@ -30,7 +29,6 @@ __all__ = [
     "load_sample",
     "run_sample_extractions",
     "sample_run_id",
-    "verdict_payloads",
 ]
 
 #: The bundled synthetic sample (see ``datasets/sample/DATASHEET.md``).

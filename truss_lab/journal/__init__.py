@@ -1,2 +1,27 @@
-"""The signed journal: canonical hashing, Ed25519 signatures, reading, verifying,
-the journal table."""
+"""The signed journal: canonical hashing and Ed25519 signing (_crypto), the one entry and
+verdict spec (_spec), reading (_reader), verification (_verify), the journal table and its
+one read path (_table), import and append (_ledger)."""
+
+from __future__ import annotations
+
+from ._crypto import SigningKey, load_keyring, save_keyring
+from ._ledger import ImportReport, append_entry, import_journal, verify_chain
+from ._reader import read_journal
+from ._table import get_entry, verdict_payloads
+from ._verify import REASONS, VerifyReport, verify_journal
+
+__all__ = [
+    "REASONS",
+    "ImportReport",
+    "SigningKey",
+    "VerifyReport",
+    "append_entry",
+    "get_entry",
+    "import_journal",
+    "load_keyring",
+    "read_journal",
+    "save_keyring",
+    "verdict_payloads",
+    "verify_chain",
+    "verify_journal",
+]

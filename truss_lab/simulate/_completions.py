@@ -5,6 +5,12 @@ lesson (grounded, vague, pass note, ungrounded, generic, duplicate) and each
 defect real model output has (fenced or prose-wrapped JSON, truncation, bad
 salience, missing evidence). Each extractor draws from its own stream keyed
 by its name, so adding an extractor leaves the others' data unchanged.
+
+Grounded lessons are worded by ``_wording`` with the verdict's specifics; a
+paraphrasing profile rewords them (light or heavy) and shuffles their order.
+Besides the text, :class:`Completions` keeps what each lesson says
+(``meaning``), which reference of its verdict it expresses (``ref_rank``) and
+its paraphrase level: the lesson-level truth.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from ._vocabulary import (
     SAL_OUT,
     SAL_STRINGS,
 )
+from ._wording import N_SYNONYMS, heavy_paraphrase, lesson_text, light_paraphrase
 
 __all__ = [
     "DEFAULT_EXTRACTORS",
@@ -90,6 +97,10 @@ class ExtractorProfile:
     evidence_missing_rate: float = 0.05  # per lesson
     latency_base_ms: float = 650.0
     latency_per_token_ms: float = 16.0
+    synonym_rate: float = 0.1  # share of the synonyms its own wording swaps in
+    paraphrase: bool = False  # rewords its grounded lessons and shuffles their order
+    heavy_rate: float = 0.4  # P(a paraphrase is heavy rather than light)
+    labelled: bool = True  # whether the simulated annotators label its lessons
 
 
 EXTRACTOR_PROFILES: dict[str, ExtractorProfile] = {
@@ -102,9 +113,19 @@ EXTRACTOR_PROFILES: dict[str, ExtractorProfile] = {
         fenced_rate=0.10, prose_rate=0.06, pretty_rate=0.2, sal_missing_rate=0.02,
         sal_out_rate=0.04, sal_string_rate=0.02, bad_text_rate=0.01,
         evidence_missing_rate=0.15, latency_base_ms=240.0, latency_per_token_ms=7.0,
+        synonym_rate=0.2,
+    ),
+    # The good extractor's lessons reworded (light or heavy paraphrase, shuffled
+    # order), a little more junk, and no labels: scored only through references.
+    "sim-paraphrase-v1": ExtractorProfile(
+        name="sim-paraphrase-v1", model="sim-llm-34b-instruct",
+        generic_mean_fail=0.5, generic_mean_pass=0.08, pass_note_rate=0.15,
+        ungrounded_rate=0.05, exact_dup_rate=0.03, near_dup_rate=0.05, sal_noise=0.45,
+        latency_base_ms=420.0, latency_per_token_ms=11.0,
+        paraphrase=True, heavy_rate=0.4, labelled=False,
     ),
 }
-DEFAULT_EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1")
+DEFAULT_EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1")
 
 
 @dataclass
@@ -123,6 +144,10 @@ class Completions:
     sal_defect: np.ndarray  # 0 ok, 1 missing, 2 out of range, 3 string, 4 null
     text_defect: np.ndarray  # 0 ok, 1 empty, 2 null
     salience: np.ndarray
+    meaning: list[str]  # equal keys say the same thing (a duplicate keeps its source's)
+    ref_rank: np.ndarray  # k > 0: expresses its verdict's reference r<k>; 0: none
+    paraphrase: np.ndarray  # 0 own wording, 1 light, 2 heavy paraphrase
+    has_evidence: np.ndarray  # the lesson carries a non-empty evidence list
 
 
 def make_completions(
@@ -136,7 +161,7 @@ def make_completions(
     # Grounded lessons: one per failed check with prob emit_rate (flat over failed checks).
     fv, fj = np.nonzero(v.failed)
     keep = rng.random(fv.shape[0]) < prof.emit_rate
-    g_comp, g_chk = fv[keep], v.chk[fv[keep], fj[keep]]
+    g_comp, g_chk, g_slot = fv[keep], v.chk[fv[keep], fj[keep]], fj[keep]
     g_kind = np.where(rng.random(g_comp.shape[0]) < prof.specific_rate, K_SPECIFIC, K_VAGUE)
     # Pass notes cite one of the (passed) checks of a pass verdict.
     pn = is_pass & (rng.random(runs) < prof.pass_note_rate)
@@ -158,9 +183,14 @@ def make_completions(
                            np.full(ug_comp.shape[0], K_UNGROUNDED),
                            np.full(gen_comp.shape[0], K_GENERIC)])
     ref = np.concatenate([g_chk, pn_chk, ug_chk, gen_tpl])  # check id, or template index
-    # Stable sort by completion keeps kind order within a completion.
-    o = np.argsort(comp, kind="stable")
-    comp, kind, ref = comp[o], kind[o], ref[o]
+    slot = np.concatenate([g_slot, pn_slot, np.full(ug_comp.shape[0] + gen_comp.shape[0], -1)])
+    # Stable sort by completion keeps kind order within a completion; a
+    # paraphrasing extractor shuffles its lessons instead.
+    if prof.paraphrase:
+        o = np.lexsort((rng.random(comp.shape[0]), comp))
+    else:
+        o = np.argsort(comp, kind="stable")
+    comp, kind, ref, slot = comp[o], kind[o], ref[o], slot[o]
     n_base = np.bincount(comp, minlength=runs)
 
     # At most one duplicate per completion, of a random earlier lesson.
@@ -190,8 +220,10 @@ def make_completions(
     logit_p = np.concatenate([logit_p, d_logit])
     sal = np.concatenate([sal, d_sal])
     dvar = np.concatenate([np.full(n_base.sum(), -1), d_var])
+    slot = np.concatenate([slot, np.full(d_comp.shape[0], -1)])
     o = np.argsort(comp, kind="stable")
     comp, kind, ref, logit_p, sal, dvar = comp[o], kind[o], ref[o], logit_p[o], sal[o], dvar[o]
+    slot = slot[o]
     # A duplicate's source index was a position before this sort: map it to the new one.
     new_pos = np.empty_like(o)
     new_pos[o] = np.arange(o.shape[0])
@@ -232,29 +264,66 @@ def make_completions(
     wrap = pick(rng, len(PROSE_BEFORE) * len(PROSE_AFTER) * len(PROSE_ONLY), runs)
     tok_noise = normal(rng, runs)
     lat_noise = normal(rng, runs)
+    # Wording: frame, synonyms, the figures an ungrounded lesson invents; paraphrase level.
+    u_frame = rng.random(n)
+    u_syn = rng.random((n, N_SYNONYMS))
+    ug_n = 2 + pick(rng, 60, n)
+    if prof.paraphrase:
+        u_para = rng.random(n)
+        u_syn2 = rng.random((n, N_SYNONYMS))
+        u_frame2 = rng.random(n)
 
-    # Text of every lesson (duplicates resolved after their sources, which come first).
+    # Text of every lesson (duplicates resolved after their sources, which come first),
+    # what it says (meaning) and which reference of its verdict it expresses.
     texts: list[Any] = [None] * n
     evid: list[list[str]] = [[]] * n
-    kind_l, ref_l, comp_l = kind.tolist(), ref.tolist(), comp.tolist()
+    meaning = [""] * n
+    ref_rank = np.zeros(n, dtype=np.int64)
+    para = np.zeros(n, dtype=np.int64)
+    rank_of_slot = np.cumsum(v.failed, axis=1)  # failed slot j of verdict i is r<rank>
+    kind_l, ref_l, comp_l, slot_l = kind.tolist(), ref.tolist(), comp.tolist(), slot.tolist()
     for i in range(n):
         k = kind_l[i]
         r = ref_l[i]
-        if k in (K_SPECIFIC, K_VAGUE, K_UNGROUNDED):
+        ci = comp_l[i]
+        if k in (K_SPECIFIC, K_UNGROUNDED):
             c = CHECKS[r]
-            texts[i] = c.lesson if k != K_VAGUE else c.vague_lesson
+            if k == K_SPECIFIC:
+                ev = v.payloads[ci]["checks"][slot_l[i]]["evidence"]
+                meaning[i] = f"ref:{ci}:{slot_l[i]}"
+                ref_rank[i] = rank_of_slot[ci, slot_l[i]]
+            else:
+                ev = c.fail_evidence.format(n=int(ug_n[i]))
+                meaning[i] = f"ungrounded:{ci}:{i}"
+            run = v.payloads[ci]["run_id"]
+            texts[i] = lesson_text(c, v.obj[ci], ev, run, u_frame[i], u_syn[i],
+                                   prof.synonym_rate)
+            if prof.paraphrase and k == K_SPECIFIC:
+                heavy = u_para[i] < prof.heavy_rate
+                para[i] = 2 if heavy else 1
+                texts[i] = (heavy_paraphrase(c, v.obj[ci], ev, run, u_frame2[i], u_syn2[i])
+                            if heavy else light_paraphrase(texts[i], u_syn2[i]))
             evid[i] = ["check:" + c.name]
+        elif k == K_VAGUE:
+            c = CHECKS[r]
+            texts[i] = c.vague_lesson
+            evid[i] = ["check:" + c.name]
+            meaning[i] = f"vague:{r}"
         elif k == K_PASS_NOTE:
             c = CHECKS[r]
-            dname = DOMAINS[int(v.domain[comp_l[i]])].name
+            dname = DOMAINS[int(v.domain[ci])].name
             texts[i] = PASS_NOTES[int(tpl[i])].format(check=c.name, domain=dname)
             evid[i] = ["check:" + c.name]
+            meaning[i] = f"pass_note:{r}:{int(tpl[i])}"
         elif k == K_GENERIC:
             texts[i] = GENERIC_LESSONS[r]
+            meaning[i] = f"generic:{r}"
         else:
             src_text = texts[r] if isinstance(texts[r], str) and texts[r] else "Test more."
             texts[i] = src_text if k == K_EXACT_DUP else NEAR_DUP[int(dvar[i])](src_text)
             evid[i] = evid[r]
+            meaning[i] = meaning[r]
+            ref_rank[i] = ref_rank[r]
         if text_defect[i] == 1:
             texts[i] = ""
         elif text_defect[i] == 2:
@@ -322,5 +391,6 @@ def make_completions(
 
     parseable = np.isin(text_kind, PARSEABLE)
     candidate = parseable[comp] & (text_defect == 0)
+    has_evidence = ~ev_missing & np.array([len(e) > 0 for e in evid], dtype=bool)
     return Completions(lines, text_kind, comp, index, kind, p_useful, useful, candidate,
-                        sal_defect, text_defect, sal)
+                       sal_defect, text_defect, sal, meaning, ref_rank, para, has_evidence)

@@ -1,9 +1,13 @@
 """Simulated gold labels, the latent truth they were drawn from, and defect counts.
 
 Two noisy annotators label every candidate (a lesson a parser can read, with
-text) of every extractor; ``ann-a`` labels all of them, ``ann-b`` two in five.
-Their draws come from one stream (``stream(seed, 3)``), extractor by extractor
-in the order given.
+text) of every labelled extractor; ``ann-a`` labels all of them, ``ann-b`` two
+in five. Their draws come from one stream (``stream(seed, 3)``), extractor by
+extractor in the order given (an unlabelled extractor draws nothing).
+
+:func:`lesson_truth_rows` writes the lesson-level truth of every extractor:
+which reference each lesson expresses, what it duplicates, whether it is
+generic, ungrounded or a paraphrase.
 """
 
 from __future__ import annotations
@@ -23,23 +27,32 @@ from ._completions import (
     Completions,
 )
 from ._random import stream
+from ._wording import PARAPHRASE_NAMES
 
-__all__ = ["defect_counts", "label_rows"]
+__all__ = ["LESSON_TRUTH_HEADER", "defect_counts", "label_rows", "lesson_truth_rows"]
+
+LESSON_TRUTH_HEADER = ("verdict_hash,extractor,lesson_index,lesson_kind,reference_id,"
+                       "duplicate_of,generic,ungrounded,paraphrase,has_evidence,candidate,"
+                       "p_useful,useful_true,meaning")
 
 
 def label_rows(
     seed: int, comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
+    labelled: Sequence[bool] | None = None,
 ) -> tuple[list[str], list[str]]:
     """CSV rows (without header) of labels.csv and truth.csv.
 
     ``comps[k]`` is extractor ``names[k]``'s completions of the verdicts
-    ``hashes``. Labels are ordered by verdict, extractor, lesson index and
+    ``hashes``; only extractors with ``labelled[k]`` (default all) are
+    labelled. Labels are ordered by verdict, extractor, lesson index and
     annotator; truth rows by verdict, extractor and lesson index.
     """
     h_arr = np.array(hashes)
     lab_parts, truth_parts = [], []
     rng_lab = stream(seed, 3)
     for k, c in enumerate(comps):
+        if labelled is not None and not labelled[k]:
+            continue
         m = c.candidate
         vi, li = c.comp[m], c.index[m]
         pu, ut = c.p_useful[m], c.useful[m]
@@ -55,6 +68,8 @@ def label_rows(
                           np.concatenate([np.zeros(nc, int), np.ones(int(has_b.sum()), int)])))
         truth_parts.append((vi, np.full(nc, k), li, pu, ut.astype(np.int64), c.kind[m]))
 
+    if not lab_parts:
+        return [], []
     vi, ki, li, y, ann = (np.concatenate(a) for a in zip(*lab_parts, strict=True))
     o = np.lexsort((ann, li, ki, vi))
     name_arr = np.array(list(names))
@@ -87,3 +102,32 @@ def defect_counts(c: Completions) -> dict[str, int]:
     for kk in (K_UNGROUNDED, K_EXACT_DUP, K_NEAR_DUP, K_GENERIC):
         counts[f"kind:{KIND_NAMES[kk]}"] = int(((c.kind == kk) & seen).sum())
     return dict(sorted(counts.items()))
+
+
+def lesson_truth_rows(
+    comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
+) -> list[str]:
+    """CSV rows (without header, :data:`LESSON_TRUTH_HEADER`) of lesson_truth.csv.
+
+    One row per lesson of every extractor (also those a reader cannot see:
+    ``candidate`` says which it can), ordered by verdict, extractor and lesson
+    index. ``duplicate_of`` is the index of the first earlier lesson of the
+    same completion that says the same thing (same ``meaning``).
+    """
+    rows: list[tuple[int, int, int, str]] = []
+    for k, c in enumerate(comps):
+        first: dict[tuple[int, str], int] = {}
+        comp_l, idx_l, kind_l = c.comp.tolist(), c.index.tolist(), c.kind.tolist()
+        for i in range(len(comp_l)):
+            key = (comp_l[i], c.meaning[i])
+            dup = first.setdefault(key, idx_l[i])
+            m = c.meaning[i]
+            rank = int(c.ref_rank[i])
+            rows.append((comp_l[i], k, idx_l[i], ",".join((
+                hashes[comp_l[i]], names[k], str(idx_l[i]), KIND_NAMES[kind_l[i]],
+                f"r{rank}" if rank else "none", str(dup) if dup != idx_l[i] else "",
+                str(int(m.startswith("generic:"))), str(int(m.startswith("ungrounded:"))),
+                PARAPHRASE_NAMES[int(c.paraphrase[i])], str(int(c.has_evidence[i])),
+                str(int(c.candidate[i])), f"{c.p_useful[i]:.4f}", str(int(c.useful[i])), m))))
+    rows.sort(key=lambda r: r[:3])
+    return [r[3] for r in rows]

@@ -2,9 +2,10 @@
 
 :func:`simulate` writes a SYNTHETIC dataset: a signed journal of contract
 verdicts, the keyring that verifies it, recorded extractor completions (with
-the defects real model output has), gold labels from two noisy annotators and
-the latent truth those labels were drawn from (``truth.csv``, which a real
-dataset never has).
+the defects real model output has), gold labels from two noisy annotators,
+reference lessons (what an expert says a verdict should teach) for a share of
+the verdicts, and the latent truth (``truth.csv`` for the labelled lessons,
+``lesson_truth.csv`` for every lesson; a real dataset never has them).
 
 Determinism: every random draw comes from ``numpy.random.Generator(PCG64)``
 streams derived from ``seed`` by ``SeedSequence``, and only through
@@ -17,8 +18,9 @@ its name, so adding an extractor leaves the other extractors' data unchanged.
 
 The parts: ``vocabulary.json`` (+ ``_vocabulary``) holds the text,
 ``_random`` the uniform-only draws, ``_verdicts`` the signed verdicts'
-payloads, ``_completions`` the extractor profiles and their completions,
-``_labels`` the annotators' labels and the truth; this module writes the files.
+payloads, ``_wording`` how lessons are worded, ``_completions`` the extractor
+profiles and their completions, ``_labels`` the annotators' labels and the
+truth, ``_references`` the reference lessons; this module writes the files.
 
 Run ``python -m truss_lab.simulate --out DIR --runs N --seed S``.
 """
@@ -45,7 +47,8 @@ from ._completions import (
     ExtractorProfile,
     make_completions,
 )
-from ._labels import defect_counts, label_rows
+from ._labels import LESSON_TRUTH_HEADER, defect_counts, label_rows, lesson_truth_rows
+from ._references import reference_lines
 from ._verdicts import VERDICT_NAMES, make_verdicts
 
 __all__ = [
@@ -58,9 +61,10 @@ __all__ = [
     "simulation_key",
 ]
 
-GENERATOR_VERSION = "truss_lab-sim-1"
+GENERATOR_VERSION = "truss_lab-sim-2"
 SIM_KEY_ID = "truss-sim-operator-1"
-FILES = ("journal.jsonl", "keys.json", "completions.jsonl", "labels.csv", "truth.csv")
+FILES = ("journal.jsonl", "keys.json", "completions.jsonl", "labels.csv", "truth.csv",
+         "references.jsonl", "lesson_truth.csv")
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class SimulationResult:
     completions: Path
     labels: Path
     truth: Path
+    references: Path
+    lesson_truth: Path
     key_id: str
     n_verdicts: int
     n_completions: int
@@ -87,6 +93,7 @@ class SimulationResult:
     n_lessons: int
     n_candidates: int
     n_labels: int
+    n_references: int
     verdicts: dict[str, int] = field(default_factory=dict)
     defects: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -94,7 +101,7 @@ class SimulationResult:
     def files(self) -> dict[str, Path]:
         """File name → path of every data file written."""
         return {p.name: p for p in (self.journal, self.keys, self.completions, self.labels,
-                                    self.truth)}
+                                    self.truth, self.references, self.lesson_truth)}
 
 
 def simulation_key(seed: int) -> SigningKey:
@@ -138,7 +145,8 @@ def simulate(
     seed: int,
     extractors: Sequence[str | ExtractorProfile] = DEFAULT_EXTRACTORS,
 ) -> SimulationResult:
-    """Write a synthetic dataset (journal, keys, completions, labels, truth) to ``out_dir``.
+    """Write a synthetic dataset (journal, keys, completions, labels, truth, references,
+    lesson truth) to ``out_dir``.
 
     ``runs`` contract verdicts are signed with the public test key
     :func:`simulation_key`; each extractor answers every verdict once. The same
@@ -173,7 +181,9 @@ def simulate(
     clines = [comps[k].lines[i] for i in range(runs) for k in range(n_ext)]
 
     names = [p.name for p in profiles]
-    lab_rows, truth_rows = label_rows(seed, comps, names, hashes)
+    lab_rows, truth_rows = label_rows(seed, comps, names, hashes,
+                                      [p.labelled for p in profiles])
+    ref_lines = reference_lines(seed, v, hashes)
     defects = {name: defect_counts(c) for name, c in zip(names, comps, strict=True)}
 
     paths = {n: out / n for n in FILES}
@@ -184,6 +194,9 @@ def simulate(
            + "".join(r + "\n" for r in lab_rows))
     _write(paths["truth.csv"], "verdict_hash,extractor,lesson_index,p_useful,useful_true,"
            "lesson_kind\n" + "".join(r + "\n" for r in truth_rows))
+    _write(paths["references.jsonl"], "".join(r + "\n" for r in ref_lines))
+    _write(paths["lesson_truth.csv"], LESSON_TRUTH_HEADER + "\n" + "".join(
+        r + "\n" for r in lesson_truth_rows(comps, names, hashes)))
 
     n_unparseable = sum(int(np.isin(c.text_kind, UNPARSEABLE).sum()) for c in comps)
     return SimulationResult(
@@ -193,6 +206,8 @@ def simulate(
         completions=paths["completions.jsonl"],
         labels=paths["labels.csv"],
         truth=paths["truth.csv"],
+        references=paths["references.jsonl"],
+        lesson_truth=paths["lesson_truth.csv"],
         key_id=key.key_id,
         n_verdicts=runs,
         n_completions=len(clines),
@@ -200,6 +215,7 @@ def simulate(
         n_lessons=sum(d["lessons"] for d in defects.values()),
         n_candidates=sum(int(c.candidate.sum()) for c in comps),
         n_labels=len(lab_rows),
+        n_references=len(ref_lines),
         verdicts={name: int((v.verdict == i).sum()) for i, name in enumerate(VERDICT_NAMES)},
         defects=defects,
     )
@@ -225,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "out_dir": str(res.out_dir), "verdicts": res.verdicts,
         "completions": res.n_completions, "unparseable": res.n_unparseable,
         "lessons": res.n_lessons, "candidates": res.n_candidates, "labels": res.n_labels,
+        "references": res.n_references,
         "defects": res.defects,
     }, indent=2))
     return 0

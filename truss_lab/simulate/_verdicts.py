@@ -32,6 +32,7 @@ class Verdicts:
     n_failed: np.ndarray
     payloads: list[dict[str, Any]]
     ts: list[str]
+    obj: list[str]  # the goal's object ("billing", "the ORM" …), which lessons quote
 
 
 VERDICT_NAMES = ("pass", "partial", "fail")
@@ -87,11 +88,13 @@ def make_verdicts(seed: int, runs: int) -> Verdicts:
 
     payloads: list[dict[str, Any]] = []
     ts: list[str] = []
+    objs_used: list[str] = []
     for i in range(runs):
         d = int(dom[i])
         ci = int(contract[i])
         name, goals, objs, _ = DOMAINS[d]
         obj = objs[int(c_obj[ci] * len(objs))]
+        objs_used.append(obj)
         goal = goals[int(c_goal[ci])].format(obj=obj, n=int(c_num[ci]))
         checks = []
         first_fail = None
@@ -129,4 +132,5 @@ def make_verdicts(seed: int, runs: int) -> Verdicts:
             "tags": tags[:4],
         })
         ts.append((BASE_TS + timedelta(seconds=int(secs[i]))).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return Verdicts(dom, verdict, chk, failed, n_chk, failed.sum(axis=1), payloads, ts)
+    return Verdicts(dom, verdict, chk, failed, n_chk, failed.sum(axis=1), payloads, ts,
+                    objs_used)

@@ -20,14 +20,18 @@ __all__ = [
     "DOM_NCHK",
     "DOM_START",
     "GENERIC_LESSONS",
+    "HEAVY_FRAMES",
+    "LESSON_FRAMES",
     "MAX_CHK",
     "NEAR_DUP",
     "PASS_NOTES",
     "PROSE_AFTER",
     "PROSE_BEFORE",
     "PROSE_ONLY",
+    "REFERENCE_FRAMES",
     "SAL_OUT",
     "SAL_STRINGS",
+    "SYNONYMS",
     "Check",
     "Domain",
 ]
@@ -73,6 +77,15 @@ PROSE_BEFORE: tuple[str, ...] = tuple(_DATA["prose_before"])  # chatter around t
 PROSE_AFTER: tuple[str, ...] = tuple(_DATA["prose_after"])
 SAL_STRINGS: tuple[str, ...] = tuple(_DATA["salience_strings"])  # salience as text
 SAL_OUT: tuple[float, ...] = tuple(float(x) for x in _DATA["salience_out_of_range"])
+# Sentence frames around a lesson and the verdict's specifics ({L}, {l}, {check},
+# {obj}, {evidence}, {failure}): the extractors' own wording, the heavy
+# paraphrases' and each reference annotator's.
+LESSON_FRAMES: tuple[str, ...] = tuple(_DATA["lesson_frames"])
+HEAVY_FRAMES: tuple[str, ...] = tuple(_DATA["heavy_frames"])
+REFERENCE_FRAMES: dict[str, tuple[str, ...]] = {
+    k: tuple(v) for k, v in _DATA["reference_frames"].items()}
+# Word or phrase → a synonym; a writer swaps each with its own probability.
+SYNONYMS: tuple[tuple[str, str], ...] = tuple((a, b) for a, b in _DATA["synonyms"])
 
 # Rewrites that turn a lesson into a near-duplicate of itself.
 NEAR_DUP: tuple[Callable[[str], str], ...] = (
