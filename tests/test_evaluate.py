@@ -316,10 +316,7 @@ def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path)
     from truss_lab.faces._cli import cli
 
     db = tmp_path / "w.duckdb"
-    s = Store(str(db))
-    import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-    ingest_completions(s, SAMPLE / "completions.jsonl")
-    ingest_labels(s, SAMPLE / "labels.csv")
+    s = sample_store(str(db))
     cfg = MemoryConfig(lesson_extraction="model-scored", extraction_min_salience=0.7)
     for rid in (GOOD, OVER):
         run_extraction(s, Extractor.replay(s, rid), cfg, progress=False, run_id=rid)
