@@ -30,7 +30,7 @@ from pathlib import Path
 import truss_lab.extract._batch as batch
 from tests.builders.stores import simulated_db
 from truss_lab.core._config import MemoryConfig
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._extractor import Extractor
 from truss_lab.store._store import Store
 
 
