@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import brier_score_loss, cohen_kappa_score
 
+from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._choose import choose_threshold, split_by_verdict
@@ -39,21 +39,15 @@ from truss_lab.evaluate._truth import labelled_candidates, scored_candidates
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._demo_eval import demo_evaluation
-from truss_lab.ingest._ingest import ingest_completions, ingest_labels
-from truss_lab.journal._ledger import import_journal
 from truss_lab.store._store import Store
 
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 GOOD, OVER, SUB = "sim-good-v1", "sim-overconfident-v1", "good-subset"
 
 
 @pytest.fixture(scope="module")
 def ev() -> Iterator[Store]:
     """The sample with labels and three dry runs: good, overconfident, good on seq <= 400."""
-    s = Store(":memory:")
-    import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-    ingest_completions(s, SAMPLE / "completions.jsonl")
-    ingest_labels(s, SAMPLE / "labels.csv")
+    s = sample_store()
     cfg = MemoryConfig(lesson_extraction="model-scored")
     for run_id, ext, verdicts in ((GOOD, GOOD, None), (OVER, OVER, None),
                                   (SUB, GOOD, "seq <= 400")):
@@ -314,10 +308,7 @@ def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path)
     from truss_lab.faces._cli import cli
 
     db = tmp_path / "w.duckdb"
-    s = Store(str(db))
-    import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-    ingest_completions(s, SAMPLE / "completions.jsonl")
-    ingest_labels(s, SAMPLE / "labels.csv")
+    s = sample_store(str(db))
     cfg = MemoryConfig(lesson_extraction="model-scored", extraction_min_salience=0.7)
     for rid in (GOOD, OVER):
         run_extraction(s, Extractor.replay(s, rid), cfg, progress=False, run_id=rid)
