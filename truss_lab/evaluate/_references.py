@@ -45,6 +45,7 @@ from ._truth import _score_values, run_info
 
 __all__ = [
     "ReferenceTruth",
+    "judge_lessons",
     "reference_agreement",
     "reference_sweep",
     "reference_truth",
@@ -210,32 +211,75 @@ def reference_truth(
     in_ann = cands["verdict_hash"].isin(annotated).to_numpy()
     les = cands[in_ann].reset_index(drop=True).assign(s=s_all[in_ann])
     keep = set(verdicts["verdict_hash"])
-    refs = refs[refs["verdict_hash"].isin(keep)]
-    matched = match_lessons(les, refs, matcher=matcher, threshold=match_threshold, score="s")
-    real = refs[refs["reference_id"].astype(str) != "none"]
+    extractor = str(run_info(store, run_id)["extractor_id"])
+    seq = dict(zip(verdicts["verdict_hash"], verdicts["verdict_seq"], strict=True))
+    rows, n_refs = judge_lessons(les, refs[refs["verdict_hash"].isin(keep)], verdict_seq=seq,
+                                 extractor_id=extractor, matcher=matcher,
+                                 match_threshold=match_threshold)
+    lesson_rows = rows[rows["kind"] == "lesson"]
+    with_lessons = set(lesson_rows["verdict_hash"])
+    counts = {
+        "verdicts_processed": len(processed), "verdicts_annotated": len(verdicts),
+        "verdicts_without_lessons": len(keep - with_lessons),
+        "lessons": len(lesson_rows), "matched": int(lesson_rows["y"].sum()),
+        "references": n_refs, "lessons_unannotated": int((~in_ann).sum()),
+        "annotator": annotator or "union",
+    }
+    return ReferenceTruth(run_id=run_id, rows=rows, n_references=n_refs,
+                          n_verdicts=len(verdicts), n_lessons=len(lesson_rows),
+                          match_threshold=float(match_threshold), counts=counts)
+
+
+def judge_lessons(
+    lessons: pd.DataFrame,
+    references: pd.DataFrame,
+    *,
+    verdict_seq: dict[str, int] | None = None,
+    extractor_id: str | None = None,
+    matcher: Matcher | None = None,
+    match_threshold: float = DEFAULT_MATCH_THRESHOLD,
+) -> tuple[pd.DataFrame, int]:
+    """The rows of :class:`ReferenceTruth` from one run's lessons and the references
+    of its annotated verdicts (pure: no store). Returns ``(rows, n_references)``.
+
+    ``lessons`` has ``verdict_hash, lesson_index, text, evidence, s`` (and
+    optionally ``candidate_id, verdict_seq, extractor_id``); ``references``
+    the §4 columns. ``verdict_seq`` orders verdicts (default: first seen).
+    """
+    les = lessons.reset_index(drop=True)
+    n = len(les)
+    matched = match_lessons(les, references, matcher=matcher, threshold=match_threshold,
+                            score="s")
+    real = references[references["reference_id"].astype(str) != "none"]
     all_refs = real[["verdict_hash", "reference_id"]].astype(str).drop_duplicates()
     got = matched.loc[matched["matched"], ["verdict_hash", "reference_id"]].astype(str)
     missed = all_refs.merge(got.assign(_m=True), on=["verdict_hash", "reference_id"],
                             how="left")
     missed = missed[missed["_m"].isna()].drop(columns="_m")
-    seq = dict(zip(verdicts["verdict_hash"], verdicts["verdict_seq"], strict=True))
+    if verdict_seq is None:
+        order = pd.unique(pd.concat([les["verdict_hash"].astype(str),
+                                     references["verdict_hash"].astype(str)]))
+        verdict_seq = {v: i for i, v in enumerate(order)}
+
+    def col(name: str, default: Any) -> Any:
+        return matched[name].astype(object) if name in matched.columns else default
+
     lesson_rows = pd.DataFrame({
-        "kind": "lesson", "candidate_id": matched["candidate_id"].astype(object),
-        "verdict_seq": matched["verdict_seq"].astype("int64"),
+        "kind": "lesson", "candidate_id": col("candidate_id", None),
+        "verdict_seq": matched["verdict_hash"].astype(str).map(verdict_seq).astype("int64"),
         "verdict_hash": matched["verdict_hash"].astype(str),
-        "extractor_id": matched["extractor_id"].astype(object),
+        "extractor_id": col("extractor_id", extractor_id),
         "lesson_index": pd.array(matched["lesson_index"], dtype="Int64"),
         "text": matched["text"].astype(object),
         "reference_id": matched["reference_id"].astype(object),
         "similarity": matched["similarity"].astype(np.float64),
         "y": matched["matched"].to_numpy(dtype=np.uint8),
         "s": matched["s"].to_numpy(dtype=np.float64),
-    })
-    extractor = str(run_info(store, run_id)["extractor_id"])
+    }, index=pd.RangeIndex(n))
     miss_rows = pd.DataFrame({
         "kind": "miss", "candidate_id": None,
-        "verdict_seq": missed["verdict_hash"].map(seq).astype("int64"),
-        "verdict_hash": missed["verdict_hash"], "extractor_id": extractor,
+        "verdict_seq": missed["verdict_hash"].map(verdict_seq).astype("int64"),
+        "verdict_hash": missed["verdict_hash"], "extractor_id": extractor_id,
         "lesson_index": pd.array([pd.NA] * len(missed), dtype="Int64"), "text": None,
         "reference_id": missed["reference_id"].astype(object), "similarity": np.nan,
         "y": np.ones(len(missed), dtype=np.uint8), "s": np.full(len(missed), np.nan),
@@ -244,17 +288,7 @@ def reference_truth(
     rows["_k"] = (rows["kind"] == "miss").astype(int)
     rows = rows.sort_values(["verdict_seq", "_k", "lesson_index", "reference_id"],
                             kind="stable").drop(columns="_k").reset_index(drop=True)
-    with_lessons = set(lesson_rows["verdict_hash"])
-    counts = {
-        "verdicts_processed": len(processed), "verdicts_annotated": len(verdicts),
-        "verdicts_without_lessons": len(keep - with_lessons),
-        "lessons": len(lesson_rows), "matched": int(lesson_rows["y"].sum()),
-        "references": len(all_refs), "lessons_unannotated": int((~in_ann).sum()),
-        "annotator": annotator or "union",
-    }
-    return ReferenceTruth(run_id=run_id, rows=rows, n_references=len(all_refs),
-                          n_verdicts=len(verdicts), n_lessons=len(lesson_rows),
-                          match_threshold=float(match_threshold), counts=counts)
+    return rows, len(all_refs)
 
 
 def reference_sweep(truth: ReferenceTruth, *, thresholds: Any = None) -> pd.DataFrame:
