@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._references import (
@@ -14,8 +18,11 @@ from truss_lab.evaluate._references import (
     reference_truth,
     run_references,
 )
+from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, sweep_run
+from truss_lab.faces._cli import cli
 from truss_lab.faces._notebook import load_sample, run_sample_extractions, sample_run_id
 from truss_lab.score._matching import match_lessons
+from truss_lab.store._store import Store
 
 WORDS = "cron dst job key api retry cache schema index deploy quota token".split()
 
@@ -79,11 +86,18 @@ def test_duplicates_cost_precision() -> None:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory):
-    store = load_sample(tmp_path_factory.mktemp("refeval") / "s.duckdb")
-    run_sample_extractions(store, extractors=("sim-good-v1",), write_memory=False)
-    yield store
-    store.close()
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("refeval") / "s.duckdb"
+    with load_sample(path) as store:
+        run_sample_extractions(store, extractors=("sim-good-v1", "heuristic-v1"),
+                               write_memory=False)
+    return path
+
+
+@pytest.fixture
+def sample(sample_db: Path) -> Iterator[Store]:
+    with Store(sample_db, read_only=True) as store:
+        yield store
 
 
 def test_unparseable_and_empty_completions_count_their_references_as_misses(sample) -> None:
@@ -138,3 +152,44 @@ def test_per_annotator_references(sample) -> None:
     union = reference_truth(sample, rid)
     b = reference_truth(sample, rid, annotator="ann-b")
     assert b.n_verdicts == 170 and b.n_references == 130 < union.n_references == 323
+
+
+def test_quiet_annotated_verdicts_count_per_verdict(sample) -> None:
+    truth = reference_truth(sample, sample_run_id("sim-good-v1"))
+    assert truth.rows["verdict_hash"].nunique() == truth.n_verdicts == 402
+    quiet = truth.rows[truth.rows["kind"] == "verdict"]
+    assert len(quiet) and (quiet["y"] == 0).all() and quiet["s"].isna().all()
+
+
+def test_one_evaluation_any_truth(sample) -> None:
+    good, heur = sample_run_id("sim-good-v1"), sample_run_id("heuristic-v1")
+    by_labels = sweep_run(sample, good, thresholds=[0.7])
+    by_refs = sweep_run(sample, good, thresholds=[0.7], truth="references")
+    assert list(by_labels.columns) == list(by_refs.columns)
+    assert by_refs["precision"][0] > 0.9
+    with pytest.raises(BadInputError, match="no labelled"):
+        compare_runs(sample, good, heur, n_boot=50)
+    res = compare_runs(sample, good, heur, truth="references", n_boot=50)
+    assert res.n_common == 402 and not res.only_in_a and not res.only_in_b
+    assert res.table["delta_f1_high"][0] < 0  # the heuristic is worse, by references
+    choice = choose_run_threshold(sample, heur, truth="references", n_boot=20)
+    assert choice.split["n_train_verdicts"] + choice.split["n_test_verdicts"] == 402
+    with pytest.raises(BadInputError, match="truth must be one of"):
+        sweep_run(sample, good, truth="judge")
+
+
+def test_cli_compare_model_and_heuristic_without_labels(sample_db) -> None:
+    """The README's `truss-lab compare <model run> <heuristic run>` on the sample."""
+    good, heur = sample_run_id("sim-good-v1"), sample_run_id("heuristic-v1")
+    run = CliRunner().invoke(cli, ["compare", good, heur, "--db", str(sample_db),
+                                   "--n-boot", "50"])
+    assert run.exit_code == 0, run.output
+    assert "truth: references (run 'sample-heuristic-v1" in run.output
+    assert "402 common verdicts" in run.output
+    run = CliRunner().invoke(cli, ["compare", good, heur, "--db", str(sample_db),
+                                   "--truth", "labels", "--n-boot", "50"])
+    assert run.exit_code != 0 and "no labelled" in run.output
+    run = CliRunner().invoke(cli, ["sweep", "--run", good, "--db", str(sample_db),
+                                   "--truth", "references", "--n-boot", "20", "--json"])
+    assert run.exit_code == 0, run.output
+    assert '"truth": "references"' in run.output

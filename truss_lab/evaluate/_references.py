@@ -41,16 +41,23 @@ from ..core._errors import BadInputError
 from ..score._matching import DEFAULT_MATCH_THRESHOLD, Matcher, match_lessons
 from ..store._store import Store
 from ._sweep import UndefinedMetricWarning, sweep
-from ._truth import _score_values, run_info
+from ._truth import _score_values, labelled_candidates, run_info, scored_candidates
 
 __all__ = [
+    "TRUTHS",
     "ReferenceTruth",
     "judge_lessons",
     "reference_agreement",
     "reference_sweep",
     "reference_truth",
+    "resolve_truth",
     "run_references",
+    "truth_rows",
 ]
+
+#: What a run can be judged against (``truth=``): gold labels on its own
+#: lessons, or reference lessons of its verdicts.
+TRUTHS = ("labels", "references")
 
 
 def run_references(store: Store, references: Any = None) -> pd.DataFrame:
@@ -129,10 +136,12 @@ class ReferenceTruth:
     """One run judged against reference lessons.
 
     ``rows`` has one row per valid lesson of an annotated verdict (``kind``
-    ``"lesson"``) and one per reference no lesson matched (``kind`` ``"miss"``),
-    ordered by verdict seq, then lessons by lesson index, then misses by
-    reference id. Columns: ``kind, candidate_id, verdict_seq, verdict_hash,
-    extractor_id, lesson_index`` (``<NA>`` for a miss), ``text``,
+    ``"lesson"``), one per reference no lesson matched (``kind`` ``"miss"``) and
+    one for each annotated verdict with neither (``kind`` ``"verdict"``: y 0,
+    never kept, so it only counts in per-verdict rates), ordered by verdict
+    seq, then lessons by lesson index, then misses by reference id. Columns:
+    ``kind, candidate_id, verdict_seq, verdict_hash, extractor_id,
+    lesson_index`` (``<NA>`` but for a lesson), ``text``,
     ``reference_id`` (what the lesson matched, or the missed reference),
     ``similarity``, ``y`` (uint8: 1 for a matched lesson and for a miss) and
     ``s`` (the score; NaN for a miss: never kept). ``n_references`` is recall's
@@ -149,6 +158,8 @@ class ReferenceTruth:
     n_lessons: int
     match_threshold: float
     counts: dict[str, Any]
+    verdicts: list[str] = field(default_factory=list, repr=False)
+    """The annotated verdicts the run processed, in verdict order."""
 
     @property
     def lessons(self) -> pd.DataFrame:
@@ -227,7 +238,8 @@ def reference_truth(
     }
     return ReferenceTruth(run_id=run_id, rows=rows, n_references=n_refs,
                           n_verdicts=len(verdicts), n_lessons=len(lesson_rows),
-                          match_threshold=float(match_threshold), counts=counts)
+                          match_threshold=float(match_threshold), counts=counts,
+                          verdicts=verdicts.sort_values("verdict_seq")["verdict_hash"].tolist())
 
 
 def judge_lessons(
@@ -284,8 +296,21 @@ def judge_lessons(
         "reference_id": missed["reference_id"].astype(object), "similarity": np.nan,
         "y": np.ones(len(missed), dtype=np.uint8), "s": np.full(len(missed), np.nan),
     })
-    rows = pd.concat([lesson_rows, miss_rows], ignore_index=True)
-    rows["_k"] = (rows["kind"] == "miss").astype(int)
+    # An annotated verdict with neither lessons nor references (it teaches
+    # nothing and the extractor wrote nothing) still counts in per-verdict
+    # rates and is resampled by the bootstrap: one placeholder row, never kept.
+    seen = set(lesson_rows["verdict_hash"]) | set(miss_rows["verdict_hash"])
+    quiet = [v for v in pd.unique(references["verdict_hash"].astype(str)) if v not in seen]
+    quiet_rows = pd.DataFrame({
+        "kind": "verdict", "candidate_id": None,
+        "verdict_seq": pd.Series(quiet, dtype=object).map(verdict_seq).astype("int64"),
+        "verdict_hash": pd.Series(quiet, dtype=object), "extractor_id": extractor_id,
+        "lesson_index": pd.array([pd.NA] * len(quiet), dtype="Int64"), "text": None,
+        "reference_id": None, "similarity": np.nan,
+        "y": np.zeros(len(quiet), dtype=np.uint8), "s": np.full(len(quiet), np.nan),
+    })
+    rows = pd.concat([lesson_rows, miss_rows, quiet_rows], ignore_index=True)
+    rows["_k"] = rows["kind"].map({"lesson": 0, "miss": 1, "verdict": 2})
     rows = rows.sort_values(["verdict_seq", "_k", "lesson_index", "reference_id"],
                             kind="stable").drop(columns="_k").reset_index(drop=True)
     return rows, len(all_refs)
@@ -314,3 +339,44 @@ def reference_sweep(truth: ReferenceTruth, *, thresholds: Any = None) -> pd.Data
         df["kept_per_verdict"] = df["kept"].to_numpy() / truth.n_verdicts
         df["write_rate"] = df["kept"].to_numpy() / truth.n_lessons
     return df
+
+
+def check_truth(truth: str) -> str:
+    """``truth`` if it names a truth source (:data:`TRUTHS`), else :class:`BadInputError`."""
+    if truth not in TRUTHS:
+        raise BadInputError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}",
+                            field="truth")
+    return truth
+
+
+def truth_rows(
+    store: Store, run_id: str, *, truth: str = "labels", labels: Any = None,
+    references: Any = None, score: str = "salience",
+) -> tuple[pd.DataFrame, list[str] | None]:
+    """What sweep, choice and comparison of one run take, from either truth source.
+
+    Returns ``(frame, verdicts)``: the frame has ``verdict_hash``, ``y`` (uint8)
+    and ``s`` (float, NaN never kept): the labelled, untied valid candidates
+    (:func:`~truss_lab.evaluate._truth.scored_candidates`) for ``"labels"``,
+    the :class:`ReferenceTruth` rows (lessons and misses) for
+    ``"references"``. ``verdicts`` is the annotated verdicts the run processed
+    for references, None for labels (every verdict the run processed).
+    """
+    if check_truth(truth) == "labels":
+        return scored_candidates(store, run_id, labels=labels, score=score), None
+    t = reference_truth(store, run_id, references=references, score=score)
+    return t.rows, t.verdicts
+
+
+def resolve_truth(
+    store: Store, run_ids: list[str], truth: str | None, *, labels: Any = None
+) -> tuple[str, str]:
+    """The truth to judge ``run_ids`` by, and why: ``truth`` itself when given;
+    ``None`` (auto) means labels when every run has a labelled candidate,
+    else references."""
+    if truth is not None:
+        return check_truth(truth), "as asked"
+    for rid in run_ids:
+        if not labelled_candidates(store, rid, labels=labels)["labelled"].any():
+            return "references", f"run {rid!r} has no gold labels"
+    return "labels", "every run has gold labels"

@@ -31,6 +31,7 @@ from ._calibration import (
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict
 from ._compare import ComparisonResult, compare_extractors
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
+from ._references import check_truth, reference_sweep, reference_truth, truth_rows
 from ._sweep import UndefinedMetricWarning, sweep
 from ._truth import run_info, run_labels, scored_candidates
 
@@ -140,10 +141,17 @@ def sweep_run(
     labels: Any = None,
     score: str = "salience",
     thresholds: Any = None,
+    truth: str = "labels",
+    references: Any = None,
 ) -> pd.DataFrame:
     """:func:`~truss_lab.evaluate._sweep.sweep` of one run on its labelled, untied valid candidates,
     grouped by verdict (so ``kept_per_verdict`` is there). ``score`` names the
-    candidates column (``salience``, ``score``) or a scorer in the scores table."""
+    candidates column (``salience``, ``score``) or a scorer in the scores table.
+    ``truth="references"`` judges the run by reference lessons instead
+    (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns)."""
+    if check_truth(truth) == "references":
+        return reference_sweep(reference_truth(store, run_id, references=references,
+                                               score=score), thresholds=thresholds)
     d = scored_candidates(store, run_id, labels=labels, score=score)
     return sweep(d["y"].to_numpy(), d["s"].to_numpy(), groups=d["verdict_hash"].to_numpy(),
                  thresholds=thresholds)
@@ -160,13 +168,17 @@ def choose_run_threshold(
     random_state: Any = 0,
     n_boot: int = 1000,
     confidence: float = 0.95,
+    truth: str = "labels",
+    references: Any = None,
 ) -> ThresholdChoice:
     """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run: the threshold is chosen on
     training verdicts and its metrics (with verdict-bootstrap intervals when
     ``n_boot > 0``) are reported on held-out verdicts. ``objective`` is an
-    :class:`Objective` or a spec for :func:`parse_objective` (``"precision:0.8"``)."""
+    :class:`Objective` or a spec for :func:`parse_objective` (``"precision:0.8"``).
+    ``truth="references"`` judges by reference lessons (misses count in recall)."""
     obj = parse_objective(objective)
-    d = scored_candidates(store, run_id, labels=labels, score=score)
+    d, _ = truth_rows(store, run_id, truth=truth, labels=labels, references=references,
+                      score=score)
     return choose_threshold(
         d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(), objective=obj,
         test_size=test_size, random_state=random_state, n_boot=n_boot, confidence=confidence,
@@ -312,19 +324,24 @@ def compare_runs(
     n_boot: int = 1000,
     confidence: float = 0.95,
     random_state: Any = 0,
+    truth: str = "labels",
+    references: Any = None,
 ) -> ComparisonResult:
     """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs on their labelled,
     untied valid candidates. The paired analysis uses the verdicts both runs
     processed (``run_verdicts``); verdicts present in one run only are listed
-    in the result (``only_in_a`` / ``only_in_b``), never dropped silently."""
+    in the result (``only_in_a`` / ``only_in_b``), never dropped silently.
+    ``truth="references"`` judges both runs by reference lessons, on the
+    annotated verdicts both processed: no labels needed."""
     frames, processed = [], []
     for rid in (run_a, run_b):
-        d = scored_candidates(store, rid, labels=labels, score=score)
+        d, verdicts = truth_rows(store, rid, truth=truth, labels=labels, references=references,
+                                 score=score)
         frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
                                     "salience": d["s"], "label": d["y"]}))
         # Every verdict the run processed, so one where the extractor proposed
         # nothing counts as "kept nothing" rather than "absent from the run".
-        processed.append([r[0] for r in store.sql(
+        processed.append(verdicts if verdicts is not None else [r[0] for r in store.sql(
             "SELECT verdict_hash FROM run_verdicts WHERE run_id = ?", [rid]).fetchall()])
     return compare_extractors(
         frames[0], frames[1], threshold=threshold, threshold_b=threshold_b, n_boot=n_boot,
