@@ -82,9 +82,9 @@ def make_data(seed, n_verdicts, *, decimals=2, per_verdict=(1, 6)):
 @pytest.mark.parametrize(
     "seed,n_verdicts,grid,min_precision",
     [
-        (0, 30, np.linspace(0, 1, 11), None),
+        (0, 30, np.round(np.linspace(0, 1, 11), 2), None),
         (1, 12, np.array([0.9, 0.1, 0.5, 0.5, 0.3]), None),
-        (2, 25, np.linspace(0, 1, 21), 0.7),
+        (2, 25, np.round(np.linspace(0, 1, 21), 2), 0.7),
         (3, 7, np.array([0.95, 0.6, 0.2]), 0.9),
     ],
 )

@@ -37,7 +37,7 @@ from truss_lab.evaluate._runs import (
 from truss_lab.evaluate._sweep import sweep
 from truss_lab.evaluate._truth import labelled_candidates, scored_candidates
 from truss_lab.extract._batch import run_extraction
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._demo_eval import demo_evaluation
 from truss_lab.ingest._ingest import ingest_completions, ingest_labels
 from truss_lab.journal._ledger import import_journal
@@ -105,37 +105,34 @@ def test_label_report_all_runs_and_bad_run(ev):
 # -- sweep and choice ----------------------------------------------------------------------
 
 
-def test_sweep_run_uses_labelled_untied_valid_candidates(ev):
-    lc = labelled_candidates(ev, GOOD)
-    assert lc["valid"].all()
+def test_sweep_run_counts_what_the_gate_writes(ev):
+    # Issue #12: kept = every valid candidate the gate would write (ties too),
+    # tp/fp over judged ones, per verdict over every processed verdict.
+    lc = labelled_candidates(ev, GOOD, valid_only=False)
+    valid = lc[lc["valid"]]
     used = lc[lc["labelled"]]
-    assert not used["tie"].any()
+    n_verdicts = ev.sql("SELECT count(*) FROM run_verdicts WHERE run_id = ?", [GOOD]).fetchone()[0]
     df = sweep_run(ev, GOOD)
-    expected = sweep(used["label"].astype(int), used["salience"], groups=used["verdict_hash"])
+    s = np.where(lc["valid"], lc["salience"], np.nan)
+    expected = sweep(lc["label"].fillna(0).astype(int), s, groups=lc["verdict_hash"],
+                     judged=lc["labelled"], n_verdicts=n_verdicts)
     pd.testing.assert_frame_equal(df, expected)
-    assert df["kept"].iloc[-1] == len(used) < len(lc)  # ties left out
-    assert "kept_per_verdict" in df.columns
+    assert df["kept"].iloc[-1] == len(valid) > int(used["valid"].sum())  # ties are written
+    assert df.attrs["counts"]["ties"] == "exclude"
     at = sweep_run(ev, GOOD, thresholds=[0.7])
-    assert at["kept"].iloc[0] == int((used["salience"] >= 0.7).sum())
+    assert at["kept"].iloc[0] == int((valid["salience"] >= 0.7).sum())
+    assert at["kept_per_verdict"].iloc[0] == at["kept"].iloc[0] / n_verdicts
 
 
 def test_sweep_run_on_another_score(ev):
     # The gate's own score column ...
     by_col = sweep_run(ev, GOOD, score="score", thresholds=[0.5, 0.7])
     assert by_col["kept"].tolist() == sweep_run(ev, GOOD, thresholds=[0.5, 0.7])["kept"].tolist()
-    # ... or a scorer stored in the scores table (here: 1 - salience, by name or name@version).
-    ev.con.execute(
-        "INSERT INTO scores SELECT run_id, candidate_id, 'flipped@1', 1 - salience "
-        "FROM candidates WHERE run_id = ? AND valid", [GOOD])
-    try:
-        d = scored_candidates(ev, GOOD)
-        for name in ("flipped", "flipped@1"):
-            got = sweep_run(ev, GOOD, score=name, thresholds=[0.3])
-            assert got["kept"].iloc[0] == int((1 - d["s"] >= 0.3).sum())
-    finally:
-        ev.con.execute("DELETE FROM scores WHERE scorer = 'flipped@1'")
-    with pytest.raises(BadInputError, match="no score 'nope'"):
+    # Anything else is refused with the columns it could be (there is no scores table).
+    with pytest.raises(BadInputError, match=r"no score 'nope'.*\(salience, score\)"):
         sweep_run(ev, GOOD, score="nope")
+    with pytest.raises(BadInputError, match="no score 'text'"):
+        sweep_run(ev, GOOD, score="text")
 
 
 def test_choose_run_threshold_splits_by_verdict(ev):
@@ -294,7 +291,7 @@ def test_labels_from_a_frame_override_the_table(ev, raw_labels):
     a = sweep_run(ev, GOOD, thresholds=[0.0])
     b = sweep_run(ev, GOOD, labels=flipped, thresholds=[0.0])
     assert a["kept"].iloc[0] == b["kept"].iloc[0]
-    assert a["tp"].iloc[0] + b["tp"].iloc[0] == a["kept"].iloc[0]
+    assert a["tp"].iloc[0] + b["tp"].iloc[0] == a["tp"].iloc[0] + a["fp"].iloc[0]
     assert np.isfinite(a["precision"]).all()
 
 
@@ -307,3 +304,48 @@ def test_without_labels(ev, raw_labels):
     assert rep.agreement.empty and "LabelReport" in repr(rep)
     with pytest.raises(BadInputError, match="no labelled"):
         sweep_run(ev, GOOD, labels=none)
+
+
+def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path):
+    # Issue #12: sweep_run, compare_runs and the CLI report agree with the lessons a
+    # model-scored run at 0.70 actually wrote, per verdict it processed.
+    from click.testing import CliRunner
+
+    from truss_lab.faces._cli import cli
+
+    db = tmp_path / "w.duckdb"
+    s = Store(str(db))
+    import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
+    ingest_completions(s, SAMPLE / "completions.jsonl")
+    ingest_labels(s, SAMPLE / "labels.csv")
+    cfg = MemoryConfig(lesson_extraction="model-scored", extraction_min_salience=0.7)
+    for rid in (GOOD, OVER):
+        run_extraction(s, Extractor.replay(s, rid), cfg, progress=False, run_id=rid)
+    for rid in (GOOD, OVER):
+        written = s.sql("SELECT count(*) FROM memory_entries WHERE run_id = ?",
+                        [rid]).fetchone()[0]
+        processed = s.sql("SELECT count(*) FROM run_verdicts WHERE run_id = ?",
+                          [rid]).fetchone()[0]
+        assert written > 0
+        want = written / processed
+        at = sweep_run(s, rid, thresholds=[0.7])
+        assert at["kept"].iloc[0] == written
+        assert at["kept_per_verdict"].iloc[0] == want
+        c = compare_runs(s, rid, GOOD if rid == OVER else OVER, threshold=0.7, n_boot=10)
+        assert c.table["kept_per_verdict_a"].iloc[0] == want
+    s.close()
+    out = CliRunner().invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--n-boot", "10",
+                                   "--json"])
+    assert out.exit_code == 0, out.output
+    import json
+
+    rows = {r["threshold"]: r for r in json.loads(out.output)["sweep"]}
+    ref = Store(str(db), read_only=True)
+    try:
+        written = ref.sql("SELECT count(*) FROM memory_entries WHERE run_id = ?",
+                          [GOOD]).fetchone()[0]
+        processed = ref.sql("SELECT count(*) FROM run_verdicts WHERE run_id = ?",
+                            [GOOD]).fetchone()[0]
+    finally:
+        ref.close()
+    assert rows[0.7]["kept_per_verdict"] == pytest.approx(written / processed, rel=1e-6)

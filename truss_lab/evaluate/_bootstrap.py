@@ -38,6 +38,7 @@ from truss_lab.evaluate._sweep import (
     as_scores,
     check_lengths,
     metrics_from_counts,
+    snap_thresholds,
 )
 
 __all__ = ["BootstrapResult", "bootstrap_metrics"]
@@ -104,22 +105,28 @@ def weight_chunks(
 
 
 def bin_counts(
-    y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_groups: int, thresholds_desc: np.ndarray
+    y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_groups: int, thresholds_desc: np.ndarray,
+    judged: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Per-verdict histogram over threshold bins: shape ``(n_groups, 2, T + 1)``.
+    """Per-verdict histogram over threshold bins: shape ``(n_groups, 2, T + 1)``, or
+    ``(n_groups, 3, T + 1)`` with ``judged``.
 
     Bin ``j`` holds candidates with exactly ``j`` thresholds above their
     salience: they are kept at descending thresholds ``j, j+1, ..., T-1`` (bin
     ``T``: kept at none; NaN salience lands there). ``[g, 0, j]`` counts the
-    candidates of verdict g in bin j, ``[g, 1, j]`` the positive ones.
+    candidates of verdict g in bin j, ``[g, 1, j]`` the positive ones and
+    ``[g, 2, j]`` the judged ones (those with a truth value).
     """
     n_t = len(thresholds_desc)
+    k = 2 if judged is None else 3
     c = n_t - np.searchsorted(thresholds_desc[::-1], s, side="right")
     c[np.isnan(s)] = n_t
-    flat = codes * (2 * (n_t + 1)) + c
-    size = n_groups * 2 * (n_t + 1)
-    both = np.concatenate((flat, flat[y.view(np.bool_)] + (n_t + 1)))
-    return np.bincount(both, minlength=size).reshape(n_groups, 2, n_t + 1)
+    flat = codes * (k * (n_t + 1)) + c
+    size = n_groups * k * (n_t + 1)
+    parts = [flat, flat[y.view(np.bool_)] + (n_t + 1)]
+    if judged is not None:
+        parts.append(flat[judged.view(np.bool_)] + 2 * (n_t + 1))
+    return np.bincount(np.concatenate(parts), minlength=size).reshape(n_groups, k, n_t + 1)
 
 
 class WeightedCounter:
@@ -227,26 +234,18 @@ def bootstrap_metrics(
     confidence: float = 0.95,
     random_state: Any = 0,
     objective: str | Objective = DEFAULT_OBJECTIVE,
-    beta: float | None = None,
-    min_precision: float | None = None,
-    max_per_verdict: float | None = None,
-    cost_fp: float | None = None,
-    cost_fn: float | None = None,
+    snap: bool = True,
+    **objective_options: float | None,
 ) -> BootstrapResult:
     """Percentile intervals of precision, recall, F1 and kept-per-verdict, resampling verdicts.
 
-    ``thresholds`` is the grid (e.g. ``np.linspace(0, 1, 101)``); the chosen
-    threshold and its interval are taken over that grid with ``objective``
-    (see :func:`~truss_lab.evaluate._objective.make_objective`). Seeded by ``random_state``.
+    ``thresholds`` is the grid (e.g. ``np.round(np.linspace(0, 1, 101), 2)``;
+    points off their typed decimal are rounded with a warning); the chosen
+    threshold and its interval are taken over that grid with ``objective`` and
+    its options (``min_precision=`` etc., see
+    :func:`~truss_lab.evaluate._objective.make_objective`). Seeded by ``random_state``.
     """
-    obj = make_objective(
-        objective,
-        beta=beta,
-        min_precision=min_precision,
-        max_per_verdict=max_per_verdict,
-        cost_fp=cost_fp,
-        cost_fn=cost_fn,
-    )
+    obj = make_objective(objective, **objective_options)
     check_boot(n_boot, confidence)
     y = as_labels(y_true)
     s = as_scores(salience)
@@ -256,6 +255,8 @@ def bootstrap_metrics(
         raise BadInputError(
             "expected a non-empty grid of thresholds without NaN", field="thresholds"
         )
+    if snap:  # False for thresholds chosen on other data (see sweep)
+        thr = snap_thresholds(thr, s)
     codes, verdicts = verdict_codes(groups)
     n_groups = len(verdicts)
     order = np.argsort(-thr, kind="stable")  # descending, ties keep input order

@@ -176,7 +176,9 @@ def _row_at(df: pd.DataFrame) -> dict[str, float]:
 def _boot_grid(s_train: np.ndarray, chosen: float) -> np.ndarray:
     vals = np.unique(s_train[~np.isnan(s_train)])
     if len(vals) > _MAX_BOOT_GRID:
-        vals = np.unique(np.quantile(vals, np.linspace(0, 1, _MAX_BOOT_GRID)))
+        # inverted_cdf picks data values, so the grid holds saliences the gate sees
+        vals = np.unique(np.quantile(vals, np.linspace(0, 1, _MAX_BOOT_GRID),
+                                     method="inverted_cdf"))
     if np.isfinite(chosen):
         vals = np.union1d(vals, [chosen])
     return vals
@@ -188,15 +190,11 @@ def choose_threshold(
     groups: Any,
     *,
     objective: str | Objective = DEFAULT_OBJECTIVE,
-    beta: float | None = None,
-    min_precision: float | None = None,
-    max_per_verdict: float | None = None,
-    cost_fp: float | None = None,
-    cost_fn: float | None = None,
     test_size: float | int = 0.3,
     random_state: Any = 0,
     n_boot: int = 0,
     confidence: float = 0.95,
+    **objective_options: float | None,
 ) -> ThresholdChoice:
     """Choose a salience threshold on training verdicts and score it on held-out ones.
 
@@ -210,14 +208,7 @@ def choose_threshold(
     (same ``random_state``) of the test metrics and of the choice itself.
     If no threshold satisfies the objective, warns and returns NaN metrics.
     """
-    obj = make_objective(
-        objective,
-        beta=beta,
-        min_precision=min_precision,
-        max_per_verdict=max_per_verdict,
-        cost_fp=cost_fp,
-        cost_fn=cost_fn,
-    )
+    obj = make_objective(objective, **objective_options)
     if n_boot:
         check_boot(n_boot, confidence)
     y = as_labels(y_true)
@@ -245,8 +236,8 @@ def choose_threshold(
     with warnings.catch_warnings():
         # Degenerate sides still warn once, from here, with the side named.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        train = _row_at(sweep(y_tr, s_tr, groups=g_tr, thresholds=at))
-        test = _row_at(sweep(y_te, s_te, groups=g_te, thresholds=at))
+        train = _row_at(sweep(y_tr, s_tr, groups=g_tr, thresholds=at, snap=False))
+        test = _row_at(sweep(y_te, s_te, groups=g_te, thresholds=at, snap=False))
     if not np.isfinite(chosen):
         train = {k: (np.nan if k != "threshold" else chosen) for k in train}
         test = {k: (np.nan if k != "threshold" else chosen) for k in test}
@@ -275,7 +266,7 @@ def choose_threshold(
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             test_boot = bootstrap_metrics(
                 y_te, s_te, g_te, thresholds=[chosen], n_boot=n_boot,
-                confidence=confidence, random_state=random_state, objective=obj,
+                confidence=confidence, random_state=random_state, objective=obj, snap=False,
             )
             boot = bootstrap_metrics(
                 y_tr, s_tr, g_tr, thresholds=_boot_grid(s_tr, chosen), n_boot=n_boot,

@@ -30,7 +30,7 @@ from truss_lab.evaluate._bootstrap import (
     percentile_interval,
     weight_chunks,
 )
-from truss_lab.evaluate._sweep import as_labels, as_scores, metrics_from_counts
+from truss_lab.evaluate._sweep import as_labels, as_scores, metrics_from_counts, snap_thresholds
 
 __all__ = ["ComparisonResult", "compare_extractors", "mcnemar_exact"]
 
@@ -59,7 +59,7 @@ def mcnemar_exact(n_a_only: int, n_b_only: int) -> float:
     return min(1.0, 2 * tail / 2**n)
 
 
-def _check_run(df: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_run(df: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if not isinstance(df, pd.DataFrame):
         raise BadInputError(f"run {name!r} must be a DataFrame, got {type(df).__name__}")
     missing = [c for c in ("verdict_hash", "salience", "label") if c not in df.columns]
@@ -73,18 +73,21 @@ def _check_run(df: Any, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if hashes.isna().any():
         i = int(np.flatnonzero(hashes.isna().to_numpy())[0])
         raise BadInputError(f"run {name!r} row {i}: missing verdict_hash", field="verdict_hash")
+    judged = (as_labels(df["judged"], f"{name}.judged") if "judged" in df.columns
+              else np.ones(len(df), dtype=np.uint8))
     return (
         hashes.astype(str).to_numpy(dtype=object),
         as_scores(df["salience"], f"{name}.salience"),
-        as_labels(df["label"], f"{name}.label"),
+        as_labels(df["label"], f"{name}.label") & judged,
+        judged,
     )
 
 
-def _thresholds(value: Any, name: str) -> np.ndarray:
+def _thresholds(value: Any, name: str, data: Any = None) -> np.ndarray:
     t = as_scores(np.atleast_1d(value), name)
     if t.size == 0 or np.isnan(t).any():
         raise BadInputError(f"{name} must be one or more numbers without NaN", field=name)
-    return t
+    return snap_thresholds(t, data, name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,7 +159,9 @@ def compare_extractors(
 ) -> ComparisonResult:
     """Paired verdict bootstrap of B - A, and exact McNemar on the per-verdict outcome.
 
-    ``a`` and ``b`` have columns ``verdict_hash``, ``salience``, ``label`` (0/1).
+    ``a`` and ``b`` have columns ``verdict_hash``, ``salience``, ``label`` (0/1)
+    and optionally ``judged`` (0/1: the candidate has a truth value; an unjudged
+    one is still kept, so it counts in ``kept_per_verdict``, never in tp/fp).
     ``verdicts_a`` / ``verdicts_b`` (optional) are every verdict hash each run
     processed: a verdict for which an extractor proposed nothing is then a
     common verdict where it kept nothing, not a verdict missing from its run.
@@ -166,10 +171,11 @@ def compare_extractors(
     sorted hash order.
     """
     check_boot(n_boot, confidence)
-    ha, sa, ya = _check_run(a, names[0])
-    hb, sb, yb = _check_run(b, names[1])
-    t_a = _thresholds(threshold, "threshold")
-    t_b = t_a if threshold_b is None else _thresholds(threshold_b, "threshold_b")
+    ha, sa, ya, ja = _check_run(a, names[0])
+    hb, sb, yb, jb = _check_run(b, names[1])
+    t_a = _thresholds(threshold, "threshold", sa)
+    t_b = (_thresholds(threshold, "threshold", sb) if threshold_b is None
+           else _thresholds(threshold_b, "threshold_b", sb))
     if len(t_b) != len(t_a):
         raise BadInputError(
             f"threshold_b has {len(t_b)} values, threshold {len(t_a)}; expected as many",
@@ -184,13 +190,14 @@ def compare_extractors(
     index = pd.Index(common)
 
     hs = []
-    for hashes, s, y, t in ((ha, sa, ya, t_a), (hb, sb, yb, t_b)):
+    for hashes, s, y, j, t in ((ha, sa, ya, ja, t_a), (hb, sb, yb, jb, t_b)):
         codes = index.get_indexer(hashes)
         keep = codes >= 0
         # B's thresholds need not be monotone with A's, so each run is binned
         # on its own sorted grid and mapped back to the shared row order.
         t_order = np.argsort(-t, kind="stable")
-        h = bin_counts(y[keep], s[keep], codes[keep].astype(np.int64), g, t[t_order])
+        h = bin_counts(y[keep], s[keep], codes[keep].astype(np.int64), g, t[t_order],
+                       judged=j[keep])
         hs.append((h, t_order))
     # Stack (all, positive) counts of A and B: one matmul per chunk for both.
     counter = WeightedCounter(np.concatenate([hs[0][0], hs[1][0]], axis=1))
@@ -198,13 +205,14 @@ def compare_extractors(
     def counts(w: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         cs = counter.cumulative(w)
         out = {}
-        for side, off in (("a", 0), ("b", 2)):
-            t_order = hs[off // 2][1]
+        for side, off in (("a", 0), ("b", 3)):  # (all, positive, judged) per side
+            t_order = hs[off // 3][1]
             back = np.empty_like(t_order)
             back[t_order] = np.arange(len(t_order))  # sorted position of each input threshold
             kept = cs[:, off, :-1][:, back]
             tp = cs[:, off + 1, :-1][:, back]
-            m = metrics_from_counts(kept, tp, cs[:, off, -1:], cs[:, off + 1, -1:], g)
+            judged = cs[:, off + 2, :-1][:, back]
+            m = metrics_from_counts(kept, tp, cs[:, off, -1:], cs[:, off + 1, -1:], g, judged)
             out[side] = m
         return out
 
@@ -221,9 +229,9 @@ def compare_extractors(
     for h, t_order in hs:
         back = np.empty_like(t_order)
         back[t_order] = np.arange(len(t_order))
-        cs = np.cumsum(h, axis=2)[:, :, :-1][:, :, back]  # (g, 2, T), input order
-        kept, tp = cs[:, 0, :], cs[:, 1, :]
-        success.append((tp >= 1) & (kept == tp))
+        cs = np.cumsum(h, axis=2)[:, :, :-1][:, :, back]  # (g, 3, T), input order
+        tp, judged = cs[:, 1, :], cs[:, 2, :]
+        success.append((tp >= 1) & (judged == tp))
     a_only = np.count_nonzero(success[0] & ~success[1], axis=0)
     b_only = np.count_nonzero(~success[0] & success[1], axis=0)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -30,10 +31,13 @@ __all__ = [
     "DEFAULT_OBJECTIVE",
     "OBJECTIVE_HELP",
     "OBJECTIVE_KINDS",
+    "OBJECTIVE_OPTIONS",
     "Objective",
     "make_objective",
     "objective_spec",
     "parse_objective",
+    "ratio_at_least",
+    "typed_fraction",
 ]
 
 ObjectiveKind = Literal["f1", "fbeta", "precision_floor", "budget", "cost"]
@@ -137,13 +141,18 @@ class Objective:
             return f"max recall s.t. kept per verdict <= {self.max_per_verdict:g}"
         return f"min cost (cost_fp={self.cost_fp:g}, cost_fn={self.cost_fn:g})"
 
-    def scores(self, kept: Any, tp: Any, n_pos: Any, n_groups: Any = None) -> np.ndarray:
+    def scores(self, kept: Any, tp: Any, n_pos: Any, n_groups: Any = None,
+               judged: Any = None) -> np.ndarray:
         """Score of each threshold (higher is better, ``-inf`` = infeasible or undefined).
 
-        ``kept`` and ``tp`` have shape ``(..., T)``; ``n_pos`` and ``n_groups``
-        broadcast against ``(..., 1)``.
+        ``kept`` (every kept candidate: what the gate writes), ``tp`` and
+        ``judged`` (kept candidates with a truth value, ``tp + fp``; default
+        ``kept``) have shape ``(..., T)``; ``n_pos`` and ``n_groups`` (verdicts)
+        broadcast against ``(..., 1)``. The budget reads ``kept``; precision,
+        F-beta and cost read ``judged``.
         """
-        kept = np.asarray(kept, dtype=np.float64)
+        budget_kept = kept
+        kept = np.asarray(kept if judged is None else judged, dtype=np.float64)
         tp = np.asarray(tp, dtype=np.float64)
         n_pos = np.asarray(n_pos, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -152,28 +161,31 @@ class Objective:
                 # F-beta = (1+b2) tp / ((1+b2) tp + b2 fn + fp) = (1+b2) tp / (kept + b2 n_pos)
                 score = (1 + b2) * tp / (kept + b2 * n_pos)
             elif self.kind == "precision_floor":
-                ok = tp >= self.min_precision * kept  # precision >= p, without dividing
+                # tp / kept >= p compared exactly (p as typed), never p * kept in floats
+                ok = ratio_at_least(tp, kept, self.min_precision)
                 score = np.where(ok & (kept > 0), tp, -np.inf)
             elif self.kind == "budget":
                 if n_groups is None:
                     raise BadInputError(
                         "objective 'budget' needs groups (verdicts)", field="groups"
                     )
-                g = np.asarray(n_groups, dtype=np.float64)
-                score = np.where(kept <= self.max_per_verdict * g, tp, -np.inf)
+                # kept / verdicts <= k, i.e. verdicts / kept >= 1 / k, exactly
+                ok = ratio_at_most(budget_kept, n_groups, self.max_per_verdict)
+                score = np.where(ok, tp, -np.inf)
             else:
                 fp = kept - tp
                 fn = n_pos - tp
                 score = -(self.cost_fp * fp + self.cost_fn * fn)
         return np.where(np.isnan(score), -np.inf, score)
 
-    def best_index(self, kept: Any, tp: Any, n_pos: Any, n_groups: Any = None) -> np.ndarray:
+    def best_index(self, kept: Any, tp: Any, n_pos: Any, n_groups: Any = None,
+                   judged: Any = None) -> np.ndarray:
         """Index of the best threshold along the last axis (thresholds must be descending).
 
-        ``argmax`` returns the first maximum, i.e. the highest threshold among
-        ties. ``-1`` where no threshold is feasible.
+        Arguments as in :meth:`scores`. ``argmax`` returns the first maximum,
+        i.e. the highest threshold among ties. ``-1`` where no threshold is feasible.
         """
-        score = self.scores(kept, tp, n_pos, n_groups)
+        score = self.scores(kept, tp, n_pos, n_groups, judged)
         if score.shape[-1] == 0:
             return np.full(score.shape[:-1], -1, dtype=np.int64)
         idx = np.argmax(score, axis=-1)
@@ -181,26 +193,78 @@ class Objective:
         return np.where(np.isneginf(best), -1, idx)
 
 
+def typed_fraction(x: float) -> Fraction:
+    """The decimal ``x`` was typed as, exactly: ``0.56`` is 14/25, not the binary double
+    just above it. It is the shortest decimal that reads back as ``x`` (``repr``)."""
+    return Fraction(repr(float(x)))
+
+
+def _exact(counts: Any) -> np.ndarray:
+    """Counts as exact numbers: int64 when whole (the usual case), else Fractions."""
+    arr = np.asarray(counts)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64)
+    f = arr.astype(np.float64)
+    if np.all(np.isfinite(f)) and np.all(f == np.rint(f)):
+        return np.rint(f).astype(np.int64)
+    # Fractional counts (weights): each double is an exact Fraction
+    return np.vectorize(Fraction, otypes=[object])(f)
+
+
+def _compare(num: Any, den: Any, bound: float, sign: int) -> np.ndarray:
+    """``sign * (num / den - bound) >= 0`` elementwise, exactly: ``num * q`` against
+    ``p * den`` for ``bound = p / q`` as typed. Python integers take over when int64
+    products could overflow."""
+    b = typed_fraction(bound)
+    a, d = _exact(num), _exact(den)
+    p, q = b.numerator, b.denominator
+    if a.dtype == np.int64 and d.dtype == np.int64:
+        big = max(int(np.abs(a).max(initial=0)) * q, int(np.abs(d).max(initial=0)) * abs(p))
+        if big >= 2**62:
+            a, d = a.astype(object), d.astype(object)
+    diff = a * q - d * p
+    return np.asarray(diff * sign >= 0, dtype=bool)
+
+
+def ratio_at_least(num: Any, den: Any, bound: float) -> np.ndarray:
+    """``num / den >= bound`` as exact integer arithmetic (``bound`` as typed; den >= 0).
+
+    Counts are compared as ``num * q >= p * den`` with ``bound = p / q``, so
+    ``tp / kept >= 0.56`` holds at 14/25 (``0.56 * 25`` is 14.000000000000002 in
+    floats). ``den == 0`` gives ``num >= 0``-style results; callers mask it."""
+    return _compare(num, den, bound, 1)
+
+
+def ratio_at_most(num: Any, den: Any, bound: float) -> np.ndarray:
+    """``num / den <= bound`` as exact integer arithmetic (see :func:`ratio_at_least`)."""
+    return _compare(num, den, bound, -1)
+
+
+OBJECTIVE_OPTIONS: tuple[str, ...] = ("beta", "min_precision", "max_per_verdict",
+                                       "cost_fp", "cost_fn")
+"""The option fields of :class:`Objective`: the keyword options every function that
+takes ``objective=`` accepts and hands to :func:`make_objective`."""
+
+
 def make_objective(
-    objective: str | Objective = DEFAULT_OBJECTIVE,
-    *,
-    beta: float | None = None,
-    min_precision: float | None = None,
-    max_per_verdict: float | None = None,
-    cost_fp: float | None = None,
-    cost_fn: float | None = None,
+    objective: str | Objective = DEFAULT_OBJECTIVE, **options: float | None
 ) -> Objective:
     """An :class:`Objective` from a kind name plus options (or the object itself, unchanged).
 
-    An option left at None takes the :class:`Objective` default.
+    ``options`` are fields of :class:`Objective` (:data:`OBJECTIVE_OPTIONS`:
+    ``beta``, ``min_precision``, ``max_per_verdict``, ``cost_fp``, ``cost_fn``);
+    one left at None takes the :class:`Objective` default.
     """
+    unknown = sorted(set(options) - set(OBJECTIVE_OPTIONS))
+    if unknown:
+        raise BadInputError(
+            f"unknown objective option(s) {', '.join(unknown)}; expected "
+            f"{', '.join(OBJECTIVE_OPTIONS)}", field=unknown[0])
     if isinstance(objective, Objective):
         return objective
-    given = {"beta": beta, "min_precision": min_precision, "max_per_verdict": max_per_verdict,
-             "cost_fp": cost_fp, "cost_fn": cost_fn}
     return Objective(
         kind=objective,  # type: ignore[arg-type]  # validated in __post_init__
-        **{k: v for k, v in given.items() if v is not None},
+        **{k: v for k, v in options.items() if v is not None},  # type: ignore[arg-type]
     )
 
 

@@ -218,7 +218,7 @@ def reference_truth(
     cands = store.sql(
         "SELECT * FROM candidates WHERE run_id = ? AND valid ORDER BY verdict_seq, lesson_index",
         [run_id]).df()
-    s_all = _score_values(store, run_id, cands, score)
+    s_all = _score_values(run_id, cands, score)
     in_ann = cands["verdict_hash"].isin(annotated).to_numpy()
     les = cands[in_ann].reset_index(drop=True).assign(s=s_all[in_ann])
     keep = set(verdicts["verdict_hash"])

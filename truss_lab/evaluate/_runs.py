@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..core._errors import BadInputError
 from ..score._calibrators import IsotonicCalibrator, PlattCalibrator
+from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import annotator_agreement, label_coverage
 from ._calibration import (
@@ -32,8 +33,9 @@ from ._choose import ThresholdChoice, choose_threshold, split_by_verdict
 from ._compare import ComparisonResult, compare_extractors
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._references import check_truth, reference_sweep, reference_truth, truth_rows
+from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth
 from ._sweep import UndefinedMetricWarning, sweep
-from ._truth import run_info, run_labels, scored_candidates
+from ._truth import run_labels, scored_candidates
 
 __all__ = [
     "CalibrationReport",
@@ -141,20 +143,37 @@ def sweep_run(
     labels: Any = None,
     score: str = "salience",
     thresholds: Any = None,
+    ties: str = DEFAULT_TIES,
     truth: str = "labels",
     references: Any = None,
 ) -> pd.DataFrame:
-    """:func:`~truss_lab.evaluate._sweep.sweep` of one run on its labelled, untied valid candidates,
-    grouped by verdict (so ``kept_per_verdict`` is there). ``score`` names the
-    candidates column (``salience``, ``score``) or a scorer in the scores table.
+    """:func:`~truss_lab.evaluate._sweep.sweep` of one run with the counts of
+    :mod:`~truss_lab.evaluate._run_truth`: ``kept`` is what the gate would write
+    (labelled or not), ``kept_per_verdict`` divides by every processed verdict,
+    recall counts useful lessons the parser dropped as misses. ``score`` names
+    the candidates column (``salience``, ``score``). ``df.attrs["counts"]`` holds
+    the candidates unlabelled, tied and dropped and the ``ties`` policy.
     ``truth="references"`` judges the run by reference lessons instead
     (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns)."""
     if check_truth(truth) == "references":
-        return reference_sweep(reference_truth(store, run_id, references=references,
-                                               score=score), thresholds=thresholds)
-    d = scored_candidates(store, run_id, labels=labels, score=score)
-    return sweep(d["y"].to_numpy(), d["s"].to_numpy(), groups=d["verdict_hash"].to_numpy(),
-                 thresholds=thresholds)
+        ref = reference_truth(store, run_id, references=references, score=score)
+        df = reference_sweep(ref, thresholds=thresholds)
+        df.attrs["counts"] = dict(ref.counts)
+        return df
+    rt = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
+    _require_truth(rt)
+    df = sweep(**rt.sweep_inputs(), thresholds=thresholds)
+    df.attrs["counts"] = dict(rt.counts)
+    return df
+
+
+def _require_truth(truth: RunTruth) -> None:
+    if not truth.candidates["judged"].any():
+        raise BadInputError(
+            f"run {truth.run_id!r} has no labelled candidate to evaluate "
+            "(load gold labels with `truss-lab ingest labels`, or pass labels=)",
+            field="labels",
+        )
 
 
 def choose_run_threshold(
@@ -324,25 +343,34 @@ def compare_runs(
     n_boot: int = 1000,
     confidence: float = 0.95,
     random_state: Any = 0,
+    ties: str = DEFAULT_TIES,
     truth: str = "labels",
     references: Any = None,
 ) -> ComparisonResult:
-    """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs on their labelled,
-    untied valid candidates. The paired analysis uses the verdicts both runs
-    processed (``run_verdicts``); verdicts present in one run only are listed
-    in the result (``only_in_a`` / ``only_in_b``), never dropped silently.
-    ``truth="references"`` judges both runs by reference lessons, on the
-    annotated verdicts both processed: no labels needed."""
+    """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs, counted as in
+    :mod:`~truss_lab.evaluate._run_truth` (kept = what the gate would write). The
+    paired analysis uses the verdicts both runs processed (``run_verdicts``);
+    verdicts present in one run only are listed in the result (``only_in_a`` /
+    ``only_in_b``), never dropped silently. ``truth="references"`` judges both
+    runs by reference lessons, on the annotated verdicts both processed: no
+    labels needed."""
     frames, processed = [], []
     for rid in (run_a, run_b):
-        d, verdicts = truth_rows(store, rid, truth=truth, labels=labels, references=references,
-                                 score=score)
-        frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
-                                    "salience": d["s"], "label": d["y"]}))
+        if check_truth(truth) == "references":
+            d, verdicts = truth_rows(store, rid, truth=truth, references=references,
+                                     score=score)
+            frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
+                                        "salience": d["s"], "label": d["y"]}))
+            processed.append(verdicts)
+            continue
+        rt = labels_truth(store, rid, labels=labels, score=score, ties=ties)
+        _require_truth(rt)
+        d = rt.candidates
+        frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"], "salience": d["s"],
+                                    "label": d["y"], "judged": d["judged"]}))
         # Every verdict the run processed, so one where the extractor proposed
         # nothing counts as "kept nothing" rather than "absent from the run".
-        processed.append(verdicts if verdicts is not None else [r[0] for r in store.sql(
-            "SELECT verdict_hash FROM run_verdicts WHERE run_id = ?", [rid]).fetchall()])
+        processed.append(rt.verdicts)
     return compare_extractors(
         frames[0], frames[1], threshold=threshold, threshold_b=threshold_b, n_boot=n_boot,
         confidence=confidence, random_state=random_state, names=(run_a, run_b),

@@ -35,9 +35,11 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._grid import ThresholdGridWarning, snap_thresholds
 
 __all__ = [
     "SWEEP_COLUMNS",
+    "ThresholdGridWarning",
     "UndefinedMetricWarning",
     "average_precision",
     "sweep",
@@ -141,11 +143,11 @@ def count_groups(groups: Any) -> int:
     return len(pd.unique(arr))
 
 
-def _check_thresholds(thresholds: Any) -> np.ndarray:
+def _check_thresholds(thresholds: Any, data: np.ndarray, snap: bool) -> np.ndarray:
     t = as_scores(thresholds, "thresholds")
     if np.isnan(t).any():
         raise BadInputError("thresholds must not contain NaN", field="thresholds")
-    return t
+    return snap_thresholds(t, data) if snap else t
 
 
 # --------------------------------------------------------------------------- counting
@@ -293,25 +295,30 @@ def threshold_counts(
 
 
 def metrics_from_counts(
-    kept: np.ndarray, tp: np.ndarray, n: int, n_pos: Any, n_groups: Any = None
+    kept: np.ndarray, tp: np.ndarray, n: int, n_pos: Any, n_groups: Any = None,
+    judged: Any = None,
 ) -> dict[str, np.ndarray]:
     """Precision, recall, F1, write rate (and kept per verdict) from counts.
 
-    Works elementwise on arrays of any shape (``n_pos``/``n_groups`` broadcast),
-    which is what the bootstrap uses for (replicate x threshold) matrices. No
-    warnings here: NaN marks an undefined cell (0/0).
+    ``kept`` is every kept candidate (what the gate writes); ``judged`` those
+    of them with a truth value (``tp + fp``; default: all of ``kept``).
+    Precision and F1 read ``judged``; kept per verdict and write rate read
+    ``kept``. Works elementwise on arrays of any shape (``n_pos``/``n_groups``
+    broadcast), which is what the bootstrap uses for (replicate x threshold)
+    matrices. No warnings here: NaN marks an undefined cell (0/0).
     """
     # Integer arrays divide straight into float64: no float copies of the counts.
     kept = np.asarray(kept)
     tp = np.asarray(tp)
     n_pos = np.asarray(n_pos)
+    jk = kept if judged is None else np.asarray(judged)
     out: dict[str, np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        # 0/0 -> NaN under errstate; x/0 with x > 0 cannot happen (tp <= kept, tp <= n_pos).
-        out["precision"] = np.true_divide(tp, kept)
+        # 0/0 -> NaN under errstate; x/0 with x > 0 cannot happen (tp <= judged, tp <= n_pos).
+        out["precision"] = np.true_divide(tp, jk)
         out["recall"] = np.true_divide(tp, n_pos)
-        # 2tp + fp + fn == kept + n_pos
-        f1 = np.true_divide(tp, kept + n_pos)
+        # 2tp + fp + fn == judged + n_pos
+        f1 = np.true_divide(tp, jk + n_pos)
         f1 *= 2
         out["f1"] = f1
         if n_groups is not None:
@@ -342,6 +349,9 @@ def sweep(
     groups: Any = None,
     thresholds: Any = None,
     n_jobs: int | None = None,
+    snap: bool = True,
+    judged: Any = None,
+    n_verdicts: int | None = None,
 ) -> pd.DataFrame:
     """Counts and metrics of the rule ``kept = salience >= threshold`` at many thresholds.
 
@@ -354,24 +364,41 @@ def sweep(
     groups : array, shape (n,), optional
         Verdict of each candidate (e.g. ``verdict_hash``); enables ``kept_per_verdict``.
     thresholds : array of float, optional
-        Evaluate exactly these thresholds, in the order given. By default every
-        distinct non-NaN salience, in decreasing order (like ``roc_curve``).
+        Evaluate these thresholds, in the order given, each rounded to 12
+        significant digits (:func:`snap_thresholds`, warns when one moves). By
+        default every distinct non-NaN salience, in decreasing order (like
+        ``roc_curve``): the data's own values, so nothing to round.
     n_jobs : int, optional
         Threads for the sort of large inputs (None: up to 4; 1: no threads, e.g.
         inside a process pool).
+    judged : array of bool, shape (n,), optional
+        Which candidates have a truth value (default: all). The others
+        (unlabelled, tied under ``ties="exclude"``) are still kept, i.e. written,
+        so they count in ``kept``, ``kept_per_verdict`` and ``write_rate`` but
+        in neither ``tp`` nor ``fp``; their ``y_true`` is ignored.
+    n_verdicts : int, optional
+        Denominator of ``kept_per_verdict``: every verdict the run processed,
+        also those that yielded no candidate (default: the distinct ``groups``).
+    snap : bool, default True
+        Round given thresholds as typed (see ``thresholds``); False when they
+        are data values of other candidates (a threshold chosen on training
+        verdicts, applied to held-out ones).
 
     Returns
     -------
     DataFrame with one row per threshold; for row ``i``:
 
     - ``threshold``: the i-th threshold;
-    - ``kept``: candidates with ``salience >= threshold`` (lessons that would be written);
-    - ``tp`` / ``fp``: kept candidates labelled 1 / 0;
-    - ``fn``: candidates labelled 1 that are not kept (NaN-salience ones included);
-    - ``precision`` = tp / kept (NaN when nothing is kept);
-    - ``recall`` = tp / (number of 1 labels) (NaN without positives);
+    - ``kept``: candidates with ``salience >= threshold`` (lessons that would be
+      written, judged or not);
+    - ``tp`` / ``fp``: kept judged candidates labelled 1 / 0;
+    - ``fn``: judged candidates labelled 1 that are not kept (NaN-salience ones
+      included: a useful lesson the parser dropped is a miss);
+    - ``precision`` = tp / (tp + fp) (NaN when nothing judged is kept);
+    - ``recall`` = tp / (number of judged 1 labels) (NaN without positives);
     - ``f1`` = 2 tp / (2 tp + fp + fn) (NaN when that is 0/0);
-    - ``kept_per_verdict`` = kept / (number of distinct groups), only with ``groups``;
+    - ``kept_per_verdict`` = kept / ``n_verdicts`` (default: distinct groups),
+      only with ``groups`` or ``n_verdicts``;
     - ``write_rate`` = kept / n.
 
     With default thresholds, ``precision``, ``recall`` and ``threshold`` equal
@@ -380,24 +407,31 @@ def sweep(
     """
     y = as_labels(y_true)
     s = as_scores(salience)
-    check_lengths(y_true=y, salience=s, groups=groups)
+    check_lengths(y_true=y, salience=s, groups=groups, judged=judged)
+    jm = None if judged is None else as_labels(judged, "judged")
+    if jm is not None and jm.all():
+        jm = None
+    if jm is not None:
+        y = y & jm  # an unjudged candidate is never a positive
     n = len(y)
     n_pos = int(np.count_nonzero(y))
-    n_groups = count_groups(groups) if groups is not None else None
+    n_groups = n_verdicts if n_verdicts is not None else (
+        count_groups(groups) if groups is not None else None)
     if thresholds is None:
         thr, kept, tp = distinct_counts(y, s, n_jobs)
         n_valid = int(kept[-1]) if len(kept) else 0
     else:
-        thr = _check_thresholds(thresholds)
+        thr = _check_thresholds(thresholds, s, snap)
         kept, tp = threshold_counts(y, s, thr)
         n_valid = n - int(np.count_nonzero(np.isnan(s)))
+    judged_kept = kept if jm is None else threshold_counts(jm, s, thr)[1]
     _warn_degenerate(n, n_pos, n_valid)
-    m = metrics_from_counts(kept, tp, n, n_pos, n_groups)
+    m = metrics_from_counts(kept, tp, n, n_pos, n_groups, judged_kept)
     cols: dict[str, Any] = {
         "threshold": thr,
         "kept": kept,
         "tp": tp,
-        "fp": kept - tp,
+        "fp": judged_kept - tp,
         "fn": n_pos - tp,
         "precision": m["precision"],
         "recall": m["recall"],

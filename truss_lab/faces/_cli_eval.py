@@ -23,7 +23,7 @@ _labels_option = click.option(
     help="Gold labels CSV (FORMATS.md §3) instead of the database's labels table.")
 _score_option = click.option(
     "--score", default="salience", show_default=True,
-    help="Score to threshold: a candidates column (salience, score) or a stored scorer.")
+    help="Score to threshold: a candidates column (salience, score).")
 _truth_option = click.option(
     "--truth", type=click.Choice(["auto", "labels", "references"]), default="auto",
     show_default=True,

@@ -28,8 +28,9 @@ from ..core._threshold import check_threshold
 from ..evaluate._choose import ThresholdChoice
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
 from ..evaluate._runs import choose_run_threshold
-from ..evaluate._truth import run_info, run_labels, scored_candidates
+from ..evaluate._truth import run_labels, scored_candidates
 from ..journal._crypto import SigningKey
+from ..store._runs import run_info
 from ..store._store import Store
 from ._policies import write_policy
 
@@ -193,10 +194,7 @@ def propose_threshold(
     labels: Any = None,
     score: str = "salience",
     policy_id: str = "extraction_min_salience",
-    test_size: float | int = 0.3,
-    random_state: Any = 0,
-    n_boot: int = 1000,
-    confidence: float = 0.95,
+    **choose_options: Any,
 ) -> PolicyRecord:
     """Sign the evidence of a threshold choice into the journal and record it as an
     unverified ``salience`` policy that supersedes the current one.
@@ -204,7 +202,8 @@ def propose_threshold(
     ``choice_or_run`` is a :class:`ThresholdChoice` (then ``run_ids`` names the
     runs it was computed from; ``objective``, if given, must be the one it used) or
     a run id (the choice is made here with :func:`choose_run_threshold`, the
-    ``objective`` — default ``"f1"`` — and the split / bootstrap options).
+    ``objective`` — default ``"f1"`` — and ``choose_options``: its split and
+    bootstrap options, ``test_size``, ``random_state``, ``n_boot``, ``confidence``).
     Returns the new :class:`PolicyRecord`; its ``provenance.produced_by`` is the signed
     ``policy_record`` entry whose ``payload["evidence"]`` is
     :func:`threshold_evidence`. Nothing applies it.
@@ -217,15 +216,16 @@ def propose_threshold(
             raise BadInputError(
                 f"run_ids {run_ids} must include the run the choice is made on "
                 f"({choice_or_run!r})", field="run_ids")
-        choice = choose_run_threshold(
-            store, choice_or_run, objective=obj, labels=labels, score=score,
-            test_size=test_size, random_state=random_state, n_boot=n_boot,
-            confidence=confidence,
-        )
+        choice = choose_run_threshold(store, choice_or_run, objective=obj, labels=labels,
+                                      score=score, **choose_options)
     elif isinstance(choice_or_run, ThresholdChoice):
         if not run_ids:
             raise BadInputError("run_ids must name the run(s) the choice was computed from",
                                 field="run_ids")
+        if choose_options:
+            raise BadInputError(
+                f"{', '.join(sorted(choose_options))}: options of a choice made here; "
+                "a given ThresholdChoice was already made", field=next(iter(choose_options)))
         run_ids = list(run_ids)
         choice = choice_or_run
         if obj is not None and obj.describe() != choice.objective:

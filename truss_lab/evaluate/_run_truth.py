@@ -1,0 +1,150 @@
+"""The one definition of what a run's evaluation counts, and the truth it is judged by.
+
+A *truth source* is a function ``(store, run_id, *, labels, score, ties) ->
+RunTruth``: per-candidate truth plus the per-verdict counts. Every per-run
+evaluation (sweep, compare, the CLI report) counts from a :class:`RunTruth`,
+so the definitions below are written once:
+
+- **kept** at threshold t: every candidate the gate would write, i.e. valid
+  with ``score >= t`` -- labelled, tied or unlabelled alike;
+- **tp / fp**: kept candidates whose truth is useful / not useful
+  (unlabelled ones, and ties under ``ties="exclude"``, have no truth);
+- **positives** (recall's denominator): every candidate whose truth is useful,
+  including those the parser dropped (they can never be written: a miss);
+- **kept per verdict** = kept / every verdict the run processed (table
+  ``run_verdicts``, also verdicts that yielded no candidate);
+- **write rate** = kept / every candidate the run proposed (dropped ones too).
+
+Ties (annotators split evenly) follow ``ties``: ``"exclude"`` (default: no
+truth, still kept) or ``"adjudicate"`` (the label of the annotator named
+:data:`ADJUDICATOR` decides; a tie it did not label stays without truth).
+:attr:`RunTruth.counts` says how many candidates were unlabelled, tied and
+dropped, and the policy used, in every result built from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, get_args
+
+import numpy as np
+import pandas as pd
+
+from ..core._errors import BadInputError
+from ..store._store import Store
+from ._truth import _score_values, labelled_candidates, run_labels
+
+__all__ = ["ADJUDICATOR", "TIES", "RunTruth", "TruthSource", "labels_truth"]
+
+TiesPolicy = Literal["exclude", "adjudicate"]
+TIES: tuple[str, ...] = get_args(TiesPolicy)
+DEFAULT_TIES: TiesPolicy = "exclude"
+#: The annotator whose label settles a tie under ``ties="adjudicate"``.
+ADJUDICATOR = "adjudicator"
+
+
+@dataclass(frozen=True, eq=False)
+class RunTruth:
+    """One run's candidates with their truth, and the counts every metric divides by.
+
+    ``candidates`` has one row per candidate the run proposed (valid or
+    dropped), ordered by verdict seq and lesson index: ``candidate_id,
+    verdict_hash, extractor_id, lesson_index, valid``, ``s`` (the thresholded
+    score; NaN for dropped or unscored candidates: never kept), ``y`` (uint8
+    truth, 0 where there is none) and ``judged`` (bool: has a truth value).
+    ``n_verdicts`` is every verdict the run processed. ``counts``: candidates,
+    valid, dropped, dropped_useful, labelled, tied, tied_judged, unlabelled,
+    verdicts, and the ``ties`` policy.
+    """
+
+    run_id: str
+    candidates: pd.DataFrame = field(repr=False)
+    n_verdicts: int
+    verdicts: list[str] = field(repr=False)
+    counts: dict[str, Any]
+
+    def sweep_inputs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`~truss_lab.evaluate._sweep.sweep` for this run."""
+        c = self.candidates
+        return {"y_true": c["y"].to_numpy(), "salience": c["s"].to_numpy(),
+                "groups": c["verdict_hash"].to_numpy(dtype=object),
+                "judged": c["judged"].to_numpy(), "n_verdicts": self.n_verdicts}
+
+
+class TruthSource(Protocol):
+    """A function giving a run's :class:`RunTruth` (labels today; references, a judge later)."""
+
+    def __call__(self, store: Store, run_id: str, *, labels: Any = ..., score: str = ...,
+                 ties: str = ...) -> RunTruth: ...
+
+
+def check_ties(ties: str) -> TiesPolicy:
+    """``ties`` if it is a known policy, else :class:`BadInputError`."""
+    if ties not in TIES:
+        raise BadInputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}", field="ties")
+    return ties  # type: ignore[return-value]
+
+
+def _adjudicated(store: Store, labels: Any) -> pd.DataFrame:
+    """The adjudicator's labels keyed like the candidates (``label_adj``)."""
+    lab = run_labels(store, labels)
+    if "annotator" not in lab.columns:
+        lab = lab.assign(annotator=None)
+    adj = lab[lab["annotator"].astype("string") == ADJUDICATOR]
+    return pd.DataFrame({
+        "verdict_hash": adj["verdict_hash"].astype(str),
+        "extractor_id": adj["extractor"].astype(str),
+        "lesson_index": pd.to_numeric(adj["lesson_index"]).astype("int64"),
+        "label_adj": pd.to_numeric(adj["useful"]).astype("int64"),
+    }).drop_duplicates(["verdict_hash", "extractor_id", "lesson_index"], keep="last")
+
+
+def labels_truth(
+    store: Store, run_id: str, *, labels: Any = None, score: str = "salience",
+    ties: str = DEFAULT_TIES,
+) -> RunTruth:
+    """The truth source of gold labels: majority label per candidate, ties by ``ties``."""
+    policy = check_ties(ties)
+    df = labelled_candidates(store, run_id, labels=labels, valid_only=False)
+    valid = df["valid"].to_numpy(dtype=bool)
+    s = _score_values(run_id, df, score)
+    s = np.where(valid, s, np.nan)  # a dropped lesson is never written
+    label = df["label"]
+    judged = label.notna().to_numpy()
+    y = label.fillna(0).to_numpy(dtype=np.uint8)
+    tie = df["tie"].to_numpy(dtype=bool)
+    tied_judged = 0
+    if policy == "adjudicate" and tie.any():
+        key = ["verdict_hash", "extractor_id", "lesson_index"]
+        adj = df[key].assign(verdict_hash=df["verdict_hash"].astype(str),
+                             extractor_id=df["extractor_id"].astype(str)).merge(
+            _adjudicated(store, labels), on=key, how="left")["label_adj"].to_numpy()
+        settle = tie & ~np.isnan(adj.astype(np.float64))
+        y[settle] = adj[settle].astype(np.uint8)
+        judged = judged | settle
+        tied_judged = int(settle.sum())
+    verdicts = [r[0] for r in store.sql(
+        "SELECT verdict_hash FROM run_verdicts WHERE run_id = ? ORDER BY verdict_seq",
+        [run_id]).fetchall()]
+    # A run recorded before run_verdicts existed: its candidates' verdicts are all we know.
+    verdicts = verdicts or [str(v) for v in pd.unique(df["verdict_hash"])]
+    cands = pd.DataFrame({
+        "candidate_id": df["candidate_id"], "verdict_hash": df["verdict_hash"].astype(str),
+        "extractor_id": df["extractor_id"], "lesson_index": df["lesson_index"],
+        "valid": valid, "s": s, "y": y, "judged": judged,
+    })
+    counts = {
+        "candidates": len(df), "valid": int(valid.sum()), "dropped": int((~valid).sum()),
+        "dropped_useful": int((~valid & judged & (y == 1)).sum()),
+        "labelled": int(label.notna().sum()), "tied": int(tie.sum()),
+        "tied_judged": tied_judged,
+        "unlabelled": int((~label.notna().to_numpy() & ~tie).sum()),
+        "verdicts": len(verdicts), "ties": policy,
+    }
+    return RunTruth(run_id=run_id, candidates=cands, n_verdicts=len(verdicts),
+                    verdicts=verdicts, counts=counts)
+
+
+#: The truth sources by name (``labels`` today; #9 adds references and a judge).
+TRUTH_SOURCES: dict[str, Callable[..., RunTruth]] = {"labels": labels_truth}
