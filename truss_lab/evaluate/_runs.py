@@ -32,6 +32,7 @@ from ._calibration import (
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict
 from ._compare import ComparisonResult, compare_extractors
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
+from ._references import check_truth, reference_sweep, reference_truth, truth_rows
 from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth
 from ._sweep import UndefinedMetricWarning, sweep
 from ._truth import run_labels, scored_candidates
@@ -143,17 +144,26 @@ def sweep_run(
     score: str = "salience",
     thresholds: Any = None,
     ties: str = DEFAULT_TIES,
+    truth: str = "labels",
+    references: Any = None,
 ) -> pd.DataFrame:
     """:func:`~truss_lab.evaluate._sweep.sweep` of one run with the counts of
     :mod:`~truss_lab.evaluate._run_truth`: ``kept`` is what the gate would write
     (labelled or not), ``kept_per_verdict`` divides by every processed verdict,
     recall counts useful lessons the parser dropped as misses. ``score`` names
     the candidates column (``salience``, ``score``). ``df.attrs["counts"]`` holds
-    the candidates unlabelled, tied and dropped and the ``ties`` policy."""
-    truth = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
-    _require_truth(truth)
-    df = sweep(**truth.sweep_inputs(), thresholds=thresholds)
-    df.attrs["counts"] = dict(truth.counts)
+    the candidates unlabelled, tied and dropped and the ``ties`` policy.
+    ``truth="references"`` judges the run by reference lessons instead
+    (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns)."""
+    if check_truth(truth) == "references":
+        ref = reference_truth(store, run_id, references=references, score=score)
+        df = reference_sweep(ref, thresholds=thresholds)
+        df.attrs["counts"] = dict(ref.counts)
+        return df
+    rt = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
+    _require_truth(rt)
+    df = sweep(**rt.sweep_inputs(), thresholds=thresholds)
+    df.attrs["counts"] = dict(rt.counts)
     return df
 
 
@@ -177,13 +187,17 @@ def choose_run_threshold(
     random_state: Any = 0,
     n_boot: int = 1000,
     confidence: float = 0.95,
+    truth: str = "labels",
+    references: Any = None,
 ) -> ThresholdChoice:
     """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run: the threshold is chosen on
     training verdicts and its metrics (with verdict-bootstrap intervals when
     ``n_boot > 0``) are reported on held-out verdicts. ``objective`` is an
-    :class:`Objective` or a spec for :func:`parse_objective` (``"precision:0.8"``)."""
+    :class:`Objective` or a spec for :func:`parse_objective` (``"precision:0.8"``).
+    ``truth="references"`` judges by reference lessons (misses count in recall)."""
     obj = parse_objective(objective)
-    d = scored_candidates(store, run_id, labels=labels, score=score)
+    d, _ = truth_rows(store, run_id, truth=truth, labels=labels, references=references,
+                      score=score)
     return choose_threshold(
         d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(), objective=obj,
         test_size=test_size, random_state=random_state, n_boot=n_boot, confidence=confidence,
@@ -330,22 +344,33 @@ def compare_runs(
     confidence: float = 0.95,
     random_state: Any = 0,
     ties: str = DEFAULT_TIES,
+    truth: str = "labels",
+    references: Any = None,
 ) -> ComparisonResult:
     """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs, counted as in
     :mod:`~truss_lab.evaluate._run_truth` (kept = what the gate would write). The
     paired analysis uses the verdicts both runs processed (``run_verdicts``);
     verdicts present in one run only are listed in the result (``only_in_a`` /
-    ``only_in_b``), never dropped silently."""
+    ``only_in_b``), never dropped silently. ``truth="references"`` judges both
+    runs by reference lessons, on the annotated verdicts both processed: no
+    labels needed."""
     frames, processed = [], []
     for rid in (run_a, run_b):
-        truth = labels_truth(store, rid, labels=labels, score=score, ties=ties)
-        _require_truth(truth)
-        d = truth.candidates
+        if check_truth(truth) == "references":
+            d, verdicts = truth_rows(store, rid, truth=truth, references=references,
+                                     score=score)
+            frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
+                                        "salience": d["s"], "label": d["y"]}))
+            processed.append(verdicts)
+            continue
+        rt = labels_truth(store, rid, labels=labels, score=score, ties=ties)
+        _require_truth(rt)
+        d = rt.candidates
         frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"], "salience": d["s"],
                                     "label": d["y"], "judged": d["judged"]}))
         # Every verdict the run processed, so one where the extractor proposed
         # nothing counts as "kept nothing" rather than "absent from the run".
-        processed.append(truth.verdicts)
+        processed.append(rt.verdicts)
     return compare_extractors(
         frames[0], frames[1], threshold=threshold, threshold_b=threshold_b, n_boot=n_boot,
         confidence=confidence, random_state=random_state, names=(run_a, run_b),

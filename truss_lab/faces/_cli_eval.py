@@ -24,6 +24,12 @@ _labels_option = click.option(
 _score_option = click.option(
     "--score", default="salience", show_default=True,
     help="Score to threshold: a candidates column (salience, score).")
+_truth_option = click.option(
+    "--truth", type=click.Choice(["auto", "labels", "references"]), default="auto",
+    show_default=True,
+    help="What the lessons are judged by: gold labels on them, or reference lessons of "
+         "their verdicts (FORMATS.md §4). auto: labels when every run has some, else "
+         "references (the output says which).")
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
                             help="Write a PNG plot here.")
 _boot_option = click.option("--n-boot", default=1000, show_default=True,
@@ -66,33 +72,41 @@ def register(cli: click.Group) -> None:
     @_boot_option
     @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
                   help="Write the full sweep (every distinct threshold) as CSV.")
+    @_truth_option
     @_plot_option
     @json_option
     @_friendly
     def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
               test_size: float, random_state: int, n_boot: int, csv_path: str | None,
-              plot_path: str | None, as_json: bool) -> None:
+              truth: str, plot_path: str | None, as_json: bool) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
+        from ..evaluate._references import resolve_truth
         from ..evaluate._runs import choose_run_threshold, sweep_run
         from ..govern._decision import json_safe
         from ._display import save_sweep_plot
         from ._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
 
         with _open(db) as store:
-            full = sweep_run(store, run_id, labels=labels_path, score=score)
-            at = sweep_run(store, run_id, labels=labels_path, score=score,
+            truth, why = resolve_truth(store, [run_id], None if truth == "auto" else truth,
+                                       labels=labels_path)
+            full = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth)
+            at = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
                            thresholds=list(SUMMARY_THRESHOLDS))
             choice = choose_run_threshold(store, run_id, objective=objective,
                                           labels=labels_path, score=score,
                                           test_size=test_size, random_state=random_state,
-                                          n_boot=n_boot)
+                                          n_boot=n_boot, truth=truth)
         if csv_path:
             full.to_csv(csv_path, index=False)
         if plot_path:
             save_sweep_plot(full, plot_path, threshold=choice.threshold, name=run_id)
-        text = (f"run {run_id}: {int(full['kept'].max())} labelled candidates, score {score}\n"
+        judged = ("labelled candidates" if truth == "labels" else
+                  f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
+                  " references")
+        text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
+                f"truth: {truth} ({why})\n"
                 f"{format_sweep(at)}\n{format_choice(choice)}")
-        _emit({"run_id": run_id, "score": score,
+        _emit({"run_id": run_id, "score": score, "truth": truth,
                "sweep": json_safe(at.to_dict(orient="records")),
                "choice": _choice_json(choice)}, as_json, text)
 
@@ -106,26 +120,31 @@ def register(cli: click.Group) -> None:
     @_score_option
     @_boot_option
     @_seed_option
+    @_truth_option
     @_plot_option
     @json_option
     @_friendly
     def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str | None,
-                score: str, n_boot: int, random_state: int, plot_path: str | None,
-                as_json: bool) -> None:
+                score: str, n_boot: int, random_state: int, truth: str,
+                plot_path: str | None, as_json: bool) -> None:
         """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
+        from ..evaluate._references import resolve_truth
         from ..evaluate._runs import compare_runs
         from ..govern._decision import json_safe
         from ._display import save_comparison_plot
 
         with _open(db) as store:
+            truth, why = resolve_truth(store, [run_a, run_b],
+                                       None if truth == "auto" else truth, labels=labels_path)
             res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
-                               score=score, n_boot=n_boot, random_state=random_state)
+                               score=score, n_boot=n_boot, random_state=random_state,
+                               truth=truth)
         if plot_path:
             save_comparison_plot(res, plot_path)
-        _emit({"names": list(res.names), "n_common": res.n_common,
+        _emit({"names": list(res.names), "n_common": res.n_common, "truth": truth,
                "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
                "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
-              as_json, repr(res))
+              as_json, f"truth: {truth} ({why})\n{res!r}")
 
     @cli.command()
     @click.argument("run_id", metavar="RUN")
