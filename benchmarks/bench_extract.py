@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import truss_lab.extract._batch as batch  # noqa: E402
 from truss_lab.core._config import MemoryConfig  # noqa: E402
-from truss_lab.extract._extraction import Extractor  # noqa: E402
+from truss_lab.extract._extractor import Extractor  # noqa: E402
 from truss_lab.ingest._ingest import ingest_completions  # noqa: E402
 from truss_lab.journal._ledger import import_journal  # noqa: E402
 from truss_lab.simulate._simulate import simulate  # noqa: E402

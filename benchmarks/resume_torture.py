@@ -28,10 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from truss_lab.core._config import MemoryConfig  # noqa: E402
-from truss_lab.extract._batch import run_content_hashes, run_extraction  # noqa: E402
-from truss_lab.extract._extraction import Extractor  # noqa: E402
+from truss_lab.extract._batch import run_extraction  # noqa: E402
+from truss_lab.extract._extractor import Extractor  # noqa: E402
 from truss_lab.ingest._ingest import ingest_completions  # noqa: E402
 from truss_lab.journal._ledger import import_journal, verify_chain  # noqa: E402
+from truss_lab.store._runs import run_content_hashes  # noqa: E402
 from truss_lab.store._store import Store  # noqa: E402
 
 SAMPLE = ROOT / "datasets" / "sample"

@@ -55,8 +55,8 @@ store.sql(
 
 # %%
 store.sql(
-    "SELECT extractor, count(*) AS completions, median(latency_ms) AS median_latency_ms "
-    "FROM completions GROUP BY extractor ORDER BY extractor"
+    "SELECT extractor_id, count(*) AS completions, median(latency_ms) AS median_latency_ms "
+    "FROM completions GROUP BY extractor_id ORDER BY extractor_id"
 ).df()
 
 # %% [markdown]
@@ -84,11 +84,11 @@ run = run_extraction(store, Extractor.replay(store, "sim-good-v1"), config, prog
 run
 
 # %%
-summarize_runs(store)[["run_id", "extractor_id", "policy", "min_salience", "verdicts",
-                       "candidates", "lessons", "errors", "provider_calls"]]
+summarize_runs(store)[["run_id", "extractor_id", "policy", "extraction_min_salience",
+                       "n_verdicts", "n_candidates", "n_lessons", "n_errors", "provider_calls"]]
 
 # %% [markdown]
-# `errors` are verdicts whose recorded completion could not be parsed (the sample
+# `n_errors` are verdicts whose recorded completion could not be parsed (the sample
 # contains truncated JSON and prose on purpose); the batch went on without them.
 # The candidates table keeps every proposed lesson, passed or not — a threshold sweep
 # later is just a filter over it:

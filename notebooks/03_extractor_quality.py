@@ -51,10 +51,10 @@ runs = run_sample_extractions(store)  # sim-good-v1, sim-overconfident-v1, heuri
 run_ids = {ex: r.run_id for ex, r in runs.items()}
 good, over = run_ids["sim-good-v1"], run_ids["sim-overconfident-v1"]
 summarize_runs(store, list(run_ids.values()))[
-    ["extractor_id", "verdicts", "candidates", "lessons", "errors", "provider_calls"]]
+    ["extractor_id", "n_verdicts", "n_candidates", "n_lessons", "n_errors", "provider_calls"]]
 
 # %% [markdown]
-# `lessons` are the candidates that passed the ADR default gate (salience ≥ 0.70).
+# `n_lessons` are the candidates that passed the ADR default gate (salience ≥ 0.70).
 # The overconfident extractor proposes more and scores them higher, so far more pass.
 # More is not better; the labels say how many are useful.
 

@@ -213,7 +213,7 @@ def _journal_state(db: Path) -> tuple[int, int, bool]:
 
 def _completion_state(db: Path) -> tuple[int, int, bool]:
     with Store(db) as s:
-        n, dup = s.sql("SELECT count(*), count(*) - count(DISTINCT (verdict_hash, extractor)) "
+        n, dup = s.sql("SELECT count(*), count(*) - count(DISTINCT (verdict_hash, extractor_id)) "
                        "FROM completions").fetchall()[0]
         return int(n), int(dup), True
 
@@ -639,7 +639,7 @@ def secrets_row(tj: ModuleType, tmp: Path) -> Row:
 
     from truss_lab.core._config import MemoryConfig
     from truss_lab.extract._batch import run_extraction
-    from truss_lab.extract._extraction import Extractor
+    from truss_lab.extract._extractor import Extractor
     from truss_lab.extract._openai import CompletionRecorder
     from truss_lab.journal._crypto import save_keyring
     from truss_lab.journal._ledger import append_entries
@@ -727,7 +727,7 @@ def html_row(tj: ModuleType) -> Row:
     from truss_lab.evaluate._compare import ComparisonResult
     from truss_lab.evaluate._runs import CalibrationReport, LabelReport
     from truss_lab.extract._batch import run_extraction
-    from truss_lab.extract._extraction import Extractor
+    from truss_lab.extract._extractor import Extractor
     from truss_lab.journal._columns import JournalColumns
     from truss_lab.journal._ledger import append_entries
     from truss_lab.journal._verify import verify_columns

@@ -16,14 +16,9 @@ from click.testing import CliRunner
 
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._models import LedgerRef, Policy
-from truss_lab.extract._extraction import (
-    ContractCloseLearning,
-    Extractor,
-    ensure_run,
-    extract_verdicts,
-    gated_tables,
-    write_extraction,
-)
+from truss_lab.extract._close import ContractCloseLearning
+from truss_lab.extract._extractor import Extractor, ensure_run, extract_verdicts
+from truss_lab.extract._gate import gated_tables, write_extraction
 from truss_lab.faces._cli import cli
 from truss_lab.faces._cli_audit import register
 from truss_lab.govern._audit import CHECKS, AuditReport, audit
@@ -297,7 +292,7 @@ def test_gate_respected_lesson_below_threshold(db: Store) -> None:
     assert failed == {"gate_respected"}
     rows = report["gate_respected"].rows
     assert set(rows["entry_id"]) == {eid}
-    assert "lesson below its run's min_salience" in set(rows["problem"])
+    assert "lesson below its run's extraction_min_salience" in set(rows["problem"])
 
 
 def test_gate_respected_lesson_from_failed_candidate(db: Store) -> None:

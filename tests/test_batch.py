@@ -21,19 +21,13 @@ from hypothesis import strategies as st
 
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, ChainError, StoreError, TrussLabError
-from truss_lab.extract._batch import (
-    ExtractionRun,
-    _portable,
-    extract_chunk,
-    resolve_batch,
-    run_content_hashes,
-    run_extraction,
-    summarize_runs,
-)
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._batch import ExtractionRun, resolve_batch, run_extraction
+from truss_lab.extract._executors import _portable, extract_chunk
+from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._cli_extract import register
 from truss_lab.ingest._ingest import ingest_completions
 from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.store._runs import run_content_hashes, summarize_runs
 from truss_lab.store._store import Store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
@@ -151,7 +145,7 @@ def test_heuristic_extractor_runs(sample: Store) -> None:
 
 
 def test_missing_recordings_are_per_verdict_errors(sample: Store) -> None:
-    rec = sample.sql("SELECT * FROM completions WHERE extractor = 'sim-good-v1' "
+    rec = sample.sql("SELECT * FROM completions WHERE extractor_id = 'sim-good-v1' "
                      "ORDER BY verdict_hash").df()
     sub = set(resolve_batch(sample, SUBSET)["hash"])
     dropped = set(rec["verdict_hash"].iloc[::7]) & sub
@@ -200,7 +194,7 @@ def test_rerun_and_resume_rules(sample: Store) -> None:
     with pytest.raises(BadInputError, match="dataset_hash"):
         run_extraction(sample, ext, SCORED, verdicts="seq < 10", progress=False,
                        run_id="r1", resume=True)
-    with pytest.raises(StoreError, match="no run"):
+    with pytest.raises(BadInputError, match="no extraction run 'nope'; recent runs: r1"):
         run_extraction(sample, ext, SCORED, progress=False, run_id="nope", resume=True)
 
 
@@ -330,12 +324,12 @@ def test_result_repr_and_escaped_html(sample: Store) -> None:
     run = run_extraction(sample, Extractor.heuristic(), MemoryConfig(lesson_extraction="on"),
                          verdicts="seq <= 50", run_id="<script>x</script>", progress=False)
     assert isinstance(run, ExtractionRun)
-    assert "verdicts=50" in repr(run) and "<script>" in repr(run)
+    assert "n_verdicts=50" in repr(run) and "<script>" in repr(run)
     h = run._repr_html_()
     assert "<script>" not in h and "&lt;script&gt;" in h
     s = summarize_runs(sample, [run.run_id])
-    assert s.loc[0, "verdicts"] == 50 and s.loc[0, "status"] == "finished"
-    assert s.loc[0, "lessons"] == s.loc[0, "lessons_new"] == run.n_lessons
+    assert s.loc[0, "n_verdicts"] == 50 and s.loc[0, "status"] == "finished"
+    assert s.loc[0, "n_lessons"] == s.loc[0, "n_lessons_new"] == run.n_lessons
 
 
 # -- CLI -----------------------------------------------------------------------------------------
@@ -408,7 +402,7 @@ def test_live_provider_with_threads_records_calls_for_replay(sample: Store) -> N
                              progress=False)
     assert run.status == "finished" and run.provider_calls == 40 and run.n_candidates == 40
     rec = sample.sql("SELECT count(*), count(request_hash) FROM completions "
-                     "WHERE extractor = ? AND source = 'live'", [live.extractor_id]).fetchall()
+                     "WHERE extractor_id = ? AND source = 'live'", [live.extractor_id]).fetchall()
     assert rec[0] == (40, 40)
     # Same model, template and parameters, answered from the recordings.
     again = dataclasses.replace(live, provider=Extractor.replay(sample, live.extractor_id).provider)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from truss_lab.core._config import MemoryConfig
 from truss_lab.extract._batch import run_extraction
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._cli import cli as main_cli
 from truss_lab.faces._cli_eval import register
 from truss_lab.govern._policies import policy_history

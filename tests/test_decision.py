@@ -20,7 +20,7 @@ from truss_lab.core._models import PolicyTarget, Trust
 from truss_lab.evaluate._runs import choose_run_threshold
 from truss_lab.evaluate._truth import scored_candidates
 from truss_lab.extract._batch import run_extraction
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._extractor import Extractor
 from truss_lab.govern._decision import EVIDENCE_KIND, json_safe, labels_hash, propose_threshold
 from truss_lab.govern._policies import check_policy_chains, current_policy, policy_history
 from truss_lab.ingest._ingest import ingest_completions, ingest_labels

@@ -40,7 +40,7 @@ from truss_lab.evaluate._runs import (
 from truss_lab.evaluate._sweep import sweep
 from truss_lab.evaluate._truth import labelled_candidates, scored_candidates
 from truss_lab.extract._batch import run_extraction
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._demo_eval import demo_evaluation
 from truss_lab.ingest._ingest import ingest_completions, ingest_labels
 from truss_lab.journal._ledger import import_journal
@@ -131,19 +131,11 @@ def test_sweep_run_on_another_score(ev):
     # The gate's own score column ...
     by_col = sweep_run(ev, GOOD, score="score", thresholds=[0.5, 0.7])
     assert by_col["kept"].tolist() == sweep_run(ev, GOOD, thresholds=[0.5, 0.7])["kept"].tolist()
-    # ... or a scorer stored in the scores table (here: 1 - salience, by name or name@version).
-    ev.con.execute(
-        "INSERT INTO scores SELECT run_id, candidate_id, 'flipped@1', 1 - salience "
-        "FROM candidates WHERE run_id = ? AND valid", [GOOD])
-    try:
-        d = labelled_candidates(ev, GOOD)  # kept counts every valid candidate (#12)
-        for name in ("flipped", "flipped@1"):
-            got = sweep_run(ev, GOOD, score=name, thresholds=[0.3])
-            assert got["kept"].iloc[0] == int((1 - d["salience"] >= 0.3).sum())
-    finally:
-        ev.con.execute("DELETE FROM scores WHERE scorer = 'flipped@1'")
-    with pytest.raises(BadInputError, match="no score 'nope'"):
+    # Anything else is refused with the columns it could be (there is no scores table).
+    with pytest.raises(BadInputError, match=r"no score 'nope'.*\(salience, score\)"):
         sweep_run(ev, GOOD, score="nope")
+    with pytest.raises(BadInputError, match="no score 'text'"):
+        sweep_run(ev, GOOD, score="text")
 
 
 def test_choose_run_threshold_splits_by_verdict(ev):

@@ -92,12 +92,12 @@ def test_load_sample_rejects_a_folder_that_is_not_a_sample(tmp_path: Path) -> No
 
 def test_run_sample_extractions_runs_all_three(loaded: Store) -> None:
     runs = loaded.sql(
-        "SELECT run_id, extractor_id, status, policy, min_salience FROM extraction_runs "
+        "SELECT run_id, extractor_id, status, policy, extraction_min_salience FROM extraction_runs "
         "ORDER BY run_id").df()
     assert sorted(runs["extractor_id"]) == sorted(SAMPLE_EXTRACTORS)
     assert set(runs["status"]) == {"finished"}
     assert set(runs["policy"]) == {"model-scored"}
-    assert set(runs["min_salience"]) == {0.70}
+    assert set(runs["extraction_min_salience"]) == {0.70}
     assert set(runs["run_id"]) == {sample_run_id(e) for e in SAMPLE_EXTRACTORS}
 
 

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 from truss_lab.core._config import MemoryConfig
-from truss_lab.extract._batch import run_content_hashes, run_extraction
-from truss_lab.extract._extraction import Extractor
+from truss_lab.extract._batch import run_extraction
+from truss_lab.extract._extractor import Extractor
 from truss_lab.journal._ledger import verify_chain
+from truss_lab.store._runs import run_content_hashes
 from truss_lab.store._store import Store
 
 ROOT = Path(__file__).resolve().parents[1]

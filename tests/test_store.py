@@ -52,7 +52,7 @@ def test_open_store_says_why(tmp_path, kw) -> None:
 def _rows(n: int, start: int = 0) -> pd.DataFrame:
     return pd.DataFrame({
         "verdict_hash": [f"{i:064x}" for i in range(start, start + n)],
-        "extractor": ["x"] * n,
+        "extractor_id": ["x"] * n,
         "text": [f"t{i}" for i in range(start, start + n)],
         "source": ["test"] * n,
         "recorded_at": pd.Timestamp("2026-01-01", tz="UTC"),
@@ -60,7 +60,7 @@ def _rows(n: int, start: int = 0) -> pd.DataFrame:
 
 
 def test_append_is_idempotent(store) -> None:
-    key = ["verdict_hash", "extractor"]
+    key = ["verdict_hash", "extractor_id"]
     assert store.append("completions", _rows(5), key=key) == 5
     assert store.append("completions", _rows(5), key=key) == 0
     assert store.append("completions", _rows(5, start=3), key=key) == 3
@@ -70,18 +70,18 @@ def test_append_is_idempotent(store) -> None:
 def test_append_refuses_conflicting_duplicates_in_one_batch(store) -> None:
     rows = pd.concat([_rows(2), _rows(1).assign(text="other")])
     with pytest.raises(StoreError, match="two different rows share the key"):
-        store.append("completions", rows, key=["verdict_hash", "extractor"])
+        store.append("completions", rows, key=["verdict_hash", "extractor_id"])
     assert store.counts()["completions"] == 0
     # Identical duplicates collapse.
     assert store.append("completions", pd.concat([_rows(2), _rows(2)]),
-                        key=["verdict_hash", "extractor"]) == 2
+                        key=["verdict_hash", "extractor_id"]) == 2
 
 
 def test_transaction_rolls_back_everything(store) -> None:
     before = store.counts()
     with pytest.raises(RuntimeError):
         with store.transaction():
-            store.append("completions", _rows(3), key=["verdict_hash", "extractor"])
+            store.append("completions", _rows(3), key=["verdict_hash", "extractor_id"])
             raise RuntimeError("boom")
     assert store.counts() == before
 
@@ -91,7 +91,7 @@ def test_failed_statement_is_not_committed(store) -> None:
     # the store must surface the failure instead of reporting success.
     with pytest.raises(Exception, match=r"NOT NULL|Constraint"):
         with store.transaction():
-            store.append("completions", _rows(2), key=["verdict_hash", "extractor"])
+            store.append("completions", _rows(2), key=["verdict_hash", "extractor_id"])
             store.con.execute("INSERT INTO completions (verdict_hash) VALUES ('x')")
     assert store.counts()["completions"] == 0
 
@@ -100,7 +100,7 @@ def test_nested_transaction_joins_outer(store) -> None:
     with pytest.raises(ValueError):
         with store.transaction():
             with store.transaction():
-                store.append("completions", _rows(1), key=["verdict_hash", "extractor"])
+                store.append("completions", _rows(1), key=["verdict_hash", "extractor_id"])
             raise ValueError
     assert store.counts()["completions"] == 0
 
@@ -166,7 +166,7 @@ def test_run_record(store) -> None:
 
     with pytest.raises(BadInputError, match=r"no extraction run 'r1'; recent runs: \(none\)"):
         run_info(store, "r1")
-    kw = dict(extractor_id="x", provider="replay", policy="on", min_salience=0.7,
+    kw = dict(extractor_id="x", provider="replay", policy="on", extraction_min_salience=0.7,
               write_memory=True, prompt_version="lesson-v1", prompt_hash="h")
     assert create_run(store, "r1", config={"chunk_size": 10}, **kw) == 1
     assert create_run(store, "r1", **kw) == 0  # a second create is a no-op
@@ -214,5 +214,7 @@ def test_previous_version_database_migrates(tmp_path) -> None:
     with Store(path) as s:  # a writable open migrates, keeping the data
         assert s.schema_version() == SCHEMA_VERSION
         assert s.sql("SELECT verdict_hash, useful FROM labels").fetchall() == [("a" * 64, 1)]
+        # 004_consistent_names renamed the column and kept its value.
+        assert s.sql("SELECT extractor_id FROM labels").fetchall() == [("x",)]
     with Store(path, read_only=True) as s:
         assert TABLES <= set(s.counts())

@@ -203,7 +203,7 @@ def test_button_click_writes_a_label_and_advances(scratch: Store) -> None:
     rows = _widget_labels(scratch)
     assert len(rows) == 1
     r = rows.iloc[0]
-    assert (r["verdict_hash"], r["extractor"], int(r["lesson_index"]), int(r["useful"]),
+    assert (r["verdict_hash"], r["extractor_id"], int(r["lesson_index"]), int(r["useful"]),
             r["annotator"]) == (first["verdict_hash"], "sim-good-v1",
                                 int(first["lesson_index"]), 1, "ann-widget")
     assert pd.notna(r["labelled_at"])

@@ -26,7 +26,7 @@ from .evaluate import (
     sweep,
     sweep_run,
 )
-from .extract import ContractCloseLearning, Extractor, run_extraction, summarize_runs
+from .extract import ContractCloseLearning, Extractor, run_extraction
 from .faces import (
     SAMPLE_DIR,
     CalibrationDisplay,
@@ -41,7 +41,7 @@ from .govern import audit, policy_history, propose_threshold
 from .ingest import ingest_completions, ingest_labels
 from .journal import SigningKey, import_journal, verdict_payloads, verify_chain
 from .score import Scorer, junk_flags, junk_rates, score_candidates
-from .store import Store, query_memory
+from .store import Store, query_memory, summarize_runs
 
 _WIDGETS = ("LabellingWidget", "LessonBrowser", "ThresholdExplorer")
 

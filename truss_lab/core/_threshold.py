@@ -2,7 +2,7 @@
 
 ``extraction_min_salience`` travels under several names — ``--min-salience``
 on the command line, ``extraction_min_salience`` in the config and in a
-policy's settings, ``min_salience`` in ``extraction_runs``, ``threshold`` in a
+policy's settings, ``extraction_min_salience`` in ``extraction_runs``, ``threshold`` in a
 sweep or a threshold choice — but whatever it is called, a valid value is a
 number in [0, 1] (not NaN), and :func:`check_threshold` is where that is decided.
 It sits below both :mod:`._models` (policy settings) and :mod:`._config`

@@ -108,7 +108,7 @@ def labels_truth(
     policy = check_ties(ties)
     df = labelled_candidates(store, run_id, labels=labels, valid_only=False)
     valid = df["valid"].to_numpy(dtype=bool)
-    s = _score_values(store, run_id, df, score)
+    s = _score_values(run_id, df, score)
     s = np.where(valid, s, np.nan)  # a dropped lesson is never written
     label = df["label"]
     judged = label.notna().to_numpy()

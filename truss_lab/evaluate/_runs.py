@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..core._errors import BadInputError
 from ..score._calibrators import IsotonicCalibrator, PlattCalibrator
+from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import annotator_agreement, label_coverage
 from ._calibration import (
@@ -33,7 +34,7 @@ from ._compare import ComparisonResult, compare_extractors
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth
 from ._sweep import UndefinedMetricWarning, sweep
-from ._truth import run_info, run_labels
+from ._truth import run_labels
 
 __all__ = [
     "CalibrationReport",
@@ -147,9 +148,8 @@ def sweep_run(
     :mod:`~truss_lab.evaluate._run_truth`: ``kept`` is what the gate would write
     (labelled or not), ``kept_per_verdict`` divides by every processed verdict,
     recall counts useful lessons the parser dropped as misses. ``score`` names
-    the candidates column (``salience``, ``score``) or a scorer in the scores
-    table. ``df.attrs["counts"]`` holds the candidates unlabelled, tied and
-    dropped and the ``ties`` policy."""
+    the candidates column (``salience``, ``score``). ``df.attrs["counts"]`` holds
+    the candidates unlabelled, tied and dropped and the ``ties`` policy."""
     truth = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
     _require_truth(truth)
     df = sweep(**truth.sweep_inputs(), thresholds=thresholds)

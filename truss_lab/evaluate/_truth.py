@@ -1,7 +1,8 @@
 """What a run is judged against: its candidates joined to the gold labels.
 
 Store reads only: the labels (from the store, a CSV or a frame), a run's
-candidates with their majority label, and the score a sweep thresholds. The
+candidates with their majority label, and the score a sweep thresholds (a
+candidates column). The
 per-run evaluations in :mod:`truss_lab.evaluate._runs` start from here.
 """
 
@@ -14,10 +15,11 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import majority_labels
 
-__all__ = ["labelled_candidates", "run_info", "run_labels", "scored_candidates"]
+__all__ = ["labelled_candidates", "run_labels", "scored_candidates"]
 
 
 def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
@@ -25,7 +27,7 @@ def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
     (default), a CSV path, or a DataFrame."""
     if labels is None:
         df = store.sql(
-            "SELECT verdict_hash, extractor, lesson_index, useful, "
+            "SELECT verdict_hash, extractor_id AS extractor, lesson_index, useful, "
             "NULLIF(annotator, '') AS annotator FROM labels"
         ).df()
     elif isinstance(labels, pd.DataFrame):
@@ -58,9 +60,7 @@ def labelled_candidates(
     ``n_annotators`` and ``labelled`` (bool). Use ``df[df.labelled]`` for the
     rows a sweep can score.
     """
-    run = store.sql("SELECT run_id FROM extraction_runs WHERE run_id = ?", [run_id]).fetchall()
-    if not run:
-        _missing_run(store, run_id)
+    run_info(store, run_id)  # an unknown run is an error naming the recent ones
     cands = store.sql(
         "SELECT * FROM candidates WHERE run_id = ?"
         + (" AND valid" if valid_only else "")
@@ -90,54 +90,21 @@ def labelled_candidates(
     return out
 
 
-def run_info(store: Store, run_id: str) -> dict[str, Any]:
-    """The extraction_runs row of ``run_id`` as a dict (BadInputError naming recent runs)."""
-    cur = store.sql("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
-    rows = cur.fetchall()
-    if not rows:
-        _missing_run(store, run_id)
-    names = [d[0] for d in cur.description]
-    return dict(zip(names, rows[0], strict=True))
-
-
-def _missing_run(store: Store, run_id: str) -> None:
-    known = [r[0] for r in store.sql(
-        "SELECT run_id FROM extraction_runs ORDER BY started_at DESC LIMIT 10").fetchall()]
-    raise BadInputError(
-        f"no extraction run {run_id!r}; recent runs: {', '.join(known) or '(none)'}",
-        field="run_id",
-    )
-
-
-def _score_values(store: Store, run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:
-    """The score column ``score`` of ``df``: a candidates column, or a scorer in ``scores``."""
+def _score_values(run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:
+    """The score column ``score`` of ``df``: a numeric candidates column (``salience``,
+    the model's own; ``score``, the one the gate used)."""
     if not isinstance(score, str) or not score:
-        raise BadInputError(f"score must be a column or scorer name, got {score!r}",
-                            field="score")
-    if score in df.columns and score not in _NOT_SCORES:
-        try:
-            return df[score].to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError):
-            raise BadInputError(f"column {score!r} is not numeric", field="score") from None
-    found = store.sql(
-        "SELECT candidate_id, score, scorer FROM scores WHERE run_id = ? "
-        "AND (scorer = ? OR split_part(scorer, '@', 1) = ?)",
-        [run_id, score, score],
-    ).df()
-    if found.empty:
-        have = [r[0] for r in store.sql(
-            "SELECT DISTINCT scorer FROM scores WHERE run_id = ? ORDER BY 1", [run_id]).fetchall()]
+        raise BadInputError(f"score must be a column name, got {score!r}", field="score")
+    if score not in df.columns or score in _NOT_SCORES:
         raise BadInputError(
             f"no score {score!r} for run {run_id!r}: expected a numeric candidates column "
-            f"(salience, score) or a scorer in the scores table ({', '.join(have) or 'none'})",
+            "(salience, score)",
             field="score",
         )
-    if found["scorer"].nunique() > 1:
-        raise BadInputError(
-            f"score {score!r} matches several scorers ({', '.join(sorted(found.scorer.unique()))});"
-            " give name@version", field="score")
-    by_id = found.set_index("candidate_id")["score"]
-    return df["candidate_id"].map(by_id).to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        return df[score].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise BadInputError(f"column {score!r} is not numeric", field="score") from None
 
 
 _NOT_SCORES = frozenset({"candidate_id", "run_id", "verdict_hash", "extractor_id", "text",
@@ -155,7 +122,7 @@ def scored_candidates(
     NaN = unscored, never kept). Ordered by verdict seq and lesson index.
     """
     df = labelled_candidates(store, run_id, labels=labels)
-    s = _score_values(store, run_id, df, score)
+    s = _score_values(run_id, df, score)
     keep = df["labelled"].to_numpy()
     out = df.loc[keep, ["candidate_id", "verdict_seq", "verdict_hash", "extractor_id",
                         "lesson_index"]].reset_index(drop=True)

@@ -3,14 +3,17 @@ ADR 0011 gate, live extraction when a contract closes, and the batch runner."""
 
 from __future__ import annotations
 
-from ._batch import ExtractionRun, run_extraction, summarize_runs
-from ._extraction import CloseResult, ContractCloseLearning, Extractor, apply_gate
+from ._batch import run_extraction
+from ._close import CloseResult, ContractCloseLearning
+from ._extractor import Extractor
+from ._gate import apply_gate
 from ._heuristic import HeuristicProvider
 from ._openai import OpenAICompatibleProvider
 from ._parser import ParseResult, parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
 from ._providers import ChatMessage, Completion, CompletionRequest, Provider
 from ._replay import ReplayProvider
+from ._result import ExtractionRun
 
 __all__ = [
     "ChatMessage",
@@ -31,5 +34,4 @@ __all__ = [
     "get_template",
     "parse_completion",
     "run_extraction",
-    "summarize_runs",
 ]

@@ -1,7 +1,7 @@
 """The batch runner: extract lessons from many recorded verdicts, resumably.
 
 :func:`run_extraction` is the batch face of the one gate in
-:mod:`truss_lab.extract._extraction`: workers run :func:`extract_verdicts` on chunks of
+:mod:`truss_lab.extract._gate`: workers run :func:`extract_verdicts` on chunks of
 verdicts and return plain rows; the driver (the only process that touches the
 store) gates them with :func:`gated_tables` and writes them with
 :func:`write_extraction`, one transaction per chunk that also records the chunk
@@ -21,20 +21,12 @@ in ``run_chunks`` and adds its counts to the run's ``extraction_runs`` row.
 
 from __future__ import annotations
 
-import copyreg
 import hashlib
-import html
-import io
 import json
 import os
-import pickle
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED
-from concurrent.futures import wait as futures_wait
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._config import MemoryConfig
-from ..core._errors import BadInputError, ChainError, ProviderError, StoreError
+from ..core._errors import BadInputError, ChainError, StoreError
 from ..core._models import LessonExtractionPolicy, utcnow
 from ..journal._ledger import verify_chain
 from ..journal._table import check_verdict_refs, entry_payloads, verdict_refs
@@ -52,129 +44,21 @@ from ..store._runs import (
     check_resumable,
     finish_run,
     get_run,
+    missing_run_error,
     record_prompt_template,
     reopen_run,
 )
 from ..store._store import Store
-from ._extraction import (
-    ExtractionRows,
-    Extractor,
-    ScoreFunction,
-    ensure_run,
-    extract_verdicts,
-    gated_tables,
-    record_run_verdicts,
-    write_extraction,
-)
+from ._executors import Chunk, Executor, make_executor, parse_executor
+from ._extractor import ExtractionRows, Extractor, ensure_run
+from ._gate import ScoreFunction, gated_tables, record_run_verdicts, write_extraction
 from ._providers import is_live
+from ._result import ExtractionRun, run_result
 
-__all__ = [
-    "DEFAULT_CHUNK_SIZE",
-    "ExtractionRun",
-    "resolve_batch",
-    "run_content_hashes",
-    "run_extraction",
-    "summarize_runs",
-]
+__all__ = ["DEFAULT_CHUNK_SIZE", "ExtractionRun", "resolve_batch", "run_extraction"]
 
 DEFAULT_CHUNK_SIZE = 1000
 _TS = pa.timestamp("us", tz="UTC")
-_DASK_HINT = "pip install 'truss_lab[dask]'"
-
-Chunk = list[tuple[int, str, str]]  # (seq, hash, canonical payload text)
-
-
-# -- the result object ---------------------------------------------------------------
-
-
-@dataclass
-class ExtractionRun:
-    """What :func:`run_extraction` did. Counts are the run's totals (over resumes);
-    ``seconds`` and ``verdicts_per_second`` are this call's."""
-
-    run_id: str
-    status: str
-    extractor_id: str
-    policy: str
-    n_verdicts: int
-    n_candidates: int
-    n_lessons: int
-    n_errors: int
-    provider_calls: int
-    seconds: float
-    verdicts_this_call: int = 0
-    chunks_total: int = 0
-    chunks_skipped: int = 0
-    error: str | None = None
-    store: Store | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def verdicts_per_second(self) -> float:
-        """Verdicts extracted per second of wall time in this call (NaN when none)."""
-        if not self.verdicts_this_call or self.seconds <= 0:
-            return float("nan")
-        return self.verdicts_this_call / self.seconds
-
-    def to_dict(self) -> dict[str, Any]:
-        """The counts as plain JSON-ready values."""
-        keys = ("run_id", "status", "extractor_id", "policy", "n_verdicts", "n_candidates",
-                "n_lessons", "n_errors", "provider_calls", "seconds", "verdicts_this_call",
-                "chunks_total", "chunks_skipped", "error")
-        out = {k: getattr(self, k) for k in keys}
-        vps = self.verdicts_per_second
-        out["verdicts_per_second"] = None if np.isnan(vps) else round(vps, 1)
-        return out
-
-    def __repr__(self) -> str:
-        vps = self.verdicts_per_second
-        rate = "" if np.isnan(vps) else f", {vps:,.0f} verdicts/s"
-        err = f", error={self.error!r}" if self.error else ""
-        return (
-            f"ExtractionRun({self.run_id!r}, status={self.status!r}, "
-            f"extractor={self.extractor_id!r}, policy={self.policy!r}, "
-            f"verdicts={self.n_verdicts}, candidates={self.n_candidates}, "
-            f"lessons={self.n_lessons}, errors={self.n_errors}, "
-            f"provider_calls={self.provider_calls}, {self.seconds:.2f}s{rate}{err})"
-        )
-
-    def _repr_html_(self) -> str:
-        e = html.escape
-        color = {"finished": "#2a7a2a", "failed": "#b00020"}.get(self.status, "#555")
-        rows = [(k, v) for k, v in self.to_dict().items() if v is not None]
-        body = "".join(
-            f"<tr><th style='text-align:left'>{e(str(k))}</th><td>{e(str(v))}</td></tr>"
-            for k, v in rows
-        )
-        return (f"<div><p>Extraction run <code>{e(self.run_id)}</code>: "
-                f"<b style='color:{color}'>{e(self.status)}</b></p><table>{body}</table></div>")
-
-    def _need_store(self) -> Store:
-        if self.store is None:
-            raise StoreError("this ExtractionRun has no store attached")
-        return self.store
-
-    def candidates(self) -> pd.DataFrame:
-        """Every candidate of the run (passed the gate or not), by verdict and index."""
-        return self._need_store().sql(
-            "SELECT * FROM candidates WHERE run_id = ? ORDER BY verdict_seq, lesson_index",
-            [self.run_id],
-        ).df()
-
-    def lessons(self) -> pd.DataFrame:
-        """The memory entries (lessons) the run's candidates became."""
-        return self._need_store().sql(
-            "SELECT m.* FROM memory_entries m WHERE m.entry_id IN "
-            "(SELECT entry_id FROM candidates WHERE run_id = ? AND entry_id IS NOT NULL) "
-            "ORDER BY m.produced_by_seq, m.lesson_index",
-            [self.run_id],
-        ).df()
-
-    def errors(self) -> pd.DataFrame:
-        """The run's per-verdict errors (provider, parse, prompt)."""
-        return self._need_store().sql(
-            "SELECT * FROM verdict_errors WHERE run_id = ? ORDER BY verdict_seq, stage",
-            [self.run_id],
-        ).df()
 
 
 # -- the batch -----------------------------------------------------------------------
@@ -290,213 +174,11 @@ def _check_resumable(row: Mapping[str, Any], extractor: Extractor, config: Memor
     check_resumable(row, {
         "extractor_id": extractor.extractor_id,
         "policy": config.lesson_extraction.value,
-        "min_salience": config.extraction_min_salience,
+        "extraction_min_salience": config.extraction_min_salience,
         "write_memory": write_memory,
         "prompt_hash": extractor.template.template_hash,
         "dataset_hash": dataset_hash,
     })
-
-
-def _result(store: Store, run_id: str, seconds: float, done_now: int, chunks_total: int,
-            skipped: int) -> ExtractionRun:
-    r = get_run(store, run_id)
-    assert r is not None
-    return ExtractionRun(
-        run_id=run_id, status=r["status"], extractor_id=r["extractor_id"], policy=r["policy"],
-        n_verdicts=int(r["n_verdicts"] or 0), n_candidates=int(r["n_candidates"] or 0),
-        n_lessons=int(r["n_lessons"] or 0), n_errors=int(r["n_errors"] or 0),
-        provider_calls=int(r["provider_calls"] or 0), seconds=seconds,
-        verdicts_this_call=done_now, chunks_total=chunks_total, chunks_skipped=skipped,
-        error=r["error"], store=store,
-    )
-
-
-# -- executors ---------------------------------------------------------------------------
-
-
-_LOCKS = {type(threading.Lock()): threading.Lock, type(threading.RLock()): threading.RLock}
-
-
-class _Pickler(pickle.Pickler):
-    # Providers hold locks (ReplayProvider's counters, the OpenAI semaphore); a
-    # worker needs fresh ones, not the driver's, so locks pickle as new locks.
-    def reducer_override(self, obj: Any) -> Any:
-        make = _LOCKS.get(type(obj))
-        if make is not None:
-            return make, ()
-        return NotImplemented
-
-
-def _portable(extractor: Extractor) -> bytes:
-    buf = io.BytesIO()
-    try:
-        p = _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-        p.dispatch_table = copyreg.dispatch_table.copy()
-        p.dump(extractor)
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        raise ProviderError(
-            f"extractor {extractor.extractor_id!r} cannot be sent to worker processes "
-            f"({exc}); use executor='threads:N' for it"
-        ) from None
-    return buf.getvalue()
-
-
-_WORKER_EXTRACTORS: dict[str, Extractor] = {}
-
-
-def _worker_extractor(token: str, blob: bytes | None) -> Extractor:
-    ex = _WORKER_EXTRACTORS.get(token)
-    if ex is None:
-        if blob is None:
-            raise RuntimeError("worker has no extractor")  # initializer did not run
-        _WORKER_EXTRACTORS.clear()  # one run at a time per worker
-        ex = pickle.loads(blob)
-        _WORKER_EXTRACTORS[token] = ex
-    return ex
-
-
-def extract_chunk(extractor: Extractor, chunk: Chunk) -> ExtractionRows:
-    """Extract one chunk of ``(seq, hash, payload text)`` verdicts: what a worker runs."""
-    return extract_verdicts(extractor, [(s, h, json.loads(p)) for s, h, p in chunk])
-
-
-def _process_init(token: str, blob: bytes) -> None:
-    _worker_extractor(token, blob)
-
-
-def _process_task(token: str, chunk: Chunk) -> ExtractionRows:
-    return extract_chunk(_worker_extractor(token, None), chunk)
-
-
-def _dask_task(token: str, blob: bytes, chunk: Chunk) -> ExtractionRows:
-    return extract_chunk(_worker_extractor(token, blob), chunk)
-
-
-class _Executor:
-    """submit(chunk) -> future; wait(futures) -> done set; close()."""
-
-    window = 1
-
-    def submit(self, chunk: Chunk) -> Any:
-        raise NotImplementedError
-
-    def wait(self, futures: list[Any]) -> set[Any]:
-        return set(futures_wait(futures, return_when=FIRST_COMPLETED).done)
-
-    def close(self) -> None:
-        pass
-
-
-class _Inline(_Executor):
-    def __init__(self, extractor: Extractor) -> None:
-        self.extractor = extractor
-
-    def submit(self, chunk: Chunk) -> Any:
-        from concurrent.futures import Future
-
-        fut: Future[ExtractionRows] = Future()
-        fut.set_result(extract_chunk(self.extractor, chunk))
-        return fut
-
-
-class _Pool(_Executor):
-    def __init__(self, pool: Any, fn: Callable[[Chunk], Any], workers: int) -> None:
-        self.pool, self.fn, self.window = pool, fn, 2 * workers
-
-    def submit(self, chunk: Chunk) -> Any:
-        return self.fn(chunk)
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-class _Dask(_Executor):
-    def __init__(self, extractor: Extractor, spec: Any) -> None:
-        try:
-            import distributed
-        except ImportError:
-            raise BadInputError(
-                f"the Dask executor needs dask.distributed: {_DASK_HINT}", field="executor"
-            ) from None
-        self._distributed = distributed
-        self.cluster = None
-        self.own_client = True
-        if isinstance(spec, str) and spec == "dask-local":
-            self.cluster = distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-            self.client = distributed.Client(self.cluster)
-        elif isinstance(spec, str):
-            try:
-                self.client = distributed.Client(spec.removeprefix("dask://"), timeout=10)
-            except OSError as exc:
-                raise BadInputError(f"cannot reach the Dask scheduler at {spec}: {exc}",
-                                    field="executor") from None
-        else:
-            self.client, self.own_client = spec, False
-        n = max(1, len(self.client.scheduler_info().get("workers", {})) or 2)
-        self.window = 2 * n
-        self.token = uuid.uuid4().hex
-        self.blob = self.client.scatter(_portable(extractor), broadcast=True)
-
-    def submit(self, chunk: Chunk) -> Any:
-        return self.client.submit(_dask_task, self.token, self.blob, chunk, pure=False)
-
-    def wait(self, futures: list[Any]) -> set[Any]:
-        return set(self._distributed.wait(futures, return_when="FIRST_COMPLETED").done)
-
-    def close(self) -> None:
-        if self.own_client:
-            self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-
-
-def _parse_executor(spec: Any) -> tuple[str, int]:
-    """(kind, workers) of an executor spec; a clear error for a bad one."""
-    if type(spec).__module__.split(".")[0] == "distributed":
-        return "dask", 0
-    if not isinstance(spec, str):
-        raise BadInputError(f"executor must be a string or a distributed.Client, got "
-                            f"{type(spec).__name__}", field="executor")
-    if spec == "inline":
-        return "inline", 1
-    if spec == "dask-local" or (spec.startswith("dask://") and len(spec) > 7):
-        return "dask", 0
-    name, _, n = spec.partition(":")
-    if name in ("threads", "processes"):
-        try:
-            workers = int(n) if n else (os.cpu_count() or 2)
-        except ValueError:
-            workers = 0
-        if workers < 1:
-            raise BadInputError(f"executor {spec!r}: expected {name}:N with N >= 1",
-                                field="executor")
-        return name, workers
-    raise BadInputError(
-        f"unknown executor {spec!r}; expected inline, threads:N, processes:N, dask-local "
-        "or dask://host:port", field="executor")
-
-
-def _make_executor(spec: Any, extractor: Extractor) -> _Executor:
-    name, workers = _parse_executor(spec)
-    if name == "inline":
-        return _Inline(extractor)
-    if name == "dask":
-        return _Dask(extractor, spec)
-    if name == "threads":
-        from concurrent.futures import ThreadPoolExecutor
-
-        tp = ThreadPoolExecutor(workers, thread_name_prefix="truss-extract")
-        return _Pool(tp, lambda c: tp.submit(extract_chunk, extractor, c), workers)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    token = uuid.uuid4().hex
-    # spawn, not fork: the driver holds a DuckDB connection and threads.
-    pp = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_process_init,
-                             initargs=(token, _portable(extractor)))
-    return _Pool(pp, lambda c: pp.submit(_process_task, token, c), workers)
 
 
 # -- the run -------------------------------------------------------------------------------
@@ -534,9 +216,9 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
 
 
 def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
-    from ..ingest._ingest import COMPLETIONS_SCHEMA
+    from ..ingest._ingest import COMPLETIONS_KEY, COMPLETIONS_SCHEMA, FILE_TO_TABLE
 
-    df = pd.DataFrame(records)
+    df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
     now = utcnow()
     cols = {}
     for f in COMPLETIONS_SCHEMA:
@@ -548,7 +230,7 @@ def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
             vals = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
             cols[f.name] = pa.array(vals, f.type)
     store.append("completions", pa.table(cols, schema=COMPLETIONS_SCHEMA),
-                 key=["verdict_hash", "extractor"])
+                 key=COMPLETIONS_KEY)
 
 
 def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:
@@ -592,7 +274,7 @@ def run_extraction(
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise BadInputError(f"chunk_size must be a positive integer, got {chunk_size!r}",
                             field="chunk_size")
-    _parse_executor(executor)
+    parse_executor(executor)
     batch = resolve_batch(store, verdicts, params)
     dataset_hash = _dataset_hash(batch)
     existing = get_run(store, run_id) if run_id else None
@@ -601,7 +283,7 @@ def run_extraction(
             raise BadInputError("resume=True needs the run_id of the run to continue",
                                 field="run_id")
         if existing is None:
-            raise StoreError(f"no run {run_id!r} to resume (truss-lab runs lists them)")
+            raise missing_run_error(store, run_id)
         _check_resumable(existing, extractor, config, write_memory, dataset_hash)
         chunk_size = int(json.loads(existing["config"]).get("chunk_size", chunk_size))
         reopen_run(store, run_id)
@@ -634,7 +316,7 @@ def run_extraction(
         if config.lesson_extraction is LessonExtractionPolicy.off:
             # ADR 0011 invariant 1: no provider call, no write but the run record.
             finish_run(store, run_id, "finished", time.perf_counter() - t0)
-            return _result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
+            return run_result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
         done = {int(r[0]) for r in store.con.execute(
             "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
         seqs_all = batch["seq"].to_numpy(dtype=np.int64)
@@ -649,7 +331,7 @@ def run_extraction(
         done_now = 0
         last = t0  # setup (batch, verification) counts toward the first chunk's time
         errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
-        ex = _make_executor(executor, extractor) if todo else None
+        ex = make_executor(executor, extractor) if todo else None
         bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
         try:
             for index, seqs, rows in _pipeline(store, ex, todo, seqs_all, chunk_size):
@@ -670,7 +352,7 @@ def run_extraction(
                 ex.close()
         finish_run(store, run_id, "finished", time.perf_counter() - last)
         store.checkpoint()
-        return _result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,
+        return run_result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,
                        n_chunks - len(todo))
     except ChainError:
         raise
@@ -683,7 +365,7 @@ def run_extraction(
         raise
 
 
-def _pipeline(store: Store, ex: _Executor | None, todo: list[int], seqs_all: np.ndarray,
+def _pipeline(store: Store, ex: Executor | None, todo: list[int], seqs_all: np.ndarray,
               chunk_size: int) -> Iterator[tuple[int, np.ndarray, ExtractionRows]]:
     """Submit chunks (a bounded window ahead) and yield them as they complete."""
     if ex is None:
@@ -705,56 +387,3 @@ def _pipeline(store: Store, ex: _Executor | None, todo: list[int], seqs_all: np.
             i, seqs = pending.pop(fut)
             yield i, seqs, fut.result()
         fill()
-
-
-# -- reporting ------------------------------------------------------------------------------
-
-
-def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per run: run_id, extractor_id, policy, min_salience, write_memory, status,
-    verdicts, candidates, lessons (passed the gate and written), lessons_new (memory
-    entries this run added), errors, provider_calls, seconds (active wall time, summed
-    over resumes), verdicts_per_s, started_at, error. All runs when ``run_ids`` is None."""
-    where, params = "", []
-    if run_ids is not None:
-        where, params = "WHERE r.run_id IN (SELECT unnest(?))", [list(run_ids)]
-    df = store.sql(
-        "SELECT r.run_id, r.extractor_id, r.policy, r.min_salience, r.write_memory, r.status, "
-        "coalesce(r.n_verdicts, 0) AS verdicts, coalesce(r.n_candidates, 0) AS candidates, "
-        "coalesce(r.n_lessons, 0) AS lessons, "
-        "coalesce((SELECT sum(c.n_lessons_new) FROM run_chunks c WHERE c.run_id = r.run_id), "
-        "0)::BIGINT AS lessons_new, "
-        "coalesce(r.n_errors, 0) AS errors, coalesce(r.provider_calls, 0) AS provider_calls, "
-        "coalesce(r.seconds, 0.0) AS seconds, r.started_at, r.error "
-        f"FROM extraction_runs r {where} ORDER BY r.started_at, r.run_id",
-        params,
-    ).df()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        vps = df["verdicts"].to_numpy(dtype=float) / df["seconds"].to_numpy(dtype=float)
-    df.insert(df.columns.get_loc("seconds") + 1, "verdicts_per_s",
-              np.where(np.isfinite(vps), vps, np.nan))
-    return df
-
-
-_HASHED = {
-    "candidates": ("SELECT * EXCLUDE (run_id) FROM candidates WHERE run_id = ? "
-                   "ORDER BY candidate_id"),
-    "memory_entries": ("SELECT * EXCLUDE (run_id, created_at) FROM memory_entries WHERE entry_id "
-                       "IN (SELECT entry_id FROM candidates WHERE run_id = ?) ORDER BY entry_id"),
-    "events": ("SELECT * EXCLUDE (run_id, ts) FROM events WHERE subject_id IN (SELECT entry_id "
-               "FROM candidates WHERE run_id = ?) ORDER BY event_id"),
-    "verdict_errors": ("SELECT * EXCLUDE (run_id) FROM verdict_errors WHERE run_id = ? "
-                       "ORDER BY verdict_hash, stage"),
-}
-
-
-def run_content_hashes(store: Store, run_id: str) -> dict[str, str]:
-    """SHA-256 of a run's rows per table (candidates, memory_entries, events,
-    verdict_errors), without run ids and timestamps, plus row counts: two runs that
-    wrote the same content have equal hashes whatever their executor or resumes."""
-    out: dict[str, Any] = {}
-    for name, sql in _HASHED.items():
-        rows = store.con.execute(sql, [run_id]).fetchall()
-        out[name] = hashlib.sha256(repr(rows).encode("utf-8")).hexdigest()
-        out[f"n_{name}"] = len(rows)
-    return out

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..core._errors import BadInputError, ProviderError
 from ..ingest._completions import read_completions
+from ..ingest._ingest import FILE_TO_TABLE
 from ._providers import Completion, CompletionRequest
 
 __all__ = ["ReplayProvider"]
@@ -51,7 +52,9 @@ class ReplayProvider:
 
     def __init__(self, recordings: pd.DataFrame | str | os.PathLike[str]) -> None:
         if isinstance(recordings, pd.DataFrame):
-            df = recordings
+            # The store's table names the extractor ``extractor_id``; §2 ``extractor``.
+            df = recordings if "extractor" in recordings.columns else recordings.rename(
+                columns={t: f for f, t in FILE_TO_TABLE.items()})
             source = "<frame>"
         else:
             source = str(recordings)

@@ -23,7 +23,7 @@ _labels_option = click.option(
     help="Gold labels CSV (FORMATS.md §3) instead of the database's labels table.")
 _score_option = click.option(
     "--score", default="salience", show_default=True,
-    help="Score to threshold: a candidates column (salience, score) or a stored scorer.")
+    help="Score to threshold: a candidates column (salience, score).")
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
                             help="Write a PNG plot here.")
 _boot_option = click.option("--n-boot", default=1000, show_default=True,

@@ -10,20 +10,30 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..core._errors import BadInputError
 from ._cli_common import _emit, _friendly, db_option, json_option
 
-__all__ = ["make_extractor", "register"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["make_extractor", "register", "runs_text"]
+
+
+def runs_text(runs: pd.DataFrame, cols: list[str]) -> str:
+    """``cols`` of a :func:`summarize_runs` frame as a text table for people: the
+    counts' ``n_`` prefix (the column names in tables and JSON) is dropped."""
+    shown = runs[cols]
+    return shown.rename(columns=lambda c: c.removeprefix("n_")).to_string(index=False)
 
 
 def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any:
     """An :class:`Extractor` from a CLI spec: ``heuristic``, ``replay:EXTRACTOR_ID``
     (the store's completions), ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL``."""
-    from ..extract._extraction import Extractor
+    from ..extract._extractor import Extractor
 
     kind, _, arg = spec.partition(":")
     if spec == "heuristic":
@@ -33,7 +43,7 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any
         if path.endswith(".jsonl") or Path(path).is_file():
             return _replay_file(path, ext_id or None)
         have = [r[0] for r in store.sql(
-            "SELECT DISTINCT extractor FROM completions ORDER BY 1").fetchall()]
+            "SELECT DISTINCT extractor_id FROM completions ORDER BY 1").fetchall()]
         if arg not in have:
             raise BadInputError(
                 f"no recorded completions for extractor {arg!r} in the database; recorded: "
@@ -49,7 +59,7 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any
 
 
 def _replay_file(path: str, ext_id: str | None) -> Any:
-    from ..extract._extraction import Extractor
+    from ..extract._extractor import Extractor
     from ..ingest._completions import read_completions
 
     if not Path(path).is_file():
@@ -81,7 +91,8 @@ def register(cli: click.Group) -> None:
     @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (openai:MODEL).")
     @click.option("--policy", type=click.Choice(["off", "on", "model-scored"]), default=None,
                   help="Lesson extraction policy (default: config file / env, else off).")
-    @click.option("--min-salience", type=float, default=None,
+    @click.option("--extraction-min-salience", "--min-salience", "extraction_min_salience",
+                  type=float, default=None,
                   help="extraction_min_salience for model-scored (default 0.70).")
     @click.option("--executor", default="inline", show_default=True,
                   help="inline | threads:N | processes:N | dask-local | dask://host:port")
@@ -97,12 +108,13 @@ def register(cli: click.Group) -> None:
     @json_option
     @_friendly
     def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: str | None,
-                min_salience: float | None, executor: str, verdict_filter: str | None,
+                extraction_min_salience: float | None, executor: str, verdict_filter: str | None,
                 chunk_size: int | None, run_id: str | None, resume_id: str | None,
                 dry_run: bool, quiet: bool, as_json: bool) -> None:
         """Extract lessons from recorded verdicts (a resumable batch run)."""
         from ..core._config import MemoryConfig
         from ..extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
+        from ..store._runs import run_info
         from ..store._store import open_store
 
         if resume_id and run_id and resume_id != run_id:
@@ -110,13 +122,9 @@ def register(cli: click.Group) -> None:
         with open_store(db) as store:
             prior: dict[str, Any] = {}
             if resume_id:
-                rows = store.sql("SELECT config, write_memory FROM extraction_runs "
-                                 "WHERE run_id = ?", [resume_id]).fetchall()
-                if not rows:
-                    raise BadInputError(f"no run {resume_id!r} to resume (see `truss-lab runs`)",
-                                        field="--resume")
-                prior = json.loads(rows[0][0])
-                dry_run = dry_run or not rows[0][1]
+                row = run_info(store, resume_id)
+                prior = json.loads(row["config"])
+                dry_run = dry_run or not row["write_memory"]
             spec = extractor_spec or prior.get("extractor_spec")
             if spec is None:
                 raise BadInputError("--extractor is required", field="--extractor")
@@ -124,7 +132,7 @@ def register(cli: click.Group) -> None:
             pol = policy or prior.get("lesson_extraction")
             if pol is not None:
                 overrides["lesson_extraction"] = pol
-            sal = min_salience if min_salience is not None else prior.get(
+            sal = extraction_min_salience if extraction_min_salience is not None else prior.get(
                 "extraction_min_salience")
             if sal is not None:
                 overrides["extraction_min_salience"] = sal
@@ -147,7 +155,7 @@ def register(cli: click.Group) -> None:
     @_friendly
     def runs(db: str, as_json: bool) -> None:
         """List extraction runs with their counts."""
-        from ..extract._batch import summarize_runs
+        from ..store._runs import summarize_runs
         from ..store._store import open_store
 
         with open_store(db, read_only=True) as store:
@@ -157,9 +165,9 @@ def register(cli: click.Group) -> None:
         elif df.empty:
             click.echo("no runs")
         else:
-            cols = ["run_id", "extractor_id", "policy", "status", "verdicts", "candidates",
-                    "lessons", "errors", "seconds"]
-            click.echo(df[cols].to_string(index=False))
+            click.echo(runs_text(df, ["run_id", "extractor_id", "policy", "status",
+                                      "n_verdicts", "n_candidates", "n_lessons", "n_errors",
+                                      "seconds"]))
 
 
 def main() -> None:

@@ -85,7 +85,7 @@ class LabellingWidget:
 
     def _labelled_keys(self) -> set[tuple[str, str, int]]:
         rows = self.store.sql(
-            "SELECT verdict_hash, extractor, lesson_index FROM labels WHERE annotator = ?",
+            "SELECT verdict_hash, extractor_id, lesson_index FROM labels WHERE annotator = ?",
             [self.annotator],
         ).fetchall()
         return {(h, e, int(i)) for h, e, i in rows}

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, StoreError
 from ..extract._batch import ExtractionRun, run_extraction
-from ..extract._extraction import Extractor
+from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal
 from ..store._store import Store, open_store
@@ -94,15 +94,15 @@ def load_sample(
 
 
 def sample_run_id(extractor_id: str, policy: str = "model-scored",
-                  min_salience: float = 0.70) -> str:
+                  extraction_min_salience: float = 0.70) -> str:
     """The deterministic run id :func:`run_sample_extractions` gives an extractor."""
-    return f"sample-{extractor_id}-{policy}-{min_salience:.2f}"
+    return f"sample-{extractor_id}-{policy}-{extraction_min_salience:.2f}"
 
 
 def _extractor(store: Store, extractor_id: str) -> Extractor:
     if extractor_id == "heuristic-v1":
         return Extractor.heuristic()
-    have = store.sql("SELECT count(*) FROM completions WHERE extractor = ?",
+    have = store.sql("SELECT count(*) FROM completions WHERE extractor_id = ?",
                      [extractor_id]).fetchall()[0][0]
     if not have:
         raise BadInputError(
@@ -118,7 +118,7 @@ def run_sample_extractions(
     *,
     extractors: Sequence[str] = SAMPLE_EXTRACTORS,
     policy: str = "model-scored",
-    min_salience: float = 0.70,
+    extraction_min_salience: float = 0.70,
     write_memory: bool = True,
 ) -> dict[str, ExtractionRun]:
     """One extraction run per extractor over every verdict; returns runs by extractor id.
@@ -129,10 +129,12 @@ def run_sample_extractions(
     one adds nothing), so this is idempotent. Each run is
     ``run_extraction(store, extractor, MemoryConfig(...), run_id=...)``.
     """
-    config = MemoryConfig(lesson_extraction=policy, extraction_min_salience=min_salience)
+    config = MemoryConfig(lesson_extraction=policy,
+                          extraction_min_salience=extraction_min_salience)
     out: dict[str, ExtractionRun] = {}
     for ex_id in extractors:
-        run_id = sample_run_id(ex_id, config.lesson_extraction.value, min_salience)
+        run_id = sample_run_id(ex_id, config.lesson_extraction.value,
+                               extraction_min_salience)
         exists = bool(store.sql("SELECT count(*) FROM extraction_runs WHERE run_id = ?",
                                 [run_id]).fetchall()[0][0])
         out[ex_id] = run_extraction(

@@ -16,11 +16,13 @@ from pathlib import Path
 
 from ..core._config import MemoryConfig
 from ..core._errors import TrussLabError
-from ..extract._batch import run_extraction, summarize_runs
-from ..extract._extraction import Extractor
+from ..extract._batch import run_extraction
+from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels
 from ..journal._ledger import import_journal, verify_chain
+from ..store._runs import summarize_runs
 from ..store._store import open_store
+from ._cli_extract import runs_text
 from ._demo_eval import demo_evaluation
 from ._notebook import SAMPLE
 
@@ -69,8 +71,8 @@ def run(db: str, sample: Path = SAMPLE, out: Path = Path("demo_out")) -> int:
                            progress=False)
             run_ids.append(run_id)
         summary = summarize_runs(store, run_ids)
-        cols = ["run_id", "verdicts", "candidates", "lessons", "errors", "seconds"]
-        print(summary[cols].to_string(index=False))
+        print(runs_text(summary, ["run_id", "n_verdicts", "n_candidates", "n_lessons",
+                                  "n_errors", "seconds"]))
 
         t = _step("evaluate against the gold labels (choose on training verdicts, "
                   "report on held-out ones)")

@@ -24,7 +24,7 @@ name                                      inv.   fails when
 ``off_runs_silent``                       1      an ``off`` run has candidates, lessons,
                                                  events, errors or provider calls
 ``gate_respected``                        2      a lesson bypassed the gate (below its
-                                                 run's min_salience, from a candidate that
+                                                 run's threshold, from a candidate that
                                                  failed the gate or was invalid, or with no
                                                  passing candidate), or a candidate's
                                                  passed_gate disagrees with the policy
@@ -237,16 +237,16 @@ def _gate_respected(store: Store) -> tuple[pd.DataFrame, str]:
     rows = _df(
         store,
         """
-        WITH l AS (SELECT m.entry_id, m.run_id, m.salience, r.policy, r.min_salience
+        WITH l AS (SELECT m.entry_id, m.run_id, m.salience, r.policy, r.extraction_min_salience
                    FROM memory_entries m JOIN extraction_runs r USING (run_id)
                    WHERE m.kind = $lesson),
              -- a lesson's candidates: those that recorded its (content-derived) entry id
              lc AS (SELECT l.entry_id, c.run_id, c.candidate_id, c.valid, c.passed_gate
                     FROM l JOIN candidates c ON c.entry_id = l.entry_id)
-        SELECT entry_id, run_id, NULL AS candidate_id, salience AS score, min_salience,
-               'lesson below its run''s min_salience' AS problem
+        SELECT entry_id, run_id, NULL AS candidate_id, salience AS score, extraction_min_salience,
+               'lesson below its run''s extraction_min_salience' AS problem
         FROM l WHERE policy = $model_scored
-          AND (salience IS NULL OR isnan(salience) OR salience < min_salience)
+          AND (salience IS NULL OR isnan(salience) OR salience < extraction_min_salience)
         UNION ALL
         SELECT lc.entry_id, lc.run_id, lc.candidate_id, NULL, NULL,
                'lesson from a candidate that failed the gate'
@@ -256,19 +256,20 @@ def _gate_respected(store: Store) -> tuple[pd.DataFrame, str]:
                'lesson from an invalid candidate'
         FROM lc WHERE NOT lc.valid
         UNION ALL
-        SELECT l.entry_id, l.run_id, NULL, l.salience, l.min_salience,
+        SELECT l.entry_id, l.run_id, NULL, l.salience, l.extraction_min_salience,
                'lesson without a passing candidate in its run'
         FROM l WHERE l.policy <> $off AND NOT EXISTS (
             SELECT 1 FROM candidates c
             WHERE c.entry_id = l.entry_id AND c.run_id = l.run_id AND c.passed_gate)
         UNION ALL
-        SELECT c.entry_id, c.run_id, c.candidate_id, c.score, r.min_salience,
+        SELECT c.entry_id, c.run_id, c.candidate_id, c.score, r.extraction_min_salience,
                'candidate passed_gate disagrees with the ' || r.policy || ' policy'
         FROM candidates c JOIN extraction_runs r USING (run_id)
         WHERE r.policy IN ($on, $model_scored)
           AND c.passed_gate IS DISTINCT FROM (
               c.valid AND (r.policy = $on
-                           OR coalesce(c.score >= r.min_salience AND NOT isnan(c.score), false)))
+                           OR coalesce(c.score >= r.extraction_min_salience
+                                       AND NOT isnan(c.score), false)))
         ORDER BY run_id, entry_id, candidate_id
         """,
     )
@@ -337,17 +338,17 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
         """
         WITH runs AS (SELECT r.run_id, r.extractor_id FROM extraction_runs r
                       WHERE EXISTS (SELECT 1 FROM completions k
-                                    WHERE k.extractor = r.extractor_id)),
+                                    WHERE k.extractor_id = r.extractor_id)),
              v AS (SELECT DISTINCT c.run_id, c.verdict_hash FROM candidates c
                    WHERE c.run_id IN (SELECT run_id FROM runs)
                    UNION
                    SELECT e.run_id, e.verdict_hash FROM verdict_errors e
                    WHERE e.stage = 'parse' AND e.run_id IN (SELECT run_id FROM runs)),
-             k AS (SELECT verdict_hash, extractor, arg_max(text, recorded_at) AS text
-                   FROM completions GROUP BY verdict_hash, extractor)
+             k AS (SELECT verdict_hash, extractor_id, arg_max(text, recorded_at) AS text
+                   FROM completions GROUP BY verdict_hash, extractor_id)
         SELECT v.run_id, v.verdict_hash, runs.extractor_id, k.text
         FROM v JOIN runs USING (run_id)
-        LEFT JOIN k ON k.verdict_hash = v.verdict_hash AND k.extractor = runs.extractor_id
+        LEFT JOIN k ON k.verdict_hash = v.verdict_hash AND k.extractor_id = runs.extractor_id
         """,
     )
     if scope.empty:

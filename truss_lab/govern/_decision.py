@@ -28,8 +28,9 @@ from ..core._threshold import check_threshold
 from ..evaluate._choose import ThresholdChoice
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
 from ..evaluate._runs import choose_run_threshold
-from ..evaluate._truth import run_info, run_labels, scored_candidates
+from ..evaluate._truth import run_labels, scored_candidates
 from ..journal._crypto import SigningKey
+from ..store._runs import run_info
 from ..store._store import Store
 from ._policies import write_policy
 

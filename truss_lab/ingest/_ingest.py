@@ -20,14 +20,21 @@ from ..store._store import Store
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
 
-__all__ = ["IngestReport", "append_labels", "ingest_completions", "ingest_labels"]
+__all__ = [
+    "COMPLETIONS_KEY",
+    "FILE_TO_TABLE",
+    "IngestReport",
+    "append_labels",
+    "ingest_completions",
+    "ingest_labels",
+]
 
 _TS = pa.timestamp("us", tz="UTC")
 
 COMPLETIONS_SCHEMA = pa.schema(
     [
         ("verdict_hash", pa.string()),
-        ("extractor", pa.string()),
+        ("extractor_id", pa.string()),
         ("model", pa.string()),
         ("prompt_version", pa.string()),
         ("request_hash", pa.string()),
@@ -43,7 +50,7 @@ COMPLETIONS_SCHEMA = pa.schema(
 LABELS_SCHEMA = pa.schema(
     [
         ("verdict_hash", pa.string()),
-        ("extractor", pa.string()),
+        ("extractor_id", pa.string()),
         ("lesson_index", pa.int32()),
         ("useful", pa.int8()),
         ("annotator", pa.string()),
@@ -73,7 +80,16 @@ class IngestReport:
         }
 
 
+# The interchange files (FORMATS.md §2, §3) and their frames call the extractor id
+# ``extractor``; every table calls it ``extractor_id``. This is the one mapping.
+FILE_TO_TABLE: dict[str, str] = {"extractor": "extractor_id"}
+COMPLETIONS_KEY = ["verdict_hash", "extractor_id"]
+LABELS_KEY = [FILE_TO_TABLE.get(k, k) for k in LABEL_KEY]
+
+
 def _frame(df: pd.DataFrame, schema: pa.Schema, extra: dict[str, Any]) -> pa.Table:
+    """Table rows of ``schema`` from a §2/§3 frame (file names mapped) plus ``extra``."""
+    df = df.rename(columns=FILE_TO_TABLE)
     cols = {}
     n = len(df)
     for f in schema:
@@ -114,7 +130,7 @@ def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestRepo
     source = str(path)
     df, errors = read_completions(path)
     new = _frame(df, COMPLETIONS_SCHEMA, {"source": source, "recorded_at": utcnow()})
-    key = ["verdict_hash", "extractor"]
+    key = COMPLETIONS_KEY
     n_read = len(df) + len(errors)
     conflicts = _conflicts(store, "completions", new, key, ["text", "request_hash"], source)
     with store.transaction():
@@ -138,7 +154,8 @@ def append_labels(
 
     ``df`` has the FORMATS.md §3 columns (``verdict_hash``, ``extractor``,
     ``lesson_index``, ``useful``, optional ``annotator``: missing or null is
-    stored as ``""``); each row is stamped with ``source`` and the time. A row
+    stored as ``""``); each row is stamped with ``source`` and the time and its
+    ``extractor`` stored as ``extractor_id``. A row
     whose key (verdict_hash, extractor, lesson_index, annotator) is stored
     already is never overwritten; one stored with a different ``useful`` is
     reported as a conflict. Returns (rows added, conflicts).
@@ -150,7 +167,7 @@ def append_labels(
     df = df.copy()
     df["annotator"] = df["annotator"].fillna("") if "annotator" in df.columns else ""
     new = _frame(df, LABELS_SCHEMA, {"source": source, "labelled_at": utcnow()})
-    key = list(LABEL_KEY)
+    key = LABELS_KEY
     conflicts = _conflicts(store, "labels", new, key, ["useful"], source)
     with store.transaction():
         added = store.append("labels", new, key=key)

@@ -5,6 +5,7 @@ and the one module per record: the run record (_runs), governed memory and event
 from __future__ import annotations
 
 from ._memory import query_memory
+from ._runs import summarize_runs
 from ._store import SCHEMA_VERSION, Store, open_store
 
 __all__ = [
@@ -12,4 +13,5 @@ __all__ = [
     "Store",
     "open_store",
     "query_memory",
+    "summarize_runs",
 ]

@@ -1,17 +1,21 @@
 """The run record: one ``extraction_runs`` row per run, and the prompt template it used.
 
 Every face of a run (a batch, the live one-verdict learner, the evaluation
-reads) creates, reads, counts and finishes its row here, so the row's shape,
-its stored config and the missing-run message are written once. Values are
+reads, ``truss-lab runs``) creates, reads, counts, finishes and summarizes its
+row here, so the row's shape, its stored config and the missing-run message
+are written once. :func:`run_content_hashes` fingerprints the rows a run wrote. Values are
 plain (ids, names, numbers), not an ``Extractor``: the store sits below extract.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from ..core._errors import BadInputError
@@ -27,7 +31,9 @@ __all__ = [
     "missing_run_error",
     "record_prompt_template",
     "reopen_run",
+    "run_content_hashes",
     "run_info",
+    "summarize_runs",
 ]
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -41,7 +47,7 @@ def create_run(
     extractor_id: str,
     provider: str,
     policy: str,
-    min_salience: float,
+    extraction_min_salience: float,
     write_memory: bool,
     prompt_version: str | None,
     prompt_hash: str | None,
@@ -59,12 +65,13 @@ def create_run(
     """
     from .. import __version__
 
-    cfg = {"lesson_extraction": policy, "extraction_min_salience": min_salience,
+    cfg = {"lesson_extraction": policy, "extraction_min_salience": extraction_min_salience,
            **(config or {})}
     start = 0 if counted else None
     cols: dict[str, Any] = {
         "run_id": [run_id], "extractor_id": [extractor_id], "provider": [provider],
-        "policy": [policy], "min_salience": [min_salience], "scorer": [scorer],
+        "policy": [policy], "extraction_min_salience": [extraction_min_salience],
+        "scorer": [scorer],
         "write_memory": [write_memory], "config": [json.dumps(cfg, sort_keys=True)],
         "prompt_version": pa.array([prompt_version], pa.string()),
         "prompt_hash": pa.array([prompt_hash], pa.string()),
@@ -159,3 +166,58 @@ def finish_run(store: Store, run_id: str, status: str, seconds: float,
             "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
             [status, utcnow(), error, seconds, run_id],
         )
+
+
+# -- reading runs back ------------------------------------------------------------------
+
+
+def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per run: run_id, extractor_id, policy, extraction_min_salience,
+    write_memory, status, n_verdicts, n_candidates, n_lessons (passed the gate and
+    written), n_lessons_new (memory entries this run added), n_errors, provider_calls,
+    seconds (active wall time, summed over resumes), verdicts_per_s, started_at, error.
+    The counts are named as in ``extraction_runs`` and :class:`ExtractionRun`. All
+    runs when ``run_ids`` is None."""
+    where, params = "", []
+    if run_ids is not None:
+        where, params = "WHERE r.run_id IN (SELECT unnest(?))", [list(run_ids)]
+    df = store.sql(
+        "SELECT r.run_id, r.extractor_id, r.policy, r.extraction_min_salience, "
+        "r.write_memory, r.status, coalesce(r.n_verdicts, 0) AS n_verdicts, "
+        "coalesce(r.n_candidates, 0) AS n_candidates, coalesce(r.n_lessons, 0) AS n_lessons, "
+        "coalesce((SELECT sum(c.n_lessons_new) FROM run_chunks c WHERE c.run_id = r.run_id), "
+        "0)::BIGINT AS n_lessons_new, "
+        "coalesce(r.n_errors, 0) AS n_errors, coalesce(r.provider_calls, 0) AS provider_calls, "
+        "coalesce(r.seconds, 0.0) AS seconds, r.started_at, r.error "
+        f"FROM extraction_runs r {where} ORDER BY r.started_at, r.run_id",
+        params,
+    ).df()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vps = df["n_verdicts"].to_numpy(dtype=float) / df["seconds"].to_numpy(dtype=float)
+    df.insert(df.columns.get_loc("seconds") + 1, "verdicts_per_s",
+              np.where(np.isfinite(vps), vps, np.nan))
+    return df
+
+
+_HASHED = {
+    "candidates": ("SELECT * EXCLUDE (run_id) FROM candidates WHERE run_id = ? "
+                   "ORDER BY candidate_id"),
+    "memory_entries": ("SELECT * EXCLUDE (run_id, created_at) FROM memory_entries WHERE entry_id "
+                       "IN (SELECT entry_id FROM candidates WHERE run_id = ?) ORDER BY entry_id"),
+    "events": ("SELECT * EXCLUDE (run_id, ts) FROM events WHERE subject_id IN (SELECT entry_id "
+               "FROM candidates WHERE run_id = ?) ORDER BY event_id"),
+    "verdict_errors": ("SELECT * EXCLUDE (run_id) FROM verdict_errors WHERE run_id = ? "
+                       "ORDER BY verdict_hash, stage"),
+}
+
+
+def run_content_hashes(store: Store, run_id: str) -> dict[str, str]:
+    """SHA-256 of a run's rows per table (candidates, memory_entries, events,
+    verdict_errors), without run ids and timestamps, plus row counts: two runs that
+    wrote the same content have equal hashes whatever their executor or resumes."""
+    out: dict[str, Any] = {}
+    for name, sql in _HASHED.items():
+        rows = store.con.execute(sql, [run_id]).fetchall()
+        out[name] = hashlib.sha256(repr(rows).encode("utf-8")).hexdigest()
+        out[f"n_{name}"] = len(rows)
+    return out

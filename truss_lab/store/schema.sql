@@ -2,9 +2,26 @@
 -- "-- migration: NNN_name" runs once, in its own transaction, and is recorded
 -- in schema_version.
 --
+-- Migrations are history: a later block may rename or drop what an earlier one
+-- created (004 renames columns and drops the unused scores table), so read the
+-- whole file, or `truss-lab schema`, for the current shape.
+--
+-- Names: the extractor configuration is `extractor_id` in every table (the
+-- interchange files of FORMATS.md §2/§3 call it `extractor`; their readers map
+-- it); counts are `n_<things>`; the gate's threshold is `extraction_min_salience`,
+-- as in the config. Two kinds of journal reference, on purpose:
+--   verdict_seq / verdict_hash          the verdict a row is ABOUT (candidates,
+--                                       verdict_errors, run_verdicts): always a
+--                                       contract_verdict entry.
+--   produced_by_seq / produced_by_hash  the governed provenance of a record
+--                                       (memory_entries, policy_records, events):
+--                                       the journal entry that justified the write,
+--                                       which may be any kind (a verdict for a
+--                                       lesson, a sweep result for a policy).
+--
 -- Uniqueness: the journal, signing_keys, extraction_runs and policy_records are
 -- small and carry PRIMARY KEYs (the key enforces the invariant). The bulk
--- tables (candidates, memory_entries, events, completions, labels, scores,
+-- tables (candidates, memory_entries, events, completions, labels,
 -- verdict_errors) are unkeyed: DuckDB appends to a keyed table 2-3x slower,
 -- so they are written by anti-join inserts (WHERE NOT EXISTS) with ids derived
 -- from content. That relies on the single writer, which DuckDB's file lock
@@ -212,3 +229,13 @@ CREATE TABLE run_verdicts (
     verdict_seq       BIGINT NOT NULL,
     verdict_hash      VARCHAR NOT NULL
 );
+
+-- migration: 004_consistent_names
+-- One name per fact (issue #10): the extractor id is extractor_id everywhere,
+-- the threshold column is named like the config setting it records, and the
+-- scores table, which nothing wrote, is gone (a sweep thresholds a candidates
+-- column). RENAME keeps every value and the column's position.
+ALTER TABLE completions RENAME COLUMN extractor TO extractor_id;
+ALTER TABLE labels RENAME COLUMN extractor TO extractor_id;
+ALTER TABLE extraction_runs RENAME COLUMN min_salience TO extraction_min_salience;
+DROP TABLE scores;

@@ -1,0 +1,229 @@
+"""An extractor and what it produces: a provider + prompt + model, run over verdicts.
+
+:class:`Extractor` names the configuration every row carries (``extractor_id``);
+:func:`extract_verdicts` runs it over ``(seq, hash, payload)`` verdicts and
+returns plain :class:`ExtractionRows` (candidates, error rows, the completions
+received), before any gate or write: workers on other processes return them to
+the single writer, which gates them in :mod:`truss_lab.extract._gate`.
+:func:`ensure_run` files the run record (:mod:`truss_lab.store._runs`) from an
+extractor and a config, for the batch and the live learner alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from ..core._config import MemoryConfig
+from ..core._errors import BadInputError, ProviderError
+from ..store._runs import create_run, record_prompt_template
+from ..store._store import Store
+from ._parser import candidates_frame, parse_completion
+from ._prompts import PromptTemplate, build_request, get_template
+from ._providers import Completion, CompletionRequest, Provider, provider_name
+
+__all__ = ["ERROR_SCHEMA", "ExtractionRows", "Extractor", "ensure_run", "extract_verdicts"]
+
+
+ERROR_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("verdict_seq", pa.int64()),
+        ("verdict_hash", pa.string()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("message", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """An extractor configuration: a provider, a prompt template and a model.
+
+    ``extractor_id`` names it in every row it produces (and is the replay key).
+    """
+
+    extractor_id: str
+    provider: Provider
+    template: PromptTemplate = field(default_factory=lambda: get_template("lesson-v1"))
+    model: str = "unknown"
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def replay(
+        cls,
+        recordings: Any,
+        extractor_id: str,
+        *,
+        template: str | PromptTemplate = "lesson-v1",
+        model: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> Extractor:
+        """Replay recorded completions (a §2 file, a DataFrame, or a Store's table).
+
+        To replay a live run recorded by truss_lab, give the same ``model`` and
+        ``parameters`` it used: the request hash covers them, and a request
+        that differs from the recorded one is refused.
+        """
+        from ._replay import ReplayProvider
+
+        if isinstance(recordings, Store):
+            recordings = recordings.sql(
+                "SELECT * FROM completions WHERE extractor_id = ?", [extractor_id]
+            ).df()
+        tpl = get_template(template) if isinstance(template, str) else template
+        return cls(extractor_id, ReplayProvider(recordings), tpl, model or extractor_id,
+                   dict(parameters or {}))
+
+    @classmethod
+    def heuristic(cls, *, max_lessons: int = 5) -> Extractor:
+        """The deterministic, model-free baseline (``heuristic-v1``)."""
+        from ._heuristic import HeuristicProvider
+
+        h = HeuristicProvider(max_lessons=max_lessons)
+        return cls(h.extractor_id, h, get_template("lesson-v1"), h.model)
+
+    @classmethod
+    def openai(
+        cls,
+        base_url: str,
+        model: str,
+        *,
+        extractor_id: str | None = None,
+        template: str | PromptTemplate = "lesson-v1",
+        parameters: Mapping[str, Any] | None = None,
+        **provider_options: Any,
+    ) -> Extractor:
+        """A live OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, OpenAI)."""
+        from ._openai import OpenAICompatibleProvider
+
+        tpl = get_template(template) if isinstance(template, str) else template
+        provider = OpenAICompatibleProvider(base_url, model, **provider_options)
+        return cls(extractor_id or f"{model}@{tpl.version}", provider, tpl, model,
+                   dict(parameters or {"temperature": 0}))
+
+    def request(self, verdict_hash: str, payload: Mapping[str, Any]) -> CompletionRequest:
+        """The request for one verdict."""
+        return build_request(
+            self.template, payload, verdict_hash=verdict_hash, extractor=self.extractor_id,
+            model=self.model, parameters=dict(self.parameters),
+        )
+
+
+@dataclass
+class ExtractionRows:
+    """What extraction of some verdicts produced, before any gate or write.
+
+    Plain data (picklable), so workers on other processes or machines can
+    return it to the single writer.
+    """
+
+    candidates: pd.DataFrame
+    """One row per proposed lesson (valid or dropped)."""
+    errors: pd.DataFrame
+    """One row per verdict whose provider call or parse failed."""
+    provider_calls: int = 0
+    """How many times the provider was called."""
+    completions: list[dict[str, Any]] = field(default_factory=list)
+    """The completions received (FORMATS.md §2 fields), for recording live calls."""
+
+
+def extract_verdicts(
+    extractor: Extractor,
+    verdicts: Sequence[tuple[int, str, Mapping[str, Any]]],
+) -> ExtractionRows:
+    """Run the extractor over ``(seq, hash, payload)`` verdicts; never raises for one
+    bad verdict: its provider or parse failure becomes an error row."""
+    results: list[tuple[dict[str, Any], Any]] = []
+    errors: list[dict[str, Any]] = []
+    completions: list[dict[str, Any]] = []
+    calls = 0
+    for seq, vhash, payload in verdicts:
+        try:
+            request = extractor.request(vhash, payload)
+        except BadInputError as exc:
+            errors.append(_err(seq, vhash, "prompt", "bad_verdict", str(exc)))
+            continue
+        calls += 1
+        try:
+            completion = extractor.provider.complete(request)
+        except ProviderError as exc:
+            errors.append(_err(seq, vhash, "provider", "provider_error", str(exc)))
+            continue
+        completions.append(_completion_record(request, completion))
+        parsed = parse_completion(completion.text)
+        if parsed.error is not None:
+            errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
+            continue
+        if parsed.lessons:
+            results.append(({"verdict_seq": seq, "verdict_hash": vhash,
+                             "extractor_id": extractor.extractor_id}, parsed))
+    # One frame per batch, not per verdict: building frames dominated the run time.
+    if results:
+        cands = candidates_frame(results)
+        cands["prompt_version"] = extractor.template.version
+    else:
+        cands = _empty_candidates()
+    return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
+                          calls, completions)
+
+
+def _err(seq: int, vhash: str, stage: str, reason: str, message: str | None) -> dict[str, Any]:
+    return {"verdict_seq": seq, "verdict_hash": vhash, "stage": stage, "reason": reason,
+            "message": (message or "")[:2000]}
+
+
+def _completion_record(request: CompletionRequest, c: Completion) -> dict[str, Any]:
+    return {
+        "verdict_hash": request.verdict_hash, "extractor": request.extractor, "model": c.model,
+        "prompt_version": request.prompt_version, "request_hash": c.request_hash,
+        "text": c.text, "latency_ms": c.latency_ms, "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens, "replayed": c.replayed,
+    }
+
+
+def _empty_candidates() -> pd.DataFrame:
+    return pd.DataFrame({
+        "verdict_seq": pd.Series([], dtype="int64"), "verdict_hash": pd.Series([], dtype=object),
+        "extractor_id": pd.Series([], dtype=object),
+        "lesson_index": pd.Series([], dtype="int64"), "text": pd.Series([], dtype=object),
+        "salience": pd.Series([], dtype="float64"), "evidence": pd.Series([], dtype=object),
+        "valid": pd.Series([], dtype=bool), "drop_reason": pd.Series([], dtype=object),
+        "prompt_version": pd.Series([], dtype=object),
+    })
+
+
+def ensure_run(
+    store: Store,
+    run_id: str,
+    extractor: Extractor,
+    config: MemoryConfig,
+    *,
+    status: str,
+    write_memory: bool,
+    extra: Mapping[str, Any] | None = None,
+    templates: bool = True,
+    scorer: str = "model_salience@1",
+    dataset_hash: str | None = None,
+    counted: bool = False,
+) -> None:
+    """Create the extraction_runs row for ``run_id`` if it does not exist
+    (and, with ``templates``, record the prompt template it uses): the run
+    record of :mod:`truss_lab.store._runs`, filled from ``extractor`` and ``config``.
+    ``counted``: the run keeps counts in its row (a batch does, a live learner not)."""
+    tpl = extractor.template
+    create_run(
+        store, run_id, extractor_id=extractor.extractor_id,
+        provider=provider_name(extractor.provider),
+        policy=config.lesson_extraction.value,
+        extraction_min_salience=config.extraction_min_salience,
+        write_memory=write_memory, prompt_version=tpl.version, prompt_hash=tpl.template_hash,
+        scorer=scorer, config=extra, dataset_hash=dataset_hash, status=status, counted=counted,
+    )
+    if templates:
+        record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)

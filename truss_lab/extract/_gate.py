@@ -1,0 +1,182 @@
+"""The ADR 0011 policy gate: which candidates become lessons, and their write.
+
+This module is the one place the gate is applied: :class:`ContractCloseLearning`
+(one verdict, as Truss does it live) and :func:`truss_lab.run_extraction`
+(a batch) both gate :class:`ExtractionRows` with :func:`gated_tables` (which
+calls :func:`apply_gate`) and write them with :func:`write_extraction`.
+
+1. ``off`` writes nothing (the callers return before the provider is touched).
+2. ``on`` writes every valid lesson; ``model-scored`` those whose score is
+   >= ``extraction_min_salience`` (equality passes; NaN never does).
+3. Each lesson: kind lesson, trust unverified, ``produced_by`` = the verdict's
+   LedgerRef, the same ref in ``sources``; one MemoryWrite event each. Ids
+   derive from (verdict hash, extractor, lesson_index), so a repeat is a no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..core._config import MemoryConfig
+from ..core._ids import derive_id
+from ..core._models import LessonExtractionPolicy, utcnow
+from ..store._memory import lesson_rows, write_memory_table
+from ..store._store import Store
+from ._extractor import ERROR_SCHEMA, ExtractionRows
+
+__all__ = [
+    "CANDIDATE_SCHEMA",
+    "ScoreFunction",
+    "apply_gate",
+    "gated_tables",
+    "record_run_verdicts",
+    "write_extraction",
+]
+
+
+CANDIDATE_SCHEMA = pa.schema(
+    [
+        ("candidate_id", pa.string()),
+        ("run_id", pa.string()),
+        ("verdict_seq", pa.int64()),
+        ("verdict_hash", pa.string()),
+        ("extractor_id", pa.string()),
+        ("lesson_index", pa.int32()),
+        ("text", pa.string()),
+        ("salience", pa.float64()),
+        ("evidence", pa.list_(pa.string())),
+        ("valid", pa.bool_()),
+        ("drop_reason", pa.string()),
+        ("score", pa.float64()),
+        ("scorer", pa.string()),
+        ("passed_gate", pa.bool_()),
+        ("entry_id", pa.string()),
+    ]
+)
+
+
+def apply_gate(scores: np.ndarray, valid: np.ndarray, config: MemoryConfig) -> np.ndarray:
+    """Which candidates are written, vectorized: the ADR 0011 policy gate.
+
+    ``off`` writes none; ``on`` every valid lesson; ``model-scored`` valid
+    lessons with ``score >= extraction_min_salience`` (NaN never passes).
+    """
+    valid = np.asarray(valid, dtype=bool)
+    policy = config.lesson_extraction
+    if policy is LessonExtractionPolicy.off:
+        return np.zeros(valid.shape, dtype=bool)
+    if policy is LessonExtractionPolicy.on:
+        return valid.copy()
+    s = np.asarray(scores, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return valid & (s >= config.extraction_min_salience)
+
+
+ScoreFunction = Callable[[pd.DataFrame], np.ndarray]
+
+
+def gated_tables(
+    rows: ExtractionRows,
+    config: MemoryConfig,
+    *,
+    run_id: str,
+    write_memory: bool = True,
+    score: ScoreFunction | None = None,
+    scorer_name: str = "model_salience@1",
+) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """Candidates (every one, gate result included), memory rows and error rows."""
+    c = rows.candidates
+    n = len(c)
+    scores = (np.asarray(score(c), dtype=np.float64) if score is not None and n
+              else c["salience"].to_numpy(dtype=np.float64))
+    passed = apply_gate(scores, c["valid"].to_numpy(dtype=bool), config)
+    vh = c["verdict_hash"].tolist()
+    ex = c["extractor_id"].tolist()
+    li = [int(i) for i in c["lesson_index"]]
+    cand_ids = [derive_id("cand", *k) for k in zip(vh, ex, li, strict=True)]
+    lesson_ids = [derive_id("lesson", *k) for k in zip(vh, ex, li, strict=True)]
+    write = passed & write_memory
+    entry_ids = [lid if w else None for lid, w in zip(lesson_ids, write, strict=True)]
+    cand = pa.table(
+        {
+            "candidate_id": cand_ids,
+            "run_id": [run_id] * n,
+            "verdict_seq": c["verdict_seq"].astype("int64").to_numpy(),
+            "verdict_hash": vh,
+            "extractor_id": ex,
+            "lesson_index": pa.array(li, pa.int32()),
+            "text": [None if t is None or t != t else str(t) for t in c["text"].tolist()],
+            "salience": pa.array(c["salience"].to_numpy(dtype=np.float64), pa.float64(),
+                                 from_pandas=True),
+            "evidence": [list(e) for e in c["evidence"].tolist()],
+            "valid": c["valid"].to_numpy(dtype=bool),
+            "drop_reason": [None if d is None or d != d else str(d)
+                            for d in c["drop_reason"].tolist()],
+            "score": pa.array(scores, pa.float64(), from_pandas=True),
+            "scorer": [scorer_name] * n,
+            "passed_gate": passed,
+            "entry_id": entry_ids,
+        },
+        schema=CANDIDATE_SCHEMA,
+    )
+    idx = np.flatnonzero(write)
+    now = utcnow()
+    seqs = c["verdict_seq"].astype("int64").tolist()
+    texts = c["text"].tolist()
+    evid = c["evidence"].tolist()
+    pv = c["prompt_version"].tolist() if "prompt_version" in c else [None] * n
+    mem = lesson_rows(
+        entry_ids=[lesson_ids[i] for i in idx],
+        texts=[str(texts[i]) for i in idx],
+        salience=scores[idx],
+        evidence=[list(evid[i]) for i in idx],
+        lesson_index=[li[i] for i in idx],
+        verdict_seq=[seqs[i] for i in idx],
+        verdict_hash=[vh[i] for i in idx],
+        extractor_id=[ex[i] for i in idx],
+        prompt_version=[pv[i] for i in idx],
+        run_id=run_id,
+        created_at=now,
+    )
+    e = rows.errors
+    err = pa.table(
+        {
+            "run_id": [run_id] * len(e),
+            "verdict_seq": e["verdict_seq"].astype("int64").to_numpy() if len(e) else [],
+            "verdict_hash": e["verdict_hash"].tolist(),
+            "stage": e["stage"].tolist(),
+            "reason": e["reason"].tolist(),
+            "message": e["message"].tolist(),
+        },
+        schema=ERROR_SCHEMA,
+    )
+    return cand, mem, err
+
+
+def write_extraction(store: Store, cand: pa.Table, mem: pa.Table, err: pa.Table) -> int:
+    """Append candidates, lessons (+ events) and errors in one transaction.
+
+    Returns the number of new lessons. Everything is keyed by content-derived
+    ids, so writing the same rows twice adds nothing.
+    """
+    with store.transaction():
+        store.append("candidates", cand, key=["run_id", "candidate_id"])
+        n = write_memory_table(store, mem) if mem.num_rows else 0
+        if err.num_rows:
+            store.append("verdict_errors", err, key=["run_id", "verdict_hash", "stage"])
+    return n
+
+
+def record_run_verdicts(store: Store, run_id: str, seqs: Sequence[int],
+                        hashes: Sequence[str]) -> None:
+    """Record that ``run_id`` processed these verdicts (whatever they yielded)."""
+    store.append(
+        "run_verdicts",
+        pa.table({"run_id": [run_id] * len(seqs), "verdict_seq": pa.array(seqs, pa.int64()),
+                  "verdict_hash": list(hashes)}),
+        key=["run_id", "verdict_seq"],
+    )
