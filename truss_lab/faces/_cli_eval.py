@@ -37,7 +37,26 @@ _boot_option = click.option("--n-boot", default=1000, show_default=True,
 _seed_option = click.option("--random-state", default=0, show_default=True, type=int,
                             help="Seed of the verdict split and the bootstrap.")
 _test_size_option = click.option("--test-size", default=0.3, show_default=True, type=float,
-                                 help="Share of verdicts held out to judge the choice.")
+                                 help="Share of verdicts held out to judge the choice "
+                                      "(one split: --cv 0, or too few verdicts for auto).")
+_cv_option = click.option(
+    "--cv", default="auto", show_default=True,
+    help="Folds of verdicts for a cross-validated choice: auto (5 once every fold gets at "
+         "least 10 verdicts with a label, else one split), 0 for one split, or k >= 2.")
+_cv_repeats_option = click.option("--cv-repeats", default=1, show_default=True,
+                                  type=click.IntRange(1), help="Repeats of the k folds.")
+
+
+def _cv(value: str) -> int | str | None:
+    """``--cv`` as choose_run_threshold takes it: "auto", None (0: one split) or k."""
+    if value == "auto":
+        return "auto"
+    try:
+        k = int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected auto or an int, got {value!r}",
+                                 param_hint="--cv") from None
+    return None if k == 0 else k
 
 
 def _open(db: str, *, write: bool = False) -> Any:
@@ -53,9 +72,16 @@ def _choice_json(choice: Any) -> dict[str, Any]:
     if choice.test_intervals is not None:
         row = choice.test_intervals.iloc[0]
         iv = {c[:-4]: [row[c], row[f"{c[:-4]}_high"]] for c in row.index if c.endswith("_low")}
+    piv = {}
+    if choice.procedure_intervals is not None:
+        row = choice.procedure_intervals.iloc[0]
+        piv = {c[:-4]: [row[c], row[f"{c[:-4]}_high"]] for c in row.index if c.endswith("_low")}
+    folds = (choice.folds.to_dict(orient="records") if choice.folds is not None else None)
     return json_safe({"threshold": choice.threshold, "objective": choice.objective,
                       "threshold_interval": choice.threshold_interval, "split": choice.split,
-                      "train": choice.train, "test": choice.test, "test_intervals": iv})
+                      "train": choice.train, "test": choice.test, "test_intervals": iv,
+                      "procedure_intervals": piv, "folds": folds,
+                      "threshold_spread": choice.threshold_spread or None})
 
 
 def register(cli: click.Group) -> None:
@@ -68,6 +94,8 @@ def register(cli: click.Group) -> None:
     @_objective_option
     @_score_option
     @_test_size_option
+    @_cv_option
+    @_cv_repeats_option
     @_seed_option
     @_boot_option
     @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
@@ -77,8 +105,9 @@ def register(cli: click.Group) -> None:
     @json_option
     @_friendly
     def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
-              test_size: float, random_state: int, n_boot: int, csv_path: str | None,
-              truth: str, plot_path: str | None, as_json: bool) -> None:
+              test_size: float, cv: str, cv_repeats: int, random_state: int, n_boot: int,
+              csv_path: str | None, truth: str,
+              plot_path: str | None, as_json: bool) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
         from ..evaluate._references import resolve_truth
         from ..evaluate._runs import choose_run_threshold, sweep_run
@@ -94,7 +123,8 @@ def register(cli: click.Group) -> None:
                            thresholds=list(SUMMARY_THRESHOLDS))
             choice = choose_run_threshold(store, run_id, objective=objective,
                                           labels=labels_path, score=score,
-                                          test_size=test_size, random_state=random_state,
+                                          test_size=test_size, cv=_cv(cv),
+                                          cv_repeats=cv_repeats, random_state=random_state,
                                           n_boot=n_boot, truth=truth)
         if csv_path:
             full.to_csv(csv_path, index=False)
@@ -191,6 +221,8 @@ def register(cli: click.Group) -> None:
     @_labels_option
     @_score_option
     @_test_size_option
+    @_cv_option
+    @_cv_repeats_option
     @_seed_option
     @_boot_option
     @click.option("--policy-id", default="extraction_min_salience", show_default=True,
@@ -198,8 +230,9 @@ def register(cli: click.Group) -> None:
     @json_option
     @_friendly
     def propose(db: str, run_id: str, key_path: str, objective: str,
-                labels_path: str | None, score: str, test_size: float, random_state: int,
-                n_boot: int, policy_id: str, as_json: bool) -> None:
+                labels_path: str | None, score: str, test_size: float, cv: str,
+                cv_repeats: int, random_state: int, n_boot: int, policy_id: str,
+                as_json: bool) -> None:
         """Sign a threshold decision and record it as an unverified salience policy."""
         from ..govern._decision import propose_threshold
         from ..journal._crypto import SigningKey
@@ -208,7 +241,8 @@ def register(cli: click.Group) -> None:
         with _open(db, write=True) as store:
             rec = propose_threshold(store, run_id, key, objective=objective,
                                     labels=labels_path, score=score, policy_id=policy_id,
-                                    test_size=test_size, random_state=random_state,
+                                    test_size=test_size, cv=_cv(cv),
+                                    cv_repeats=cv_repeats, random_state=random_state,
                                     n_boot=n_boot)
         ref = rec.provenance.produced_by
         text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "
