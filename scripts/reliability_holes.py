@@ -64,7 +64,7 @@ def _table_text(db: Path) -> str:
 def secrets_holes_row(row: Callable[..., Any], tmp: Path) -> Any:
     import secrets
 
-    from _http_server import Reply, ScriptedServer
+    from tests.builders.http_server import Reply, ScriptedServer
 
     key = "sk-h10-" + secrets.token_hex(16)
     checks: dict[str, bool] = {}
@@ -320,8 +320,7 @@ time.sleep(600)
 
 
 def orphans_row(row: Callable[..., Any], kills: int) -> Any:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_orphans import _alive, _children
+    from tests.test_orphans import _alive, _children
 
     survivors = spawned = 0
     worst = 0.0

@@ -63,8 +63,7 @@ def test_deeply_nested_journal_line_is_malformed_not_a_traceback(tmp_path: Path,
                                                                  depth: int) -> None:
     import json
 
-    from test_journal import RING, make_chain
-
+    from tests.builders.chains import RING, make_chain
     from truss_lab.journal._crypto import save_keyring
 
     entries = make_chain(3)

@@ -1,7 +1,7 @@
 """Issue #15 item 1: no secret reaches the database, a recording, a log or an error.
 
 Each test is one reproduction from the issue, run against the real local HTTP
-server (tests/_http_server.py) and the real CLI.
+server (tests/builders/http_server.py) and the real CLI.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _http_server import Reply, ScriptedServer
 from click.testing import CliRunner
 
+from tests.builders.http_server import Reply, ScriptedServer
 from truss_lab.core._errors import ProviderError
 from truss_lab.core._secrets import MASK, redact, redact_many
 from truss_lab.faces._cli import cli
@@ -93,8 +93,7 @@ def test_credentials_in_base_url_are_not_stored(
 
 def test_provider_errors_and_recordings_are_redacted(
         server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from test_openai import request
-
+    from tests.test_openai import request
     from truss_lab.extract._openai import CompletionRecorder, OpenAICompatibleProvider
 
     monkeypatch.setenv("H10_TEST_API_KEY", KEY)
