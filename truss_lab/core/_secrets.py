@@ -49,6 +49,8 @@ _PATTERNS = (
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]+@"), r"\1" + MASK + "@"),
 )
 
+_GUARD = r"(?i)authorization|bearer|basic|://[^/@\s]+@"
+
 _lock = threading.Lock()
 _registered: set[str] = set()
 
@@ -124,6 +126,10 @@ def redact_arrow(array: Any) -> Any:
 
     for v in _secret_values():
         array = pc.replace_substring(array, v, MASK)
+    # One guard pass (what every pattern needs) instead of three rewriting
+    # passes: almost no bulk text (lessons, completions) holds any of it.
+    if not pc.any(pc.match_substring_regex(array, _GUARD)).as_py():
+        return array
     for pattern, repl in _PATTERNS:
         array = pc.replace_substring_regex(array, pattern.pattern, repl)
     return array
