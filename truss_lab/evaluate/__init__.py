@@ -33,6 +33,7 @@ from ._runs import (
     sweep_run,
 )
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
+from ._transfer import transfer_report
 from ._truth import labelled_candidates, scored_candidates
 
 __all__ = [
@@ -71,5 +72,6 @@ __all__ = [
     "split_by_verdict",
     "sweep",
     "sweep_run",
+    "transfer_report",
     "verdict_kfold",
 ]
