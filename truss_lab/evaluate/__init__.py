@@ -14,6 +14,7 @@ from ._calibration import (
 )
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
 from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
+from ._judge_agreement import JudgeAgreement, judge_agreement, judge_names
 from ._objective import Objective
 from ._references import (
     ReferenceTruth,
@@ -40,6 +41,7 @@ __all__ = [
     "BootstrapResult",
     "CalibrationReport",
     "ComparisonResult",
+    "JudgeAgreement",
     "LabelReport",
     "Objective",
     "ReferenceTruth",
@@ -56,7 +58,9 @@ __all__ = [
     "compare_extractors",
     "compare_runs",
     "expected_calibration_error",
+    "judge_agreement",
     "judge_lessons",
+    "judge_names",
     "label_coverage",
     "label_report",
     "labelled_candidates",

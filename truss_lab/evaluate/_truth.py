@@ -23,9 +23,16 @@ from ._transfer import DEFAULT_TRANSFER, transferred_labels
 __all__ = ["labelled_candidates", "run_labels", "scored_candidates"]
 
 
-def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
+#: Annotators whose name starts with this are judges (models), not people.
+JUDGE_PREFIX = "judge:"
+
+
+def run_labels(store: Store, labels: Any = None, *,
+               include_judges: bool = False) -> pd.DataFrame:
     """Gold labels as a FORMATS.md §3 frame: from the store's labels table
-    (default), a CSV path, or a DataFrame."""
+    (default), a CSV path, or a DataFrame. Rows of judge annotators
+    (``judge:<model>@<prompt>``) are left out unless ``include_judges``: a judge
+    never joins the human majority unless asked."""
     if labels is None:
         df = store.sql(
             "SELECT verdict_hash, extractor_id AS extractor, lesson_index, useful, "
@@ -43,6 +50,9 @@ def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
             )
     else:
         raise BadInputError(f"labels must be None, a path or a DataFrame, got {type(labels)}")
+    if not include_judges and "annotator" in df.columns and len(df):
+        df = df[~df["annotator"].astype("string").str.startswith(JUDGE_PREFIX).fillna(False)
+                .to_numpy(dtype=bool)].reset_index(drop=True)
     return df
 
 
