@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
+from ..core._threshold import check_threshold
 from ..evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ._cli_common import _emit, _friendly, db_option, json_option
+from ._cli_common import _emit, _friendly, db_option, int_counts, json_option, run_argument
 
 __all__ = ["register"]
 
@@ -20,7 +21,7 @@ _objective_option = click.option("--objective", default=DEFAULT_OBJECTIVE, show_
                                   help=OBJECTIVE_HELP)
 _labels_option = click.option(
     "--labels", "labels_path", type=click.Path(dir_okay=False),
-    help="Gold labels CSV (FORMATS.md §3) instead of the database's labels table.")
+    help="Gold labels CSV (`truss-lab schema labels`) instead of the database's labels table.")
 _score_option = click.option(
     "--score", default="salience", show_default=True,
     help="Score to threshold: a candidates column (salience, score).")
@@ -28,8 +29,15 @@ _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=Fals
                             help="Write a PNG plot here.")
 _boot_option = click.option("--n-boot", default=1000, show_default=True,
                             type=click.IntRange(1), help="Verdict-bootstrap replicates.")
-_seed_option = click.option("--random-state", default=0, show_default=True, type=int,
-                            help="Seed of the verdict split and the bootstrap.")
+
+
+def _seed_option(what: str) -> Any:
+    """``--random-state``, with help naming what the seed drives in this command."""
+    return click.option("--random-state", default=0, show_default=True, type=int,
+                        help=f"Seed of {what}: the same seed gives the same numbers.")
+
+
+_SPLIT_AND_BOOT = "the verdict split and the bootstrap"
 _test_size_option = click.option("--test-size", default=0.3, show_default=True, type=float,
                                  help="Share of verdicts held out to judge the choice.")
 
@@ -49,7 +57,8 @@ def _choice_json(choice: Any) -> dict[str, Any]:
         iv = {c[:-4]: [row[c], row[f"{c[:-4]}_high"]] for c in row.index if c.endswith("_low")}
     return json_safe({"threshold": choice.threshold, "objective": choice.objective,
                       "threshold_interval": choice.threshold_interval, "split": choice.split,
-                      "train": choice.train, "test": choice.test, "test_intervals": iv})
+                      "train": int_counts(choice.train), "test": int_counts(choice.test),
+                      "test_intervals": iv})
 
 
 def register(cli: click.Group) -> None:
@@ -57,12 +66,12 @@ def register(cli: click.Group) -> None:
 
     @cli.command()
     @db_option
-    @click.option("--run", "run_id", required=True, help="Extraction run id.")
+    @run_argument
     @_labels_option
     @_objective_option
     @_score_option
     @_test_size_option
-    @_seed_option
+    @_seed_option(_SPLIT_AND_BOOT)
     @_boot_option
     @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
                   help="Write the full sweep (every distinct threshold) as CSV.")
@@ -101,11 +110,11 @@ def register(cli: click.Group) -> None:
     @click.argument("run_b")
     @db_option
     @click.option("--threshold", default=0.7, show_default=True, type=float,
-                  help="Salience threshold applied to both runs.")
+                  help="Threshold in [0, 1] applied to both runs' scores.")
     @_labels_option
     @_score_option
     @_boot_option
-    @_seed_option
+    @_seed_option("the paired verdict bootstrap")
     @_plot_option
     @json_option
     @_friendly
@@ -117,6 +126,7 @@ def register(cli: click.Group) -> None:
         from ..govern._decision import json_safe
         from ._display import save_comparison_plot
 
+        check_threshold(threshold, "--threshold", name="threshold")
         with _open(db) as store:
             res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
                                score=score, n_boot=n_boot, random_state=random_state)
@@ -128,7 +138,7 @@ def register(cli: click.Group) -> None:
               as_json, repr(res))
 
     @cli.command()
-    @click.argument("run_id", metavar="RUN")
+    @run_argument
     @db_option
     @click.option("--method", type=click.Choice(["isotonic", "platt", "none"]),
                   default="isotonic", show_default=True, help="Calibrator to fit.")
@@ -139,7 +149,7 @@ def register(cli: click.Group) -> None:
     @_labels_option
     @_score_option
     @_test_size_option
-    @_seed_option
+    @_seed_option("the verdict split (calibrator fitted on train, judged on test)")
     @_plot_option
     @json_option
     @_friendly
@@ -165,14 +175,14 @@ def register(cli: click.Group) -> None:
 
     @cli.command()
     @db_option
-    @click.option("--run", "run_id", required=True, help="Extraction run id.")
+    @run_argument
     @click.option("--key", "key_path", required=True, type=click.Path(dir_okay=False),
                   help="Signing key file (from `truss-lab keys generate`).")
     @_objective_option
     @_labels_option
     @_score_option
     @_test_size_option
-    @_seed_option
+    @_seed_option(_SPLIT_AND_BOOT)
     @_boot_option
     @click.option("--policy-id", default="extraction_min_salience", show_default=True,
                   help="Policy whose current record the proposal supersedes.")
