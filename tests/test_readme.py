@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from truss_lab.faces._cli import cli
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _http_server import ScriptedServer  # noqa: E402
+from _http_server import ScriptedServer
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -258,7 +258,8 @@ def register(cli: click.Group) -> None:
         if df.empty:
             click.echo(f"run {run_id}: no errors")
             return
-        counts = df.groupby(["stage", "reason"]).size()
+        counts = df.groupby(["stage", "reason"]).size().sort_values(ascending=False,
+                                                                     kind="stable")
         lines = [f"run {run_id}: {len(df)} errors ("
                  + ", ".join(f"{n} {st}/{rs}" for (st, rs), n in counts.items()) + ")"]
         shown = df if not limit else df.head(limit)
