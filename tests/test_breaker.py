@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import time
 from pathlib import Path
 
@@ -13,12 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 import truss_lab as tl
+from tests.builders.http_server import Reply, ScriptedServer
 from truss_lab.core._errors import ProviderError, ProviderUnavailableError
 from truss_lab.extract._breaker import CircuitBreaker, CircuitOpenError
 from truss_lab.faces._cli import cli
-
-sys.path.insert(0, str(Path(__file__).parent))
-from _http_server import Reply, ScriptedServer
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.builders.http_server import ScriptedServer
 from truss_lab.faces._cli import cli
-
-sys.path.insert(0, str(Path(__file__).parent))
-from _http_server import ScriptedServer
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -101,10 +101,11 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
 
 
 def _ingest_table(kind: str, db: str, path: str, as_json: bool) -> None:
-    from ..ingest._ingest import ingest_completions, ingest_labels
+    from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
     from ..store._store import open_store
 
-    fn = ingest_completions if kind == "completions" else ingest_labels
+    fn = {"completions": ingest_completions, "labels": ingest_labels,
+          "references": ingest_references}[kind]
     with open_store(db) as store:
         rep = fn(store, path)
     text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
@@ -134,6 +135,16 @@ def ingest_completions_cmd(db: str, path: str, as_json: bool) -> None:
 def ingest_labels_cmd(db: str, path: str, as_json: bool) -> None:
     """Load gold labels (bad lines reported, good ones land)."""
     _ingest_table("labels", db, path, as_json)
+
+
+@ingest.command("references")
+@db_option
+@click.argument("path", type=click.Path(dir_okay=False))
+@json_option
+@_friendly
+def ingest_references_cmd(db: str, path: str, as_json: bool) -> None:
+    """Load reference lessons (bad lines reported, good ones land)."""
+    _ingest_table("references", db, path, as_json)
 
 
 @cli.command()
@@ -173,7 +184,8 @@ def export(db: str, fmt: str, out: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("name", type=click.Choice(["journal", "verdict", "completions", "labels",
-                                           "policy-record", "memory-entry", "config"]))
+                                           "references", "policy-record", "memory-entry",
+                                           "config"]))
 @_friendly
 def schema(name: str) -> None:
     """Print the JSON Schema of a format or record."""
@@ -222,7 +234,8 @@ def _register_extensions() -> None:
 _register_extensions()
 
 EPILOG = ("Guide: README.md (CLI quickstart). File formats: `truss-lab schema NAME` "
-          "(journal, verdict, completions, labels, policy-record, memory-entry, config).")
+          "(journal, verdict, completions, labels, references, policy-record, memory-entry, "
+          "config).")
 
 
 def _add_epilog(group: click.Group) -> None:

@@ -240,6 +240,22 @@ ALTER TABLE labels RENAME COLUMN extractor TO extractor_id;
 ALTER TABLE extraction_runs RENAME COLUMN min_salience TO extraction_min_salience;
 DROP TABLE scores;
 
+-- migration: 005_references
+-- Reference lessons (FORMATS.md §4): what an annotator says a verdict should
+-- teach, independent of any extractor. Named reference_lessons because
+-- REFERENCES is an SQL keyword. A verdict an annotator found nothing to teach
+-- in has one row with reference_id 'none' and empty text; a verdict with no
+-- row at all is not annotated.
+CREATE TABLE reference_lessons (
+    verdict_hash      VARCHAR NOT NULL,
+    reference_id      VARCHAR NOT NULL,  -- r1, r2 ... or 'none'
+    text              VARCHAR NOT NULL,
+    evidence          VARCHAR[] NOT NULL,
+    annotator         VARCHAR NOT NULL,  -- '' when the file gave none
+    source            VARCHAR NOT NULL,
+    annotated_at      TIMESTAMPTZ NOT NULL  -- when this database received it
+);
+
 -- migration: 007_run_names
 -- Issue #13. Runs get a human name and tags (shown by `truss-lab runs`, set by
 -- `truss-lab extract --name/--tag`); two views for the joins everyone writes;
@@ -486,3 +502,12 @@ COMMENT ON COLUMN lesson_verdicts.contract_run_id IS 'payload run_id of the verd
 COMMENT ON COLUMN lesson_verdicts.goal IS 'payload goal of the verdict';
 COMMENT ON COLUMN lesson_verdicts.verdict IS 'payload verdict: pass, fail or partial';
 COMMENT ON COLUMN lesson_verdicts.summary IS 'payload summary of the verdict';
+
+COMMENT ON TABLE reference_lessons IS 'Reference lessons: what an annotator says a verdict should teach, independent of any extractor (truss-lab schema references)';
+COMMENT ON COLUMN reference_lessons.verdict_hash IS 'The verdict';
+COMMENT ON COLUMN reference_lessons.reference_id IS 'r1, r2 ... or none (the annotator found nothing to teach)';
+COMMENT ON COLUMN reference_lessons.text IS 'The reference lesson (empty for none)';
+COMMENT ON COLUMN reference_lessons.evidence IS 'Evidence strings';
+COMMENT ON COLUMN reference_lessons.annotator IS 'Annotator name (empty when the file gave none)';
+COMMENT ON COLUMN reference_lessons.source IS 'File it came from';
+COMMENT ON COLUMN reference_lessons.annotated_at IS 'When this database received it (UTC)';
