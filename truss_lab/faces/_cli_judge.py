@@ -93,7 +93,7 @@ def register(cli: click.Group) -> None:
     @click.option("--judge", "name", required=True,
                   help="The judge annotator (judge:MODEL@PROMPT; the judge: prefix optional).")
     @click.option("--labels", "labels_path", type=click.Path(dir_okay=False),
-                  help="Labels CSV (truss-lab schema labels) instead of the database's labels table.")
+                  help="Labels CSV (truss-lab schema labels) instead of the labels table.")
     @click.option("--n-boot", default=1000, show_default=True, type=click.IntRange(1),
                   help="Verdict-bootstrap replicates.")
     @click.option("--random-state", default=0, show_default=True, type=int,
