@@ -24,6 +24,7 @@ from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import annotator_agreement, label_coverage
 from ._calibration import (
+    DEFAULT_MIN_BIN_COUNT,
     brier_score,
     expected_calibration_error,
     max_calibration_error,
@@ -254,8 +255,10 @@ class CalibrationReport:
     evaluated score (``before``: the raw score on the held-out verdicts;
     ``after``: the calibrated one; ``after_in_sample``: only with the explicit
     ``allow_in_sample=True``) and columns ``verdicts, candidates, ece, mce,
-    brier``. ``tables`` maps the same names to reliability tables.
-    ``fit_verdicts``/``eval_verdicts`` are the two disjoint verdict sets.
+    brier``; MCE is over bins of at least ``min_bin_count`` candidates.
+    ``tables`` maps the same names to reliability tables (per-bin counts,
+    Wilson intervals, ``enough``). ``fit_verdicts``/``eval_verdicts`` are the
+    two disjoint verdict sets.
     """
 
     run_id: str
@@ -269,11 +272,13 @@ class CalibrationReport:
     calibrator: Any = field(default=None, repr=False)
     n_bins: int = 10
     strategy: str = "uniform"
+    min_bin_count: int = DEFAULT_MIN_BIN_COUNT
 
     def __repr__(self) -> str:
         lines = [f"CalibrationReport(run={self.run_id!r}, score={self.score!r}, "
                  f"method={self.method!r}, fit on {len(self.fit_verdicts)} verdicts, "
-                 f"evaluated on {len(self.eval_verdicts)} held-out verdicts)"]
+                 f"evaluated on {len(self.eval_verdicts)} held-out verdicts; "
+                 f"MCE over bins of >= {self.min_bin_count} candidates)"]
         for name, r in self.summary.iterrows():
             lines.append(f"  {name}: ECE={r['ece']:.4f} MCE={r['mce']:.4f} "
                          f"Brier={r['brier']:.4f} ({int(r['candidates'])} candidates)")
@@ -286,15 +291,17 @@ class CalibrationReport:
 
 
 def _calib_row(y: np.ndarray, p: np.ndarray, verdicts: np.ndarray, n_bins: int,
-               strategy: Any) -> tuple[dict[str, float], pd.DataFrame]:
+               strategy: Any, min_bin_count: int) -> tuple[dict[str, float], pd.DataFrame]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        table = reliability_table(y, p, n_bins=n_bins, strategy=strategy)
+        table = reliability_table(y, p, n_bins=n_bins, strategy=strategy,
+                                  min_bin_count=min_bin_count)
         row = {
             "verdicts": float(len(pd.unique(verdicts))),
             "candidates": float(len(y)),
             "ece": expected_calibration_error(y, p, n_bins=n_bins, strategy=strategy),
-            "mce": max_calibration_error(y, p, n_bins=n_bins, strategy=strategy),
+            "mce": max_calibration_error(y, p, n_bins=n_bins, strategy=strategy,
+                                         min_bin_count=min_bin_count),
             "brier": brier_score(y, p),
         }
     return row, table
@@ -313,6 +320,7 @@ def calibration_run(
     score: str = "salience",
     allow_in_sample: bool = False,
     ties: str = DEFAULT_TIES,
+    min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
 ) -> CalibrationReport:
     """Reliability, ECE, MCE and Brier of a run's score before and after calibration.
 
@@ -325,6 +333,8 @@ def calibration_run(
     Candidates without a score (NaN) or without a truth (unlabelled; tied under
     ``ties="exclude"``) are left out; the split is over every verdict the run
     processed, as :func:`choose_run_threshold` splits them with the same seed.
+    MCE leaves out bins of fewer than ``min_bin_count`` candidates (reported in
+    the result and each table's ``attrs``).
     """
     if method not in ("isotonic", "platt", None):
         raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
@@ -346,7 +356,7 @@ def calibration_run(
     s_te = s[test_idx]
     if np.all((s_te >= 0) & (s_te <= 1)):
         rows["before"], tables["before"] = _calib_row(y[test_idx], s_te, g[test_idx], n_bins,
-                                                      strategy)
+                                                      strategy, min_bin_count)
     else:  # a raw score outside [0, 1] is not a probability: only its calibration is judged
         rows["before"] = dict.fromkeys(["verdicts", "candidates", "ece", "mce", "brier"], np.nan)
     cal: Any = None
@@ -356,11 +366,11 @@ def calibration_run(
         # The calibrator checks the verdicts itself: scoring a fitting verdict raises.
         p = cal.predict(s_te, verdict_hash=g[test_idx])
         rows["after"], tables["after"] = _calib_row(y[test_idx], p, g[test_idx], n_bins,
-                                                    strategy)
+                                                    strategy, min_bin_count)
         if allow_in_sample:
             p_in = cal.predict(s[train_idx], verdict_hash=g[train_idx], allow_in_sample=True)
             rows["after_in_sample"], tables["after_in_sample"] = _calib_row(
-                y[train_idx], p_in, g[train_idx], n_bins, strategy)
+                y[train_idx], p_in, g[train_idx], n_bins, strategy, min_bin_count)
     summary = pd.DataFrame.from_dict(rows, orient="index")
     summary = summary.astype({"verdicts": "Int64", "candidates": "Int64"})
     summary.index.name = "scores"
@@ -370,7 +380,7 @@ def calibration_run(
     return CalibrationReport(
         run_id=run_id, score=score, method=method, summary=summary, tables=tables,
         split=split, fit_verdicts=fit_v, eval_verdicts=eval_v, calibrator=cal,
-        n_bins=n_bins, strategy=strategy,
+        n_bins=n_bins, strategy=strategy, min_bin_count=min_bin_count,
     )
 
 
