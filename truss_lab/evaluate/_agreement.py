@@ -3,8 +3,11 @@
 Labels come as a DataFrame with columns ``verdict_hash, extractor,
 lesson_index, useful, annotator`` (FORMATS.md section 3). A candidate lesson is
 keyed by ``(verdict_hash, extractor, lesson_index)``. ``annotator`` may be
-missing (null): each such row counts as one anonymous annotation. The same
-named annotator labelling one candidate twice is an error, not a vote.
+missing (null): an anonymous annotation. Anonymous rows of one source (the
+optional ``source`` column; a frame without it is one source) are one
+anonymous annotator: the same row twice counts once, not as two votes. The
+same annotator (named, or anonymous within a source) labelling one candidate
+twice with different values is an error, not a vote.
 Ties are reported, never guessed: their label is ``<NA>``.
 """
 
@@ -78,6 +81,22 @@ def _clean_labels(labels: Any) -> pd.DataFrame:
     df["useful"] = useful.astype(np.int64)
     if "annotator" not in df.columns:
         df["annotator"] = pd.Series([None] * len(df), dtype="string", index=df.index)
+    # An anonymous source that repeats a row (a file loaded twice, a frame
+    # concatenated with itself) is one annotator saying it twice: one vote.
+    anon = df["annotator"].isna()
+    by = [*CANDIDATE_KEY, *(["source"] if "source" in df.columns else [])]
+    repeats = df[anon].duplicated([*by, "useful"])
+    df = df.drop(index=repeats.index[repeats.to_numpy()])
+    anon = df["annotator"].isna()
+    clash = df[anon].duplicated(by, keep=False)
+    if clash.any():
+        row = df[anon][clash.to_numpy()].iloc[0]
+        raise BadInputError(
+            f"anonymous labels of one source disagree on candidate ({row['verdict_hash']}, "
+            f"{row['extractor']}, {row['lesson_index']}); expected one label per candidate "
+            "and source, or name the annotators",
+            field="annotator",
+        )
     named = df[df["annotator"].notna()]
     dup = named.duplicated([*CANDIDATE_KEY, "annotator"], keep=False)
     if dup.any():
