@@ -16,6 +16,7 @@ from truss_lab.evaluate._agreement import (
     CANDIDATE_KEY,
     annotator_agreement,
     cohen_kappa,
+    fleiss_agreement,
     fleiss_kappa,
     label_coverage,
     majority_labels,
@@ -231,3 +232,22 @@ def test_fleiss_kappa_of_two_raters_and_bad_tables():
         fleiss_kappa([[1, 0]])  # one rating
     with pytest.warns(UndefinedMetricWarning):
         assert np.isnan(fleiss_kappa(np.empty((0, 2))))
+
+
+def test_fleiss_agreement_uses_the_most_common_number_of_annotations():
+    sm = pytest.importorskip("statsmodels.stats.inter_rater")
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(60):  # 40 candidates with three annotators, 20 with two
+        raters = ["a", "b", "c"] if i < 40 else ["a", "b"]
+        truth = rng.random() < 0.5
+        rows += [(f"h{i}", "x", 0, int(truth ^ (rng.random() < 0.2)), r) for r in raters]
+    rows.append(("h99", "x", 0, 1, "a"))  # one annotation: no agreement to measure
+    got = fleiss_agreement(labels_frame(rows))
+    maj = majority_labels(labels_frame(rows))
+    three = maj[maj["n_annotators"] == 3]
+    table = np.column_stack([three["n_positive"], 3 - three["n_positive"]])
+    assert got == {"kappa": pytest.approx(sm.fleiss_kappa(table, method="fleiss")),
+                   "n_items": 40, "raters": 3, "n_annotators": 3, "n_candidates": 61}
+    assert fleiss_agreement(labels_frame([("h1", "x", 0, 1, "a"), ("h2", "x", 0, 0, "b")])) \
+        is None

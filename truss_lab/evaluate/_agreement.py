@@ -27,6 +27,7 @@ __all__ = [
     "CANDIDATE_KEY",
     "annotator_agreement",
     "cohen_kappa",
+    "fleiss_agreement",
     "fleiss_kappa",
     "label_coverage",
     "majority_labels",
@@ -204,6 +205,34 @@ def fleiss_kappa(table: Any) -> float:
                       UndefinedMetricWarning, stacklevel=2)
         return float("nan")
     return (p_bar - p_e) / (1.0 - p_e)
+
+
+def fleiss_agreement(labels: pd.DataFrame) -> dict[str, Any] | None:
+    """Fleiss' kappa of the labels (useful / not), or None with fewer than two annotators.
+
+    Fleiss' kappa needs every item rated the same number of times, so it is
+    computed on the candidates labelled by the most common number ``m >= 2``
+    of annotators (the larger on a tie); the raters need not be the same
+    people, so anonymous annotations count too. Returns ``kappa`` (NaN when
+    undefined), ``n_items`` (candidates used), ``raters`` (m),
+    ``n_annotators`` (distinct named annotators in ``labels``) and
+    ``n_candidates`` (every labelled candidate).
+    """
+    df = _clean_labels(labels)
+    n_named = int(df["annotator"].dropna().nunique())
+    maj = majority_labels(labels)
+    per_item = maj["n_annotators"].to_numpy()
+    counts = pd.Series(per_item[per_item >= 2]).value_counts()
+    if counts.empty:
+        return None
+    m = int(max(counts.index[counts == counts.max()]))
+    items = maj[maj["n_annotators"] == m]
+    table = np.column_stack([items["n_positive"], m - items["n_positive"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        kappa = fleiss_kappa(table)
+    return {"kappa": kappa, "n_items": len(items), "raters": m, "n_annotators": n_named,
+            "n_candidates": len(maj)}
 
 
 def annotator_agreement(labels: pd.DataFrame) -> pd.DataFrame:

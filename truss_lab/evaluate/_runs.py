@@ -22,7 +22,7 @@ from ..core._errors import BadInputError
 from ..score._calibrators import IsotonicCalibrator, PlattCalibrator
 from ..store._runs import run_info
 from ..store._store import Store
-from ._agreement import annotator_agreement, label_coverage
+from ._agreement import annotator_agreement, fleiss_agreement, label_coverage
 from ._calibration import (
     DEFAULT_MIN_BIN_COUNT,
     brier_score,
@@ -59,13 +59,17 @@ class LabelReport:
     ``coverage`` is :func:`~truss_lab.evaluate._agreement.label_coverage` (one row per
     extractor: n_candidates, n_labelled, n_ties, n_unlabelled, n_orphan_labels,
     coverage); ``agreement`` is :func:`~truss_lab.evaluate._agreement.annotator_agreement`
-    (one row per annotator pair: n_common, raw_agreement, kappa).
+    (one row per annotator pair: n_common, raw_agreement, kappa); ``fleiss``
+    is :func:`~truss_lab.evaluate._agreement.fleiss_agreement` (kappa over
+    every annotator at once, on the candidates labelled by the most common
+    number of annotators), None when no candidate has two annotations.
     """
 
     run_id: str | None
     coverage: pd.DataFrame
     agreement: pd.DataFrame
     n_label_rows: int
+    fleiss: dict[str, Any] | None = None
 
     @property
     def n_ties(self) -> int:
@@ -82,11 +86,19 @@ class LabelReport:
         for r in self.agreement.itertuples():
             lines.append(f"  kappa({r.annotator_a}, {r.annotator_b}) = {r.kappa:.3f} "
                          f"on {r.n_common} candidates (raw agreement {r.raw_agreement:.3f})")
+        if self.fleiss is not None:
+            lines.append(self._fleiss_line())
         return "\n".join(lines)
+
+    def _fleiss_line(self) -> str:
+        f = self.fleiss or {}
+        return (f"  Fleiss' kappa = {f['kappa']:.3f} on {f['n_items']} of {f['n_candidates']} "
+                f"labelled candidates ({f['raters']} annotations each)")
 
     def _repr_html_(self) -> str:
         head = html.escape(f"run {self.run_id}: {self.n_label_rows} label rows, "
-                           f"{self.n_ties} ties")
+                           f"{self.n_ties} ties"
+                           + (f"; {self._fleiss_line().strip()}" if self.fleiss else ""))
         return (f"<div><p><b>LabelReport</b>: {head}</p>"
                 f"{self.coverage.to_html(index=False, float_format=_fmt)}"
                 f"{self.agreement.to_html(index=False, float_format=_fmt)}</div>")
@@ -99,8 +111,10 @@ def _fmt(v: float) -> str:
 def label_report(
     store: Store, run_id: str | None = None, labels: Any = None, *, valid_only: bool = True
 ) -> LabelReport:
-    """Coverage of the run's candidates by gold labels (ties counted) and Cohen's kappa
-    per annotator pair. Without ``run_id``: every candidate of every run, all labels."""
+    """Coverage of the run's candidates by gold labels (ties counted), Cohen's kappa
+    per annotator pair and Fleiss' kappa over all annotators (when a candidate has
+    two annotations or more). Without ``run_id``: every candidate of every run,
+    all labels."""
     lab = run_labels(store, labels)
     where, params = ("run_id = ?", [run_id]) if run_id is not None else ("TRUE", [])
     if run_id is not None:
@@ -118,7 +132,9 @@ def label_report(
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             coverage = label_coverage(cands, lab)
             agreement = annotator_agreement(lab)
+            fleiss = fleiss_agreement(lab)
     else:
+        fleiss = None
         coverage = pd.DataFrame(
             {"extractor": sorted(set(cands["extractor"]))}
         )
@@ -131,7 +147,7 @@ def label_report(
         agreement = pd.DataFrame(columns=["annotator_a", "annotator_b", "n_common",
                                           "raw_agreement", "kappa"])
     return LabelReport(run_id=run_id, coverage=coverage, agreement=agreement,
-                       n_label_rows=len(lab))
+                       n_label_rows=len(lab), fleiss=fleiss)
 
 
 # --------------------------------------------------------------------------- sweep / choice
