@@ -136,3 +136,18 @@ def test_the_proposal_moves_to_the_lab_chain_and_stays_verifiable(previous_db: P
             rep.raise_for_error()
         except ChainError as exc:
             assert exc.seq == 42
+
+
+def test_a_migration_that_landed_late_still_runs(tmp_path: Path) -> None:
+    # Parallel branches: a database already at a later migration (here, as if
+    # 006 had not existed when it was created) gets the missing one on open.
+    path = tmp_path / "late.duckdb"
+    tl.Store(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("DROP TABLE lab_journal")
+    con.execute("DELETE FROM schema_version WHERE version = 6")
+    con.close()
+    with tl.Store(path) as store:
+        assert "lab_journal" in store.counts()
+        assert store.sql("SELECT count(*) FROM schema_version WHERE version = 6").fetchall() == [
+            (1,)]

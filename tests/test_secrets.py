@@ -70,7 +70,7 @@ def test_key_echoed_in_a_401_body_is_not_stored(
     body = {"error": {"message": f"Incorrect API key provided: {KEY}. Authorization: Bearer "
                                  f"{KEY}"}}
     server.add(Reply(status=401, body=body), Reply(status=401, body=body))
-    r = _extract(db, server.base_url)
+    r = _extract(db, server.base_url, "--max-error-share", "1")
     assert r.exit_code == 0, r.output
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"  # it was sent
     text = _everything(db)
