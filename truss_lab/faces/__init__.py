@@ -9,6 +9,7 @@ from typing import Any
 from ._display import CalibrationDisplay, ComparisonDisplay, PrecisionRecallDisplay, SweepDisplay
 from ._notebook import SAMPLE as SAMPLE_DIR
 from ._notebook import copy_store, load_sample, run_sample_extractions
+from ._report import write_report
 
 #: Each widget and the module that holds it. Widgets need ipywidgets (the [notebook]
 #: extra), so they are imported on first use.
@@ -37,4 +38,5 @@ __all__ = [
     "copy_store",
     "load_sample",
     "run_sample_extractions",
+    "write_report",
 ]
