@@ -56,7 +56,7 @@ bench: $(VENV)/.installed-dev
 # One table of tamper detection, SIGKILL survival, bad-input rejection,
 # lock errors, secrets and HTML escaping; exits 1 if any row fails.
 reliability: $(VENV)/.installed-dev
-	$(BIN)/python scripts/reliability.py
+	$(BIN)/python -m scripts.reliability
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache $(DB) $(DB).wal demo_out

@@ -12,7 +12,7 @@ Prints, from one run over N generated verdicts (100k; ``--quick``: 10k):
 
 ``--profile`` adds a cProfile of the end-to-end run.
 
-    .venv/bin/python benchmarks/bench_extract.py --quick
+    .venv/bin/python -m benchmarks.bench_extract --quick
 """
 
 from __future__ import annotations
@@ -23,21 +23,15 @@ import io
 import json
 import pstats
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import truss_lab.extract._batch as batch  # noqa: E402
-from truss_lab.core._config import MemoryConfig  # noqa: E402
-from truss_lab.extract._extractor import Extractor  # noqa: E402
-from truss_lab.ingest._ingest import ingest_completions  # noqa: E402
-from truss_lab.journal._ledger import import_journal  # noqa: E402
-from truss_lab.simulate._simulate import simulate  # noqa: E402
-from truss_lab.store._store import Store  # noqa: E402
+import truss_lab.extract._batch as batch
+from tests.builders.stores import simulated_db
+from truss_lab.core._config import MemoryConfig
+from truss_lab.extract._extractor import Extractor
+from truss_lab.store._store import Store
 
 
 def rss_mib() -> float:
@@ -58,11 +52,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         t = time.perf_counter()
-        sim = simulate(work / "data", runs=n, seed=11, extractors=["sim-good-v1"])
         db = work / "bench.duckdb"
-        with Store(db) as s:
-            import_journal(s, sim.journal, keyring=sim.keys)
-            ingest_completions(s, sim.completions)
+        simulated_db(work / "data", db, runs=n, seed=11, extractors=["sim-good-v1"])
         print(f"setup: {n:,} verdicts generated and ingested in {time.perf_counter() - t:.1f}s")
 
         with Store(db) as s:

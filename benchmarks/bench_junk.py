@@ -20,28 +20,23 @@ Prints, from one run:
    3 000 and scaled quadratically unless --full-baseline), and our LSH recall
    against exact all-pairs Jaccard on a 3 000-lesson subset (goal >= 0.95).
 
-Run: ``.venv/bin/python benchmarks/bench_junk.py`` (``--quick`` for 4 000 lessons).
+Run: ``.venv/bin/python -m benchmarks.bench_junk`` (``--quick`` for 4 000 lessons).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from rapidfuzz import fuzz, process  # benchmark-only dependency
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from rapidfuzz import fuzz, process  # noqa: E402  (benchmark-only dependency)
-
-from truss_lab.extract._parser import parse_completion  # noqa: E402
-from truss_lab.score._junk import _dup_within, junk_flags  # noqa: E402
-from truss_lab.score._similarity import TokenSets, similar_pairs  # noqa: E402
+from tests.builders.stores import SAMPLE
+from truss_lab.extract._parser import parse_completion
+from truss_lab.score._junk import _dup_within, junk_flags
+from truss_lab.score._similarity import TokenSets, similar_pairs
 
 RF_CUTOFF = 90
 
@@ -115,7 +110,7 @@ def pairs_rapidfuzz(cutoff: int = RF_CUTOFF) -> np.ndarray:
 
 
 def sample_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
-    s = ROOT / "datasets" / "sample"
+    s = SAMPLE
     comp = pd.read_json(s / "completions.jsonl", lines=True, dtype=False)
     rows = []
     for vh, ex, text in zip(comp["verdict_hash"], comp["extractor"], comp["text"], strict=True):

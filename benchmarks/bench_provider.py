@@ -1,12 +1,12 @@
 """Throughput of OpenAICompatibleProvider.complete_many against a local server.
 
-A real OpenAI-compatible HTTP server (tests/_http_server.py, in its own
+A real OpenAI-compatible HTTP server (tests/builders/http_server.py, in its own
 process so it does not share our GIL) answers every request after 100 ms.
 1000 requests at concurrency 32 ideally take 1000 / 32 x 0.1 s = 3.125 s;
 the ratio wall / ideal shows the client's overhead (retries, pooling,
 thread hand-offs). Goal: ratio <= 1.25.
 
-    .venv/bin/python benchmarks/bench_provider.py [--quick] [--n N] [--concurrency C]
+    .venv/bin/python -m benchmarks.bench_provider [--quick] [--n N] [--concurrency C]
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from truss_lab.extract._openai import CompletionRecorder, OpenAICompatibleProvider
+from truss_lab.extract._providers import ChatMessage, CompletionRequest
 
-from truss_lab.extract._openai import CompletionRecorder, OpenAICompatibleProvider  # noqa: E402
-from truss_lab.extract._providers import ChatMessage, CompletionRequest  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 GOAL = 1.25
 
@@ -55,7 +54,8 @@ def main() -> None:
     c = args.concurrency
 
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "_http_server.py"), "--latency", str(args.latency)],
+        [sys.executable, "-m", "tests.builders.http_server", "--latency", str(args.latency)],
+        cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

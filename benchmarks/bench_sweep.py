@@ -10,7 +10,7 @@ Prints, from one run:
    (goal <= 3).
 
 Timings are the best of several runs (the machine is shared). Run:
-``.venv/bin/python benchmarks/bench_sweep.py`` (``--quick`` for small sizes).
+``.venv/bin/python -m benchmarks.bench_sweep`` (``--quick`` for small sizes).
 """
 
 from __future__ import annotations
@@ -18,17 +18,12 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import sys
 import time
 import tracemalloc
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from sklearn.metrics import precision_recall_curve
 
 from truss_lab.evaluate._bootstrap import bootstrap_metrics

@@ -9,8 +9,8 @@ cores: what a perfect parallel verifier that did nothing but Ed25519 would do.
 Goal: ratio >= 0.8. Also printed: one thread, and a process pool doing the
 same per-entry work, to justify the threaded strategy.
 
-    .venv/bin/python benchmarks/bench_verify.py            # 200k entries
-    .venv/bin/python benchmarks/bench_verify.py --quick    # 20k entries
+    .venv/bin/python -m benchmarks.bench_verify            # 200k entries
+    .venv/bin/python -m benchmarks.bench_verify --quick    # 20k entries
 """
 
 from __future__ import annotations
@@ -18,63 +18,20 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from pathlib import Path
+from concurrent.futures import ProcessPoolExecutor
 
 import nacl.bindings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from truss_lab.core._canonical import canonical
+from tests.builders.chains import KEYS, RING, chain_columns
 from truss_lab.journal import _verify
 from truss_lab.journal._columns import JournalColumns
-from truss_lab.journal._crypto import GENESIS_HASH, SigningKey, entry_hash
 from truss_lab.journal._ledger import _rows_from_columns, verify_chain
 from truss_lab.journal._verify import verify_columns
 from truss_lab.store._store import Store
 
 GOAL = 0.8
-
-
-def make_columns(n: int, keys: list[SigningKey], cores: int) -> JournalColumns:
-    """A valid chain of ``n`` contract verdicts; hashes in order, signatures in parallel."""
-    cols = JournalColumns()
-    prev = GENESIS_HASH
-    for i in range(1, n + 1):
-        payload = {
-            "contract_id": f"c-{i:06d}", "run_id": f"r-{i:06d}-1",
-            "goal": "Migrate the billing cron job to the new scheduler",
-            "verdict": ("pass", "fail", "partial")[i % 3],
-            "summary": "Job migrated but timezone handling regressed",
-            "checks": [{"name": "tz_regression", "passed": i % 2 == 0,
-                        "evidence": "02:00 UTC run fired at 03:00 after DST change"}],
-            "tags": ["scheduler", "dst"],
-        }  # fmt: skip
-        key = keys[i % len(keys)]
-        ts = f"2026-11-30T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"
-        pc = canonical(payload)
-        h = entry_hash(i, "contract_verdict", ts, key.key_id, pc, prev)
-        for col, v in zip(
-            (cols.seq, cols.kind, cols.ts, cols.key_id, cols.payload, cols.prev_hash, cols.hash),
-            (i, "contract_verdict", ts, key.key_id, pc, prev, h),
-            strict=True,
-        ):
-            col.append(v)
-        prev = h
-
-    def sign(lo: int) -> list[str]:
-        return [
-            keys[(i + 1) % len(keys)].sign_hash(cols.hash[i])
-            for i in range(lo, min(lo + 4096, n))
-        ]
-
-    with ThreadPoolExecutor(cores) as ex:
-        for part in ex.map(sign, range(0, n, 4096)):
-            cols.signature.extend(part)
-    return cols
 
 
 def raw_verify_rate(cols: JournalColumns, ring: dict[str, bytes], sample: int) -> float:
@@ -124,11 +81,10 @@ def main() -> None:
     args = ap.parse_args()
     n = args.n or (20_000 if args.quick else 200_000)
     cores = len(os.sched_getaffinity(0))
-    keys = [SigningKey.from_seed(f"op-{i}", bytes([i + 1]) * 32) for i in range(2)]
-    ring = {k.key_id: k.public_key for k in keys}
+    ring = RING
 
     t = time.perf_counter()
-    cols = make_columns(n, keys, cores)
+    cols = chain_columns(n, keys=KEYS, workers=cores)
     print(f"chain: {n:,} signed contract_verdict entries built in {time.perf_counter() - t:.1f}s")
 
     rep = verify_columns(cols, ring)

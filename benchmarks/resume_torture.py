@@ -4,8 +4,8 @@ Every kill is followed by `--resume RUN`; at the end the run's rows must have
 the same content hashes as an uninterrupted run, no duplicate row anywhere,
 and the journal must still verify.
 
-    .venv/bin/python benchmarks/resume_torture.py            # 50 kills
-    .venv/bin/python benchmarks/resume_torture.py --kills 10 --seed 3
+    .venv/bin/python -m benchmarks.resume_torture            # 50 kills
+    .venv/bin/python -m benchmarks.resume_torture --kills 10 --seed 3
 """
 
 from __future__ import annotations
@@ -24,18 +24,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.builders.stores import sample_template
+from truss_lab.core._config import MemoryConfig
+from truss_lab.extract._batch import run_extraction
+from truss_lab.extract._extractor import Extractor
+from truss_lab.journal._ledger import verify_chain
+from truss_lab.store._runs import run_content_hashes
+from truss_lab.store._store import Store
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from truss_lab.core._config import MemoryConfig  # noqa: E402
-from truss_lab.extract._batch import run_extraction  # noqa: E402
-from truss_lab.extract._extractor import Extractor  # noqa: E402
-from truss_lab.ingest._ingest import ingest_completions  # noqa: E402
-from truss_lab.journal._ledger import import_journal, verify_chain  # noqa: E402
-from truss_lab.store._runs import run_content_hashes  # noqa: E402
-from truss_lab.store._store import Store  # noqa: E402
-
-SAMPLE = ROOT / "datasets" / "sample"
 RUN_ID = "torture"
 _PROGRESS = re.compile(rb"(\d+)/\d+ \[")
 
@@ -47,14 +44,6 @@ _DUPLICATES = {
                       "FROM verdict_errors",
     "run_chunks": "SELECT count(*) - count(DISTINCT (run_id, chunk_index)) FROM run_chunks",
 }
-
-
-def make_template(path: Path) -> Path:
-    """A database file with the bundled sample's journal and completions."""
-    with Store(path) as s:
-        import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-        ingest_completions(s, SAMPLE / "completions.jsonl")
-    return path
 
 
 def _run_state(db: Path) -> tuple[bool, int]:
@@ -168,7 +157,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         t0 = time.perf_counter()
-        res = torture(make_template(work / "template.duckdb"), work, kills=args.kills,
+        res = torture(sample_template(work / "template.duckdb"), work, kills=args.kills,
                       seed=args.seed)
     for where, done, outcome in res["kill_points"]:
         print(f"  kill at {where:>22}: {done:3d}/{res['chunks'][1]} chunks done ({outcome})")

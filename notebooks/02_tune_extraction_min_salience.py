@@ -31,7 +31,9 @@
 # DB = None loads the bundled synthetic sample into a temporary database.
 DB = None      # a truss_lab database file, e.g. "lab.duckdb" (it must exist)
 RUNS = None    # [run_id] to tune; None: the sample's sim-good-v1 run (with DB: its first run)
-LABELS = None  # truth source: None = the database's labels table; or a labels CSV path
+TRUTH = "labels"  # truth source of sweeps, choices and comparisons: "labels" (gold labels)
+                  # or "references" (reference lessons); calibration and bands use labels
+LABELS = None  # gold labels: None = the database's labels table; or a labels CSV path
 
 # %%
 import matplotlib.pyplot as plt
@@ -78,7 +80,7 @@ label_report(store, run_id, LABELS)
 # intervals come from a bootstrap that resamples **verdicts**, not candidates.
 
 # %%
-sweep = sweep_run(store, run_id, labels=LABELS)
+sweep = sweep_run(store, run_id, labels=LABELS, truth=TRUTH)
 d = scored_candidates(store, run_id, labels=LABELS)  # labelled: y (label), s (salience)
 grid = np.round(np.linspace(0.0, 1.0, 101), 2)
 boot = bootstrap_metrics(d["y"], d["s"], d["verdict_hash"], thresholds=grid,
@@ -114,13 +116,18 @@ cal
 # ## Choose on training verdicts, report on held-out ones
 #
 # A threshold tuned and scored on the same verdicts flatters itself. `choose_run_threshold`
-# holds out 30% of the verdicts, picks the threshold maximising F1 on the rest, and
-# reports that one threshold on both sides, with bootstrap intervals for the held-out
-# metrics and for the choice itself. A precision floor is shown for contrast.
+# with `cv="auto"` cross-validates once the run has enough labelled verdicts for five
+# folds: the verdicts are dealt into 5 folds, the F1 threshold is chosen 5 times, each
+# time without one fold, and judged on that fold. The result shows the threshold each
+# fold chose and their spread, the **out-of-fold** metrics (counts pooled over folds),
+# and the threshold chosen on every verdict. Two intervals of the held-out metrics are
+# labelled: one holds each fold's threshold fixed, the other re-makes the choice on every
+# bootstrap replicate and so also covers the choice of threshold. A precision floor on
+# one 70/30 split is shown for contrast.
 
 # %%
-choice = choose_run_threshold(store, run_id, objective="f1", n_boot=500, random_state=0,
-                              labels=LABELS)
+choice = choose_run_threshold(store, run_id, objective="f1", cv="auto", n_boot=500,
+                              random_state=0, labels=LABELS, truth=TRUTH)
 choice
 
 # %% [markdown]
@@ -128,15 +135,19 @@ choice
 
 # %%
 SweepDisplay(sweep, threshold=choice.threshold, intervals=boot.table,
-             name=f"{run_id}: chosen (max F1, training verdicts) vs default").plot()
+             name=f"{run_id}: the chosen threshold (max F1) vs the default").plot()
 plt.show()
+
+# %%
+choice.folds[["fold", "threshold", "kept", "precision", "recall", "f1",
+              "kept_per_verdict"]].round(3)
 
 # %%
 choice.to_frame().round(3)
 
 # %%
-strict = choose_run_threshold(store, run_id, objective="precision:0.85", n_boot=0,
-                              random_state=0, labels=LABELS)
+strict = choose_run_threshold(store, run_id, objective="precision:0.85", cv=None, n_boot=0,
+                              random_state=0, labels=LABELS, truth=TRUTH)
 strict
 
 # %% [markdown]

@@ -32,7 +32,9 @@
 DB = None      # a truss_lab database file, e.g. "lab.duckdb" (it must exist)
 RUNS = None    # run ids; the first two (with gold labels) are compared. None: the sample's
                # sim-good-v1, sim-overconfident-v1, heuristic-v1 runs (with DB: every run)
-LABELS = None  # truth source: None = the database's labels table; or a labels CSV path
+TRUTH = "labels"  # truth source of sweeps, choices and comparisons: "labels" (gold labels)
+                  # or "references" (reference lessons); calibration and bands use labels
+LABELS = None  # gold labels: None = the database's labels table; or a labels CSV path
 
 # %%
 import matplotlib.pyplot as plt
@@ -90,7 +92,7 @@ plt.show()
 
 # %%
 cmp = compare_runs(store, good, over, threshold=[0.5, 0.7, 0.9], n_boot=1000,
-                   random_state=0, labels=LABELS)
+                   random_state=0, labels=LABELS, truth=TRUTH)
 cmp
 
 # %%

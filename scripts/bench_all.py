@@ -265,7 +265,9 @@ def run_one(path: Path, quick: bool, timeout: float) -> tuple[int | None, str, s
     """(return code or None on timeout, stdout, stderr, seconds)."""
     t = time.perf_counter()
     try:
-        r = subprocess.run([sys.executable, str(path), *(["--quick"] if quick else [])],
+        # As a module, so that it imports tests.builders and benchmarks.* from the root.
+        r = subprocess.run([sys.executable, "-m", f"benchmarks.{path.stem}",
+                            *(["--quick"] if quick else [])],
                            cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
         return r.returncode, r.stdout, r.stderr, time.perf_counter() - t

@@ -1,12 +1,12 @@
 """Reliability figures of truss_lab, measured fresh in one run: ONE table.
 
-    .venv/bin/python scripts/reliability.py            # full run (a few minutes)
-    .venv/bin/python scripts/reliability.py --quick    # smaller sizes (< 60 s)
+    .venv/bin/python -m scripts.reliability            # full run (a few minutes)
+    .venv/bin/python -m scripts.reliability --quick    # smaller sizes (< 60 s)
 
 Rows (``check | tried | passed | detail``), each from the same kind of check as
-the tests, reusing their building blocks (the tamper matrix of
-tests/test_journal.py, the SIGKILL torture of benchmarks/resume_torture.py, the
-scripted HTTP server of tests/_http_server.py):
+the tests, reusing their building blocks (the chains and the tamper matrix of
+tests/builders/, the SIGKILL torture of benchmarks/resume_torture.py, the
+scripted HTTP server of tests/builders/http_server.py):
 
 * every tamper kind of the matrix × chain sizes × positions, detected with the
   right reason, seq and line; false positives on clean chains;
@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import base64
 import csv
-import importlib.util
 import io
 import json
 import os
@@ -43,29 +42,30 @@ import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from benchmarks import resume_torture
+from tests.builders.chains import KEYS, RING, make_chain, to_lines, verdict_payload
+from tests.builders.http_server import ScriptedServer
+from tests.builders.stores import lock_holder, sample_template
+from tests.builders.tampers import TAMPERS
+from truss_lab.core._errors import StoreLockedError, TrussLabError
+from truss_lab.ingest._ingest import ingest_completions, ingest_labels
+from truss_lab.journal._crypto import SigningKey
+from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.journal._reader import read_journal_lines
+from truss_lab.journal._table import journal_head
+from truss_lab.journal._verify import verify_journal
+from truss_lab.store._store import Store
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # tests/_http_server.py
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from truss_lab.core._errors import StoreLockedError, TrussLabError  # noqa: E402
-from truss_lab.ingest._ingest import ingest_completions, ingest_labels  # noqa: E402
-from truss_lab.journal._crypto import SigningKey  # noqa: E402
-from truss_lab.journal._ledger import import_journal, verify_chain  # noqa: E402
-from truss_lab.journal._reader import read_journal_lines  # noqa: E402
-from truss_lab.journal._table import journal_head  # noqa: E402
-from truss_lab.journal._verify import verify_journal  # noqa: E402
-from truss_lab.store._store import Store  # noqa: E402
 
 XSS = "<script>alert(1)</script>"
 
@@ -85,16 +85,6 @@ class Row:
         return self.passed == self.tried if self.ok is None else self.ok
 
 
-def load_module(name: str, path: Path) -> ModuleType:
-    """Import a file (a test module or a benchmark) as a module, without pytest."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _counts_and_head(store: Store) -> tuple[dict[str, int], str | None]:
     head = journal_head(store)
     return store.counts(), head.hash if head else None
@@ -103,24 +93,23 @@ def _counts_and_head(store: Store) -> tuple[dict[str, int], str | None]:
 # -- 1. the tamper matrix -------------------------------------------------------------
 
 
-def tamper_rows(tj: ModuleType, sizes: list[int], extra_positions: int,
-                rng: random.Random) -> list[Row]:
-    """Every tamper kind of tests/test_journal.py at first/middle/last (+ random) positions."""
-    big = tj.make_chain(max(sizes))
+def tamper_rows(sizes: list[int], extra_positions: int, rng: random.Random) -> list[Row]:
+    """Every tamper kind of tests/builders/tampers.py at first/middle/last (+ random) positions."""
+    big = make_chain(max(sizes))
     rows: list[Row] = []
     stats: dict[str, list[Any]] = {}  # name -> [tried, passed, reasons, first failure]
     for n in sizes:
         chain = big[:n]
         extra = extra_positions if n <= 1000 else 0  # the 10k chain: first, middle, last
         positions = {0, n // 2, n - 1} | {rng.randrange(n) for _ in range(extra)}
-        for name, fn in sorted(tj.TAMPERS.items()):
+        for name, fn in sorted(TAMPERS.items()):
             st = stats.setdefault(name, [0, 0, set(), None])
             for p in sorted(positions):
                 made = fn(chain, p)
                 if made is None:
                     continue  # the tamper does not apply there (e.g. deleting the last entry)
                 lines, reason, seq, line = made
-                rep = verify_journal(read_journal_lines(lines, source="t.jsonl"), tj.RING)
+                rep = verify_journal(read_journal_lines(lines, source="t.jsonl"), RING)
                 got = (rep.ok, rep.reason, rep.first_bad_seq, rep.first_bad_line)
                 st[0] += 1
                 st[2].add(reason)
@@ -135,14 +124,14 @@ def tamper_rows(tj: ModuleType, sizes: list[int], extra_positions: int,
     # False positives: every clean chain verifies, read from lines and from a store.
     fp_tried = fp_ok = 0
     for n in sizes:
-        rep = verify_journal(read_journal_lines(tj.to_lines(big[:n])), tj.RING)
+        rep = verify_journal(read_journal_lines(to_lines(big[:n])), RING)
         fp_tried += 1
         fp_ok += bool(rep.ok and rep.entries_checked == n)
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "clean.jsonl"
-        p.write_text("".join(tj.to_lines(big)), encoding="utf-8")
+        p.write_text("".join(to_lines(big)), encoding="utf-8")
         with Store(":memory:") as s:
-            import_journal(s, p, keyring=tj.RING)
+            import_journal(s, p, keyring=RING)
             fp_tried += 1
             fp_ok += bool(verify_chain(s).ok)
     rows.append(Row("tamper: clean chains flagged (false positives)", fp_tried, fp_ok,
@@ -150,16 +139,16 @@ def tamper_rows(tj: ModuleType, sizes: list[int], extra_positions: int,
     return rows
 
 
-def stored_prefix_row(tj: ModuleType, tmp: Path) -> Row:
+def stored_prefix_row(tmp: Path) -> Row:
     """Re-import a file over a stored chain with a tamper inside the stored part."""
-    es = tj.make_chain(10)
+    es = make_chain(10)
     base = tmp / "prefix5.jsonl"
-    base.write_text("".join(tj.to_lines(es[:5])), encoding="utf-8")
+    base.write_text("".join(to_lines(es[:5])), encoding="utf-8")
     db = tmp / "prefix.duckdb"
 
     template = tmp / "prefix_template.duckdb"
     with Store(template) as s:
-        import_journal(s, base, keyring=tj.RING)
+        import_journal(s, base, keyring=RING)
 
     def fresh() -> Store:
         shutil.copy(template, db)
@@ -169,7 +158,7 @@ def stored_prefix_row(tj: ModuleType, tmp: Path) -> Row:
     tried = passed = 0
     accepted: list[str] = []
     path = tmp / "tampered_prefix.jsonl"
-    for name, fn in sorted(tj.TAMPERS.items()):
+    for name, fn in sorted(TAMPERS.items()):
         for p in range(0, 4):  # lines inside the stored prefix (seq 1..5)
             if name == "entry_deleted" and p == 0:
                 continue  # a file starting at seq 2 is a valid partial export, not a tamper
@@ -179,7 +168,7 @@ def stored_prefix_row(tj: ModuleType, tmp: Path) -> Row:
             path.write_text("".join(made[0]), encoding="utf-8")
             before = _counts_and_head(s)
             try:
-                import_journal(s, path, keyring=tj.RING)
+                import_journal(s, path, keyring=RING)
                 refused = False
             except TrussLabError:
                 refused = True
@@ -300,13 +289,12 @@ def kill_ingest_rows(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
 
 def torture_row(tmp: Path, quick: bool) -> Row:
     """benchmarks/resume_torture.py: SIGKILL `truss-lab extract` at random points, resume."""
-    tm = load_module("resume_torture", ROOT / "benchmarks" / "resume_torture.py")
     work = tmp / "torture"
     work.mkdir()
-    template = tm.make_template(work / "template.duckdb")
+    template = sample_template(work / "template.duckdb")
     kills = 3 if quick else 20
     verdicts = "seq <= 120" if quick else "seq <= 600"
-    res = tm.torture(template, work, kills=kills, seed=20261202, verdicts=verdicts,
+    res = resume_torture.torture(template, work, kills=kills, seed=20261202, verdicts=verdicts,
                      chunk_size=10, delay=(0.2, 2.0 if quick else 3.5))
     dups = sum(res["duplicates"].values())
     ref = res["reference_counts"]
@@ -389,16 +377,15 @@ def _corrupt_journal_line(rng: random.Random, line: str) -> tuple[str | bytes, s
     return json.dumps(e, ensure_ascii=False), fam
 
 
-def journal_bad_input_row(tj: ModuleType, tmp: Path, n_cases: int,
-                          rng: random.Random) -> Row:
+def journal_bad_input_row(tmp: Path, n_cases: int, rng: random.Random) -> Row:
     """Malformed / tampered lines after a stored prefix: refused, line named, DB unchanged."""
-    es = tj.make_chain(20)
-    good = tj.to_lines(es)
+    es = make_chain(20)
+    good = to_lines(es)
     base = tmp / "jbase.jsonl"
     base.write_text("".join(good[:5]), encoding="utf-8")
     db = tmp / "jbad.duckdb"
     with Store(db) as s:
-        import_journal(s, base, keyring=tj.RING)
+        import_journal(s, base, keyring=RING)
     tried = passed = 0
     fails: list[str] = []
     families: set[str] = set()
@@ -418,7 +405,7 @@ def journal_bad_input_row(tj: ModuleType, tmp: Path, n_cases: int,
             path.write_bytes(b"".join(x if isinstance(x, bytes) else x.encode("utf-8")
                                       for x in lines))
             try:
-                import_journal(s, path, keyring=tj.RING)
+                import_journal(s, path, keyring=RING)
                 err = None
             except TrussLabError as exc:
                 err = exc
@@ -583,27 +570,13 @@ def labels_bad_input_row(tmp: Path, n_bad: int, rng: random.Random) -> Row:
 def second_writer_row(tmp: Path) -> Row:
     path = tmp / "locked.duckdb"
     Store(path).close()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-            import sys
-            from truss_lab.store._store import Store
-            s = Store({str(path)!r})
-            print("ready", flush=True)
-            sys.stdin.read()
-        """)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_ENV,
-    )
-    try:
-        assert holder.stdout is not None
-        ready = holder.stdout.readline().strip() == "ready"
+    with lock_holder(path, env=_ENV) as holder:
         try:
             Store(path).close()
             msg, ok = "second open succeeded", False
         except StoreLockedError as exc:
             msg = str(exc)
-            ok = ready and f"PID {holder.pid}" in msg
-    finally:
-        holder.communicate(input="", timeout=30)
+            ok = f"PID {holder.pid}" in msg
     return Row("second writer gets StoreLockedError + PID", 1, int(ok),
                msg[:110] if not ok else f"names PID {holder.pid}: {msg[:70]}…")
 
@@ -634,9 +607,7 @@ def _table_text(db: Path) -> bytes:
         return "\n".join(parts).encode("utf-8", "surrogatepass")
 
 
-def secrets_row(tj: ModuleType, tmp: Path) -> Row:
-    from _http_server import ScriptedServer
-
+def secrets_row(tmp: Path) -> Row:
     from truss_lab.core._config import MemoryConfig
     from truss_lab.extract._batch import run_extraction
     from truss_lab.extract._extractor import Extractor
@@ -655,7 +626,8 @@ def secrets_row(tj: ModuleType, tmp: Path) -> Row:
         os.environ[env_name] = api_key
         try:
             store = Store(db)
-            append_entries(store, "contract_verdict", [tj._payload(i) for i in range(1, 13)], key)
+            payloads = [verdict_payload(i) for i in range(1, 13)]
+            append_entries(store, "contract_verdict", payloads, key)
             recorder = CompletionRecorder()
             ext = Extractor.openai(srv.base_url, "m-small", api_key_env=env_name,
                                    recorder=recorder, max_retries=0)
@@ -720,7 +692,7 @@ def secrets_row(tj: ModuleType, tmp: Path) -> Row:
 # -- 6. HTML escaping ----------------------------------------------------------------------------
 
 
-def html_row(tj: ModuleType) -> Row:
+def html_row() -> Row:
     from truss_lab.core._config import MemoryConfig
     from truss_lab.evaluate._bootstrap import BootstrapResult
     from truss_lab.evaluate._choose import ThresholdChoice
@@ -734,10 +706,10 @@ def html_row(tj: ModuleType) -> Row:
 
     rendered: dict[str, Callable[[], str]] = {}
     store = Store(":memory:")
-    key = tj.KEYS[0]
+    key = KEYS[0]
     payloads = []
     for i in range(1, 9):
-        p = tj._payload(i)
+        p = verdict_payload(i)
         p.update(goal=f"goal {XSS}", summary=f"summary {XSS}", tags=[XSS])
         p["checks"][0]["evidence"] = XSS
         payloads.append(p)
@@ -753,8 +725,8 @@ def html_row(tj: ModuleType) -> Row:
                          MemoryConfig(lesson_extraction="on"), progress=False,
                          run_id=f"run-{XSS}")
     rendered["ExtractionRun"] = run._repr_html_
-    bad = JournalColumns.from_entries([{**tj.make_chain(1)[0], "key_id": XSS}])
-    rendered["VerifyReport"] = verify_columns(bad, tj.RING)._repr_html_
+    bad = JournalColumns.from_entries([{**make_chain(1)[0], "key_id": XSS}])
+    rendered["VerifyReport"] = verify_columns(bad, RING)._repr_html_
 
     try:
         from truss_lab.faces._lesson_browser import LessonBrowser
@@ -831,7 +803,6 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     rng = random.Random(args.seed)
     t_start = time.perf_counter()
-    tj = load_module("truss_reliability_test_journal", ROOT / "tests" / "test_journal.py")
     sizes = [1, 2, 3, 7, 8, 9, 1000] + ([] if quick else [10000])
     rows: list[Row] = []
     timings: list[str] = []
@@ -846,17 +817,17 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="truss-reliability-") as tmp_s:
         tmp = Path(tmp_s)
-        section("tamper", lambda: tamper_rows(tj, sizes, 0 if quick else 3, rng))
-        section("stored prefix", lambda: [stored_prefix_row(tj, tmp)])
+        section("tamper", lambda: tamper_rows(sizes, 0 if quick else 3, rng))
+        section("stored prefix", lambda: [stored_prefix_row(tmp)])
         section("kill ingest", lambda: kill_ingest_rows(tmp, quick, rng))
         section("kill extract", lambda: [torture_row(tmp, quick)])
         n_bad = 60 if quick else 300
-        section("bad journal", lambda: [journal_bad_input_row(tj, tmp, n_bad, rng)])
+        section("bad journal", lambda: [journal_bad_input_row(tmp, n_bad, rng)])
         section("bad completions", lambda: [completions_bad_input_row(tmp, n_bad, rng)])
         section("bad labels", lambda: [labels_bad_input_row(tmp, n_bad, rng)])
         section("second writer", lambda: [second_writer_row(tmp)])
-        section("secrets", lambda: [secrets_row(tj, tmp)])
-        section("html", lambda: [html_row(tj)])
+        section("secrets", lambda: [secrets_row(tmp)])
+        section("html", lambda: [html_row()])
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "

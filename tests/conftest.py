@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.builders.stores import fresh_store
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.store._store import Store
 
@@ -11,7 +12,7 @@ from truss_lab.store._store import Store
 @pytest.fixture
 def store() -> Iterator[Store]:
     """A fresh, migrated in-memory store."""
-    s = Store(":memory:")
+    s = fresh_store()
     yield s
     s.close()
 

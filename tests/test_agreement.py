@@ -15,6 +15,7 @@ from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._agreement import (
     annotator_agreement,
     cohen_kappa,
+    fleiss_kappa,
     label_coverage,
     majority_labels,
 )
@@ -173,3 +174,29 @@ def test_majority_labels_on_arbitrary_rows_raise_or_count_every_row(rows):
     assert maj["n_annotators"].sum() == len(frame)
     assert ((maj["label"].isna()) == maj["tie"]).all()
     assert (maj["n_positive"] <= maj["n_annotators"]).all()
+
+
+# -- Fleiss' kappa against statsmodels (a test oracle only) -------------------------------
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fleiss_kappa_equals_statsmodels(seed):
+    sm = pytest.importorskip("statsmodels.stats.inter_rater")
+    rng = np.random.default_rng(seed)
+    items, cats, raters = int(rng.integers(1, 60)), int(rng.integers(2, 5)), int(rng.integers(2, 8))
+    table = rng.multinomial(raters, rng.dirichlet(np.ones(cats)), size=items)
+    if (table.sum(axis=0) == items * raters).any():  # one category only: undefined
+        with pytest.warns(UndefinedMetricWarning):
+            assert np.isnan(fleiss_kappa(table))
+        return
+    assert fleiss_kappa(table) == pytest.approx(sm.fleiss_kappa(table, method="fleiss"),
+                                                rel=1e-12, abs=1e-12)
+
+
+def test_fleiss_kappa_of_two_raters_and_bad_tables():
+    with pytest.raises(BadInputError):
+        fleiss_kappa([[1, 1], [2, 1]])  # unequal raters per item
+    with pytest.raises(BadInputError):
+        fleiss_kappa([[1, 0]])  # one rating
+    with pytest.warns(UndefinedMetricWarning):
+        assert np.isnan(fleiss_kappa(np.empty((0, 2))))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.builders.stores import SAMPLE
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._models import LedgerRef, Policy
 from truss_lab.extract._close import ContractCloseLearning
@@ -28,7 +29,6 @@ from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import import_journal
 from truss_lab.store._store import Store
 
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 ON_RUN = "run-good-on"
 SCORED_RUN = "run-over-scored"
 HEUR_RUN = "run-heuristic-scored"

@@ -19,18 +19,17 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.stores import SAMPLE, sample_template
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, ChainError, StoreError, TrussLabError
 from truss_lab.extract._batch import ExtractionRun, resolve_batch, run_extraction
 from truss_lab.extract._executors import _portable, extract_chunk
 from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._cli_extract import register
-from truss_lab.ingest._ingest import ingest_completions
-from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.journal._ledger import verify_chain
 from truss_lab.store._runs import run_content_hashes, summarize_runs
 from truss_lab.store._store import Store
 
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 SCORED = MemoryConfig(lesson_extraction="model-scored")
 SUBSET = "seq <= 400"  # extraction runs ~300 verdicts/s inline; keep the suite fast
 
@@ -38,11 +37,7 @@ SUBSET = "seq <= 400"  # extraction runs ~300 verdicts/s inline; keep the suite 
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database file holding the bundled sample's journal and completions."""
-    path = tmp_path_factory.mktemp("sample") / "sample.duckdb"
-    with Store(path) as s:
-        import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-        ingest_completions(s, SAMPLE / "completions.jsonl")
-    return path
+    return sample_template(tmp_path_factory.mktemp("sample") / "sample.duckdb")
 
 
 @pytest.fixture
@@ -390,10 +385,7 @@ def test_every_command_has_help(cli: click.Group) -> None:
 
 
 def test_live_provider_with_threads_records_calls_for_replay(sample: Store) -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from _http_server import ScriptedServer
+    from tests.builders.http_server import ScriptedServer
 
     with ScriptedServer() as srv:
         live = Extractor.openai(srv.base_url, "tiny-model", max_retries=0)

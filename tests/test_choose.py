@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._bootstrap import seed_streams
 from truss_lab.evaluate._choose import (
     ThresholdChoice,
     choose_threshold,
@@ -172,3 +173,85 @@ def test_bad_test_size(test_size):
     with pytest.raises(BadInputError) as err:
         choose_threshold(y, s, g, test_size=test_size)
     assert err.value.field == "test_size"
+
+
+# -- counts as sweep counts them, cross-validation, random streams ------------------------
+
+
+def test_choice_counts_unjudged_candidates_and_empty_verdicts_like_sweep():
+    y, s, g = make_data(5)
+    rng = np.random.default_rng(5)
+    judged = rng.random(len(y)) < 0.7
+    verdicts = [*dict.fromkeys(g), "empty-1", "empty-2", "empty-3"]
+    choice = choose_threshold(y, s, g, judged=judged, verdicts=verdicts, random_state=1)
+    train, test = split_by_verdict(g, random_state=1, verdicts=verdicts)
+    sp = choice.split
+    assert sp["n_train_verdicts"] + sp["n_test_verdicts"] == len(verdicts)
+    for side, idx, n_v in (("train", train, sp["n_train_verdicts"]),
+                           ("test", test, sp["n_test_verdicts"])):
+        want = sweep(y[idx], s[idx], judged=judged[idx], n_verdicts=n_v,
+                     thresholds=[choice.threshold]).iloc[0]
+        for m in ("kept", "tp", "fp", "precision", "recall", "kept_per_verdict", "write_rate"):
+            assert getattr(choice, side)[m] == pytest.approx(want[m], rel=1e-12)
+    with pytest.raises(BadInputError, match="not among verdicts"):
+        choose_threshold(y, s, g, verdicts=verdicts[1:])
+
+
+def test_cross_validated_choice_is_each_folds_training_argmax():
+    y, s, g = make_data(6, 120)
+    choice = choose_threshold(y, s, g, cv=5, cv_repeats=2, random_state=2)
+    assert choice.split["cv"] == 5 and len(choice.folds) == 10
+    rng = seed_streams(2)["folds"]
+    k = 0
+    for _ in range(2):
+        for train, test in verdict_kfold(g, n_splits=5, random_state=rng):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UndefinedMetricWarning)
+                tr = sweep(y[train], s[train], groups=g[train])
+            want = tr.loc[np.isclose(tr["f1"], tr["f1"].max(), rtol=1e-14), "threshold"].max()
+            row = choice.folds.iloc[k]
+            assert row["threshold"] == want
+            te = sweep(y[test], s[test], groups=g[test], thresholds=[want]).iloc[0]
+            for m in ("kept", "tp", "fp", "f1", "kept_per_verdict"):
+                assert row[m] == pytest.approx(te[m])
+            k += 1
+    f = choice.folds
+    assert choice.test["precision"] == pytest.approx(f["tp"].sum() / (f["tp"] + f["fp"]).sum())
+    assert choice.test["recall"] == pytest.approx(f["tp"].sum() / (f["tp"] + f["fn"]).sum())
+    whole = sweep(y, s, groups=g)
+    assert choice.threshold == whole.loc[whole["f1"] == whole["f1"].max(), "threshold"].max()
+    assert choice.threshold_spread["max"] >= choice.threshold_spread["min"]
+
+
+def test_random_streams_are_independent():
+    y, s, g = make_data(7)
+    a = choose_threshold(y, s, g, random_state=4, n_boot=50)
+    b = choose_threshold(y, s, g, random_state=4, n_boot=200)
+    assert a.split == b.split and a.test == b.test  # replicates never move the split
+    streams = seed_streams(4)
+    assert set(streams) == {"split", "folds", "bootstrap", "choice"}
+    draws = {k: v.integers(0, 2**32, 4).tolist() for k, v in streams.items()}
+    assert len({tuple(d) for d in draws.values()}) == 4
+    assert seed_streams(4)["split"].integers(0, 2**32, 4).tolist() == draws["split"]
+
+
+def test_two_labelled_intervals_fixed_and_procedure():
+    y, s, g = make_data(8, 150)
+    choice = choose_threshold(y, s, g, n_boot=300, random_state=0)
+    fixed, proc = choice.test_intervals.iloc[0], choice.procedure_intervals.iloc[0]
+    for m in ("precision", "recall", "f1"):
+        assert fixed[f"{m}_low"] <= choice.test[m] <= fixed[f"{m}_high"]
+        assert proc[f"{m}_low"] <= proc[f"{m}_high"]
+    frame = choice.to_frame()
+    assert {"test_low", "procedure_low", "procedure_high"} <= set(frame.columns)
+    text = repr(choice)
+    assert "threshold held fixed" in text and "covers the choice of threshold" in text
+    cv = choose_threshold(y, s, g, cv=5, n_boot=300, random_state=0)
+    assert cv.procedure_intervals is not None and "thresholds per fold" in repr(cv)
+
+
+@pytest.mark.parametrize("kwargs", [{"cv": 1}, {"cv": 1000}, {"cv": 5, "cv_repeats": 0}])
+def test_bad_cv(kwargs):
+    y, s, g = make_data(9, 20)
+    with pytest.raises(BadInputError):
+        choose_threshold(y, s, g, **kwargs)

@@ -11,17 +11,16 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core._config import MemoryConfig
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._cli import cli as main_cli
 from truss_lab.faces._cli_eval import register
 from truss_lab.govern._policies import policy_history
-from truss_lab.ingest._ingest import ingest_completions, ingest_labels
-from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.journal._ledger import verify_chain
 from truss_lab.store._store import Store
 
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 GOOD, OVER = "sim-good-v1", "sim-overconfident-v1"
 COMMANDS = ("sweep", "compare", "calibrate", "propose")
 
@@ -38,10 +37,7 @@ def cli() -> click.Group:
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("eval") / "sample.duckdb"
-    with Store(path) as s:
-        import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-        ingest_completions(s, SAMPLE / "completions.jsonl")
-        ingest_labels(s, SAMPLE / "labels.csv")
+    with sample_store(path) as s:
         for ext in (GOOD, OVER):
             run_extraction(s, Extractor.replay(s, ext),
                            MemoryConfig(lesson_extraction="model-scored"), progress=False,

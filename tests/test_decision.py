@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core._canonical import canonical, loads_strict
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, PolicyError
@@ -23,13 +23,11 @@ from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.govern._decision import EVIDENCE_KIND, json_safe, labels_hash, propose_threshold
 from truss_lab.govern._policies import check_policy_chains, current_policy, policy_history
-from truss_lab.ingest._ingest import ingest_completions, ingest_labels
 from truss_lab.journal._crypto import SigningKey
-from truss_lab.journal._ledger import import_journal, verify_chain
+from truss_lab.journal._ledger import verify_chain
 from truss_lab.journal._table import get_entry
 from truss_lab.store._store import Store
 
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 GOOD, OVER = "sim-good-v1", "sim-overconfident-v1"
 KEY = SigningKey.from_seed("lab-operator", bytes(range(32)))  # public test material
 
@@ -37,10 +35,7 @@ KEY = SigningKey.from_seed("lab-operator", bytes(range(32)))  # public test mate
 @pytest.fixture(scope="module")
 def dec() -> Iterator[Store]:
     """The sample with labels and dry runs of both extractors (proposals accumulate here)."""
-    s = Store(":memory:")
-    import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-    ingest_completions(s, SAMPLE / "completions.jsonl")
-    ingest_labels(s, SAMPLE / "labels.csv")
+    s = sample_store()
     cfg = MemoryConfig(lesson_extraction="on")
     for ext in (GOOD, OVER):
         run_extraction(s, Extractor.replay(s, ext), cfg, progress=False, write_memory=False,

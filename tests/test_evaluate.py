@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import brier_score_loss, cohen_kappa_score
 
+from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._choose import choose_threshold, split_by_verdict
@@ -25,9 +26,11 @@ from truss_lab.evaluate._objective import (
     objective_spec,
     parse_objective,
 )
+from truss_lab.evaluate._run_truth import labels_truth
 from truss_lab.evaluate._runs import (
     CalibrationReport,
     LabelReport,
+    auto_cv,
     calibration_run,
     choose_run_threshold,
     compare_runs,
@@ -39,21 +42,15 @@ from truss_lab.evaluate._truth import labelled_candidates, scored_candidates
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._demo_eval import demo_evaluation
-from truss_lab.ingest._ingest import ingest_completions, ingest_labels
-from truss_lab.journal._ledger import import_journal
 from truss_lab.store._store import Store
 
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
 GOOD, OVER, SUB = "sim-good-v1", "sim-overconfident-v1", "good-subset"
 
 
 @pytest.fixture(scope="module")
 def ev() -> Iterator[Store]:
     """The sample with labels and three dry runs: good, overconfident, good on seq <= 400."""
-    s = Store(":memory:")
-    import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-    ingest_completions(s, SAMPLE / "completions.jsonl")
-    ingest_labels(s, SAMPLE / "labels.csv")
+    s = sample_store()
     cfg = MemoryConfig(lesson_extraction="model-scored")
     for run_id, ext, verdicts in ((GOOD, GOOD, None), (OVER, OVER, None),
                                   (SUB, GOOD, "seq <= 400")):
@@ -136,21 +133,55 @@ def test_sweep_run_on_another_score(ev):
 
 
 def test_choose_run_threshold_splits_by_verdict(ev):
+    # Every processed verdict is split (also those without a labelled candidate) and
+    # the choice counts as sweep_run does (judged, n_verdicts).
     choice = choose_run_threshold(ev, GOOD, objective="precision:0.75", n_boot=200,
                                   random_state=3)
-    d = scored_candidates(ev, GOOD)
-    g = d["verdict_hash"].to_numpy()
-    tr, te = split_by_verdict(g, test_size=0.3, random_state=3)
+    truth = labels_truth(ev, GOOD)
+    inputs = truth.sweep_inputs()
+    g = inputs["groups"]
+    tr, te = split_by_verdict(g, test_size=0.3, random_state=3, verdicts=truth.verdicts)
     assert not set(g[tr]) & set(g[te])  # no verdict on both sides
-    assert len(set(g[tr])) + len(set(g[te])) == len(set(g))
     sp = choice.split
-    assert (sp["n_train_verdicts"], sp["n_test_verdicts"]) == (len(set(g[tr])), len(set(g[te])))
-    direct = choose_threshold(d["y"], d["s"], g, objective="precision_floor",
-                              min_precision=0.75, random_state=3, n_boot=200)
+    assert sp["n_train_verdicts"] + sp["n_test_verdicts"] == truth.n_verdicts
+    assert sp["n_test_verdicts"] == math.ceil(0.3 * truth.n_verdicts)
+    assert sp["n_test_candidates"] == len(te) and sp["counts"]["ties"] == "exclude"
+    direct = choose_threshold(inputs["y_true"], inputs["salience"], g,
+                              judged=inputs["judged"], verdicts=truth.verdicts,
+                              objective="precision_floor", min_precision=0.75,
+                              random_state=3, n_boot=200)
     assert choice.threshold == direct.threshold
     assert choice.test == direct.test
     assert choice.threshold_interval == direct.threshold_interval
     assert choice.train["precision"] >= 0.75
+    # The two sides' kept add up to the sweep's kept at the chosen threshold.
+    at = sweep_run(ev, GOOD, thresholds=[choice.threshold]).iloc[0]
+    assert choice.train["kept"] + choice.test["kept"] == at["kept"]
+    assert choice.train["tp"] + choice.test["tp"] == at["tp"]
+
+
+def test_choose_run_threshold_cross_validates(ev):
+    choice = choose_run_threshold(ev, GOOD, cv="auto", n_boot=100, random_state=0)
+    assert choice.cv and choice.split["cv"] == 5 and len(choice.folds) == 5
+    truth = labels_truth(ev, GOOD)
+    assert auto_cv(truth) == 5
+    assert choice.folds["n_test_verdicts"].sum() == truth.n_verdicts
+    # in-sample metrics are the sweep's at the choice on every verdict
+    at = sweep_run(ev, GOOD, thresholds=[choice.threshold]).iloc[0]
+    for m in ("kept", "tp", "fp", "precision", "recall", "kept_per_verdict"):
+        assert choice.train[m] == pytest.approx(at[m], rel=1e-12)
+    # out-of-fold counts are the folds' sums
+    for m in ("kept", "tp", "fp", "fn"):
+        assert choice.test[m] == choice.folds[m].sum()
+    assert choice.test["kept_per_verdict"] == pytest.approx(
+        choice.folds["kept"].sum() / truth.n_verdicts)
+    sp = choice.threshold_spread
+    assert sp["min"] <= choice.threshold_spread["mean"] <= sp["max"]
+    text = repr(choice)
+    assert "thresholds per fold" in text and "out-of-fold" in text
+    assert "threshold held fixed" in text and "covers the choice" in text
+    one = choose_run_threshold(ev, SUB, cv="auto", n_boot=0)
+    assert one.cv == (auto_cv(labels_truth(ev, SUB)) is not None)
 
 
 @pytest.mark.parametrize(
@@ -314,10 +345,7 @@ def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path)
     from truss_lab.faces._cli import cli
 
     db = tmp_path / "w.duckdb"
-    s = Store(str(db))
-    import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-    ingest_completions(s, SAMPLE / "completions.jsonl")
-    ingest_labels(s, SAMPLE / "labels.csv")
+    s = sample_store(str(db))
     cfg = MemoryConfig(lesson_extraction="model-scored", extraction_min_salience=0.7)
     for rid in (GOOD, OVER):
         run_extraction(s, Extractor.replay(s, rid), cfg, progress=False, run_id=rid)
@@ -333,6 +361,14 @@ def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path)
         assert at["kept_per_verdict"].iloc[0] == want
         c = compare_runs(s, rid, GOOD if rid == OVER else OVER, threshold=0.7, n_boot=10)
         assert c.table["kept_per_verdict_a"].iloc[0] == want
+        # choose_run_threshold counts alike: a budget of exactly that rate chooses 0.70
+        # (on every verdict, cross-validated) and reports it; one split splits them all.
+        budget = f"budget:{want + 1e-9!r}"
+        ch = choose_run_threshold(s, rid, objective=budget, cv=5, n_boot=0)
+        assert (ch.threshold, ch.train["kept"]) == (0.7, written)
+        assert ch.train["kept_per_verdict"] == want
+        sp = choose_run_threshold(s, rid, objective=budget, n_boot=0).split
+        assert sp["n_train_verdicts"] + sp["n_test_verdicts"] == processed
     s.close()
     out = CliRunner().invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--n-boot", "10",
                                    "--json"])
@@ -349,3 +385,4 @@ def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path)
     finally:
         ref.close()
     assert rows[0.7]["kept_per_verdict"] == pytest.approx(written / processed, rel=1e-6)
+

@@ -1,15 +1,14 @@
 """The signed journal, pure part: FORMATS.md §1 reading and chain verification.
 
 Golden data: tests/data/rfc8032_ed25519.json (RFC 8032 §7.1 vectors) and
-tests/data/journal/ (a small signed journal with its keyring, plus tampered
-twins built from it here).
+tests/data/journal/ (a small signed journal with its keyring, and a tampered
+twin). The chains and the tamper matrix come from tests/builders/.
 """
 
 from __future__ import annotations
 
 import ast
 import base64
-import copy
 import json
 import random
 from collections.abc import Callable
@@ -23,16 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from truss_lab.core._canonical import canonical
+from tests.builders.chains import RING, make_chain, to_lines, verdict_payload
+from tests.builders.tampers import TAMPERS, L, other_verdict, rehash
 from truss_lab.core._errors import BadInputError, ChainError
 from truss_lab.core._models import LedgerRef
 from truss_lab.journal import _verify
 from truss_lab.journal._columns import JournalColumns
 from truss_lab.journal._crypto import (
-    GENESIS_HASH,
     SigningKey,
-    build_entry,
-    entry_hash,
     load_keyring,
     save_keyring,
     sign_bytes,
@@ -55,12 +52,6 @@ from truss_lab.journal._verify import (
 )
 
 DATA = Path(__file__).parent / "data"
-L = 2**252 + 27742317777372353535851937790883648493  # the Ed25519 group order
-
-KEYS = [SigningKey.from_seed(f"op-{i}", bytes([i + 1]) * 32) for i in range(2)]
-FOREIGN = SigningKey.from_seed("op-0", b"\x99" * 32)  # claims op-0's id, not in the ring
-RING = {k.key_id: k.public_key for k in KEYS}
-BY_ID = {k.key_id: k for k in KEYS}
 
 
 # --- RFC 8032 ----------------------------------------------------------------------
@@ -102,35 +93,6 @@ def test_rfc8032_vectors(vec: dict[str, str]) -> None:
 # --- chains -------------------------------------------------------------------------
 
 
-def _payload(i: int) -> dict[str, Any]:
-    return {
-        "contract_id": f"c-{i:04d}", "run_id": f"r-{i:04d}-1",
-        "goal": "Migrate the billing cron job to the new scheduler — ünïcödé 🚀",
-        "verdict": ("pass", "fail", "partial")[i % 3],
-        "summary": "Job migrated but timezone handling regressed",
-        "checks": [{"name": "tz_regression", "passed": i % 2 == 0,
-                    "evidence": "02:00 UTC run fired at 03:00 after DST change"}],
-        "tags": ["scheduler", "dst"],
-    }  # fmt: skip
-
-
-def _ts(i: int) -> str:
-    return f"2026-11-30T10:{i // 60 % 60:02d}:{i % 60:02d}Z"
-
-
-def make_chain(n: int, *, start_seq: int = 1, prev_hash: str = GENESIS_HASH) -> list[dict]:
-    out, prev = [], prev_hash
-    for i in range(start_seq, start_seq + n):
-        e = build_entry(i, "contract_verdict", _payload(i), KEYS[i % 2], prev, _ts(i))
-        out.append(e)
-        prev = e["hash"]
-    return out
-
-
-def to_lines(entries: list[dict]) -> list[str]:
-    return [json.dumps(e, ensure_ascii=False) + "\n" for e in entries]
-
-
 SIZES = [0, 1, 2, 3, 7, 8, 9, 1000]
 
 
@@ -157,148 +119,8 @@ def test_clean_chain_verifies(chains: dict[int, list[dict]], n: int) -> None:
 
 
 # --- the tamper matrix ----------------------------------------------------------------
-# A tamper takes the clean entries and a position p, and returns the JSONL lines
-# plus the expected (reason, seq, line); None when it does not apply there.
+# The tampers are tests/builders/tampers.py's, shared with scripts/reliability.py.
 
-Tampered = tuple[list[str], str, int, int]
-
-
-def _resign(e: dict, key: SigningKey, **changes: Any) -> dict:
-    e = {**e, **changes}
-    e["hash"] = entry_hash(
-        e["seq"], e["kind"], e["ts"], e["key_id"], canonical(e["payload"]), e["prev_hash"]
-    )
-    e["signature"] = key.sign_hash(e["hash"])
-    return e
-
-
-def _rehash(e: dict, **changes: Any) -> dict:
-    e = {**e, **changes}
-    e["hash"] = entry_hash(
-        e["seq"], e["kind"], e["ts"], e["key_id"], canonical(e["payload"]), e["prev_hash"]
-    )
-    return e
-
-
-def _edit(es: list[dict], p: int, new: dict) -> list[dict]:
-    out = list(es)
-    out[p] = new
-    return out
-
-
-def _other(e: dict) -> dict:
-    p = copy.deepcopy(e["payload"])
-    p["verdict"] = "pass" if p["verdict"] != "pass" else "fail"
-    return p
-
-
-def t_edited_payload(es: list[dict], p: int) -> Tampered | None:
-    new = {**es[p], "payload": _other(es[p])}
-    return to_lines(_edit(es, p, new)), "bad_hash", p + 1, p + 1
-
-
-def t_reserialized_payload(es: list[dict], p: int) -> Tampered | None:
-    new = _rehash(es[p], payload=_other(es[p]))
-    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
-
-
-def t_signature_bit_flip(es: list[dict], p: int) -> Tampered | None:
-    raw = bytearray(base64.b64decode(es[p]["signature"]))
-    raw[5] ^= 0x01
-    new = {**es[p], "signature": base64.b64encode(bytes(raw)).decode()}
-    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
-
-
-def t_signature_malleated(es: list[dict], p: int) -> Tampered | None:
-    raw = base64.b64decode(es[p]["signature"])
-    s = int.from_bytes(raw[32:], "little") + L
-    new = {**es[p], "signature": base64.b64encode(raw[:32] + s.to_bytes(32, "little")).decode()}
-    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
-
-
-def t_signatures_swapped(es: list[dict], p: int) -> Tampered | None:
-    if len(es) < 2:
-        return None
-    q = p + 1 if p + 1 < len(es) else p - 1
-    out = list(es)
-    out[p] = {**es[p], "signature": es[q]["signature"]}
-    out[q] = {**es[q], "signature": es[p]["signature"]}
-    first = min(p, q)
-    return to_lines(out), "bad_signature", first + 1, first + 1
-
-
-def t_wrong_known_key_id(es: list[dict], p: int) -> Tampered | None:
-    other = KEYS[0].key_id if es[p]["key_id"] == KEYS[1].key_id else KEYS[1].key_id
-    new = _rehash(es[p], key_id=other)
-    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
-
-
-def t_unknown_key(es: list[dict], p: int) -> Tampered | None:
-    new = {**es[p], "key_id": "nobody"}
-    return to_lines(_edit(es, p, new)), "unknown_key", p + 1, p + 1
-
-
-def t_forged_foreign_key(es: list[dict], p: int) -> Tampered | None:
-    new = _resign(es[p], FOREIGN, payload=_other(es[p]), key_id=FOREIGN.key_id)
-    return to_lines(_edit(es, p, new)), "bad_signature", p + 1, p + 1
-
-
-def t_entry_deleted(es: list[dict], p: int) -> Tampered | None:
-    if p == len(es) - 1:
-        return None  # dropping the last entry leaves a valid, shorter chain
-    out = es[:p] + es[p + 1 :]
-    return to_lines(out), "seq_gap", p + 2, p + 1
-
-
-def t_entries_swapped(es: list[dict], p: int) -> Tampered | None:
-    if len(es) < 2:
-        return None
-    a = p if p + 1 < len(es) else p - 1
-    out = list(es)
-    out[a], out[a + 1] = es[a + 1], es[a]
-    return to_lines(out), "seq_gap", a + 2, a + 1
-
-
-def t_line_repeated(es: list[dict], p: int) -> Tampered | None:
-    out = [*es[: p + 1], es[p], *es[p + 1 :]]
-    return to_lines(out), "duplicate_seq", p + 1, p + 2
-
-
-def t_fork(es: list[dict], p: int) -> Tampered | None:
-    twin = _resign(es[p], BY_ID[es[p]["key_id"]], payload=_other(es[p]))  # validly signed sibling
-    out = [*es[: p + 1], twin, *es[p + 1 :]]
-    return to_lines(out), "fork", p + 1, p + 2
-
-
-def t_forged_fork(es: list[dict], p: int) -> Tampered | None:
-    twin = _resign(es[p], FOREIGN, payload=_other(es[p]), key_id=FOREIGN.key_id)
-    out = [*es[: p + 1], twin, *es[p + 1 :]]
-    return to_lines(out), "bad_signature", p + 1, p + 2  # a sibling, but not signed
-
-
-def t_altered_genesis(es: list[dict], p: int) -> Tampered | None:
-    if p != 0:
-        return None
-    new = _resign(es[0], KEYS[1], prev_hash="1" * 64)  # re-signed by its real key
-    return to_lines(_edit(es, 0, new)), "broken_link", 1, 1
-
-
-def t_relinked(es: list[dict], p: int) -> Tampered | None:
-    if p == 0:
-        return None  # that is the altered genesis
-    new = _resign(es[p], BY_ID[es[p]["key_id"]], prev_hash=es[p - 1]["prev_hash"])
-    return to_lines(_edit(es, p, new)), "broken_link", p + 1, p + 1
-
-
-def t_truncated_line(es: list[dict], p: int) -> Tampered | None:
-    lines = to_lines(es)
-    lines[p] = lines[p][: len(lines[p]) // 2]  # a write cut off mid-line
-    return lines, "malformed", p + 1, p + 1
-
-
-TAMPERS: dict[str, Callable[[list[dict], int], Tampered | None]] = {
-    name[2:]: fn for name, fn in globals().items() if name.startswith("t_") and callable(fn)
-}
 POSITIONS = {"first": lambda n: 0, "middle": lambda n: n // 2, "last": lambda n: n - 1}
 
 
@@ -391,9 +213,9 @@ def test_parallel_verification_reports_the_same_first_failure(
     for p in reversed(positions):
         kind = rng.choice(["sig", "payload", "key"])
         if kind == "sig":
-            es[p] = _rehash(es[p], payload=_other(es[p]))
+            es[p] = rehash(es[p], payload=other_verdict(es[p]))
         elif kind == "payload":
-            es[p] = {**es[p], "payload": _other(es[p])}
+            es[p] = {**es[p], "payload": other_verdict(es[p])}
         else:
             es[p] = {**es[p], "key_id": "nobody"}
     cols = JournalColumns.from_entries(es)
@@ -724,7 +546,8 @@ def test_schemas_are_documented() -> None:
     # one verdict spec (journal/_spec.py): what extraction requires, fields beyond kept
     assert verdict["required"] == ["goal", "verdict", "summary", "checks"]
     assert verdict["additionalProperties"] is True
-    assert VerdictPayloadModel.model_validate({**_payload(1), "x": 1}).model_extra == {"x": 1}
+    extra = {**verdict_payload(1), "x": 1}
+    assert VerdictPayloadModel.model_validate(extra).model_extra == {"x": 1}
 
 
 def test_keys_and_keyring_round_trip(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.builders.chains import make_chain, write_journal
 from truss_lab import ChainError, Store, TrussLabError, import_journal, verify_chain
 from truss_lab.core._models import LedgerRef
 from truss_lab.journal._crypto import SigningKey, build_entry, save_keyring
@@ -29,17 +30,11 @@ OTHER = SigningKey.from_seed("op", bytes(range(1, 33)))  # same id, another key
 
 
 def chain(n: int, key: SigningKey = KEY) -> list[dict]:
-    out, prev = [], "0" * 64
-    for i in range(1, n + 1):
-        e = build_entry(i, "contract_verdict", {"i": i}, key, prev, f"2026-11-30T10:00:{i:02d}Z")
-        out.append(e)
-        prev = e["hash"]
-    return out
+    """``n`` entries with payload ``{"i": i}``, all signed by ``key``."""
+    return make_chain(n, keys=[key], payload=lambda i: {"i": i})
 
 
-def write(path, entries) -> str:
-    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
-    return str(path)
+write = write_journal
 
 
 @pytest.fixture

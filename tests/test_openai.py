@@ -1,4 +1,4 @@
-"""OpenAICompatibleProvider against a real HTTP server on 127.0.0.1 (tests/_http_server.py)."""
+"""OpenAICompatibleProvider against a real HTTP server on 127.0.0.1 (tests.builders.http_server)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _http_server import Reply, ScriptedServer, default_completion
 
+from tests.builders.http_server import Reply, ScriptedServer, default_completion
 from truss_lab.core._errors import ConfigError, ProviderError
 from truss_lab.extract._openai import (
     CompletionRecorder,

@@ -2,52 +2,36 @@
 
 The whole ``--quick`` run (~40 s, SIGKILLs included) is `make reliability`'s
 job; here each fast check runs once so a change that breaks the script (or one
-of the building blocks it imports from the tests) shows up in `make test`.
+of the builders it imports from tests/builders/) shows up in `make test`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from scripts import bench_all as bench
+from scripts import reliability as rel
+from tests.builders.tampers import TAMPERS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
-
-
-rel = _load("truss_reliability_script", ROOT / "scripts" / "reliability.py")
-
-
-@pytest.fixture(scope="module")
-def tj() -> ModuleType:
-    return rel.load_module("truss_reliability_test_journal", ROOT / "tests" / "test_journal.py")
-
-
-def test_tamper_rows_cover_every_kind_and_find_no_false_positive(tj: ModuleType) -> None:
-    rows = rel.tamper_rows(tj, [1, 2, 9], 1, random.Random(1))
+def test_tamper_rows_cover_every_kind_and_find_no_false_positive() -> None:
+    rows = rel.tamper_rows([1, 2, 9], 1, random.Random(1))
     names = {r.check for r in rows}
-    assert {f"tamper: {k}" for k in tj.TAMPERS} <= names
+    assert {f"tamper: {k}" for k in TAMPERS} <= names
     assert all(r.good and r.tried > 0 for r in rows), [r for r in rows if not r.good]
 
 
 @pytest.mark.parametrize("fn", ["journal_bad_input_row", "completions_bad_input_row",
                                 "labels_bad_input_row"])
-def test_bad_input_rows_pass(fn: str, tj: ModuleType, tmp_path: Path) -> None:
+def test_bad_input_rows_pass(fn: str, tmp_path: Path) -> None:
     rng = random.Random(3)
-    args = (tj, tmp_path, 40, rng) if fn == "journal_bad_input_row" else (tmp_path, 40, rng)
-    row = getattr(rel, fn)(*args)
+    row = getattr(rel, fn)(tmp_path, 40, rng)
     assert row.tried >= 40 and row.good, row
 
 
@@ -60,9 +44,9 @@ def test_a_failing_row_makes_the_table_say_so(capsys: pytest.CaptureFixture[str]
     assert not rows[1].good and rel.Row("x", 1, 0, "", ok=True).good
 
 
-def test_second_writer_and_html_rows(tj: ModuleType, tmp_path: Path) -> None:
+def test_second_writer_and_html_rows(tmp_path: Path) -> None:
     assert rel.second_writer_row(tmp_path).good
-    html = rel.html_row(tj)
+    html = rel.html_row()
     assert html.good and html.tried >= 8, html
 
 
@@ -71,7 +55,7 @@ def test_quick_run_prints_one_table() -> None:
     """The real thing: ``reliability.py --quick`` as `make reliability` runs it (~40 s)."""
     import subprocess
 
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "reliability.py"), "--quick"],
+    r = subprocess.run([sys.executable, "-m", "scripts.reliability", "--quick"],
                        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode in (0, 1), r.stderr[-2000:]
     lines = r.stdout.splitlines()
@@ -80,9 +64,6 @@ def test_quick_run_prints_one_table() -> None:
     assert len(body) >= 25 and not any("crashed:" in x for x in body), r.stdout
     # exit status 1 exactly when a row says FAIL
     assert (r.returncode == 1) == any("| FAIL: " in x for x in body)
-
-
-bench = _load("truss_bench_all_script", ROOT / "scripts" / "bench_all.py")
 
 
 def test_bench_all_reads_result_lines_and_keeps_unparsed_goals() -> None:

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from _report_sample import HOSTILE, hostile_sample
 from click.testing import CliRunner
 
+from tests.builders.report import HOSTILE, hostile_sample
 from truss_lab.core._errors import BadInputError
 from truss_lab.faces import write_report
 from truss_lab.faces._cli import cli

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from benchmarks import resume_torture as torture_mod
+from tests.builders.stores import sample_template
 from truss_lab.core._config import MemoryConfig
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
@@ -19,26 +19,13 @@ from truss_lab.journal._ledger import verify_chain
 from truss_lab.store._runs import run_content_hashes
 from truss_lab.store._store import Store
 
-ROOT = Path(__file__).resolve().parents[1]
 SCORED = MemoryConfig(lesson_extraction="model-scored")
 SUBSET = "seq <= 300"
 
 
-def _load_torture() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("resume_torture",
-                                                  ROOT / "benchmarks" / "resume_torture.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-torture_mod = _load_torture()
-
-
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return torture_mod.make_template(tmp_path_factory.mktemp("tpl") / "template.duckdb")
+    return sample_template(tmp_path_factory.mktemp("tpl") / "template.duckdb")
 
 
 @pytest.fixture(scope="module")

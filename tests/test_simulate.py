@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.stores import SAMPLE
 from truss_lab.core._canonical import canonical
 from truss_lab.core._errors import BadInputError
 from truss_lab.journal._crypto import GENESIS_HASH, entry_hash
@@ -29,7 +30,6 @@ from truss_lab.simulate._completions import (
 from truss_lab.simulate._simulate import FILES, simulate
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "datasets" / "sample"
 COMPLETION_FIELDS = {
     "verdict_hash", "extractor", "model", "prompt_version", "request_hash", "text",
     "latency_ms", "prompt_tokens", "completion_tokens",

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _report_sample import hostile_sample
 
+from tests.builders.report import hostile_sample
 from truss_lab.faces import write_report
 
 pytestmark = pytest.mark.browser

@@ -1,5 +1,6 @@
 """Evaluation: the maths over arrays and frames (sweep, threshold choice, calibration,
-bootstrap, comparison, agreement) and the same over a run in the store (_truth, _runs)."""
+bootstrap, comparison, agreement) and the same over a run in the store (_truth, _runs),
+judged by gold labels or by reference lessons (_references)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ from ._calibration import (
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
 from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
 from ._objective import Objective
+from ._references import (
+    ReferenceTruth,
+    judge_lessons,
+    reference_agreement,
+    reference_sweep,
+    reference_truth,
+    run_references,
+)
 from ._runs import (
     CalibrationReport,
     LabelReport,
@@ -32,6 +41,7 @@ __all__ = [
     "ComparisonResult",
     "LabelReport",
     "Objective",
+    "ReferenceTruth",
     "ThresholdChoice",
     "UndefinedMetricWarning",
     "annotator_agreement",
@@ -45,13 +55,18 @@ __all__ = [
     "compare_extractors",
     "compare_runs",
     "expected_calibration_error",
+    "judge_lessons",
     "label_coverage",
     "label_report",
     "labelled_candidates",
     "majority_labels",
     "max_calibration_error",
     "mcnemar_exact",
+    "reference_agreement",
+    "reference_sweep",
+    "reference_truth",
     "reliability_table",
+    "run_references",
     "scored_candidates",
     "split_by_verdict",
     "sweep",

@@ -1,4 +1,4 @@
-"""Gold labels: majority vote, annotator agreement (Cohen's kappa), coverage.
+"""Gold labels: majority vote, annotator agreement (Cohen's and Fleiss' kappa), coverage.
 
 Labels come as a DataFrame with columns ``verdict_hash, extractor,
 lesson_index, useful, annotator`` (FORMATS.md section 3). A candidate lesson is
@@ -24,6 +24,7 @@ __all__ = [
     "CANDIDATE_KEY",
     "annotator_agreement",
     "cohen_kappa",
+    "fleiss_kappa",
     "label_coverage",
     "majority_labels",
 ]
@@ -151,6 +152,39 @@ def cohen_kappa(a: Any, b: Any) -> float:
         )
         return float("nan")
     return (p_o - p_e) / (1.0 - p_e)
+
+
+def fleiss_kappa(table: Any) -> float:
+    """Fleiss' kappa of any number of raters: ``table[i, j]`` = raters who put item i
+    in category j, every item rated by the same number ``m >= 2`` of raters.
+
+    ``(P_bar - P_e) / (1 - P_e)`` with ``P_bar`` the mean over items of
+    ``(sum_j n_ij^2 - m) / (m (m - 1))`` and ``P_e = sum_j p_j^2``, ``p_j`` the
+    share of all ratings in category j (Fleiss 1971; equals statsmodels'
+    ``fleiss_kappa(table, method="fleiss")``). The raters need not be the same
+    people across items. NaN with an :class:`UndefinedMetricWarning` for no
+    items or when ``P_e == 1`` (one category only).
+    """
+    arr = np.asarray(table, dtype=np.float64)
+    if arr.ndim != 2 or (arr < 0).any() or not np.array_equal(arr, np.rint(arr)):
+        raise BadInputError("expected a 2-D table of non-negative counts (items x categories)",
+                            field="table")
+    if arr.shape[0] == 0:
+        warnings.warn("Fleiss' kappa of no items is NaN", UndefinedMetricWarning, stacklevel=2)
+        return float("nan")
+    m = arr.sum(axis=1)
+    if not (m == m[0]).all() or m[0] < 2:
+        raise BadInputError("every item needs the same number (>= 2) of ratings for "
+                            "Fleiss' kappa", field="table")
+    n_items, raters = arr.shape[0], float(m[0])
+    p_j = arr.sum(axis=0) / (n_items * raters)
+    p_bar = float(np.mean(((arr**2).sum(axis=1) - raters) / (raters * (raters - 1))))
+    p_e = float(np.sum(p_j**2))
+    if p_e >= 1.0:
+        warnings.warn("Fleiss' kappa is undefined when every rating is one category (NaN)",
+                      UndefinedMetricWarning, stacklevel=2)
+        return float("nan")
+    return (p_bar - p_e) / (1.0 - p_e)
 
 
 def annotator_agreement(labels: pd.DataFrame) -> pd.DataFrame:

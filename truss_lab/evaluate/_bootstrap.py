@@ -41,7 +41,7 @@ from truss_lab.evaluate._sweep import (
     snap_thresholds,
 )
 
-__all__ = ["BootstrapResult", "bootstrap_metrics"]
+__all__ = ["STREAMS", "BootstrapResult", "bootstrap_metrics", "seed_streams"]
 
 #: Metrics that get an interval, in the order of :attr:`BootstrapResult.table`.
 BOOT_METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
@@ -66,6 +66,37 @@ def as_rng(random_state: Any) -> np.random.Generator:
     )
 
 
+#: The independent random streams one seed gives, in spawn order (never reorder:
+#: a stream's draws depend on its position). ``split``: the train/test split of
+#: verdicts; ``folds``: cross-validation folds; ``bootstrap``: the resampling of
+#: held-out verdicts (intervals); ``choice``: the resampling of training
+#: verdicts that re-makes the choice (its interval).
+STREAMS: tuple[str, ...] = ("split", "folds", "bootstrap", "choice")
+
+
+def seed_streams(random_state: Any) -> dict[str, np.random.Generator]:
+    """One Generator per name of :data:`STREAMS`, independent of each other, from one seed.
+
+    An int (or None: fresh entropy) seeds ``np.random.SeedSequence`` whose
+    ``spawn`` children drive the streams, so changing the number of bootstrap
+    replicates never moves the split or the folds. A Generator is split with
+    ``Generator.spawn`` (its own state advances).
+    """
+    if isinstance(random_state, np.random.Generator):
+        children = random_state.spawn(len(STREAMS))
+        return dict(zip(STREAMS, children, strict=True))
+    as_rng(random_state)  # validates the type
+    seqs = np.random.SeedSequence(random_state).spawn(len(STREAMS))
+    return {name: np.random.default_rng(seq) for name, seq in zip(STREAMS, seqs, strict=True)}
+
+
+def stream(random_state: Any, name: str) -> np.random.Generator:
+    """The ``name`` stream of :func:`seed_streams` for an int seed; a Generator as is."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return seed_streams(random_state)[name]
+
+
 def check_boot(n_boot: int, confidence: float) -> None:
     """Validate ``n_boot`` (>= 1) and ``confidence`` (in (0, 1))."""
     if not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
@@ -74,16 +105,29 @@ def check_boot(n_boot: int, confidence: float) -> None:
         raise BadInputError(f"confidence must be in (0, 1), got {confidence!r}", field="confidence")
 
 
-def verdict_codes(groups: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, verdicts)``: verdicts in order of first appearance, codes index into them."""
+def verdict_codes(groups: Any, verdicts: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, verdicts)``: verdicts in order of first appearance, codes index into them.
+
+    With ``verdicts`` (every verdict processed, also those without a candidate)
+    the codes index into that list instead, so a verdict that yielded nothing
+    still counts (and is split, folded and resampled like the others).
+    """
     arr = groups.to_numpy() if isinstance(groups, (pd.Series, pd.Index)) else np.asarray(groups)
     if arr.ndim != 1:
         raise BadInputError(f"expected a 1-D array, got shape {arr.shape}", field="groups")
     if pd.isna(arr).any():
         bad = int(np.flatnonzero(pd.isna(arr))[0])
         raise BadInputError(f"missing verdict at position {bad}", field="groups")
-    codes, uniques = pd.factorize(arr, sort=False)
-    return codes.astype(np.int64), np.asarray(uniques)
+    if verdicts is None:
+        codes, uniques = pd.factorize(arr, sort=False)
+        return codes.astype(np.int64), np.asarray(uniques)
+    index = pd.Index(pd.unique(np.asarray(list(verdicts), dtype=object)))
+    codes = index.get_indexer(arr.astype(object))
+    if (codes < 0).any():
+        bad = int(np.flatnonzero(codes < 0)[0])
+        raise BadInputError(f"verdict {arr[bad]!r} at position {bad} is not among verdicts",
+                            field="verdicts")
+    return codes.astype(np.int64), np.asarray(index, dtype=object)
 
 
 def weight_chunks(
@@ -166,6 +210,40 @@ class WeightedCounter:
         cs = self.cumulative(w)
         return cs[:, 0, :-1], cs[:, 1, :-1], cs[:, 0, -1:], cs[:, 1, -1:]
 
+    def judged(self, w: np.ndarray) -> ReplicateCounts:
+        """Every count of a three-kind histogram (:func:`bin_counts` with ``judged``)."""
+        cs = self.cumulative(w)
+        judged = cs[:, 2, :-1] if self.k > 2 else cs[:, 0, :-1]
+        return ReplicateCounts(kept=cs[:, 0, :-1], tp=cs[:, 1, :-1], judged=judged,
+                               n=cs[:, 0, -1:], n_pos=cs[:, 1, -1:],
+                               n_verdicts=w.sum(axis=1, keepdims=True))
+
+
+@dataclass(frozen=True)
+class ReplicateCounts:
+    """Counts per replicate (rows) and descending threshold (columns) of one bootstrap chunk.
+
+    ``kept`` (what the gate writes), ``tp`` and ``judged`` (kept with a truth
+    value) are ``(replicates, T)``; ``n`` (candidates), ``n_pos`` (positives)
+    and ``n_verdicts`` (verdicts drawn, empty ones too) are ``(replicates, 1)``.
+    """
+
+    kept: np.ndarray
+    tp: np.ndarray
+    judged: np.ndarray
+    n: np.ndarray
+    n_pos: np.ndarray
+    n_verdicts: np.ndarray
+
+    def metrics(self) -> dict[str, np.ndarray]:
+        """:func:`~truss_lab.evaluate._sweep.metrics_from_counts` of these counts."""
+        return metrics_from_counts(self.kept, self.tp, self.n, self.n_pos, self.n_verdicts,
+                                   self.judged)
+
+    def best_index(self, obj: Objective) -> np.ndarray:
+        """The objective's choice per replicate (``-1``: none feasible)."""
+        return obj.best_index(self.kept, self.tp, self.n_pos, self.n_verdicts, self.judged)
+
 
 def percentile_interval(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval along axis 0, ignoring NaN (all-NaN columns give NaN)."""
@@ -235,6 +313,8 @@ def bootstrap_metrics(
     random_state: Any = 0,
     objective: str | Objective = DEFAULT_OBJECTIVE,
     snap: bool = True,
+    judged: Any = None,
+    verdicts: Any = None,
     **objective_options: float | None,
 ) -> BootstrapResult:
     """Percentile intervals of precision, recall, F1 and kept-per-verdict, resampling verdicts.
@@ -244,6 +324,10 @@ def bootstrap_metrics(
     threshold and its interval are taken over that grid with ``objective`` and
     its options (``min_precision=`` etc., see
     :func:`~truss_lab.evaluate._objective.make_objective`). Seeded by ``random_state``.
+    Counts as :func:`~truss_lab.evaluate._sweep.sweep` does: ``judged`` marks
+    candidates with a truth value (the others are kept but neither tp nor fp),
+    ``verdicts`` lists every verdict processed (those without candidates are
+    resampled too and count in kept per verdict).
     """
     obj = make_objective(objective, **objective_options)
     check_boot(n_boot, confidence)
@@ -257,21 +341,28 @@ def bootstrap_metrics(
         )
     if snap:  # False for thresholds chosen on other data (see sweep)
         thr = snap_thresholds(thr, s)
-    codes, verdicts = verdict_codes(groups)
+    jm = None
+    if judged is not None:
+        jm = as_labels(judged, "judged")
+        check_lengths(y_true=y, judged=jm)
+        y = y & jm  # an unjudged candidate is never a positive
+    codes, verdicts = verdict_codes(groups, verdicts)
     n_groups = len(verdicts)
     order = np.argsort(-thr, kind="stable")  # descending, ties keep input order
     thr_desc = thr[order]
     if n_groups == 0:
         warnings.warn("no verdicts: every interval is NaN", UndefinedMetricWarning, stacklevel=2)
-    h = bin_counts(y, s, codes, n_groups, thr_desc)
+    h = bin_counts(y, s, codes, n_groups, thr_desc,
+                   judged=jm if jm is not None else np.ones(len(y), dtype=np.uint8))
     rng = as_rng(random_state)
 
     # Full-data point estimates: every verdict weight 1.
     counter = WeightedCounter(h)
-    kept0, tp0, n0, pos0 = counter(np.ones((1, n_groups), dtype=np.float32))
-    point = metrics_from_counts(kept0[0], tp0[0], n0[0, 0], pos0[0, 0], n_groups)
-    best0 = obj.best_index(kept0[0], tp0[0], pos0[0, 0], n_groups)
+    full = counter.judged(np.ones((1, n_groups), dtype=np.float32))
+    point = {k: v[0] for k, v in full.metrics().items()}
+    best0 = full.best_index(obj)[0]
     chosen = float(thr_desc[best0]) if best0 >= 0 else float("nan")
+    pos0 = full.n_pos
     if int(pos0[0, 0]) == 0 and len(y):
         warnings.warn(
             "y_true has no positive labels: recall is undefined (NaN)",
@@ -283,11 +374,11 @@ def bootstrap_metrics(
     rep_thr: list[np.ndarray] = []
     if n_groups:
         for w in weight_chunks(n_boot, n_groups, rng):
-            kept, tp, n_b, pos_b = counter(w)
-            m = metrics_from_counts(kept, tp, n_b, pos_b, n_groups)
+            rc = counter.judged(w)
+            m = rc.metrics()
             for name in BOOT_METRICS:
                 reps[name].append(m[name])
-            idx = obj.best_index(kept, tp, pos_b, n_groups)
+            idx = rc.best_index(obj)
             rep_thr.append(np.where(idx >= 0, thr_desc[np.maximum(idx, 0)], np.nan))
     else:
         for name in BOOT_METRICS:

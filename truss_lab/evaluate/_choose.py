@@ -4,15 +4,23 @@ A threshold tuned and scored on the same verdicts flatters itself. So
 :func:`choose_threshold` splits *verdicts* (never candidates: lessons of one
 verdict are correlated) into train and test, picks the threshold on train
 with an :class:`~truss_lab.evaluate._objective.Objective`, and reports the metrics of
-that one threshold on both sides.
+that one threshold on both sides. With ``cv=k`` it cross-validates instead:
+the choice is made k times, each time without one fold of verdicts, and
+judged on that fold (out-of-fold metrics, the per-fold thresholds and their
+spread); the threshold it returns is the choice on every verdict.
+
+Every count is :func:`~truss_lab.evaluate._sweep.sweep`'s: ``judged`` marks the
+candidates with a truth value, ``verdicts`` lists every verdict the run
+processed (those that yielded nothing are split, folded and resampled too, and
+count in kept per verdict). The split, the folds and the bootstraps draw from
+independent streams of one seed (:func:`~truss_lab.evaluate._bootstrap.seed_streams`).
 """
 
 from __future__ import annotations
 
-import html
+import dataclasses
 import math
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,27 +28,27 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._bootstrap import (
-    BootstrapResult,
-    as_rng,
     bootstrap_metrics,
     check_boot,
+    seed_streams,
+    stream,
     verdict_codes,
 )
+from truss_lab.evaluate._choice import ThresholdChoice
 from truss_lab.evaluate._objective import DEFAULT_OBJECTIVE, Objective, make_objective
+from truss_lab.evaluate._procedure import Side, boot_grid, choice_intervals
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
     as_labels,
     as_scores,
     check_lengths,
     distinct_counts,
+    metrics_from_counts,
     sweep,
+    threshold_counts,
 )
 
 __all__ = ["ThresholdChoice", "choose_threshold", "split_by_verdict", "verdict_kfold"]
-
-# The bootstrap of the choice runs on a grid; beyond this many distinct training
-# saliences the grid is their quantiles (plus the chosen threshold itself).
-_MAX_BOOT_GRID = 256
 
 _METRICS = ("threshold", "kept", "tp", "fp", "fn", "precision", "recall", "f1",
             "kept_per_verdict", "write_rate")
@@ -66,122 +74,108 @@ def _n_test(test_size: float | int, n_groups: int) -> int:
     return n_test
 
 
+def _test_verdicts(n_verdicts: int, test_size: float | int, rng: np.random.Generator
+                   ) -> np.ndarray:
+    """Boolean mask over verdicts: which are held out."""
+    n_test = _n_test(test_size, n_verdicts)
+    is_test = np.zeros(n_verdicts, dtype=bool)
+    is_test[rng.permutation(n_verdicts)[:n_test]] = True
+    return is_test
+
+
+def _verdict_folds(n_verdicts: int, n_splits: int, rng: np.random.Generator) -> np.ndarray:
+    """Fold of each verdict: shuffled, then dealt round-robin (sizes differ by at most one)."""
+    if (isinstance(n_splits, (bool, np.bool_)) or not isinstance(n_splits, (int, np.integer))
+            or not 2 <= n_splits <= n_verdicts):
+        raise BadInputError(
+            f"n_splits must be an int in [2, {n_verdicts}] (the number of verdicts), "
+            f"got {n_splits!r}",
+            field="n_splits",
+        )
+    fold = np.empty(n_verdicts, dtype=np.int64)
+    fold[rng.permutation(n_verdicts)] = np.arange(n_verdicts) % n_splits
+    return fold
+
+
 def split_by_verdict(
-    groups: Any, *, test_size: float | int = 0.3, random_state: Any = 0
+    groups: Any, *, test_size: float | int = 0.3, random_state: Any = 0, verdicts: Any = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Split candidates into train and test so that no verdict is on both sides.
 
-    ``test_size`` is the share (float) or number (int) of *verdicts* held out;
-    verdicts are shuffled with ``np.random.default_rng(random_state)``.
+    ``test_size`` is the share (float) or number (int) of *verdicts* held out
+    (of ``verdicts``, every verdict processed, when given; default the distinct
+    ``groups``). Verdicts are shuffled by the ``split`` stream of
+    :func:`~truss_lab.evaluate._bootstrap.seed_streams` (``random_state`` an int
+    or None; a Generator is used as is), so the same seed splits alike here,
+    in :func:`choose_threshold` and in calibration.
     Returns ``(train_idx, test_idx)``: sorted positions into ``groups``.
     """
-    codes, verdicts = verdict_codes(groups)
-    n_test = _n_test(test_size, len(verdicts))
-    perm = as_rng(random_state).permutation(len(verdicts))
-    is_test = np.zeros(len(verdicts), dtype=bool)
-    is_test[perm[:n_test]] = True
-    mask = is_test[codes]
+    codes, vlist = verdict_codes(groups, verdicts)
+    mask = _test_verdicts(len(vlist), test_size, stream(random_state, "split"))[codes]
     return np.flatnonzero(~mask), np.flatnonzero(mask)
 
 
 def verdict_kfold(
-    groups: Any, *, n_splits: int = 5, random_state: Any = 0
+    groups: Any, *, n_splits: int = 5, random_state: Any = 0, verdicts: Any = None
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """K folds of verdicts: list of ``(train_idx, test_idx)``, each verdict tested once.
 
-    Verdicts are shuffled with ``random_state`` and dealt round-robin into
-    ``n_splits`` folds (sizes differ by at most one verdict).
+    Verdicts (``verdicts`` when given, else the distinct ``groups``) are
+    shuffled by the ``folds`` stream of ``random_state`` and dealt round-robin
+    into ``n_splits`` folds (sizes differ by at most one verdict).
     """
-    codes, verdicts = verdict_codes(groups)
-    if not isinstance(n_splits, (int, np.integer)) or not 2 <= n_splits <= len(verdicts):
-        raise BadInputError(
-            f"n_splits must be an int in [2, {len(verdicts)}] (the number of verdicts), "
-            f"got {n_splits!r}",
-            field="n_splits",
-        )
-    perm = as_rng(random_state).permutation(len(verdicts))
-    fold = np.empty(len(verdicts), dtype=np.int64)
-    fold[perm] = np.arange(len(verdicts)) % n_splits
-    cand_fold = fold[codes]
+    codes, vlist = verdict_codes(groups, verdicts)
+    cand_fold = _verdict_folds(len(vlist), n_splits, stream(random_state, "folds"))[codes]
     return [
         (np.flatnonzero(cand_fold != k), np.flatnonzero(cand_fold == k)) for k in range(n_splits)
     ]
 
 
-@dataclass(frozen=True, eq=False)
-class ThresholdChoice:
-    """A threshold chosen on training verdicts, with its metrics on train and test.
+class _Data:
+    """The candidates of a choice: positives (0 where unjudged), scores, judged, verdicts."""
 
-    ``train``/``test`` map the :func:`~truss_lab.evaluate._sweep.sweep` columns
-    (threshold, kept, tp, fp, fn, precision, recall, f1, kept_per_verdict,
-    write_rate) to their value at the chosen threshold on each side.
-    ``split`` describes the split (verdict and candidate counts, test_size,
-    random_state). ``test_intervals`` (with ``n_boot``) is the verdict
-    bootstrap of the test metrics at the chosen threshold; ``threshold_interval``
-    the bootstrap interval of the choice re-made on resampled training verdicts.
-    """
+    def __init__(self, y: np.ndarray, s: np.ndarray, jm: np.ndarray, codes: np.ndarray,
+                 n_verdicts: int) -> None:
+        self.y, self.s, self.jm, self.codes, self.n_verdicts = y, s, jm, codes, n_verdicts
+        self.all_judged = bool(jm.all())
 
-    threshold: float
-    objective: str
-    train: dict[str, float]
-    test: dict[str, float]
-    split: dict[str, Any]
-    test_intervals: pd.DataFrame | None = field(default=None, repr=False)
-    threshold_interval: tuple[float, float] | None = None
-    bootstrap: BootstrapResult | None = field(default=None, repr=False)
+    def on(self, verdict_mask: np.ndarray) -> tuple[np.ndarray, int]:
+        """Positions of the candidates of the masked verdicts, and how many verdicts."""
+        return np.flatnonzero(verdict_mask[self.codes]), int(verdict_mask.sum())
 
-    def to_frame(self) -> pd.DataFrame:
-        """One row per metric: columns ``train``, ``test`` (and test interval bounds)."""
-        df = pd.DataFrame({"train": pd.Series(self.train), "test": pd.Series(self.test)})
-        if self.test_intervals is not None:
-            row = self.test_intervals.iloc[0]
-            df["test_low"] = [row.get(f"{m}_low", np.nan) for m in df.index]
-            df["test_high"] = [row.get(f"{m}_high", np.nan) for m in df.index]
-        df.index.name = "metric"
-        return df
+    def choose(self, idx: np.ndarray, n_verdicts: int, obj: Objective) -> float:
+        """The objective's threshold among the distinct saliences of ``idx`` (NaN: none)."""
+        y, s = self.y[idx], self.s[idx]
+        thr, kept, tp = distinct_counts(y, s)
+        judged = kept if self.all_judged else threshold_counts(self.jm[idx], s, thr)[1]
+        best = int(obj.best_index(kept, tp, int(np.count_nonzero(y)), n_verdicts, judged))
+        return float(thr[best]) if best >= 0 else float("nan")
 
-    def __repr__(self) -> str:
-        def fmt(d: dict[str, float]) -> str:
-            keys = ("precision", "recall", "f1", "kept_per_verdict")
-            return ", ".join(f"{k}={d[k]:.3f}" for k in keys if k in d)
-
-        ci = ""
-        if self.threshold_interval is not None:
-            lo, hi = self.threshold_interval
-            ci = f" [{lo:.4g}, {hi:.4g}]"
-        sp = self.split
-        return (
-            f"ThresholdChoice(threshold={self.threshold:.4g}{ci}, objective={self.objective!r},\n"
-            f"  train ({sp['n_train_verdicts']} verdicts): {fmt(self.train)},\n"
-            f"  test ({sp['n_test_verdicts']} verdicts): {fmt(self.test)})"
-        )
-
-    def _repr_html_(self) -> str:
-        head = html.escape(
-            f"threshold = {self.threshold:.4g} ({self.objective}); split: "
-            + ", ".join(f"{k}={v}" for k, v in self.split.items())
-        )
-        if self.threshold_interval is not None:
-            lo, hi = self.threshold_interval
-            head += html.escape(f"; bootstrap interval of the choice: [{lo:.4g}, {hi:.4g}]")
-        table = self.to_frame().to_html(float_format=lambda v: f"{v:.4g}")
-        return f"<div><p><b>ThresholdChoice</b>: {head}</p>{table}</div>"
+    def at(self, idx: np.ndarray, n_verdicts: int, threshold: float) -> dict[str, float]:
+        """Sweep metrics of ``idx`` at one threshold (NaN threshold: every metric NaN)."""
+        t = threshold if np.isfinite(threshold) else np.inf
+        with warnings.catch_warnings():
+            # Degenerate sides warn once, from choose_threshold, with the side named.
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            df = sweep(self.y[idx], self.s[idx], thresholds=[t], snap=False,
+                       judged=None if self.all_judged else self.jm[idx], n_verdicts=n_verdicts)
+        row = {k: float(df[k].iloc[0]) for k in _METRICS if k in df.columns}
+        if not np.isfinite(threshold):
+            row = {k: (np.nan if k != "threshold" else threshold) for k in row}
+        return row
 
 
-def _row_at(df: pd.DataFrame) -> dict[str, float]:
-    row = df.iloc[0]
-    return {k: float(row[k]) for k in _METRICS if k in df.columns}
-
-
-def _boot_grid(s_train: np.ndarray, chosen: float) -> np.ndarray:
-    vals = np.unique(s_train[~np.isnan(s_train)])
-    if len(vals) > _MAX_BOOT_GRID:
-        # inverted_cdf picks data values, so the grid holds saliences the gate sees
-        vals = np.unique(np.quantile(vals, np.linspace(0, 1, _MAX_BOOT_GRID),
-                                     method="inverted_cdf"))
-    if np.isfinite(chosen):
-        vals = np.union1d(vals, [chosen])
-    return vals
+def _pooled(rows: list[dict[str, float]], n: int, n_pos: int, n_verdicts: int,
+            threshold: float) -> dict[str, float]:
+    """Out-of-fold metrics: the folds' counts summed, then divided (never averaged ratios)."""
+    if any(not np.isfinite(r["threshold"]) for r in rows):
+        return {k: (threshold if k == "threshold" else np.nan) for k in _METRICS}
+    kept, tp, fp = (sum(r[k] for r in rows) for k in ("kept", "tp", "fp"))
+    m = metrics_from_counts(np.array(kept), np.array(tp), n, n_pos, n_verdicts,
+                            np.array(tp + fp))
+    out = {"threshold": threshold, "kept": kept, "tp": tp, "fp": fp, "fn": n_pos - tp}
+    out.update({k: float(v) for k, v in m.items()})
+    return {k: out[k] for k in _METRICS}
 
 
 def choose_threshold(
@@ -190,7 +184,11 @@ def choose_threshold(
     groups: Any,
     *,
     objective: str | Objective = DEFAULT_OBJECTIVE,
+    judged: Any = None,
+    verdicts: Any = None,
     test_size: float | int = 0.3,
+    cv: int | None = None,
+    cv_repeats: int = 1,
     random_state: Any = 0,
     n_boot: int = 0,
     confidence: float = 0.95,
@@ -203,9 +201,19 @@ def choose_threshold(
     (with ``cost_fp``, ``cost_fn``; an option left at None takes the
     :class:`Objective` default) or an :class:`Objective`. Candidate
     thresholds are the distinct training saliences; ties go to the highest.
-    The split is :func:`split_by_verdict` with ``test_size`` and ``random_state``.
-    With ``n_boot > 0`` the result also carries verdict-bootstrap intervals
-    (same ``random_state``) of the test metrics and of the choice itself.
+
+    Counts are :func:`~truss_lab.evaluate._sweep.sweep`'s: ``judged`` (default
+    all) marks candidates with a truth value, ``verdicts`` (default the
+    distinct ``groups``) every verdict processed.
+
+    Without ``cv``: one split, :func:`split_by_verdict` with ``test_size``.
+    With ``cv=k``: :func:`verdict_kfold` folds (``cv_repeats`` times, each with
+    fresh folds); the result's ``test`` is out-of-fold, ``folds`` has each
+    fold's threshold and held-out metrics, and ``threshold`` is the choice on
+    every verdict. With ``n_boot > 0`` the result also carries two labelled
+    intervals of the held-out metrics (threshold fixed; choice re-made, see
+    :mod:`~truss_lab.evaluate._procedure`) and the interval of the choice.
+    The split, folds and bootstraps use independent streams of ``random_state``.
     If no threshold satisfies the objective, warns and returns NaN metrics.
     """
     obj = make_objective(objective, **objective_options)
@@ -213,67 +221,93 @@ def choose_threshold(
         check_boot(n_boot, confidence)
     y = as_labels(y_true)
     s = as_scores(salience)
-    check_lengths(y_true=y, salience=s, groups=groups)
-    g = groups.to_numpy() if isinstance(groups, (pd.Series, pd.Index)) else np.asarray(groups)
-    train_idx, test_idx = split_by_verdict(g, test_size=test_size, random_state=random_state)
-    y_tr, s_tr, g_tr = y[train_idx], s[train_idx], g[train_idx]
-    y_te, s_te, g_te = y[test_idx], s[test_idx], g[test_idx]
+    check_lengths(y_true=y, salience=s, groups=groups, judged=judged)
+    jm = np.ones(len(y), dtype=np.uint8) if judged is None else as_labels(judged, "judged")
+    y = y & jm  # an unjudged candidate is never a positive
+    codes, vlist = verdict_codes(groups, verdicts)
+    data = _Data(y, s, jm, codes, len(vlist))
+    streams = seed_streams(random_state)
+    every = np.ones(len(vlist), dtype=bool)
+    if cv is None:
+        is_test = _test_verdicts(len(vlist), test_size, streams["split"])
+        sides_masks = [(~is_test, is_test)]
+        strata = [np.flatnonzero(~is_test), np.flatnonzero(is_test)]
+    else:
+        if (isinstance(cv_repeats, (bool, np.bool_))
+                or not isinstance(cv_repeats, (int, np.integer)) or cv_repeats < 1):
+            raise BadInputError(f"cv_repeats must be an int >= 1, got {cv_repeats!r}",
+                                field="cv_repeats")
+        sides_masks = []
+        for _ in range(cv_repeats):
+            fold = _verdict_folds(len(vlist), cv, streams["folds"])
+            sides_masks += [(fold != k, fold == k) for k in range(cv)]
+        strata = [np.flatnonzero(every)]
 
-    thr, kept, tp = distinct_counts(y_tr, s_tr)
-    n_groups_tr = len(pd.unique(g_tr))
-    best = int(obj.best_index(kept, tp, int(np.count_nonzero(y_tr)), n_groups_tr))
-    if best < 0:
+    sides, rows, fold_rows = [], [], []
+    for i, (tr_v, te_v) in enumerate(sides_masks):
+        tr_idx, n_tr = data.on(tr_v)
+        te_idx, n_te = data.on(te_v)
+        t = data.choose(tr_idx, n_tr, obj)
+        sides.append(Side(train=tr_v, test=te_v, threshold=t))
+        row = data.at(te_idx, n_te, t)
+        rows.append(row)
+        if cv is not None:
+            fold_rows.append({"repeat": i // cv, "fold": i % cv, "n_train_verdicts": n_tr,
+                              "n_test_verdicts": n_te, **row})
+    if cv is None:
+        tr_idx, n_tr = data.on(sides_masks[0][0])
+        te_idx, n_te = data.on(sides_masks[0][1])
+        chosen = sides[0].threshold
+        train, test = data.at(tr_idx, n_tr, chosen), rows[0]
+        split: dict[str, Any] = {
+            "by": "verdict", "test_size": test_size, "random_state": random_state,
+            "n_train_verdicts": n_tr, "n_test_verdicts": n_te,
+            "n_train_candidates": len(tr_idx), "n_test_candidates": len(te_idx)}
+        fit_idx, fit_v = tr_idx, n_tr
+    else:
+        fit_idx, fit_v = np.arange(len(y)), len(vlist)
+        chosen = data.choose(fit_idx, fit_v, obj)
+        train = data.at(fit_idx, fit_v, chosen)
+        test = _pooled(rows, len(y) * cv_repeats, int(np.count_nonzero(y)) * cv_repeats,
+                       len(vlist) * cv_repeats, chosen)
+        split = {"by": "verdict", "cv": int(cv), "cv_repeats": int(cv_repeats),
+                 "random_state": random_state, "n_verdicts": len(vlist),
+                 "n_candidates": len(y), "n_train_verdicts": len(vlist),
+                 "n_test_verdicts": len(vlist)}
+    if not np.isfinite(chosen) or any(not np.isfinite(sd.threshold) for sd in sides):
         warnings.warn(
             f"no training threshold satisfies the objective ({obj.describe()}); "
-            "the choice is NaN",
+            "the choice is NaN" + (" in some folds" if np.isfinite(chosen) else ""),
             UndefinedMetricWarning,
             stacklevel=2,
         )
-        chosen = float("nan")
-    else:
-        chosen = float(thr[best])
-    at = [chosen] if np.isfinite(chosen) else [np.inf]
-    with warnings.catch_warnings():
-        # Degenerate sides still warn once, from here, with the side named.
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        train = _row_at(sweep(y_tr, s_tr, groups=g_tr, thresholds=at, snap=False))
-        test = _row_at(sweep(y_te, s_te, groups=g_te, thresholds=at, snap=False))
-    if not np.isfinite(chosen):
-        train = {k: (np.nan if k != "threshold" else chosen) for k in train}
-        test = {k: (np.nan if k != "threshold" else chosen) for k in test}
-    for side, yy in (("train", y_tr), ("test", y_te)):
-        if not yy.any():
+    for side_name, idx in (("train", fit_idx), ("test", np.concatenate(
+            [data.on(te)[0] for _, te in sides_masks]))):
+        if not y[idx].any():
             warnings.warn(
-                f"the {side} verdicts have no positive labels: recall is undefined (NaN)",
+                f"the {side_name} verdicts have no positive labels: recall is undefined (NaN)",
                 UndefinedMetricWarning,
                 stacklevel=2,
             )
 
-    split = {
-        "by": "verdict",
-        "test_size": test_size,
-        "random_state": random_state,
-        "n_train_verdicts": n_groups_tr,
-        "n_test_verdicts": len(pd.unique(g_te)),
-        "n_train_candidates": len(train_idx),
-        "n_test_candidates": len(test_idx),
-    }
-    test_intervals = None
+    test_intervals = procedure_intervals = None
     threshold_interval = None
     boot = None
     if n_boot and np.isfinite(chosen):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
-            test_boot = bootstrap_metrics(
-                y_te, s_te, g_te, thresholds=[chosen], n_boot=n_boot,
-                confidence=confidence, random_state=random_state, objective=obj, snap=False,
-            )
             boot = bootstrap_metrics(
-                y_tr, s_tr, g_tr, thresholds=_boot_grid(s_tr, chosen), n_boot=n_boot,
-                confidence=confidence, random_state=random_state, objective=obj,
+                y[fit_idx], s[fit_idx], codes[fit_idx], thresholds=boot_grid(s[fit_idx], [chosen]),
+                n_boot=n_boot, confidence=confidence, random_state=streams["choice"],
+                objective=obj, judged=jm[fit_idx],
+                verdicts=np.flatnonzero(sides_masks[0][0] if cv is None else every),
             )
-        test_intervals = test_boot.table
+            test_intervals, procedure_intervals = choice_intervals(
+                y, s, jm, codes, len(vlist), sides=sides, strata=strata, obj=obj,
+                threshold=chosen, point=test, n_boot=n_boot, confidence=confidence,
+                rng=streams["bootstrap"])
         threshold_interval = (boot.threshold_low, boot.threshold_high)
+        boot = dataclasses.replace(boot, random_state=random_state)  # the seed, not its stream
     return ThresholdChoice(
         threshold=chosen,
         objective=obj.describe(),
@@ -283,4 +317,7 @@ def choose_threshold(
         test_intervals=test_intervals,
         threshold_interval=threshold_interval,
         bootstrap=boot,
+        procedure_intervals=procedure_intervals,
+        folds=pd.DataFrame(fold_rows) if cv is not None else None,
+        confidence=float(confidence) if n_boot else None,
     )

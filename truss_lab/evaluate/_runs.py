@@ -33,6 +33,7 @@ from ._calibration import (
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict
 from ._compare import ComparisonResult, compare_extractors
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
+from ._references import check_truth, reference_sweep, reference_truth, truth_rows
 from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth
 from ._sweep import UndefinedMetricWarning, sweep
 from ._truth import run_labels, scored_candidates
@@ -145,17 +146,26 @@ def sweep_run(
     score: str = "salience",
     thresholds: Any = None,
     ties: str = DEFAULT_TIES,
+    truth: str = "labels",
+    references: Any = None,
 ) -> pd.DataFrame:
     """:func:`~truss_lab.evaluate._sweep.sweep` of one run with the counts of
     :mod:`~truss_lab.evaluate._run_truth`: ``kept`` is what the gate would write
     (labelled or not), ``kept_per_verdict`` divides by every processed verdict,
     recall counts useful lessons the parser dropped as misses. ``score`` names
     the candidates column (``salience``, ``score``). ``df.attrs["counts"]`` holds
-    the candidates unlabelled, tied and dropped and the ``ties`` policy."""
-    truth = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
-    _require_truth(truth)
-    df = sweep(**truth.sweep_inputs(), thresholds=thresholds)
-    df.attrs["counts"] = dict(truth.counts)
+    the candidates unlabelled, tied and dropped and the ``ties`` policy.
+    ``truth="references"`` judges the run by reference lessons instead
+    (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns)."""
+    if check_truth(truth) == "references":
+        ref = reference_truth(store, run_id, references=references, score=score)
+        df = reference_sweep(ref, thresholds=thresholds)
+        df.attrs["counts"] = dict(ref.counts)
+        return df
+    rt = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
+    _require_truth(rt)
+    df = sweep(**rt.sweep_inputs(), thresholds=thresholds)
+    df.attrs["counts"] = dict(rt.counts)
     return df
 
 
@@ -195,6 +205,20 @@ def _require_truth(truth: RunTruth) -> None:
         )
 
 
+#: Folds of the cross-validated choice when ``cv="auto"`` (the CLI's and notebook 02's
+#: default), used once every fold can hold :data:`MIN_FOLD_VERDICTS` judged verdicts.
+AUTO_FOLDS = 5
+MIN_FOLD_VERDICTS = 10
+
+
+def auto_cv(truth: RunTruth) -> int | None:
+    """:data:`AUTO_FOLDS` when the run has at least ``AUTO_FOLDS * MIN_FOLD_VERDICTS``
+    verdicts with a judged candidate, else None (one split)."""
+    c = truth.candidates
+    n = c.loc[c["judged"].to_numpy(dtype=bool), "verdict_hash"].nunique()
+    return AUTO_FOLDS if n >= AUTO_FOLDS * MIN_FOLD_VERDICTS else None
+
+
 def choose_run_threshold(
     store: Store,
     run_id: str,
@@ -203,20 +227,48 @@ def choose_run_threshold(
     labels: Any = None,
     score: str = "salience",
     test_size: float | int = 0.3,
+    cv: int | Literal["auto"] | None = None,
+    cv_repeats: int = 1,
     random_state: Any = 0,
     n_boot: int = 1000,
     confidence: float = 0.95,
+    ties: str = DEFAULT_TIES,
+    truth: str = "labels",
+    references: Any = None,
 ) -> ThresholdChoice:
-    """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run: the threshold is chosen on
-    training verdicts and its metrics (with verdict-bootstrap intervals when
-    ``n_boot > 0``) are reported on held-out verdicts. ``objective`` is an
-    :class:`Objective` or a spec for :func:`parse_objective` (``"precision:0.8"``)."""
+    """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run, counted as
+    :func:`sweep_run` counts (:mod:`~truss_lab.evaluate._run_truth`: kept is what
+    the gate would write, every processed verdict is split and counts in kept
+    per verdict). One split (``test_size``) by default; ``cv=k`` cross-validates
+    over k folds of verdicts (``cv_repeats`` times), ``cv="auto"`` does so with
+    :data:`AUTO_FOLDS` folds when :func:`auto_cv` says the data allow it.
+    ``objective`` is an :class:`Objective` or a spec for :func:`parse_objective`
+    (``"precision:0.8"``). ``split["counts"]`` holds the truth counts.
+    ``truth="references"`` judges by reference lessons (misses count in recall;
+    the annotated verdicts the run processed are split)."""
     obj = parse_objective(objective)
-    d = scored_candidates(store, run_id, labels=labels, score=score)
-    return choose_threshold(
-        d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(), objective=obj,
-        test_size=test_size, random_state=random_state, n_boot=n_boot, confidence=confidence,
+    if check_truth(truth) == "references":
+        d, verdicts = truth_rows(store, run_id, truth=truth, references=references, score=score)
+        if cv == "auto":
+            n = len(verdicts or [])
+            cv = AUTO_FOLDS if n >= AUTO_FOLDS * MIN_FOLD_VERDICTS else None
+        return choose_threshold(
+            d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(), objective=obj,
+            test_size=test_size, cv=cv, cv_repeats=cv_repeats, random_state=random_state,
+            n_boot=n_boot, confidence=confidence,
+        )
+    truth_ = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
+    _require_truth(truth_)
+    if cv == "auto":
+        cv = auto_cv(truth_)
+    inputs = truth_.sweep_inputs()
+    choice = choose_threshold(
+        inputs["y_true"], inputs["salience"], inputs["groups"], objective=obj,
+        judged=inputs["judged"], verdicts=truth_.verdicts, test_size=test_size, cv=cv,
+        cv_repeats=cv_repeats, random_state=random_state, n_boot=n_boot, confidence=confidence,
     )
+    choice.split["counts"] = dict(truth_.counts)
+    return choice
 
 
 # --------------------------------------------------------------------------- calibration
@@ -289,6 +341,7 @@ def calibration_run(
     labels: Any = None,
     score: str = "salience",
     allow_in_sample: bool = False,
+    ties: str = DEFAULT_TIES,
 ) -> CalibrationReport:
     """Reliability, ECE, MCE and Brier of a run's score before and after calibration.
 
@@ -298,16 +351,23 @@ def calibration_run(
     raw score on the held-out verdicts. ``allow_in_sample=True`` adds an
     ``after_in_sample`` row (the calibrator scoring its own fitting verdicts,
     optimistic by construction) — never computed without that opt-in.
-    Candidates without a score (NaN) are left out.
+    Candidates without a score (NaN) or without a truth (unlabelled; tied under
+    ``ties="exclude"``) are left out; the split is over every verdict the run
+    processed, as :func:`choose_run_threshold` splits them with the same seed.
     """
     if method not in ("isotonic", "platt", None):
         raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
                             field="method")
-    d = scored_candidates(store, run_id, labels=labels, score=score)
-    d = d[~np.isnan(d["s"].to_numpy())].reset_index(drop=True)
+    truth = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
+    d = truth.candidates
+    # Calibration needs a truth and a score: judged, scored candidates only. The
+    # split is over every processed verdict, as the threshold choice splits them.
+    d = d[d["judged"].to_numpy(dtype=bool) & ~np.isnan(d["s"].to_numpy())].reset_index(
+        drop=True)
     g = d["verdict_hash"].to_numpy(dtype=object)
     y, s = d["y"].to_numpy(), d["s"].to_numpy()
-    train_idx, test_idx = split_by_verdict(g, test_size=test_size, random_state=random_state)
+    train_idx, test_idx = split_by_verdict(g, test_size=test_size, random_state=random_state,
+                                           verdicts=truth.verdicts)
     fit_v = frozenset(str(v) for v in pd.unique(g[train_idx]))
     eval_v = frozenset(str(v) for v in pd.unique(g[test_idx]))
     rows: dict[str, dict[str, float]] = {}
@@ -359,22 +419,33 @@ def compare_runs(
     confidence: float = 0.95,
     random_state: Any = 0,
     ties: str = DEFAULT_TIES,
+    truth: str = "labels",
+    references: Any = None,
 ) -> ComparisonResult:
     """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs, counted as in
     :mod:`~truss_lab.evaluate._run_truth` (kept = what the gate would write). The
     paired analysis uses the verdicts both runs processed (``run_verdicts``);
     verdicts present in one run only are listed in the result (``only_in_a`` /
-    ``only_in_b``), never dropped silently."""
+    ``only_in_b``), never dropped silently. ``truth="references"`` judges both
+    runs by reference lessons, on the annotated verdicts both processed: no
+    labels needed."""
     frames, processed = [], []
     for rid in (run_a, run_b):
-        truth = labels_truth(store, rid, labels=labels, score=score, ties=ties)
-        _require_truth(truth)
-        d = truth.candidates
+        if check_truth(truth) == "references":
+            d, verdicts = truth_rows(store, rid, truth=truth, references=references,
+                                     score=score)
+            frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
+                                        "salience": d["s"], "label": d["y"]}))
+            processed.append(verdicts)
+            continue
+        rt = labels_truth(store, rid, labels=labels, score=score, ties=ties)
+        _require_truth(rt)
+        d = rt.candidates
         frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"], "salience": d["s"],
                                     "label": d["y"], "judged": d["judged"]}))
         # Every verdict the run processed, so one where the extractor proposed
         # nothing counts as "kept nothing" rather than "absent from the run".
-        processed.append(truth.verdicts)
+        processed.append(rt.verdicts)
     return compare_extractors(
         frames[0], frames[1], threshold=threshold, threshold_b=threshold_b, n_boot=n_boot,
         confidence=confidence, random_state=random_state, names=(run_a, run_b),

@@ -81,10 +81,11 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
 
 
 def _ingest_table(kind: str, db: str, path: str, as_json: bool) -> None:
-    from ..ingest._ingest import ingest_completions, ingest_labels
+    from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
     from ..store._store import open_store
 
-    fn = ingest_completions if kind == "completions" else ingest_labels
+    fn = {"completions": ingest_completions, "labels": ingest_labels,
+          "references": ingest_references}[kind]
     with open_store(db) as store:
         rep = fn(store, path)
     text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
@@ -116,6 +117,16 @@ def ingest_labels_cmd(db: str, path: str, as_json: bool) -> None:
     _ingest_table("labels", db, path, as_json)
 
 
+@ingest.command("references")
+@db_option
+@click.argument("path", type=click.Path(dir_okay=False))
+@json_option
+@_friendly
+def ingest_references_cmd(db: str, path: str, as_json: bool) -> None:
+    """Load reference lessons (bad lines reported, good ones land)."""
+    _ingest_table("references", db, path, as_json)
+
+
 @cli.command()
 @db_option
 @json_option
@@ -137,7 +148,8 @@ def verify(db: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("name", type=click.Choice(["journal", "verdict", "completions", "labels",
-                                           "policy-record", "memory-entry", "config"]))
+                                           "references", "policy-record", "memory-entry",
+                                           "config"]))
 @_friendly
 def schema(name: str) -> None:
     """Print the JSON Schema of a format or record."""

@@ -24,6 +24,12 @@ _labels_option = click.option(
 _score_option = click.option(
     "--score", default="salience", show_default=True,
     help="Score to threshold: a candidates column (salience, score).")
+_truth_option = click.option(
+    "--truth", type=click.Choice(["auto", "labels", "references"]), default="auto",
+    show_default=True,
+    help="What the lessons are judged by: gold labels on them, or reference lessons of "
+         "their verdicts (FORMATS.md §4). auto: labels when every run has some, else "
+         "references (the output says which).")
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
                             help="Write a PNG plot here.")
 _boot_option = click.option("--n-boot", default=1000, show_default=True,
@@ -31,7 +37,26 @@ _boot_option = click.option("--n-boot", default=1000, show_default=True,
 _seed_option = click.option("--random-state", default=0, show_default=True, type=int,
                             help="Seed of the verdict split and the bootstrap.")
 _test_size_option = click.option("--test-size", default=0.3, show_default=True, type=float,
-                                 help="Share of verdicts held out to judge the choice.")
+                                 help="Share of verdicts held out to judge the choice "
+                                      "(one split: --cv 0, or too few verdicts for auto).")
+_cv_option = click.option(
+    "--cv", default="auto", show_default=True,
+    help="Folds of verdicts for a cross-validated choice: auto (5 once every fold gets at "
+         "least 10 verdicts with a label, else one split), 0 for one split, or k >= 2.")
+_cv_repeats_option = click.option("--cv-repeats", default=1, show_default=True,
+                                  type=click.IntRange(1), help="Repeats of the k folds.")
+
+
+def _cv(value: str) -> int | str | None:
+    """``--cv`` as choose_run_threshold takes it: "auto", None (0: one split) or k."""
+    if value == "auto":
+        return "auto"
+    try:
+        k = int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected auto or an int, got {value!r}",
+                                 param_hint="--cv") from None
+    return None if k == 0 else k
 
 
 def _open(db: str, *, write: bool = False) -> Any:
@@ -47,9 +72,16 @@ def _choice_json(choice: Any) -> dict[str, Any]:
     if choice.test_intervals is not None:
         row = choice.test_intervals.iloc[0]
         iv = {c[:-4]: [row[c], row[f"{c[:-4]}_high"]] for c in row.index if c.endswith("_low")}
+    piv = {}
+    if choice.procedure_intervals is not None:
+        row = choice.procedure_intervals.iloc[0]
+        piv = {c[:-4]: [row[c], row[f"{c[:-4]}_high"]] for c in row.index if c.endswith("_low")}
+    folds = (choice.folds.to_dict(orient="records") if choice.folds is not None else None)
     return json_safe({"threshold": choice.threshold, "objective": choice.objective,
                       "threshold_interval": choice.threshold_interval, "split": choice.split,
-                      "train": choice.train, "test": choice.test, "test_intervals": iv})
+                      "train": choice.train, "test": choice.test, "test_intervals": iv,
+                      "procedure_intervals": piv, "folds": folds,
+                      "threshold_spread": choice.threshold_spread or None})
 
 
 def register(cli: click.Group) -> None:
@@ -62,37 +94,49 @@ def register(cli: click.Group) -> None:
     @_objective_option
     @_score_option
     @_test_size_option
+    @_cv_option
+    @_cv_repeats_option
     @_seed_option
     @_boot_option
     @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
                   help="Write the full sweep (every distinct threshold) as CSV.")
+    @_truth_option
     @_plot_option
     @json_option
     @_friendly
     def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
-              test_size: float, random_state: int, n_boot: int, csv_path: str | None,
+              test_size: float, cv: str, cv_repeats: int, random_state: int, n_boot: int,
+              csv_path: str | None, truth: str,
               plot_path: str | None, as_json: bool) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
+        from ..evaluate._references import resolve_truth
         from ..evaluate._runs import choose_run_threshold, sweep_run
         from ..govern._decision import json_safe
         from ._display import save_sweep_plot
         from ._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
 
         with _open(db) as store:
-            full = sweep_run(store, run_id, labels=labels_path, score=score)
-            at = sweep_run(store, run_id, labels=labels_path, score=score,
+            truth, why = resolve_truth(store, [run_id], None if truth == "auto" else truth,
+                                       labels=labels_path)
+            full = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth)
+            at = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
                            thresholds=list(SUMMARY_THRESHOLDS))
             choice = choose_run_threshold(store, run_id, objective=objective,
                                           labels=labels_path, score=score,
-                                          test_size=test_size, random_state=random_state,
-                                          n_boot=n_boot)
+                                          test_size=test_size, cv=_cv(cv),
+                                          cv_repeats=cv_repeats, random_state=random_state,
+                                          n_boot=n_boot, truth=truth)
         if csv_path:
             full.to_csv(csv_path, index=False)
         if plot_path:
             save_sweep_plot(full, plot_path, threshold=choice.threshold, name=run_id)
-        text = (f"run {run_id}: {int(full['kept'].max())} labelled candidates, score {score}\n"
+        judged = ("labelled candidates" if truth == "labels" else
+                  f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
+                  " references")
+        text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
+                f"truth: {truth} ({why})\n"
                 f"{format_sweep(at)}\n{format_choice(choice)}")
-        _emit({"run_id": run_id, "score": score,
+        _emit({"run_id": run_id, "score": score, "truth": truth,
                "sweep": json_safe(at.to_dict(orient="records")),
                "choice": _choice_json(choice)}, as_json, text)
 
@@ -106,26 +150,31 @@ def register(cli: click.Group) -> None:
     @_score_option
     @_boot_option
     @_seed_option
+    @_truth_option
     @_plot_option
     @json_option
     @_friendly
     def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str | None,
-                score: str, n_boot: int, random_state: int, plot_path: str | None,
-                as_json: bool) -> None:
+                score: str, n_boot: int, random_state: int, truth: str,
+                plot_path: str | None, as_json: bool) -> None:
         """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
+        from ..evaluate._references import resolve_truth
         from ..evaluate._runs import compare_runs
         from ..govern._decision import json_safe
         from ._display import save_comparison_plot
 
         with _open(db) as store:
+            truth, why = resolve_truth(store, [run_a, run_b],
+                                       None if truth == "auto" else truth, labels=labels_path)
             res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
-                               score=score, n_boot=n_boot, random_state=random_state)
+                               score=score, n_boot=n_boot, random_state=random_state,
+                               truth=truth)
         if plot_path:
             save_comparison_plot(res, plot_path)
-        _emit({"names": list(res.names), "n_common": res.n_common,
+        _emit({"names": list(res.names), "n_common": res.n_common, "truth": truth,
                "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
                "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
-              as_json, repr(res))
+              as_json, f"truth: {truth} ({why})\n{res!r}")
 
     @cli.command()
     @click.argument("run_id", metavar="RUN")
@@ -172,6 +221,8 @@ def register(cli: click.Group) -> None:
     @_labels_option
     @_score_option
     @_test_size_option
+    @_cv_option
+    @_cv_repeats_option
     @_seed_option
     @_boot_option
     @click.option("--policy-id", default="extraction_min_salience", show_default=True,
@@ -179,8 +230,9 @@ def register(cli: click.Group) -> None:
     @json_option
     @_friendly
     def propose(db: str, run_id: str, key_path: str, objective: str,
-                labels_path: str | None, score: str, test_size: float, random_state: int,
-                n_boot: int, policy_id: str, as_json: bool) -> None:
+                labels_path: str | None, score: str, test_size: float, cv: str,
+                cv_repeats: int, random_state: int, n_boot: int, policy_id: str,
+                as_json: bool) -> None:
         """Sign a threshold decision and record it as an unverified salience policy."""
         from ..govern._decision import propose_threshold
         from ..journal._crypto import SigningKey
@@ -189,7 +241,8 @@ def register(cli: click.Group) -> None:
         with _open(db, write=True) as store:
             rec = propose_threshold(store, run_id, key, objective=objective,
                                     labels=labels_path, score=score, policy_id=policy_id,
-                                    test_size=test_size, random_state=random_state,
+                                    test_size=test_size, cv=_cv(cv),
+                                    cv_repeats=cv_repeats, random_state=random_state,
                                     n_boot=n_boot)
         ref = rec.provenance.produced_by
         text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "

@@ -18,7 +18,7 @@ from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, StoreError
 from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extractor import Extractor
-from ..ingest._ingest import ingest_completions, ingest_labels
+from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
 from ..journal._ledger import import_journal
 from ..store._store import Store, open_store
 
@@ -70,9 +70,10 @@ def load_sample(
     path to keep it.
 
     Imports the signed journal (verified as it is read), the recorded
-    completions and the gold labels. Idempotent: calling it again on the same
-    file adds nothing. Equivalent to ``Store(db)``, ``import_journal``,
-    ``ingest_completions`` and ``ingest_labels``.
+    completions, the gold labels and the reference lessons. Idempotent: calling
+    it again on the same file adds nothing. Equivalent to ``Store(db)``,
+    ``import_journal``, ``ingest_completions``, ``ingest_labels`` and
+    ``ingest_references``.
     """
     src = _sample_dir(sample)
     if db_path is None:
@@ -81,8 +82,11 @@ def load_sample(
     store = open_store(db_path)
     try:
         import_journal(store, src / "journal.jsonl", keyring=src / "keys.json")
-        for report in (ingest_completions(store, src / "completions.jsonl"),
-                       ingest_labels(store, src / "labels.csv")):
+        reports = [ingest_completions(store, src / "completions.jsonl"),
+                   ingest_labels(store, src / "labels.csv")]
+        if (src / "references.jsonl").is_file():  # older sample folders have none
+            reports.append(ingest_references(store, src / "references.jsonl"))
+        for report in reports:
             if report.errors:
                 raise BadInputError(
                     f"{len(report.errors)} bad line(s) in the sample; the first: "

@@ -34,21 +34,37 @@ def format_sweep(df: pd.DataFrame) -> str:
 
 
 def format_choice(choice: ThresholdChoice) -> str:
-    """The chosen threshold, its bootstrap interval and its train / held-out metrics."""
+    """The chosen threshold, its bootstrap interval, its train / held-out metrics and the
+    held-out intervals, each saying what it covers (threshold fixed; choice re-made)."""
     sp = choice.split
     ci = ""
     if choice.threshold_interval is not None:
         lo, hi = choice.threshold_interval
         ci = f"  (bootstrap interval of the choice [{lo:.3f}, {hi:.3f}])"
+    if choice.cv:
+        reps = f" x {sp['cv_repeats']} repeats" if sp.get("cv_repeats", 1) > 1 else ""
+        how = (f"cross-validated by verdict: {sp['cv']} folds{reps} of {sp['n_verdicts']} "
+               f"verdicts (random_state={sp['random_state']})")
+        sides = ("in-sample", "held-out (out-of-fold)")
+    else:
+        how = (f"split by verdict: {sp['n_train_verdicts']} train / {sp['n_test_verdicts']} "
+               f"held-out verdicts (test_size={sp['test_size']}, "
+               f"random_state={sp['random_state']})")
+        sides = ("train", "held-out")
     lines = [f"chosen threshold: {choice.threshold:.4g}{ci}",
-             f"objective: {choice.objective}; split by verdict: {sp['n_train_verdicts']} train / "
-             f"{sp['n_test_verdicts']} held-out verdicts (test_size={sp['test_size']}, "
-             f"random_state={sp['random_state']})"]
+             f"objective: {choice.objective}; {how}"]
+    if choice.folds is not None:
+        spread = choice.threshold_spread
+        lines.append("thresholds per fold: " + ", ".join(
+            f"{t:.4g}" for t in choice.fold_thresholds)
+            + (f" (min {spread['min']:.4g}, max {spread['max']:.4g}, sd {spread['std']:.3g})"
+               if spread else ""))
     iv = choice.test_intervals.iloc[0] if choice.test_intervals is not None else None
     for m in ("precision", "recall", "f1", "kept_per_verdict"):
         tr, te = choice.train.get(m, np.nan), choice.test.get(m, np.nan)
         band = ""
         if iv is not None and f"{m}_low" in iv.index:
             band = f" [{iv[f'{m}_low']:.3f}, {iv[f'{m}_high']:.3f}]"
-        lines.append(f"  {m:<17} train {tr:.3f}   held-out {te:.3f}{band}")
+        lines.append(f"  {m:<17} {sides[0]} {tr:.3f}   {sides[1]} {te:.3f}{band}")
+    lines += choice.interval_lines()
     return "\n".join(lines)

@@ -136,8 +136,11 @@ def threshold_evidence(
     dataset hash, status), ``dataset_hash`` (the runs' common dataset hash, or
     the sorted distinct hashes when they differ), ``labels_hash``,
     ``n_label_rows``, ``split``, ``train`` / ``test`` (metrics at the
-    threshold), ``train_intervals`` / ``test_intervals`` (bootstrap
-    ``[low, high]`` per metric) and ``bootstrap`` (n_boot, confidence).
+    threshold; with cross-validation ``test`` is out-of-fold), ``train_intervals`` /
+    ``test_intervals`` (bootstrap ``[low, high]`` per metric, the threshold held
+    fixed) / ``procedure_intervals`` (the choice re-made on every replicate),
+    ``fold_thresholds`` (cross-validation, else None) and ``bootstrap`` (n_boot,
+    confidence).
     """
     runs = []
     for rid in run_ids:
@@ -173,6 +176,9 @@ def threshold_evidence(
         "train_intervals": _interval_map(boot.table if boot is not None else None,
                                          at=choice.threshold),
         "test_intervals": _interval_map(choice.test_intervals),
+        "procedure_intervals": _interval_map(choice.procedure_intervals),
+        "fold_thresholds": (list(choice.fold_thresholds) if choice.folds is not None
+                            else None),
         "bootstrap": ({"n_boot": boot.n_boot, "confidence": boot.confidence,
                        "random_state": boot.random_state, "by": "verdict"}
                       if boot is not None else None),

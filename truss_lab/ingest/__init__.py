@@ -1,19 +1,22 @@
-"""Bringing data in: strict readers of recorded completions and gold labels (bad lines
-named, good lines land), their JSON Schemas, and ingest into the store."""
+"""Bringing data in: strict readers of recorded completions, gold labels and reference
+lessons (bad lines named, good lines land), their JSON Schemas, and ingest into the store."""
 
 from __future__ import annotations
 
 from ._completions import read_completions, write_completions
-from ._ingest import IngestReport, ingest_completions, ingest_labels
+from ._ingest import IngestReport, ingest_completions, ingest_labels, ingest_references
 from ._labels import read_labels
+from ._references import read_references
 from ._schemas import json_schema
 
 __all__ = [
     "IngestReport",
     "ingest_completions",
     "ingest_labels",
+    "ingest_references",
     "json_schema",
     "read_completions",
     "read_labels",
+    "read_references",
     "write_completions",
 ]

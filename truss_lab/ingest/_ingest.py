@@ -1,4 +1,4 @@
-"""Loading the unchained formats (completions, labels) into the store.
+"""Loading the unchained formats (completions, labels, reference lessons) into the store.
 
 Bad lines are reported with their file, line and field; the good ones land
 in one transaction. A row whose key is already stored with other content is
@@ -19,6 +19,7 @@ from ..core._models import utcnow
 from ..store._store import Store
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
+from ._references import REFERENCE_KEY, read_references
 
 __all__ = [
     "COMPLETIONS_KEY",
@@ -27,6 +28,7 @@ __all__ = [
     "append_labels",
     "ingest_completions",
     "ingest_labels",
+    "ingest_references",
 ]
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -59,10 +61,22 @@ LABELS_SCHEMA = pa.schema(
     ]
 )
 
+REFERENCES_SCHEMA = pa.schema(
+    [
+        ("verdict_hash", pa.string()),
+        ("reference_id", pa.string()),
+        ("text", pa.string()),
+        ("evidence", pa.list_(pa.string())),
+        ("annotator", pa.string()),
+        ("source", pa.string()),
+        ("annotated_at", _TS),
+    ]
+)
+
 
 @dataclass
 class IngestReport:
-    """What an ingest of completions or labels did."""
+    """What an ingest of completions, labels or reference lessons did."""
 
     source: str
     rows_read: int
@@ -172,3 +186,22 @@ def append_labels(
     with store.transaction():
         added = store.append("labels", new, key=key)
     return added, conflicts
+
+
+def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestReport:
+    """Load a FORMATS.md §4 reference-lessons file into ``reference_lessons``.
+
+    Bad lines are reported (file, line, field) and the good ones land in one
+    transaction; a row whose key (verdict_hash, reference_id, annotator) is
+    stored already is kept as stored, and reported when its text or evidence
+    differ.
+    """
+    source = str(path)
+    df, errors = read_references(path)
+    n_read = len(df) + len(errors)
+    new = _frame(df, REFERENCES_SCHEMA, {"source": source, "annotated_at": utcnow()})
+    key = list(REFERENCE_KEY)
+    conflicts = _conflicts(store, "reference_lessons", new, key, ["text", "evidence"], source)
+    with store.transaction():
+        added = store.append("reference_lessons", new, key=key)
+    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])

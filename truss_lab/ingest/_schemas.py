@@ -17,20 +17,22 @@ def _models() -> dict[str, type[BaseModel]]:
     from ..journal._spec import JournalEntryModel, VerdictPayloadModel
     from ._completions import CompletionRecordModel
     from ._labels import LabelRecordModel
+    from ._references import ReferenceRecordModel
 
     return {
         "journal": JournalEntryModel,
         "verdict": VerdictPayloadModel,
         "completions": CompletionRecordModel,
         "labels": LabelRecordModel,
+        "references": ReferenceRecordModel,
         "policy-record": PolicyRecord,
         "memory-entry": MemoryEntry,
         "config": MemoryConfig,
     }
 
 
-SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "policy-record",
-                "memory-entry", "config")
+SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "references",
+                "policy-record", "memory-entry", "config")
 
 
 def json_schema(name: str) -> dict[str, Any]:

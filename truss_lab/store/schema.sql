@@ -239,3 +239,19 @@ ALTER TABLE completions RENAME COLUMN extractor TO extractor_id;
 ALTER TABLE labels RENAME COLUMN extractor TO extractor_id;
 ALTER TABLE extraction_runs RENAME COLUMN min_salience TO extraction_min_salience;
 DROP TABLE scores;
+
+-- migration: 005_references
+-- Reference lessons (FORMATS.md §4): what an annotator says a verdict should
+-- teach, independent of any extractor. Named reference_lessons because
+-- REFERENCES is an SQL keyword. A verdict an annotator found nothing to teach
+-- in has one row with reference_id 'none' and empty text; a verdict with no
+-- row at all is not annotated.
+CREATE TABLE reference_lessons (
+    verdict_hash      VARCHAR NOT NULL,
+    reference_id      VARCHAR NOT NULL,  -- r1, r2 ... or 'none'
+    text              VARCHAR NOT NULL,
+    evidence          VARCHAR[] NOT NULL,
+    annotator         VARCHAR NOT NULL,  -- '' when the file gave none
+    source            VARCHAR NOT NULL,
+    annotated_at      TIMESTAMPTZ NOT NULL  -- when this database received it
+);

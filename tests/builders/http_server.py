@@ -5,7 +5,7 @@ the script runs out, the default reply is a chat completion that echoes the
 last message. The server records every request (path, headers, JSON body)
 and the highest number of requests it saw in flight at once.
 
-Run as a script (``python tests/_http_server.py --latency 0.1``) it serves the
+Run as a script (``python -m tests.builders.http_server --latency 0.1``) it serves the
 default reply with a fixed delay and prints its base URL on the first line of
 stdout; the provider benchmark uses it that way, in its own process.
 """

@@ -1,0 +1,1 @@
+"""Repository scripts, runnable as ``python -m scripts.NAME`` from the repository root."""

@@ -1,0 +1,153 @@
+"""Figures of reference-based evaluation on the bundled sample (README, "Reference lessons").
+
+    .venv/bin/python scripts/reference_figures.py            # matcher + agreement figures
+    .venv/bin/python scripts/reference_figures.py --grid     # also the match-threshold grid
+
+1. The lexical matcher against the simulator's lesson-level truth
+   (``datasets/sample/lesson_truth.csv``): a lesson should match the
+   reference it expresses, unless it repeats an earlier lesson of its
+   completion (``duplicate_of``): of a lesson and its repeats only the first
+   in greedy order (score descending, lesson index) should match. Precision =
+   correct matches / matches; recall = correct matches / lessons that should
+   match; split by paraphrase level (the paraphrasing extractor's light and
+   heavy rewordings) and extractor.
+2. Reference-based vs label-based precision and recall at gate threshold 0.70
+   for the labelled extractors, with 95 % verdict-bootstrap intervals
+   (``bootstrap_metrics``, 2000 replicates, seed 0), and the unlabelled
+   paraphrasing extractor and the heuristic scored by references.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from truss_lab.evaluate._bootstrap import bootstrap_metrics
+from truss_lab.evaluate._references import reference_truth
+from truss_lab.evaluate._sweep import UndefinedMetricWarning
+from truss_lab.evaluate._truth import scored_candidates
+from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
+
+EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1", "heuristic-v1")
+LABELLED = ("sim-good-v1", "sim-overconfident-v1")
+
+
+def matcher_accuracy(store, threshold: float | None = None) -> pd.DataFrame:
+    """Lesson-level precision/recall of the matcher against lesson_truth.csv."""
+    truth = pd.read_csv(SAMPLE / "lesson_truth.csv", dtype={"paraphrase": str})
+    rows = []
+    for ex in EXTRACTORS[:3]:
+        kw = {} if threshold is None else {"match_threshold": threshold}
+        les = reference_truth(store, sample_run_id(ex), **kw).lessons
+        d = les.merge(truth.rename(columns={"extractor": "extractor_id",
+                                            "reference_id": "true_ref"}),
+                      on=["verdict_hash", "extractor_id", "lesson_index"], how="left")
+        d["lesson_index"] = d["lesson_index"].astype("int64")
+        # Only lessons that can be written take part (NaN salience claims nothing).
+        d = d[~d["s"].isna()].reset_index(drop=True)
+        # Lessons saying one thing (a lesson and its duplicates) should match once: the
+        # first of them in greedy order (score descending, then lesson index).
+        meaning = d["duplicate_of"].fillna(d["lesson_index"]).astype("int64")
+        first = (d.assign(_m=meaning, _neg=-d["s"])
+                 .sort_values(["_neg", "lesson_index"], kind="stable")
+                 .duplicated(["verdict_hash", "_m"], keep="first").sort_index())
+        target = d["true_ref"].where(~first.to_numpy(), "none").fillna("none")
+        pred = d["reference_id"].astype(object).where(d["y"] == 1, "none")
+        for part, sel in (("all", np.ones(len(d), bool)),
+                          ("light", (d["paraphrase"] == "light").to_numpy()),
+                          ("heavy", (d["paraphrase"] == "heavy").to_numpy()),
+                          ("repeats", first.to_numpy())):
+            if not sel.any():
+                continue
+            m, t, p = (pred[sel] != "none"), (target[sel] != "none"), pred[sel]
+            correct = int((m & (p == target[sel])).sum())
+            rows.append({"extractor": ex, "part": part, "lessons": int(sel.sum()),
+                         "should_match": int(t.sum()), "matched": int(m.sum()),
+                         "correct": correct,
+                         "precision": correct / m.sum() if m.sum() else np.nan,
+                         "recall": correct / t.sum() if t.sum() else np.nan})
+    return pd.DataFrame(rows)
+
+
+def agreement_at(store, threshold: float = 0.70, n_boot: int = 2000) -> pd.DataFrame:
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        for ex in EXTRACTORS:
+            rid = sample_run_id(ex)
+            sources = []
+            tr = reference_truth(store, rid)
+            y, s, g = tr.arrays()
+            sources.append(("references", y, s, g))
+            if ex in LABELLED:
+                d = scored_candidates(store, rid)
+                sources.append(("labels", d["y"].to_numpy(), d["s"].to_numpy(),
+                                d["verdict_hash"].to_numpy(dtype=object)))
+            for name, y, s, g in sources:
+                b = bootstrap_metrics(y, s, g, thresholds=[threshold], n_boot=n_boot,
+                                      random_state=0)
+                row = {"extractor": ex, "truth": name, "verdicts": len(pd.unique(g))}
+                for m in ("precision", "recall", "f1"):
+                    row[m] = float(b.table[m].iloc[0])
+                    row[m + "_lo"] = float(b.table[m + "_low"].iloc[0])
+                    row[m + "_hi"] = float(b.table[m + "_high"].iloc[0])
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def label_vs_match(store) -> pd.DataFrame:
+    """Labelled lessons of annotated verdicts: majority label against the matched flag."""
+    rows = []
+    for ex in LABELLED:
+        rid = sample_run_id(ex)
+        les = reference_truth(store, rid).lessons
+        lab = scored_candidates(store, rid)[["candidate_id", "y"]].rename(columns={"y": "label"})
+        d = les.merge(lab, on="candidate_id")
+        kept = d["s"] >= 0.70
+        ct = pd.crosstab(d["label"], d["y"])
+        rows.append({"extractor": ex, "lessons": len(d),
+                     "useful&matched": int(ct.loc[1, 1]), "useful&unmatched": int(ct.loc[1, 0]),
+                     "not_useful&matched": int(ct.loc[0, 1]),
+                     "not_useful&unmatched": int(ct.loc[0, 0]),
+                     "kept": int(kept.sum()),
+                     "label_precision_annotated": float(d.loc[kept, "label"].mean()),
+                     "label_recall_annotated": float(
+                         (d["label"][kept]).sum() / d["label"].sum())})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grid", action="store_true", help="also the match-threshold grid")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = load_sample(Path(tmp) / "s.duckdb")
+        run_sample_extractions(store, extractors=EXTRACTORS, write_memory=False)
+        pd.set_option("display.width", 200)
+        print("== matcher vs lesson_truth.csv (default threshold)")
+        print(matcher_accuracy(store).round(3).to_string(index=False))
+        if args.grid:
+            print("== match-threshold grid (paraphrasing extractor + all three)")
+            for t in (0.10, 0.15, 0.20, 0.22, 0.25, 0.30, 0.35, 0.40):
+                a = matcher_accuracy(store, t)
+                a = a[a["part"].isin(["light", "heavy", "all"])]
+                tot = a[a["part"] == "all"][["matched", "correct", "should_match"]].sum()
+                lh = {r.part: f"{r.precision:.3f}/{r.recall:.3f}"
+                      for r in a[a["part"].isin(["light", "heavy"])].itertuples()}
+                print(f"  t={t:.2f}: all P={tot.correct / tot.matched:.3f} "
+                      f"R={tot.correct / tot.should_match:.3f}  light P/R={lh['light']}  "
+                      f"heavy P/R={lh['heavy']}")
+        print("== reference- vs label-based metrics at 0.70 (95% verdict bootstrap)")
+        print(agreement_at(store).round(3).to_string(index=False))
+        print("== labelled lessons of annotated verdicts: label vs matched")
+        print(label_vs_match(store).round(3).to_string(index=False))
+        store.close()
+
+
+if __name__ == "__main__":
+    main()

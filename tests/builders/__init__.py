@@ -1,0 +1,17 @@
+"""Shared builders of the tests, the benchmarks and ``scripts/reliability.py``.
+
+- :mod:`tests.builders.chains`: signing keys, the verdict payload of entry ``i``,
+  signed chains (as entries or as columns), journal lines and files;
+- :mod:`tests.builders.tampers`: one-field-tampered copies of a chain, each with
+  the reason, seq and line verification must report;
+- :mod:`tests.builders.stores`: a fresh in-memory store, the bundled sample
+  or a simulated dataset loaded into a store or a template database file;
+- :mod:`tests.builders.http_server`: a scriptable OpenAI-compatible server
+  on 127.0.0.1;
+- :mod:`tests.builders.report`: the sample with a ``<script>`` lesson, for the
+  report tests.
+
+Benchmarks and scripts import them with the repository root on ``sys.path``:
+run them as modules from the root (``python -m scripts.reliability``), or by
+path with ``PYTHONPATH`` set to the root, as ``scripts/bench_all.py`` does.
+"""

@@ -1,0 +1,103 @@
+"""Stores for tests, benchmarks and scripts: fresh, or loaded with the sample or a simulation.
+
+A dataset folder has the layout of ``datasets/sample/`` (``journal.jsonl``,
+``keys.json``, ``completions.jsonl``, ``labels.csv``), which is also what
+``simulate`` writes; :func:`load_dataset` imports one into a store.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from truss_lab.faces._notebook import SAMPLE
+from truss_lab.ingest._ingest import ingest_completions, ingest_labels
+from truss_lab.journal._ledger import import_journal
+from truss_lab.simulate._simulate import DEFAULT_EXTRACTORS, SimulationResult, simulate
+from truss_lab.store._store import Store
+
+__all__ = [
+    "SAMPLE", "fresh_store", "load_dataset", "lock_holder", "sample_store", "sample_template",
+    "simulated_db",
+]
+
+DbPath = str | os.PathLike[str]
+
+
+def fresh_store() -> Store:
+    """A fresh, migrated in-memory store."""
+    return Store(":memory:")
+
+
+def load_dataset(store: Store, folder: Path = SAMPLE, *, labels: bool = True) -> Store:
+    """Import ``folder``'s signed journal, its completions and (unless ``labels=False``) labels."""
+    import_journal(store, folder / "journal.jsonl", keyring=folder / "keys.json")
+    ingest_completions(store, folder / "completions.jsonl")
+    if labels:
+        ingest_labels(store, folder / "labels.csv")
+    return store
+
+
+def sample_store(path: DbPath = ":memory:", *, labels: bool = True) -> Store:
+    """An open store at ``path`` (in memory by default) holding the bundled sample."""
+    store = Store(path)
+    try:
+        return load_dataset(store, SAMPLE, labels=labels)
+    except BaseException:
+        store.close()
+        raise
+
+
+def sample_template(path: Path, *, labels: bool = False) -> Path:
+    """A database file at ``path`` holding the sample, to copy per test; returns ``path``.
+
+    Without labels by default: the template of the extraction tests and the
+    resume torture (journal and completions only).
+    """
+    sample_store(path, labels=labels).close()
+    return path
+
+
+def simulated_db(
+    folder: Path, path: Path, *, runs: int, seed: int,
+    extractors: Sequence[str] = DEFAULT_EXTRACTORS, labels: bool = False,
+) -> SimulationResult:
+    """Simulate ``runs`` verdicts into ``folder`` and load them into the database file ``path``."""
+    sim = simulate(folder, runs=runs, seed=seed, extractors=extractors)
+    with Store(path) as s:
+        load_dataset(s, sim.out_dir, labels=labels)
+    return sim
+
+
+@contextmanager
+def lock_holder(
+    path: Path, *, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the database ``path`` open for writing, until the block ends.
+
+    Yields once the child has opened the store (it prints ``ready``); its PID is
+    what a second writer's StoreLockedError must name.
+    """
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            from truss_lab.store._store import Store
+            s = Store({str(path)!r})
+            print("ready", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert holder.stdout is not None
+        line = holder.stdout.readline().strip()
+        if line != "ready":
+            raise RuntimeError(f"the lock holder did not open {path}: got {line!r}")
+        yield holder
+    finally:
+        holder.communicate(input="", timeout=30)  # closing its stdin lets it exit

@@ -1,0 +1,140 @@
+"""Reference lessons in: the §4 reader, the table, `truss-lab ingest references`, agreement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from truss_lab.evaluate._references import reference_agreement, run_references
+from truss_lab.faces._cli import cli
+from truss_lab.ingest._ingest import ingest_references
+from truss_lab.ingest._references import REFERENCE_FIELDS, read_references
+from truss_lab.ingest._schemas import json_schema
+
+SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
+H1, H2, H3 = "a" * 64, "b" * 64, "c" * 64
+
+
+def _line(**kw: object) -> str:
+    rec = {"verdict_hash": H1, "reference_id": "r1", "text": "Check cron jobs after DST",
+           "evidence": ["check:tz_regression"], "annotator": "ann-a"}
+    rec.update(kw)
+    return json.dumps({k: v for k, v in rec.items() if v is not ...})
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    p = tmp_path / "refs.jsonl"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+def test_sample_reads_clean() -> None:
+    df, errors = read_references(SAMPLE / "references.jsonl")
+    assert errors == []
+    assert list(df.columns) == list(REFERENCE_FIELDS)
+    assert len(df) == 780 and df["verdict_hash"].nunique() == 402
+
+
+@pytest.mark.parametrize(("line", "field", "reason"), [
+    (_line(verdict_hash="ab"), "verdict_hash", "bad_value"),
+    (_line(reference_id=""), "reference_id", "bad_value"),
+    (_line(reference_id="none"), "text", "bad_value"),         # "none" needs empty text
+    (_line(text=""), "text", "bad_value"),                      # a real reference needs text
+    (_line(evidence=[""]), "evidence.0", "bad_value"),
+    (_line(evidence="check:x"), "evidence", "bad_value"),
+    (_line(text=...), "text", "missing"),
+    (_line(extra=1), "extra", "unexpected_field"),
+    ('{"verdict_hash": "' + H1 + '", "verdict_hash": "' + H1 + '"}', "verdict_hash",
+     "duplicate_key"),
+    ("[1, 2]", None, "not_object"),
+    ("{not json", None, "bad_json"),
+])
+def test_bad_lines_are_named_and_good_lines_land(tmp_path, line, field, reason) -> None:
+    good = _line(verdict_hash=H2)
+    df, errors = read_references(_write(tmp_path, [good, line]))
+    assert len(df) == 1 and df["verdict_hash"][0] == H2
+    assert len(errors) >= 1
+    e = errors[0]
+    assert (e.line, e.field, e.reason) == (2, field, reason), str(e)
+
+
+def test_duplicates_collapse_or_conflict(tmp_path) -> None:
+    lines = [_line(), _line(),                                   # identical: one row
+             _line(verdict_hash=H2), _line(verdict_hash=H2, text="other"),  # conflict
+             _line(verdict_hash=H3, annotator=...), _line(verdict_hash=H3, annotator="")]
+    df, errors = read_references(_write(tmp_path, lines))
+    assert sorted(df["verdict_hash"]) == [H1, H3]  # absent and empty annotator are one key
+    assert [(e.line, e.reason) for e in errors] == [(4, "conflicting_duplicate")]
+    assert "line 3" in errors[0].message
+
+
+def test_none_beside_real_references_is_dropped(tmp_path) -> None:
+    lines = [_line(), _line(reference_id="none", text="", evidence=[]),
+             _line(annotator="ann-b", reference_id="none", text="", evidence=[])]
+    df, errors = read_references(_write(tmp_path, lines))
+    assert sorted(zip(df["annotator"], df["reference_id"], strict=True)) == [
+        ("ann-a", "r1"), ("ann-b", "none")]
+    assert [(e.line, e.field, e.reason) for e in errors] == [
+        (2, "reference_id", "none_with_references")]
+
+
+def test_schema_and_reader_agree() -> None:
+    schema = json_schema("references")
+    assert set(schema["properties"]) == set(REFERENCE_FIELDS)
+    assert set(schema["required"]) == {"verdict_hash", "reference_id", "text"}
+    out = CliRunner().invoke(cli, ["schema", "references"])
+    assert out.exit_code == 0 and json.loads(out.output)["title"] == "ReferenceRecordModel"
+
+
+def test_ingest_is_idempotent_and_reports_conflicts(store, tmp_path) -> None:
+    rep = ingest_references(store, SAMPLE / "references.jsonl")
+    assert (rep.rows_read, rep.rows_added, rep.errors) == (780, 780, [])
+    rep = ingest_references(store, SAMPLE / "references.jsonl")
+    assert (rep.rows_added, rep.rows_present) == (0, 780)
+    first = run_references(store).iloc[0]
+    changed = json.dumps({"verdict_hash": first["verdict_hash"],
+                          "reference_id": first["reference_id"], "text": "changed",
+                          "evidence": [], "annotator": first["annotator"]})
+    rep = ingest_references(store, _write(tmp_path, [changed]))
+    assert rep.rows_added == 0 and [e.reason for e in rep.errors] == ["conflict"]
+    assert store.sql("SELECT count(*) FROM reference_lessons").fetchall()[0][0] == 780
+
+
+def test_cli_ingest_references(tmp_path) -> None:
+    db = str(tmp_path / "t.duckdb")
+    r = CliRunner().invoke(cli, ["init", "--db", db])
+    assert r.exit_code == 0, r.output
+    bad = _write(tmp_path, [_line(), _line(verdict_hash="zz")])
+    r = CliRunner().invoke(cli, ["ingest", "references", "--db", db, str(bad)])
+    assert r.exit_code == 0, r.output
+    assert "1 added" in r.output and "1 bad lines" in r.output and "line 2" in r.output
+
+
+def test_agreement_on_the_sample() -> None:
+    df, _ = read_references(SAMPLE / "references.jsonl")
+    ag = reference_agreement(df)
+    row = ag.iloc[0]
+    assert (row.annotator_a, row.annotator_b, row.n_common) == ("ann-a", "ann-b", 170)
+    # ann-b only leaves references out (never adds one): every id it wrote ann-a wrote too.
+    assert row.n_both == row.n_b == 130 and row.n_a == 139
+    assert row.id_agreement == pytest.approx(130 / 139)
+    assert row.both_none == 96
+
+
+def test_agreement_counts_none_as_empty() -> None:
+    df = pd.DataFrame({"verdict_hash": [H1, H1, H2, H2], "reference_id": ["none", "r1", "r1", "r1"],
+                       "text": ["", "x", "y", "y"], "annotator": ["a", "b", "a", "b"]})
+    row = reference_agreement(df).iloc[0]
+    assert (row.n_common, row.both_none, row.n_both, row.same_set) == (2, 0, 1, 0.5)
+    assert row.id_agreement == 0.5
+
+
+def test_load_sample_ingests_references(tmp_path) -> None:
+    from truss_lab.faces._notebook import load_sample
+
+    with load_sample(tmp_path / "s.duckdb") as s:
+        assert s.sql("SELECT count(*) FROM reference_lessons").fetchall()[0][0] == 780

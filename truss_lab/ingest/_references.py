@@ -1,0 +1,190 @@
+"""Reference lessons: JSONL, one expected lesson per line (FORMATS.md §4).
+
+:class:`ReferenceRecordModel` is the specification (it feeds ``truss-lab
+schema references``) and :func:`read_references` validates every line with it,
+so the reader and the schema cannot drift. Reference files are small (a few
+references per annotated verdict), so each line is parsed strictly with
+:func:`~truss_lab.core._canonical.loads_strict` and validated by the model; the
+bulk column checks of the completions reader are not worth their code here.
+
+Like completions and labels: bad lines are reported with file, line and field,
+and the good ones land; identical duplicates of (verdict_hash, reference_id,
+annotator) collapse, conflicting ones are all dropped with an error naming both
+lines. A verdict an annotator says teaches nothing is one line with
+``reference_id`` ``"none"`` and empty text; a ``"none"`` line beside real
+references of the same annotator and verdict contradicts them and is dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, StrictStr, ValidationError, model_validator
+
+from ..core._canonical import MalformedJSON, loads_strict
+from ..core._errors import BadInputError
+from ._jsonl import _json_kind, _locate_field, _split_lines
+from ._records import Hex64, NonEmpty, _dedupe, _err, _Record
+
+__all__ = [
+    "NO_REFERENCE",
+    "REFERENCE_FIELDS",
+    "REFERENCE_KEY",
+    "ReferenceRecordModel",
+    "read_references",
+]
+
+REFERENCE_FIELDS: tuple[str, ...] = ("verdict_hash", "reference_id", "text", "evidence",
+                                     "annotator")
+"""The §4 fields, in FORMATS.md order (also the column order of the frame)."""
+REFERENCE_KEY: tuple[str, ...] = ("verdict_hash", "reference_id", "annotator")
+"""Unique key of a reference lesson within a file."""
+NO_REFERENCE = "none"
+"""The ``reference_id`` of the line saying "this verdict teaches nothing"."""
+
+
+class ReferenceRecordModel(_Record):
+    """One reference lesson: a line of a references JSONL file (FORMATS.md §4)."""
+
+    verdict_hash: Hex64
+    """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""
+    reference_id: NonEmpty
+    """The reference's id within its verdict (``r1``, ``r2`` ...); ``"none"``
+    (with empty ``text``) says the annotator found nothing worth teaching."""
+    text: StrictStr
+    """What the lesson should say; empty exactly when ``reference_id`` is ``"none"``."""
+    evidence: list[NonEmpty] = Field(default_factory=list)
+    """``check:<name>`` / ``summary`` / ``goal`` tokens, as in lesson evidence; may be empty."""
+    annotator: StrictStr | None = None
+    """Who wrote it; optional (absent, null or empty: one anonymous annotator)."""
+
+    @model_validator(mode="after")
+    def _none_is_empty(self) -> ReferenceRecordModel:
+        if (self.reference_id == NO_REFERENCE) != (self.text.strip() == ""):
+            raise ValueError(
+                "text must be empty exactly when reference_id is 'none' "
+                f"(got reference_id {self.reference_id!r} with "
+                f"{'empty' if not self.text.strip() else 'non-empty'} text)"
+            )
+        return self
+
+
+def _empty_frame() -> pd.DataFrame:
+    return pd.DataFrame({
+        "verdict_hash": pd.Series([], dtype="string"),
+        "reference_id": pd.Series([], dtype="string"),
+        "text": pd.Series([], dtype="string"),
+        "evidence": pd.Series([], dtype=object),
+        "annotator": pd.Series([], dtype="string"),
+    })
+
+
+def _field_of(err: dict[str, Any]) -> str | None:
+    loc = [str(x) for x in err.get("loc", ())]
+    if not loc:
+        # The cross-field rule: name the field a reader would fix first.
+        return "text" if "text must be empty" in str(err.get("msg", "")) else None
+    return ".".join(loc)
+
+
+def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Read a §4 reference-lessons JSONL file: ``(good rows, errors)``.
+
+    The frame has the columns of :data:`REFERENCE_FIELDS` (strings as
+    ``string``; ``evidence`` a list of str per row; ``annotator`` ``""`` when
+    the line gave none, so the key never holds a null), one row per unique
+    (verdict_hash, reference_id, annotator). Each bad line gives a
+    :class:`BadInputError` naming the file, the 1-based line and (when known)
+    the field, with a ``reason``: ``bad_json``, ``not_object``,
+    ``bad_unicode``, ``duplicate_key``, ``non_finite``, ``unsafe_integer``,
+    ``missing``, ``unexpected_field``, ``bad_value``,
+    ``conflicting_duplicate`` or ``none_with_references``. Blank lines are
+    ignored.
+    """
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BadInputError(f"cannot read references file: {exc.strerror}",
+                            source=source) from exc
+    lines, errors = _split_lines(data, source)
+    rows: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    for number, text in lines:
+        try:
+            value = loads_strict(text)
+        except MalformedJSON as exc:
+            field = _locate_field(text, exc.reason, exc.field)
+            errors.append(_err(str(exc), source, number, field, exc.reason))
+            continue
+        if not isinstance(value, dict):
+            errors.append(_err(f"expected a JSON object, got {_json_kind(value)}", source,
+                               number, None, "not_object"))
+            continue
+        try:
+            rec = ReferenceRecordModel.model_validate(value)
+        except ValidationError as exc:
+            for e in exc.errors():
+                kind = e.get("type", "")
+                reason = {"missing": "missing", "extra_forbidden": "unexpected_field"}.get(
+                    kind, "bad_value")
+                msg = ("required field is missing" if reason == "missing" else
+                       f"unexpected field (allowed: {', '.join(REFERENCE_FIELDS)})"
+                       if reason == "unexpected_field" else e["msg"])
+                errors.append(_err(msg, source, number, _field_of(dict(e)), reason))
+            continue
+        row = rec.model_dump()
+        row["annotator"] = row["annotator"] or ""
+        rows.append(row)
+        numbers.append(number)
+    if not rows:
+        errors.sort(key=lambda e: e.line or 0)
+        return _empty_frame(), errors
+    df = pd.DataFrame(rows, columns=list(REFERENCE_FIELDS))
+    for c in ("verdict_hash", "reference_id", "text", "annotator"):
+        df[c] = df[c].astype("string")
+    lines_arr = np.asarray(numbers, dtype=np.int64)
+    # Lists are unhashable: compare evidence as a tuple while deduplicating.
+    keyed = df.assign(evidence=df["evidence"].map(tuple))
+    keyed, dup_errors = _dedupe(keyed, lines_arr, REFERENCE_KEY, source)
+    errors += dup_errors
+    keep_lines = _surviving_lines(df, lines_arr, keyed)
+    df = keyed.assign(evidence=keyed["evidence"].map(list))
+    df, none_errors = _drop_contradicting_none(df, keep_lines, source)
+    errors += none_errors
+    errors.sort(key=lambda e: e.line or 0)
+    return df.reset_index(drop=True), errors
+
+
+def _surviving_lines(before: pd.DataFrame, lines: np.ndarray, after: pd.DataFrame) -> np.ndarray:
+    """The first line number of each row that survived deduplication."""
+    first = (before.assign(_line=lines, evidence=before["evidence"].map(tuple))
+             .drop_duplicates(list(REFERENCE_KEY), keep="first"))
+    by_key = {tuple(r[:3]): r[3] for r in first[[*REFERENCE_KEY, "_line"]].itertuples(
+        index=False)}
+    return np.asarray([by_key[tuple(r)] for r in after[list(REFERENCE_KEY)].itertuples(
+        index=False)], dtype=np.int64)
+
+
+def _drop_contradicting_none(
+    df: pd.DataFrame, lines: np.ndarray, source: str
+) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Drop "none" lines of an (annotator, verdict) that also has real references."""
+    is_none = (df["reference_id"] == NO_REFERENCE).to_numpy(dtype=bool)
+    if not is_none.any():
+        return df, []
+    key = ["verdict_hash", "annotator"]
+    real = df.loc[~is_none, key].drop_duplicates()
+    clash = df[key].merge(real.assign(_real=True), on=key, how="left")["_real"]
+    bad = is_none & clash.fillna(False).to_numpy(dtype=bool)
+    errors = [
+        _err("reference_id 'none' (teaches nothing) beside real references of the same "
+             "verdict and annotator; the 'none' line is dropped", source, int(lines[i]),
+             "reference_id", "none_with_references")
+        for i in np.flatnonzero(bad)
+    ]
+    return df[~bad], errors
