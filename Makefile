@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DB     ?= truss_lab.duckdb
 
-.PHONY: demo test test-slow test-browser lint bench reliability install install-dev clean
+.PHONY: demo lab test test-slow test-browser lint bench reliability install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ install-dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
 	$(BIN)/python -m truss_lab.faces.demo --db $(DB)
+
+# JupyterLab on the notebooks (the notebook extra brings it). Stop it with Ctrl-C.
+lab: $(VENV)/.installed
+	$(BIN)/jupyter lab notebooks
 
 # The suite: ruff, the tests (slow ones and the browser test are separate
 # targets), then every notebook executed top to bottom by nbmake.

@@ -88,15 +88,3 @@ def test_every_cli_command_has_help() -> None:
         for p in cmd.params:
             if isinstance(p, click.Option):
                 assert p.help, f"`truss-lab {name}` option {p.opts} has no help"
-
-
-def test_readme_python_quickstart_runs(tmp_path, monkeypatch) -> None:
-    block = README.split("## Python quickstart", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    root = Path(__file__).resolve().parent.parent
-    monkeypatch.chdir(root)
-    code = block.replace('"lab.duckdb"', repr(str(tmp_path / "lab.duckdb")))
-    namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    assert namespace["record"].policy.target == "salience"
-    assert namespace["lessons"]["trust"].eq("unverified").all()
-    namespace["store"].close()

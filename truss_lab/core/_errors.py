@@ -8,6 +8,7 @@
     ├── ChainError                 a journal entry fails verification (carries seq + reason)
     ├── PolicyError                a governed write is refused (bad target, fork, cycle)
     ├── ProviderError              a model provider failed or has no recording
+    │   └── ProviderUnavailableError  the endpoint did not answer (retries exhausted)
     └── StoreError                 the database cannot be opened or written
         └── StoreLockedError       another process holds the write lock
 
@@ -23,6 +24,7 @@ __all__ = [
     "ConfigError",
     "PolicyError",
     "ProviderError",
+    "ProviderUnavailableError",
     "StoreError",
     "StoreLockedError",
     "TrussLabError",
@@ -94,6 +96,11 @@ class PolicyError(TrussLabError):
 
 class ProviderError(TrussLabError):
     """A provider call failed, or a replay has no (or a mismatched) recording."""
+
+
+class ProviderUnavailableError(ProviderError):
+    """A live provider could not be reached: connection errors, timeouts, 429 or 5xx
+    until the retries ran out. Consecutive ones open a run's circuit breaker."""
 
 
 class StoreError(TrussLabError):

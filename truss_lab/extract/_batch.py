@@ -49,6 +49,7 @@ from ..store._runs import (
     reopen_run,
 )
 from ..store._store import Store
+from ._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES, CircuitOpenError, with_breaker
 from ._executors import Chunk, Executor, make_executor, parse_executor
 from ._extractor import ExtractionRows, Extractor, ensure_run
 from ._gate import ScoreFunction, gated_tables, record_run_verdicts, write_extraction
@@ -256,6 +257,9 @@ def run_extraction(
     score: ScoreFunction | None = None,
     scorer_name: str = "model_salience@1",
     run_config: Mapping[str, Any] | None = None,
+    name: str | None = None,
+    tags: Sequence[str] = (),
+    max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
 ) -> ExtractionRun:
     """Extract, gate and write lessons for a batch of recorded verdicts.
 
@@ -267,7 +271,11 @@ def run_extraction(
     what an uninterrupted run would have. Raises :class:`ChainError` (after
     recording a failed run) when the journal does not verify. ``run_config``
     adds JSON values to the run's stored config (the CLI keeps its extractor spec
-    there so ``--resume RUN`` needs nothing else).
+    there so ``--resume RUN`` needs nothing else). ``name`` and ``tags`` label a new
+    run for people. ``max_consecutive_failures``: a live provider that fails this
+    many verdicts in a row (the endpoint is down, retries exhausted) stops the
+    run with :class:`CircuitOpenError`; the run is marked failed and resumable
+    (``None``: never stop).
     """
     t0 = time.perf_counter()
     config = config or MemoryConfig()
@@ -275,6 +283,7 @@ def run_extraction(
         raise BadInputError(f"chunk_size must be a positive integer, got {chunk_size!r}",
                             field="chunk_size")
     parse_executor(executor)
+    runner = with_breaker(extractor, max_consecutive_failures)  # what the workers call
     batch = resolve_batch(store, verdicts, params)
     dataset_hash = _dataset_hash(batch)
     existing = get_run(store, run_id) if run_id else None
@@ -301,7 +310,8 @@ def run_extraction(
         with store.transaction():
             ensure_run(store, run_id, extractor, config, status="running",
                        write_memory=write_memory, extra=extra, templates=False,
-                       scorer=scorer_name, dataset_hash=dataset_hash, counted=True)
+                       scorer=scorer_name, dataset_hash=dataset_hash, counted=True,
+                       name=name, tags=tags)
 
     n_chunks = -(-len(batch) // chunk_size)
     try:
@@ -331,7 +341,7 @@ def run_extraction(
         done_now = 0
         last = t0  # setup (batch, verification) counts toward the first chunk's time
         errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
-        ex = make_executor(executor, extractor) if todo else None
+        ex = make_executor(executor, runner) if todo else None
         bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
         try:
             for index, seqs, rows in _pipeline(store, ex, todo, seqs_all, chunk_size):
@@ -356,6 +366,11 @@ def run_extraction(
                        n_chunks - len(todo))
     except ChainError:
         raise
+    except CircuitOpenError as exc:
+        msg = (f"run {run_id} stopped: {exc}; resume it with `truss-lab extract --resume "
+               f"{run_id}` (or resume=True) once the endpoint answers")
+        finish_run(store, run_id, "failed", 0.0, error=msg[:2000])
+        raise CircuitOpenError(msg) from None
     except BaseException as exc:
         # Record why, so `truss-lab runs` shows it; a SIGKILL leaves 'running'.
         try:

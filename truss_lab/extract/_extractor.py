@@ -22,6 +22,7 @@ from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, ProviderError
 from ..store._runs import create_run, record_prompt_template
 from ..store._store import Store
+from ._breaker import CircuitOpenError
 from ._parser import candidates_frame, parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
 from ._providers import Completion, CompletionRequest, Provider, provider_name
@@ -152,6 +153,8 @@ def extract_verdicts(
         calls += 1
         try:
             completion = extractor.provider.complete(request)
+        except CircuitOpenError:
+            raise  # the endpoint is down: the run stops and this chunk is not written
         except ProviderError as exc:
             errors.append(_err(seq, vhash, "provider", "provider_error", str(exc)))
             continue
@@ -211,6 +214,8 @@ def ensure_run(
     scorer: str = "model_salience@1",
     dataset_hash: str | None = None,
     counted: bool = False,
+    name: str | None = None,
+    tags: Sequence[str] = (),
 ) -> None:
     """Create the extraction_runs row for ``run_id`` if it does not exist
     (and, with ``templates``, record the prompt template it uses): the run
@@ -224,6 +229,7 @@ def ensure_run(
         extraction_min_salience=config.extraction_min_salience,
         write_memory=write_memory, prompt_version=tpl.version, prompt_hash=tpl.template_hash,
         scorer=scorer, config=extra, dataset_hash=dataset_hash, status=status, counted=counted,
+        name=name, tags=tags,
     )
     if templates:
         record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
-from ..core._errors import BadInputError, ConfigError, ProviderError
+from ..core._errors import BadInputError, ConfigError, ProviderError, ProviderUnavailableError
 from ._providers import Completion, CompletionRequest
 
 if TYPE_CHECKING:
@@ -350,7 +350,7 @@ class OpenAICompatibleProvider:
                     }
                 )
             return completion
-        raise ProviderError(
+        raise ProviderUnavailableError(
             f"{where}: gave up after {attempts} attempt(s) to {self.url}; last error: {last}"
         )
 

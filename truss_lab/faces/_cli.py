@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ..core._errors import TrussLabError
+from ..core._errors import BadInputError, TrussLabError
 from ._cli_common import _emit, _friendly, db_option, json_option
 
 
@@ -35,16 +35,36 @@ def init(db: str) -> None:
 
 
 @cli.command()
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option("--runs", default=2000, show_default=True, type=click.IntRange(1), help="Verdicts.")
-@click.option("--seed", default=7, show_default=True, type=int, help="Random seed.")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder to write the dataset into (created if missing).")
+@click.option("--verdicts", default=None, type=click.IntRange(1),
+              help="Number of signed verdicts to simulate (default 2000).")
+@click.option("--runs", "runs_alias", default=None, type=click.IntRange(1), hidden=True,
+              help="Old name of --verdicts.")
+@click.option("--seed", default=7, show_default=True, type=int,
+              help="Seed of every random draw: the same seed writes the same files.")
 @_friendly
-def simulate(out: str, runs: int, seed: int) -> None:
+def simulate(out: str, verdicts: int | None, runs_alias: int | None, seed: int) -> None:
     """Write a synthetic dataset (journal, keyring, completions, labels, truth)."""
     from ..simulate._simulate import simulate as run_simulation
 
-    result = run_simulation(out, runs=runs, seed=seed)
+    if verdicts is not None and runs_alias is not None and verdicts != runs_alias:
+        raise BadInputError("give --verdicts only (--runs is its old name)", field="--verdicts")
+    n = verdicts or runs_alias or 2000
+    result = run_simulation(out, runs=n, seed=seed)
     click.echo(str(result))
+
+
+@cli.command()
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder to copy the sample into (created if missing).")
+@_friendly
+def sample(out: str) -> None:
+    """Copy the bundled synthetic sample (journal, keys, completions, labels) to a folder."""
+    from ._notebook import copy_sample
+
+    files = copy_sample(out)
+    click.echo(f"{out}: {len(files)} files ({', '.join(f.name for f in files)})")
 
 
 @cli.group()
@@ -138,12 +158,28 @@ def verify(db: str, as_json: bool) -> None:
 
     with open_store(db, read_only=True) as store:
         rep = verify_chain(store)
-    if rep.ok:
-        text = f"ok: {rep.entries_checked} entries verified, head seq {rep.head_seq}"
-    else:
-        text = f"TAMPERED: seq {rep.first_bad_seq}: {rep.reason}: {rep.message}"
-    _emit(rep.model_dump(mode="json"), as_json, text)
+    _emit(rep.model_dump(mode="json"), as_json, str(rep))
     sys.exit(0 if rep.ok else 1)
+
+
+@cli.command()
+@db_option
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet",
+              show_default=True, help="File format of the exported tables and views.")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="New folder for one file per table and view, plus manifest.json.")
+@json_option
+@_friendly
+def export(db: str, fmt: str, out: str, as_json: bool) -> None:
+    """Export every table and view, with a manifest of row counts and content hashes."""
+    from ..store._export import export_store
+    from ..store._store import open_store
+
+    with open_store(db, read_only=True) as store:
+        manifest = export_store(store, out, format=fmt)
+    rels = manifest["relations"]
+    text = f"{out}: {len(rels)} files ({sum(r['rows'] for r in rels)} rows), manifest.json"
+    _emit(manifest, as_json, text)
 
 
 @cli.command()
@@ -197,6 +233,22 @@ def _register_extensions() -> None:
 
 
 _register_extensions()
+
+EPILOG = ("Guide: README.md (CLI quickstart). File formats: `truss-lab schema NAME` "
+          "(journal, verdict, completions, labels, references, policy-record, memory-entry, "
+          "config).")
+
+
+def _add_epilog(group: click.Group) -> None:
+    # Every --help ends by saying where the rest is written down.
+    for cmd in group.commands.values():
+        cmd.epilog = cmd.epilog or EPILOG
+        if isinstance(cmd, click.Group):
+            _add_epilog(cmd)
+
+
+cli.epilog = EPILOG
+_add_epilog(cli)
 
 
 def main() -> None:

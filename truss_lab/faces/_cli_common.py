@@ -12,7 +12,11 @@ import click
 
 from ..core._errors import ChainError, TrussLabError
 
-__all__ = ["EXIT_USER_ERROR", "_emit", "_friendly", "db_option", "json_option"]
+__all__ = ["EXIT_USER_ERROR", "_emit", "_friendly", "db_option", "int_counts", "json_option",
+           "run_argument"]
+
+# Keys of a metrics mapping that count things (tp, kept, n_verdicts, ...).
+_COUNT_KEYS = frozenset({"tp", "fp", "fn", "tn", "kept"})
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,3 +47,38 @@ db_option = click.option(
     help="DuckDB database file.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def run_argument(fn: F) -> F:
+    """The one way a command names a run: its id as the argument ``RUN``. ``--run RUN``
+    (the older spelling of sweep and propose) is still accepted, hidden. The command
+    receives ``run_id``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, run_id: str | None = None, run_flag: str | None = None,
+                **kwargs: Any) -> Any:
+        if run_id is not None and run_flag is not None and run_id != run_flag:
+            raise click.UsageError(f"two runs given ({run_id} and --run {run_flag}); give one")
+        rid = run_id if run_id is not None else run_flag
+        if rid is None:
+            raise click.UsageError("missing the run: give its id as RUN (`truss-lab runs` "
+                                   "lists them)")
+        return fn(*args, run_id=rid, **kwargs)
+
+    wrapper = click.argument("run_id", metavar="RUN", required=False)(wrapper)
+    wrapper = click.option("--run", "run_flag", default=None, hidden=True,
+                           help="Same as RUN (the older spelling).")(wrapper)
+    return wrapper  # type: ignore[return-value]
+
+
+def int_counts(metrics: Any) -> Any:
+    """``metrics`` (a mapping) with its counts (tp, fp, fn, tn, kept, n_*) as ints when
+    they hold whole numbers: a row taken from a frame of mixed columns turns every
+    number into a float, and JSON readers should see ``"fn": 17``, not ``17.0``."""
+    if not isinstance(metrics, dict):
+        return metrics
+    out = dict(metrics)
+    for k, v in out.items():
+        if (k in _COUNT_KEYS or k.startswith("n_")) and isinstance(v, float) and v.is_integer():
+            out[k] = int(v)
+    return out

@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
+from ..core._threshold import check_threshold
 from ..evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ._cli_common import _emit, _friendly, db_option, json_option
+from ._cli_common import _emit, _friendly, db_option, int_counts, json_option, run_argument
 
 __all__ = ["register"]
 
@@ -20,7 +21,7 @@ _objective_option = click.option("--objective", default=DEFAULT_OBJECTIVE, show_
                                   help=OBJECTIVE_HELP)
 _labels_option = click.option(
     "--labels", "labels_path", type=click.Path(dir_okay=False),
-    help="Gold labels CSV (FORMATS.md §3) instead of the database's labels table.")
+    help="Gold labels CSV (`truss-lab schema labels`) instead of the database's labels table.")
 _score_option = click.option(
     "--score", default="salience", show_default=True,
     help="Score to threshold: a candidates column (salience, score).")
@@ -28,14 +29,21 @@ _truth_option = click.option(
     "--truth", type=click.Choice(["auto", "labels", "references"]), default="auto",
     show_default=True,
     help="What the lessons are judged by: gold labels on them, or reference lessons of "
-         "their verdicts (FORMATS.md §4). auto: labels when every run has some, else "
-         "references (the output says which).")
+         "their verdicts (`truss-lab schema references`). auto: labels when every run has "
+         "some, else references (the output says which).")
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
                             help="Write a PNG plot here.")
 _boot_option = click.option("--n-boot", default=1000, show_default=True,
                             type=click.IntRange(1), help="Verdict-bootstrap replicates.")
-_seed_option = click.option("--random-state", default=0, show_default=True, type=int,
-                            help="Seed of the verdict split and the bootstrap.")
+
+
+def _seed_option(what: str) -> Any:
+    """``--random-state``, with help naming what the seed drives in this command."""
+    return click.option("--random-state", default=0, show_default=True, type=int,
+                        help=f"Seed of {what}: the same seed gives the same numbers.")
+
+
+_SPLIT_AND_BOOT = "the verdict split or folds and the bootstraps"
 _test_size_option = click.option("--test-size", default=0.3, show_default=True, type=float,
                                  help="Share of verdicts held out to judge the choice "
                                       "(one split: --cv 0, or too few verdicts for auto).")
@@ -79,8 +87,8 @@ def _choice_json(choice: Any) -> dict[str, Any]:
     folds = (choice.folds.to_dict(orient="records") if choice.folds is not None else None)
     return json_safe({"threshold": choice.threshold, "objective": choice.objective,
                       "threshold_interval": choice.threshold_interval, "split": choice.split,
-                      "train": choice.train, "test": choice.test, "test_intervals": iv,
-                      "procedure_intervals": piv, "folds": folds,
+                      "train": int_counts(choice.train), "test": int_counts(choice.test),
+                      "test_intervals": iv, "procedure_intervals": piv, "folds": folds,
                       "threshold_spread": choice.threshold_spread or None})
 
 
@@ -89,14 +97,14 @@ def register(cli: click.Group) -> None:
 
     @cli.command()
     @db_option
-    @click.option("--run", "run_id", required=True, help="Extraction run id.")
+    @run_argument
     @_labels_option
     @_objective_option
     @_score_option
     @_test_size_option
     @_cv_option
     @_cv_repeats_option
-    @_seed_option
+    @_seed_option(_SPLIT_AND_BOOT)
     @_boot_option
     @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
                   help="Write the full sweep (every distinct threshold) as CSV.")
@@ -145,11 +153,11 @@ def register(cli: click.Group) -> None:
     @click.argument("run_b")
     @db_option
     @click.option("--threshold", default=0.7, show_default=True, type=float,
-                  help="Salience threshold applied to both runs.")
+                  help="Threshold in [0, 1] applied to both runs' scores.")
     @_labels_option
     @_score_option
     @_boot_option
-    @_seed_option
+    @_seed_option("the paired verdict bootstrap")
     @_truth_option
     @_plot_option
     @json_option
@@ -163,6 +171,7 @@ def register(cli: click.Group) -> None:
         from ..govern._decision import json_safe
         from ._display import save_comparison_plot
 
+        check_threshold(threshold, "--threshold", name="threshold")
         with _open(db) as store:
             truth, why = resolve_truth(store, [run_a, run_b],
                                        None if truth == "auto" else truth, labels=labels_path)
@@ -177,7 +186,7 @@ def register(cli: click.Group) -> None:
               as_json, f"truth: {truth} ({why})\n{res!r}")
 
     @cli.command()
-    @click.argument("run_id", metavar="RUN")
+    @run_argument
     @db_option
     @click.option("--method", type=click.Choice(["isotonic", "platt", "none"]),
                   default="isotonic", show_default=True, help="Calibrator to fit.")
@@ -188,7 +197,7 @@ def register(cli: click.Group) -> None:
     @_labels_option
     @_score_option
     @_test_size_option
-    @_seed_option
+    @_seed_option("the verdict split (calibrator fitted on train, judged on test)")
     @_plot_option
     @json_option
     @_friendly
@@ -214,7 +223,7 @@ def register(cli: click.Group) -> None:
 
     @cli.command()
     @db_option
-    @click.option("--run", "run_id", required=True, help="Extraction run id.")
+    @run_argument
     @click.option("--key", "key_path", required=True, type=click.Path(dir_okay=False),
                   help="Signing key file (from `truss-lab keys generate`).")
     @_objective_option
@@ -223,7 +232,7 @@ def register(cli: click.Group) -> None:
     @_test_size_option
     @_cv_option
     @_cv_repeats_option
-    @_seed_option
+    @_seed_option(_SPLIT_AND_BOOT)
     @_boot_option
     @click.option("--policy-id", default="extraction_min_salience", show_default=True,
                   help="Policy whose current record the proposal supersedes.")

@@ -1,4 +1,4 @@
-"""``truss-lab extract`` and ``truss-lab runs``: the batch runner on the command line.
+"""``truss-lab extract``, ``runs`` and ``errors``: the batch runner on the command line.
 
 The lead's ``_cli.py`` calls :func:`register`; ``python -m truss_lab.faces._cli_extract``
 runs these two commands on their own. No logic lives here: everything is a call
@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..core._errors import BadInputError
-from ._cli_common import _emit, _friendly, db_option, json_option
+from ..core._threshold import check_threshold
+from ._cli_common import _emit, _friendly, db_option, json_option, run_argument
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,9 +32,11 @@ def runs_text(runs: pd.DataFrame, cols: list[str]) -> str:
     return shown.rename(columns=lambda c: c.removeprefix("n_")).to_string(index=False)
 
 
-def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any:
+def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
+                   max_retries: int | None = None) -> Any:
     """An :class:`Extractor` from a CLI spec: ``heuristic``, ``replay:EXTRACTOR_ID``
-    (the store's completions), ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL``."""
+    (the store's completions), ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL``
+    (``max_retries``: of each live call, default the provider's)."""
     from ..extract._extractor import Extractor
 
     kind, _, arg = spec.partition(":")
@@ -52,7 +56,8 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None) -> Any
         return Extractor.replay(store, arg)
     if kind == "openai" and arg:
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return Extractor.openai(url, arg)
+        options = {} if max_retries is None else {"max_retries": max_retries}
+        return Extractor.openai(url, arg, **options)
     raise BadInputError(
         f"unknown extractor {spec!r}; expected heuristic, replay:EXTRACTOR_ID, "
         "replay:PATH.jsonl[#EXTRACTOR_ID] or openai:MODEL", field="--extractor")
@@ -80,20 +85,34 @@ def _replay_file(path: str, ext_id: str | None) -> Any:
     return Extractor.replay(df[df["extractor"] == ext_id], ext_id)
 
 
+def _off_refused() -> BadInputError:
+    return BadInputError(
+        "the lesson extraction policy is off (the default: see `truss-lab schema config`), "
+        "so this run would call no extractor and write nothing; give --policy on or "
+        "--policy model-scored, or --allow-off to record the empty run on purpose",
+        field="--policy")
+
+
 def register(cli: click.Group) -> None:
-    """Add the ``extract`` and ``runs`` commands to ``cli``."""
+    """Add the ``extract``, ``runs`` (list, delete) and ``errors`` commands to ``cli``."""
+    from ..extract._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES
 
     @cli.command()
     @db_option
     @click.option("--extractor", "extractor_spec", default=None,
                   help="heuristic | replay:EXTRACTOR_ID | replay:PATH.jsonl[#ID] | openai:MODEL "
                        "(on --resume: defaults to the run's).")
-    @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (openai:MODEL).")
+    @click.option("--base-url", default=None,
+                  help="Endpoint of an OpenAI-compatible server, for openai:MODEL "
+                       "(default: $OPENAI_BASE_URL, else api.openai.com).")
     @click.option("--policy", type=click.Choice(["off", "on", "model-scored"]), default=None,
-                  help="Lesson extraction policy (default: config file / env, else off).")
+                  help="Lesson extraction policy (default: config file / env, else off, "
+                       "which is refused unless --allow-off).")
+    @click.option("--allow-off", is_flag=True,
+                  help="Record a run even when the policy is off (it extracts nothing).")
     @click.option("--extraction-min-salience", "--min-salience", "extraction_min_salience",
                   type=float, default=None,
-                  help="extraction_min_salience for model-scored (default 0.70).")
+                  help="extraction_min_salience in [0, 1] for model-scored (default 0.70).")
     @click.option("--executor", default="inline", show_default=True,
                   help="inline | threads:N | processes:N | dask-local | dask://host:port")
     @click.option("--verdicts", "verdict_filter", default=None,
@@ -101,22 +120,38 @@ def register(cli: click.Group) -> None:
     @click.option("--chunk-size", type=click.IntRange(1), default=None,
                   help="Verdicts per chunk (one transaction each; default 1000).")
     @click.option("--run-id", default=None, help="Id for a new run (default: generated).")
+    @click.option("--name", default=None, help="A human name for the new run (shown by `runs`).")
+    @click.option("--tag", "tags", multiple=True,
+                  help="A tag for the new run; repeat for several.")
     @click.option("--resume", "resume_id", default=None, metavar="RUN",
                   help="Continue run RUN (killed, failed or finished) where it stopped.")
     @click.option("--dry-run", is_flag=True, help="Keep candidates only; write no memory.")
+    @click.option("--max-consecutive-failures", default=DEFAULT_MAX_CONSECUTIVE_FAILURES,
+                  show_default=True, type=click.IntRange(1),
+                  help="Stop the run (failed, resumable) after this many verdicts in a row "
+                       "whose live provider call failed after its retries.")
+    @click.option("--max-retries", default=None, type=click.IntRange(0),
+                  help="Retries of one live provider call (openai:MODEL; default 5).")
+    @click.option("--max-error-share", default=0.1, show_default=True, type=float,
+                  help="Exit 1 when more than this share of the run's verdicts have errors "
+                       "(see `truss-lab errors RUN`).")
     @click.option("--quiet", is_flag=True, help="No progress bar.")
     @json_option
     @_friendly
     def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: str | None,
-                extraction_min_salience: float | None, executor: str, verdict_filter: str | None,
-                chunk_size: int | None, run_id: str | None, resume_id: str | None,
-                dry_run: bool, quiet: bool, as_json: bool) -> None:
+                allow_off: bool, extraction_min_salience: float | None, executor: str,
+                verdict_filter: str | None, chunk_size: int | None, run_id: str | None,
+                name: str | None, tags: tuple[str, ...], resume_id: str | None,
+                dry_run: bool, max_consecutive_failures: int, max_retries: int | None,
+                max_error_share: float, quiet: bool, as_json: bool) -> None:
         """Extract lessons from recorded verdicts (a resumable batch run)."""
         from ..core._config import MemoryConfig
+        from ..core._models import LessonExtractionPolicy
         from ..extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
         from ..store._runs import run_info
         from ..store._store import open_store
 
+        check_threshold(max_error_share, "--max-error-share", name="max_error_share")
         if resume_id and run_id and resume_id != run_id:
             raise BadInputError("give either --run-id or --resume, not both", field="--resume")
         with open_store(db) as store:
@@ -137,7 +172,11 @@ def register(cli: click.Group) -> None:
             if sal is not None:
                 overrides["extraction_min_salience"] = sal
             config = MemoryConfig.load(**overrides)
-            extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"))
+            if config.lesson_extraction is LessonExtractionPolicy.off and not allow_off:
+                raise _off_refused()
+            retries = max_retries if max_retries is not None else prior.get("max_retries")
+            extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
+                                       max_retries=retries)
             verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
                 "verdicts")
             run = run_extraction(
@@ -145,16 +184,28 @@ def register(cli: click.Group) -> None:
                 progress=not quiet and not as_json, run_id=resume_id or run_id,
                 write_memory=not dry_run, chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
                 resume=resume_id is not None, run_config={"extractor_spec": spec,
-                                                        "base_url": base_url},
+                                                        "base_url": base_url,
+                                                        "max_retries": max_retries},
+                name=name, tags=tags, max_consecutive_failures=max_consecutive_failures,
             )
             _emit(run.to_dict(), as_json, repr(run))
+        if run.n_verdicts and run.n_errors / run.n_verdicts > max_error_share:
+            click.echo(f"error: {run.n_errors} of {run.n_verdicts} verdicts "
+                       f"({run.n_errors / run.n_verdicts:.1%}) have errors, above "
+                       f"--max-error-share {max_error_share:g}; list them with "
+                       f"`truss-lab errors {run.run_id}`", err=True)
+            sys.exit(1)
 
-    @cli.command()
+    @cli.group(invoke_without_command=True)
     @db_option
     @json_option
+    @click.pass_context
     @_friendly
-    def runs(db: str, as_json: bool) -> None:
-        """List extraction runs with their counts."""
+    def runs(ctx: click.Context, db: str, as_json: bool) -> None:
+        """List extraction runs with their names, tags and counts (`runs delete RUN`
+        deletes one)."""
+        if ctx.invoked_subcommand is not None:
+            return
         from ..store._runs import summarize_runs
         from ..store._store import open_store
 
@@ -165,9 +216,60 @@ def register(cli: click.Group) -> None:
         elif df.empty:
             click.echo("no runs")
         else:
-            click.echo(runs_text(df, ["run_id", "extractor_id", "policy", "status",
-                                      "n_verdicts", "n_candidates", "n_lessons", "n_errors",
-                                      "seconds"]))
+            df = df.assign(name=df["name"].fillna(""),
+                           tags=[",".join(t) for t in df["tags"]])
+            click.echo(runs_text(df, ["run_id", "name", "tags", "extractor_id", "policy",
+                                      "status", "n_verdicts", "n_candidates", "n_lessons",
+                                      "n_errors", "seconds"]))
+
+    @runs.command("delete")
+    @run_argument
+    @db_option
+    @json_option
+    @_friendly
+    def runs_delete(run_id: str, db: str, as_json: bool) -> None:
+        """Delete a run that wrote no memory (its candidates, errors and progress rows);
+        a run that wrote governed records is refused, saying which."""
+        from ..store._runs import delete_run
+        from ..store._store import open_store
+
+        with open_store(db, must_exist=True) as store:
+            gone = delete_run(store, run_id)
+        text = f"deleted run {run_id}: " + ", ".join(f"{n} {t}" for t, n in gone.items())
+        _emit({"run_id": run_id, "deleted": gone}, as_json, text)
+
+    @cli.command()
+    @run_argument
+    @db_option
+    @click.option("--limit", default=50, show_default=True, type=click.IntRange(0),
+                  help="Show at most this many errors in the text output (0: all).")
+    @json_option
+    @_friendly
+    def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
+        """List a run's per-verdict errors (provider, parse, prompt), by verdict."""
+        from ..store._runs import run_errors
+        from ..store._store import open_store
+
+        with open_store(db, read_only=True) as store:
+            df = run_errors(store, run_id)
+        if as_json:
+            _emit(json.loads(df.to_json(orient="records")), True, "")
+            return
+        if df.empty:
+            click.echo(f"run {run_id}: no errors")
+            return
+        counts = df.groupby(["stage", "reason"]).size().sort_values(ascending=False,
+                                                                     kind="stable")
+        lines = [f"run {run_id}: {len(df)} errors ("
+                 + ", ".join(f"{n} {st}/{rs}" for (st, rs), n in counts.items()) + ")"]
+        shown = df if not limit else df.head(limit)
+        for r in shown.itertuples():
+            msg = " ".join(str(r.message or "").split())
+            lines.append(f"  seq {r.verdict_seq} {r.stage}/{r.reason}: "
+                         f"{msg[:117] + '...' if len(msg) > 120 else msg}")
+        if len(shown) < len(df):
+            lines.append(f"  ... and {len(df) - len(shown)} more (--limit 0 or --json)")
+        click.echo("\n".join(lines))
 
 
 def main() -> None:

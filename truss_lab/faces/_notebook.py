@@ -25,6 +25,7 @@ from ..store._store import Store, open_store
 __all__ = [
     "SAMPLE",
     "SAMPLE_EXTRACTORS",
+    "copy_sample",
     "copy_store",
     "load_sample",
     "notebook_store",
@@ -167,6 +168,20 @@ def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Stor
     finally:
         store.con.execute("DETACH _truss_copy")
     return open_store(dest)
+
+
+def copy_sample(out: str | os.PathLike[str]) -> list[Path]:
+    """Copy the bundled sample's files into ``out`` (created if missing); return the
+    files written. Refuses to overwrite a file that is already there."""
+    src = _sample_dir(None)
+    dest = Path(out)
+    files = sorted(p for p in src.iterdir() if p.is_file())
+    clash = [p.name for p in files if (dest / p.name).exists()]
+    if clash:
+        raise BadInputError(f"{', '.join(clash)} already there; refusing to overwrite",
+                            source=str(dest))
+    dest.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy2(p, dest / p.name)) for p in files]
 
 
 def notebook_store(

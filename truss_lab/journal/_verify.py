@@ -85,6 +85,14 @@ class VerifyReport(BaseModel):
     head_hash: str | None = None
     """``hash`` of that same entry: the hash the next entry must link to."""
 
+    def __str__(self) -> str:
+        """One line for people (``print(verify_chain(store))``, ``truss-lab verify``):
+        ``ok: N entries verified, head seq S``, or the first failure and why."""
+        if self.ok:
+            return f"ok: {self.entries_checked} entries verified, head seq {self.head_seq}"
+        line = f" (line {self.first_bad_line})" if self.first_bad_line is not None else ""
+        return f"TAMPERED: seq {self.first_bad_seq}{line}: {self.reason}: {self.message}"
+
     def raise_for_error(self) -> VerifyReport:
         """Raise :class:`ChainError` when not ok; return ``self`` otherwise."""
         if not self.ok:

@@ -26,12 +26,14 @@ __all__ = [
     "add_run_counts",
     "check_resumable",
     "create_run",
+    "delete_run",
     "finish_run",
     "get_run",
     "missing_run_error",
     "record_prompt_template",
     "reopen_run",
     "run_content_hashes",
+    "run_errors",
     "run_info",
     "summarize_runs",
 ]
@@ -56,12 +58,15 @@ def create_run(
     dataset_hash: str | None = None,
     status: str = "running",
     counted: bool = True,
+    name: str | None = None,
+    tags: Sequence[str] = (),
 ) -> int:
     """Create the extraction_runs row of ``run_id`` unless it exists; return rows added.
 
     The stored ``config`` JSON is the policy and threshold plus ``config``.
     ``counted``: a batch keeps its counts in the row (they start at 0 and
-    ``seconds`` at 0.0); a live run does not (they stay NULL).
+    ``seconds`` at 0.0); a live run does not (they stay NULL). ``name`` and
+    ``tags`` are for people (``truss-lab runs`` shows them).
     """
     from .. import __version__
 
@@ -79,6 +84,8 @@ def create_run(
         "started_at": pa.array([utcnow()], _TS), "finished_at": pa.array([None], _TS),
         "status": [status],
         **{c: pa.array([start], pa.int64()) for c in _COUNTS},
+        "name": pa.array([name], pa.string()),
+        "tags": pa.array([list(tags)], pa.list_(pa.string())),
     }
     if counted:
         cols |= {"error": pa.array([None], pa.string()), "seconds": [0.0]}
@@ -168,14 +175,45 @@ def finish_run(store: Store, run_id: str, status: str, seconds: float,
         )
 
 
+def delete_run(store: Store, run_id: str) -> dict[str, int]:
+    """Delete run ``run_id`` and the rows only it owns (candidates, verdict_errors,
+    run_verdicts, run_chunks, its extraction_runs row); return rows deleted per table.
+
+    Governed records are never deleted: a run that wrote memory entries, events or
+    policy records is refused with :class:`BadInputError` saying how many (a dry run,
+    an ``off`` run or one whose lessons were all already in memory can go).
+    Recorded completions stay: they belong to the extractor, not the run.
+    """
+    run_info(store, run_id)
+    governed = {
+        t: int(store.con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?",
+                                 [run_id]).fetchall()[0][0])
+        for t in ("memory_entries", "events", "policy_records")
+    }
+    if any(governed.values()):
+        what = ", ".join(f"{n} {t}" for t, n in governed.items() if n)
+        raise BadInputError(
+            f"run {run_id!r} wrote governed records ({what}); governed memory is "
+            "append-only, so the run stays (a dry run, --dry-run, writes none)",
+            field="run_id")
+    out: dict[str, int] = {}
+    with store.transaction():
+        for t in ("candidates", "verdict_errors", "run_verdicts", "run_chunks",
+                  "extraction_runs"):
+            out[t] = int(store.con.execute(f"DELETE FROM {t} WHERE run_id = ?",
+                                           [run_id]).fetchall()[0][0])
+    return out
+
+
 # -- reading runs back ------------------------------------------------------------------
 
 
 def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per run: run_id, extractor_id, policy, extraction_min_salience,
-    write_memory, status, n_verdicts, n_candidates, n_lessons (passed the gate and
-    written), n_lessons_new (memory entries this run added), n_errors, provider_calls,
-    seconds (active wall time, summed over resumes), verdicts_per_s, started_at, error.
+    write_memory, status, name, tags (a list), n_verdicts, n_candidates, n_lessons
+    (passed the gate and written), n_lessons_new (memory entries this run added),
+    n_errors, provider_calls, seconds (active wall time, summed over resumes),
+    verdicts_per_s, started_at, error.
     The counts are named as in ``extraction_runs`` and :class:`ExtractionRun`. All
     runs when ``run_ids`` is None."""
     where, params = "", []
@@ -183,7 +221,8 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
         where, params = "WHERE r.run_id IN (SELECT unnest(?))", [list(run_ids)]
     df = store.sql(
         "SELECT r.run_id, r.extractor_id, r.policy, r.extraction_min_salience, "
-        "r.write_memory, r.status, coalesce(r.n_verdicts, 0) AS n_verdicts, "
+        "r.write_memory, r.status, r.name, coalesce(r.tags, []) AS tags, "
+        "coalesce(r.n_verdicts, 0) AS n_verdicts, "
         "coalesce(r.n_candidates, 0) AS n_candidates, coalesce(r.n_lessons, 0) AS n_lessons, "
         "coalesce((SELECT sum(c.n_lessons_new) FROM run_chunks c WHERE c.run_id = r.run_id), "
         "0)::BIGINT AS n_lessons_new, "
@@ -197,6 +236,15 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
     df.insert(df.columns.get_loc("seconds") + 1, "verdicts_per_s",
               np.where(np.isfinite(vps), vps, np.nan))
     return df
+
+
+def run_errors(store: Store, run_id: str) -> pd.DataFrame:
+    """The per-verdict errors of ``run_id`` (``verdict_errors`` rows: verdict_seq,
+    verdict_hash, stage, reason, message), by verdict; an unknown run is an error."""
+    run_info(store, run_id)
+    return store.sql(
+        "SELECT verdict_seq, verdict_hash, stage, reason, message FROM verdict_errors "
+        "WHERE run_id = ? ORDER BY verdict_seq, stage, reason", [run_id]).df()
 
 
 _HASHED = {

@@ -46,9 +46,17 @@ def _require_file(path: str) -> None:
         raise StoreError(f"{path}: no such database (run `truss-lab init` first)")
 
 
-def _lock_error(path: str, exc: Exception) -> StoreError:
+def _lock_error(path: str, exc: Exception, read_only: bool = False) -> StoreError:
     msg = str(exc)
     m = re.search(r"Conflicting lock is held in (.+?) \(PID (\d+)\)", msg)
+    if m and read_only:
+        # A reader is refused too: DuckDB lets no other process open a file being written.
+        return StoreLockedError(
+            f"{path} is open for writing in another process (PID {m.group(2)}, "
+            f"{m.group(1)}), and DuckDB lets no other process read it meanwhile: close the "
+            "store there (a notebook: store.close()), or open it there read-only "
+            "(tl.Store(path, read_only=True)) so that readers can run side by side"
+        )
     if m:
         return StoreLockedError(
             f"{path} is locked by another process (PID {m.group(2)}, {m.group(1)}); "
@@ -72,7 +80,7 @@ class Store:
         try:
             self.con = duckdb.connect(self.path, read_only=read_only)
         except duckdb.IOException as exc:
-            raise _lock_error(self.path, exc) from None
+            raise _lock_error(self.path, exc, read_only) from None
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from None
         self._depth = 0
@@ -218,7 +226,8 @@ class Store:
             r[0]
             for r in self.con.execute(
                 "SELECT table_name FROM information_schema.tables "
-                "WHERE table_schema = 'main' ORDER BY table_name"
+                "WHERE table_schema = 'main' AND table_type = 'BASE TABLE' "
+                "ORDER BY table_name"
             ).fetchall()
         ]
         return {

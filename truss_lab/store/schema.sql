@@ -255,3 +255,259 @@ CREATE TABLE reference_lessons (
     source            VARCHAR NOT NULL,
     annotated_at      TIMESTAMPTZ NOT NULL  -- when this database received it
 );
+
+-- migration: 007_run_names
+-- Issue #13. Runs get a human name and tags (shown by `truss-lab runs`, set by
+-- `truss-lab extract --name/--tag`); two views for the joins everyone writes;
+-- a comment on every table and column (DuckDB's COMMENT ON: read them back with
+-- `SELECT table_name, comment FROM duckdb_tables()` or `duckdb_columns()`).
+ALTER TABLE extraction_runs ADD COLUMN name VARCHAR;
+ALTER TABLE extraction_runs ADD COLUMN tags VARCHAR[];
+
+-- Each candidate of each run with its majority gold label, as
+-- truss_lab.evaluate.labelled_candidates computes it (valid or not: filter on valid).
+CREATE VIEW labelled_candidates AS
+SELECT c.candidate_id, c.run_id, c.verdict_seq, c.verdict_hash, c.extractor_id,
+       c.lesson_index, c.text, c.salience, c.evidence, c.valid, c.drop_reason, c.score,
+       c.scorer, c.passed_gate, c.entry_id,
+       l.label, coalesce(l.tie, false) AS tie,
+       coalesce(l.n_annotators, 0) AS n_annotators,
+       coalesce(l.n_positive, 0) AS n_positive,
+       l.label IS NOT NULL AS labelled
+FROM candidates c
+LEFT JOIN (
+    SELECT verdict_hash, extractor_id, lesson_index,
+           count(*) AS n_annotators,
+           sum(useful)::BIGINT AS n_positive,
+           2 * sum(useful) = count(*) AS tie,
+           (CASE WHEN 2 * sum(useful) > count(*) THEN 1
+                 WHEN 2 * sum(useful) < count(*) THEN 0 END)::TINYINT AS label
+    FROM labels GROUP BY verdict_hash, extractor_id, lesson_index
+) l ON l.verdict_hash = c.verdict_hash AND l.extractor_id = c.extractor_id
+   AND l.lesson_index = c.lesson_index;
+
+-- Each lesson in memory with the signed verdict that produced it.
+CREATE VIEW lesson_verdicts AS
+SELECT m.entry_id, m.text, m.salience, m.trust, m.evidence, m.lesson_index,
+       m.extractor_id, m.run_id, m.prompt_version, m.created_at, m.superseded_by,
+       j.seq AS verdict_seq, j.hash AS verdict_hash, j.ts AS verdict_ts,
+       j.payload->>'contract_id' AS contract_id, j.payload->>'run_id' AS contract_run_id,
+       j.payload->>'goal' AS goal, j.payload->>'verdict' AS verdict,
+       j.payload->>'summary' AS summary
+FROM memory_entries m
+JOIN journal j ON j.seq = m.produced_by_seq AND j.hash = m.produced_by_hash
+WHERE m.kind = 'lesson';
+
+COMMENT ON VIEW labelled_candidates IS 'Every candidate with its majority gold label (label 1 useful, 0 not, NULL unlabelled or tied), n_annotators and n_positive; labelled = label IS NOT NULL';
+COMMENT ON VIEW lesson_verdicts IS 'Every lesson in memory with the signed verdict that produced it (goal, verdict, summary from the journal payload)';
+
+COMMENT ON TABLE schema_version IS 'Migrations applied to this database, one row each';
+COMMENT ON COLUMN schema_version.version IS 'Migration number (the NNN of -- migration: NNN_name in schema.sql)';
+COMMENT ON COLUMN schema_version.name IS 'Migration name';
+COMMENT ON COLUMN schema_version.applied_at IS 'When this database applied it (UTC)';
+
+COMMENT ON TABLE journal IS 'The signed, append-only, hash-chained journal (truss-lab schema journal); verify with truss-lab verify';
+COMMENT ON COLUMN journal.seq IS 'Position in the chain, from 1, no gaps';
+COMMENT ON COLUMN journal.kind IS 'Entry kind: contract_verdict, or another signed record (e.g. a threshold decision)';
+COMMENT ON COLUMN journal.ts IS 'RFC 3339 time exactly as signed (text)';
+COMMENT ON COLUMN journal.key_id IS 'Signing key (signing_keys.key_id)';
+COMMENT ON COLUMN journal.payload IS 'The entry body as RFC 8785 canonical JSON (for a verdict: contract_id, run_id, goal, verdict, summary, checks, tags)';
+COMMENT ON COLUMN journal.prev_hash IS 'hash of the entry before (64 zeros for seq 1)';
+COMMENT ON COLUMN journal.hash IS 'Lowercase hex SHA-256 of the canonical {seq, kind, ts, key_id, payload, prev_hash}';
+COMMENT ON COLUMN journal.signature IS 'Base64 Ed25519 signature over the 32 raw bytes of hash';
+COMMENT ON COLUMN journal.recorded_at IS 'When this database received the entry (UTC)';
+
+COMMENT ON TABLE signing_keys IS 'Public keys that sign journal entries (never a private key)';
+COMMENT ON COLUMN signing_keys.key_id IS 'Key name, as in journal.key_id';
+COMMENT ON COLUMN signing_keys.public_key IS 'Standard base64 of the raw 32-byte Ed25519 public key';
+COMMENT ON COLUMN signing_keys.added_at IS 'When the key was added (UTC)';
+
+COMMENT ON TABLE memory_entries IS 'Governed memory (ADR 0011): lessons are kind=lesson, trust=unverified, produced by a verdict';
+COMMENT ON COLUMN memory_entries.entry_id IS 'Id derived from (verdict hash, extractor_id, lesson_index): a repeat write is a no-op';
+COMMENT ON COLUMN memory_entries.kind IS 'Entry kind (lesson for SI-1)';
+COMMENT ON COLUMN memory_entries.trust IS 'Trust level (unverified for every lesson; nothing promotes one)';
+COMMENT ON COLUMN memory_entries.text IS 'The lesson text';
+COMMENT ON COLUMN memory_entries.salience IS 'The score the gate compared with extraction_min_salience';
+COMMENT ON COLUMN memory_entries.evidence IS 'Evidence strings the extractor gave (e.g. check:<name>)';
+COMMENT ON COLUMN memory_entries.lesson_index IS '0-based position of the lesson in its completion';
+COMMENT ON COLUMN memory_entries.produced_by_seq IS 'Governed provenance: seq of the journal entry that justified the write (the verdict)';
+COMMENT ON COLUMN memory_entries.produced_by_hash IS 'Governed provenance: hash of that journal entry';
+COMMENT ON COLUMN memory_entries.sources IS 'Journal references the entry rests on (includes produced_by)';
+COMMENT ON COLUMN memory_entries.extractor_id IS 'Extractor configuration that proposed it';
+COMMENT ON COLUMN memory_entries.run_id IS 'Extraction run that first wrote it (extraction_runs.run_id)';
+COMMENT ON COLUMN memory_entries.prompt_version IS 'Prompt template version used';
+COMMENT ON COLUMN memory_entries.created_at IS 'When it was written (UTC)';
+COMMENT ON COLUMN memory_entries.superseded_by IS 'entry_id of the entry that replaces it, if any';
+
+COMMENT ON TABLE policy_records IS 'Typed, versioned policy records (e.g. a proposed extraction_min_salience); never applied by truss_lab';
+COMMENT ON COLUMN policy_records.record_id IS 'Record id';
+COMMENT ON COLUMN policy_records.policy_id IS 'Policy the record is a version of (e.g. extraction_min_salience)';
+COMMENT ON COLUMN policy_records.target IS 'PolicyTarget: routing, persona_self, tool_set, verification, salience, goal_repinning';
+COMMENT ON COLUMN policy_records.version IS 'Version within policy_id, from 1';
+COMMENT ON COLUMN policy_records.settings IS 'The settings as JSON';
+COMMENT ON COLUMN policy_records.trust IS 'Trust level (unverified when proposed)';
+COMMENT ON COLUMN policy_records.produced_by_seq IS 'Governed provenance: seq of the signed journal entry (the decision evidence)';
+COMMENT ON COLUMN policy_records.produced_by_hash IS 'Governed provenance: hash of that journal entry';
+COMMENT ON COLUMN policy_records.sources IS 'Journal references the record rests on';
+COMMENT ON COLUMN policy_records.extractor_id IS 'Extractor of the run the decision was made on, if any';
+COMMENT ON COLUMN policy_records.run_id IS 'Run the decision was made on, if any';
+COMMENT ON COLUMN policy_records.created_at IS 'When it was written (UTC)';
+COMMENT ON COLUMN policy_records.supersedes IS 'record_id this version replaces';
+COMMENT ON COLUMN policy_records.superseded_by IS 'record_id of the version that replaces it (NULL for the current head)';
+
+COMMENT ON TABLE events IS 'AgentEvent stream: one memory_write per memory entry, one policy_write per policy record';
+COMMENT ON COLUMN events.event_id IS 'Event id (derived from the subject)';
+COMMENT ON COLUMN events.type IS 'memory_write or policy_write';
+COMMENT ON COLUMN events.subject_id IS 'entry_id or record_id written';
+COMMENT ON COLUMN events.kind IS 'Kind of the entry written';
+COMMENT ON COLUMN events.trust IS 'Trust of the entry written';
+COMMENT ON COLUMN events.produced_by_seq IS 'Governed provenance of the write: journal seq';
+COMMENT ON COLUMN events.produced_by_hash IS 'Governed provenance of the write: journal hash';
+COMMENT ON COLUMN events.run_id IS 'Run that wrote it, if any';
+COMMENT ON COLUMN events.ts IS 'When (UTC)';
+
+COMMENT ON TABLE extraction_runs IS 'One row per extraction run: its configuration, status and counts (truss-lab runs)';
+COMMENT ON COLUMN extraction_runs.run_id IS 'Run id (given with --run-id or generated)';
+COMMENT ON COLUMN extraction_runs.extractor_id IS 'Extractor configuration (provider + prompt + model)';
+COMMENT ON COLUMN extraction_runs.provider IS 'Provider name (replay, heuristic, openai-compatible)';
+COMMENT ON COLUMN extraction_runs.policy IS 'Lesson extraction policy: off, on or model-scored';
+COMMENT ON COLUMN extraction_runs.extraction_min_salience IS 'The gate threshold of model-scored';
+COMMENT ON COLUMN extraction_runs.scorer IS 'name@version of the score the gate used';
+COMMENT ON COLUMN extraction_runs.write_memory IS 'False for a dry run (candidates only)';
+COMMENT ON COLUMN extraction_runs.config IS 'The run configuration as JSON (policy, threshold, batch, executor, extractor spec)';
+COMMENT ON COLUMN extraction_runs.prompt_version IS 'Prompt template version';
+COMMENT ON COLUMN extraction_runs.prompt_hash IS 'Hash of the prompt template text (prompt_templates.template_hash)';
+COMMENT ON COLUMN extraction_runs.dataset_hash IS 'SHA-256 of the batch verdict hashes (a resume must match)';
+COMMENT ON COLUMN extraction_runs.code_version IS 'truss_lab version that ran it';
+COMMENT ON COLUMN extraction_runs.started_at IS 'When the run started (UTC)';
+COMMENT ON COLUMN extraction_runs.finished_at IS 'When it last finished or failed (UTC)';
+COMMENT ON COLUMN extraction_runs.status IS 'running, finished or failed (running after a kill)';
+COMMENT ON COLUMN extraction_runs.n_verdicts IS 'Verdicts processed';
+COMMENT ON COLUMN extraction_runs.n_candidates IS 'Candidate lessons proposed';
+COMMENT ON COLUMN extraction_runs.n_lessons IS 'Candidates that passed the gate and were written';
+COMMENT ON COLUMN extraction_runs.n_errors IS 'Per-verdict errors (verdict_errors rows)';
+COMMENT ON COLUMN extraction_runs.provider_calls IS 'Calls made to the provider';
+COMMENT ON COLUMN extraction_runs.error IS 'Why the run failed, if it did';
+COMMENT ON COLUMN extraction_runs.seconds IS 'Active wall time in seconds, summed over resumes';
+COMMENT ON COLUMN extraction_runs.name IS 'A human name for the run (extract --name)';
+COMMENT ON COLUMN extraction_runs.tags IS 'Free tags (extract --tag, repeatable)';
+
+COMMENT ON TABLE candidates IS 'Every candidate lesson of every run, kept whether it passed the gate or not';
+COMMENT ON COLUMN candidates.candidate_id IS 'Id derived from (verdict_hash, extractor_id, lesson_index)';
+COMMENT ON COLUMN candidates.run_id IS 'Run that proposed it';
+COMMENT ON COLUMN candidates.verdict_seq IS 'The verdict the candidate is about: journal seq';
+COMMENT ON COLUMN candidates.verdict_hash IS 'The verdict the candidate is about: journal hash';
+COMMENT ON COLUMN candidates.extractor_id IS 'Extractor configuration';
+COMMENT ON COLUMN candidates.lesson_index IS '0-based position in the completion lessons array (dropped lessons keep theirs)';
+COMMENT ON COLUMN candidates.text IS 'Lesson text';
+COMMENT ON COLUMN candidates.salience IS 'The model''s own salience (NULL when invalid)';
+COMMENT ON COLUMN candidates.evidence IS 'Evidence strings';
+COMMENT ON COLUMN candidates.valid IS 'False when the parser dropped the lesson (see drop_reason)';
+COMMENT ON COLUMN candidates.drop_reason IS 'Why the parser dropped it';
+COMMENT ON COLUMN candidates.score IS 'The score the gate used';
+COMMENT ON COLUMN candidates.scorer IS 'name@version of that score';
+COMMENT ON COLUMN candidates.passed_gate IS 'True when score >= the run threshold (or policy on)';
+COMMENT ON COLUMN candidates.entry_id IS 'The memory entry written, if any';
+
+COMMENT ON TABLE verdict_errors IS 'Per-verdict problems of a run (provider, parse, prompt); the run goes on (truss-lab errors RUN)';
+COMMENT ON COLUMN verdict_errors.run_id IS 'Run';
+COMMENT ON COLUMN verdict_errors.verdict_seq IS 'The verdict: journal seq';
+COMMENT ON COLUMN verdict_errors.verdict_hash IS 'The verdict: journal hash';
+COMMENT ON COLUMN verdict_errors.stage IS 'provider, parse or prompt';
+COMMENT ON COLUMN verdict_errors.reason IS 'Short machine reason (provider_error, not_json, ...)';
+COMMENT ON COLUMN verdict_errors.message IS 'What went wrong, for people';
+
+COMMENT ON TABLE completions IS 'Recorded provider calls (truss-lab schema completions); never an Authorization header';
+COMMENT ON COLUMN completions.verdict_hash IS 'The verdict the call was about';
+COMMENT ON COLUMN completions.extractor_id IS 'Extractor configuration (the file field extractor)';
+COMMENT ON COLUMN completions.model IS 'Model that answered';
+COMMENT ON COLUMN completions.prompt_version IS 'Prompt template version';
+COMMENT ON COLUMN completions.request_hash IS 'Hash of the request (NULL when recorded elsewhere)';
+COMMENT ON COLUMN completions.text IS 'Raw completion text';
+COMMENT ON COLUMN completions.latency_ms IS 'Latency of the call in milliseconds';
+COMMENT ON COLUMN completions.prompt_tokens IS 'Prompt tokens, when reported';
+COMMENT ON COLUMN completions.completion_tokens IS 'Completion tokens, when reported';
+COMMENT ON COLUMN completions.source IS 'File it came from, or live';
+COMMENT ON COLUMN completions.recorded_at IS 'When it was recorded (UTC)';
+
+COMMENT ON TABLE labels IS 'Gold labels of candidate lessons (truss-lab schema labels)';
+COMMENT ON COLUMN labels.verdict_hash IS 'The verdict';
+COMMENT ON COLUMN labels.extractor_id IS 'Extractor configuration (the file field extractor)';
+COMMENT ON COLUMN labels.lesson_index IS '0-based position in the completion lessons array';
+COMMENT ON COLUMN labels.useful IS '1 useful, 0 not';
+COMMENT ON COLUMN labels.annotator IS 'Annotator name (empty when the file gave none)';
+COMMENT ON COLUMN labels.source IS 'File it came from';
+COMMENT ON COLUMN labels.labelled_at IS 'When it was loaded (UTC)';
+
+COMMENT ON TABLE prompt_templates IS 'Prompt templates runs used: the text and its hash';
+COMMENT ON COLUMN prompt_templates.prompt_version IS 'Template version (e.g. lesson-v1)';
+COMMENT ON COLUMN prompt_templates.template_hash IS 'SHA-256 of the text';
+COMMENT ON COLUMN prompt_templates.text IS 'The template text';
+
+COMMENT ON TABLE run_chunks IS 'Per-chunk progress of a batch run, so a killed run resumes where it stopped';
+COMMENT ON COLUMN run_chunks.run_id IS 'Run';
+COMMENT ON COLUMN run_chunks.chunk_index IS 'Position of the chunk in the run batch';
+COMMENT ON COLUMN run_chunks.first_seq IS 'First verdict seq of the chunk';
+COMMENT ON COLUMN run_chunks.last_seq IS 'Last verdict seq of the chunk';
+COMMENT ON COLUMN run_chunks.n_verdicts IS 'Verdicts in the chunk';
+COMMENT ON COLUMN run_chunks.n_candidates IS 'Candidates proposed';
+COMMENT ON COLUMN run_chunks.n_lessons IS 'Memory rows of the chunk (passed the gate, written)';
+COMMENT ON COLUMN run_chunks.n_lessons_new IS 'Of those, entries not already in memory_entries';
+COMMENT ON COLUMN run_chunks.n_errors IS 'Per-verdict errors';
+COMMENT ON COLUMN run_chunks.provider_calls IS 'Provider calls';
+COMMENT ON COLUMN run_chunks.finished_at IS 'When the chunk was written (UTC)';
+
+COMMENT ON TABLE run_verdicts IS 'Which verdicts each run processed, including those that yielded no candidate';
+COMMENT ON COLUMN run_verdicts.run_id IS 'Run';
+COMMENT ON COLUMN run_verdicts.verdict_seq IS 'The verdict: journal seq';
+COMMENT ON COLUMN run_verdicts.verdict_hash IS 'The verdict: journal hash';
+
+-- View columns: a copied column says where it comes from.
+COMMENT ON COLUMN labelled_candidates.candidate_id IS 'As candidates.candidate_id';
+COMMENT ON COLUMN labelled_candidates.run_id IS 'As candidates.run_id';
+COMMENT ON COLUMN labelled_candidates.verdict_seq IS 'As candidates.verdict_seq';
+COMMENT ON COLUMN labelled_candidates.verdict_hash IS 'As candidates.verdict_hash';
+COMMENT ON COLUMN labelled_candidates.extractor_id IS 'As candidates.extractor_id';
+COMMENT ON COLUMN labelled_candidates.lesson_index IS 'As candidates.lesson_index';
+COMMENT ON COLUMN labelled_candidates.text IS 'As candidates.text';
+COMMENT ON COLUMN labelled_candidates.salience IS 'As candidates.salience';
+COMMENT ON COLUMN labelled_candidates.evidence IS 'As candidates.evidence';
+COMMENT ON COLUMN labelled_candidates.valid IS 'As candidates.valid';
+COMMENT ON COLUMN labelled_candidates.drop_reason IS 'As candidates.drop_reason';
+COMMENT ON COLUMN labelled_candidates.score IS 'As candidates.score';
+COMMENT ON COLUMN labelled_candidates.scorer IS 'As candidates.scorer';
+COMMENT ON COLUMN labelled_candidates.passed_gate IS 'As candidates.passed_gate';
+COMMENT ON COLUMN labelled_candidates.entry_id IS 'As candidates.entry_id';
+COMMENT ON COLUMN labelled_candidates.label IS 'Majority gold label: 1 useful, 0 not, NULL when unlabelled or tied';
+COMMENT ON COLUMN labelled_candidates.tie IS 'True when exactly half the annotations say useful';
+COMMENT ON COLUMN labelled_candidates.n_annotators IS 'Labels of the candidate (0 when unlabelled)';
+COMMENT ON COLUMN labelled_candidates.n_positive IS 'Of those, labels saying useful';
+COMMENT ON COLUMN labelled_candidates.labelled IS 'label IS NOT NULL: the rows a sweep can score';
+COMMENT ON COLUMN lesson_verdicts.entry_id IS 'As memory_entries.entry_id';
+COMMENT ON COLUMN lesson_verdicts.text IS 'As memory_entries.text';
+COMMENT ON COLUMN lesson_verdicts.salience IS 'As memory_entries.salience';
+COMMENT ON COLUMN lesson_verdicts.trust IS 'As memory_entries.trust';
+COMMENT ON COLUMN lesson_verdicts.evidence IS 'As memory_entries.evidence';
+COMMENT ON COLUMN lesson_verdicts.lesson_index IS 'As memory_entries.lesson_index';
+COMMENT ON COLUMN lesson_verdicts.extractor_id IS 'As memory_entries.extractor_id';
+COMMENT ON COLUMN lesson_verdicts.run_id IS 'As memory_entries.run_id';
+COMMENT ON COLUMN lesson_verdicts.prompt_version IS 'As memory_entries.prompt_version';
+COMMENT ON COLUMN lesson_verdicts.created_at IS 'As memory_entries.created_at';
+COMMENT ON COLUMN lesson_verdicts.superseded_by IS 'As memory_entries.superseded_by';
+COMMENT ON COLUMN lesson_verdicts.verdict_seq IS 'The verdict (journal.seq = memory_entries.produced_by_seq)';
+COMMENT ON COLUMN lesson_verdicts.verdict_hash IS 'The verdict (journal.hash)';
+COMMENT ON COLUMN lesson_verdicts.verdict_ts IS 'journal.ts of the verdict';
+COMMENT ON COLUMN lesson_verdicts.contract_id IS 'payload contract_id of the verdict';
+COMMENT ON COLUMN lesson_verdicts.contract_run_id IS 'payload run_id of the verdict (the contract run, not an extraction run)';
+COMMENT ON COLUMN lesson_verdicts.goal IS 'payload goal of the verdict';
+COMMENT ON COLUMN lesson_verdicts.verdict IS 'payload verdict: pass, fail or partial';
+COMMENT ON COLUMN lesson_verdicts.summary IS 'payload summary of the verdict';
+
+COMMENT ON TABLE reference_lessons IS 'Reference lessons: what an annotator says a verdict should teach, independent of any extractor (truss-lab schema references)';
+COMMENT ON COLUMN reference_lessons.verdict_hash IS 'The verdict';
+COMMENT ON COLUMN reference_lessons.reference_id IS 'r1, r2 ... or none (the annotator found nothing to teach)';
+COMMENT ON COLUMN reference_lessons.text IS 'The reference lesson (empty for none)';
+COMMENT ON COLUMN reference_lessons.evidence IS 'Evidence strings';
+COMMENT ON COLUMN reference_lessons.annotator IS 'Annotator name (empty when the file gave none)';
+COMMENT ON COLUMN reference_lessons.source IS 'File it came from';
+COMMENT ON COLUMN reference_lessons.annotated_at IS 'When this database received it (UTC)';

@@ -1,0 +1,103 @@
+"""Leaving the lab: export to Parquet/CSV with a manifest, the views, the comments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import truss_lab as tl
+from truss_lab.faces._cli import cli
+from truss_lab.faces._notebook import sample_run_id
+from truss_lab.store._export import content_hash, relations
+
+RUNS = ("sim-good-v1", "sim-overconfident-v1")
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("export") / "lab.duckdb"
+    store = tl.load_sample(path)
+    tl.run_sample_extractions(store, extractors=RUNS)
+    key = tl.SigningKey.generate("tester")
+    tl.propose_threshold(store, sample_run_id(RUNS[0]), key, n_boot=20)
+    store.close()
+    return path
+
+
+def test_parquet_export_round_trips_every_table_and_view(db: Path, tmp_path: Path) -> None:
+    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--out", str(tmp_path / "x")])
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((tmp_path / "x" / "manifest.json").read_text())
+    with tl.Store(db, read_only=True) as store:
+        names = relations(store)
+        assert [(e["name"], e["kind"]) for e in manifest["relations"]] == names
+        assert {"labelled_candidates", "lesson_verdicts"} <= {n for n, k in names if k == "view"}
+        for e in manifest["relations"]:
+            f = tmp_path / "x" / e["file"]
+            literal = "'" + str(f).replace("'", "''") + "'"
+            assert store.sql(f"SELECT count(*) FROM read_parquet({literal})").fetchall()[0][0] \
+                == e["rows"], e["name"]
+            assert content_hash(store, f"read_parquet({literal})") == e["content_sha256"], \
+                e["name"]
+        assert all(e["rows"] for e in manifest["relations"]
+                   if e["name"] in ("journal", "candidates", "memory_entries",
+                                    "policy_records", "labelled_candidates"))
+    # An export is written whole into a new folder, never over another one.
+    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "already holds an export" in r.output
+
+
+def test_content_hash_ignores_order_and_sees_every_value(store) -> None:
+    store.sql("CREATE TABLE t (a INTEGER, b VARCHAR[])")
+    store.sql("INSERT INTO t VALUES (1, ['x']), (2, NULL)")
+    h = content_hash(store, "t")
+    store.sql("CREATE TABLE u AS SELECT * FROM t ORDER BY a DESC")
+    assert content_hash(store, "u") == h
+    store.sql("UPDATE u SET b = ['y'] WHERE a = 1")
+    assert content_hash(store, "u") != h
+
+
+def test_csv_export_writes_every_relation(db: Path, tmp_path: Path) -> None:
+    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--format", "csv",
+                                 "--out", str(tmp_path / "c"), "--json"])
+    assert r.exit_code == 0, r.output
+    manifest = json.loads(r.stdout)
+    for e in manifest["relations"]:
+        df = pd.read_csv(tmp_path / "c" / e["file"])
+        assert len(df) == e["rows"], e["name"]
+
+
+def test_labelled_candidates_view_agrees_with_the_library(db: Path) -> None:
+    run = sample_run_id(RUNS[0])
+    with tl.Store(db, read_only=True) as store:
+        lib = tl.labelled_candidates(store, run, valid_only=False)
+        view = store.sql("SELECT * FROM labelled_candidates WHERE run_id = ? "
+                         "ORDER BY verdict_seq, lesson_index", [run]).df()
+    assert len(view) == len(lib)
+    assert view["labelled"].sum() == lib["labelled"].sum()
+    assert view["label"].astype("Int8").equals(lib["label"].astype("Int8").reset_index(drop=True))
+    assert view["n_annotators"].tolist() == lib["n_annotators"].fillna(0).astype(int).tolist()
+
+
+def test_lesson_verdicts_view(db: Path) -> None:
+    with tl.Store(db, read_only=True) as store:
+        n_lessons = store.sql("SELECT count(*) FROM memory_entries WHERE kind = 'lesson'"
+                              ).fetchall()[0][0]
+        rows = store.sql("SELECT * FROM lesson_verdicts").df()
+    assert len(rows) == n_lessons > 0
+    assert rows["goal"].notna().all() and set(rows["verdict"]) <= {"pass", "fail", "partial"}
+
+
+def test_every_table_view_and_column_has_a_comment(store) -> None:
+    missing_tables = store.sql(
+        "SELECT table_name FROM duckdb_tables() WHERE NOT internal AND comment IS NULL "
+        "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal AND comment IS NULL"
+    ).fetchall()
+    missing_columns = store.sql(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal "
+        "AND schema_name = 'main' AND comment IS NULL").fetchall()
+    assert missing_tables == [] and missing_columns == []

@@ -1,0 +1,90 @@
+"""Leaving the lab: every table and view to Parquet or CSV, with a manifest.
+
+``truss-lab export --out DIR`` writes one file per table and view
+(``DIR/<name>.parquet`` or ``.csv``) and ``DIR/manifest.json``, which records,
+per relation, its kind (table or view), row count, file and content hash.
+
+The content hash (``content_sha256``) is the SHA-256 of the relation's rows,
+each rendered as text by DuckDB (``CAST(row AS VARCHAR)``, the struct of its
+columns in order), sorted, and joined with a newline: it does not depend on row
+order, and :func:`content_hash` computes the same value on the database and on
+an exported Parquet file (``read_parquet``), so a reader can check that a file
+holds exactly what the database held. A CSV file flattens lists, structs and
+time zones into text, so its hash is recorded from the database only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core._errors import BadInputError
+from ..core._models import utcnow
+from ._store import Store
+
+__all__ = ["EXPORT_FORMATS", "content_hash", "export_store", "relations"]
+
+EXPORT_FORMATS = ("parquet", "csv")
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def relations(store: Store) -> list[tuple[str, str]]:
+    """``(name, kind)`` of every table and view of the store, kind ``table`` or ``view``,
+    tables first, each group by name."""
+    rows = store.con.execute(
+        "SELECT table_name, CASE WHEN table_type = 'VIEW' THEN 'view' ELSE 'table' END "
+        "FROM information_schema.tables WHERE table_schema = 'main' "
+        "ORDER BY table_type = 'VIEW', table_name").fetchall()
+    return [(str(n), str(k)) for n, k in rows]
+
+
+def content_hash(store: Store, relation_sql: str) -> str:
+    """SHA-256 (hex) of the rows of ``relation_sql`` (a quoted table or view name, or
+    ``read_parquet('…')``), order-independent; see the module docstring."""
+    row = store.con.execute(
+        "SELECT sha256(coalesce(string_agg(r, chr(10) ORDER BY r), '')) "
+        f"FROM (SELECT CAST(t AS VARCHAR) AS r FROM {relation_sql} t)").fetchall()
+    return str(row[0][0])
+
+
+def export_store(store: Store, out: str | os.PathLike[str], *,
+                 format: str = "parquet") -> dict[str, Any]:
+    """Write every table and view of ``store`` to ``out`` (``parquet`` or ``csv``) and
+    ``out/manifest.json``; return the manifest. Refuses a folder that already holds
+    a manifest (an export is written whole, never over another one)."""
+    if format not in EXPORT_FORMATS:
+        raise BadInputError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got "
+                            f"{format!r}", field="format")
+    dest = Path(out)
+    if (dest / "manifest.json").exists():
+        raise BadInputError("already holds an export (manifest.json); choose a new folder",
+                            source=str(dest))
+    dest.mkdir(parents=True, exist_ok=True)
+    from .. import __version__
+    from ._store import SCHEMA_VERSION
+
+    entries = []
+    for name, kind in relations(store):
+        path = dest / f"{name}.{format}"
+        option = "FORMAT parquet" if format == "parquet" else "FORMAT csv, HEADER true"
+        # COPY takes no bound parameters: the path is a literal, quotes doubled.
+        literal = "'" + str(path).replace("'", "''") + "'"
+        store.con.execute(f"COPY (SELECT * FROM {_ident(name)}) TO {literal} ({option})")
+        n = store.con.execute(f"SELECT count(*) FROM {_ident(name)}").fetchall()[0][0]
+        entries.append({"name": name, "kind": kind, "file": path.name, "rows": int(n),
+                        "content_sha256": content_hash(store, _ident(name))})
+    manifest = {
+        "format": format, "exported_at": utcnow().isoformat(), "truss_lab": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "content_sha256": "SHA-256 of the rows rendered by DuckDB as CAST(row AS VARCHAR), "
+                          "sorted, joined by newlines (truss_lab.store._export.content_hash)",
+        "relations": entries,
+    }
+    (dest / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n",
+                                        encoding="utf-8")
+    return manifest
