@@ -35,7 +35,7 @@ from ._choose import ThresholdChoice, choose_threshold, split_by_verdict
 from ._compare import ComparisonResult, compare_extractors
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._references import check_truth, reference_sweep, reference_truth, truth_rows
-from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth
+from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth, whole_lessons
 from ._sweep import UndefinedMetricWarning, sweep
 from ._transfer import DEFAULT_TRANSFER, transfer_report
 from ._truth import run_labels, scored_candidates
@@ -196,7 +196,7 @@ def sweep_run(
         return df
     rt = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
     _require_truth(rt)
-    df = sweep(**rt.sweep_inputs(), thresholds=thresholds)
+    df = rt.in_lessons(sweep(**rt.sweep_inputs(), thresholds=thresholds))
     df.attrs["counts"] = dict(rt.counts)
     return df
 
@@ -279,6 +279,7 @@ def choose_run_threshold(
     ``truth="references"`` judges by reference lessons (misses count in recall;
     the annotated verdicts the run processed are split)."""
     obj = parse_objective(objective)
+    whole_lessons(ties, "the threshold choice")
     if check_truth(truth) == "references":
         d, verdicts = truth_rows(store, run_id, truth=truth, references=references, score=score)
         if cv == "auto":
@@ -399,6 +400,7 @@ def calibration_run(
     if method not in ("isotonic", "platt", None):
         raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
                             field="method")
+    whole_lessons(ties, "a calibrator fits 0/1 labels; it")
     truth = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
     d = truth.candidates
     # Calibration needs a truth and a score: judged, scored candidates only. The
@@ -470,6 +472,7 @@ def compare_runs(
     ``only_in_b``), never dropped silently. ``truth="references"`` judges both
     runs by reference lessons, on the annotated verdicts both processed: no
     labels needed."""
+    whole_lessons(ties, "the paired comparison")
     frames, processed = [], []
     for rid in (run_a, run_b):
         if check_truth(truth) == "references":
