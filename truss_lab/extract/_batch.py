@@ -179,6 +179,7 @@ def _check_resumable(row: Mapping[str, Any], extractor: Extractor, config: Memor
         "write_memory": write_memory,
         "prompt_hash": extractor.template.template_hash,
         "dataset_hash": dataset_hash,
+        "config_hash": None if extractor.config is None else extractor.config.config_hash,
     })
 
 
@@ -201,7 +202,7 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
         new = write_extraction(store, cand, mem, err)
         record_run_verdicts(store, run_id, seqs.tolist(), hashes)
         if recorded:
-            _record_completions(store, recorded)
+            _record_completions(store, recorded, run_id)
         store.append("run_chunks", pa.table({
             "run_id": [run_id], "chunk_index": pa.array([index], pa.int32()),
             "first_seq": [int(seqs[0])], "last_seq": [int(seqs[-1])],
@@ -216,7 +217,7 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
     return err.num_rows
 
 
-def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
+def _record_completions(store: Store, records: list[dict[str, Any]], run_id: str) -> None:
     from ..ingest._ingest import COMPLETIONS_KEY, COMPLETIONS_SCHEMA, FILE_TO_TABLE
 
     df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
@@ -230,8 +231,12 @@ def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
         else:
             vals = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
             cols[f.name] = pa.array(vals, f.type)
-    store.append("completions", pa.table(cols, schema=COMPLETIONS_SCHEMA),
-                 key=COMPLETIONS_KEY)
+    # Beyond the §2 fields: the configuration that made each call and the run that
+    # made it (what `truss-lab usage RUN` counts).
+    cols["config_hash"] = pa.array(df["config_hash"].astype(object).where(
+        df["config_hash"].notna(), None).tolist(), pa.string())
+    cols["run_id"] = pa.array([run_id] * len(df), pa.string())
+    store.append("completions", pa.table(cols), key=COMPLETIONS_KEY)
 
 
 def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:
