@@ -172,15 +172,17 @@ def _verify_prefix(store: Store, last_seq: int) -> Any:
 
 def _check_resumable(row: Mapping[str, Any], extractor: Extractor, config: MemoryConfig,
                      write_memory: bool, dataset_hash: str) -> None:
-    check_resumable(row, {
+    want = {
         "extractor_id": extractor.extractor_id,
         "policy": config.lesson_extraction.value,
         "extraction_min_salience": config.extraction_min_salience,
         "write_memory": write_memory,
         "prompt_hash": extractor.template.template_hash,
         "dataset_hash": dataset_hash,
-        "config_hash": None if extractor.config is None else extractor.config.config_hash,
-    })
+    }
+    if row.get("config_hash") is not None:  # runs started before 008 recorded none
+        want["config_hash"] = None if extractor.config is None else extractor.config.config_hash
+    check_resumable(row, want)
 
 
 # -- the run -------------------------------------------------------------------------------
