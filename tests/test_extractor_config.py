@@ -121,3 +121,51 @@ def test_replay_knobs_are_refused(db: Path) -> None:
     r = invoke("extract", "--db", str(db), "--extractor", "heuristic", "--policy", "on",
                "--temperature", "0.3")
     assert r.exit_code == 2 and "configuration it was recorded with" in r.output
+
+
+# -- issue #16 item 4: usage per run ------------------------------------------------------
+
+
+def test_usage_of_a_live_run_its_replay_and_a_failing_run(db: Path, tmp_path: Path) -> None:
+    from tests.builders.http_server import Reply
+    from truss_lab.store._usage import load_prices
+
+    prices = tmp_path / "prices.toml"
+    prices.write_text('currency = "EUR"\n[models."tiny"]\ninput_per_million = 1.0\n'
+                      "output_per_million = 2.0\n")
+    r = invoke("usage", "live", "--db", str(db), "--prices", str(prices), "--json")
+    assert r.exit_code == 0, r.output
+    u = json.loads(r.stdout)
+    with tl.Store(db, read_only=True) as s:
+        p_tok, c_tok, lat = s.sql("SELECT sum(prompt_tokens), sum(completion_tokens), "
+                                  "quantile_cont(latency_ms, 0.95) FROM completions "
+                                  "WHERE run_id = 'live'").fetchall()[0]
+    assert (u["calls"], u["live_calls"], u["n_verdicts"]) == (30, 30, 30)
+    assert (u["prompt_tokens"], u["completion_tokens"]) == (p_tok, c_tok)
+    assert u["latency_ms_p95"] == pytest.approx(lat)
+    assert u["cost"] == pytest.approx((p_tok * 1.0 + c_tok * 2.0) / 1e6)
+    assert u["currency"] == "EUR" and u["errors"] == {}
+    assert u["seconds_per_verdict"] == pytest.approx(u["seconds"] / 30)
+    # A replay calls no model: no tokens, no latency; no price table, no cost.
+    r = invoke("usage", "replayed", "--db", str(db), "--json")
+    u = json.loads(r.stdout)
+    assert (u["calls"], u["live_calls"], u["prompt_tokens"], u["latency_ms_p50"]) == \
+        (30, 0, 0, None)
+    assert u["cost"] is None and "no price table" in u["cost_note"]
+    # Errors by kind, and a model without a price gives no cost rather than a guess.
+    with ScriptedServer() as srv:
+        srv.add(Reply(status=400, body={"error": "bad"}), Reply(body="not json"),
+                Reply(body={"model": "x", "choices": [{"message": {"content": "prose"}}]}))
+        ex = Extractor.openai(srv.base_url, "other", max_retries=0)
+        with tl.Store(db) as s:
+            run = tl.run_extraction(s, ex, tl.MemoryConfig(lesson_extraction="on"),
+                                    verdicts="seq <= 5", progress=False, run_id="bad")
+            usage = run.usage(load_prices(prices))
+    assert usage.errors == {"parse/not_json": 1, "provider/provider_error": 2}
+    assert usage.calls == 5 and usage.live_calls == 3
+    assert usage.cost is None and "no price for model(s) other, x" in usage.cost_note
+    assert "errors: 2 provider/provider_error, 1 parse/not_json" in str(usage)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[models."m"]\ninput_per_million = "free"\n')
+    r = invoke("usage", "live", "--db", str(db), "--prices", str(bad))
+    assert r.exit_code == 2 and "expected numbers >= 0" in r.output

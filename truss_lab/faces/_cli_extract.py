@@ -110,7 +110,8 @@ def _off_refused() -> BadInputError:
 
 
 def register(cli: click.Group) -> None:
-    """Add the ``extract``, ``runs`` (list, delete) and ``errors`` commands to ``cli``."""
+    """Add the ``extract``, ``runs`` (list, delete), ``errors`` and ``usage`` commands
+    to ``cli``."""
     from ..extract._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES
 
     @cli.command()
@@ -307,6 +308,25 @@ def register(cli: click.Group) -> None:
         if len(shown) < len(df):
             lines.append(f"  ... and {len(df) - len(shown)} more (--limit 0 or --json)")
         click.echo("\n".join(lines))
+
+    @cli.command()
+    @run_argument
+    @db_option
+    @click.option("--prices", "prices_path", default=None, metavar="PRICES.toml",
+                  help='Price table: [models."NAME"] input_per_million, output_per_million '
+                       "(and currency); without it no cost is shown.")
+    @json_option
+    @_friendly
+    def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
+        """A run's usage: calls, tokens in/out, latency p50/p95/p99, errors by kind,
+        time per verdict, and cost from --prices (never guessed)."""
+        from ..store._store import open_store
+        from ..store._usage import load_prices, run_usage
+
+        prices = None if prices_path is None else load_prices(prices_path)
+        with open_store(db, read_only=True) as store:
+            u = run_usage(store, run_id, prices=prices)
+        _emit(u.to_dict(), as_json, str(u))
 
 
 def main() -> None:
