@@ -14,6 +14,7 @@ from ._calibration import (
 )
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
 from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
+from ._judge_agreement import JudgeAgreement, judge_agreement, judge_names
 from ._objective import Objective
 from ._references import (
     ReferenceTruth,
@@ -33,12 +34,14 @@ from ._runs import (
     sweep_run,
 )
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
+from ._transfer import transfer_report
 from ._truth import labelled_candidates, scored_candidates
 
 __all__ = [
     "BootstrapResult",
     "CalibrationReport",
     "ComparisonResult",
+    "JudgeAgreement",
     "LabelReport",
     "Objective",
     "ReferenceTruth",
@@ -55,7 +58,9 @@ __all__ = [
     "compare_extractors",
     "compare_runs",
     "expected_calibration_error",
+    "judge_agreement",
     "judge_lessons",
+    "judge_names",
     "label_coverage",
     "label_report",
     "labelled_candidates",
@@ -71,5 +76,6 @@ __all__ = [
     "split_by_verdict",
     "sweep",
     "sweep_run",
+    "transfer_report",
     "verdict_kfold",
 ]

@@ -377,6 +377,7 @@ def resolve_truth(
     if truth is not None:
         return check_truth(truth), "as asked"
     for rid in run_ids:
-        if not labelled_candidates(store, rid, labels=labels)["labelled"].any():
+        # Direct labels only: a run labelled by transfer alone is mostly unlabelled.
+        if not labelled_candidates(store, rid, labels=labels, transfer=None)["labelled"].any():
             return "references", f"run {rid!r} has no gold labels"
     return "labels", "every run has gold labels"

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..core._errors import BadInputError
 from ..store._store import Store
+from ._transfer import DEFAULT_TRANSFER
 from ._truth import _score_values, labelled_candidates, run_labels
 
 __all__ = ["ADJUDICATOR", "TIES", "RunTruth", "TruthSource", "labels_truth"]
@@ -102,11 +103,14 @@ def _adjudicated(store: Store, labels: Any) -> pd.DataFrame:
 
 def labels_truth(
     store: Store, run_id: str, *, labels: Any = None, score: str = "salience",
-    ties: str = DEFAULT_TIES,
+    ties: str = DEFAULT_TIES, transfer: str | float | None = DEFAULT_TRANSFER,
 ) -> RunTruth:
-    """The truth source of gold labels: majority label per candidate, ties by ``ties``."""
+    """The truth source of gold labels: majority label per candidate, ties by ``ties``;
+    labels follow content to equal lessons of other extractors (``transfer``, see
+    :func:`~truss_lab.evaluate._truth.labelled_candidates`)."""
     policy = check_ties(ties)
-    df = labelled_candidates(store, run_id, labels=labels, valid_only=False)
+    df = labelled_candidates(store, run_id, labels=labels, valid_only=False,
+                             transfer=transfer)
     valid = df["valid"].to_numpy(dtype=bool)
     s = _score_values(run_id, df, score)
     s = np.where(valid, s, np.nan)  # a dropped lesson is never written
@@ -138,7 +142,7 @@ def labels_truth(
         "candidates": len(df), "valid": int(valid.sum()), "dropped": int((~valid).sum()),
         "dropped_useful": int((~valid & judged & (y == 1)).sum()),
         "labelled": int(label.notna().sum()), "tied": int(tie.sum()),
-        "tied_judged": tied_judged,
+        "tied_judged": tied_judged, "transferred": int(df["transferred"].sum()),
         "unlabelled": int((~label.notna().to_numpy() & ~tie).sum()),
         "verdicts": len(verdicts), "ties": policy,
     }

@@ -35,6 +35,7 @@ from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._references import check_truth, reference_sweep, reference_truth, truth_rows
 from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth
 from ._sweep import UndefinedMetricWarning, sweep
+from ._transfer import DEFAULT_TRANSFER, transfer_report
 from ._truth import run_labels
 
 __all__ = [
@@ -58,13 +59,16 @@ class LabelReport:
     ``coverage`` is :func:`~truss_lab.evaluate._agreement.label_coverage` (one row per
     extractor: n_candidates, n_labelled, n_ties, n_unlabelled, n_orphan_labels,
     coverage); ``agreement`` is :func:`~truss_lab.evaluate._agreement.annotator_agreement`
-    (one row per annotator pair: n_common, raw_agreement, kappa).
+    (one row per annotator pair: n_common, raw_agreement, kappa); ``transfer`` is
+    :func:`~truss_lab.evaluate._transfer.transfer_report` (per extractor: direct
+    and transferred labels, and how often they agree where both exist).
     """
 
     run_id: str | None
     coverage: pd.DataFrame
     agreement: pd.DataFrame
     n_label_rows: int
+    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def n_ties(self) -> int:
@@ -81,6 +85,12 @@ class LabelReport:
         for r in self.agreement.itertuples():
             lines.append(f"  kappa({r.annotator_a}, {r.annotator_b}) = {r.kappa:.3f} "
                          f"on {r.n_common} candidates (raw agreement {r.raw_agreement:.3f})")
+        for r in self.transfer.itertuples():
+            if r.n_transferred or r.n_both:
+                both = (f"; {r.n_both} with both, agreeing {r.agreement:.1%}" if r.n_both
+                        else "")
+                lines.append(f"  {r.extractor}: {r.n_direct} direct labels, {r.n_transferred} "
+                             f"transferred{both}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -88,7 +98,8 @@ class LabelReport:
                            f"{self.n_ties} ties")
         return (f"<div><p><b>LabelReport</b>: {head}</p>"
                 f"{self.coverage.to_html(index=False, float_format=_fmt)}"
-                f"{self.agreement.to_html(index=False, float_format=_fmt)}</div>")
+                f"{self.agreement.to_html(index=False, float_format=_fmt)}"
+                f"{self.transfer.to_html(index=False, float_format=_fmt)}</div>")
 
 
 def _fmt(v: float) -> str:
@@ -96,10 +107,13 @@ def _fmt(v: float) -> str:
 
 
 def label_report(
-    store: Store, run_id: str | None = None, labels: Any = None, *, valid_only: bool = True
+    store: Store, run_id: str | None = None, labels: Any = None, *, valid_only: bool = True,
+    transfer: str | float | None = DEFAULT_TRANSFER,
 ) -> LabelReport:
-    """Coverage of the run's candidates by gold labels (ties counted) and Cohen's kappa
-    per annotator pair. Without ``run_id``: every candidate of every run, all labels."""
+    """Coverage of the run's candidates by gold labels (ties counted), Cohen's kappa
+    per annotator pair, and direct vs transferred labels (``transfer``, as in
+    :func:`~truss_lab.evaluate._truth.labelled_candidates`). Without ``run_id``:
+    every candidate of every run, all labels."""
     lab = run_labels(store, labels)
     where, params = ("run_id = ?", [run_id]) if run_id is not None else ("TRUE", [])
     if run_id is not None:
@@ -129,8 +143,10 @@ def label_report(
         coverage["coverage"] = 0.0
         agreement = pd.DataFrame(columns=["annotator_a", "annotator_b", "n_common",
                                           "raw_agreement", "kappa"])
+    moved = transfer_report(store, run_id, run_labels(store, labels), transfer=transfer,
+                            valid_only=valid_only)
     return LabelReport(run_id=run_id, coverage=coverage, agreement=agreement,
-                       n_label_rows=len(lab))
+                       n_label_rows=len(lab), transfer=moved)
 
 
 # --------------------------------------------------------------------------- sweep / choice

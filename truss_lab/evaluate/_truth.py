@@ -18,13 +18,21 @@ from ..core._errors import BadInputError
 from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import majority_labels
+from ._transfer import DEFAULT_TRANSFER, transferred_labels
 
 __all__ = ["labelled_candidates", "run_labels", "scored_candidates"]
 
 
-def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
+#: Annotators whose name starts with this are judges (models), not people.
+JUDGE_PREFIX = "judge:"
+
+
+def run_labels(store: Store, labels: Any = None, *,
+               include_judges: bool = False) -> pd.DataFrame:
     """Gold labels as a FORMATS.md §3 frame: from the store's labels table
-    (default), a CSV path, or a DataFrame."""
+    (default), a CSV path, or a DataFrame. Rows of judge annotators
+    (``judge:<model>@<prompt>``) are left out unless ``include_judges``: a judge
+    never joins the human majority unless asked."""
     if labels is None:
         df = store.sql(
             "SELECT verdict_hash, extractor_id AS extractor, lesson_index, useful, "
@@ -42,6 +50,9 @@ def run_labels(store: Store, labels: Any = None) -> pd.DataFrame:
             )
     else:
         raise BadInputError(f"labels must be None, a path or a DataFrame, got {type(labels)}")
+    if not include_judges and "annotator" in df.columns and len(df):
+        df = df[~df["annotator"].astype("string").str.startswith(JUDGE_PREFIX).fillna(False)
+                .to_numpy(dtype=bool)].reset_index(drop=True)
     return df
 
 
@@ -51,14 +62,20 @@ def labelled_candidates(
     *,
     labels: Any = None,
     valid_only: bool = True,
+    transfer: str | float | None = DEFAULT_TRANSFER,
 ) -> pd.DataFrame:
     """The candidates of ``run_id`` with their majority gold label.
 
     One row per candidate (valid ones only by default), ordered by verdict
     seq and lesson_index, with the candidates columns plus ``label`` (nullable
     Int8: 1 useful, 0 not, ``<NA>`` when unlabelled or tied), ``tie``,
-    ``n_annotators`` and ``labelled`` (bool). Use ``df[df.labelled]`` for the
-    rows a sweep can score.
+    ``n_annotators``, ``labelled`` (bool), and where the label came from:
+    ``transferred`` (bool), ``transfer_similarity`` and ``transferred_from``
+    (the source extractor). Labels follow content
+    (:mod:`~truss_lab.evaluate._transfer`): ``transfer="exact"`` (default) lends
+    a label to an equal text of another extractor on the same verdict, a float
+    to a lexical match at least that similar, None never; a direct label always
+    wins. Use ``df[df.labelled]`` for the rows a sweep can score.
     """
     run_info(store, run_id)  # an unknown run is an error naming the recent ones
     cands = store.sql(
@@ -68,6 +85,9 @@ def labelled_candidates(
         [run_id],
     ).df()
     lab = run_labels(store, labels)
+    moved = transferred_labels(store, run_id, lab, transfer=transfer)
+    if len(moved):
+        lab = pd.concat([lab.assign(transferred=False), moved], ignore_index=True)
     if len(lab):
         maj = majority_labels(lab).rename(columns={"extractor": "extractor_id"})
     else:
@@ -87,6 +107,18 @@ def labelled_candidates(
     out["tie"] = out["tie"].fillna(False).astype(bool)
     out["label"] = out["label"].astype("Int8")
     out["labelled"] = out["label"].notna().to_numpy()
+    out["transferred"] = False
+    out["transfer_similarity"] = np.nan
+    out["transferred_from"] = None
+    if len(moved):
+        src = moved.drop_duplicates(["verdict_hash", "extractor", "lesson_index"]).rename(
+            columns={"extractor": "extractor_id"})
+        src["lesson_index"] = src["lesson_index"].astype("int64")
+        got = out[on].merge(src[[*on, "similarity", "from_extractor"]], on=on, how="left")
+        hit = got["from_extractor"].notna().to_numpy()
+        out.loc[hit, "transferred"] = True
+        out.loc[hit, "transfer_similarity"] = got.loc[hit, "similarity"].to_numpy(float)
+        out.loc[hit, "transferred_from"] = got.loc[hit, "from_extractor"].to_numpy()
     return out
 
 
@@ -109,7 +141,8 @@ def _score_values(run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:
 
 _NOT_SCORES = frozenset({"candidate_id", "run_id", "verdict_hash", "extractor_id", "text",
                          "evidence", "drop_reason", "scorer", "entry_id", "label", "tie",
-                         "labelled"})
+                         "labelled", "transferred", "transfer_similarity",
+                         "transferred_from"})
 
 
 def scored_candidates(

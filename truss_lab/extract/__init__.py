@@ -8,9 +8,10 @@ from ._close import CloseResult, ContractCloseLearning
 from ._extractor import Extractor
 from ._gate import apply_gate
 from ._heuristic import HeuristicProvider
+from ._judge import Judge, JudgeRun, parse_judgement, run_judge
 from ._openai import OpenAICompatibleProvider
 from ._parser import ParseResult, parse_completion
-from ._prompts import PromptTemplate, build_request, get_template
+from ._prompts import PromptTemplate, build_judge_request, build_request, get_template
 from ._providers import ChatMessage, Completion, CompletionRequest, Provider
 from ._replay import ReplayProvider
 from ._result import ExtractionRun
@@ -24,14 +25,19 @@ __all__ = [
     "ExtractionRun",
     "Extractor",
     "HeuristicProvider",
+    "Judge",
+    "JudgeRun",
     "OpenAICompatibleProvider",
     "ParseResult",
     "PromptTemplate",
     "Provider",
     "ReplayProvider",
     "apply_gate",
+    "build_judge_request",
     "build_request",
     "get_template",
     "parse_completion",
+    "parse_judgement",
     "run_extraction",
+    "run_judge",
 ]

@@ -10,7 +10,9 @@ version name, so recordings made with the old one are never replayed for it).
 Placeholders available to a user template: ``$contract_id``, ``$run_id``,
 ``$goal``, ``$verdict``, ``$summary``, ``$checks`` (one line per check,
 ``- check:<name> [PASS|FAIL]: <evidence>``), ``$n_checks``, ``$n_failed``,
-``$tags`` (comma-separated, or ``(none)``).
+``$tags`` (comma-separated, or ``(none)``); a judge template (``judge-v1``) also
+gets ``$lessons``, one line per lesson to judge (``[<lesson_index>] <text>
+(evidence: ...)``), rendered by :func:`build_judge_request`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ._providers import ChatMessage, CompletionRequest
 __all__ = [
     "VERDICT_OUTCOMES",
     "PromptTemplate",
+    "build_judge_request",
     "build_request",
     "get_template",
     "known_templates",
@@ -146,7 +149,7 @@ def known_templates() -> tuple[str, ...]:
 
 _PLACEHOLDERS = frozenset(
     {"contract_id", "run_id", "goal", "verdict", "summary", "checks", "n_checks",
-     "n_failed", "tags"}
+     "n_failed", "tags", "lessons"}
 )
 
 
@@ -178,10 +181,12 @@ def render_messages(
     return _render(template, validate_verdict_payload(verdict_payload))
 
 
-def _render(template: PromptTemplate, p: Mapping[str, Any]) -> tuple[ChatMessage, ...]:
+def _render(template: PromptTemplate, p: Mapping[str, Any],
+            lessons: str = "") -> tuple[ChatMessage, ...]:
     # ``p`` is already validated: the batch path validates once per verdict.
     checks = p["checks"]
     values = {
+        "lessons": lessons,
         "contract_id": p.get("contract_id", "(unknown)"),
         "run_id": p.get("run_id", "(unknown)"),
         "goal": p["goal"],
@@ -234,5 +239,78 @@ LESSON_V1 = register_template(
         system=_LESSON_V1_SYSTEM,
         user=_LESSON_V1_USER,
         description="Lessons grounded in the verdict's checks; JSON answer with salience.",
+    )
+)
+
+
+_JUDGE_V1_SYSTEM = """\
+You judge lessons that an extractor proposed from the verdict of a finished
+contract run. A lesson is USEFUL when it is durable, reusable guidance that is
+grounded in this verdict's checks and would help a similar contract next time;
+it is NOT useful when it is vague, generic, a platitude, not grounded in the
+checks, or merely restates the summary.
+
+Answer with one JSON object and nothing else, of exactly this shape:
+{"labels": [{"lesson": 0, "useful": 1}, {"lesson": 1, "useful": 0}]}
+
+- "lesson": the number in brackets before the lesson.
+- "useful": 1 for useful, 0 for not useful.
+Label every lesson listed, once."""
+
+_JUDGE_V1_USER = """\
+Contract: $contract_id (run $run_id)
+Goal: $goal
+Verdict: $verdict
+Summary: $summary
+Checks ($n_checks, $n_failed failed):
+$checks
+Tags: $tags
+
+Lessons to judge:
+$lessons
+
+Label each lesson as JSON."""
+
+
+def _render_lesson(index: int, text: str, evidence: Any) -> str:
+    ev = ", ".join(str(e) for e in evidence) if evidence is not None and len(evidence) else ""
+    return f"[{index}] {' '.join(str(text).split())} (evidence: {ev or 'none'})"
+
+
+def build_judge_request(
+    template: PromptTemplate | str,
+    verdict_payload: Mapping[str, Any],
+    lessons: Any,
+    *,
+    verdict_hash: str,
+    extractor: str,
+    model: str,
+    parameters: Mapping[str, Any] | None = None,
+) -> CompletionRequest:
+    """The :class:`CompletionRequest` asking a judge ``model`` to label the lessons of
+    one verdict. ``lessons``: ``(lesson_index, text, evidence)`` triples, rendered one
+    per line as ``[lesson_index] text (evidence: ...)``. ``extractor`` is the replay
+    key (a judge uses ``<annotator>/<judged extractor_id>``)."""
+    if isinstance(template, str):
+        template = get_template(template)
+    payload = validate_verdict_payload(verdict_payload)
+    lines = "\n".join(_render_lesson(int(i), t, e) for i, t, e in lessons)
+    return CompletionRequest(
+        messages=_render(template, payload, lines or "- (no lessons)"),
+        model=model,
+        parameters=dict(parameters or {}),
+        verdict_hash=verdict_hash,
+        extractor=extractor,
+        prompt_version=template.version,
+        verdict=payload,
+    )
+
+
+JUDGE_V1 = register_template(
+    PromptTemplate(
+        version="judge-v1",
+        system=_JUDGE_V1_SYSTEM,
+        user=_JUDGE_V1_USER,
+        description="A judge labels each lesson of a verdict useful (1) or not (0); JSON answer.",
     )
 )

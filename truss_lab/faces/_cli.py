@@ -229,6 +229,9 @@ def _register_extensions() -> None:
     _cli_extract.register(cli)
     _cli_eval.register(cli)
     _cli_audit.register(cli)
+    from . import _cli_judge
+
+    _cli_judge.register(cli)
 
 
 _register_extensions()

@@ -3,9 +3,11 @@ the latent truth (synthetic data). ``python -m truss_lab.simulate --help``."""
 
 from __future__ import annotations
 
+from ._judge import SimulatedJudgeProvider
 from ._simulate import SimulationResult, simulate
 
 __all__ = [
+    "SimulatedJudgeProvider",
     "SimulationResult",
     "simulate",
 ]
