@@ -219,7 +219,8 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
     return err.num_rows
 
 
-def _record_completions(store: Store, records: list[dict[str, Any]], run_id: str) -> None:
+def _record_completions(store: Store, records: list[dict[str, Any]],
+                        run_id: str | None = None) -> None:
     from ..ingest._ingest import COMPLETIONS_KEY, COMPLETIONS_SCHEMA, FILE_TO_TABLE
 
     df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
@@ -233,10 +234,11 @@ def _record_completions(store: Store, records: list[dict[str, Any]], run_id: str
         else:
             vals = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
             cols[f.name] = pa.array(vals, f.type)
-    # Beyond the §2 fields: the configuration that made each call and the run that
-    # made it (what `truss-lab usage RUN` counts).
-    cols["config_hash"] = pa.array(df["config_hash"].astype(object).where(
-        df["config_hash"].notna(), None).tolist(), pa.string())
+    # Beyond the §2 fields: the configuration that made each call and the extraction
+    # run that made it (what `truss-lab usage RUN` counts; None for a judge's calls).
+    hashes = df["config_hash"] if "config_hash" in df.columns else pd.Series([None] * len(df))
+    cols["config_hash"] = pa.array(hashes.astype(object).where(hashes.notna(), None).tolist(),
+                                   pa.string())
     cols["run_id"] = pa.array([run_id] * len(df), pa.string())
     store.append("completions", pa.table(cols), key=COMPLETIONS_KEY)
 
