@@ -13,8 +13,10 @@ from sklearn.metrics import cohen_kappa_score
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._agreement import (
+    CANDIDATE_KEY,
     annotator_agreement,
     cohen_kappa,
+    fleiss_agreement,
     fleiss_kappa,
     label_coverage,
     majority_labels,
@@ -56,6 +58,28 @@ def test_majority_labels():
     assert str(maj["label"].dtype) == "Int8"
 
 
+def test_repeated_anonymous_rows_of_one_source_count_once():
+    # ("h2", 0) is one anonymous 0; the same row twice more is still one vote
+    rep = pd.concat([LABELS, LABELS.iloc[[5, 5, 7]]], ignore_index=True)
+    got = majority_labels(rep).set_index(["verdict_hash", "lesson_index"])
+    assert got.loc[("h2", 0), "n_annotators"] == 1
+    assert got.loc[("h2", 2), "n_annotators"] == 2  # ann-a and one anonymous vote
+    pd.testing.assert_frame_equal(majority_labels(rep), majority_labels(LABELS))
+    # two sources are two anonymous annotators: a 0 from each is two votes
+    src = pd.concat([LABELS.assign(source="a.csv"), LABELS.iloc[[5]].assign(source="b.csv")],
+                    ignore_index=True)
+    both = majority_labels(src).set_index(["verdict_hash", "lesson_index"])
+    assert both.loc[("h2", 0), "n_annotators"] == 2
+    # and the same file twice is still one vote
+    twice = pd.concat([src, src[src["annotator"].isna()]], ignore_index=True)
+    pd.testing.assert_frame_equal(majority_labels(twice), majority_labels(src))
+    # one anonymous source saying 0 and 1 of one candidate is a conflict
+    clash = LABELS.iloc[[5]].assign(useful=1)
+    with pytest.raises(BadInputError, match="anonymous labels of one source") as err:
+        majority_labels(pd.concat([LABELS, clash], ignore_index=True))
+    assert err.value.field == "annotator"
+
+
 def test_duplicate_annotator_and_bad_values_are_errors():
     dup = pd.concat([LABELS, LABELS.iloc[[0]]], ignore_index=True)
     with pytest.raises(BadInputError, match="more than once") as err:
@@ -77,8 +101,12 @@ def test_duplicate_annotator_and_bad_values_are_errors():
 
 
 def test_annotator_column_is_optional():
-    maj = majority_labels(LABELS.drop(columns="annotator"))
-    assert maj["n_annotators"].sum() == len(LABELS)
+    # without the column the frame is one anonymous source: one label per candidate
+    one = LABELS.drop_duplicates(CANDIDATE_KEY).drop(columns="annotator")
+    maj = majority_labels(one)
+    assert (maj["n_annotators"] == 1).all() and len(maj) == len(one)
+    with pytest.raises(BadInputError, match="anonymous labels of one source"):
+        majority_labels(LABELS.drop(columns="annotator"))  # (h1, x, 0) said 1 and 0
 
 
 @settings(max_examples=100, deadline=None)
@@ -164,14 +192,18 @@ def test_label_coverage():
         max_size=30,
     )
 )
-def test_majority_labels_on_arbitrary_rows_raise_or_count_every_row(rows):
+def test_majority_labels_on_arbitrary_rows_raise_or_count_every_vote(rows):
     frame = labels_frame(rows)
     try:
         maj = majority_labels(frame)
     except BadInputError as err:
         assert err.field in {"useful", "lesson_index", "annotator"}
         return
-    assert maj["n_annotators"].sum() == len(frame)
+    # every row is a vote, except a repeated anonymous row (one source: one vote)
+    anon = frame[frame["annotator"].isna()]
+    repeats = anon.assign(useful=pd.to_numeric(anon["useful"]),
+                          lesson_index=pd.to_numeric(anon["lesson_index"])).duplicated()
+    assert maj["n_annotators"].sum() == len(frame) - int(repeats.sum())
     assert ((maj["label"].isna()) == maj["tie"]).all()
     assert (maj["n_positive"] <= maj["n_annotators"]).all()
 
@@ -200,3 +232,22 @@ def test_fleiss_kappa_of_two_raters_and_bad_tables():
         fleiss_kappa([[1, 0]])  # one rating
     with pytest.warns(UndefinedMetricWarning):
         assert np.isnan(fleiss_kappa(np.empty((0, 2))))
+
+
+def test_fleiss_agreement_uses_the_most_common_number_of_annotations():
+    sm = pytest.importorskip("statsmodels.stats.inter_rater")
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(60):  # 40 candidates with three annotators, 20 with two
+        raters = ["a", "b", "c"] if i < 40 else ["a", "b"]
+        truth = rng.random() < 0.5
+        rows += [(f"h{i}", "x", 0, int(truth ^ (rng.random() < 0.2)), r) for r in raters]
+    rows.append(("h99", "x", 0, 1, "a"))  # one annotation: no agreement to measure
+    got = fleiss_agreement(labels_frame(rows))
+    maj = majority_labels(labels_frame(rows))
+    three = maj[maj["n_annotators"] == 3]
+    table = np.column_stack([three["n_positive"], 3 - three["n_positive"]])
+    assert got == {"kappa": pytest.approx(sm.fleiss_kappa(table, method="fleiss")),
+                   "n_items": 40, "raters": 3, "n_annotators": 3, "n_candidates": 61}
+    assert fleiss_agreement(labels_frame([("h1", "x", 0, 1, "a"), ("h2", "x", 0, 0, "b")])) \
+        is None

@@ -127,6 +127,9 @@ def test_objectives_match_brute_force_over_the_training_sweep(kwargs):
     elif kind == "cost":
         cost = kwargs["cost_fp"] * tr["fp"] + kwargs["cost_fn"] * tr["fn"]
         expected = tr.loc[cost == cost.min(), "threshold"].max()
+        # keeping nothing costs cost_fn per positive; it wins ties (highest threshold)
+        if kwargs["cost_fn"] * (tr["tp"] + tr["fn"]).iloc[0] <= cost.min():
+            expected = math.inf
     else:
         b2 = kwargs["beta"] ** 2
         fb = (1 + b2) * tr["tp"] / ((1 + b2) * tr["tp"] + b2 * tr["fn"] + tr["fp"])
@@ -139,6 +142,31 @@ def test_ties_go_to_the_highest_threshold():
     # thresholds descending; tp saturates at index 1
     assert obj.best_index([1, 2, 3, 4], [1, 2, 2, 2], 2) == 1
     assert Objective().best_index(np.empty((3, 0)), np.empty((3, 0)), 1).tolist() == [-1] * 3
+
+
+def test_cost_considers_keeping_nothing():
+    g = np.repeat([f"v{i}" for i in range(40)], 3)
+    rng = np.random.default_rng(3)
+    s = np.round(rng.random(len(g)), 2)
+    y = (rng.random(len(g)) < 0.1).astype(int)  # mostly junk, whatever the salience
+    tr, (_, test) = _train_sweep(y, s, g, 0)
+    nothing = 5.0 * (tr["tp"] + tr["fn"]).iloc[0]  # cost_fn * positives
+    assert (10.0 * tr["fp"] + 5.0 * tr["fn"] > nothing).all()  # every data threshold costs more
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UndefinedMetricWarning)  # a choice, not a failure
+        choice = choose_threshold(y, s, g, objective="cost", cost_fp=10.0, cost_fn=5.0,
+                                  random_state=0)
+    assert choice.threshold == math.inf
+    assert choice.test["kept"] == 0 and choice.test["tp"] == 0
+    assert choice.test["fn"] == y[test].sum() and choice.test["kept_per_verdict"] == 0
+    # the objective as before: keeping nothing is never a candidate of F1
+    assert math.isfinite(choose_threshold(y, s, g, random_state=0).threshold)
+    # cross-validated, with both intervals: every fold keeps nothing
+    cv = choose_threshold(y, s, g, objective="cost", cost_fp=10.0, cost_fn=5.0, cv=4,
+                          n_boot=50, random_state=0)
+    assert cv.threshold == math.inf and (cv.fold_thresholds == math.inf).all()
+    assert cv.test["kept"] == 0 and cv.procedure_intervals is not None
+    assert cv.procedure_intervals["kept_per_verdict_high"].iloc[0] >= 0
 
 
 def test_infeasible_objective_warns_and_gives_nan():

@@ -48,11 +48,19 @@ def run(seed, verdicts, quality):
 VERDICTS = [f"h{i:03d}" for i in range(40)]
 
 
-def per_verdict_success(df, t):
-    kept = df[df["salience"] >= t]
-    stats = kept.groupby("verdict_hash")["label"].agg(["sum", "size"])
-    ok = (stats["sum"] >= 1) & (stats["sum"] == stats["size"])
-    return set(ok[ok].index)
+def per_verdict_success(df, t, verdicts):
+    """By hand, verdict by verdict: the kept set is right (no junk kept, and a useful
+    lesson kept or, correct silence, nothing kept and nothing useful)."""
+    out = set()
+    for v in verdicts:
+        rows = df[df["verdict_hash"] == v]
+        kept = rows[rows["salience"] >= t]
+        n_useful_kept = int(kept["label"].sum())
+        junk_kept = len(kept) - n_useful_kept
+        silence = len(kept) == 0 and int(rows["label"].sum()) == 0
+        if junk_kept == 0 and (n_useful_kept >= 1 or silence):
+            out.add(v)
+    return out
 
 
 def reference_paired(a, b, common, t_a, t_b, *, n_boot, seed, confidence):
@@ -113,8 +121,8 @@ def test_paired_bootstrap_equals_reference_and_point_estimates_equal_sweep():
             np.testing.assert_allclose(
                 [row[f"delta_{m}_low"], row[f"delta_{m}_high"]], ref[m], rtol=0, atol=1e-15
             )
-        succ_a = per_verdict_success(ca, t_a)
-        succ_b = per_verdict_success(cb, t_b)
+        succ_a = per_verdict_success(ca, t_a, common)
+        succ_b = per_verdict_success(cb, t_b, common)
         assert row["success_a"] == len(succ_a) and row["success_b"] == len(succ_b)
         assert row["a_only"] == len(succ_a - succ_b) and row["b_only"] == len(succ_b - succ_a)
         assert row["mcnemar_p"] == pytest.approx(mcnemar_exact(row["a_only"], row["b_only"]))
@@ -183,5 +191,33 @@ def test_processed_verdicts_without_candidates_are_common() -> None:
                              verdicts_b=["v1", "v2"])
     assert res.n_common == 2 and res.only_in_a == [] and res.only_in_b == []
     row = res.table.iloc[0]
-    assert (row["success_a"], row["success_b"], row["a_only"]) == (2, 1, 1)
+    # B kept nothing on v2 and had nothing useful there (gold labels judge only
+    # what an extractor proposed): correct silence, a success like A's.
+    assert (row["success_a"], row["success_b"], row["a_only"]) == (2, 2, 0)
     assert row["kept_per_verdict_b"] == 0.5
+
+
+def test_correct_silence_is_a_success_and_mcnemar_counts_it():
+    # v1: A keeps a useful lesson, B stays quiet although it had one (a miss);
+    # v2: nothing useful anywhere, A keeps junk, B stays quiet (correct silence);
+    # v3: both quiet, nothing useful (both succeed: concordant);
+    # v4: a useful lesson the parser dropped (NaN) -- silence is a miss for both;
+    # v5: B keeps only an unlabelled lesson: not a success by itself.
+    a = pd.DataFrame({
+        "verdict_hash": ["v1", "v2", "v3", "v4", "v5"],
+        "salience": [0.9, 0.8, 0.2, np.nan, 0.9],
+        "label": [1, 0, 0, 1, 1],
+    })
+    b = pd.DataFrame({
+        "verdict_hash": ["v1", "v2", "v3", "v4", "v5"],
+        "salience": [0.3, 0.1, 0.2, np.nan, 0.9],
+        "label": [1, 0, 0, 1, 0],
+        "judged": [1, 1, 1, 1, 0],
+    })
+    res = compare_extractors(a, b, threshold=0.5, n_boot=10)
+    row = res.table.iloc[0]
+    # successes by hand: A on v1, v3, v5; B on v2, v3
+    assert (row["success_a"], row["success_b"]) == (3, 2)
+    assert (row["a_only"], row["b_only"]) == (2, 1)
+    assert row["mcnemar_p"] == pytest.approx(binomtest(1, 3, 0.5).pvalue)
+    assert "correct silence" in res.outcome

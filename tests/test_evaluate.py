@@ -90,6 +90,14 @@ def test_label_report_counts_and_kappa(ev, raw_labels):
     assert pair.kappa == pytest.approx(cohen_kappa_score(wide[pair.annotator_a],
                                                          wide[pair.annotator_b]))
     assert "kappa" in repr(rep) and "<table" in rep._repr_html_()
+    # Fleiss' kappa over the candidates with two annotations, statsmodels as the oracle
+    sm = pytest.importorskip("statsmodels.stats.inter_rater")
+    two = votes[votes["size"] == 2]
+    table = np.column_stack([two["sum"], 2 - two["sum"]])
+    assert rep.fleiss is not None and rep.fleiss["raters"] == 2
+    assert rep.fleiss["n_items"] == len(two) and rep.fleiss["n_annotators"] == 2
+    assert rep.fleiss["kappa"] == pytest.approx(sm.fleiss_kappa(table, method="fleiss"))
+    assert "Fleiss' kappa" in repr(rep) and "Fleiss" in rep._repr_html_()
 
 
 def test_label_report_all_runs_and_bad_run(ev):

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import minimize
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
@@ -301,7 +302,7 @@ def test_isotonic_equals_sklearn_hypothesis(pairs: list[tuple[int, int]]) -> Non
 @pytest.mark.parametrize("seed", range(4))
 def test_platt_close_to_sklearn(seed: int) -> None:
     x, y, vh = _labelled(500, seed, ties=False)
-    cal = PlattCalibrator(C=1e10).fit(x, y, verdict_hash=vh)
+    cal = PlattCalibrator(smoothing=False, C=1e10).fit(x, y, verdict_hash=vh)
     ref = LogisticRegression(C=1e10, tol=1e-12, max_iter=10_000).fit(x[:, None], y)
     grid = np.linspace(-0.5, 1.5, 101)
     np.testing.assert_allclose(
@@ -314,12 +315,48 @@ def test_platt_close_to_sklearn(seed: int) -> None:
 def test_platt_with_default_c_on_separable_labels_stays_finite() -> None:
     x = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])
     y = np.array([0, 0, 0, 1, 1, 1.0])
-    cal = PlattCalibrator().fit(x, y, verdict_hash=list("abcdef"))
+    cal = PlattCalibrator(smoothing=False).fit(x, y, verdict_hash=list("abcdef"))
     p = cal.predict(x, allow_in_sample=True)
     assert np.isfinite([cal.a_, cal.b_]).all()
     assert (p[:3] < 0.01).all() and (p[3:] > 0.99).all()
     ref = LogisticRegression(C=1e6, tol=1e-12, max_iter=100_000).fit(x[:, None], y)
     np.testing.assert_allclose(p, ref.predict_proba(x[:, None])[:, 1], atol=1e-4)
+
+
+def _platt_reference(x: np.ndarray, y: np.ndarray, C: float) -> np.ndarray:
+    """Platt (1999) written out: targets (N+ + 1)/(N+ + 2) and 1/(N- + 2), the
+    cross-entropy against them (plus the slope penalty) minimised by scipy."""
+    n_pos, n_neg = y.sum(), len(y) - y.sum()
+    t = np.where(y == 1, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        z = theta[0] * x + theta[1]
+        p = 1 / (1 + np.exp(-z))
+        f = np.sum(np.logaddexp(0, z) - t * z) + theta[0] ** 2 / (2 * C)
+        g = np.array([np.sum((p - t) * x) + theta[0] / C, np.sum(p - t)])
+        return f, g
+
+    res = minimize(loss, np.zeros(2), jac=True, method="BFGS", options={"gtol": 1e-12})
+    return res.x
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("separable", [False, True])
+def test_platt_smoothing_equals_direct_minimisation(seed: int, separable: bool) -> None:
+    x, y, vh = _labelled(80 + 40 * seed, seed, ties=False)
+    if separable:
+        y = (x > np.median(x)).astype(float)  # a plain logistic fit would diverge here
+    cal = PlattCalibrator().fit(x, y, verdict_hash=vh)
+    n_pos = y.sum()
+    assert cal.targets_ == ((n_pos + 1) / (n_pos + 2), 1 / (len(y) - n_pos + 2))
+    a, b = _platt_reference(x, y, cal.C)
+    assert cal.a_ == pytest.approx(a, abs=1e-5) and cal.b_ == pytest.approx(b, abs=1e-5)
+    grid = np.linspace(-0.5, 1.5, 41)
+    np.testing.assert_allclose(cal.predict(grid, allow_in_sample=True),
+                               1 / (1 + np.exp(-(a * grid + b))), atol=1e-6)
+    if separable:
+        p = cal.predict(x, allow_in_sample=True)
+        assert p.max() < 1 and p.min() > 0 and np.isfinite(cal.a_)
 
 
 @pytest.mark.parametrize("make", [IsotonicCalibrator, PlattCalibrator])

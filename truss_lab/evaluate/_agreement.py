@@ -3,8 +3,11 @@
 Labels come as a DataFrame with columns ``verdict_hash, extractor,
 lesson_index, useful, annotator`` (FORMATS.md section 3). A candidate lesson is
 keyed by ``(verdict_hash, extractor, lesson_index)``. ``annotator`` may be
-missing (null): each such row counts as one anonymous annotation. The same
-named annotator labelling one candidate twice is an error, not a vote.
+missing (null): an anonymous annotation. Anonymous rows of one source (the
+optional ``source`` column; a frame without it is one source) are one
+anonymous annotator: the same row twice counts once, not as two votes. The
+same annotator (named, or anonymous within a source) labelling one candidate
+twice with different values is an error, not a vote.
 Ties are reported, never guessed: their label is ``<NA>``.
 """
 
@@ -24,6 +27,7 @@ __all__ = [
     "CANDIDATE_KEY",
     "annotator_agreement",
     "cohen_kappa",
+    "fleiss_agreement",
     "fleiss_kappa",
     "label_coverage",
     "majority_labels",
@@ -78,6 +82,22 @@ def _clean_labels(labels: Any) -> pd.DataFrame:
     df["useful"] = useful.astype(np.int64)
     if "annotator" not in df.columns:
         df["annotator"] = pd.Series([None] * len(df), dtype="string", index=df.index)
+    # An anonymous source that repeats a row (a file loaded twice, a frame
+    # concatenated with itself) is one annotator saying it twice: one vote.
+    anon = df["annotator"].isna()
+    by = [*CANDIDATE_KEY, *(["source"] if "source" in df.columns else [])]
+    repeats = df[anon].duplicated([*by, "useful"])
+    df = df.drop(index=repeats.index[repeats.to_numpy()])
+    anon = df["annotator"].isna()
+    clash = df[anon].duplicated(by, keep=False)
+    if clash.any():
+        row = df[anon][clash.to_numpy()].iloc[0]
+        raise BadInputError(
+            f"anonymous labels of one source disagree on candidate ({row['verdict_hash']}, "
+            f"{row['extractor']}, {row['lesson_index']}); expected one label per candidate "
+            "and source, or name the annotators",
+            field="annotator",
+        )
     named = df[df["annotator"].notna()]
     dup = named.duplicated([*CANDIDATE_KEY, "annotator"], keep=False)
     if dup.any():
@@ -185,6 +205,34 @@ def fleiss_kappa(table: Any) -> float:
                       UndefinedMetricWarning, stacklevel=2)
         return float("nan")
     return (p_bar - p_e) / (1.0 - p_e)
+
+
+def fleiss_agreement(labels: pd.DataFrame) -> dict[str, Any] | None:
+    """Fleiss' kappa of the labels (useful / not), or None with fewer than two annotators.
+
+    Fleiss' kappa needs every item rated the same number of times, so it is
+    computed on the candidates labelled by the most common number ``m >= 2``
+    of annotators (the larger on a tie); the raters need not be the same
+    people, so anonymous annotations count too. Returns ``kappa`` (NaN when
+    undefined), ``n_items`` (candidates used), ``raters`` (m),
+    ``n_annotators`` (distinct named annotators in ``labels``) and
+    ``n_candidates`` (every labelled candidate).
+    """
+    df = _clean_labels(labels)
+    n_named = int(df["annotator"].dropna().nunique())
+    maj = majority_labels(labels)
+    per_item = maj["n_annotators"].to_numpy()
+    counts = pd.Series(per_item[per_item >= 2]).value_counts()
+    if counts.empty:
+        return None
+    m = int(max(counts.index[counts == counts.max()]))
+    items = maj[maj["n_annotators"] == m]
+    table = np.column_stack([items["n_positive"], m - items["n_positive"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        kappa = fleiss_kappa(table)
+    return {"kappa": kappa, "n_items": len(items), "raters": m, "n_annotators": n_named,
+            "n_candidates": len(maj)}
 
 
 def annotator_agreement(labels: pd.DataFrame) -> pd.DataFrame:

@@ -9,11 +9,18 @@ Binning follows scikit-learn's ``calibration_curve``: with
 ``strategy="uniform"`` the edges are ``np.linspace(0, 1, n_bins + 1)``, with
 ``"quantile"`` they are quantiles of ``prob``; a value equal to an inner edge
 falls in the bin *below* it (``np.searchsorted(inner_edges, prob)``).
+
+A bin of three candidates says little: each bin carries a Wilson score
+interval of its observed frequency, and bins under ``min_bin_count``
+candidates are flagged (drawn hollow by ``CalibrationDisplay``) and left out
+of MCE, which would otherwise be set by whichever near-empty bin is luckiest.
+ECE keeps every bin: it weights each by its count already.
 """
 
 from __future__ import annotations
 
 import warnings
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -23,11 +30,51 @@ from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, as_labels, as_scores, check_lengths
 
 __all__ = [
+    "DEFAULT_MIN_BIN_COUNT",
     "brier_score",
     "expected_calibration_error",
     "max_calibration_error",
     "reliability_table",
+    "wilson_interval",
 ]
+
+DEFAULT_MIN_BIN_COUNT = 10
+"""Bins with fewer candidates are flagged in reliability tables and left out of MCE."""
+
+
+def wilson_interval(
+    n_positive: Any, count: Any, *, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of ``n_positive / count``, elementwise (NaN where count is 0).
+
+    ``(c + z^2/2n -+ z sqrt(c(1-c)/n + z^2/4n^2)) / (1 + z^2/n)`` with ``c = k/n``
+    and ``z`` the normal quantile of ``(1 + confidence) / 2``; the same as
+    statsmodels' ``proportion_confint(k, n, method="wilson")``. Unlike the
+    normal approximation it stays inside [0, 1] and is not zero-width at 0/n or n/n.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise BadInputError(f"confidence must be in (0, 1), got {confidence!r}",
+                            field="confidence")
+    k = np.asarray(n_positive, dtype=np.float64)
+    n = np.asarray(count, dtype=np.float64)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = k / n
+        denom = 1.0 + z * z / n
+        centre = (c + z * z / (2 * n)) / denom
+        half = z / denom * np.sqrt(c * (1 - c) / n + z * z / (4 * n * n))
+    empty = n <= 0
+    # Clipped so rounding never puts a bound outside [0, 1] (at 0/n or n/n).
+    low = np.clip(centre - half, 0.0, 1.0)
+    high = np.clip(centre + half, 0.0, 1.0)
+    return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
+
+
+def _check_min_count(min_bin_count: Any) -> int:
+    if not isinstance(min_bin_count, (int, np.integer)) or min_bin_count < 1:
+        raise BadInputError(f"min_bin_count must be an int >= 1, got {min_bin_count!r}",
+                            field="min_bin_count")
+    return int(min_bin_count)
 
 
 def _check_prob(y_true: Any, prob: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -50,6 +97,8 @@ def reliability_table(
     *,
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
+    min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
+    confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Reliability bins of predicted probabilities.
 
@@ -58,11 +107,16 @@ def reliability_table(
     - ``bin``: i; ``lower``/``upper``: its edges;
     - ``count``: candidates in the bin; ``n_positive``: those labelled 1;
     - ``mean_predicted``: mean of ``prob`` in the bin (NaN when empty);
-    - ``observed_frequency``: ``n_positive / count`` (NaN when empty).
+    - ``observed_frequency``: ``n_positive / count`` (NaN when empty);
+    - ``frequency_low``/``frequency_high``: its Wilson score interval at
+      ``confidence`` (:func:`wilson_interval`; NaN when empty);
+    - ``enough``: ``count >= min_bin_count`` (a bin that counts in MCE).
 
-    Rows with ``count > 0`` match scikit-learn's ``calibration_curve``
-    (``prob_pred``, ``prob_true``). Empty input warns and gives no rows.
+    ``attrs`` holds ``min_bin_count`` and ``confidence``. Rows with
+    ``count > 0`` match scikit-learn's ``calibration_curve`` (``prob_pred``,
+    ``prob_true``). Empty input warns and gives all-empty bins.
     """
+    min_count = _check_min_count(min_bin_count)
     y, p = _check_prob(y_true, prob)
     if not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
         raise BadInputError(f"n_bins must be an int >= 1, got {n_bins!r}", field="n_bins")
@@ -90,7 +144,8 @@ def reliability_table(
         mean_pred = np.where(count > 0, total / count, np.nan)
         freq = np.where(count > 0, pos / count, np.nan)
     lower, upper = edges[:-1], edges[1:]
-    return pd.DataFrame(
+    low, high = wilson_interval(pos, count, confidence=confidence)
+    table = pd.DataFrame(
         {
             "bin": np.arange(nb),
             "lower": lower,
@@ -99,8 +154,13 @@ def reliability_table(
             "n_positive": pos.astype(np.int64),
             "mean_predicted": mean_pred,
             "observed_frequency": freq,
+            "frequency_low": low,
+            "frequency_high": high,
+            "enough": count >= min_count,
         }
     )
+    table.attrs.update(min_bin_count=min_count, confidence=float(confidence))
+    return table
 
 
 def expected_calibration_error(
@@ -129,11 +189,24 @@ def max_calibration_error(
     *,
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
+    min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
 ) -> float:
-    """MCE: the largest ``|observed_frequency - mean_predicted|`` over non-empty bins."""
-    table = reliability_table(y_true, prob, n_bins=n_bins, strategy=strategy)
-    full = table[table["count"] > 0]
+    """MCE: the largest ``|observed_frequency - mean_predicted|`` over bins with at least
+    ``min_bin_count`` candidates (``min_bin_count=1``: every non-empty bin).
+
+    A bin of one candidate has a gap of at least 0.5 whatever the calibration,
+    so small bins are left out; NaN with a warning when no bin is large enough.
+    """
+    table = reliability_table(y_true, prob, n_bins=n_bins, strategy=strategy,
+                              min_bin_count=min_bin_count)
+    full = table[table["enough"] & (table["count"] > 0)]
     if full.empty:
+        if table["count"].sum() > 0:
+            warnings.warn(
+                f"no bin holds {min_bin_count} or more candidates: MCE is NaN "
+                "(lower min_bin_count or use fewer bins)",
+                UndefinedMetricWarning, stacklevel=2,
+            )
         return float("nan")
     return float((full["observed_frequency"] - full["mean_predicted"]).abs().max())
 

@@ -35,7 +35,12 @@ from truss_lab.evaluate._bootstrap import (
     verdict_codes,
 )
 from truss_lab.evaluate._choice import ThresholdChoice
-from truss_lab.evaluate._objective import DEFAULT_OBJECTIVE, Objective, make_objective
+from truss_lab.evaluate._objective import (
+    DEFAULT_OBJECTIVE,
+    KEEP_NOTHING,
+    Objective,
+    make_objective,
+)
 from truss_lab.evaluate._procedure import Side, boot_grid, choice_intervals
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
@@ -148,19 +153,23 @@ class _Data:
         y, s = self.y[idx], self.s[idx]
         thr, kept, tp = distinct_counts(y, s)
         judged = kept if self.all_judged else threshold_counts(self.jm[idx], s, thr)[1]
+        if obj.considers_nothing:  # first: the highest threshold, so it wins ties
+            thr, kept, tp, judged = (np.concatenate([[v], a]) for v, a in (
+                (KEEP_NOTHING, thr), (0, kept), (0, tp), (0, judged)))
         best = int(obj.best_index(kept, tp, int(np.count_nonzero(y)), n_verdicts, judged))
         return float(thr[best]) if best >= 0 else float("nan")
 
     def at(self, idx: np.ndarray, n_verdicts: int, threshold: float) -> dict[str, float]:
-        """Sweep metrics of ``idx`` at one threshold (NaN threshold: every metric NaN)."""
-        t = threshold if np.isfinite(threshold) else np.inf
+        """Sweep metrics of ``idx`` at one threshold (NaN threshold: every metric NaN;
+        :data:`KEEP_NOTHING`: the counts of keeping nothing)."""
+        t = threshold if not np.isnan(threshold) else np.inf
         with warnings.catch_warnings():
             # Degenerate sides warn once, from choose_threshold, with the side named.
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             df = sweep(self.y[idx], self.s[idx], thresholds=[t], snap=False,
                        judged=None if self.all_judged else self.jm[idx], n_verdicts=n_verdicts)
         row = {k: float(df[k].iloc[0]) for k in _METRICS if k in df.columns}
-        if not np.isfinite(threshold):
+        if np.isnan(threshold):
             row = {k: (np.nan if k != "threshold" else threshold) for k in row}
         return row
 
@@ -168,7 +177,7 @@ class _Data:
 def _pooled(rows: list[dict[str, float]], n: int, n_pos: int, n_verdicts: int,
             threshold: float) -> dict[str, float]:
     """Out-of-fold metrics: the folds' counts summed, then divided (never averaged ratios)."""
-    if any(not np.isfinite(r["threshold"]) for r in rows):
+    if any(np.isnan(r["threshold"]) for r in rows):
         return {k: (threshold if k == "threshold" else np.nan) for k in _METRICS}
     kept, tp, fp = (sum(r[k] for r in rows) for k in ("kept", "tp", "fp"))
     m = metrics_from_counts(np.array(kept), np.array(tp), n, n_pos, n_verdicts,
@@ -274,10 +283,10 @@ def choose_threshold(
                  "random_state": random_state, "n_verdicts": len(vlist),
                  "n_candidates": len(y), "n_train_verdicts": len(vlist),
                  "n_test_verdicts": len(vlist)}
-    if not np.isfinite(chosen) or any(not np.isfinite(sd.threshold) for sd in sides):
+    if np.isnan(chosen) or any(np.isnan(sd.threshold) for sd in sides):
         warnings.warn(
             f"no training threshold satisfies the objective ({obj.describe()}); "
-            "the choice is NaN" + (" in some folds" if np.isfinite(chosen) else ""),
+            "the choice is NaN" + (" in some folds" if not np.isnan(chosen) else ""),
             UndefinedMetricWarning,
             stacklevel=2,
         )
@@ -293,11 +302,12 @@ def choose_threshold(
     test_intervals = procedure_intervals = None
     threshold_interval = None
     boot = None
-    if n_boot and np.isfinite(chosen):
+    if n_boot and not np.isnan(chosen):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             boot = bootstrap_metrics(
-                y[fit_idx], s[fit_idx], codes[fit_idx], thresholds=boot_grid(s[fit_idx], [chosen]),
+                y[fit_idx], s[fit_idx], codes[fit_idx],
+                thresholds=boot_grid(s[fit_idx], [chosen], obj),
                 n_boot=n_boot, confidence=confidence, random_state=streams["choice"],
                 objective=obj, judged=jm[fit_idx],
                 verdicts=np.flatnonzero(sides_masks[0][0] if cv is None else every),

@@ -7,8 +7,19 @@ silently. Each extractor's recall is relative to its *own* useful candidates
 per-verdict outcome before reading much into a recall difference.
 
 Per-verdict outcome at a threshold (the McNemar unit): a verdict is a
-**success** when at least one useful lesson is kept and no junk lesson is
-kept, i.e. ``tp >= 1 and fp == 0`` for that verdict.
+**success** when its kept set is right: no junk lesson is kept and either at
+least one useful lesson is kept, or nothing is kept and nothing useful was
+there to keep (*correct silence*), i.e. for that verdict
+``fp == 0 and (tp >= 1 or (kept == 0 and positives == 0))``. Without the
+silence clause a verdict that teaches nothing could never be a success, and
+the extractor that rightly stays quiet on it would be scored as failing.
+
+What "nothing useful" means follows the truth: with gold labels it is "none
+of *this extractor's* candidates is labelled useful" (a useful lesson it
+never proposed is unknown, as in its recall); with reference lessons an
+unmatched reference is a useful lesson missed, so silence there is a failure.
+Parser-dropped useful lessons count as useful (never written: a miss), and an
+unlabelled kept lesson makes no verdict a success by itself.
 """
 
 from __future__ import annotations
@@ -37,7 +48,8 @@ __all__ = ["ComparisonResult", "compare_extractors", "mcnemar_exact"]
 #: Metrics whose difference (b - a) gets a paired-bootstrap interval.
 DELTA_METRICS = ("precision", "recall", "f1", "kept_per_verdict")
 
-OUTCOME = "success = at least one useful lesson kept and no junk lesson kept (per verdict)"
+OUTCOME = ("success = the verdict's kept set is right: no junk lesson kept, and at least one "
+           "useful lesson kept or (correct silence) nothing kept and nothing useful to keep")
 
 
 def mcnemar_exact(n_a_only: int, n_b_only: int) -> float:
@@ -230,8 +242,11 @@ def compare_extractors(
         back = np.empty_like(t_order)
         back[t_order] = np.arange(len(t_order))
         cs = np.cumsum(h, axis=2)[:, :, :-1][:, :, back]  # (g, 3, T), input order
-        tp, judged = cs[:, 1, :], cs[:, 2, :]
-        success.append((tp >= 1) & (judged == tp))
+        kept, tp, judged = cs[:, 0, :], cs[:, 1, :], cs[:, 2, :]
+        # Every useful lesson of the verdict, also those never kept (NaN score).
+        positives = h[:, 1, :].sum(axis=1, keepdims=True)
+        silent = (kept == 0) & (positives == 0)
+        success.append((judged == tp) & ((tp >= 1) | silent))
     a_only = np.count_nonzero(success[0] & ~success[1], axis=0)
     b_only = np.count_nonzero(~success[0] & success[1], axis=0)
 

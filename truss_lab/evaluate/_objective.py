@@ -29,6 +29,7 @@ from truss_lab.core._errors import BadInputError
 
 __all__ = [
     "DEFAULT_OBJECTIVE",
+    "KEEP_NOTHING",
     "OBJECTIVE_HELP",
     "OBJECTIVE_KINDS",
     "OBJECTIVE_OPTIONS",
@@ -44,6 +45,12 @@ ObjectiveKind = Literal["f1", "fbeta", "precision_floor", "budget", "cost"]
 OBJECTIVE_KINDS: tuple[str, ...] = get_args(ObjectiveKind)
 DEFAULT_OBJECTIVE = "f1"
 """The objective when none is given (library and CLI)."""
+
+KEEP_NOTHING = float("inf")
+"""The threshold that keeps nothing (above every salience): a candidate of the
+``cost`` objective, whose best choice can be to write no lesson at all. It is
+no valid ``extraction_min_salience`` (that lies in [0, 1]), so proposing it
+as a policy is refused; it says the costs favour writing nothing."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,8 @@ class Objective:
     - ``precision_floor``: maximise recall subject to precision >= ``min_precision``;
     - ``budget``: maximise recall subject to kept lessons per verdict (on
       average) <= ``max_per_verdict``;
-    - ``cost``: minimise ``cost_fp * fp + cost_fn * fn``.
+    - ``cost``: minimise ``cost_fp * fp + cost_fn * fn``, keeping nothing
+      (:data:`KEEP_NOTHING`, cost ``cost_fn * positives``) included.
     """
 
     kind: ObjectiveKind = "f1"
@@ -128,6 +136,15 @@ class Objective:
             v = getattr(self, name)
             if not (np.isfinite(v) and v >= 0):
                 raise BadInputError(f"{name} must be finite and >= 0, got {v!r}", field=name)
+
+    @property
+    def considers_nothing(self) -> bool:
+        """Whether keeping nothing (:data:`KEEP_NOTHING`) is among the candidate thresholds.
+
+        Only the cost can prefer it: F-beta and precision are undefined on an
+        empty kept set, and with a budget the tie at zero recall goes to the
+        highest *data* threshold as before."""
+        return self.kind == "cost"
 
     def describe(self) -> str:
         """One line for reports, e.g. ``"max recall s.t. precision >= 0.9"``."""

@@ -36,7 +36,7 @@ from truss_lab.evaluate._bootstrap import (
     bin_counts,
     percentile_interval,
 )
-from truss_lab.evaluate._objective import Objective
+from truss_lab.evaluate._objective import KEEP_NOTHING, Objective
 from truss_lab.evaluate._sweep import metrics_from_counts
 
 __all__ = ["Side", "boot_grid", "choice_intervals", "draw_weights"]
@@ -55,16 +55,20 @@ class Side:
     threshold: float
 
 
-def boot_grid(s: np.ndarray, chosen: Sequence[float]) -> np.ndarray:
+def boot_grid(s: np.ndarray, chosen: Sequence[float], obj: Objective | None = None,
+              ) -> np.ndarray:
     """Thresholds the replicates choose among: the distinct saliences of ``s`` (their
     ``inverted_cdf`` quantiles -- data values -- beyond :data:`MAX_BOOT_GRID`) plus
-    the thresholds ``chosen`` on the data."""
+    the thresholds ``chosen`` on the data, plus :data:`KEEP_NOTHING` when ``obj``
+    considers it (ascending)."""
     vals = np.unique(s[~np.isnan(s)])
     if len(vals) > MAX_BOOT_GRID:
         vals = np.unique(np.quantile(vals, np.linspace(0, 1, MAX_BOOT_GRID),
                                      method="inverted_cdf"))
-    finite = [c for c in chosen if np.isfinite(c)]
-    return np.union1d(vals, finite) if finite else vals
+    extra = [c for c in chosen if not np.isnan(c)]
+    if obj is not None and obj.considers_nothing:
+        extra.append(KEEP_NOTHING)
+    return np.union1d(vals, extra) if extra else vals
 
 
 def draw_weights(
@@ -129,7 +133,7 @@ def choice_intervals(
     (judged) and ``codes`` (verdict position of each candidate) describe the
     candidates; ``point`` holds the held-out values shown beside the bounds.
     """
-    grid_desc = boot_grid(s, [side.threshold for side in sides])[::-1].copy()
+    grid_desc = boot_grid(s, [side.threshold for side in sides], obj)[::-1].copy()
     counter = WeightedCounter(bin_counts(y, s, codes, n_verdicts, grid_desc, judged=jm))
     fixed = _fixed_counts(y, s, jm, codes, n_verdicts, sides)
     reps_f: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}

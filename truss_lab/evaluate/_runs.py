@@ -22,8 +22,9 @@ from ..core._errors import BadInputError
 from ..score._calibrators import IsotonicCalibrator, PlattCalibrator
 from ..store._runs import run_info
 from ..store._store import Store
-from ._agreement import annotator_agreement, label_coverage
+from ._agreement import annotator_agreement, fleiss_agreement, label_coverage
 from ._calibration import (
+    DEFAULT_MIN_BIN_COUNT,
     brier_score,
     expected_calibration_error,
     max_calibration_error,
@@ -61,7 +62,10 @@ class LabelReport:
     coverage); ``agreement`` is :func:`~truss_lab.evaluate._agreement.annotator_agreement`
     (one row per annotator pair: n_common, raw_agreement, kappa); ``transfer`` is
     :func:`~truss_lab.evaluate._transfer.transfer_report` (per extractor: direct
-    and transferred labels, and how often they agree where both exist).
+    and transferred labels, and how often they agree where both exist); ``fleiss``
+    is :func:`~truss_lab.evaluate._agreement.fleiss_agreement` (kappa over
+    every annotator at once, on the candidates labelled by the most common
+    number of annotators), None when no candidate has two annotations.
     """
 
     run_id: str | None
@@ -69,6 +73,7 @@ class LabelReport:
     agreement: pd.DataFrame
     n_label_rows: int
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fleiss: dict[str, Any] | None = None
 
     @property
     def n_ties(self) -> int:
@@ -91,11 +96,19 @@ class LabelReport:
                         else "")
                 lines.append(f"  {r.extractor}: {r.n_direct} direct labels, {r.n_transferred} "
                              f"transferred{both}")
+        if self.fleiss is not None:
+            lines.append(self._fleiss_line())
         return "\n".join(lines)
+
+    def _fleiss_line(self) -> str:
+        f = self.fleiss or {}
+        return (f"  Fleiss' kappa = {f['kappa']:.3f} on {f['n_items']} of {f['n_candidates']} "
+                f"labelled candidates ({f['raters']} annotations each)")
 
     def _repr_html_(self) -> str:
         head = html.escape(f"run {self.run_id}: {self.n_label_rows} label rows, "
-                           f"{self.n_ties} ties")
+                           f"{self.n_ties} ties"
+                           + (f"; {self._fleiss_line().strip()}" if self.fleiss else ""))
         return (f"<div><p><b>LabelReport</b>: {head}</p>"
                 f"{self.coverage.to_html(index=False, float_format=_fmt)}"
                 f"{self.agreement.to_html(index=False, float_format=_fmt)}"
@@ -111,7 +124,8 @@ def label_report(
     transfer: str | float | None = DEFAULT_TRANSFER,
 ) -> LabelReport:
     """Coverage of the run's candidates by gold labels (ties counted), Cohen's kappa
-    per annotator pair, and direct vs transferred labels (``transfer``, as in
+    per annotator pair, Fleiss' kappa over all annotators (when a candidate has
+    two annotations or more), and direct vs transferred labels (``transfer``, as in
     :func:`~truss_lab.evaluate._truth.labelled_candidates`). Without ``run_id``:
     every candidate of every run, all labels."""
     lab = run_labels(store, labels)
@@ -131,7 +145,9 @@ def label_report(
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             coverage = label_coverage(cands, lab)
             agreement = annotator_agreement(lab)
+            fleiss = fleiss_agreement(lab)
     else:
+        fleiss = None
         coverage = pd.DataFrame(
             {"extractor": sorted(set(cands["extractor"]))}
         )
@@ -146,7 +162,7 @@ def label_report(
     moved = transfer_report(store, run_id, run_labels(store, labels), transfer=transfer,
                             valid_only=valid_only)
     return LabelReport(run_id=run_id, coverage=coverage, agreement=agreement,
-                       n_label_rows=len(lab), transfer=moved)
+                       n_label_rows=len(lab), transfer=moved, fleiss=fleiss)
 
 
 # --------------------------------------------------------------------------- sweep / choice
@@ -270,8 +286,10 @@ class CalibrationReport:
     evaluated score (``before``: the raw score on the held-out verdicts;
     ``after``: the calibrated one; ``after_in_sample``: only with the explicit
     ``allow_in_sample=True``) and columns ``verdicts, candidates, ece, mce,
-    brier``. ``tables`` maps the same names to reliability tables.
-    ``fit_verdicts``/``eval_verdicts`` are the two disjoint verdict sets.
+    brier``; MCE is over bins of at least ``min_bin_count`` candidates.
+    ``tables`` maps the same names to reliability tables (per-bin counts,
+    Wilson intervals, ``enough``). ``fit_verdicts``/``eval_verdicts`` are the
+    two disjoint verdict sets.
     """
 
     run_id: str
@@ -285,11 +303,13 @@ class CalibrationReport:
     calibrator: Any = field(default=None, repr=False)
     n_bins: int = 10
     strategy: str = "uniform"
+    min_bin_count: int = DEFAULT_MIN_BIN_COUNT
 
     def __repr__(self) -> str:
         lines = [f"CalibrationReport(run={self.run_id!r}, score={self.score!r}, "
                  f"method={self.method!r}, fit on {len(self.fit_verdicts)} verdicts, "
-                 f"evaluated on {len(self.eval_verdicts)} held-out verdicts)"]
+                 f"evaluated on {len(self.eval_verdicts)} held-out verdicts; "
+                 f"MCE over bins of >= {self.min_bin_count} candidates)"]
         for name, r in self.summary.iterrows():
             lines.append(f"  {name}: ECE={r['ece']:.4f} MCE={r['mce']:.4f} "
                          f"Brier={r['brier']:.4f} ({int(r['candidates'])} candidates)")
@@ -302,15 +322,17 @@ class CalibrationReport:
 
 
 def _calib_row(y: np.ndarray, p: np.ndarray, verdicts: np.ndarray, n_bins: int,
-               strategy: Any) -> tuple[dict[str, float], pd.DataFrame]:
+               strategy: Any, min_bin_count: int) -> tuple[dict[str, float], pd.DataFrame]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        table = reliability_table(y, p, n_bins=n_bins, strategy=strategy)
+        table = reliability_table(y, p, n_bins=n_bins, strategy=strategy,
+                                  min_bin_count=min_bin_count)
         row = {
             "verdicts": float(len(pd.unique(verdicts))),
             "candidates": float(len(y)),
             "ece": expected_calibration_error(y, p, n_bins=n_bins, strategy=strategy),
-            "mce": max_calibration_error(y, p, n_bins=n_bins, strategy=strategy),
+            "mce": max_calibration_error(y, p, n_bins=n_bins, strategy=strategy,
+                                         min_bin_count=min_bin_count),
             "brier": brier_score(y, p),
         }
     return row, table
@@ -329,6 +351,7 @@ def calibration_run(
     score: str = "salience",
     allow_in_sample: bool = False,
     ties: str = DEFAULT_TIES,
+    min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
 ) -> CalibrationReport:
     """Reliability, ECE, MCE and Brier of a run's score before and after calibration.
 
@@ -341,6 +364,8 @@ def calibration_run(
     Candidates without a score (NaN) or without a truth (unlabelled; tied under
     ``ties="exclude"``) are left out; the split is over every verdict the run
     processed, as :func:`choose_run_threshold` splits them with the same seed.
+    MCE leaves out bins of fewer than ``min_bin_count`` candidates (reported in
+    the result and each table's ``attrs``).
     """
     if method not in ("isotonic", "platt", None):
         raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
@@ -362,7 +387,7 @@ def calibration_run(
     s_te = s[test_idx]
     if np.all((s_te >= 0) & (s_te <= 1)):
         rows["before"], tables["before"] = _calib_row(y[test_idx], s_te, g[test_idx], n_bins,
-                                                      strategy)
+                                                      strategy, min_bin_count)
     else:  # a raw score outside [0, 1] is not a probability: only its calibration is judged
         rows["before"] = dict.fromkeys(["verdicts", "candidates", "ece", "mce", "brier"], np.nan)
     cal: Any = None
@@ -372,11 +397,11 @@ def calibration_run(
         # The calibrator checks the verdicts itself: scoring a fitting verdict raises.
         p = cal.predict(s_te, verdict_hash=g[test_idx])
         rows["after"], tables["after"] = _calib_row(y[test_idx], p, g[test_idx], n_bins,
-                                                    strategy)
+                                                    strategy, min_bin_count)
         if allow_in_sample:
             p_in = cal.predict(s[train_idx], verdict_hash=g[train_idx], allow_in_sample=True)
             rows["after_in_sample"], tables["after_in_sample"] = _calib_row(
-                y[train_idx], p_in, g[train_idx], n_bins, strategy)
+                y[train_idx], p_in, g[train_idx], n_bins, strategy, min_bin_count)
     summary = pd.DataFrame.from_dict(rows, orient="index")
     summary = summary.astype({"verdicts": "Int64", "candidates": "Int64"})
     summary.index.name = "scores"
@@ -386,7 +411,7 @@ def calibration_run(
     return CalibrationReport(
         run_id=run_id, score=score, method=method, summary=summary, tables=tables,
         split=split, fit_verdicts=fit_v, eval_verdicts=eval_v, calibrator=cal,
-        n_bins=n_bins, strategy=strategy,
+        n_bins=n_bins, strategy=strategy, min_bin_count=min_bin_count,
     )
 
 

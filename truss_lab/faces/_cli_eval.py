@@ -194,6 +194,8 @@ def register(cli: click.Group) -> None:
                   help="Reliability bins.")
     @click.option("--strategy", type=click.Choice(["uniform", "quantile"]), default="uniform",
                   show_default=True, help="Bin edges.")
+    @click.option("--min-bin-count", default=10, show_default=True, type=click.IntRange(1),
+                  help="Bins with fewer candidates are drawn hollow and left out of MCE.")
     @_labels_option
     @_score_option
     @_test_size_option
@@ -202,8 +204,8 @@ def register(cli: click.Group) -> None:
     @json_option
     @_friendly
     def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
-                  labels_path: str | None, score: str, test_size: float, random_state: int,
-                  plot_path: str | None, as_json: bool) -> None:
+                  min_bin_count: int, labels_path: str | None, score: str, test_size: float,
+                  random_state: int, plot_path: str | None, as_json: bool) -> None:
         """Calibration before/after fitting on training verdicts, judged on held-out ones."""
         from ..evaluate._runs import calibration_run
         from ..govern._decision import json_safe
@@ -212,10 +214,12 @@ def register(cli: click.Group) -> None:
         with _open(db) as store:
             rep = calibration_run(store, run_id, method=None if method == "none" else method,
                                   n_bins=n_bins, strategy=strategy, labels=labels_path,
-                                  score=score, test_size=test_size, random_state=random_state)
+                                  score=score, test_size=test_size, random_state=random_state,
+                                  min_bin_count=min_bin_count)
         if plot_path:
             save_calibration_plot(rep, plot_path)
         _emit({"run_id": run_id, "score": score, "method": rep.method, "split": rep.split,
+               "min_bin_count": rep.min_bin_count,
                "summary": json_safe(rep.summary.reset_index().to_dict(orient="records")),
                "tables": {k: json_safe(v.to_dict(orient="records"))
                           for k, v in rep.tables.items()}},

@@ -217,10 +217,13 @@ class PrecisionRecallDisplay:
 
 
 class CalibrationDisplay:
-    """Reliability diagram with the count of candidates per bin (bars, second axis).
+    """Reliability diagram: observed frequency per bin with its Wilson interval, and the
+    count of candidates per bin (bars, second axis).
 
     ``table`` is a :func:`~truss_lab.evaluate._calibration.reliability_table`;
-    ``name`` labels the curve, ``title`` (optional) heads the axes.
+    bins under its ``min_bin_count`` (``enough`` False) are drawn hollow, as
+    MCE leaves them out. ``name`` labels the curve, ``title`` (optional) heads
+    the axes.
     """
 
     def __init__(
@@ -238,32 +241,62 @@ class CalibrationDisplay:
         *,
         n_bins: int = 10,
         strategy: str = "uniform",
+        min_bin_count: int | None = None,
         name: str | None = None,
         ax: Any = None,
     ) -> CalibrationDisplay:
-        """Bin with :func:`~truss_lab.evaluate._calibration.reliability_table` and plot."""
-        from truss_lab.evaluate._calibration import reliability_table
+        """Bin with :func:`~truss_lab.evaluate._calibration.reliability_table` and plot
+        (``min_bin_count`` None: its default)."""
+        from truss_lab.evaluate._calibration import DEFAULT_MIN_BIN_COUNT, reliability_table
 
-        table = reliability_table(y_true, prob, n_bins=n_bins, strategy=strategy)  # type: ignore[arg-type]
+        table = reliability_table(
+            y_true, prob, n_bins=n_bins, strategy=strategy,  # type: ignore[arg-type]
+            min_bin_count=DEFAULT_MIN_BIN_COUNT if min_bin_count is None else min_bin_count,
+        )
         return cls(table, name=name).plot(ax=ax)
 
     def plot(self, ax: Any = None) -> CalibrationDisplay:
-        """Draw on ``ax``; sets ``ax_``, ``ax2_`` (counts), ``figure_``, ``line_``, ``bars_``."""
+        """Draw on ``ax``; sets ``ax_``, ``ax2_`` (counts), ``figure_``, ``line_``,
+        ``errorbar_`` (Wilson intervals), ``small_`` (hollow markers of small bins)
+        and ``bars_``."""
         ax = _axes(ax)
-        full = self.table[self.table["count"] > 0]
+        t = self.table
+        full = t[t["count"] > 0]
+        # Tables from before the Wilson columns (or hand-made) plot as before.
+        enough = (full["enough"].to_numpy(dtype=bool) if "enough" in full.columns
+                  else np.ones(len(full), dtype=bool))
+        min_count = t.attrs.get("min_bin_count")
+        x = full["mean_predicted"].to_numpy(dtype=float)
+        f = full["observed_frequency"].to_numpy(dtype=float)
         ax.plot([0, 1], [0, 1], ":", color="grey", label="perfectly calibrated")
-        (self.line_,) = ax.plot(
-            full["mean_predicted"], full["observed_frequency"], "s-", label=self.name or "salience"
-        )
+        (self.line_,) = ax.plot(x, f, "-", label=self.name or "salience")
+        color = self.line_.get_color()
+        self.errorbar_ = None
+        if {"frequency_low", "frequency_high"} <= set(full.columns):
+            # clipped at 0: at 0/n the bound equals the frequency up to rounding
+            err = np.clip(np.vstack([f - full["frequency_low"].to_numpy(dtype=float),
+                                     full["frequency_high"].to_numpy(dtype=float) - f]), 0, None)
+            conf = t.attrs.get("confidence")
+            self.errorbar_ = ax.errorbar(
+                x, f, yerr=err, fmt="none", ecolor=color, alpha=0.6, capsize=3,
+                label=f"Wilson {conf:.0%} interval" if conf else "Wilson interval",
+            )
+        ax.plot(x[enough], f[enough], "s", color=color, linestyle="none")
+        self.small_ = None
+        if (~enough).any():
+            label = (f"bin of < {min_count} candidates (not in MCE)" if min_count
+                     else "small bin (not in MCE)")
+            (self.small_,) = ax.plot(x[~enough], f[~enough], "s", mfc="white", mec=color,
+                                     linestyle="none", label=label)
         ax.set_xlabel("mean predicted probability (salience)")
         ax.set_ylabel("observed frequency of useful lessons")
         ax.set_xlim(-0.01, 1.01)
         ax.set_ylim(-0.01, 1.01)
         ax2 = ax.twinx()
-        width = (self.table["upper"] - self.table["lower"]).to_numpy()
+        width = (t["upper"] - t["lower"]).to_numpy()
         self.bars_ = ax2.bar(
-            self.table["lower"].to_numpy(),
-            self.table["count"].to_numpy(),
+            t["lower"].to_numpy(),
+            t["count"].to_numpy(),
             width=width,
             align="edge",
             alpha=0.2,
@@ -271,7 +304,7 @@ class CalibrationDisplay:
             label="count",
         )
         ax2.set_ylabel("candidates per bin")
-        ax.legend(loc="upper left")
+        ax.legend(loc="upper left", fontsize="small")
         if self.title:
             ax.set_title(self.title)
         self.ax_, self.ax2_, self.figure_ = ax, ax2, ax.figure

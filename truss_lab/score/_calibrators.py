@@ -1,8 +1,8 @@
 """Calibrators: turn a salience score into a probability, fitted out of sample.
 
 :class:`IsotonicCalibrator` (pool-adjacent-violators, as scikit-learn's
-``IsotonicRegression``) and :class:`PlattCalibrator` (logistic on one feature,
-as ``LogisticRegression``) are fitted on labelled candidates and remember the
+``IsotonicRegression``) and :class:`PlattCalibrator` (Platt's sigmoid: logistic
+on one feature with Platt's smoothed targets) are fitted on labelled candidates and remember the
 verdicts they were fitted on; :func:`calibrated` wraps a fitted one around a
 :class:`~truss_lab.score._salience.Scorer` and refuses to score those verdicts
 again (in-sample calibrated scores would flatter any threshold chosen on them).
@@ -155,21 +155,31 @@ def _pav(m: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 class PlattCalibrator(_Calibrator):
-    """Logistic calibration on one feature: ``p = 1 / (1 + exp(-(a*score + b)))``.
+    """Platt scaling: ``p = 1 / (1 + exp(-(a*score + b)))`` fitted with Platt's targets.
+
+    Platt (1999) fits the sigmoid not to the 0/1 labels but to smoothed
+    targets: ``(N+ + 1) / (N+ + 2)`` for a positive and ``1 / (N- + 2)`` for a
+    negative (``N+``/``N-``: positives/negatives in the fitting set), a
+    Bayesian prior that keeps the fit from promising 0 or 1 on a finite sample
+    and keeps the slope finite when the score separates the labels.
+    ``smoothing=False`` fits the 0/1 labels (plain logistic regression on one
+    feature, as scikit-learn's ``LogisticRegression(C=C)``).
 
     Fitted by Newton's method (IRLS) with a step-halving line search on
-    ``sum(log loss) + a**2 / (2*C)``, the objective of scikit-learn's
-    ``LogisticRegression(C=C)`` (intercept not penalized). ``C`` only matters
-    when the labels are (nearly) separable by the score, where it keeps the
-    slope finite.
+    ``sum_i [log(1 + exp(z_i)) - t_i z_i] + a**2 / (2*C)`` with ``z = a*score + b``
+    and ``t`` the targets (intercept not penalized). ``C`` only matters
+    without smoothing on (nearly) separable labels, where it keeps the slope
+    finite. ``targets_`` holds ``(positive, negative)`` targets after fitting.
     """
 
     kind = "platt"
 
-    def __init__(self, *, C: float = 1e6, max_iter: int = 100, tol: float = 1e-10) -> None:
+    def __init__(self, *, smoothing: bool = True, C: float = 1e6, max_iter: int = 100,
+                 tol: float = 1e-10) -> None:
         super().__init__()
         if not C > 0:
             raise BadInputError(f"C must be > 0, got {C}", field="C")
+        self.smoothing = bool(smoothing)
         self.C = float(C)
         self.max_iter = int(max_iter)
         self.tol = float(tol)
@@ -177,6 +187,13 @@ class PlattCalibrator(_Calibrator):
     def fit(self, scores: Any, labels: Any, *, verdict_hash: Any) -> Self:
         """Fit on labelled candidates; ``verdict_hash`` records the fitting set."""
         x, y = self._check_fit(scores, labels, verdict_hash)
+        n_pos = float(y.sum())
+        n_neg = len(y) - n_pos
+        pos_t, neg_t = (1.0, 0.0)
+        if self.smoothing:
+            pos_t, neg_t = (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2)
+        self.targets_ = (pos_t, neg_t)
+        y = np.where(y == 1, pos_t, neg_t)  # the targets replace the labels from here on
         X = np.column_stack([x, np.ones_like(x)])
         pen = np.array([1.0 / self.C, 0.0])
 
@@ -220,7 +237,7 @@ class PlattCalibrator(_Calibrator):
         return _sigmoid(self.a_ * x + self.b_)
 
     def _params(self) -> Any:
-        return [self.a_, self.b_, self.C]
+        return [self.a_, self.b_, self.C, self.smoothing]
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
