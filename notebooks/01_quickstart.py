@@ -25,6 +25,13 @@
 # Everything below is a library call; the database is a DuckDB file in a temporary
 # folder, so re-running this notebook never touches anyone else's data.
 
+# %% tags=["parameters"]
+# Parameters: point this notebook at your own data (papermill: `-p DB lab.duckdb`).
+# DB = None loads the bundled synthetic sample into a temporary database; a DB of your
+# own must hold a journal and the recorded completions of EXTRACTOR.
+DB = None                  # a truss_lab database file, e.g. "lab.duckdb" (it must exist)
+EXTRACTOR = "sim-good-v1"  # the recorded extractor to replay (completions.extractor_id)
+
 # %%
 from truss_lab import (
     Extractor,
@@ -37,8 +44,10 @@ from truss_lab import (
     summarize_runs,
     verify_chain,
 )
+from truss_lab.store import open_store
 
-store = load_sample()  # Store(<tmp>/sample.duckdb) with journal, completions and labels
+# load_sample: Store(<tmp>/sample.duckdb) with journal, completions and labels
+store = load_sample() if DB is None else open_store(DB, must_exist=True)
 store
 
 # %% [markdown]
@@ -80,7 +89,7 @@ report
 
 # %%
 config = MemoryConfig(lesson_extraction="model-scored", extraction_min_salience=0.70)
-run = run_extraction(store, Extractor.replay(store, "sim-good-v1"), config, progress=False)
+run = run_extraction(store, Extractor.replay(store, EXTRACTOR), config, progress=False)
 run
 
 # %%
@@ -114,7 +123,7 @@ len(default_view)
 # `sources`, the run and the extractor.
 
 # %%
-lessons = query_memory(store, MemoryQuery.unverified_lessons(extractor_id="sim-good-v1"))
+lessons = query_memory(store, MemoryQuery.unverified_lessons(extractor_id=EXTRACTOR))
 lessons[["text", "salience", "produced_by_seq", "produced_by_hash", "sources", "run_id",
          "extractor_id"]].head(8)
 

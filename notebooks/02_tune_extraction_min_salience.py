@@ -26,6 +26,15 @@
 # training verdicts, report on held-out ones → explore interactively → record the
 # decision as a signed, unverified policy record.
 
+# %% tags=["parameters"]
+# Parameters: point this notebook at your own data (papermill: `-p DB lab.duckdb`).
+# DB = None loads the bundled synthetic sample into a temporary database.
+DB = None      # a truss_lab database file, e.g. "lab.duckdb" (it must exist)
+RUNS = None    # [run_id] to tune; None: the sample's sim-good-v1 run (with DB: its first run)
+TRUTH = "labels"  # truth source of sweeps, choices and comparisons: "labels" (gold labels)
+                  # or "references" (reference lessons); calibration and bands use labels
+LABELS = None  # gold labels: None = the database's labels table; or a labels CSV path
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -40,19 +49,18 @@ from truss_lab import (
     choose_run_threshold,
     label_report,
     labelled_candidates,
-    load_sample,
     policy_history,
     propose_threshold,
-    run_sample_extractions,
     scored_candidates,
+    summarize_runs,
     sweep_run,
     verify_chain,
 )
+from truss_lab.faces import notebook_store  # the parameters cell's data
 
-store = load_sample()
-run = run_sample_extractions(store, extractors=["sim-good-v1"])["sim-good-v1"]
-run_id = run.run_id
-run
+store, run_ids = notebook_store(DB, RUNS, extractors=["sim-good-v1"])
+run_id = run_ids[0]
+summarize_runs(store, [run_id])
 
 # %% [markdown]
 # ## Gold labels
@@ -62,7 +70,7 @@ run
 # labels themselves.
 
 # %%
-label_report(store, run_id)
+label_report(store, run_id, LABELS)
 
 # %% [markdown]
 # ## The sweep, with uncertainty
@@ -72,13 +80,15 @@ label_report(store, run_id)
 # intervals come from a bootstrap that resamples **verdicts**, not candidates.
 
 # %%
-sweep = sweep_run(store, run_id)
-d = scored_candidates(store, run_id)  # labelled candidates: y (label), s (salience)
+sweep = sweep_run(store, run_id, labels=LABELS, truth=TRUTH)
+d = scored_candidates(store, run_id, labels=LABELS)  # labelled: y (label), s (salience)
 grid = np.round(np.linspace(0.0, 1.0, 101), 2)
 boot = bootstrap_metrics(d["y"], d["s"], d["verdict_hash"], thresholds=grid,
                          n_boot=500, random_state=0)
-SweepDisplay(sweep, threshold=0.70, intervals=boot.table,
-             name="sim-good-v1: metrics vs threshold (95% verdict-bootstrap bands)").plot()
+# The dashed line is the ADR default (0.70); the chosen threshold (below) is marked
+# once it is known.
+SweepDisplay(sweep, intervals=boot.table,
+             name=f"{run_id}: metrics vs threshold (95% verdict-bootstrap bands)").plot()
 plt.show()
 
 # %%
@@ -95,11 +105,10 @@ at[["threshold", "precision", "precision_low", "precision_high", "recall", "reca
 # on the held-out verdicts only.
 
 # %%
-cal = calibration_run(store, run_id, method="isotonic", random_state=0)
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+cal = calibration_run(store, run_id, method="isotonic", random_state=0, labels=LABELS)
+fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 CalibrationDisplay(cal.tables["before"], name="raw salience (held-out)").plot(ax=axes[0])
 CalibrationDisplay(cal.tables["after"], name="isotonic (held-out)").plot(ax=axes[1])
-fig.tight_layout()
 plt.show()
 cal
 
@@ -118,8 +127,16 @@ cal
 
 # %%
 choice = choose_run_threshold(store, run_id, objective="f1", cv="auto", n_boot=500,
-                              random_state=0)
+                              random_state=0, labels=LABELS, truth=TRUTH)
 choice
+
+# %% [markdown]
+# The sweep again, with the chosen threshold (solid) beside the ADR default (dashed):
+
+# %%
+SweepDisplay(sweep, threshold=choice.threshold, intervals=boot.table,
+             name=f"{run_id}: the chosen threshold (max F1) vs the default").plot()
+plt.show()
 
 # %%
 choice.folds[["fold", "threshold", "kept", "precision", "recall", "f1",
@@ -130,7 +147,7 @@ choice.to_frame().round(3)
 
 # %%
 strict = choose_run_threshold(store, run_id, objective="precision:0.85", cv=None, n_boot=0,
-                              random_state=0)
+                              random_state=0, labels=LABELS, truth=TRUTH)
 strict
 
 # %% [markdown]
@@ -146,7 +163,8 @@ strict
 
 # %%
 # threshold-explorer
-explorer = ThresholdExplorer(labelled_candidates(store, run_id), initial=choice.threshold)
+explorer = ThresholdExplorer(labelled_candidates(store, run_id, labels=LABELS),
+                             initial=choice.threshold)
 explorer
 
 # %% [markdown]

@@ -26,6 +26,16 @@
 # The heuristic baseline has no gold labels (nobody annotated its lessons), so it enters
 # only the label-free comparisons: counts, junk rates and the salience distribution.
 
+# %% tags=["parameters"]
+# Parameters: point this notebook at your own data (papermill: `-p DB lab.duckdb`).
+# DB = None loads the bundled synthetic sample into a temporary database.
+DB = None      # a truss_lab database file, e.g. "lab.duckdb" (it must exist)
+RUNS = None    # run ids; the first two (with gold labels) are compared. None: the sample's
+               # sim-good-v1, sim-overconfident-v1, heuristic-v1 runs (with DB: every run)
+TRUTH = "labels"  # truth source of sweeps, choices and comparisons: "labels" (gold labels)
+                  # or "references" (reference lessons); calibration and bands use labels
+LABELS = None  # gold labels: None = the database's labels table; or a labels CSV path
+
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -39,18 +49,16 @@ from truss_lab import (
     junk_flags,
     junk_rates,
     label_report,
-    load_sample,
-    run_sample_extractions,
     scored_candidates,
     summarize_runs,
     verdict_payloads,
 )
+from truss_lab.faces import notebook_store  # the parameters cell's data
 
-store = load_sample()
-runs = run_sample_extractions(store)  # sim-good-v1, sim-overconfident-v1, heuristic-v1
-run_ids = {ex: r.run_id for ex, r in runs.items()}
-good, over = run_ids["sim-good-v1"], run_ids["sim-overconfident-v1"]
-summarize_runs(store, list(run_ids.values()))[
+store, ids = notebook_store(DB, RUNS)  # sample: sim-good-v1, sim-overconfident-v1, heuristic-v1
+good, over = ids[0], ids[1]  # the two compared below
+run_ids = {run_id: run_id for run_id in ids}
+summarize_runs(store, ids)[
     ["extractor_id", "n_verdicts", "n_candidates", "n_lessons", "n_errors", "provider_calls"]]
 
 # %% [markdown]
@@ -59,7 +67,7 @@ summarize_runs(store, list(run_ids.values()))[
 # More is not better; the labels say how many are useful.
 
 # %%
-label_report(store).coverage
+label_report(store, labels=LABELS).coverage
 
 # %% [markdown]
 # ## Precision and recall on labelled candidates
@@ -68,10 +76,10 @@ label_report(store).coverage
 # different lessons), so read precision, F1 and kept-per-verdict first.
 
 # %%
-fig, ax = plt.subplots(figsize=(5.5, 4.5))
-for ex in ("sim-good-v1", "sim-overconfident-v1"):
-    d = scored_candidates(store, run_ids[ex])
-    PrecisionRecallDisplay.from_predictions(d["y"], d["s"], name=ex, ax=ax)
+fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
+for rid in (good, over):  # the operating point is the ADR default, 0.70
+    d = scored_candidates(store, rid, labels=LABELS)
+    PrecisionRecallDisplay.from_predictions(d["y"], d["s"], threshold=0.70, name=rid, ax=ax)
 ax.set_title("precision-recall, labelled valid candidates")
 plt.show()
 
@@ -84,11 +92,11 @@ plt.show()
 
 # %%
 cmp = compare_runs(store, good, over, threshold=[0.5, 0.7, 0.9], n_boot=1000,
-                   random_state=0)
+                   random_state=0, labels=LABELS, truth=TRUTH)
 cmp
 
 # %%
-ComparisonDisplay.from_result(cmp, row=1)  # the ADR default, 0.70
+ComparisonDisplay.from_result(cmp, row=1)  # the ADR default, 0.70; A = good, B = over
 plt.show()
 
 # %% [markdown]
@@ -126,15 +134,14 @@ junk_rates(flags, by=["extractor_id", "passed_gate"], candidates=cands).round(3)
 # a calibrated extractor.
 
 # %%
-reports = {ex: calibration_run(store, run_ids[ex], method=None, random_state=0)
-           for ex in ("sim-good-v1", "sim-overconfident-v1")}
+reports = {rid: calibration_run(store, rid, method=None, random_state=0, labels=LABELS)
+           for rid in (good, over)}
 pd.concat({ex: r.summary for ex, r in reports.items()}).round(4)
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-for ax, (ex, r) in zip(axes, reports.items(), strict=True):
-    CalibrationDisplay(r.tables["before"], name=ex).plot(ax=ax)
-fig.tight_layout()
+fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+for ax, (rid, r) in zip(axes, reports.items(), strict=True):
+    CalibrationDisplay(r.tables["before"], name=rid).plot(ax=ax)
 plt.show()
 
 # %% [markdown]

@@ -26,6 +26,14 @@
 # Here: audit a clean database, then tamper with a **copy** and watch the audit name
 # the entry; finally follow a lesson back to its signed verdict.
 
+# %% tags=["parameters"]
+# Parameters: point this notebook at your own data (papermill: `-p DB lab.duckdb`).
+# DB = None loads the bundled synthetic sample into a temporary database.
+DB = None    # a truss_lab database file to audit, e.g. "lab.duckdb" (it must exist;
+             # the tampering below happens on a copy)
+RUNS = None  # not used to audit (the audit covers the whole database); None: the sample's
+             # sim-good-v1 run is extracted first
+
 # %%
 import json
 
@@ -37,15 +45,13 @@ from truss_lab import (
     MemoryQuery,
     audit,
     copy_store,
-    load_sample,
     query_memory,
     run_extraction,
-    run_sample_extractions,
     verify_chain,
 )
+from truss_lab.faces import notebook_store  # the parameters cell's data
 
-store = load_sample()
-run = run_sample_extractions(store, extractors=["sim-good-v1"])["sim-good-v1"]
+store, run_ids = notebook_store(DB, RUNS, extractors=["sim-good-v1"])
 report = audit(store)
 assert report.ok
 report
@@ -91,7 +97,7 @@ bad["chain_verifies"].rows
 
 # %%
 try:
-    run_extraction(tampered, Extractor.replay(tampered, "sim-good-v1"),
+    run_extraction(tampered, Extractor.heuristic(),
                    MemoryConfig(lesson_extraction="on"), progress=False)
 except ChainError as exc:
     print("refused:", exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -127,6 +128,65 @@ def test_sweep_run_counts_what_the_gate_writes(ev):
     at = sweep_run(ev, GOOD, thresholds=[0.7])
     assert at["kept"].iloc[0] == int((valid["salience"] >= 0.7).sum())
     assert at["kept_per_verdict"].iloc[0] == at["kept"].iloc[0] / n_verdicts
+
+
+def test_ties_half_counts_a_tie_as_half_a_useful_lesson(ev):
+    # Hand-made labels on a few of GOOD's candidates: two useful, two not, three
+    # tied (one of them dropped by the parser), one with a single vote.
+    c = ev.sql("SELECT verdict_hash, extractor_id AS extractor, lesson_index, valid, salience "
+               "FROM candidates WHERE run_id = ? ORDER BY verdict_hash, lesson_index",
+               [GOOD]).df()
+    picked = pd.concat([c[c["valid"]].head(7), c[~c["valid"]].head(1)]).reset_index(drop=True)
+    votes = [[1, 1], [1], [0, 0], [0], [1, 0], [0, 1, 1, 0], [1, 0], [1, 0]]
+    labels = pd.DataFrame([
+        {"verdict_hash": r.verdict_hash, "extractor": r.extractor,
+         "lesson_index": r.lesson_index, "useful": v, "annotator": f"a{j}"}
+        for r, vs in zip(picked.itertuples(), votes, strict=True) for j, v in enumerate(vs)])
+    # The hand count: a tie weighs 1/2 useful and 1/2 not; a dropped lesson is a miss.
+    useful = [Fraction(sum(v), len(v)) if 2 * sum(v) == len(v) else Fraction(2 * sum(v) > len(v))
+              for v in votes]
+    t = float(picked.loc[picked["valid"], "salience"].median())
+    kept = [bool(r.valid) and r.salience >= t for r in picked.itertuples()]
+    tp = sum((u for u, k in zip(useful, kept, strict=True) if k), Fraction(0))
+    fp = sum((1 - u for u, k in zip(useful, kept, strict=True) if k), Fraction(0))
+    n_pos = sum(useful, Fraction(0))
+    # ... with every other candidate of the run unlabelled: kept counts them all.
+    n_kept = int((c["valid"] & (c["salience"] >= t)).sum())
+    half = sweep_run(ev, GOOD, labels=labels, ties="half", thresholds=[t]).iloc[0]
+    assert half["tp"] == tp and half["fp"] == fp and half["fn"] == n_pos - tp
+    assert half["precision"] == pytest.approx(float(tp / (tp + fp)), rel=1e-12)
+    assert half["recall"] == pytest.approx(float(tp / n_pos), rel=1e-12)
+    assert half["kept"] == n_kept
+    n_verdicts = labels_truth(ev, GOOD, labels=labels).n_verdicts
+    assert half["kept_per_verdict"] == pytest.approx(n_kept / n_verdicts, rel=1e-12)
+    truth = labels_truth(ev, GOOD, labels=labels, ties="half")
+    assert truth.count_scale == 2 and len(truth.candidates) == 2 * len(c)
+    assert truth.counts["ties"] == "half" and truth.counts["candidates"] == len(c)
+    # "half" lies between leaving ties out and calling them useful; exactly, its
+    # counts are the mean of calling every tie useful and calling it not useful,
+    # so its precision and recall lie between theirs (a mediant).
+    grid = np.unique(picked.loc[picked["valid"], "salience"])
+    ex = sweep_run(ev, GOOD, labels=labels, ties="exclude", thresholds=grid)
+    hv = sweep_run(ev, GOOD, labels=labels, ties="half", thresholds=grid)
+    key = ["verdict_hash", "lesson_index"]
+    tied = labels.groupby(key)["useful"].transform(lambda u: 2 * u.sum() == len(u))
+    up, down = (sweep_run(ev, GOOD, labels=labels.assign(useful=labels["useful"].where(
+        ~tied, v)), thresholds=grid) for v in (1, 0))
+    assert ((ex["tp"] <= hv["tp"]) & (hv["tp"] <= up["tp"])).all()
+    assert (ex["tp"] < hv["tp"]).any() and (hv["tp"] < up["tp"]).any()
+    for m in ("kept", "tp", "fp", "fn"):
+        assert (hv[m] == (up[m] + down[m]) / 2).all()
+    for m in ("precision", "recall"):
+        lo, hi = np.minimum(up[m], down[m]), np.maximum(up[m], down[m])
+        assert ((lo - 1e-12 <= hv[m]) & (hv[m] <= hi + 1e-12)).all()
+    # Where whole lessons are needed, "half" is refused with the reason.
+    for call in (lambda: choose_run_threshold(ev, GOOD, labels=labels, ties="half"),
+                 lambda: calibration_run(ev, GOOD, labels=labels, ties="half"),
+                 lambda: compare_runs(ev, GOOD, OVER, labels=labels, ties="half")):
+        with pytest.raises(BadInputError, match="whole lessons"):
+            call()
+    with pytest.raises(BadInputError, match="ties must be one of exclude, half, adjudicate"):
+        sweep_run(ev, GOOD, ties="third")
 
 
 def test_sweep_run_on_another_score(ev):

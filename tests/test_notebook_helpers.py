@@ -20,6 +20,7 @@ from truss_lab.faces._notebook import (
     SAMPLE_EXTRACTORS,
     copy_store,
     load_sample,
+    notebook_store,
     run_sample_extractions,
     sample_run_id,
 )
@@ -203,6 +204,49 @@ def test_notebook_is_short_and_explained(path: Path) -> None:
     # Notebooks find the sample through the package, never through the working directory.
     for c in code:
         assert "datasets/" not in c.source and "../" not in c.source
+
+
+@pytest.mark.parametrize("path", IPYNBS, ids=lambda p: p.stem)
+def test_notebook_starts_with_a_tagged_parameters_cell(path: Path) -> None:
+    # papermill injects its values after the cell tagged "parameters"; jupytext keeps
+    # the tag in the .py twin (`# %% tags=["parameters"]`).
+    for book in (json.loads(path.read_text(encoding="utf-8")),
+                 jupytext.reads(path.with_suffix(".py").read_text(encoding="utf-8"),
+                                fmt="py:percent")):
+        cells = book["cells"] if isinstance(book, dict) else book.cells
+        code = [c for c in cells if (c["cell_type"] if isinstance(c, dict) else c.cell_type)
+                == "code"]
+        first = code[0]
+        meta = first["metadata"] if isinstance(first, dict) else first.metadata
+        source = first["source"] if isinstance(first, dict) else first.source
+        source = "".join(source)
+        assert meta.get("tags") == ["parameters"], f"{path.name}: first code cell untagged"
+        assert "DB = None" in source
+        assert all("tags" not in (c["metadata"] if isinstance(c, dict) else c.metadata)
+                   for c in code[1:])
+    # the sample is loaded only when no database is given
+    nb = jupytext.read(path)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "notebook_store(DB" in code or "if DB is None" in code
+
+
+def test_notebook_store_sample_and_own_database(loaded: Store, tmp_path: Path) -> None:
+    store, ids = notebook_store(extractors=["sim-good-v1"])
+    with store:
+        assert ids == [sample_run_id("sim-good-v1")]
+    db = tmp_path / "own.duckdb"
+    copy_store(loaded, db).close()
+    store, ids = notebook_store(db)
+    with store:
+        assert ids == [sample_run_id(e) for e in SAMPLE_EXTRACTORS]
+        assert store.sql("SELECT count(*) FROM journal").fetchall()[0][0] == 1200
+    store, ids = notebook_store(db, ids[1])
+    with store:
+        assert ids == [sample_run_id(SAMPLE_EXTRACTORS[1])]
+    with pytest.raises(BadInputError):
+        notebook_store(db, ["no-such-run"])
+    with pytest.raises(StoreError):
+        notebook_store(tmp_path / "missing.duckdb")
 
 
 def test_threshold_explorer_cell_is_marked() -> None:

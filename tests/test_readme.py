@@ -101,3 +101,31 @@ def sample_store_path(tmp_path) -> Path:
     path = tmp_path / "sample.duckdb"
     tl.load_sample(path).close()
     return path
+
+
+def test_live_extraction_section_runs(sample_store_path, tmp_path, monkeypatch) -> None:
+    # Issue #16: a live run, its replay from the CLI by extractor id alone, and usage.
+    monkeypatch.chdir(tmp_path)
+    section = "Live extraction: configuration, replay, usage"
+    (sh,) = blocks("sh", section)
+    (toml,) = blocks("toml", section)
+    (tmp_path / "prices.toml").write_text(toml)
+    with ScriptedServer() as srv:
+        for argv in shell_lines(sh):
+            argv = [a.replace("http://127.0.0.1:8000/v1", srv.base_url)
+                    .replace("lab.duckdb", str(sample_store_path)) for a in argv]
+            if argv[1] == "extract":
+                argv += ["--verdicts", "seq <= 20", "--quiet"]
+            out = run_cli(argv)
+            if argv[1] == "usage":
+                assert "(20 live)" in out and "cost 0.0" in out
+        assert srv.count == 20  # the replay called nobody
+    import truss_lab as tl
+    from truss_lab.store._runs import run_content_hashes
+
+    with tl.Store(sample_store_path) as store:
+        assert run_content_hashes(store, "live") == run_content_hashes(store, "replayed")
+        (py,) = blocks("python", section)
+        namespace = {"tl": tl, "store": store}
+        exec(compile(py, "README.md", "exec"), namespace)
+        assert namespace["live"].config == namespace["cfg"]

@@ -7,7 +7,9 @@
 - :mod:`tests.builders.stores`: a fresh in-memory store, the bundled sample
   or a simulated dataset loaded into a store or a template database file;
 - :mod:`tests.builders.http_server`: a scriptable OpenAI-compatible server
-  on 127.0.0.1.
+  on 127.0.0.1;
+- :mod:`tests.builders.report`: the sample with a ``<script>`` lesson, for the
+  report tests.
 
 Benchmarks and scripts import them with the repository root on ``sys.path``:
 run them as modules from the root (``python -m scripts.reliability``), or by

@@ -16,8 +16,15 @@ so the definitions below are written once:
 - **write rate** = kept / every candidate the run proposed (dropped ones too).
 
 Ties (annotators split evenly) follow ``ties``: ``"exclude"`` (default: no
-truth, still kept) or ``"adjudicate"`` (the label of the annotator named
-:data:`ADJUDICATOR` decides; a tie it did not label stays without truth).
+truth, still kept), ``"adjudicate"`` (the label of the annotator named
+:data:`ADJUDICATOR` decides; a tie it did not label stays without truth) or
+``"half"`` (a tie counts half useful, half not). ``"half"`` keeps every count
+a whole number by counting in half-lessons: each candidate becomes two rows of
+the same verdict and score -- a tie one useful and one not, any other two
+equal copies -- and :attr:`RunTruth.count_scale` is 2, by which the reported
+counts (kept, tp, fp, fn, kept per verdict) are divided; ratios (precision,
+recall, F1, write rate) are unchanged by the doubling, and a verdict's two
+copies always travel together (they share the verdict).
 :attr:`RunTruth.counts` says how many candidates were unlabelled, tied and
 dropped, and the policy used, in every result built from it.
 """
@@ -36,9 +43,9 @@ from ..store._store import Store
 from ._transfer import DEFAULT_TRANSFER
 from ._truth import _score_values, labelled_candidates, run_labels
 
-__all__ = ["ADJUDICATOR", "TIES", "RunTruth", "TruthSource", "labels_truth"]
+__all__ = ["ADJUDICATOR", "TIES", "RunTruth", "TruthSource", "labels_truth", "whole_lessons"]
 
-TiesPolicy = Literal["exclude", "adjudicate"]
+TiesPolicy = Literal["exclude", "half", "adjudicate"]
 TIES: tuple[str, ...] = get_args(TiesPolicy)
 DEFAULT_TIES: TiesPolicy = "exclude"
 #: The annotator whose label settles a tie under ``ties="adjudicate"``.
@@ -56,7 +63,10 @@ class RunTruth:
     truth, 0 where there is none) and ``judged`` (bool: has a truth value).
     ``n_verdicts`` is every verdict the run processed. ``counts``: candidates,
     valid, dropped, dropped_useful, labelled, tied, tied_judged, unlabelled,
-    verdicts, and the ``ties`` policy.
+    verdicts, and the ``ties`` policy (all in lessons, never doubled).
+    ``count_scale`` is how many rows of ``candidates`` make one lesson: 1, or 2
+    under ``ties="half"`` (every candidate twice; a tie once useful, once not),
+    so a count over the rows divided by ``count_scale`` is in lessons.
     """
 
     run_id: str
@@ -64,6 +74,7 @@ class RunTruth:
     n_verdicts: int
     verdicts: list[str] = field(repr=False)
     counts: dict[str, Any]
+    count_scale: int = 1
 
     def sweep_inputs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~truss_lab.evaluate._sweep.sweep` for this run."""
@@ -71,6 +82,16 @@ class RunTruth:
         return {"y_true": c["y"].to_numpy(), "salience": c["s"].to_numpy(),
                 "groups": c["verdict_hash"].to_numpy(dtype=object),
                 "judged": c["judged"].to_numpy(), "n_verdicts": self.n_verdicts}
+
+    def in_lessons(self, df: pd.DataFrame) -> pd.DataFrame:
+        """A sweep frame of :meth:`sweep_inputs` with its counts (kept, tp, fp, fn,
+        kept per verdict) in lessons: divided by :attr:`count_scale` (floats under
+        ``ties="half"``; ratios need no change)."""
+        if self.count_scale != 1:
+            for c in ("kept", "tp", "fp", "fn", "kept_per_verdict"):
+                if c in df.columns:
+                    df[c] = df[c] / self.count_scale
+        return df
 
 
 class TruthSource(Protocol):
@@ -85,6 +106,15 @@ def check_ties(ties: str) -> TiesPolicy:
     if ties not in TIES:
         raise BadInputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}", field="ties")
     return ties  # type: ignore[return-value]
+
+
+def whole_lessons(ties: str, what: str) -> None:
+    """Refuse ``ties="half"`` where the counting needs whole lessons (README:
+    the budget objective, McNemar's per-verdict outcome, a calibrator's 0/1 fit)."""
+    if ties == "half":
+        raise BadInputError(
+            f'ties="half" is a counting rule of sweep_run, not a label: {what} needs whole '
+            'lessons (use ties="exclude" or "adjudicate")', field="ties")
 
 
 def _adjudicated(store: Store, labels: Any) -> pd.DataFrame:
@@ -133,6 +163,9 @@ def labels_truth(
         [run_id]).fetchall()]
     # A run recorded before run_verdicts existed: its candidates' verdicts are all we know.
     verdicts = verdicts or [str(v) for v in pd.unique(df["verdict_hash"])]
+    scale = 1
+    if policy == "half":  # every tie has a truth: half useful, half not
+        tied_judged, scale = int(tie.sum()), 2
     cands = pd.DataFrame({
         "candidate_id": df["candidate_id"], "verdict_hash": df["verdict_hash"].astype(str),
         "extractor_id": df["extractor_id"], "lesson_index": df["lesson_index"],
@@ -146,8 +179,26 @@ def labels_truth(
         "unlabelled": int((~label.notna().to_numpy() & ~tie).sum()),
         "verdicts": len(verdicts), "ties": policy,
     }
+    if scale == 2:
+        cands = _halves(cands, tie)
     return RunTruth(run_id=run_id, candidates=cands, n_verdicts=len(verdicts),
-                    verdicts=verdicts, counts=counts)
+                    verdicts=verdicts, counts=counts, count_scale=scale)
+
+
+def _halves(cands: pd.DataFrame, tie: np.ndarray) -> pd.DataFrame:
+    """``cands`` counted in half-lessons: every row twice, the second copy of a
+    tie judged not useful and the first useful (half of each), both judged.
+
+    The copies stay next to each other (a stable sort on the row number), so
+    the order by verdict seq and lesson index is kept."""
+    first = cands.copy()
+    first.loc[tie, "y"] = np.uint8(1)
+    first.loc[tie, "judged"] = True
+    second = first.copy()
+    second.loc[tie, "y"] = np.uint8(0)
+    both = pd.concat([first, second], keys=[0, 1], names=["copy", "row"]).reset_index()
+    both = both.sort_values(["row", "copy"], kind="stable").drop(columns=["copy", "row"])
+    return both.reset_index(drop=True)
 
 
 #: The truth sources by name (``labels`` today; #9 adds references and a judge).

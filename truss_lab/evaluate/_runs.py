@@ -23,6 +23,7 @@ from ..score._calibrators import IsotonicCalibrator, PlattCalibrator
 from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import annotator_agreement, fleiss_agreement, label_coverage
+from ._bootstrap import BootstrapResult, bootstrap_metrics
 from ._calibration import (
     DEFAULT_MIN_BIN_COUNT,
     brier_score,
@@ -34,14 +35,15 @@ from ._choose import ThresholdChoice, choose_threshold, split_by_verdict
 from ._compare import ComparisonResult, compare_extractors
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._references import check_truth, reference_sweep, reference_truth, truth_rows
-from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth
+from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth, whole_lessons
 from ._sweep import UndefinedMetricWarning, sweep
 from ._transfer import DEFAULT_TRANSFER, transfer_report
-from ._truth import run_labels
+from ._truth import run_labels, scored_candidates
 
 __all__ = [
     "CalibrationReport",
     "LabelReport",
+    "bootstrap_run",
     "calibration_run",
     "choose_run_threshold",
     "compare_runs",
@@ -194,9 +196,36 @@ def sweep_run(
         return df
     rt = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
     _require_truth(rt)
-    df = sweep(**rt.sweep_inputs(), thresholds=thresholds)
+    df = rt.in_lessons(sweep(**rt.sweep_inputs(), thresholds=thresholds))
     df.attrs["counts"] = dict(rt.counts)
     return df
+
+
+def bootstrap_run(
+    store: Store,
+    run_id: str,
+    *,
+    thresholds: Any = None,
+    labels: Any = None,
+    score: str = "salience",
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    random_state: Any = 0,
+    objective: str | Objective = DEFAULT_OBJECTIVE,
+) -> BootstrapResult:
+    """:func:`~truss_lab.evaluate._bootstrap.bootstrap_metrics` of one run's labelled
+    candidates (:func:`~truss_lab.evaluate._truth.scored_candidates`), resampling
+    verdicts, on ``thresholds`` (default: 0, 0.01, ..., 1). Its ``table`` is the
+    ``intervals`` of :class:`~truss_lab.faces._display.SweepDisplay`. Only labelled
+    valid candidates enter, so its kept per verdict and recall are over those (the
+    sweep of :func:`sweep_run` also counts unlabelled, dropped and empty verdicts)."""
+    d = scored_candidates(store, run_id, labels=labels, score=score)
+    grid = np.round(np.linspace(0.0, 1.0, 101), 2) if thresholds is None else thresholds
+    return bootstrap_metrics(
+        d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(dtype=object),
+        thresholds=grid, n_boot=n_boot, confidence=confidence, random_state=random_state,
+        objective=parse_objective(objective),
+    )
 
 
 def _require_truth(truth: RunTruth) -> None:
@@ -250,6 +279,7 @@ def choose_run_threshold(
     ``truth="references"`` judges by reference lessons (misses count in recall;
     the annotated verdicts the run processed are split)."""
     obj = parse_objective(objective)
+    whole_lessons(ties, "the threshold choice")
     if check_truth(truth) == "references":
         d, verdicts = truth_rows(store, run_id, truth=truth, references=references, score=score)
         if cv == "auto":
@@ -370,6 +400,7 @@ def calibration_run(
     if method not in ("isotonic", "platt", None):
         raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
                             field="method")
+    whole_lessons(ties, "a calibrator fits 0/1 labels; it")
     truth = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
     d = truth.candidates
     # Calibration needs a truth and a score: judged, scored candidates only. The
@@ -441,6 +472,7 @@ def compare_runs(
     ``only_in_b``), never dropped silently. ``truth="references"`` judges both
     runs by reference lessons, on the annotated verdicts both processed: no
     labels needed."""
+    whole_lessons(ties, "the paired comparison")
     frames, processed = [], []
     for rid in (run_a, run_b):
         if check_truth(truth) == "references":

@@ -172,14 +172,17 @@ def _verify_prefix(store: Store, last_seq: int) -> Any:
 
 def _check_resumable(row: Mapping[str, Any], extractor: Extractor, config: MemoryConfig,
                      write_memory: bool, dataset_hash: str) -> None:
-    check_resumable(row, {
+    want = {
         "extractor_id": extractor.extractor_id,
         "policy": config.lesson_extraction.value,
         "extraction_min_salience": config.extraction_min_salience,
         "write_memory": write_memory,
         "prompt_hash": extractor.template.template_hash,
         "dataset_hash": dataset_hash,
-    })
+    }
+    if row.get("config_hash") is not None:  # runs started before 008 recorded none
+        want["config_hash"] = None if extractor.config is None else extractor.config.config_hash
+    check_resumable(row, want)
 
 
 # -- the run -------------------------------------------------------------------------------
@@ -201,7 +204,7 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
         new = write_extraction(store, cand, mem, err)
         record_run_verdicts(store, run_id, seqs.tolist(), hashes)
         if recorded:
-            _record_completions(store, recorded)
+            _record_completions(store, recorded, run_id)
         store.append("run_chunks", pa.table({
             "run_id": [run_id], "chunk_index": pa.array([index], pa.int32()),
             "first_seq": [int(seqs[0])], "last_seq": [int(seqs[-1])],
@@ -216,7 +219,8 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
     return err.num_rows
 
 
-def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
+def _record_completions(store: Store, records: list[dict[str, Any]],
+                        run_id: str | None = None) -> None:
     from ..ingest._ingest import COMPLETIONS_KEY, COMPLETIONS_SCHEMA, FILE_TO_TABLE
 
     df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
@@ -230,8 +234,13 @@ def _record_completions(store: Store, records: list[dict[str, Any]]) -> None:
         else:
             vals = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
             cols[f.name] = pa.array(vals, f.type)
-    store.append("completions", pa.table(cols, schema=COMPLETIONS_SCHEMA),
-                 key=COMPLETIONS_KEY)
+    # Beyond the §2 fields: the configuration that made each call and the extraction
+    # run that made it (what `truss-lab usage RUN` counts; None for a judge's calls).
+    hashes = df["config_hash"] if "config_hash" in df.columns else pd.Series([None] * len(df))
+    cols["config_hash"] = pa.array(hashes.astype(object).where(hashes.notna(), None).tolist(),
+                                   pa.string())
+    cols["run_id"] = pa.array([run_id] * len(df), pa.string())
+    store.append("completions", pa.table(cols), key=COMPLETIONS_KEY)
 
 
 def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:

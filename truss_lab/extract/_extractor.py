@@ -20,9 +20,15 @@ import pyarrow as pa
 
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, ProviderError
-from ..store._runs import create_run, record_prompt_template
+from ..store._runs import (
+    create_run,
+    extractor_config,
+    record_extractor_config,
+    record_prompt_template,
+)
 from ..store._store import Store
 from ._breaker import CircuitOpenError
+from ._config import ExtractorConfig
 from ._parser import candidates_frame, parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
 from ._providers import Completion, CompletionRequest, Provider, provider_name
@@ -47,6 +53,8 @@ class Extractor:
     """An extractor configuration: a provider, a prompt template and a model.
 
     ``extractor_id`` names it in every row it produces (and is the replay key).
+    ``config``, when set, is the recorded :class:`ExtractorConfig` (a live
+    extractor, or the replay of one): its hash enters every request's hash.
     """
 
     extractor_id: str
@@ -54,6 +62,7 @@ class Extractor:
     template: PromptTemplate = field(default_factory=lambda: get_template("lesson-v1"))
     model: str = "unknown"
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    config: ExtractorConfig | None = None
 
     @classmethod
     def replay(
@@ -67,16 +76,26 @@ class Extractor:
     ) -> Extractor:
         """Replay recorded completions (a §2 file, a DataFrame, or a Store's table).
 
-        To replay a live run recorded by truss_lab, give the same ``model`` and
-        ``parameters`` it used: the request hash covers them, and a request
-        that differs from the recorded one is refused.
+        From a Store, an extractor recorded live by truss_lab replays by itself:
+        its :class:`ExtractorConfig` is stored with the recordings, and the
+        replay rebuilds the same requests from it (``template``, ``model`` and
+        ``parameters`` are then ignored). Otherwise give the ``model`` and
+        ``parameters`` the recordings were made with: the request hash covers
+        them, and a request that differs from the recorded one is refused.
         """
         from ._replay import ReplayProvider
 
+        config = None
         if isinstance(recordings, Store):
+            stored = extractor_config(recordings, extractor_id)
+            config = None if stored is None else ExtractorConfig.model_validate(stored)
             recordings = recordings.sql(
                 "SELECT * FROM completions WHERE extractor_id = ?", [extractor_id]
             ).df()
+        if config is not None:
+            return cls(extractor_id, ReplayProvider(recordings),
+                       get_template(config.prompt_version), config.model,
+                       config.request_parameters(), config)
         tpl = get_template(template) if isinstance(template, str) else template
         return cls(extractor_id, ReplayProvider(recordings), tpl, model or extractor_id,
                    dict(parameters or {}))
@@ -98,22 +117,40 @@ class Extractor:
         extractor_id: str | None = None,
         template: str | PromptTemplate = "lesson-v1",
         parameters: Mapping[str, Any] | None = None,
+        config: ExtractorConfig | None = None,
         **provider_options: Any,
     ) -> Extractor:
-        """A live OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, OpenAI)."""
+        """A live OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, OpenAI).
+
+        ``config`` sets every recorded knob (``response_format``, sampling,
+        samples); without it one is made from ``model``, ``template`` and the
+        sampling ``parameters`` (default ``{"temperature": 0}``). The default
+        ``extractor_id`` is :meth:`ExtractorConfig.default_extractor_id`.
+        """
         from ._openai import OpenAICompatibleProvider
 
         tpl = get_template(template) if isinstance(template, str) else template
+        if config is None:
+            config = ExtractorConfig.from_parameters(
+                model, tpl.version, parameters or {"temperature": 0})
+        elif parameters or config.model != model or config.prompt_version != tpl.version:
+            raise BadInputError(
+                f"config says model {config.model!r}, prompt {config.prompt_version!r}; the "
+                f"call says {model!r}, {tpl.version!r}{' and parameters' if parameters else ''}:"
+                " give the knobs in one place, the config", field="config")
         provider = OpenAICompatibleProvider(base_url, model, **provider_options)
-        return cls(extractor_id or f"{model}@{tpl.version}", provider, tpl, model,
-                   dict(parameters or {"temperature": 0}))
+        return cls(extractor_id or config.default_extractor_id(), provider, tpl, model,
+                   config.request_parameters(), config)
 
     def request(self, verdict_hash: str, payload: Mapping[str, Any]) -> CompletionRequest:
-        """The request for one verdict."""
-        return build_request(
+        """The request for one verdict (carrying the config hash, when there is a config)."""
+        req = build_request(
             self.template, payload, verdict_hash=verdict_hash, extractor=self.extractor_id,
             model=self.model, parameters=dict(self.parameters),
         )
+        if self.config is None:
+            return req
+        return req.model_copy(update={"config_hash": self.config.config_hash})
 
 
 @dataclass
@@ -187,6 +224,7 @@ def _completion_record(request: CompletionRequest, c: Completion) -> dict[str, A
         "prompt_version": request.prompt_version, "request_hash": c.request_hash,
         "text": c.text, "latency_ms": c.latency_ms, "prompt_tokens": c.prompt_tokens,
         "completion_tokens": c.completion_tokens, "replayed": c.replayed,
+        "config_hash": request.config_hash,
     }
 
 
@@ -222,6 +260,11 @@ def ensure_run(
     record of :mod:`truss_lab.store._runs`, filled from ``extractor`` and ``config``.
     ``counted``: the run keeps counts in its row (a batch does, a live learner not)."""
     tpl = extractor.template
+    ext_config = extractor.config
+    if ext_config is not None:
+        # One configuration per extractor id: the id is the recordings' replay key.
+        record_extractor_config(store, extractor.extractor_id, ext_config.config_hash,
+                                ext_config.model_dump(mode="json"))
     create_run(
         store, run_id, extractor_id=extractor.extractor_id,
         provider=provider_name(extractor.provider),
@@ -229,7 +272,7 @@ def ensure_run(
         extraction_min_salience=config.extraction_min_salience,
         write_memory=write_memory, prompt_version=tpl.version, prompt_hash=tpl.template_hash,
         scorer=scorer, config=extra, dataset_hash=dataset_hash, status=status, counted=counted,
-        name=name, tags=tags,
+        name=name, tags=tags, config_hash=None if ext_config is None else ext_config.config_hash,
     )
     if templates:
         record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)

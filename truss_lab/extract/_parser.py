@@ -59,12 +59,30 @@ from ..core._canonical import MAX_SAFE_INT
 __all__ = [
     "COMPLETION_ERRORS",
     "DROP_REASONS",
+    "LESSONS_JSON_SCHEMA",
     "ParseResult",
     "ParsedLesson",
     "candidates_frame",
     "parse_completion",
     "parse_errors_frame",
 ]
+
+# The expected shape as a JSON Schema, for servers that constrain decoding to it
+# (``response_format: json_schema``). Strict-mode servers (OpenAI) need every
+# property required and no others; a lesson without evidence sends ``[]``.
+LESSONS_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"lessons": {"type": "array", "items": {
+        "type": "object",
+        "properties": {"text": {"type": "string"},
+                       "salience": {"type": "number", "minimum": 0, "maximum": 1},
+                       "evidence": {"type": "array", "items": {"type": "string"}}},
+        "required": ["text", "salience", "evidence"],
+        "additionalProperties": False,
+    }}},
+    "required": ["lessons"],
+    "additionalProperties": False,
+}
 
 COMPLETION_ERRORS = ("not_json", "no_lessons_key", "lessons_not_list", "duplicate_key")
 DROP_REASONS = (

@@ -51,14 +51,21 @@ class CompletionRequest(_Frozen):
     verdict: dict[str, Any] | None = None
     """The verdict payload, for providers that work on it directly (heuristic);
     not part of the hash (the messages already render it)."""
+    config_hash: str | None = None
+    """The :class:`~truss_lab.extract._config.ExtractorConfig` hash of the extractor
+    that built the request (None for extractors without one: heuristic, replay of
+    recordings made elsewhere). Part of :attr:`request_hash` when set."""
 
     @property
     def request_hash(self) -> str:
-        body = {
+        body: dict[str, Any] = {
             "messages": [m.model_dump() for m in self.messages],
             "model": self.model,
             "parameters": self.parameters,
         }
+        # Only when set: requests without a config keep the hashes recorded before it.
+        if self.config_hash is not None:
+            body["config_hash"] = self.config_hash
         return hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from ..core._errors import StoreError
 from ..store._runs import get_run
 from ..store._store import Store
+from ..store._usage import Prices, RunUsage, run_usage
 
 __all__ = ["ExtractionRun", "run_result"]
 
@@ -97,6 +98,11 @@ class ExtractionRun:
             "ORDER BY m.produced_by_seq, m.lesson_index",
             [self.run_id],
         ).df()
+
+    def usage(self, prices: Prices | None = None) -> RunUsage:
+        """Calls, tokens, latency percentiles, errors by kind, time per verdict and,
+        given ``prices`` (:func:`truss_lab.store._usage.load_prices`), cost."""
+        return run_usage(self._need_store(), self.run_id, prices=prices)
 
     def errors(self) -> pd.DataFrame:
         """The run's per-verdict errors (provider, parse, prompt)."""

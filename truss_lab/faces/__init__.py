@@ -8,7 +8,8 @@ from typing import Any
 
 from ._display import CalibrationDisplay, ComparisonDisplay, PrecisionRecallDisplay, SweepDisplay
 from ._notebook import SAMPLE as SAMPLE_DIR
-from ._notebook import copy_store, load_sample, run_sample_extractions
+from ._notebook import copy_store, load_sample, notebook_store, run_sample_extractions
+from ._report import write_report
 
 #: Each widget and the module that holds it. Widgets need ipywidgets (the [notebook]
 #: extra), so they are imported on first use.
@@ -36,5 +37,7 @@ __all__ = [
     "ThresholdExplorer",
     "copy_store",
     "load_sample",
+    "notebook_store",
     "run_sample_extractions",
+    "write_report",
 ]

@@ -252,13 +252,12 @@ def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
 def _register_extensions() -> None:
     # Each stage keeps its commands beside its code; they register here, after
     # _friendly and _emit exist, because they import them from this module.
-    from . import _cli_audit, _cli_eval, _cli_extract
+    from . import _cli_audit, _cli_eval, _cli_extract, _cli_judge, _cli_report
 
     _cli_extract.register(cli)
     _cli_eval.register(cli)
     _cli_audit.register(cli)
-    from . import _cli_judge
-
+    _cli_report.register(cli)
     _cli_judge.register(cli)
 
 

@@ -119,7 +119,7 @@ def register(cli: click.Group) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
         from ..core._paths import check_output_file
         from ..evaluate._references import resolve_truth
-        from ..evaluate._runs import choose_run_threshold, sweep_run
+        from ..evaluate._runs import bootstrap_run, choose_run_threshold, sweep_run
         from ..govern._decision import json_safe
         from ._display import save_sweep_plot
         from ._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
@@ -138,10 +138,15 @@ def register(cli: click.Group) -> None:
                                           test_size=test_size, cv=_cv(cv),
                                           cv_repeats=cv_repeats, random_state=random_state,
                                           n_boot=n_boot, truth=truth)
+            # The plot's bands: a verdict bootstrap of the labelled sweep (gold labels only).
+            bands = (bootstrap_run(store, run_id, labels=labels_path, score=score,
+                                   n_boot=n_boot, random_state=random_state).table
+                     if plot_path and n_boot and truth == "labels" else None)
         if csv_path:
             full.to_csv(csv_path, index=False)
         if plot_path:
-            save_sweep_plot(full, plot_path, threshold=choice.threshold, name=run_id)
+            save_sweep_plot(full, plot_path, threshold=choice.threshold, name=run_id,
+                            intervals=bands)
         judged = ("labelled candidates" if truth == "labels" else
                   f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
                   " references")

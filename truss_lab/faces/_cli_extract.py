@@ -33,13 +33,22 @@ def runs_text(runs: pd.DataFrame, cols: list[str]) -> str:
 
 
 def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
-                   max_retries: int | None = None) -> Any:
+                   max_retries: int | None = None,
+                   knobs: dict[str, Any] | None = None) -> Any:
     """An :class:`Extractor` from a CLI spec: ``heuristic``, ``replay:EXTRACTOR_ID``
-    (the store's completions), ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL``
-    (``max_retries``: of each live call, default the provider's)."""
+    (the store's completions, replayed with their recorded configuration),
+    ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL`` (``max_retries``: of
+    each live call, default the provider's; ``knobs``: :class:`ExtractorConfig`
+    fields such as ``response_format`` or ``temperature``, for openai:MODEL only)."""
     from ..extract._extractor import Extractor
 
     kind, _, arg = spec.partition(":")
+    knobs = {k: v for k, v in (knobs or {}).items() if v is not None}
+    if knobs and kind != "openai":
+        raise BadInputError(
+            f"--{next(iter(knobs)).replace('_', '-')} sets a live extractor's configuration "
+            "(openai:MODEL); a replay uses the configuration it was recorded with",
+            field="--extractor")
     if spec == "heuristic":
         return Extractor.heuristic()
     if kind == "replay" and arg:
@@ -56,8 +65,15 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
         return Extractor.replay(store, arg)
     if kind == "openai" and arg:
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        from ..extract._config import ExtractorConfig
+
         options = {} if max_retries is None else {"max_retries": max_retries}
-        return Extractor.openai(url, arg, **options)
+        try:
+            config = ExtractorConfig(model=arg, **knobs)
+        except ValueError as exc:  # pydantic's ValidationError: one line per bad knob
+            raise BadInputError(f"bad extractor configuration: {exc}",
+                                field="--extractor") from None
+        return Extractor.openai(url, arg, config=config, **options)
     raise BadInputError(
         f"unknown extractor {spec!r}; expected heuristic, replay:EXTRACTOR_ID, "
         "replay:PATH.jsonl[#EXTRACTOR_ID] or openai:MODEL", field="--extractor")
@@ -94,7 +110,8 @@ def _off_refused() -> BadInputError:
 
 
 def register(cli: click.Group) -> None:
-    """Add the ``extract``, ``runs`` (list, delete) and ``errors`` commands to ``cli``."""
+    """Add the ``extract``, ``runs`` (list, delete), ``errors`` and ``usage`` commands
+    to ``cli``."""
     from ..extract._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES
 
     @cli.command()
@@ -132,6 +149,15 @@ def register(cli: click.Group) -> None:
                        "whose live provider call failed after its retries.")
     @click.option("--max-retries", default=None, type=click.IntRange(0),
                   help="Retries of one live provider call (openai:MODEL; default 5).")
+    @click.option("--response-format", type=click.Choice(["none", "json_object", "json_schema"]),
+                  default=None, help="Structured output for openai:MODEL: none (default), "
+                  "json_object, or json_schema (the lessons schema).")
+    @click.option("--temperature", type=float, default=None,
+                  help="Sampling temperature for openai:MODEL (default 0).")
+    @click.option("--top-p", type=float, default=None, help="top_p for openai:MODEL.")
+    @click.option("--seed", type=int, default=None, help="Sampling seed for openai:MODEL.")
+    @click.option("--max-tokens", type=click.IntRange(1), default=None,
+                  help="Most tokens per completion for openai:MODEL.")
     @click.option("--max-error-share", default=0.1, show_default=True, type=float,
                   help="Exit 1 when more than this share of the run's verdicts have errors "
                        "(see `truss-lab errors RUN`).")
@@ -143,8 +169,13 @@ def register(cli: click.Group) -> None:
                 verdict_filter: str | None, chunk_size: int | None, run_id: str | None,
                 name: str | None, tags: tuple[str, ...], resume_id: str | None,
                 dry_run: bool, max_consecutive_failures: int, max_retries: int | None,
+                response_format: str | None, temperature: float | None, top_p: float | None,
+                seed: int | None, max_tokens: int | None,
                 max_error_share: float, quiet: bool, as_json: bool) -> None:
-        """Extract lessons from recorded verdicts (a resumable batch run)."""
+        """Extract lessons from recorded verdicts (a resumable batch run).
+
+        openai:MODEL runs are recorded with their configuration (the --response-format
+        and sampling options); `--extractor replay:EXTRACTOR_ID` replays them offline."""
         from ..core._config import MemoryConfig
         from ..core._models import LessonExtractionPolicy
         from ..extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
@@ -175,8 +206,12 @@ def register(cli: click.Group) -> None:
             if config.lesson_extraction is LessonExtractionPolicy.off and not allow_off:
                 raise _off_refused()
             retries = max_retries if max_retries is not None else prior.get("max_retries")
+            knobs = {"response_format": response_format, "temperature": temperature,
+                     "top_p": top_p, "seed": seed, "max_tokens": max_tokens}
+            if resume_id and not any(v is not None for v in knobs.values()):
+                knobs = prior.get("extractor_knobs") or {}
             extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
-                                       max_retries=retries)
+                                       max_retries=retries, knobs=knobs)
             verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
                 "verdicts")
             run = run_extraction(
@@ -185,7 +220,10 @@ def register(cli: click.Group) -> None:
                 write_memory=not dry_run, chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
                 resume=resume_id is not None, run_config={"extractor_spec": spec,
                                                         "base_url": base_url,
-                                                        "max_retries": max_retries},
+                                                        "max_retries": max_retries,
+                                                        "extractor_knobs": {
+                                                            k: v for k, v in knobs.items()
+                                                            if v is not None}},
                 name=name, tags=tags, max_consecutive_failures=max_consecutive_failures,
             )
             _emit(run.to_dict(), as_json, repr(run))
@@ -270,6 +308,25 @@ def register(cli: click.Group) -> None:
         if len(shown) < len(df):
             lines.append(f"  ... and {len(df) - len(shown)} more (--limit 0 or --json)")
         click.echo("\n".join(lines))
+
+    @cli.command()
+    @run_argument
+    @db_option
+    @click.option("--prices", "prices_path", default=None, metavar="PRICES.toml",
+                  help='Price table: [models."NAME"] input_per_million, output_per_million '
+                       "(and currency); without it no cost is shown.")
+    @json_option
+    @_friendly
+    def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
+        """A run's usage: calls, tokens in/out, latency p50/p95/p99, errors by kind,
+        time per verdict, and cost from --prices (never guessed)."""
+        from ..store._store import open_store
+        from ..store._usage import load_prices, run_usage
+
+        prices = None if prices_path is None else load_prices(prices_path)
+        with open_store(db, read_only=True) as store:
+            u = run_usage(store, run_id, prices=prices)
+        _emit(u.to_dict(), as_json, str(u))
 
 
 def main() -> None:

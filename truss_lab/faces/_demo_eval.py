@@ -8,6 +8,7 @@ from typing import Any
 from ..core._errors import BadInputError
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective
 from ..evaluate._runs import (
+    bootstrap_run,
     calibration_run,
     choose_run_threshold,
     compare_runs,
@@ -58,8 +59,9 @@ def demo_evaluation(
             head += (f": {int(cov['n_labelled'])}/{int(cov['n_candidates'])} valid candidates "
                      f"labelled, {int(cov['n_ties'])} ties")
         parts += [head, format_sweep(at), format_choice(choice)]
+        bands = bootstrap_run(store, rid, n_boot=n_boot, random_state=random_state).table
         plots.append(save_sweep_plot(full, out / f"sweep_{_safe(rid)}.png",
-                                     threshold=choice.threshold, name=rid))
+                                     threshold=choice.threshold, name=rid, intervals=bands))
     cal = calibration_run(store, runs[0], method="isotonic", random_state=random_state)
     parts += ["-- calibration (isotonic, fitted on training verdicts, judged on held-out)",
               repr(cal)]

@@ -15,11 +15,15 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 
+from ._display_compare import ComparisonDisplay
+from ._plotting import DEFAULT_THRESHOLD, _axes, _figure, _row_at
+
 if TYPE_CHECKING:
     from truss_lab.evaluate._compare import ComparisonResult
     from truss_lab.evaluate._runs import CalibrationReport
 
 __all__ = [
+    "DEFAULT_THRESHOLD",
     "CalibrationDisplay",
     "ComparisonDisplay",
     "PrecisionRecallDisplay",
@@ -29,44 +33,17 @@ __all__ = [
     "save_sweep_plot",
 ]
 
-_HINT = "pip install 'truss_lab[notebook]'"
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"plotting needs matplotlib: {_HINT}") from exc
-    return plt
-
-
-def _figure(figsize: tuple[float, float], *, dpi: float | None = None) -> Any:
-    """A bare matplotlib Figure, for PNGs and widget images.
-
-    A bare Figure renders through Agg without pyplot, so no display (and no
-    global backend switch or figure list) is ever needed, and nothing is shown
-    twice inline in a notebook.
-    """
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"plotting needs matplotlib: {_HINT}") from exc
-    return Figure(figsize=figsize, dpi=dpi, layout="constrained")
-
-
-def _axes(ax: Any) -> Any:
-    if ax is None:
-        _, ax = _pyplot().subplots()
-    return ax
-
 
 class SweepDisplay:
     """Precision, recall and F1 against the threshold, kept-per-verdict on a second axis.
 
-    ``sweep`` is a :func:`~truss_lab.evaluate._sweep.sweep` frame; ``threshold`` (optional)
-    is marked with a vertical line; ``intervals`` (optional) is a frame with
-    ``threshold`` and ``<metric>_low``/``<metric>_high`` columns (e.g.
-    ``BootstrapResult.table``), drawn as bands.
+    ``sweep`` is a :func:`~truss_lab.evaluate._sweep.sweep` frame. ``threshold``
+    (optional) is the chosen threshold, a solid black line labelled
+    ``threshold_label`` ("chosen"); ``default_threshold`` (the ADR default, 0.70;
+    None hides it) is a dashed red line labelled "default": two facts, two lines.
+    ``intervals`` (optional) is a frame with ``threshold`` and
+    ``<metric>_low``/``<metric>_high`` columns (e.g. ``BootstrapResult.table``,
+    or :func:`~truss_lab.evaluate._runs.bootstrap_run`), drawn as bands.
     """
 
     def __init__(
@@ -76,6 +53,8 @@ class SweepDisplay:
         threshold: float | None = None,
         intervals: pd.DataFrame | None = None,
         name: str | None = None,
+        default_threshold: float | None = DEFAULT_THRESHOLD,
+        threshold_label: str = "chosen",
     ) -> None:
         missing = {"threshold", "precision", "recall", "f1"} - set(sweep.columns)
         if missing:
@@ -86,6 +65,8 @@ class SweepDisplay:
         self.threshold = threshold
         self.intervals = intervals
         self.name = name
+        self.default_threshold = default_threshold
+        self.threshold_label = threshold_label
 
     @classmethod
     def from_sweep(
@@ -95,10 +76,37 @@ class SweepDisplay:
         threshold: float | None = None,
         intervals: pd.DataFrame | None = None,
         name: str | None = None,
+        default_threshold: float | None = DEFAULT_THRESHOLD,
         ax: Any = None,
     ) -> SweepDisplay:
         """Plot an existing sweep frame."""
-        return cls(sweep, threshold=threshold, intervals=intervals, name=name).plot(ax=ax)
+        return cls(sweep, threshold=threshold, intervals=intervals, name=name,
+                   default_threshold=default_threshold).plot(ax=ax)
+
+    @classmethod
+    def from_run(
+        cls,
+        store: Any,
+        run_id: str,
+        *,
+        threshold: float | None = None,
+        n_boot: int = 500,
+        random_state: Any = 0,
+        labels: Any = None,
+        name: str | None = None,
+        default_threshold: float | None = DEFAULT_THRESHOLD,
+        ax: Any = None,
+    ) -> SweepDisplay:
+        """:func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` with bands from
+        :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot=0``: no bands);
+        ``threshold`` is the chosen one (e.g. ``choose_run_threshold(...).threshold``)."""
+        from truss_lab.evaluate._runs import bootstrap_run, sweep_run
+
+        df = sweep_run(store, run_id, labels=labels)
+        iv = (bootstrap_run(store, run_id, labels=labels, n_boot=n_boot,
+                            random_state=random_state).table if n_boot else None)
+        return cls(df, threshold=threshold, intervals=iv, name=name if name else run_id,
+                   default_threshold=default_threshold).plot(ax=ax)
 
     @classmethod
     def from_predictions(
@@ -111,35 +119,41 @@ class SweepDisplay:
         threshold: float | None = None,
         intervals: pd.DataFrame | None = None,
         name: str | None = None,
+        default_threshold: float | None = DEFAULT_THRESHOLD,
         ax: Any = None,
     ) -> SweepDisplay:
         """Sweep the predictions (see :func:`~truss_lab.evaluate._sweep.sweep`) and plot."""
         from truss_lab.evaluate._sweep import sweep
 
         df = sweep(y_true, salience, groups=groups, thresholds=thresholds)
-        return cls.from_sweep(df, threshold=threshold, intervals=intervals, name=name, ax=ax)
+        return cls.from_sweep(df, threshold=threshold, intervals=intervals, name=name,
+                              default_threshold=default_threshold, ax=ax)
 
     def plot(self, ax: Any = None) -> SweepDisplay:
         """Draw on ``ax`` (new figure when None).
 
-        Sets ``ax_``, ``ax2_`` (secondary axis), ``figure_`` and ``lines_`` (by metric).
+        Sets ``ax_``, ``ax2_`` (secondary axis), ``figure_``, ``lines_`` (by metric),
+        ``bands_`` (by metric, when ``intervals`` has them), ``threshold_line_`` and
+        ``default_line_`` (when drawn).
         """
         ax = _axes(ax)
         df = self.sweep.sort_values("threshold")
         t = df["threshold"].to_numpy()
         self.lines_ = {}
+        self.bands_ = {}
         for metric, style in (("precision", "-"), ("recall", "--"), ("f1", "-.")):
             (line,) = ax.plot(t, df[metric].to_numpy(), style, label=metric)
             self.lines_[metric] = line
             if self.intervals is not None and f"{metric}_low" in self.intervals.columns:
                 iv = self.intervals.sort_values("threshold")
-                ax.fill_between(
+                self.bands_[metric] = ax.fill_between(
                     iv["threshold"].to_numpy(),
                     iv[f"{metric}_low"].to_numpy(),
                     iv[f"{metric}_high"].to_numpy(),
                     color=line.get_color(),
                     alpha=0.2,
-                    label=f"{metric} CI",
+                    # one legend entry for all bands: the colour already says which
+                    label="bootstrap interval" if not self.bands_ else "_nolegend_",
                 )
         ax.set_xlabel("salience threshold (kept when salience >= threshold)")
         ax.set_ylabel("precision / recall / F1")
@@ -150,9 +164,15 @@ class SweepDisplay:
         self.lines_[secondary] = line2
         ax2.set_ylabel(secondary.replace("_", " "))
         self.ax2_ = ax2
+        if self.default_threshold is not None:
+            self.default_line_ = ax.axvline(
+                self.default_threshold, color="tab:red", lw=1, ls="--",
+                label=f"default {self.default_threshold:.2f}",
+            )
         if self.threshold is not None and np.isfinite(self.threshold):
             self.threshold_line_ = ax.axvline(
-                self.threshold, color="black", lw=1, label=f"chosen {self.threshold:.3g}"
+                self.threshold, color="black", lw=1.2,
+                label=f"{self.threshold_label} {self.threshold:.3g}",
             )
         handles, labels = ax.get_legend_handles_labels()
         h2, l2 = ax2.get_legend_handles_labels()
@@ -165,7 +185,13 @@ class SweepDisplay:
 
 
 class PrecisionRecallDisplay:
-    """Precision-recall curve (precision on y, recall on x), as a step plot."""
+    """Precision-recall curve (precision on y, recall on x), as a step plot.
+
+    ``chance_level`` (optional) is the precision of keeping every candidate (the
+    share of useful ones), drawn as a dotted horizontal line; ``operating_point``
+    (optional) is ``(recall, precision, threshold)`` at a chosen threshold, drawn as
+    a marker and labelled with the threshold.
+    """
 
     def __init__(
         self,
@@ -174,43 +200,80 @@ class PrecisionRecallDisplay:
         *,
         average_precision: float | None = None,
         name: str | None = None,
+        chance_level: float | None = None,
+        operating_point: tuple[float, float, float] | None = None,
     ) -> None:
         self.precision = np.asarray(precision, dtype=float)
         self.recall = np.asarray(recall, dtype=float)
         self.average_precision = average_precision
         self.name = name
+        self.chance_level = chance_level
+        self.operating_point = operating_point
+
+    @staticmethod
+    def _point(df: pd.DataFrame, threshold: float | None) -> tuple[float, float, float] | None:
+        if threshold is None or not np.isfinite(threshold):
+            return None
+        row = _row_at(df, threshold)
+        if row is None:
+            return None
+        return float(row["recall"]), float(row["precision"]), float(threshold)
 
     @classmethod
     def from_sweep(
-        cls, sweep: pd.DataFrame, *, name: str | None = None, ax: Any = None
+        cls, sweep: pd.DataFrame, *, threshold: float | None = None, name: str | None = None,
+        chance_level: float | None = None, ax: Any = None,
     ) -> PrecisionRecallDisplay:
-        """Plot the curve of a sweep frame (thresholds descending, as sweep returns them)."""
+        """Plot the curve of a sweep frame (thresholds descending, as sweep returns them).
+
+        ``threshold`` marks the operating point; the chance level defaults to the
+        precision at the lowest threshold of the sweep (everything kept)."""
         df = sweep.sort_values("threshold", ascending=False)
-        return cls(df["precision"], df["recall"], name=name).plot(ax=ax)
+        if chance_level is None and len(df):
+            chance_level = float(df["precision"].iloc[-1])
+        return cls(df["precision"], df["recall"], name=name, chance_level=chance_level,
+                   operating_point=cls._point(df, threshold)).plot(ax=ax)
 
     @classmethod
     def from_predictions(
-        cls, y_true: Any, salience: Any, *, name: str | None = None, ax: Any = None
+        cls, y_true: Any, salience: Any, *, threshold: float | None = None,
+        name: str | None = None, ax: Any = None,
     ) -> PrecisionRecallDisplay:
-        """Sweep the predictions, compute average precision, plot."""
+        """Sweep the predictions, compute average precision, plot; the chance level is
+        the share of positive labels, ``threshold`` marks the operating point."""
         from truss_lab.evaluate._sweep import average_precision, sweep
 
         df = sweep(y_true, salience)
         ap = average_precision(y_true, salience)
-        return cls(df["precision"], df["recall"], average_precision=ap, name=name).plot(ax=ax)
+        y = np.asarray(y_true, dtype=float)
+        chance = float(y.mean()) if len(y) else None
+        return cls(df["precision"], df["recall"], average_precision=ap, name=name,
+                   chance_level=chance, operating_point=cls._point(df, threshold)).plot(ax=ax)
 
     def plot(self, ax: Any = None) -> PrecisionRecallDisplay:
-        """Draw on ``ax``; sets ``ax_``, ``figure_``, ``line_``."""
+        """Draw on ``ax``; sets ``ax_``, ``figure_``, ``line_`` and, when given,
+        ``chance_line_`` and ``operating_point_``."""
         ax = _axes(ax)
         label = self.name or "extractor"
         if self.average_precision is not None:
             label += f" (AP = {self.average_precision:.3f})"
         (self.line_,) = ax.plot(self.recall, self.precision, drawstyle="steps-post", label=label)
+        if self.chance_level is not None and np.isfinite(self.chance_level):
+            self.chance_line_ = ax.axhline(
+                self.chance_level, color=self.line_.get_color(), ls=":", lw=1,
+                label=f"chance level (keep all) {self.chance_level:.2f}",
+            )
+        if self.operating_point is not None:
+            r, p, t = self.operating_point
+            (self.operating_point_,) = ax.plot(
+                [r], [p], "o", color=self.line_.get_color(), markeredgecolor="black",
+                markersize=8, label=f"operating point (threshold {t:.3g})",
+            )
         ax.set_xlabel("recall")
         ax.set_ylabel("precision")
         ax.set_xlim(-0.01, 1.01)
         ax.set_ylim(-0.01, 1.01)
-        ax.legend(loc="lower left")
+        ax.legend(loc="lower left", fontsize="small")
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
@@ -311,43 +374,6 @@ class CalibrationDisplay:
         return self
 
 
-class ComparisonDisplay:
-    """Differences B - A with their bootstrap intervals, one panel row per metric."""
-
-    def __init__(self, result: Any, *, row: int = 0) -> None:
-        self.result = result
-        self.row = row
-
-    @classmethod
-    def from_result(cls, result: Any, *, row: int = 0, ax: Any = None) -> ComparisonDisplay:
-        """Plot a :class:`~truss_lab.evaluate._compare.ComparisonResult` (threshold row ``row``)."""
-        return cls(result, row=row).plot(ax=ax)
-
-    def plot(self, ax: Any = None) -> ComparisonDisplay:
-        """Draw on ``ax``; sets ``ax_``, ``figure_``, ``errorbar_``."""
-        from truss_lab.evaluate._compare import DELTA_METRICS
-
-        ax = _axes(ax)
-        r = self.result.table.iloc[self.row]
-        est = np.array([r[f"delta_{m}"] for m in DELTA_METRICS], dtype=float)
-        lo = np.array([r[f"delta_{m}_low"] for m in DELTA_METRICS], dtype=float)
-        hi = np.array([r[f"delta_{m}_high"] for m in DELTA_METRICS], dtype=float)
-        y = np.arange(len(DELTA_METRICS))
-        err = np.vstack([est - lo, hi - est])
-        self.errorbar_ = ax.errorbar(est, y, xerr=np.nan_to_num(err), fmt="o", capsize=4)
-        ax.axvline(0.0, color="grey", lw=1)
-        ax.set_yticks(y, [m.replace("_", " ") for m in DELTA_METRICS])
-        a, b = self.result.names
-        ax.set_xlabel(f"{b} - {a} (paired verdict bootstrap, {self.result.confidence:.0%} CI)")
-        ax.set_title(
-            f"McNemar p = {r['mcnemar_p']:.3g} "
-            f"(thresholds {r['threshold_a']:.3g} / {r['threshold_b']:.3g})"
-        )
-        self.ax_ = ax
-        self.figure_ = ax.figure
-        return self
-
-
 # -- PNG files (the CLI's --plot and make demo) ----------------------------------------------
 
 
@@ -357,10 +383,12 @@ def _save(fig: Any, path: Any) -> str:
 
 
 def save_sweep_plot(df: pd.DataFrame, path: Any, *, threshold: float | None = None,
-                    name: str | None = None) -> str:
-    """Draw a :class:`SweepDisplay` of ``df`` into a PNG at ``path``; returns the path."""
-    fig = _figure((6.5, 4.5))
-    SweepDisplay(df, threshold=threshold, name=name).plot(ax=fig.subplots())
+                    name: str | None = None, intervals: pd.DataFrame | None = None) -> str:
+    """Draw a :class:`SweepDisplay` of ``df`` (chosen ``threshold``, the default, bands
+    from ``intervals``) into a PNG at ``path``; returns the path."""
+    fig = _figure((7, 4.5))
+    SweepDisplay(df, threshold=threshold, name=name, intervals=intervals).plot(
+        ax=fig.subplots())
     return _save(fig, path)
 
 
@@ -381,6 +409,6 @@ def save_calibration_plot(report: CalibrationReport, path: Any) -> str:
 def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0) -> str:
     """A :class:`ComparisonDisplay` of ``result`` (threshold row ``row``) into a PNG;
     returns the path."""
-    fig = _figure((6.5, 4.5))
-    ComparisonDisplay(result, row=row).plot(ax=fig.subplots())
+    fig = _figure((10, 5.5))
+    ComparisonDisplay(result, row=row).plot(ax=fig)
     return _save(fig, path)

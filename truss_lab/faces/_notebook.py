@@ -28,6 +28,7 @@ __all__ = [
     "copy_sample",
     "copy_store",
     "load_sample",
+    "notebook_store",
     "run_sample_extractions",
     "sample_run_id",
 ]
@@ -182,3 +183,38 @@ def copy_sample(out: str | os.PathLike[str]) -> list[Path]:
                             source=str(dest))
     dest.mkdir(parents=True, exist_ok=True)
     return [Path(shutil.copy2(p, dest / p.name)) for p in files]
+
+
+def notebook_store(
+    db: str | os.PathLike[str] | None = None,
+    runs: Sequence[str] | None = None,
+    *,
+    extractors: Sequence[str] = SAMPLE_EXTRACTORS,
+) -> tuple[Store, list[str]]:
+    """The store and the run ids a notebook studies, from its ``parameters`` cell.
+
+    ``db=None``: the bundled sample in a temporary database (:func:`load_sample`)
+    with one run per sample extractor in ``extractors``
+    (:func:`run_sample_extractions`); their ids are returned, in that order,
+    unless ``runs`` names others. ``db`` given: that database, which must exist
+    (nothing is loaded into it), and ``runs`` (default: every run in it, oldest
+    first). An unknown run id is an error naming the database's recent runs.
+    """
+    from ..store._runs import run_info, summarize_runs
+
+    if db is None:
+        store = load_sample()
+        done = run_sample_extractions(store, extractors=extractors)
+        ids = [done[e].run_id for e in extractors]
+    else:
+        store = open_store(db, must_exist=True)
+        ids = summarize_runs(store)["run_id"].tolist()
+    if runs is not None:
+        ids = [runs] if isinstance(runs, str) else list(runs)
+    try:
+        for rid in ids:
+            run_info(store, rid)
+    except BaseException:
+        store.close()
+        raise
+    return store, ids

@@ -174,6 +174,7 @@ class ThresholdExplorer:
         self._figure = _figure((7, 3.6), dpi=90)
         ax = self._figure.subplots()
         self.display_ = SweepDisplay(self.sweep, threshold=self.slider.value,
+                                     threshold_label="slider",
                                      name="threshold sweep").plot(ax=ax)
 
     def _render(self) -> None:

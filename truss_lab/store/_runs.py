@@ -28,9 +28,11 @@ __all__ = [
     "check_resumable",
     "create_run",
     "delete_run",
+    "extractor_config",
     "finish_run",
     "get_run",
     "missing_run_error",
+    "record_extractor_config",
     "record_prompt_template",
     "reopen_run",
     "run_content_hashes",
@@ -61,13 +63,15 @@ def create_run(
     counted: bool = True,
     name: str | None = None,
     tags: Sequence[str] = (),
+    config_hash: str | None = None,
 ) -> int:
     """Create the extraction_runs row of ``run_id`` unless it exists; return rows added.
 
     The stored ``config`` JSON is the policy and threshold plus ``config``.
     ``counted``: a batch keeps its counts in the row (they start at 0 and
     ``seconds`` at 0.0); a live run does not (they stay NULL). ``name`` and
-    ``tags`` are for people (``truss-lab runs`` shows them).
+    ``tags`` are for people (``truss-lab runs`` shows them). ``config_hash``:
+    the extractor configuration (``extractor_configs``), when it has one.
     """
     from .. import __version__
 
@@ -87,6 +91,7 @@ def create_run(
         **{c: pa.array([start], pa.int64()) for c in _COUNTS},
         "name": pa.array([name], pa.string()),
         "tags": pa.array([list(tags)], pa.list_(pa.string())),
+        "config_hash": pa.array([config_hash], pa.string()),
     }
     if counted:
         cols |= {"error": pa.array([None], pa.string()), "seconds": [0.0]}
@@ -101,6 +106,48 @@ def record_prompt_template(store: Store, version: str, template_hash: str, text:
                   "text": [text]}),
         key=["prompt_version", "template_hash"],
     )
+
+
+_CONFIG_HASHES = (
+    "SELECT config_hash FROM completions WHERE extractor_id = ? AND config_hash IS NOT NULL "
+    "UNION SELECT config_hash FROM extraction_runs WHERE extractor_id = ? "
+    "AND config_hash IS NOT NULL")
+
+
+def record_extractor_config(store: Store, extractor_id: str, config_hash: str,
+                            config: Mapping[str, Any]) -> None:
+    """Keep an extractor configuration (once per hash), refusing a second
+    configuration under ``extractor_id``: the id keys the recordings a replay
+    answers from, so it must name one configuration."""
+    known = [r[0] for r in store.con.execute(_CONFIG_HASHES, [extractor_id] * 2).fetchall()]
+    other = [h for h in known if h != config_hash]
+    if other:
+        raise BadInputError(
+            f"extractor {extractor_id!r} was recorded with configuration {other[0][:12]}, "
+            f"this one is {config_hash[:12]}; give this configuration another extractor id",
+            field="extractor_id", reason="config_conflict")
+    store.append("extractor_configs", pa.table({
+        "config_hash": [config_hash], "config": [json.dumps(dict(config), sort_keys=True)],
+        "recorded_at": pa.array([utcnow()], _TS)}), key=["config_hash"])
+
+
+def extractor_config(store: Store, extractor_id: str) -> dict[str, Any] | None:
+    """The configuration recorded for ``extractor_id`` (its recordings and runs), as
+    a dict; ``None`` when it has none (heuristic, recordings made elsewhere)."""
+    hashes = [r[0] for r in store.con.execute(_CONFIG_HASHES, [extractor_id] * 2).fetchall()]
+    if not hashes:
+        return None
+    if len(hashes) > 1:
+        raise BadInputError(
+            f"extractor {extractor_id!r} has {len(hashes)} recorded configurations "
+            f"({', '.join(h[:12] for h in sorted(hashes))}); a replay needs one",
+            field="extractor_id", reason="config_conflict")
+    row = store.con.execute("SELECT config FROM extractor_configs WHERE config_hash = ?",
+                            hashes).fetchall()
+    if not row:
+        raise BadInputError(f"configuration {hashes[0][:12]} of extractor {extractor_id!r} is "
+                            "not in extractor_configs", field="extractor_id")
+    return dict(json.loads(row[0][0]))
 
 
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:

@@ -554,3 +554,25 @@ COMMENT ON COLUMN reference_lessons.evidence IS 'Evidence strings';
 COMMENT ON COLUMN reference_lessons.annotator IS 'Annotator name (empty when the file gave none)';
 COMMENT ON COLUMN reference_lessons.source IS 'File it came from';
 COMMENT ON COLUMN reference_lessons.annotated_at IS 'When this database received it (UTC)';
+
+-- migration: 008_extractor_configs
+-- Issue #16. The extractor configuration (provider, model, prompt version,
+-- response_format, sampling, samples per verdict) is one hashed value, part of
+-- every request hash. It is kept once per hash, named by each live recording
+-- and by the run record, so `replay:EXTRACTOR_ID` rebuilds the same requests.
+-- completions.run_id is the run whose live call made a recording (usage per run).
+CREATE TABLE extractor_configs (
+    config_hash       VARCHAR PRIMARY KEY,
+    config            JSON NOT NULL,
+    recorded_at       TIMESTAMPTZ NOT NULL
+);
+ALTER TABLE completions ADD COLUMN config_hash VARCHAR;
+ALTER TABLE completions ADD COLUMN run_id VARCHAR;
+ALTER TABLE extraction_runs ADD COLUMN config_hash VARCHAR;
+COMMENT ON TABLE extractor_configs IS 'Extractor configurations (truss_lab.extract.ExtractorConfig), one row per configuration hash';
+COMMENT ON COLUMN extractor_configs.config_hash IS 'SHA-256 of the canonical JSON of the configuration; part of every request hash';
+COMMENT ON COLUMN extractor_configs.config IS 'provider, model, prompt_version, response_format, temperature, top_p, seed, max_tokens, samples';
+COMMENT ON COLUMN extractor_configs.recorded_at IS 'When it was first recorded (UTC)';
+COMMENT ON COLUMN completions.config_hash IS 'Extractor configuration of a live recording (extractor_configs); NULL when recorded elsewhere';
+COMMENT ON COLUMN completions.run_id IS 'Run whose live call made the recording; NULL when ingested from a file';
+COMMENT ON COLUMN extraction_runs.config_hash IS 'Extractor configuration of the run (extractor_configs); NULL for extractors without one';

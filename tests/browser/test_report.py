@@ -1,0 +1,128 @@
+"""The standalone HTML report in a real browser (Debian's chromium, Playwright), offline.
+
+The report of two sample runs, one lesson of which holds ``<script>``, is opened from
+``file://`` in a context with the network switched off and every non-file request
+aborted. Checked: the plots render, the text box filters the list down to one verdict,
+the verdict and error filters and the pager work, the ``<script>`` lesson shows as text
+and never runs, and the console stays free of errors. Screenshots of the sweep, the list
+filtered to one verdict and the escaped lesson go to ``browser_artifacts/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders.report import hostile_sample
+from truss_lab.faces import write_report
+
+pytestmark = pytest.mark.browser
+
+N_VERDICTS = 80
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """``(path, verdict_hash)``: a report of the two recorded sample runs and the
+    verdict whose lesson holds ``<script>``."""
+    tmp = tmp_path_factory.mktemp("report")
+    store, run_ids, target = hostile_sample(tmp)
+    with store:
+        path = write_report(store, run_ids, tmp / "report.html", n_boot=50,
+                            max_verdicts=N_VERDICTS)
+    return path, target
+
+
+@pytest.fixture
+def offline_page(browser: Any) -> Iterator[Any]:
+    """A page with the network off; any request other than file:/data: is aborted and
+    recorded, as are console errors and uncaught page errors."""
+    context = browser.new_context(viewport={"width": 1300, "height": 950}, offline=True)
+    seen: dict[str, list[str]] = {"blocked": [], "console": [], "pageerror": []}
+
+    def _route(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(("file:", "data:")):
+            route.continue_()
+        else:
+            seen["blocked"].append(url)
+            route.abort()
+
+    context.route("**/*", _route)
+    page = context.new_page()
+    page.on("console", lambda m: seen["console"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: seen["pageerror"].append(str(e)))
+    page.seen = seen
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def _visible(page: Any) -> list[dict[str, str]]:
+    return page.evaluate(
+        "() => [...document.querySelectorAll('details.verdict')].filter(e => !e.hidden)"
+        ".map(e => ({outcome: e.dataset.outcome, errors: e.dataset.errors}))")
+
+
+def test_report_offline_filter_escape_and_screenshots(
+    report: tuple[Path, str], offline_page: Any, artifacts_dir: Path
+) -> None:
+    path, target = report
+    page = offline_page
+    page.goto(path.as_uri())
+    status = page.locator("#filter-status")
+    status.wait_for()
+    assert status.inner_text().startswith(f"{N_VERDICTS} of {N_VERDICTS} verdicts match")
+    assert len(_visible(page)) == 25  # first page
+
+    # every plot decoded from its data: URI
+    widths = page.evaluate(
+        "() => [...document.querySelectorAll('img.plot')].map(i => i.naturalWidth)")
+    assert len(widths) >= 5 and min(widths) > 100
+    sweep = page.locator("#sweep img.plot").first
+    sweep.scroll_into_view_if_needed()
+    sweep.screenshot(path=str(artifacts_dir / "report_sweep.png"))
+
+    # the pager and the verdict / error filters
+    page.click("#page-next")
+    assert "page 2 of" in status.inner_text()
+    page.select_option("#outcome-filter", "fail")
+    shown = _visible(page)
+    assert shown and {v["outcome"] for v in shown} == {"fail"}
+    page.check("#errors-only")
+    shown = _visible(page)
+    assert shown and all(v["errors"] != "0" for v in shown)
+    page.uncheck("#errors-only")
+    page.select_option("#outcome-filter", "")
+
+    # the text box: one verdict by its hash
+    page.fill("#verdict-filter", target[:16])
+    assert status.inner_text().startswith(f"1 of {N_VERDICTS} verdicts match")
+    assert len(_visible(page)) == 1
+    verdict = page.locator("details.verdict:not([hidden])")
+    verdict.locator("> summary").click()
+    assert target in verdict.inner_text()
+    # the section: its filter bar and the one verdict left (the others are hidden)
+    page.locator("section#verdicts").screenshot(
+        path=str(artifacts_dir / "report_filtered_verdict.png"))
+
+    # the hostile lesson is text: its markup shows, nothing ran, no element was made
+    cell = verdict.locator("td.lesson-text", has_text="<script>window.__pwned = 1</script>")
+    assert cell.count() == 1 and cell.is_visible()
+    assert "& keep the <b>text</b>" in cell.inner_text()
+    assert cell.locator("script, b").count() == 0
+    assert page.locator("#verdicts script").count() == 0
+    assert page.evaluate("() => window.__pwned") is None
+    cell.locator("xpath=ancestor::table[1]").screenshot(
+        path=str(artifacts_dir / "report_escaped_lesson.png"))
+
+    assert page.seen["pageerror"] == []
+    assert page.seen["console"] == []
+    assert page.seen["blocked"] == []
+    for name in ("report_sweep.png", "report_filtered_verdict.png",
+                 "report_escaped_lesson.png"):
+        assert (artifacts_dir / name).stat().st_size > 1000

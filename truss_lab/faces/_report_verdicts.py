@@ -1,0 +1,183 @@
+"""The report's verdict list: each verdict with, per run, its completion, lessons,
+saliences, gate outcome, labels, junk flags and errors.
+
+Store reads only (inline SQL and the evaluation's own readers); the HTML is
+escaped value by value with :func:`~truss_lab.faces._report_page.esc`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..evaluate._truth import labelled_candidates
+from ..store._store import Store
+from ._report_page import esc, fmt
+
+__all__ = ["COMPLETION_CHARS", "select_verdicts", "verdict_list"]
+
+#: A completion longer than this is cut in the report (the lessons are listed in full).
+COMPLETION_CHARS = 2000
+
+
+def select_verdicts(store: Store, run_ids: Sequence[str], max_verdicts: int | None
+                    ) -> tuple[pd.DataFrame, int]:
+    """``(verdicts, n_total)``: the verdicts the runs processed, in journal order.
+
+    With ``max_verdicts`` (None or 0: all), up to half of it goes to verdicts
+    with an error (the first ones by seq) and the rest to the first verdicts
+    by seq, so a list cut short still shows both failures and ordinary verdicts.
+    """
+    df = store.sql(
+        "WITH v AS (SELECT DISTINCT verdict_seq, verdict_hash FROM run_verdicts "
+        "  WHERE run_id IN (SELECT unnest(?)) "
+        "  UNION SELECT DISTINCT verdict_seq, verdict_hash FROM candidates "
+        "  WHERE run_id IN (SELECT unnest(?)) "
+        "  UNION SELECT DISTINCT verdict_seq, verdict_hash FROM verdict_errors "
+        "  WHERE run_id IN (SELECT unnest(?))), "
+        "e AS (SELECT verdict_hash, count(*) AS n_errors FROM verdict_errors "
+        "  WHERE run_id IN (SELECT unnest(?)) GROUP BY verdict_hash) "
+        "SELECT v.verdict_seq, v.verdict_hash, coalesce(e.n_errors, 0) AS n_errors, "
+        "  j.payload::VARCHAR AS payload "
+        "FROM v LEFT JOIN e USING (verdict_hash) LEFT JOIN journal j ON j.hash = v.verdict_hash "
+        "ORDER BY v.verdict_seq",
+        [list(run_ids)] * 4,
+    ).df()
+    n_total = len(df)
+    if max_verdicts and n_total > max_verdicts:
+        errors = df.index[df["n_errors"] > 0][: max_verdicts // 2]
+        rest = df.index.difference(errors)[: max_verdicts - len(errors)]
+        df = df.loc[errors.union(rest)]
+    return df.reset_index(drop=True), n_total
+
+
+def _run_rows(store: Store, run_id: str, hashes: list[str], flags: pd.DataFrame | None
+              ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """One run's candidates (with labels and junk), completions and errors for ``hashes``."""
+    cands = labelled_candidates(store, run_id, valid_only=False)
+    if flags is not None and len(flags):
+        cands = cands.merge(flags, on="candidate_id", how="left")
+    cands = cands[cands["verdict_hash"].isin(hashes)]
+    extractor = store.sql("SELECT extractor_id FROM extraction_runs WHERE run_id = ?",
+                          [run_id]).fetchall()[0][0]
+    comps = store.sql(
+        "SELECT verdict_hash, text FROM completions WHERE extractor_id = ? "
+        "AND verdict_hash IN (SELECT unnest(?)) ORDER BY recorded_at",
+        [extractor, hashes],
+    ).df().drop_duplicates("verdict_hash", keep="last")
+    errs = store.sql(
+        "SELECT verdict_hash, stage, reason, message FROM verdict_errors WHERE run_id = ? "
+        "AND verdict_hash IN (SELECT unnest(?))", [run_id, hashes],
+    ).df()
+    return cands, comps, errs
+
+
+def _label(row: Any) -> str:
+    if row.tie:
+        return f"tie ({row.n_annotators} annotators)"
+    if pd.isna(row.label):
+        return "unlabelled"
+    word = "useful" if int(row.label) == 1 else "not useful"
+    return f"{word} ({row.n_annotators} annotator{'s' if row.n_annotators != 1 else ''})"
+
+
+def _lessons_table(c: pd.DataFrame) -> str:
+    if not len(c):
+        return '<p class="muted">no candidate lesson</p>'
+    rows = []
+    for r in c.itertuples(index=False):
+        gate = "written" if r.passed_gate else ("dropped: " + str(r.drop_reason)
+                                                if not r.valid else "below threshold")
+        junk = [k for k in ("duplicate_in_verdict", "duplicate_in_run", "ungrounded",
+                            "no_evidence", "restates_summary") if bool(getattr(r, k, False))]
+        evidence = ", ".join(map(str, r.evidence)) if r.evidence is not None else ""
+        rows.append(
+            f"<tr><td>{esc(r.lesson_index)}</td><td class=\"lesson-text\">{esc(r.text or '')}"
+            f"</td><td>{esc(fmt(r.salience))}</td><td>{esc(fmt(r.score))}</td>"
+            f"<td>{esc(gate)}</td><td>{esc(_label(r))}</td><td>{esc(', '.join(junk))}</td>"
+            f"<td>{esc(evidence)}</td></tr>")
+    return ("<table class=\"lessons\"><thead><tr><th>#</th><th>lesson</th><th>salience</th>"
+            "<th>score</th><th>gate</th><th>label</th><th>junk</th><th>evidence</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _verdict_html(v: Any, per_run: dict[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]
+                  ) -> str:
+    try:
+        payload = json.loads(v.payload) if isinstance(v.payload, str) else {}
+    except ValueError:
+        payload = {}
+    outcome = str(payload.get("verdict", "unknown"))
+    n_lessons = n_written = 0
+    runs_html = []
+    for rid, (cands, comps, errs) in per_run.items():
+        c = cands[cands["verdict_hash"] == v.verdict_hash]
+        e = errs[errs["verdict_hash"] == v.verdict_hash]
+        comp = comps[comps["verdict_hash"] == v.verdict_hash]
+        n_lessons += len(c)
+        n_written += int(c["passed_gate"].sum())
+        part = [f"<h4>run <code>{esc(rid)}</code></h4>", _lessons_table(c)]
+        if len(comp):
+            text = str(comp["text"].iloc[0])
+            cut = (f" (first {COMPLETION_CHARS} of {len(text)} characters)"
+                   if len(text) > COMPLETION_CHARS else "")
+            part.append(f"<details><summary>completion{esc(cut)}</summary>"
+                        f"<pre>{esc(text[:COMPLETION_CHARS])}</pre></details>")
+        for r in e.itertuples(index=False):
+            part.append(f"<p class=\"bad\">error ({esc(r.stage)}): {esc(r.reason)}: "
+                        f"{esc(r.message or '')}</p>")
+        runs_html.append("".join(part))
+    checks = payload.get("checks") or []
+    check_rows = "".join(
+        f"<tr><td>{esc(ch.get('name', ''))}</td><td>{esc(fmt(ch.get('passed')))}</td>"
+        f"<td>{esc(ch.get('evidence', ''))}</td></tr>" for ch in checks if isinstance(ch, dict))
+    badge = "pass" if outcome == "pass" else "fail" if outcome == "fail" else ""
+    errs_badge = (f' <span class="badge err">{int(v.n_errors)} error(s)</span>'
+                  if v.n_errors else "")
+    goal = str(payload.get("goal", ""))
+    return (
+        f'<details class="verdict" data-outcome="{esc(outcome)}" '
+        f'data-errors="{int(v.n_errors)}" data-seq="{int(v.verdict_seq)}">'
+        f"<summary><code>seq {int(v.verdict_seq)}</code> "
+        f'<span class="badge {badge}">{esc(outcome)}</span> '
+        f"<b>{esc(payload.get('contract_id', ''))}</b> {esc(goal[:90])} · "
+        f"{n_lessons} lesson(s), {n_written} written{errs_badge}</summary>"
+        f"<p><b>summary</b>: {esc(payload.get('summary', ''))}</p>"
+        f"<p class=\"muted\">run {esc(payload.get('run_id', ''))} · tags "
+        f"{esc(', '.join(map(str, payload.get('tags') or [])))} · verdict hash "
+        f"<code>{esc(v.verdict_hash)}</code></p>"
+        + (f"<table><thead><tr><th>check</th><th>passed</th><th>evidence</th></tr></thead>"
+           f"<tbody>{check_rows}</tbody></table>" if check_rows else "")
+        + "".join(runs_html) + "</details>"
+    )
+
+
+def verdict_list(store: Store, run_ids: Sequence[str], *, flags: pd.DataFrame | None,
+                 max_verdicts: int | None) -> str:
+    """The filterable verdict list (filters, pager, one ``<details>`` per verdict).
+
+    ``flags`` holds :func:`~truss_lab.score._junk.junk_flags` columns keyed by
+    ``candidate_id`` (or None)."""
+    verdicts, n_total = select_verdicts(store, run_ids, max_verdicts)
+    hashes = [str(h) for h in verdicts["verdict_hash"]]
+    per_run = {rid: _run_rows(store, rid, hashes, flags) for rid in run_ids}
+    outcomes = sorted({str(json.loads(p).get("verdict", "unknown")) if isinstance(p, str)
+                       else "unknown" for p in verdicts["payload"]})
+    options = "".join(f'<option value="{esc(o)}">{esc(o)}</option>' for o in outcomes)
+    limit = ("" if len(verdicts) == n_total else
+             f"<p class=\"muted\">Showing {len(verdicts)} of {n_total} verdicts: up to half "
+             "of them with errors, the rest the first in journal order (raise the limit "
+             "with --max-verdicts, 0 for all).</p>")
+    items = "".join(_verdict_html(v, per_run) for v in verdicts.itertuples(index=False))
+    return (
+        f"{limit}<div id=\"filters\"><input type=\"search\" id=\"verdict-filter\" "
+        "placeholder=\"filter: contract, goal, lesson text, hash…\" aria-label=\"filter\"> "
+        "<label>verdict <select id=\"outcome-filter\"><option value=\"\">all</option>"
+        f"{options}</select></label> <label><input type=\"checkbox\" id=\"errors-only\"> "
+        "only verdicts with errors</label> <button id=\"page-prev\">&larr; previous</button> "
+        "<button id=\"page-next\">next &rarr;</button> <span id=\"filter-status\"></span>"
+        f"</div><div id=\"verdicts\">{items}</div>"
+    )

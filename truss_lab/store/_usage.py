@@ -1,0 +1,172 @@
+"""Usage of one extraction run: calls, tokens, latency, errors, time and cost.
+
+:func:`run_usage` reads what a run left in the store (its run record, the live
+recordings it made, its ``verdict_errors``) and never estimates: tokens are
+the ones servers reported, latency the measured wall time of live calls, and
+cost is computed only from a price table the researcher gives
+(:func:`load_prices`, a TOML file) and only when every live call's model has a
+price and reported its tokens; otherwise ``cost`` is None and ``cost_note``
+says why. A replay or heuristic run makes no live call: its tokens are 0 and
+its latencies None.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core._errors import BadInputError
+from ._runs import run_info
+from ._store import Store
+
+__all__ = ["Prices", "RunUsage", "load_prices", "run_usage"]
+
+_PRICE_KEYS = ("input_per_million", "output_per_million")
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Prices per million tokens by model name, and their currency."""
+
+    models: dict[str, tuple[float, float]]
+    """model -> (input_per_million, output_per_million)."""
+    currency: str = "USD"
+    """The currency of every price (shown with the cost)."""
+
+
+def load_prices(path: str | os.PathLike[str]) -> Prices:
+    """Read a price table::
+
+        currency = "USD"                      # optional, default USD
+        [models."gpt-4o-mini"]
+        input_per_million = 0.15              # per million prompt tokens
+        output_per_million = 0.60             # per million completion tokens
+    """
+    source = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise BadInputError(f"cannot read the price table ({exc.strerror})",
+                            source=source) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInputError(f"not TOML ({exc})", source=source) from None
+    models = data.get("models")
+    if not isinstance(models, dict) or not models:
+        raise BadInputError('expected [models."NAME"] tables with input_per_million and '
+                            "output_per_million", source=source, field="models")
+    out: dict[str, tuple[float, float]] = {}
+    for name, entry in models.items():
+        vals = [entry.get(k) if isinstance(entry, dict) else None for k in _PRICE_KEYS]
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                   and v >= 0 for v in vals):
+            raise BadInputError(
+                f"model {name!r}: expected numbers >= 0 for {' and '.join(_PRICE_KEYS)}",
+                source=source, field=f"models.{name}")
+        out[str(name)] = (float(vals[0]), float(vals[1]))  # type: ignore[arg-type]
+    currency = data.get("currency", "USD")
+    if not isinstance(currency, str) or not currency:
+        raise BadInputError("currency must be a non-empty string", source=source,
+                            field="currency")
+    return Prices(out, currency)
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """What one run used. Latencies are of live calls, in milliseconds."""
+
+    run_id: str
+    n_verdicts: int
+    """Verdicts the run processed."""
+    calls: int
+    """Provider calls (live or replayed, answered or failed)."""
+    live_calls: int
+    """Live calls the run recorded (completions with this run_id)."""
+    prompt_tokens: int
+    """Tokens in, summed over live calls that reported them."""
+    completion_tokens: int
+    """Tokens out, summed over live calls that reported them."""
+    calls_without_tokens: int
+    """Live calls whose server reported no token counts."""
+    latency_ms_p50: float | None
+    latency_ms_p95: float | None
+    latency_ms_p99: float | None
+    errors: dict[str, int] = field(default_factory=dict)
+    """Verdict errors by ``stage/reason`` (see ``truss-lab errors RUN``)."""
+    seconds: float = 0.0
+    """Active wall time of the run, summed over resumes."""
+    seconds_per_verdict: float | None = None
+    cost: float | None = None
+    """From the price table; None without one, or when it cannot be computed exactly."""
+    currency: str | None = None
+    cost_note: str = ""
+    """Why ``cost`` is None, when it is."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values."""
+        return asdict(self)
+
+    def __str__(self) -> str:
+        def ms(v: float | None) -> str:
+            return "-" if v is None else f"{v:.1f}"
+
+        spv = "-" if self.seconds_per_verdict is None else f"{self.seconds_per_verdict:.4f}"
+        errs = ", ".join(f"{n} {k}" for k, n in self.errors.items()) or "none"
+        cost = (f"{self.cost:.6f} {self.currency}" if self.cost is not None
+                else f"- ({self.cost_note})")
+        return "\n".join([
+            f"run {self.run_id}: {self.n_verdicts} verdicts, {self.calls} provider calls "
+            f"({self.live_calls} live)",
+            f"tokens in {self.prompt_tokens}, out {self.completion_tokens}"
+            + (f" ({self.calls_without_tokens} live calls reported none)"
+               if self.calls_without_tokens else ""),
+            f"latency ms p50 {ms(self.latency_ms_p50)}, p95 {ms(self.latency_ms_p95)}, "
+            f"p99 {ms(self.latency_ms_p99)}",
+            f"errors: {errs}",
+            f"time {self.seconds:.2f}s, {spv}s per verdict",
+            f"cost {cost}",
+        ])
+
+
+def run_usage(store: Store, run_id: str, *, prices: Prices | None = None) -> RunUsage:
+    """The usage of ``run_id`` (see the module docstring); an unknown run is an error."""
+    row = run_info(store, run_id)
+    live = store.con.execute(
+        "SELECT model, latency_ms, prompt_tokens, completion_tokens FROM completions "
+        "WHERE run_id = ?", [run_id]).fetchall()
+    errors = {f"{stage}/{reason}": int(n) for stage, reason, n in store.con.execute(
+        "SELECT stage, reason, count(*) FROM verdict_errors WHERE run_id = ? "
+        "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2", [run_id]).fetchall()}
+    lat = np.array([r[1] for r in live if r[1] is not None], dtype=float)
+    pct = (np.percentile(lat, [50, 95, 99]).tolist() if lat.size else [None] * 3)
+    counted = [r for r in live if r[2] is not None and r[3] is not None]
+    n_verdicts = int(row["n_verdicts"] or 0)
+    seconds = float(row["seconds"] or 0.0)
+    cost, note = _cost(live, prices)
+    return RunUsage(
+        run_id=run_id, n_verdicts=n_verdicts, calls=int(row["provider_calls"] or 0),
+        live_calls=len(live), prompt_tokens=sum(int(r[2]) for r in counted),
+        completion_tokens=sum(int(r[3]) for r in counted),
+        calls_without_tokens=len(live) - len(counted),
+        latency_ms_p50=pct[0], latency_ms_p95=pct[1], latency_ms_p99=pct[2],
+        errors=errors, seconds=seconds,
+        seconds_per_verdict=seconds / n_verdicts if n_verdicts else None,
+        cost=cost, currency=None if prices is None else prices.currency, cost_note=note,
+    )
+
+
+def _cost(live: list[tuple[Any, ...]], prices: Prices | None) -> tuple[float | None, str]:
+    if prices is None:
+        return None, "no price table (--prices FILE)"
+    unpriced = sorted({str(r[0]) for r in live if r[0] not in prices.models})
+    if unpriced:
+        return None, f"no price for model(s) {', '.join(unpriced)}"
+    if any(r[2] is None or r[3] is None for r in live):
+        return None, "some live calls reported no token counts"
+    total = sum(r[2] * prices.models[r[0]][0] + r[3] * prices.models[r[0]][1] for r in live)
+    return total / 1e6, ""
