@@ -39,8 +39,8 @@ REVIEWED: dict[str, set[str]] = {
     "store/_memory.py": {"sql"},
     "store/_policy_records.py": {"cols", "order", "where"},
     # sql: the literal queries of _HASHED; where: "" or a literal IN (SELECT unnest(?))
-    # t: a name from a literal tuple of table names
-    "store/_runs.py": {"sql", "where", "t"},
+    # t: a name from a literal tuple of table names; _CONFIG_HASHES a literal query
+    "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES"},
     # COPY takes no parameters: the path is a quoted literal; option one of two
     # literals; relation_sql a quote_ident result
     "store/_export.py": {"literal", "option", "relation_sql"},
