@@ -180,7 +180,8 @@ explorer.below[["text", "salience", "label"]]
 # ## Record the decision
 #
 # `propose_threshold` signs the evidence — dataset and label hashes, objective, split,
-# train and held-out metrics with intervals — into the journal and writes a
+# train and held-out metrics with intervals — into the lab journal (the lab's own chain,
+# beside the verdict journal, which stays upstream's copy) and writes a
 # `salience` policy record pointing at that entry. The record is **unverified** and
 # nothing applies it (ADR 0011: no optimizer, no auto-application). Here a throwaway
 # key signs it; a researcher would load their own with `SigningKey.load(path)`.
@@ -195,7 +196,7 @@ policy_history(store, "extraction_min_salience")[
     ["record_id", "version", "target", "settings", "trust", "produced_by_seq", "supersedes"]]
 
 # %%
-assert verify_chain(store).ok  # the decision entry is covered by the chain
-evidence = store.sql("SELECT payload->'$.evidence' FROM journal WHERE seq = ?",
+assert verify_chain(store).ok  # the decision entry is covered: it is in the lab journal
+evidence = store.sql("SELECT payload->'$.evidence' FROM lab_journal WHERE seq = ?",
                      [record.provenance.produced_by.seq]).fetchall()[0][0]
 print(evidence[:600], "…")

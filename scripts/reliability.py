@@ -22,7 +22,11 @@ scripted HTTP server of tests/builders/http_server.py):
 * no private key seed and no API key / Authorization header reaches the
   database file, its WAL, its tables or a recording file (live run against a
   local HTTP server, library and CLI);
-* every notebook object that renders user text escapes ``<script>``.
+* every notebook object that renders user text escapes ``<script>``;
+* the holes of issue #15 (scripts/reliability_holes.py): secrets (CRLF key,
+  echoed key, URL userinfo), --db not DuckDB, deep nesting, labels recovery,
+  ingest exit codes, SQL from names, output paths, the lab's own chain,
+  orphaned workers.
 
 Exit status 1 when any row fails.
 """
@@ -52,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import resume_torture
+from scripts.reliability_holes import holes_rows
 from tests.builders.chains import KEYS, RING, make_chain, to_lines, verdict_payload
 from tests.builders.http_server import ScriptedServer
 from tests.builders.stores import lock_holder, sample_template
@@ -828,6 +833,7 @@ def main(argv: list[str] | None = None) -> int:
         section("second writer", lambda: [second_writer_row(tmp)])
         section("secrets", lambda: [secrets_row(tmp)])
         section("html", lambda: [html_row()])
+        section("holes (#15)", lambda: holes_rows(Row, tmp, quick))
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "

@@ -207,8 +207,13 @@ def test_produced_by_exists(db: Store, how: str) -> None:
         # Another verdict's seq with this lesson's hash: names an entry, wrong hash.
         db.sql("UPDATE memory_entries SET produced_by_seq = 3 WHERE entry_id = ?", [eid])
     else:
-        seq, h = _one(db, "SELECT seq, hash FROM journal WHERE kind = 'policy_record' "
-                          "ORDER BY seq LIMIT 1")
+        # A journal entry that is not a verdict (policy records are in the lab
+        # journal now, so one of another kind is appended upstream-style).
+        from truss_lab.journal._ledger import append_entry
+
+        ref = append_entry(db, "note", {"text": "not a verdict"},
+                           SigningKey.from_seed("test-operator", bytes(range(32))))
+        seq, h = ref.seq, ref.hash
         db.sql("UPDATE memory_entries SET produced_by_seq = ?, produced_by_hash = ? "
                "WHERE entry_id = ?", [seq, h, eid])
     # Keep sources consistent with the new ref, so only produced_by_exists can see it.
@@ -379,6 +384,19 @@ def test_candidates_match_completions_invalid_row_edited(db: Store) -> None:
            "WHERE candidate_id = (SELECT min(candidate_id) FROM candidates "
            "WHERE run_id = ? AND NOT valid)", [SCORED_RUN])
     assert _failed(db) == {"candidates_match_completions"}
+
+
+def test_labels_point_at_lessons_unknown_verdict_and_index(db: Store) -> None:
+    h, ext = db.sql("SELECT verdict_hash, extractor_id FROM completions JOIN journal "
+                    "ON hash = verdict_hash WHERE text LIKE '%\"text\"%' ORDER BY seq LIMIT 1"
+                    ).fetchall()[0]
+    db.sql("INSERT INTO labels VALUES (?, ?, 0, 1, 'a', 't', now()), "
+           "(?, ?, 0, 1, 'a', 't', now())", [h, ext, "ab" * 32, ext])
+    assert _failed(db) == {"labels_point_at_lessons"}
+    db.sql("DELETE FROM labels WHERE verdict_hash = ?", ["ab" * 32])
+    assert _failed(db) == set()
+    db.sql("UPDATE labels SET lesson_index = 99")
+    assert _failed(db) == {"labels_point_at_lessons"}
 
 
 def test_each_check_has_a_corruption_test() -> None:

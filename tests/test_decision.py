@@ -71,7 +71,7 @@ def test_second_proposal_supersedes_the_first(dec, two_proposals):
 def test_provenance_entries_exist_and_verify(dec, two_proposals):
     for rec in two_proposals[:2]:
         ref = rec.provenance.produced_by
-        entry = get_entry(dec, ref.seq)
+        entry = get_entry(dec, ref.seq, table="lab_journal")  # the lab's own chain
         assert entry is not None and entry["hash"] == ref.hash
         assert entry["kind"] == "policy_record"
         assert entry["key_id"] == KEY.key_id
@@ -81,12 +81,16 @@ def test_provenance_entries_exist_and_verify(dec, two_proposals):
         assert stored == [(ref.seq, ref.hash)]
     report = verify_chain(dec)
     assert report.ok, report
-    assert report.head_seq == two_proposals[1].provenance.produced_by.seq
+    # The verdict journal is untouched: its head is still upstream's last verdict.
+    (n_verdicts,) = dec.sql("SELECT count(*) FROM journal").fetchall()[0]
+    assert report.head_seq == n_verdicts
+    assert report.entries_checked == n_verdicts + 2
+    assert [r.provenance.produced_by.seq for r in two_proposals[:2]] == [1, 2]
 
 
 def test_evidence_holds_the_decision(dec, two_proposals):
     _, second, choice = two_proposals
-    payload = get_entry(dec, second.provenance.produced_by.seq)["payload"]
+    payload = get_entry(dec, second.provenance.produced_by.seq, table="lab_journal")["payload"]
     assert payload["settings"] == {"extraction_min_salience": choice.threshold}
     ev = payload["evidence"]
     assert ev["kind"] == EVIDENCE_KIND

@@ -36,11 +36,12 @@ def previous_db(tmp_path: Path) -> Path:
 def test_previous_release_migrates_and_verifies(previous_db: Path) -> None:
     with tl.Store(previous_db) as store:
         counts = store.counts()
-        for table, n in ROWS_V0_1_0.items():
+        # 006_lab_journal moves the proposal (seq 41) to the lab's own chain.
+        for table, n in {**ROWS_V0_1_0, "journal": 40, "lab_journal": 1}.items():
             assert counts[table] == n, table
         report = tl.verify_chain(store)
         assert report.ok, report
-        assert report.entries_checked == 41
+        assert report.entries_checked == 41 and report.head_seq == 40
         audit = tl.audit(store)
         assert audit.ok, audit
 
@@ -48,7 +49,7 @@ def test_previous_release_migrates_and_verifies(previous_db: Path) -> None:
 def test_migrated_database_reopens_read_only(previous_db: Path) -> None:
     tl.Store(previous_db).close()
     with tl.Store(previous_db, read_only=True) as store:
-        assert store.counts()["journal"] == 41
+        assert store.counts()["journal"] + store.counts()["lab_journal"] == 41
 
 
 # Columns that 004_consistent_names renamed: (table, old name, new name, order by).
@@ -108,3 +109,45 @@ def test_cli_runs_and_sweep_on_a_migrated_database(previous_db: Path) -> None:
     r = _cli("sweep", "--db", db, "--run", scored["run_id"], "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["run_id"] == scored["run_id"]
+
+
+def test_the_proposal_moves_to_the_lab_chain_and_stays_verifiable(previous_db: Path) -> None:
+    from truss_lab.core._errors import ChainError
+    from truss_lab.journal._ledger import append_lab_entry
+    from truss_lab.journal._table import get_entry
+
+    with tl.Store(previous_db) as store:
+        lab = get_entry(store, 41, table="lab_journal")
+        assert lab is not None and lab["kind"] == "policy_record"
+        (seq, h), = store.sql("SELECT produced_by_seq, produced_by_hash FROM policy_records"
+                              ).fetchall()
+        assert (seq, h) == (41, lab["hash"])
+        # Signed over its seq and prev_hash, it keeps both: it links to verdict 40.
+        assert lab["prev_hash"] == get_entry(store, 40)["hash"]
+        assert get_entry(store, 41) is None  # the verdict journal ends at 40 again
+        # The lab chain goes on after it; tampering with it is caught.
+        key = tl.SigningKey.from_seed("lab", bytes(32))
+        nxt = append_lab_entry(store, "policy_record", {"x": 1}, key)
+        assert nxt.seq == 42 and tl.verify_chain(store).ok
+        store.sql("UPDATE lab_journal SET payload = '{\"x\": 2}' WHERE seq = 42")
+        rep = tl.verify_chain(store)
+        assert not rep.ok and rep.first_bad_seq == 42 and "lab journal" in rep.message
+        try:
+            rep.raise_for_error()
+        except ChainError as exc:
+            assert exc.seq == 42
+
+
+def test_a_migration_that_landed_late_still_runs(tmp_path: Path) -> None:
+    # Parallel branches: a database already at a later migration (here, as if
+    # 006 had not existed when it was created) gets the missing one on open.
+    path = tmp_path / "late.duckdb"
+    tl.Store(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("DROP TABLE lab_journal")
+    con.execute("DELETE FROM schema_version WHERE version = 6")
+    con.close()
+    with tl.Store(path) as store:
+        assert "lab_journal" in store.counts()
+        assert store.sql("SELECT count(*) FROM schema_version WHERE version = 6").fetchall() == [
+            (1,)]

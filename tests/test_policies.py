@@ -31,7 +31,7 @@ def test_non_targets_fail_clearly(bad) -> None:
 def test_write_points_at_a_signed_entry(store, key) -> None:
     rec = write_policy(store, _salience(0.72), key, evidence={"objective": "max_f1"})
     assert rec.trust is Trust.unverified and rec.version == 1
-    entry = get_entry(store, rec.provenance.produced_by.seq)
+    entry = get_entry(store, rec.provenance.produced_by.seq, table="lab_journal")
     assert entry is not None and entry["hash"] == rec.provenance.produced_by.hash
     assert entry["kind"] == "policy_record"
     assert entry["payload"]["settings"] == {"extraction_min_salience": 0.72}
@@ -52,7 +52,7 @@ def test_two_proposals_supersede(store, key) -> None:
     report = verify_chain(store)
     assert report.ok and report.entries_checked == 2
     for rec in (a, b):
-        assert get_entry(store, rec.provenance.produced_by.seq)["hash"] == \
+        assert get_entry(store, rec.provenance.produced_by.seq, table="lab_journal")["hash"] == \
             rec.provenance.produced_by.hash
     assert check_policy_chains(store).empty
 

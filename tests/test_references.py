@@ -110,8 +110,11 @@ def test_cli_ingest_references(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     bad = _write(tmp_path, [_line(), _line(verdict_hash="zz")])
     r = CliRunner().invoke(cli, ["ingest", "references", "--db", db, str(bad)])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # a rejected line: exit 3 (issue #15), the good one lands
     assert "1 added" in r.output and "1 bad lines" in r.output and "line 2" in r.output
+    r = CliRunner().invoke(cli, ["ingest", "references", "--db", db, str(bad),
+                                 "--allow-bad-lines"])
+    assert r.exit_code == 0, r.output
 
 
 def test_agreement_on_the_sample() -> None:

@@ -20,7 +20,14 @@ from typing import Any
 
 import rfc8785
 
-__all__ = ["MalformedJSON", "canonical", "canonical_bytes", "jcs_string", "loads_strict"]
+__all__ = [
+    "MAX_DEPTH", "MalformedJSON", "canonical", "canonical_bytes", "jcs_string", "loads_strict",
+]
+
+MAX_DEPTH = 200
+"""The deepest nesting of arrays and objects accepted. Deeper values are malformed:
+Python's recursion (here, in ``rfc8785`` and in the stdlib encoder) would
+otherwise end in a ``RecursionError`` somewhere between 400 and 990 levels."""
 
 MAX_SAFE_INT = 2**53 - 1
 """The largest integer magnitude RFC 8785 (an IEEE double) holds exactly; rfc8785 agrees."""
@@ -74,8 +81,8 @@ def loads_strict(text: str | bytes) -> Any:
 
     Raises :class:`MalformedJSON` (a ``ValueError``) with a ``reason`` code:
     ``bad_json``, ``duplicate_key``, ``non_finite``, ``unsafe_integer``,
-    ``bad_unicode``, and ``field`` the dotted path of the offending value
-    (``payload.checks.0.score``) when there is one.
+    ``bad_unicode``, ``too_deep`` (beyond :data:`MAX_DEPTH`), and ``field`` the
+    dotted path of the offending value (``payload.checks.0.score``) when there is one.
     """
     try:
         if isinstance(text, bytes):
@@ -97,6 +104,9 @@ def loads_strict(text: str | bytes) -> Any:
         raise MalformedJSON(f"not UTF-8: {exc.reason}", reason="bad_unicode") from None
     except (json.JSONDecodeError, RecursionError) as exc:
         raise MalformedJSON(f"not valid JSON: {exc}", reason="bad_json") from None
+    # Cheap guard first: fewer opening brackets than MAX_DEPTH cannot nest deeper.
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        _check_depth(value)
     # A surrogate pair escape decodes to one non-BMP character; only a lone
     # half survives as a surrogate code point, which UTF-8 cannot encode.
     if _ESCAPED_SURROGATE.search(text) and _has_surrogate(value):
@@ -106,6 +116,22 @@ def loads_strict(text: str | bytes) -> Any:
             field=_locate(text, "bad_unicode"),
         )
     return value
+
+
+def _check_depth(value: Any) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` (iteratively: no recursion here)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        if isinstance(obj, dict):
+            children: Any = obj.values()
+        elif isinstance(obj, list | tuple):
+            children = obj
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise MalformedJSON(f"nested deeper than {MAX_DEPTH} levels", reason="too_deep")
+        stack.extend((c, depth + 1) for c in children)
 
 
 class _PairList(list):  # an object parsed leniently, its pairs kept in order
@@ -168,24 +194,27 @@ def _has_surrogate(obj: Any) -> bool:
     return False
 
 
-def _fast_ok(obj: Any) -> bool:
+def _fast_ok(obj: Any, depth: int = 1) -> bool:
     # json.dumps(sort_keys) equals JCS unless a float (number formatting
     # differs) or a non-BMP key (JCS sorts by UTF-16 units) is present.
+    # Beyond MAX_DEPTH it says no (and stops recursing): canonical() refuses.
     t = type(obj)
     if t is str or t is bool or obj is None:
         return True
     if t is int:
         # beyond 2^53 - 1 JCS has no exact form: rfc8785 raises, so must we
         return -MAX_SAFE_INT <= obj <= MAX_SAFE_INT
+    if depth > MAX_DEPTH:
+        return False
     if t is dict:
         for k, v in obj.items():
             if type(k) is not str or any(ord(c) > 0xFFFF for c in k):
                 return False
-            if not _fast_ok(v):
+            if not _fast_ok(v, depth + 1):
                 return False
         return True
     if t is list or t is tuple:
-        return all(_fast_ok(v) for v in obj)
+        return all(_fast_ok(v, depth + 1) for v in obj)
     return False
 
 
@@ -205,6 +234,7 @@ def canonical(obj: Any) -> str:
         except UnicodeEncodeError:
             raise MalformedJSON("string holds a lone surrogate", reason="bad_unicode") from None
         return text
+    _check_depth(obj)  # _fast_ok says no beyond MAX_DEPTH; rfc8785 would recurse there
     _refuse_big_integral_floats(obj)
     try:
         return rfc8785.dumps(obj).decode("utf-8")

@@ -89,6 +89,10 @@ class MemoryConfig(BaseModel):
                 doc = tomllib.loads(p.read_text(encoding="utf-8"))
             except FileNotFoundError:
                 raise ConfigError("file not found", layer=layer) from None
+            except IsADirectoryError:
+                raise ConfigError("is a folder; expected a TOML file", layer=layer) from None
+            except OSError as exc:
+                raise ConfigError(f"cannot read: {exc.strerror}", layer=layer) from None
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"not valid TOML: {exc}", layer=layer) from None
             table = doc.get("memory", {})

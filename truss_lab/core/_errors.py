@@ -18,6 +18,8 @@ The CLI prints ``str(error)`` on one line and exits non-zero.
 
 from __future__ import annotations
 
+from ._secrets import redact
+
 __all__ = [
     "BadInputError",
     "ChainError",
@@ -32,7 +34,15 @@ __all__ = [
 
 
 class TrussLabError(Exception):
-    """Base class of every error truss_lab raises on purpose."""
+    """Base class of every error truss_lab raises on purpose.
+
+    Its message is redacted (:func:`truss_lab.core._secrets.redact`): an error
+    quoting a server's reply or the HTTP stack cannot carry a secret into a log,
+    the CLI's one line or a stored error row.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class BadInputError(TrussLabError):
@@ -51,7 +61,7 @@ class BadInputError(TrussLabError):
         field: str | None = None,
         reason: str | None = None,
     ) -> None:
-        self.message = message
+        self.message = redact(message) or ""
         self.source = source
         self.line = line
         self.field = field

@@ -76,7 +76,25 @@ def extract_chunk(extractor: Extractor, chunk: Chunk) -> ExtractionRows:
     return extract_verdicts(extractor, [(s, h, json.loads(p)) for s, h, p in chunk])
 
 
-def _process_init(token: str, blob: bytes) -> None:
+# A worker whose driver died (kill -9: no chance to shut the pool down) would
+# wait on its task queue forever, and keep multiprocessing's resource tracker
+# alive with it. Each worker watches its parent: once the driver is gone the
+# worker is re-parented, and it exits.
+_PARENT_POLL_S = 0.5
+
+
+def _exit_when_orphaned(driver_pid: int) -> None:
+    import time
+
+    while os.getppid() == driver_pid:
+        time.sleep(_PARENT_POLL_S)
+    os._exit(1)
+
+
+def _process_init(token: str, blob: bytes, driver_pid: int | None = None) -> None:
+    if driver_pid is not None:
+        threading.Thread(target=_exit_when_orphaned, args=(driver_pid,), daemon=True,
+                         name="truss-parent-watch").start()
     _worker_extractor(token, blob)
 
 
@@ -211,5 +229,5 @@ def make_executor(spec: Any, extractor: Extractor) -> Executor:
     # spawn, not fork: the driver holds a DuckDB connection and threads.
     pp = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_process_init,
-                             initargs=(token, _portable(extractor)))
+                             initargs=(token, _portable(extractor), os.getpid()))
     return _Pool(pp, lambda c: pp.submit(_process_task, token, c), workers)

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -27,6 +28,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from ..core._errors import BadInputError, ConfigError, ProviderError, ProviderUnavailableError
+from ..core._secrets import control_characters, redact, register_secret
 from ._providers import Completion, CompletionRequest
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["CompletionRecorder", "OpenAICompatibleProvider"]
 
 _EXCERPT = 200
+_SECRET_HEADER = re.compile(r"(?i)auth|key|token|secret|cookie")
 
 
 def _import_httpx() -> Any:
@@ -181,11 +184,16 @@ class OpenAICompatibleProvider:
                 f"expected an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}",
                 layer=layer, field="base_url",
             )
+        # Credentials in the URL are sent (httpx turns them into Basic auth) but
+        # never shown: every message and record names the URL without them.
+        register_secret(url.password or None)
+        register_secret(url.username or None)
         self._httpx = httpx
+        self.api_key_env = api_key_env
+        self._api_key()  # a bad key is refused here, before any request
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/chat/completions"
         self.model = model
-        self.api_key_env = api_key_env
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff_base = float(backoff_base)
@@ -206,7 +214,7 @@ class OpenAICompatibleProvider:
         )
 
     def __repr__(self) -> str:
-        return f"OpenAICompatibleProvider({self.base_url!r}, model={self.model!r})"
+        return f"OpenAICompatibleProvider({redact(self.base_url)!r}, model={self.model!r})"
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -220,10 +228,25 @@ class OpenAICompatibleProvider:
 
     # ------------------------------------------------------------ one call
 
+    def _api_key(self) -> str | None:
+        """The key from the environment, registered as a secret; one with a control
+        character (a CRLF file's ``\r``) is refused without printing it."""
+        key = os.environ.get(self.api_key_env)
+        if key and control_characters(key):
+            raise ConfigError(
+                "holds a control character (a key read from a file with CRLF line "
+                "endings?); strip it and try again", layer="environment",
+                field=self.api_key_env)
+        register_secret(key)
+        return key
+
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         headers.update(self.extra_headers)
-        key = os.environ.get(self.api_key_env)
+        for name, value in self.extra_headers.items():
+            if _SECRET_HEADER.search(name):
+                register_secret(value)
+        key = self._api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
         return headers
@@ -343,7 +366,7 @@ class OpenAICompatibleProvider:
                         "model": model,
                         "prompt_version": request.prompt_version,
                         "request_hash": request_hash,
-                        "text": text,
+                        "text": redact(text),  # a recording is kept: no echoed key in it
                         "latency_ms": latency_ms,
                         "prompt_tokens": p_tokens,
                         "completion_tokens": c_tokens,

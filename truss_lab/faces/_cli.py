@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from ..core._errors import BadInputError, TrussLabError
-from ._cli_common import _emit, _friendly, db_option, json_option
+from ._cli_common import EXIT_BAD_LINES, _emit, _friendly, db_option, json_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -100,7 +100,8 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
         sys.exit(1)
 
 
-def _ingest_table(kind: str, db: str, path: str, as_json: bool) -> None:
+def _ingest_table(kind: str, db: str, path: str, as_json: bool,
+                  allow_bad_lines: bool = False) -> None:
     from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
     from ..store._store import open_store
 
@@ -114,37 +115,54 @@ def _ingest_table(kind: str, db: str, path: str, as_json: bool) -> None:
         text += f"\n  {e}"
     if len(rep.errors) > 10:
         text += f"\n  … and {len(rep.errors) - 10} more"
+    for w in rep.warnings[:10]:
+        text += f"\n  warning: {w}"
+    if len(rep.warnings) > 10:
+        text += f"\n  … and {len(rep.warnings) - 10} more warnings"
     _emit(rep.to_dict(), as_json, text)
+    # No silent loss: a rejected line fails the command unless asked not to; a
+    # file of which nothing was usable (wrong header, every line bad) always does.
+    nothing_usable = not rep.header_ok or (rep.errors and rep.rows_added + rep.rows_present == 0)
+    if nothing_usable or (rep.errors and not allow_bad_lines):
+        sys.exit(EXIT_BAD_LINES)
+
+
+allow_bad_lines_option = click.option(
+    "--allow-bad-lines", is_flag=True,
+    help=f"Exit 0 when some lines were rejected (default: exit {EXIT_BAD_LINES}).")
 
 
 @ingest.command("completions")
 @db_option
 @click.argument("path", type=click.Path(dir_okay=False))
+@allow_bad_lines_option
 @json_option
 @_friendly
-def ingest_completions_cmd(db: str, path: str, as_json: bool) -> None:
-    """Load recorded completions (bad lines reported, good ones land)."""
-    _ingest_table("completions", db, path, as_json)
+def ingest_completions_cmd(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
+    """Load recorded completions (bad lines reported, good ones land; exit 3 if any)."""
+    _ingest_table("completions", db, path, as_json, allow_bad_lines)
 
 
 @ingest.command("labels")
 @db_option
 @click.argument("path", type=click.Path(dir_okay=False))
+@allow_bad_lines_option
 @json_option
 @_friendly
-def ingest_labels_cmd(db: str, path: str, as_json: bool) -> None:
-    """Load gold labels (bad lines reported, good ones land)."""
-    _ingest_table("labels", db, path, as_json)
+def ingest_labels_cmd(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
+    """Load gold labels (bad lines reported, good ones land; exit 3 if any)."""
+    _ingest_table("labels", db, path, as_json, allow_bad_lines)
 
 
 @ingest.command("references")
 @db_option
 @click.argument("path", type=click.Path(dir_okay=False))
+@allow_bad_lines_option
 @json_option
 @_friendly
-def ingest_references_cmd(db: str, path: str, as_json: bool) -> None:
-    """Load reference lessons (bad lines reported, good ones land)."""
-    _ingest_table("references", db, path, as_json)
+def ingest_references_cmd(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
+    """Load reference lessons (bad lines reported, good ones land; exit 3 if any)."""
+    _ingest_table("references", db, path, as_json, allow_bad_lines)
 
 
 @cli.command()
@@ -208,14 +226,24 @@ def keys() -> None:
 @_friendly
 def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
     """Generate a signing key; print its public key."""
+    from ..core._paths import check_output_file
     from ..journal._crypto import SigningKey, load_keyring, save_keyring
 
-    if Path(out).exists():
+    # Every path is checked before anything is written: a bad --keyring must
+    # not leave a private key behind.
+    if Path(out).exists() or Path(out).is_symlink():
         raise TrussLabError(f"{out} exists; refusing to overwrite a private key")
+    check_output_file(out, field="--out", overwrite=False)
+    ring: dict[str, bytes] = {}
+    if keyring:
+        check_output_file(keyring, field="--keyring")
+        ring = load_keyring(keyring) if Path(keyring).exists() else {}
+        if key_id in ring:
+            raise TrussLabError(f"{keyring} already has a key {key_id!r}; choose another "
+                                "--key-id")
     key = SigningKey.generate(key_id)
     key.save(out)
     if keyring:
-        ring = load_keyring(keyring) if Path(keyring).exists() else {}
         ring[key_id] = key.public_key
         save_keyring(ring, keyring)
     click.echo(f"{key_id} {key.public_key_b64}")

@@ -12,8 +12,8 @@ import click
 
 from ..core._errors import ChainError, TrussLabError
 
-__all__ = ["EXIT_USER_ERROR", "_emit", "_friendly", "db_option", "int_counts", "json_option",
-           "run_argument"]
+__all__ = ["EXIT_BAD_LINES", "EXIT_USER_ERROR", "_emit", "_friendly", "db_option", "int_counts",
+           "json_option", "run_argument"]
 
 # Keys of a metrics mapping that count things (tp, kept, n_verdicts, ...).
 _COUNT_KEYS = frozenset({"tp", "fp", "fn", "tn", "kept"})
@@ -21,6 +21,8 @@ _COUNT_KEYS = frozenset({"tp", "fp", "fn", "tn", "kept"})
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USER_ERROR = 2
+EXIT_BAD_LINES = 3
+"""An ingest rejected lines (without --allow-bad-lines), or every line, or the header."""
 
 
 def _friendly(fn: F) -> F:

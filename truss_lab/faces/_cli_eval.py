@@ -117,12 +117,16 @@ def register(cli: click.Group) -> None:
               csv_path: str | None, truth: str,
               plot_path: str | None, as_json: bool) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
+        from ..core._paths import check_output_file
         from ..evaluate._references import resolve_truth
         from ..evaluate._runs import bootstrap_run, choose_run_threshold, sweep_run
         from ..govern._decision import json_safe
         from ._display import save_sweep_plot
         from ._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
 
+        for path, option in ((csv_path, "--csv"), (plot_path, "--plot")):
+            if path:
+                check_output_file(path, field=option)
         with _open(db) as store:
             truth, why = resolve_truth(store, [run_id], None if truth == "auto" else truth,
                                        labels=labels_path)
@@ -171,11 +175,14 @@ def register(cli: click.Group) -> None:
                 score: str, n_boot: int, random_state: int, truth: str,
                 plot_path: str | None, as_json: bool) -> None:
         """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
+        from ..core._paths import check_output_file
         from ..evaluate._references import resolve_truth
         from ..evaluate._runs import compare_runs
         from ..govern._decision import json_safe
         from ._display import save_comparison_plot
 
+        if plot_path:
+            check_output_file(plot_path, field="--plot")
         check_threshold(threshold, "--threshold", name="threshold")
         with _open(db) as store:
             truth, why = resolve_truth(store, [run_a, run_b],
@@ -212,10 +219,13 @@ def register(cli: click.Group) -> None:
                   min_bin_count: int, labels_path: str | None, score: str, test_size: float,
                   random_state: int, plot_path: str | None, as_json: bool) -> None:
         """Calibration before/after fitting on training verdicts, judged on held-out ones."""
+        from ..core._paths import check_output_file
         from ..evaluate._runs import calibration_run
         from ..govern._decision import json_safe
         from ._display import save_calibration_plot
 
+        if plot_path:
+            check_output_file(plot_path, field="--plot")
         with _open(db) as store:
             rep = calibration_run(store, run_id, method=None if method == "none" else method,
                                   n_bins=n_bins, strategy=strategy, labels=labels_path,
@@ -266,6 +276,6 @@ def register(cli: click.Group) -> None:
         text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "
                 f"{rec.policy.settings['extraction_min_salience']:.4g} (trust {rec.trust.value}"
                 f"{', supersedes ' + rec.supersedes if rec.supersedes else ''})\n"
-                f"evidence: journal entry seq {ref.seq} hash {ref.hash}\n"
+                f"evidence: lab journal entry seq {ref.seq} hash {ref.hash}\n"
                 "not applied: policy records never change runtime behaviour")
         _emit(rec.model_dump(mode="json"), as_json, text)

@@ -20,7 +20,7 @@ from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
 from ..journal._ledger import import_journal
-from ..store._store import Store, open_store
+from ..store._store import Store, open_store, quote_ident
 
 __all__ = [
     "SAMPLE",
@@ -164,7 +164,8 @@ def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Stor
     src = store.con.execute("SELECT current_database()").fetchall()[0][0]
     store.con.execute("ATTACH ? AS _truss_copy", [str(dest)])
     try:
-        store.con.execute(f'COPY FROM DATABASE "{src}" TO _truss_copy')
+        # The source database is named after its file: a name, quoted, never raw.
+        store.con.execute(f"COPY FROM DATABASE {quote_ident(src)} TO _truss_copy")
     finally:
         store.con.execute("DETACH _truss_copy")
     return open_store(dest)

@@ -38,6 +38,9 @@ name                                      inv.   fails when
                                                  that is not verified, or a lesson
 ``candidates_match_completions``          2      re-parsing a run's recorded completions
                                                  does not give its candidate rows
+``labels_point_at_lessons``               -      a gold label names a verdict the journal
+                                                 does not hold, or a lesson_index beyond
+                                                 the completion's lessons
 ========================================  =====  ==========================================
 
 """
@@ -54,12 +57,13 @@ import pyarrow as pa
 
 from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
 from ..extract._parser import candidates_frame, parse_completion
+from ..ingest._ingest import label_problems
 from ..journal._ledger import verify_chain
 from ..journal._spec import VERDICT_KIND
 from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE
 from ..store._memory import query_memory
 from ..store._store import Store
-from ._policies import check_policy_chains
+from ._policies import POLICY_ENTRY_KIND, check_policy_chains
 
 __all__ = ["CHECKS", "CheckFn"]
 
@@ -82,6 +86,7 @@ _DEFS: Mapping[str, Any] = {
     "on": LessonExtractionPolicy.on.value,
     "model_scored": LessonExtractionPolicy.model_scored.value,
     "targets": [t.value for t in PolicyTarget],
+    "policy_kind": POLICY_ENTRY_KIND,
 }
 _NAME = re.compile(r"\$(\w+)")
 
@@ -293,17 +298,22 @@ def _policy_provenance_signed(store: Store) -> tuple[pd.DataFrame, str]:
         """
         SELECT p.record_id, p.policy_id, p.produced_by_seq, p.produced_by_hash,
                j.hash AS journal_hash,
-               CASE WHEN j.seq IS NULL THEN 'no journal entry at that seq'
-                    WHEN j.hash <> p.produced_by_hash THEN 'journal entry has another hash'
+               CASE WHEN j.seq IS NULL THEN 'no lab journal entry at that seq'
+                    WHEN j.hash <> p.produced_by_hash THEN 'lab journal entry has another hash'
                     ELSE 'produced_by is not among sources' END AS problem
-        FROM policy_records p LEFT JOIN journal j ON j.seq = p.produced_by_seq
-        WHERE j.seq IS NULL OR j.hash <> p.produced_by_hash
+        FROM policy_records p LEFT JOIN (
+            -- The lab journal; a proposal of a database older than the two chains
+            -- that could not move (upstream entries follow it) is in the journal.
+            SELECT seq, hash FROM lab_journal
+            UNION ALL SELECT seq, hash FROM journal WHERE kind = $policy_kind
+        ) j ON j.seq = p.produced_by_seq AND j.hash = p.produced_by_hash
+        WHERE j.seq IS NULL
            OR NOT coalesce(list_contains(p.sources, {'seq': p.produced_by_seq,
                                                      'hash': p.produced_by_hash}), false)
         ORDER BY p.record_id
         """,
     )
-    return rows, "every policy record points at a stored (chain-verified) journal entry"
+    return rows, "every policy record points at a stored (chain-verified) lab journal entry"
 
 
 def _policy_chains_simple(store: Store) -> tuple[pd.DataFrame, str]:
@@ -415,6 +425,17 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
     return rows, detail
 
 
+def _labels_point_at_lessons(store: Store) -> tuple[pd.DataFrame, str]:
+    n = store.con.execute("SELECT count(*) FROM labels").fetchall()[0][0]
+    if not n:
+        return pd.DataFrame(), "no labels"
+    rows = label_problems(store)
+    if len(rows):
+        rows["problem"] = [f"label {r.verdict_hash[:12]}… {r.extractor_id} #{r.lesson_index}: "
+                           f"{r.problem}" for r in rows.itertuples()]
+    return rows, f"{n} label rows name a stored verdict and a lesson in range"
+
+
 CHECKS: dict[str, tuple[str, CheckFn]] = {
     "chain_verifies": ("9", _chain_verifies),
     "lessons_governed": ("4", _lessons_governed),
@@ -429,5 +450,6 @@ CHECKS: dict[str, tuple[str, CheckFn]] = {
     "policy_chains_simple": ("8", _policy_chains_simple),
     "default_query_verified_only": ("5", _default_query_verified_only),
     "candidates_match_completions": ("2", _candidates_match_completions),
+    "labels_point_at_lessons": ("-", _labels_point_at_lessons),
 }
 """Every check by stable name: (invariant, function)."""

@@ -19,7 +19,7 @@ from ..core._errors import PolicyError
 from ..core._ids import derive_id
 from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust, utcnow
 from ..journal._crypto import SigningKey
-from ..journal._ledger import append_entry
+from ..journal._ledger import append_lab_entry
 from ..store._policy_records import policy_frame, policy_records, write_policy_record
 from ..store._store import Store
 
@@ -58,7 +58,8 @@ def write_policy(
     run_id: str | None = None,
     extractor_id: str | None = None,
 ) -> PolicyRecord:
-    """Record a new version of ``policy``, signed into the journal, in one transaction.
+    """Record a new version of ``policy``, signed into the lab journal (its
+    provenance is a ref into it), in one transaction.
 
     The version is the head's + 1 (or 1). ``supersedes``, when given, must name
     the current head: writing against a stale head would fork the chain.
@@ -84,7 +85,8 @@ def write_policy(
             "evidence": dict(evidence or {}),
         }
         try:
-            ref = append_entry(store, POLICY_ENTRY_KIND, payload, key)
+            # The lab's own chain: the verdict journal stays upstream's copy.
+            ref = append_lab_entry(store, POLICY_ENTRY_KIND, payload, key)
         except ValueError as exc:
             raise PolicyError(f"policy payload cannot be signed: {exc}") from None
         record = PolicyRecord(

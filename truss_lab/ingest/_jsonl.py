@@ -135,7 +135,8 @@ def _fast_objects(texts: list[str]) -> list[Any] | None:
 
 
 def _parse_lines(texts: list[str], *, per_line: bool = False) -> tuple[list[Any], bool]:
-    """Lenient parse: a dict per line, or None where loads_strict must decide.
+    """Lenient parse: a dict per line, the value itself when a line is valid JSON but
+    not an object, or None where loads_strict must decide.
 
     The flag says whether the one-shot batch parse was used.
     """
@@ -155,7 +156,11 @@ def _parse_lines(texts: list[str], *, per_line: bool = False) -> tuple[list[Any]
             if len(d) == len(pairs):
                 values.append(d)
                 continue
-        values.append(None)
+            values.append(None)  # duplicate keys: loads_strict names them
+        else:
+            # Not an object: keep the value, so the error says what it is (an
+            # array, a number, a string) instead of "got null".
+            values.append(pairs)
     return values, fast
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -69,6 +71,42 @@ def _bad_where(col: list[str], col_re: re.Pattern[str], one_re: re.Pattern[str])
     return [i for i, v in enumerate(col) if one_re.fullmatch(v) is None]
 
 
+def _csv_records(data: bytes, source: str,
+                 errors: list[BadInputError]) -> Iterator[tuple[int, list[str]]]:
+    """``(first line, fields)`` of every CSV record of ``data``, recovering per line.
+
+    A line that is not UTF-8 is reported (by number) and skipped; a record the
+    CSV reader refuses (a stray quote, a field over the csv module's limit, a
+    quote never closed) is reported at its first line, and reading starts
+    again on the next line: one bad row never hides the good rows after it.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    good: list[tuple[int, str]] = []
+    try:  # the common case: the whole file decodes, split as the csv module would
+        good = list(enumerate(io.StringIO(data.decode("utf-8"), newline=""), start=1))
+    except UnicodeDecodeError:
+        for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+            try:
+                good.append((number, raw.decode("utf-8")))
+            except UnicodeDecodeError as exc:
+                errors.append(_err(f"not UTF-8: {exc.reason} at byte {exc.start}", source,
+                                   number, None, "bad_unicode"))
+    pos = 0
+    while pos < len(good):
+        reader = csv.reader((t for _, t in itertools.islice(good, pos, None)), strict=True)
+        done = 0  # physical lines of this pass consumed by complete records
+        try:
+            for row in reader:
+                yield good[pos + done][0], row
+                done = reader.line_num
+            return
+        except csv.Error as exc:
+            errors.append(_err(f"malformed CSV: {exc}", source, good[pos + done][0], None,
+                               "bad_csv"))
+            pos += done + 1
+
+
 def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
     """Read a §3 gold-labels CSV file: ``(good rows, errors)``.
 
@@ -94,41 +132,30 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
             "annotator": pd.array([], dtype="string"),
         }
     )
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        return empty, [_err(f"not UTF-8: {exc.reason}", source, line, None, "bad_unicode")]
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     errors: list[BadInputError] = []
     rows: list[list[str]] = []
     row_lines: list[int] = []
     header: list[str] | None = None
-    prev = 0
-    try:
-        for row in reader:
-            start, prev = prev + 1, reader.line_num
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if header is None:
-                header = row
-                if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4]):
-                    return empty, [_err(
-                        f"wrong CSV header {','.join(header)!r}; expected "
-                        f"{','.join(LABEL_FIELDS)!r} (annotator may be left out)",
-                        source, start, None, "bad_header",
-                    )]
-                continue
-            if len(row) != len(header):
-                errors.append(_err(
-                    f"expected {len(header)} fields ({','.join(header)}), got {len(row)}",
-                    source, start, None, "wrong_field_count",
-                ))
-                continue
-            rows.append(row)
-            row_lines.append(start)
-    except csv.Error as exc:
-        errors.append(_err(f"malformed CSV: {exc}", source, reader.line_num, None, "bad_csv"))
+    for start, row in _csv_records(data, source, errors):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if header is None:
+            header = row
+            if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4]):
+                return empty, [_err(
+                    f"wrong CSV header {','.join(header)!r}; expected "
+                    f"{','.join(LABEL_FIELDS)!r} (annotator may be left out)",
+                    source, start, None, "bad_header",
+                )]
+            continue
+        if len(row) != len(header):
+            errors.append(_err(
+                f"expected {len(header)} fields ({','.join(header)}), got {len(row)}",
+                source, start, None, "wrong_field_count",
+            ))
+            continue
+        rows.append(row)
+        row_lines.append(start)
     if header is None:
         return empty, [_err(
             f"empty file; expected the header {','.join(LABEL_FIELDS)!r}",

@@ -26,6 +26,7 @@ import nacl.signing
 
 from ..core._canonical import canonical, jcs_string
 from ..core._errors import BadInputError
+from ..core._paths import write_private_file
 
 __all__ = [
     "GENESIS_HASH",
@@ -157,15 +158,10 @@ class SigningKey:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the key as JSON, readable by the owner only (mode 0600)."""
-        p = Path(path)
         data = json.dumps(
             {"key_id": self.key_id, "ed25519_seed": base64.b64encode(self.seed).decode("ascii")}
         )
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(data + "\n")
-        os.chmod(p, 0o600)  # an existing file keeps its old mode through O_CREAT
-        return p
+        return write_private_file(path, data + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SigningKey:
@@ -207,15 +203,35 @@ def build_entry(
     }
 
 
+class _DuplicateKeyId(Exception):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKeyId(k)
+        out[k] = v
+    return out
+
+
 def load_keyring(path: str | os.PathLike[str]) -> dict[str, bytes]:
     """Read a keyring JSON (``key_id`` → standard base64 raw public key)."""
     p = Path(path)
     try:
-        raw = json.loads(p.read_text())
+        raw = json.loads(p.read_text(), object_pairs_hook=_unique_pairs)
     except FileNotFoundError:
         raise BadInputError("no such keyring file", source=str(p)) from None
+    except _DuplicateKeyId as exc:
+        # json keeps the last silently: a second entry could swap the key a
+        # reviewer read for another one.
+        raise BadInputError("key id appears twice; a keyring names each key once",
+                            source=str(p), field=str(exc)) from None
     except ValueError as exc:
         raise BadInputError(f"keyring is not JSON ({exc})", source=str(p)) from None
+    except OSError as exc:
+        raise BadInputError(f"cannot read keyring: {exc.strerror}", source=str(p)) from None
     if not isinstance(raw, Mapping):
         raise BadInputError("a keyring maps key_id to a base64 public key", source=str(p))
     out: dict[str, bytes] = {}
@@ -236,5 +252,8 @@ def save_keyring(keys: Mapping[str, bytes], path: str | os.PathLike[str]) -> Pat
     """Write a keyring JSON of public keys, sorted by key id."""
     p = Path(path)
     data = {k: base64.b64encode(v).decode("ascii") for k, v in sorted(keys.items())}
-    p.write_text(json.dumps(data, indent=2) + "\n")
+    try:
+        p.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as exc:
+        raise BadInputError(f"cannot write keyring: {exc.strerror}", source=str(p)) from None
     return p

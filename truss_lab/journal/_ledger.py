@@ -30,9 +30,12 @@ from ._table import entry_hashes, journal_columns, journal_head, stored_keyring
 from ._verify import VerifyReport, verify_columns, verify_journal
 
 __all__ = [
+    "LAB_JOURNAL",
     "ImportReport",
     "append_entries",
     "append_entry",
+    "append_lab_entries",
+    "append_lab_entry",
     "import_journal",
     "register_keys",
     "verify_chain",
@@ -106,20 +109,77 @@ def register_keys(store: Store, keyring: Mapping[str, bytes]) -> None:
         )
 
 
-# -- verifying the stored chain -----------------------------------------------
+# -- verifying the stored chains ----------------------------------------------
+
+LAB_JOURNAL = "lab_journal"
+"""The lab's own chain (DESIGN.md "Two chains"); ``journal`` is the verdict journal."""
+VERDICT_HEAD = "verdict_head"
+"""The payload field of a lab entry naming the verdict-journal head it was decided on."""
 
 
 def verify_chain(
     store: Store, *, upto_seq: int | None = None, workers: int | None = None
 ) -> VerifyReport:
-    """Verify every stored entry (up to ``upto_seq`` when given): hash, chain link,
-    sequence and Ed25519 signature.
+    """Verify both chains: every verdict-journal entry (up to ``upto_seq`` when given),
+    then (without ``upto_seq``) the lab journal: hash, chain link, sequence and
+    Ed25519 signature of each entry, and each lab entry's ``verdict_head`` must be
+    a stored verdict-journal entry with that hash.
 
-    The report names the first bad entry and why; it never raises for a bad
-    chain (call ``.raise_for_error()`` for that).
+    The report names the first bad entry and why (a lab entry's message starts
+    with ``lab journal``); ``entries_checked`` counts both chains, ``head_*`` is
+    the verdict journal's head. It never raises for a bad chain (call
+    ``.raise_for_error()`` for that).
     """
-    cols = journal_columns(store, upto_seq=upto_seq)
-    return verify_columns(cols, stored_keyring(store), workers=workers)
+    ring = stored_keyring(store)
+    report = verify_columns(journal_columns(store, upto_seq=upto_seq), ring, workers=workers)
+    if not report.ok or upto_seq is not None:
+        return report
+    lab = journal_columns(store, table=LAB_JOURNAL)
+    if not len(lab):
+        return report
+    bad = _verify_lab(store, lab, ring, workers)
+    if bad is None:
+        return report.model_copy(update={"entries_checked": report.entries_checked + len(lab)})
+    return bad.model_copy(update={
+        "entries_checked": report.entries_checked + bad.entries_checked,
+        "message": f"lab journal: {bad.message}", "first_bad_line": None,
+        "head_seq": report.head_seq, "head_hash": report.head_hash})
+
+
+def _verify_lab(store: Store, lab: JournalColumns, ring: Mapping[str, bytes],
+                workers: int | None) -> VerifyReport | None:
+    # The lab chain starts at genesis, or (a database migrated from before the
+    # two chains, see schema.sql 006) at entries that were appended to the
+    # verdict journal: the first links to the verdict entry just before it.
+    prev = None
+    first = lab.seq[0]
+    if first > 1:
+        link = entry_hashes(store, first - 1, first - 1)
+        if not link:
+            return VerifyReport(
+                ok=False, entries_checked=0, first_bad_seq=first, reason="broken_link",
+                message=f"entry {first} links to verdict-journal entry {first - 1}, which "
+                        "is not stored")
+        prev = LedgerRef(seq=first - 1, hash=link[first - 1])
+    rep = verify_columns(lab, ring, prev=prev, workers=workers)
+    if not rep.ok:
+        return rep
+    heads = store.con.execute(f"""
+        WITH h AS (
+            SELECT seq, json_extract_string(payload, '$.{VERDICT_HEAD}.seq') AS hseq,
+                   json_extract_string(payload, '$.{VERDICT_HEAD}.hash') AS hhash
+            FROM {LAB_JOURNAL})
+        SELECT seq, hseq, hhash FROM h WHERE hhash IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM journal j WHERE j.seq = TRY_CAST(h.hseq AS BIGINT) AND j.hash = h.hhash)
+        ORDER BY seq LIMIT 1""").fetchall()
+    if heads:
+        seq, hseq, hhash = heads[0]
+        return VerifyReport(
+            ok=False, entries_checked=int(seq) - first, first_bad_seq=int(seq),
+            reason="broken_link",
+            message=f"entry {seq} was decided on verdict-journal entry {hseq} "
+                    f"({str(hhash)[:16]}…), which the verdict journal does not hold")
+    return None
 
 
 # -- writing ------------------------------------------------------------------
@@ -133,7 +193,13 @@ def append_entries(
     *,
     ts: datetime | None = None,
 ) -> list[LedgerRef]:
-    """Sign and append entries after the current head, in one transaction."""
+    """Sign and append entries after the verdict journal's head, in one transaction
+    (the lab's own entries go to :func:`append_lab_entries`)."""
+    _check_payloads(kind, payloads)
+    return _append(store, "journal", kind, payloads, key, ts)
+
+
+def _check_payloads(kind: str, payloads: Sequence[Any]) -> None:
     if not kind or not isinstance(kind, str):
         raise BadInputError(f"journal kind must be a non-empty string, got {kind!r}", field="kind")
     for i, p in enumerate(payloads):
@@ -144,9 +210,17 @@ def append_entries(
             canonical(p)
         except ValueError as exc:
             raise BadInputError(str(exc), field=f"payloads[{i}]") from None
+
+
+def _append(store: Store, table: str, kind: str, payloads: Sequence[Any], key: SigningKey,
+            ts: datetime | None) -> list[LedgerRef]:
     with store.transaction():
         register_keys(store, {key.key_id: key.public_key})
-        head = journal_head(store)
+        if table == LAB_JOURNAL:
+            vhead = journal_head(store)
+            stamp = {VERDICT_HEAD: vhead.model_dump() if vhead else None}
+            payloads = [{**p, **stamp} for p in payloads]
+        head = journal_head(store, table=table)
         seq, prev = (head.seq, head.hash) if head else (0, GENESIS_HASH)
         when = ts or utcnow()
         entries = []
@@ -155,9 +229,31 @@ def append_entries(
             e = build_entry(seq, kind, p, key, prev, when)
             entries.append(e)
             prev = e["hash"]
-        store.append("journal", _rows_from_columns(JournalColumns.from_entries(entries)),
+        store.append(table, _rows_from_columns(JournalColumns.from_entries(entries)),
                      key=["seq"])
     return [LedgerRef(seq=e["seq"], hash=e["hash"]) for e in entries]
+
+
+def append_lab_entries(
+    store: Store, kind: str, payloads: Sequence[Any], key: SigningKey, *,
+    ts: datetime | None = None,
+) -> list[LedgerRef]:
+    """Sign and append the lab's own entries (a proposal, a sweep result) to the lab
+    journal, in one transaction. Each payload gains ``verdict_head``: the ref of the
+    verdict journal's head now (None when empty), the evidence it was decided on.
+    The verdict journal is not touched: the next upstream export still appends."""
+    _check_payloads(kind, payloads)
+    if any(VERDICT_HEAD in p for p in payloads):
+        raise BadInputError(f"{VERDICT_HEAD!r} is set by the lab journal itself",
+                            field=VERDICT_HEAD)
+    return _append(store, LAB_JOURNAL, kind, payloads, key, ts)
+
+
+def append_lab_entry(
+    store: Store, kind: str, payload: Any, key: SigningKey, *, ts: datetime | None = None
+) -> LedgerRef:
+    """Sign and append one lab entry; return its ref (a ref into the lab journal)."""
+    return append_lab_entries(store, kind, [payload], key, ts=ts)[0]
 
 
 def append_entry(

@@ -17,17 +17,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from ..core._canonical import loads_strict
 from ..core._errors import BadInputError, ChainError
 from ..core._models import LedgerRef
-from ..store._store import Store
+from ..store._store import Store, quote_ident
 from ._columns import _COLUMNS, JournalColumns
 from ._spec import VERDICT_KIND
 from ._verify import verify_columns
 
 __all__ = [
+    "JOURNAL_TABLES",
     "check_verdict_refs",
     "entry_hashes",
     "entry_payloads",
@@ -44,24 +46,36 @@ __all__ = [
 _SELECT = "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash, hash, signature"
 
 
+JOURNAL_TABLES = ("journal", "lab_journal")
+"""The two chains: the verdict journal (upstream's) and the lab's own (DESIGN.md)."""
+
+
+def _table(name: str) -> str:
+    if name not in JOURNAL_TABLES:
+        raise ValueError(f"not a journal table: {name!r}")
+    return quote_ident(name)
+
+
 def stored_keyring(store: Store) -> dict[str, bytes]:
     """The public keys in signing_keys."""
     rows = store.con.execute("SELECT key_id, public_key FROM signing_keys").fetchall()
     return {k: base64.b64decode(v) for k, v in rows}
 
 
-def journal_head(store: Store) -> LedgerRef | None:
-    """The last entry's ref, or ``None`` for an empty journal."""
-    rows = store.con.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchall()
+def journal_head(store: Store, *, table: str = "journal") -> LedgerRef | None:
+    """The last entry's ref, or ``None`` for an empty journal (``table``: one of
+    :data:`JOURNAL_TABLES`)."""
+    rows = store.con.execute(
+        f"SELECT seq, hash FROM {_table(table)} ORDER BY seq DESC LIMIT 1").fetchall()
     return LedgerRef(seq=int(rows[0][0]), hash=rows[0][1]) if rows else None
 
 
 def journal_columns(
-    store: Store, *, after_seq: int = 0, upto_seq: int | None = None
+    store: Store, *, after_seq: int = 0, upto_seq: int | None = None, table: str = "journal"
 ) -> JournalColumns:
     """Stored entries with ``after_seq < seq <= upto_seq`` (no upper bound when None),
-    in ``seq`` order, as verification columns."""
-    sql = f"{_SELECT} FROM journal WHERE seq > ?"
+    in ``seq`` order, as verification columns (``table``: one of :data:`JOURNAL_TABLES`)."""
+    sql = f"{_SELECT} FROM {_table(table)} WHERE seq > ?"
     params: list[Any] = [after_seq]
     if upto_seq is not None:
         sql += " AND seq <= ?"
@@ -70,9 +84,9 @@ def journal_columns(
     return JournalColumns(**{c: t.column(c).to_pylist() for c in _COLUMNS})
 
 
-def get_entry(store: Store, seq: int) -> dict[str, Any] | None:
+def get_entry(store: Store, seq: int, *, table: str = "journal") -> dict[str, Any] | None:
     """One entry as a FORMATS.md §1 dict (payload parsed), or ``None``."""
-    rows = store.con.execute(f"{_SELECT} FROM journal WHERE seq = ?", [seq]).fetchall()
+    rows = store.con.execute(f"{_SELECT} FROM {_table(table)} WHERE seq = ?", [seq]).fetchall()
     if not rows:
         return None
     entry = dict(zip(_COLUMNS, rows[0], strict=True))
@@ -117,19 +131,35 @@ def verdict_refs(store: Store, where: str | None = None,
 
     ``where`` is an optional SQL condition over the journal table's columns
     (with ``?`` ``params``), e.g. ``"seq BETWEEN ? AND ?"``; a bad one raises
-    :class:`BadInputError` naming it.
+    :class:`BadInputError` naming it. It runs where it can read nothing but
+    those rows: no file (``read_text``), no other table, no Python variable.
     """
     sql = "SELECT seq, hash FROM journal WHERE kind = ?"
     if where is None:
         return store.con.sql(sql + " ORDER BY seq", params=[VERDICT_KIND]).df()
+    # ``where`` is SQL from the user (``--verdicts``): it runs in a sandbox, an
+    # in-memory DuckDB that sees only the verdicts' journal rows and has
+    # external access off (no read_text, read_csv, ATTACH, COPY: the setting
+    # cannot be turned back on) and no Python replacement scans (no variable
+    # of this process is a table there).
+    rows = store.con.sql(
+        "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash, hash, "
+        "signature, recorded_at FROM journal WHERE kind = $kind ORDER BY seq",
+        params={"kind": VERDICT_KIND},
+    ).to_arrow_table()
+    sandbox = duckdb.connect(":memory:", config={"enable_external_access": False,
+                                                 "python_enable_replacements": False})
     try:
-        return store.con.sql(
+        sandbox.register("journal", rows)
+        return sandbox.sql(
             f"{sql} AND ({where}) ORDER BY seq", params=[VERDICT_KIND, *(params or [])]
         ).df()
     except Exception as exc:  # duckdb raises many error classes for a bad filter
         raise BadInputError(
             f"bad verdict filter {where!r}: {str(exc).splitlines()[0]}", field="verdicts",
         ) from None
+    finally:
+        sandbox.close()
 
 
 def verdict_payloads(store: Store) -> pd.DataFrame:

@@ -22,15 +22,11 @@ from typing import Any
 
 from ..core._errors import BadInputError
 from ..core._models import utcnow
-from ._store import Store
+from ._store import Store, quote_ident
 
 __all__ = ["EXPORT_FORMATS", "content_hash", "export_store", "relations"]
 
 EXPORT_FORMATS = ("parquet", "csv")
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def relations(store: Store) -> list[tuple[str, str]]:
@@ -74,10 +70,10 @@ def export_store(store: Store, out: str | os.PathLike[str], *,
         option = "FORMAT parquet" if format == "parquet" else "FORMAT csv, HEADER true"
         # COPY takes no bound parameters: the path is a literal, quotes doubled.
         literal = "'" + str(path).replace("'", "''") + "'"
-        store.con.execute(f"COPY (SELECT * FROM {_ident(name)}) TO {literal} ({option})")
-        n = store.con.execute(f"SELECT count(*) FROM {_ident(name)}").fetchall()[0][0]
+        store.con.execute(f"COPY (SELECT * FROM {quote_ident(name)}) TO {literal} ({option})")
+        n = store.con.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchall()[0][0]
         entries.append({"name": name, "kind": kind, "file": path.name, "rows": int(n),
-                        "content_sha256": content_hash(store, _ident(name))})
+                        "content_sha256": content_hash(store, quote_ident(name))})
     manifest = {
         "format": format, "exported_at": utcnow().isoformat(), "truss_lab": __version__,
         "schema_version": SCHEMA_VERSION,

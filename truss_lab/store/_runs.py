@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ..core._errors import BadInputError
 from ..core._models import utcnow
+from ..core._secrets import redact
 from ._store import Store
 
 __all__ = [
@@ -218,7 +219,7 @@ def finish_run(store: Store, run_id: str, status: str, seconds: float,
         store.con.execute(
             "UPDATE extraction_runs SET status = ?, finished_at = ?, error = ?, "
             "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
-            [status, utcnow(), error, seconds, run_id],
+            [status, utcnow(), redact(error), seconds, run_id],
         )
 
 

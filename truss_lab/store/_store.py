@@ -21,8 +21,19 @@ import pyarrow as pa
 
 from ..core._errors import StoreError, StoreLockedError
 from ..core._models import utcnow
+from ..core._secrets import redact_arrow
 
-__all__ = ["SCHEMA_VERSION", "Store", "open_store"]
+__all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store", "quote_ident"]
+
+# Columns that hold text from outside (a server's reply, an exception, a
+# configuration): every append passes them through the one redaction point.
+FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "verdict_errors": ("message",),
+    "extraction_runs": ("config", "error"),
+    "completions": ("text",),
+    "candidates": ("text",),
+    "memory_entries": ("text",),
+}
 
 _MIGRATION_RE = re.compile(r"^-- migration: (\d{3})_(\w+)\s*$", re.M)
 
@@ -40,10 +51,54 @@ def _migrations() -> list[tuple[int, str, str]]:
 SCHEMA_VERSION = max(v for v, _, _ in _migrations())
 
 
+def quote_ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier (``"`` doubled): the one way a name that
+    is not a literal of our own SQL (a table, a column, a database named after a
+    file) enters a statement. Values are never formatted in: they are bound (``?``)."""
+    if "\x00" in name:
+        raise StoreError(f"an identifier cannot hold a NUL character: {name!r}")
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _require_file(path: str) -> None:
     """The one "no such database" error, for every face that opens a store."""
     if path != ":memory:" and not Path(path).exists():
         raise StoreError(f"{path}: no such database (run `truss-lab init` first)")
+
+
+# A database path is a DuckDB file or nothing: DuckDB hands a path that ends in
+# a data format's extension to its replacement scans and opens an in-memory
+# database instead, so `--db keys.json` "succeeded" and saved nothing.
+_NOT_A_DATABASE = frozenset({
+    ".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".txt", ".parquet", ".arrow", ".feather",
+    ".xlsx", ".xls", ".gz", ".zst", ".zip", ".md", ".py", ".ipynb", ".yaml", ".yml", ".toml",
+    ".sqlite", ".sqlite3", ".key", ".pem", ".html", ".png",
+})
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
+
+
+def _check_database_path(path: str) -> None:
+    """Refuse a path whose extension or first bytes say it is not a DuckDB database."""
+    if path == ":memory:":
+        return
+    p = Path(path)
+    if p.suffix.lower() in _NOT_A_DATABASE:
+        raise StoreError(
+            f"{path}: a {p.suffix} file is not a database; give a DuckDB file such as "
+            "truss_lab.duckdb"
+        )
+    if p.is_dir():
+        raise StoreError(f"{path}: is a folder, expected a DuckDB database file")
+    try:
+        with p.open("rb") as f:
+            head = f.read(12)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    if head and head[8:12] != _DUCKDB_MAGIC:
+        raise StoreError(f"{path}: not a DuckDB database (its first bytes say otherwise); "
+                         "nothing was written")
 
 
 def _lock_error(path: str, exc: Exception, read_only: bool = False) -> StoreError:
@@ -75,6 +130,7 @@ class Store:
     def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False) -> None:
         self.path = str(path)
         self.read_only = read_only
+        _check_database_path(self.path)
         if read_only:
             _require_file(self.path)
         try:
@@ -119,9 +175,15 @@ class Store:
         return int(row[0]) if row[0] is not None else 0
 
     def _migrate(self) -> None:
-        current = self.schema_version()
+        # Every migration not yet recorded runs, in order: not only those above
+        # the highest applied, so one that landed after a later number (parallel
+        # branches) still runs on a database that already has the later one.
+        applied: set[int] = set()
+        if self.schema_version():
+            applied = {int(r[0]) for r in self.con.execute(
+                "SELECT version FROM schema_version").fetchall()}
         for version, name, sql in _migrations():
-            if version <= current:
+            if version in applied:
                 continue
             with self.transaction():
                 self.con.execute(sql)
@@ -178,13 +240,16 @@ class Store:
         )
         if tbl.num_rows == 0:
             return 0
+        tbl = _redacted(table, tbl)
         cols = tbl.column_names
-        name = f"_append_{table}"
-        self.con.register(name, tbl)
+        view = f"_append_{table}"
+        self.con.register(view, tbl)
+        name, qtable = quote_ident(view), quote_ident(table)
         try:
-            qcols = ", ".join(f'"{c}"' for c in cols)
-            keys = ", ".join(f'"{k}"' for k in key)
-            on = " AND ".join(f't."{k}" IS NOT DISTINCT FROM n."{k}"' for k in key)
+            qcols = ", ".join(quote_ident(c) for c in cols)
+            keys = ", ".join(quote_ident(k) for k in key)
+            on = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM n.{quote_ident(k)}"
+                              for k in key)
             # Duplicate keys inside one batch: DuckDB would keep one silently.
             # The cheap key-only check usually finds none; only then is the
             # full-content comparison (identical rows collapse) worth running.
@@ -205,12 +270,12 @@ class Store:
                 source = f"(SELECT DISTINCT {qcols} FROM {name})"
             with self.transaction():
                 res = self.con.execute(
-                    f"INSERT INTO {table} ({qcols}) SELECT {qcols} FROM {source} n "
-                    f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {on})"
+                    f"INSERT INTO {qtable} ({qcols}) SELECT {qcols} FROM {source} n "
+                    f"WHERE NOT EXISTS (SELECT 1 FROM {qtable} t WHERE {on})"
                 ).fetchall()
             return int(res[0][0]) if res else 0
         finally:
-            self.con.unregister(name)
+            self.con.unregister(view)
 
     def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
         """Run SQL with ``?`` parameters; ``.df()``, ``.fetchall()`` read the result."""
@@ -218,7 +283,7 @@ class Store:
 
     def table(self, name: str) -> pd.DataFrame:
         """A whole table as a DataFrame."""
-        return self.con.execute(f'SELECT * FROM "{name}"').df()
+        return self.con.execute(f"SELECT * FROM {quote_ident(name)}").df()
 
     def counts(self) -> dict[str, int]:
         """Row count of every table (used to prove a failed write changed nothing)."""
@@ -231,13 +296,22 @@ class Store:
             ).fetchall()
         ]
         return {
-            n: int(self.con.execute(f'SELECT count(*) FROM "{n}"').fetchall()[0][0]) for n in names
+            n: int(self.con.execute(f"SELECT count(*) FROM {quote_ident(n)}").fetchall()[0][0])
+            for n in names
         }
 
     def checkpoint(self) -> None:
         """Fold the WAL into the file (after large batches)."""
         if not self.read_only:
             self.con.execute("CHECKPOINT")
+
+
+def _redacted(table: str, tbl: pa.Table) -> pa.Table:
+    for col in FREE_TEXT_COLUMNS.get(table, ()):
+        if col in tbl.column_names and pa.types.is_string(tbl.schema.field(col).type):
+            i = tbl.column_names.index(col)
+            tbl = tbl.set_column(i, tbl.schema.field(col), redact_arrow(tbl.column(col)))
+    return tbl
 
 
 def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = False) -> Store:

@@ -256,6 +256,49 @@ CREATE TABLE reference_lessons (
     annotated_at      TIMESTAMPTZ NOT NULL  -- when this database received it
 );
 
+-- migration: 006_lab_journal
+-- Two chains (DESIGN.md "Two chains"). The journal table is the verdict
+-- journal: a faithful copy of upstream Truss that grows only by importing
+-- upstream exports. The lab's own signed entries (threshold proposals, sweep
+-- results) form a chain of their own here, same columns, signed by the
+-- researcher's key; each one's signed payload records, as "verdict_head"
+-- ({seq, hash}), the verdict-journal head it was decided on. A separate table
+-- (not a chain column in journal) keeps seq and hash the journal's keys, and
+-- every reader of verdicts unchanged.
+CREATE TABLE lab_journal (
+    seq         BIGINT PRIMARY KEY,
+    kind        VARCHAR NOT NULL,
+    ts          VARCHAR NOT NULL,
+    key_id      VARCHAR NOT NULL,
+    payload     JSON NOT NULL,
+    prev_hash   VARCHAR NOT NULL,
+    hash        VARCHAR NOT NULL UNIQUE,
+    signature   VARCHAR NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL
+);
+-- Before this migration the lab's entries (kind policy_record) were appended to
+-- the verdict journal. Those after every upstream entry move here unchanged:
+-- their signature covers their seq and prev_hash, so they keep both, and the
+-- lab chain then starts with them, linked to the verdict entry just before the
+-- first of them (verify_chain checks that link; a 0.1.0 database's proposal at
+-- seq 41 moves, and the verdict journal ends at seq 40 again, ready for the
+-- next upstream export). A lab entry with upstream entries after it cannot move
+-- without breaking the verdict chain: it stays, and verifies with that chain.
+INSERT INTO lab_journal
+    SELECT * FROM journal WHERE kind = 'policy_record'
+    AND seq > (SELECT coalesce(max(seq), 0) FROM journal WHERE kind <> 'policy_record');
+DELETE FROM journal WHERE seq IN (SELECT seq FROM lab_journal);
+COMMENT ON TABLE lab_journal IS 'The lab''s own signed chain (threshold proposals): same columns as journal; each payload records verdict_head, the verdict-journal head it was decided on; verify with truss-lab verify';
+COMMENT ON COLUMN lab_journal.seq IS 'Position in the lab chain, no gaps (a database from before 006 starts where its moved entries were)';
+COMMENT ON COLUMN lab_journal.kind IS 'Entry kind, e.g. policy_record (a threshold proposal)';
+COMMENT ON COLUMN lab_journal.ts IS 'RFC 3339 time exactly as signed (text)';
+COMMENT ON COLUMN lab_journal.key_id IS 'Signing key (signing_keys.key_id), the researcher''s';
+COMMENT ON COLUMN lab_journal.payload IS 'The entry body as RFC 8785 canonical JSON, with verdict_head {seq, hash}';
+COMMENT ON COLUMN lab_journal.prev_hash IS 'hash of the lab entry before (64 zeros for seq 1; for the first entry moved by 006, the verdict entry before it)';
+COMMENT ON COLUMN lab_journal.hash IS 'Lowercase hex SHA-256 of the canonical {seq, kind, ts, key_id, payload, prev_hash}';
+COMMENT ON COLUMN lab_journal.signature IS 'Base64 Ed25519 signature over the 32 raw bytes of hash';
+COMMENT ON COLUMN lab_journal.recorded_at IS 'When this database wrote it';
+
 -- migration: 007_run_names
 -- Issue #13. Runs get a human name and tags (shown by `truss-lab runs`, set by
 -- `truss-lab extract --name/--tag`); two views for the joins everyone writes;

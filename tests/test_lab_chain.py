@@ -1,0 +1,82 @@
+"""Issue #15 item 6: the lab's own chain. The verdict journal stays a faithful copy
+of upstream and keeps accepting its exports after the lab has decided something."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from truss_lab.faces._cli import cli
+from truss_lab.journal._ledger import verify_chain
+from truss_lab.journal._table import get_entry, journal_head
+from truss_lab.simulate._simulate import simulate
+from truss_lab.store._store import Store
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, Path]:
+    out = tmp_path_factory.mktemp("sim3000")
+    res = simulate(out, runs=3000, seed=5)
+    first = out / "journal_first_1000.jsonl"
+    lines = res.journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert len(lines) == 3000
+    first.write_text("".join(lines[:1000]), encoding="utf-8")
+    return res.journal, first, res.keys, out
+
+
+def test_import_extract_propose_then_the_full_export_still_appends(
+        sim: tuple[Path, Path, Path, Path], tmp_path: Path) -> None:
+    full, first, keys, out = sim
+    db = str(tmp_path / "lab.duckdb")
+    run = CliRunner().invoke
+
+    def ok(*args: str) -> str:
+        r = run(cli, list(args))
+        assert r.exit_code == 0, (args, r.output)
+        return r.output
+
+    ok("ingest", "journal", str(first), "--keys", str(keys), "--db", db)
+    ok("ingest", "completions", str(out / "completions.jsonl"), "--db", db)
+    ok("ingest", "labels", str(out / "labels.csv"), "--db", db)  # later verdicts: warnings
+    ok("extract", "--db", db, "--extractor", "replay:sim-good-v1", "--policy", "model-scored",
+       "--run-id", "r1", "--quiet")
+    key = tmp_path / "me.key"
+    ok("keys", "generate", "--key-id", "me", "--out", str(key))
+    proposal = json.loads(ok("propose", "--db", db, "--run", "r1", "--key", str(key),
+                             "--json"))
+    ref = proposal["provenance"]["produced_by"]
+    with Store(db, read_only=True) as s:
+        assert journal_head(s).seq == 1000  # the verdict journal did not move
+        lab = get_entry(s, ref["seq"], table="lab_journal")
+    assert lab["hash"] == ref["hash"] and lab["payload"]["verdict_head"]["seq"] == 1000
+
+    # The next upstream export: 3000 entries, the first 1000 already stored.
+    text = ok("ingest", "journal", str(full), "--keys", str(keys), "--db", db)
+    assert "2000 added, 1000 already present, head seq 3000" in text
+    assert "ok: 3001 entries verified, head seq 3000" in ok("verify", "--db", db)
+    with Store(db, read_only=True) as s:
+        assert verify_chain(s).ok
+        again = get_entry(s, ref["seq"], table="lab_journal")
+        (prov,) = s.sql("SELECT produced_by_seq, produced_by_hash FROM policy_records"
+                        ).fetchall()
+    assert again == lab and prov == (ref["seq"], ref["hash"])  # the proposal intact
+    assert "FAIL" not in ok("audit", "--db", db)
+
+
+def test_a_lab_entry_whose_verdict_head_is_gone_fails_verification(
+        sim: tuple[Path, Path, Path, Path], tmp_path: Path) -> None:
+    from truss_lab.journal._crypto import SigningKey
+    from truss_lab.journal._ledger import append_lab_entry, import_journal
+
+    _, first, keys, _ = sim
+    with Store(tmp_path / "t.duckdb") as s:
+        import_journal(s, first, keyring=keys)
+        append_lab_entry(s, "sweep_result", {"f1": 0.5}, SigningKey.from_seed("me", bytes(32)))
+        assert verify_chain(s).ok
+        s.sql("DELETE FROM journal WHERE seq = 1000")
+        rep = verify_chain(s)
+        # verdict journal 1..999 verifies; the lab entry names entry 1000, now gone
+        assert not rep.ok and rep.reason == "broken_link" and "lab journal" in rep.message

@@ -1,0 +1,130 @@
+"""Issue #15 item 4: no SQL built from strings a user controls.
+
+Identifiers go through ``store._store.quote_ident``; values are bound with
+``?``; the one piece of user SQL (``--verdicts``) runs in a sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from truss_lab.core._errors import BadInputError
+from truss_lab.faces._cli import cli
+from truss_lab.faces._notebook import copy_store
+from truss_lab.journal._crypto import SigningKey
+from truss_lab.journal._ledger import append_entries
+from truss_lab.journal._table import verdict_refs
+from truss_lab.store._store import Store, quote_ident
+
+PACKAGE = Path(__file__).resolve().parents[1] / "truss_lab"
+SQL_CALLS = {"execute", "executemany", "sql", "query"}
+IDENT_HELPERS = {"quote_ident", "q"}  # q = quote_ident, a local alias
+
+# Every expression formatted into SQL, or SQL passed by name, per module. Each
+# was read and is built from literals of our own SQL or from quote_ident: a new
+# one fails this test until it is read and added.
+REVIEWED: dict[str, set[str]] = {
+    "evaluate/_runs.py": {"where"},  # where: a literal "run_id = ?" or "TRUE"
+    "evaluate/_transfer.py": {"where"},  # the same literal "run_id = ?" or "TRUE"
+    "govern/_checks.py": {"sql"},  # the checks' literal SQL, $names bound
+    "ingest/_ingest.py": {"cols", "differ", "on"},  # from quote_ident over our key names
+    "journal/_ledger.py": {"LAB_JOURNAL", "VERDICT_HEAD"},  # module constants
+    # where: --verdicts, run in the sandbox (no file access); _table: quote_ident of
+    # one of JOURNAL_TABLES
+    "journal/_table.py": {"_SELECT", "sql", "where", "_table(table)"},
+    "store/_memory.py": {"sql"},
+    "store/_policy_records.py": {"cols", "order", "where"},
+    # sql: the literal queries of _HASHED; where: "" or a literal IN (SELECT unnest(?))
+    # t: a name from a literal tuple of table names; _CONFIG_HASHES a literal query
+    "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES"},
+    # COPY takes no parameters: the path is a quoted literal; option one of two
+    # literals; relation_sql a quote_ident result
+    "store/_export.py": {"literal", "option", "relation_sql"},
+    "store/_store.py": {"query", "sql", "keys", "name", "on", "qcols", "qtable", "source"},
+}
+
+
+def _pieces(expr: ast.expr, out: set[str]) -> None:
+    """What a SQL argument is built from, bar literals and quote_ident calls."""
+    if isinstance(expr, ast.Constant):
+        return
+    if isinstance(expr, ast.JoinedStr):
+        for v in expr.values:
+            if isinstance(v, ast.FormattedValue):
+                _pieces(v.value, out)
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        _pieces(expr.left, out)
+        _pieces(expr.right, out)
+    elif isinstance(expr, ast.IfExp) and all(
+            isinstance(b, ast.Constant) for b in (expr.body, expr.orelse)):
+        return  # a choice between two literals
+    elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)
+          and expr.func.id in IDENT_HELPERS):
+        return
+    else:
+        out.add(ast.unparse(expr))
+
+
+def _sql_inputs(tree: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in SQL_CALLS and node.args):
+            _pieces(node.args[0], out)
+    return out
+
+
+def test_no_sql_call_formats_an_unreviewed_value() -> None:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        inputs = _sql_inputs(ast.parse(path.read_text(encoding="utf-8")))
+        if inputs:
+            found[path.relative_to(PACKAGE).as_posix()] = inputs
+    new = {f: sorted(v - REVIEWED.get(f, set())) for f, v in found.items()
+           if v - REVIEWED.get(f, set())}
+    assert not new, f"SQL built from values not reviewed (bind them, or quote_ident): {new}"
+
+
+def test_quote_ident() -> None:
+    assert quote_ident('a"b') == '"a""b"'
+    name = 'x"; DROP TABLE labels; --'
+    with Store(":memory:") as s:
+        assert s.sql(f"SELECT 1 AS {quote_ident(name)}").df().columns[0] == name
+
+
+def test_copy_store_of_a_hostile_file_name_drops_nothing(tmp_path: Path) -> None:
+    # The issue's reproduction: the database name comes from the file name.
+    hostile = tmp_path / 'temp" TO _truss_copy; DROP TABLE labels; --.duckdb'
+    with Store(hostile) as s:
+        s.sql("INSERT INTO labels VALUES (?, 'x', 0, 1, '', 't', now())", ["ab" * 32])
+        copy = copy_store(s, tmp_path / "c.duckdb")
+        assert s.sql("SELECT count(*) FROM labels").fetchall() == [(1,)]
+        assert copy.sql("SELECT count(*) FROM labels").fetchall() == [(1,)]
+        copy.close()
+
+
+@pytest.mark.parametrize("where", [
+    "seq IN (SELECT length(content) FROM read_text('/etc/passwd'))",
+    "seq IN (SELECT 1 FROM read_csv('/etc/passwd'))",
+    "seq IN (SELECT seq FROM memory_entries)",
+])
+def test_verdict_filter_reads_nothing_but_the_verdicts(
+        store: Store, key: SigningKey, verdict: dict, where: str) -> None:
+    append_entries(store, "contract_verdict", [verdict], key)
+    assert len(verdict_refs(store, "seq = ?", [1])) == 1
+    with pytest.raises(BadInputError, match="bad verdict filter"):
+        verdict_refs(store, where)
+
+
+def test_cli_verdicts_cannot_read_files(tmp_path: Path, key: SigningKey, verdict: dict) -> None:
+    db = tmp_path / "lab.duckdb"
+    with Store(db) as s:
+        append_entries(s, "contract_verdict", [verdict], key)
+    r = CliRunner().invoke(cli, ["extract", "--db", str(db), "--extractor", "heuristic",
+                                 "--policy", "on", "--quiet", "--verdicts",
+                                 "seq IN (SELECT 1 FROM read_text('/etc/hostname'))"])
+    assert r.exit_code == 2 and "Permission Error" in r.output, r.output
