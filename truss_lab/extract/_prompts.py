@@ -222,8 +222,16 @@ def build_request(
     if isinstance(template, str):
         template = get_template(template)
     payload = validate_verdict_payload(verdict_payload)
+    return _request(template, payload, _render(template, payload), verdict_hash=verdict_hash,
+                    extractor=extractor, model=model, parameters=parameters)
+
+
+def _request(template: PromptTemplate, payload: dict[str, Any], messages: Any, *,
+             verdict_hash: str, extractor: str, model: str,
+             parameters: Mapping[str, Any] | None) -> CompletionRequest:
+    # One place that turns a rendered prompt into a request, for lessons and judges alike.
     return CompletionRequest(
-        messages=_render(template, payload),
+        messages=messages,
         model=model,
         parameters=dict(parameters or {}),
         verdict_hash=verdict_hash,
@@ -295,15 +303,9 @@ def build_judge_request(
         template = get_template(template)
     payload = validate_verdict_payload(verdict_payload)
     lines = "\n".join(_render_lesson(int(i), t, e) for i, t, e in lessons)
-    return CompletionRequest(
-        messages=_render(template, payload, lines or "- (no lessons)"),
-        model=model,
-        parameters=dict(parameters or {}),
-        verdict_hash=verdict_hash,
-        extractor=extractor,
-        prompt_version=template.version,
-        verdict=payload,
-    )
+    return _request(template, payload, _render(template, payload, lines or "- (no lessons)"),
+                    verdict_hash=verdict_hash, extractor=extractor, model=model,
+                    parameters=parameters)
 
 
 JUDGE_V1 = register_template(

@@ -132,37 +132,22 @@ allow_bad_lines_option = click.option(
     help=f"Exit 0 when some lines were rejected (default: exit {EXIT_BAD_LINES}).")
 
 
-@ingest.command("completions")
-@db_option
-@click.argument("path", type=click.Path(dir_okay=False))
-@allow_bad_lines_option
-@json_option
-@_friendly
-def ingest_completions_cmd(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
-    """Load recorded completions (bad lines reported, good ones land; exit 3 if any)."""
-    _ingest_table("completions", db, path, as_json, allow_bad_lines)
+def _register_ingest(kind: str, what: str) -> None:
+    # The three non-chained inputs share one command shape; only the kind and help differ.
+    def command(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
+        _ingest_table(kind, db, path, as_json, allow_bad_lines)
+
+    command.__doc__ = f"Load {what} (bad lines reported, good ones land; exit 3 if any)."
+    command.__name__ = f"ingest_{kind}_cmd"
+    for decorate in (_friendly, json_option, allow_bad_lines_option,
+                     click.argument("path", type=click.Path(dir_okay=False)), db_option,
+                     ingest.command(kind)):
+        command = decorate(command)
 
 
-@ingest.command("labels")
-@db_option
-@click.argument("path", type=click.Path(dir_okay=False))
-@allow_bad_lines_option
-@json_option
-@_friendly
-def ingest_labels_cmd(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
-    """Load gold labels (bad lines reported, good ones land; exit 3 if any)."""
-    _ingest_table("labels", db, path, as_json, allow_bad_lines)
-
-
-@ingest.command("references")
-@db_option
-@click.argument("path", type=click.Path(dir_okay=False))
-@allow_bad_lines_option
-@json_option
-@_friendly
-def ingest_references_cmd(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
-    """Load reference lessons (bad lines reported, good ones land; exit 3 if any)."""
-    _ingest_table("references", db, path, as_json, allow_bad_lines)
+for _kind, _what in (("completions", "recorded completions"), ("labels", "gold labels"),
+                     ("references", "reference lessons")):
+    _register_ingest(_kind, _what)
 
 
 @cli.command()
