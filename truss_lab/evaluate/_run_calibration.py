@@ -23,8 +23,10 @@ from ._calibration import (
 )
 from ._choose import split_by_verdict
 from ._label_report import _fmt
+from ._references import reference_truth
 from ._run_truth import DEFAULT_TIES, labels_truth, whole_lessons
 from ._sweep import UndefinedMetricWarning
+from ._truth_source import resolve
 
 __all__ = ["CalibrationReport", "calibration_run"]
 
@@ -40,7 +42,7 @@ class CalibrationReport:
     brier``; MCE is over bins of at least ``min_bin_count`` candidates.
     ``tables`` maps the same names to reliability tables (per-bin counts,
     Wilson intervals, ``enough``). ``fit_verdicts``/``eval_verdicts`` are the
-    two disjoint verdict sets.
+    two disjoint verdict sets; ``truth`` what the lessons were judged by.
     """
 
     run_id: str
@@ -55,10 +57,12 @@ class CalibrationReport:
     n_bins: int = 10
     strategy: str = "uniform"
     min_bin_count: int = DEFAULT_MIN_BIN_COUNT
+    truth: str = "labels"
 
     def __repr__(self) -> str:
         lines = [f"CalibrationReport(run={self.run_id!r}, score={self.score!r}, "
-                 f"method={self.method!r}, fit on {len(self.fit_verdicts)} verdicts, "
+                 f"method={self.method!r}, truth={self.truth!r}, "
+                 f"fit on {len(self.fit_verdicts)} verdicts, "
                  f"evaluated on {len(self.eval_verdicts)} held-out verdicts; "
                  f"MCE over bins of >= {self.min_bin_count} candidates)"]
         for name, r in self.summary.iterrows():
@@ -103,6 +107,8 @@ def calibration_run(
     allow_in_sample: bool = False,
     ties: str = DEFAULT_TIES,
     min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
+    truth: str = "labels",
+    references: Any = None,
 ) -> CalibrationReport:
     """Reliability, ECE, MCE and Brier of a run's score before and after calibration.
 
@@ -116,14 +122,23 @@ def calibration_run(
     ``ties="exclude"``) are left out; the split is over every verdict the run
     processed, as :func:`choose_run_threshold` splits them with the same seed.
     MCE leaves out bins of fewer than ``min_bin_count`` candidates (reported in
-    the result and each table's ``attrs``).
+    the result and each table's ``attrs``). ``truth`` (labels, references,
+    judge:NAME) says what "useful" is: with references a lesson is useful when it
+    matched a reference, and the annotated verdicts the run processed are split.
     """
     if method not in ("isotonic", "platt", None):
         raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
                             field="method")
     whole_lessons(ties, "a calibrator fits 0/1 labels; it")
-    truth = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
-    d = truth.candidates
+    t = resolve(store, truth, labels=labels)
+    if t.kind == "references":
+        ref = reference_truth(store, run_id, references=references, score=score)
+        # Lessons only (a miss has no score); "useful" = matched a reference.
+        d = ref.lessons.assign(judged=True)
+        verdicts = ref.verdicts
+    else:
+        rt = labels_truth(store, run_id, labels=t.labels, score=score, ties=ties)
+        d, verdicts = rt.candidates, rt.verdicts
     # Calibration needs a truth and a score: judged, scored candidates only. The
     # split is over every processed verdict, as the threshold choice splits them.
     d = d[d["judged"].to_numpy(dtype=bool) & ~np.isnan(d["s"].to_numpy())].reset_index(
@@ -131,7 +146,7 @@ def calibration_run(
     g = d["verdict_hash"].to_numpy(dtype=object)
     y, s = d["y"].to_numpy(), d["s"].to_numpy()
     train_idx, test_idx = split_by_verdict(g, test_size=test_size, random_state=random_state,
-                                           verdicts=truth.verdicts)
+                                           verdicts=verdicts)
     fit_v = frozenset(str(v) for v in pd.unique(g[train_idx]))
     eval_v = frozenset(str(v) for v in pd.unique(g[test_idx]))
     rows: dict[str, dict[str, float]] = {}
@@ -163,5 +178,5 @@ def calibration_run(
     return CalibrationReport(
         run_id=run_id, score=score, method=method, summary=summary, tables=tables,
         split=split, fit_verdicts=fit_v, eval_verdicts=eval_v, calibrator=cal,
-        n_bins=n_bins, strategy=strategy, min_bin_count=min_bin_count,
+        n_bins=n_bins, strategy=strategy, min_bin_count=min_bin_count, truth=t.name,
     )

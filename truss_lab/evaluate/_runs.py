@@ -3,6 +3,9 @@
 The maths lives in pure modules (:mod:`truss_lab.evaluate._sweep`, ``_choose``,
 ``_bootstrap``, ``_compare``); this module only takes a run's truth from
 :mod:`truss_lab.evaluate._run_truth` / ``_references`` and hands arrays to them.
+``truth=`` is resolved once by
+:func:`~truss_lab.evaluate._truth_source.resolve` (labels, references or a
+judge), so every function here has the same outputs whatever the truth.
 Label coverage is :mod:`~truss_lab.evaluate._label_report`, calibration
 :mod:`~truss_lab.evaluate._run_calibration` (both re-exported here, where they
 used to live). Text and plots of the results are the faces' job
@@ -16,18 +19,18 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..core._errors import BadInputError
 from ..store._store import Store
 from ._bootstrap import BootstrapResult, bootstrap_metrics
 from ._choose import ThresholdChoice, choose_threshold
 from ._compare import ComparisonResult, compare_extractors
 from ._label_report import LabelReport, label_report
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
-from ._references import check_truth, reference_sweep, reference_truth, truth_rows
+from ._references import ReferenceTruth, reference_sweep, reference_truth
 from ._run_calibration import CalibrationReport, calibration_run
-from ._run_truth import DEFAULT_TIES, RunTruth, labels_truth, whole_lessons
+from ._run_truth import DEFAULT_TIES, RunTruth, whole_lessons
 from ._sweep import sweep
 from ._truth import scored_candidates
+from ._truth_source import judged_by, resolve
 
 __all__ = [
     "CalibrationReport",
@@ -60,18 +63,19 @@ def sweep_run(
     (labelled or not), ``kept_per_verdict`` divides by every processed verdict,
     recall counts useful lessons the parser dropped as misses. ``score`` names
     the candidates column (``salience``, ``score``). ``df.attrs["counts"]`` holds
-    the candidates unlabelled, tied and dropped and the ``ties`` policy.
-    ``truth="references"`` judges the run by reference lessons instead
-    (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns)."""
-    if check_truth(truth) == "references":
-        ref = reference_truth(store, run_id, references=references, score=score)
-        df = reference_sweep(ref, thresholds=thresholds)
-        df.attrs["counts"] = dict(ref.counts)
-        return df
-    rt = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
-    _require_truth(rt)
-    df = rt.in_lessons(sweep(**rt.sweep_inputs(), thresholds=thresholds))
-    df.attrs["counts"] = dict(rt.counts)
+    the candidates unlabelled, tied and dropped and the ``ties`` policy,
+    ``df.attrs["truth"]`` the truth's name. ``truth="references"`` judges the run
+    by reference lessons instead
+    (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns);
+    ``truth="judge:NAME"`` by one judge's labels, counted as gold labels are."""
+    t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
+                      score=score, ties=ties)
+    if isinstance(jr, ReferenceTruth):
+        df = reference_sweep(jr, thresholds=thresholds)
+    else:
+        df = jr.in_lessons(sweep(**jr.sweep_inputs(), thresholds=thresholds))
+    df.attrs["counts"] = dict(jr.counts)
+    df.attrs["truth"] = t.name
     return df
 
 
@@ -86,29 +90,31 @@ def bootstrap_run(
     confidence: float = 0.95,
     random_state: Any = 0,
     objective: str | Objective = DEFAULT_OBJECTIVE,
+    truth: str = "labels",
+    references: Any = None,
 ) -> BootstrapResult:
-    """:func:`~truss_lab.evaluate._bootstrap.bootstrap_metrics` of one run's labelled
-    candidates (:func:`~truss_lab.evaluate._truth.scored_candidates`), resampling
-    verdicts, on ``thresholds`` (default: 0, 0.01, ..., 1). Its ``table`` is the
-    ``intervals`` of :class:`~truss_lab.faces._display.SweepDisplay`. Only labelled
-    valid candidates enter, so its kept per verdict and recall are over those (the
-    sweep of :func:`sweep_run` also counts unlabelled, dropped and empty verdicts)."""
-    d = scored_candidates(store, run_id, labels=labels, score=score)
+    """:func:`~truss_lab.evaluate._bootstrap.bootstrap_metrics` of one run's judged
+    lessons, resampling verdicts, on ``thresholds`` (default: 0, 0.01, ..., 1). Its
+    ``table`` is the ``intervals`` of :class:`~truss_lab.faces._display.SweepDisplay`.
+    With labels (or a judge) only labelled valid candidates enter
+    (:func:`~truss_lab.evaluate._truth.scored_candidates`), so its kept per verdict
+    and recall are over those (the sweep of :func:`sweep_run` also counts
+    unlabelled, dropped and empty verdicts); with references, the rows of
+    :class:`~truss_lab.evaluate._references.ReferenceTruth` (misses included)."""
+    t = resolve(store, truth, labels=labels)
+    if t.kind == "references":
+        y, s, g = reference_truth(store, run_id, references=references, score=score).arrays()
+    else:
+        if t.judge:  # the judge's own message when it labelled nothing of the run
+            judged_by(store, run_id, t, score=score)
+        d = scored_candidates(store, run_id, labels=t.labels, score=score)
+        y, s, g = (d["y"].to_numpy(), d["s"].to_numpy(),
+                   d["verdict_hash"].to_numpy(dtype=object))
     grid = np.round(np.linspace(0.0, 1.0, 101), 2) if thresholds is None else thresholds
     return bootstrap_metrics(
-        d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(dtype=object),
-        thresholds=grid, n_boot=n_boot, confidence=confidence, random_state=random_state,
-        objective=parse_objective(objective),
+        y, s, g, thresholds=grid, n_boot=n_boot, confidence=confidence,
+        random_state=random_state, objective=parse_objective(objective),
     )
-
-
-def _require_truth(truth: RunTruth) -> None:
-    if not truth.candidates["judged"].any():
-        raise BadInputError(
-            f"run {truth.run_id!r} has no labelled candidate to evaluate "
-            "(load gold labels with `truss-lab ingest labels`, or pass labels=)",
-            field="labels",
-        )
 
 
 #: Folds of the cross-validated choice when ``cv="auto"`` (the CLI's and notebook 02's
@@ -117,11 +123,15 @@ AUTO_FOLDS = 5
 MIN_FOLD_VERDICTS = 10
 
 
-def auto_cv(truth: RunTruth) -> int | None:
+def auto_cv(truth: RunTruth | ReferenceTruth) -> int | None:
     """:data:`AUTO_FOLDS` when the run has at least ``AUTO_FOLDS * MIN_FOLD_VERDICTS``
-    verdicts with a judged candidate, else None (one split)."""
-    c = truth.candidates
-    n = c.loc[c["judged"].to_numpy(dtype=bool), "verdict_hash"].nunique()
+    verdicts with a judged candidate (with references: annotated verdicts), else
+    None (one split)."""
+    if isinstance(truth, ReferenceTruth):
+        n = len(truth.verdicts)
+    else:
+        c = truth.candidates
+        n = c.loc[c["judged"].to_numpy(dtype=bool), "verdict_hash"].nunique()
     return AUTO_FOLDS if n >= AUTO_FOLDS * MIN_FOLD_VERDICTS else None
 
 
@@ -149,32 +159,28 @@ def choose_run_threshold(
     over k folds of verdicts (``cv_repeats`` times), ``cv="auto"`` does so with
     :data:`AUTO_FOLDS` folds when :func:`auto_cv` says the data allow it.
     ``objective`` is an :class:`Objective` or a spec for :func:`parse_objective`
-    (``"precision:0.8"``). ``split["counts"]`` holds the truth counts.
-    ``truth="references"`` judges by reference lessons (misses count in recall;
-    the annotated verdicts the run processed are split)."""
+    (``"precision:0.8"``). ``split["counts"]`` holds the truth counts and
+    ``split["truth"]`` the truth's name. ``truth="references"`` judges by
+    reference lessons (misses count in recall; the annotated verdicts the run
+    processed are split); ``truth="judge:NAME"`` by one judge's labels."""
     obj = parse_objective(objective)
     whole_lessons(ties, "the threshold choice")
-    if check_truth(truth) == "references":
-        d, verdicts = truth_rows(store, run_id, truth=truth, references=references, score=score)
-        if cv == "auto":
-            n = len(verdicts or [])
-            cv = AUTO_FOLDS if n >= AUTO_FOLDS * MIN_FOLD_VERDICTS else None
-        return choose_threshold(
-            d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(), objective=obj,
-            test_size=test_size, cv=cv, cv_repeats=cv_repeats, random_state=random_state,
-            n_boot=n_boot, confidence=confidence,
-        )
-    truth_ = labels_truth(store, run_id, labels=labels, score=score, ties=ties)
-    _require_truth(truth_)
+    t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
+                      score=score, ties=ties)
     if cv == "auto":
-        cv = auto_cv(truth_)
-    inputs = truth_.sweep_inputs()
-    choice = choose_threshold(
-        inputs["y_true"], inputs["salience"], inputs["groups"], objective=obj,
-        judged=inputs["judged"], verdicts=truth_.verdicts, test_size=test_size, cv=cv,
-        cv_repeats=cv_repeats, random_state=random_state, n_boot=n_boot, confidence=confidence,
-    )
-    choice.split["counts"] = dict(truth_.counts)
+        cv = auto_cv(jr)
+    opts = {"objective": obj, "test_size": test_size, "cv": cv, "cv_repeats": cv_repeats,
+            "random_state": random_state, "n_boot": n_boot, "confidence": confidence}
+    if isinstance(jr, ReferenceTruth):
+        d = jr.rows
+        choice = choose_threshold(d["y"].to_numpy(), d["s"].to_numpy(),
+                                  d["verdict_hash"].to_numpy(), **opts)
+    else:
+        inputs = jr.sweep_inputs()
+        choice = choose_threshold(inputs["y_true"], inputs["salience"], inputs["groups"],
+                                  judged=inputs["judged"], verdicts=jr.verdicts, **opts)
+    choice.split["counts"] = dict(jr.counts)
+    choice.split["truth"] = t.name
     return choice
 
 
@@ -203,25 +209,24 @@ def compare_runs(
     verdicts present in one run only are listed in the result (``only_in_a`` /
     ``only_in_b``), never dropped silently. ``truth="references"`` judges both
     runs by reference lessons, on the annotated verdicts both processed: no
-    labels needed."""
+    labels needed; ``truth="judge:NAME"`` by one judge's labels of both runs."""
     whole_lessons(ties, "the paired comparison")
+    t = resolve(store, truth, labels=labels)
     frames, processed = [], []
     for rid in (run_a, run_b):
-        if check_truth(truth) == "references":
-            d, verdicts = truth_rows(store, rid, truth=truth, references=references,
-                                     score=score)
+        _, jr = judged_by(store, rid, t, references=references, score=score, ties=ties)
+        if isinstance(jr, ReferenceTruth):
+            d = jr.rows
             frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
                                         "salience": d["s"], "label": d["y"]}))
-            processed.append(verdicts)
+            processed.append(jr.verdicts)
             continue
-        rt = labels_truth(store, rid, labels=labels, score=score, ties=ties)
-        _require_truth(rt)
-        d = rt.candidates
+        d = jr.candidates
         frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"], "salience": d["s"],
                                     "label": d["y"], "judged": d["judged"]}))
         # Every verdict the run processed, so one where the extractor proposed
         # nothing counts as "kept nothing" rather than "absent from the run".
-        processed.append(rt.verdicts)
+        processed.append(jr.verdicts)
     return compare_extractors(
         frames[0], frames[1], threshold=threshold, threshold_b=threshold_b, n_boot=n_boot,
         confidence=confidence, random_state=random_state, names=(run_a, run_b),
