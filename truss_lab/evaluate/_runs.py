@@ -40,6 +40,7 @@ __all__ = [
     "choose_run_threshold",
     "compare_runs",
     "label_report",
+    "sweep_judged",
     "sweep_run",
 ]
 
@@ -70,12 +71,21 @@ def sweep_run(
     ``truth="judge:NAME"`` by one judge's labels, counted as gold labels are."""
     t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
                       score=score, ties=ties)
-    if isinstance(jr, ReferenceTruth):
-        df = reference_sweep(jr, thresholds=thresholds)
-    else:
-        df = jr.in_lessons(sweep(**jr.sweep_inputs(), thresholds=thresholds))
-    df.attrs["counts"] = dict(jr.counts)
+    df = sweep_judged(jr, thresholds)
     df.attrs["truth"] = t.name
+    return df
+
+
+def sweep_judged(judged: RunTruth | ReferenceTruth, thresholds: Any = None) -> pd.DataFrame:
+    """The sweep of a run already judged (:func:`~truss_lab.evaluate._truth_source.judged_by`),
+    without the store: what :func:`sweep_run` returns, and what the
+    :class:`~truss_lab.faces._threshold_explorer.ThresholdExplorer` recomputes on
+    every move of its slider."""
+    if isinstance(judged, ReferenceTruth):
+        df = reference_sweep(judged, thresholds=thresholds)
+    else:
+        df = judged.in_lessons(sweep(**judged.sweep_inputs(), thresholds=thresholds))
+    df.attrs["counts"] = dict(judged.counts)
     return df
 
 

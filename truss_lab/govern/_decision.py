@@ -124,7 +124,9 @@ def references_hash(
         judged |= set(reference_truth(store, r, references=references, score=score).verdicts)
     refs = run_references(store, references)
     used = refs[refs["verdict_hash"].astype(str).isin(judged)]
-    lines = sorted(json.dumps([str(v), str(i), str(a), str(x), [str(e) for e in (ev or [])]],
+    # evidence is a list, or a numpy array when read from the table
+    lines = sorted(json.dumps([str(v), str(i), str(a), str(x),
+                               [str(e) for e in (ev if ev is not None else [])]],
                               ensure_ascii=False)
                    for v, i, a, x, ev in zip(used["verdict_hash"], used["reference_id"],
                                              used["annotator"], used["text"].fillna(""),
