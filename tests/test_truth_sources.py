@@ -21,11 +21,12 @@ from click.testing import CliRunner
 from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core import BadInputError, MemoryConfig
 from truss_lab.evaluate._run_calibration import calibration_run
-from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, sweep_run
+from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, rank_runs, sweep_run
 from truss_lab.evaluate._truth_source import judge_labels, resolve
 from truss_lab.extract import Extractor, Judge, run_extraction, run_judge
 from truss_lab.extract._prompts import get_template
 from truss_lab.faces._cli import cli
+from truss_lab.faces._demo_eval import demo_references
 from truss_lab.faces._display import (
     CalibrationDisplay,
     ComparisonDisplay,
@@ -246,3 +247,22 @@ def test_propose_by_references_records_its_truth_and_verifies(db: Path, tmp_path
         assert verify_chain(s).ok
     assert ev3["truth"] == "references"  # auto: the paraphrasing extractor has no labels
     assert ev3["threshold"] == by_cli.threshold
+
+
+def test_rank_runs_is_sweep_run_and_compare_runs_per_row(store: Store, tmp_path: Path) -> None:
+    table = rank_runs(store, [GOOD, PARA], truth="references", baseline=HEUR, n_boot=30)
+    assert table["run_id"].tolist()[-1] == HEUR and set(table["run_id"]) == {GOOD, PARA, HEUR}
+    assert table["f1"].is_monotonic_decreasing and (table["truth"] == "references").all()
+    for r in table.itertuples():
+        at = sweep_run(store, r.run_id, truth="references", thresholds=[0.7]).iloc[0]
+        for k in ("kept", "tp", "fp", "fn", "precision", "recall", "f1", "kept_per_verdict"):
+            assert getattr(r, k) == at[k], (r.run_id, k)
+        if r.run_id == HEUR:
+            assert np.isnan(r.delta_f1)
+            continue
+        cmp = compare_runs(store, HEUR, r.run_id, truth="references", n_boot=30).table.iloc[0]
+        assert (r.delta_f1, r.delta_f1_low, r.mcnemar_p, r.success) == (
+            cmp["delta_f1"], cmp["delta_f1_low"], cmp["mcnemar_p"], cmp["success_b"])
+    text = demo_references(store, [GOOD, PARA, HEUR], HEUR, tmp_path, n_boot=30)
+    assert "sim-paraphrase-v1" in text and (tmp_path / f"compare_{HEUR}_vs_{GOOD}_references.png"
+                                            ).is_file()

@@ -26,7 +26,7 @@ from ._references import (
     run_references,
 )
 from ._run_calibration import CalibrationReport, calibration_run
-from ._runs import choose_run_threshold, compare_runs, sweep_run
+from ._runs import choose_run_threshold, compare_runs, rank_runs, sweep_run
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
 from ._transfer import transfer_report
 from ._truth import labelled_candidates, scored_candidates
@@ -61,6 +61,7 @@ __all__ = [
     "majority_labels",
     "max_calibration_error",
     "mcnemar_exact",
+    "rank_runs",
     "reference_agreement",
     "reference_sweep",
     "reference_truth",

@@ -19,6 +19,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ..core._errors import BadInputError
+from ..store._runs import run_info
 from ..store._store import Store
 from ._bootstrap import BootstrapResult, bootstrap_metrics
 from ._choose import ThresholdChoice, choose_threshold
@@ -40,6 +42,7 @@ __all__ = [
     "choose_run_threshold",
     "compare_runs",
     "label_report",
+    "rank_runs",
     "sweep_judged",
     "sweep_run",
 ]
@@ -242,3 +245,67 @@ def compare_runs(
         confidence=confidence, random_state=random_state, names=(run_a, run_b),
         verdicts_a=processed[0], verdicts_b=processed[1],
     )
+
+
+# --------------------------------------------------------------------------- several runs
+
+
+def rank_runs(
+    store: Store,
+    run_ids: Any,
+    *,
+    truth: str = "references",
+    threshold: float = 0.7,
+    baseline: str | None = None,
+    labels: Any = None,
+    references: Any = None,
+    score: str = "salience",
+    n_boot: int = 1000,
+    random_state: Any = 0,
+) -> pd.DataFrame:
+    """Several runs judged by one ``truth`` at one gate ``threshold``, best F1 first.
+
+    One row per run: ``run_id``, ``extractor_id``, ``truth`` (its resolved name),
+    ``verdicts`` (the verdicts it is judged on: processed ones, or with
+    references the annotated ones), the :func:`sweep_run` counts and rates at
+    ``threshold`` (``kept, tp, fp, fn, precision, recall, f1,
+    kept_per_verdict``) and, against ``baseline`` (a run id; its own row has
+    NaN), the paired comparison of :func:`compare_runs` (A = baseline, B = the
+    run): ``delta_f1`` with ``delta_f1_low``/``delta_f1_high``, ``success`` and
+    ``baseline_success`` (verdicts whose kept set is right), ``mcnemar_p`` and
+    ``n_common``. With references every run is scored, labelled or not.
+    """
+    ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+    if baseline is not None and baseline not in ids:
+        ids = [baseline, *ids]
+    if not ids:
+        raise BadInputError("rank_runs needs at least one run id", field="run_ids")
+    t = resolve(store, truth, labels=labels)
+    rows = []
+    for rid in ids:
+        sw = sweep_run(store, rid, truth=t.name, labels=labels, references=references,
+                       score=score, thresholds=[threshold])
+        row: dict[str, Any] = {"run_id": rid,
+                               "extractor_id": str(run_info(store, rid)["extractor_id"]),
+                               "truth": t.name,
+                               "verdicts": int(sw.attrs["counts"].get(
+                                   "verdicts_annotated", sw.attrs["counts"].get("verdicts")))}
+        row.update({k: sw[k].iloc[0] for k in ("kept", "tp", "fp", "fn", "precision",
+                                               "recall", "f1", "kept_per_verdict")})
+        cmp = {"delta_f1": np.nan, "delta_f1_low": np.nan, "delta_f1_high": np.nan,
+               "success": np.nan, "baseline_success": np.nan, "mcnemar_p": np.nan,
+               "n_common": np.nan}
+        if baseline is not None and rid != baseline:
+            res = compare_runs(store, baseline, rid, truth=t.name, labels=labels,
+                               references=references, score=score, threshold=threshold,
+                               n_boot=n_boot, random_state=random_state)
+            r = res.table.iloc[0]
+            cmp = {"delta_f1": r["delta_f1"], "delta_f1_low": r["delta_f1_low"],
+                   "delta_f1_high": r["delta_f1_high"], "success": r["success_b"],
+                   "baseline_success": r["success_a"], "mcnemar_p": r["mcnemar_p"],
+                   "n_common": res.n_common}
+        rows.append({**row, **cmp})
+    out = pd.DataFrame(rows).sort_values("f1", ascending=False, kind="stable")
+    out.attrs["threshold"] = float(threshold)
+    out.attrs["baseline"] = baseline
+    return out.reset_index(drop=True)
