@@ -40,7 +40,7 @@ _truth_option = click.option(
          "(reference lessons of their verdicts, `truss-lab schema references`) or "
          "judge:NAME (one judge's labels, e.g. judge:sim-judge-v1@judge-v1; see "
          "`truss-lab judge`). auto: labels when every run has some, else references "
-         "(the output says which). README: Reference lessons.")
+         "(the output says which). README: Truth sources.")
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
                             help="Write a PNG plot here.")
 _boot_option = click.option("--n-boot", default=1000, show_default=True,
