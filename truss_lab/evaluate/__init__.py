@@ -26,7 +26,7 @@ from ._references import (
     run_references,
 )
 from ._run_calibration import CalibrationReport, calibration_run
-from ._runs import choose_run_threshold, compare_runs, rank_runs, sweep_run
+from ._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
 from ._transfer import transfer_report
 from ._truth import labelled_candidates, scored_candidates
@@ -44,6 +44,7 @@ __all__ = [
     "annotator_agreement",
     "average_precision",
     "bootstrap_metrics",
+    "bootstrap_run",
     "brier_score",
     "calibration_run",
     "choose_run_threshold",
