@@ -31,31 +31,28 @@
 # DB = None loads the bundled synthetic sample into a temporary database.
 DB = None      # a truss_lab database file, e.g. "lab.duckdb" (it must exist)
 RUNS = None    # [run_id] to tune; None: the sample's sim-good-v1 run (with DB: its first run)
-TRUTH = "labels"  # truth source of sweeps, choices and comparisons: "labels" (gold labels)
-                  # or "references" (reference lessons); calibration and bands use labels
+TRUTH = "labels"  # what every figure is judged by: "labels" (gold labels), "references"
+                  # (reference lessons) or "judge:NAME" (one judge's labels)
 LABELS = None  # gold labels: None = the database's labels table; or a labels CSV path
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 
 from truss_lab import (
     CalibrationDisplay,
     SigningKey,
     SweepDisplay,
     ThresholdExplorer,
-    bootstrap_metrics,
     calibration_run,
     choose_run_threshold,
     label_report,
-    labelled_candidates,
     policy_history,
     propose_threshold,
-    scored_candidates,
     summarize_runs,
     sweep_run,
     verify_chain,
 )
+from truss_lab.evaluate import bootstrap_run
 from truss_lab.faces import notebook_store  # the parameters cell's data
 
 store, run_ids = notebook_store(DB, RUNS, extractors=["sim-good-v1"])
@@ -81,10 +78,7 @@ label_report(store, run_id, LABELS)
 
 # %%
 sweep = sweep_run(store, run_id, labels=LABELS, truth=TRUTH)
-d = scored_candidates(store, run_id, labels=LABELS)  # labelled: y (label), s (salience)
-grid = np.round(np.linspace(0.0, 1.0, 101), 2)
-boot = bootstrap_metrics(d["y"], d["s"], d["verdict_hash"], thresholds=grid,
-                         n_boot=500, random_state=0)
+boot = bootstrap_run(store, run_id, labels=LABELS, truth=TRUTH, n_boot=500, random_state=0)
 # The dashed line is the ADR default (0.70); the chosen threshold (below) is marked
 # once it is known.
 SweepDisplay(sweep, intervals=boot.table,
@@ -105,7 +99,8 @@ at[["threshold", "precision", "precision_low", "precision_high", "recall", "reca
 # on the held-out verdicts only.
 
 # %%
-cal = calibration_run(store, run_id, method="isotonic", random_state=0, labels=LABELS)
+cal = calibration_run(store, run_id, method="isotonic", random_state=0, labels=LABELS,
+                      truth=TRUTH)
 fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 CalibrationDisplay(cal.tables["before"], name="raw salience (held-out)").plot(ax=axes[0])
 CalibrationDisplay(cal.tables["after"], name="isotonic (held-out)").plot(ax=axes[1])
@@ -163,8 +158,8 @@ strict
 
 # %%
 # threshold-explorer
-explorer = ThresholdExplorer(labelled_candidates(store, run_id, labels=LABELS),
-                             initial=choice.threshold)
+explorer = ThresholdExplorer.from_run(store, run_id, truth=TRUTH, labels=LABELS,
+                                      initial=choice.threshold)
 explorer
 
 # %% [markdown]

@@ -254,4 +254,4 @@ def test_threshold_explorer_cell_is_marked() -> None:
     marked = [c.source for c in nb.cells
               if c.cell_type == "code" and c.source.startswith("# threshold-explorer")]
     assert len(marked) == 1
-    assert "ThresholdExplorer(" in marked[0]
+    assert "ThresholdExplorer" in marked[0]

@@ -15,6 +15,7 @@ from ._calibration import (
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
 from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
 from ._judge_agreement import JudgeAgreement, judge_agreement, judge_names
+from ._label_report import LabelReport, label_report
 from ._objective import Objective
 from ._references import (
     ReferenceTruth,
@@ -24,15 +25,8 @@ from ._references import (
     reference_truth,
     run_references,
 )
-from ._runs import (
-    CalibrationReport,
-    LabelReport,
-    calibration_run,
-    choose_run_threshold,
-    compare_runs,
-    label_report,
-    sweep_run,
-)
+from ._run_calibration import CalibrationReport, calibration_run
+from ._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
 from ._transfer import transfer_report
 from ._truth import labelled_candidates, scored_candidates
@@ -50,6 +44,7 @@ __all__ = [
     "annotator_agreement",
     "average_precision",
     "bootstrap_metrics",
+    "bootstrap_run",
     "brier_score",
     "calibration_run",
     "choose_run_threshold",
@@ -67,6 +62,7 @@ __all__ = [
     "majority_labels",
     "max_calibration_error",
     "mcnemar_exact",
+    "rank_runs",
     "reference_agreement",
     "reference_sweep",
     "reference_truth",

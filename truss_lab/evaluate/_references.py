@@ -41,24 +41,16 @@ from ..core._errors import BadInputError
 from ..score._matching import DEFAULT_MATCH_THRESHOLD, Matcher, match_lessons
 from ..store._store import Store
 from ._sweep import UndefinedMetricWarning, sweep
-from ._truth import _score_values, labelled_candidates, run_info, scored_candidates
+from ._truth import _score_values, run_info
 
 __all__ = [
-    "TRUTHS",
     "ReferenceTruth",
     "judge_lessons",
     "reference_agreement",
     "reference_sweep",
     "reference_truth",
-    "resolve_truth",
     "run_references",
-    "truth_rows",
 ]
-
-#: What a run can be judged against (``truth=``): gold labels on its own
-#: lessons, or reference lessons of its verdicts.
-TRUTHS = ("labels", "references")
-
 
 def run_references(store: Store, references: Any = None) -> pd.DataFrame:
     """Reference lessons as a FORMATS.md §4 frame: from the store's
@@ -339,45 +331,3 @@ def reference_sweep(truth: ReferenceTruth, *, thresholds: Any = None) -> pd.Data
         df["kept_per_verdict"] = df["kept"].to_numpy() / truth.n_verdicts
         df["write_rate"] = df["kept"].to_numpy() / truth.n_lessons
     return df
-
-
-def check_truth(truth: str) -> str:
-    """``truth`` if it names a truth source (:data:`TRUTHS`), else :class:`BadInputError`."""
-    if truth not in TRUTHS:
-        raise BadInputError(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}",
-                            field="truth")
-    return truth
-
-
-def truth_rows(
-    store: Store, run_id: str, *, truth: str = "labels", labels: Any = None,
-    references: Any = None, score: str = "salience",
-) -> tuple[pd.DataFrame, list[str] | None]:
-    """What sweep, choice and comparison of one run take, from either truth source.
-
-    Returns ``(frame, verdicts)``: the frame has ``verdict_hash``, ``y`` (uint8)
-    and ``s`` (float, NaN never kept): the labelled, untied valid candidates
-    (:func:`~truss_lab.evaluate._truth.scored_candidates`) for ``"labels"``,
-    the :class:`ReferenceTruth` rows (lessons and misses) for
-    ``"references"``. ``verdicts`` is the annotated verdicts the run processed
-    for references, None for labels (every verdict the run processed).
-    """
-    if check_truth(truth) == "labels":
-        return scored_candidates(store, run_id, labels=labels, score=score), None
-    t = reference_truth(store, run_id, references=references, score=score)
-    return t.rows, t.verdicts
-
-
-def resolve_truth(
-    store: Store, run_ids: list[str], truth: str | None, *, labels: Any = None
-) -> tuple[str, str]:
-    """The truth to judge ``run_ids`` by, and why: ``truth`` itself when given;
-    ``None`` (auto) means labels when every run has a labelled candidate,
-    else references."""
-    if truth is not None:
-        return check_truth(truth), "as asked"
-    for rid in run_ids:
-        # Direct labels only: a run labelled by transfer alone is mostly unlabelled.
-        if not labelled_candidates(store, rid, labels=labels, transfer=None)["labelled"].any():
-            return "references", f"run {rid!r} has no gold labels"
-    return "labels", "every run has gold labels"

@@ -25,12 +25,22 @@ _labels_option = click.option(
 _score_option = click.option(
     "--score", default="salience", show_default=True,
     help="Score to threshold: a candidates column (salience, score).")
+def _check_truth(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--truth`` is auto, labels, references or judge:NAME (the judge is checked
+    against the database's judges when the command runs)."""
+    if value in ("auto", "labels", "references") or (
+            value.startswith("judge:") and len(value) > len("judge:")):
+        return value
+    raise click.BadParameter(f"expected auto, labels, references or judge:NAME, got {value!r}")
+
+
 _truth_option = click.option(
-    "--truth", type=click.Choice(["auto", "labels", "references"]), default="auto",
-    show_default=True,
-    help="What the lessons are judged by: gold labels on them, or reference lessons of "
-         "their verdicts (`truss-lab schema references`). auto: labels when every run has "
-         "some, else references (the output says which).")
+    "--truth", default="auto", show_default=True, callback=_check_truth,
+    help="What the lessons are judged by: labels (gold labels on them), references "
+         "(reference lessons of their verdicts, `truss-lab schema references`) or "
+         "judge:NAME (one judge's labels, e.g. judge:sim-judge-v1@judge-v1; see "
+         "`truss-lab judge`). auto: labels when every run has some, else references "
+         "(the output says which). README: Truth sources.")
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
                             help="Write a PNG plot here.")
 _boot_option = click.option("--n-boot", default=1000, show_default=True,
@@ -118,8 +128,8 @@ def register(cli: click.Group) -> None:
               plot_path: str | None, as_json: bool) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
         from ..core._paths import check_output_file
-        from ..evaluate._references import resolve_truth
         from ..evaluate._runs import bootstrap_run, choose_run_threshold, sweep_run
+        from ..evaluate._truth_source import resolve_truth
         from ..govern._decision import json_safe
         from ._display import save_sweep_plot
         from ._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
@@ -128,8 +138,7 @@ def register(cli: click.Group) -> None:
             if path:
                 check_output_file(path, field=option)
         with _open(db) as store:
-            truth, why = resolve_truth(store, [run_id], None if truth == "auto" else truth,
-                                       labels=labels_path)
+            truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
             full = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth)
             at = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
                            thresholds=list(SUMMARY_THRESHOLDS))
@@ -138,16 +147,17 @@ def register(cli: click.Group) -> None:
                                           test_size=test_size, cv=_cv(cv),
                                           cv_repeats=cv_repeats, random_state=random_state,
                                           n_boot=n_boot, truth=truth)
-            # The plot's bands: a verdict bootstrap of the labelled sweep (gold labels only).
+            # The plot's bands: a verdict bootstrap of the judged lessons, same truth.
             bands = (bootstrap_run(store, run_id, labels=labels_path, score=score,
-                                   n_boot=n_boot, random_state=random_state).table
-                     if plot_path and n_boot and truth == "labels" else None)
+                                   n_boot=n_boot, random_state=random_state,
+                                   truth=truth).table
+                     if plot_path and n_boot else None)
         if csv_path:
             full.to_csv(csv_path, index=False)
         if plot_path:
             save_sweep_plot(full, plot_path, threshold=choice.threshold, name=run_id,
                             intervals=bands)
-        judged = ("labelled candidates" if truth == "labels" else
+        judged = ("labelled candidates" if truth != "references" else
                   f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
                   " references")
         text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
@@ -176,8 +186,8 @@ def register(cli: click.Group) -> None:
                 plot_path: str | None, as_json: bool) -> None:
         """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
         from ..core._paths import check_output_file
-        from ..evaluate._references import resolve_truth
         from ..evaluate._runs import compare_runs
+        from ..evaluate._truth_source import resolve_truth
         from ..govern._decision import json_safe
         from ._display import save_comparison_plot
 
@@ -185,8 +195,7 @@ def register(cli: click.Group) -> None:
             check_output_file(plot_path, field="--plot")
         check_threshold(threshold, "--threshold", name="threshold")
         with _open(db) as store:
-            truth, why = resolve_truth(store, [run_a, run_b],
-                                       None if truth == "auto" else truth, labels=labels_path)
+            truth, why = resolve_truth(store, [run_a, run_b], truth, labels=labels_path)
             res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
                                score=score, n_boot=n_boot, random_state=random_state,
                                truth=truth)
@@ -212,33 +221,38 @@ def register(cli: click.Group) -> None:
     @_score_option
     @_test_size_option
     @_seed_option("the verdict split (calibrator fitted on train, judged on test)")
+    @_truth_option
     @_plot_option
     @json_option
     @_friendly
     def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
                   min_bin_count: int, labels_path: str | None, score: str, test_size: float,
-                  random_state: int, plot_path: str | None, as_json: bool) -> None:
+                  random_state: int, truth: str, plot_path: str | None,
+                  as_json: bool) -> None:
         """Calibration before/after fitting on training verdicts, judged on held-out ones."""
         from ..core._paths import check_output_file
-        from ..evaluate._runs import calibration_run
+        from ..evaluate._run_calibration import calibration_run
+        from ..evaluate._truth_source import resolve_truth
         from ..govern._decision import json_safe
         from ._display import save_calibration_plot
 
         if plot_path:
             check_output_file(plot_path, field="--plot")
         with _open(db) as store:
+            truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
             rep = calibration_run(store, run_id, method=None if method == "none" else method,
                                   n_bins=n_bins, strategy=strategy, labels=labels_path,
                                   score=score, test_size=test_size, random_state=random_state,
-                                  min_bin_count=min_bin_count)
+                                  min_bin_count=min_bin_count, truth=truth)
         if plot_path:
             save_calibration_plot(rep, plot_path)
-        _emit({"run_id": run_id, "score": score, "method": rep.method, "split": rep.split,
+        _emit({"run_id": run_id, "score": score, "truth": truth, "method": rep.method,
+               "split": rep.split,
                "min_bin_count": rep.min_bin_count,
                "summary": json_safe(rep.summary.reset_index().to_dict(orient="records")),
                "tables": {k: json_safe(v.to_dict(orient="records"))
                           for k, v in rep.tables.items()}},
-              as_json, repr(rep))
+              as_json, f"truth: {truth} ({why})\n{rep!r}")
 
     @cli.command()
     @db_option
@@ -255,27 +269,31 @@ def register(cli: click.Group) -> None:
     @_boot_option
     @click.option("--policy-id", default="extraction_min_salience", show_default=True,
                   help="Policy whose current record the proposal supersedes.")
+    @_truth_option
     @json_option
     @_friendly
     def propose(db: str, run_id: str, key_path: str, objective: str,
                 labels_path: str | None, score: str, test_size: float, cv: str,
                 cv_repeats: int, random_state: int, n_boot: int, policy_id: str,
-                as_json: bool) -> None:
+                truth: str, as_json: bool) -> None:
         """Sign a threshold decision and record it as an unverified salience policy."""
+        from ..evaluate._truth_source import resolve_truth
         from ..govern._decision import propose_threshold
         from ..journal._crypto import SigningKey
 
         key = SigningKey.load(key_path)
         with _open(db, write=True) as store:
+            truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
             rec = propose_threshold(store, run_id, key, objective=objective,
                                     labels=labels_path, score=score, policy_id=policy_id,
                                     test_size=test_size, cv=_cv(cv),
                                     cv_repeats=cv_repeats, random_state=random_state,
-                                    n_boot=n_boot)
+                                    n_boot=n_boot, truth=truth)
         ref = rec.provenance.produced_by
         text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "
                 f"{rec.policy.settings['extraction_min_salience']:.4g} (trust {rec.trust.value}"
                 f"{', supersedes ' + rec.supersedes if rec.supersedes else ''})\n"
+                f"truth: {truth} ({why})\n"
                 f"evidence: lab journal entry seq {ref.seq} hash {ref.hash}\n"
                 "not applied: policy records never change runtime behaviour")
         _emit(rec.model_dump(mode="json"), as_json, text)

@@ -8,7 +8,7 @@ plotting (``pip install 'truss_lab[notebook]'``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -96,16 +96,24 @@ class SweepDisplay:
         name: str | None = None,
         default_threshold: float | None = DEFAULT_THRESHOLD,
         ax: Any = None,
+        truth: str = "labels",
+        references: Any = None,
+        score: str = "salience",
     ) -> SweepDisplay:
         """:func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` with bands from
-        :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot=0``: no bands);
-        ``threshold`` is the chosen one (e.g. ``choose_run_threshold(...).threshold``)."""
+        :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot=0``: no bands), both
+        judged by ``truth`` (labels, references, judge:NAME); ``threshold`` is the
+        chosen one (e.g. ``choose_run_threshold(...).threshold``). The default name
+        is the run id and the truth."""
         from truss_lab.evaluate._runs import bootstrap_run, sweep_run
 
-        df = sweep_run(store, run_id, labels=labels)
+        df = sweep_run(store, run_id, labels=labels, truth=truth, references=references,
+                       score=score)
         iv = (bootstrap_run(store, run_id, labels=labels, n_boot=n_boot,
-                            random_state=random_state).table if n_boot else None)
-        return cls(df, threshold=threshold, intervals=iv, name=name if name else run_id,
+                            random_state=random_state, truth=truth, references=references,
+                            score=score).table if n_boot else None)
+        return cls(df, threshold=threshold, intervals=iv,
+                   name=name if name else f"{run_id} (truth: {df.attrs['truth']})",
                    default_threshold=default_threshold).plot(ax=ax)
 
     @classmethod
@@ -235,6 +243,22 @@ class PrecisionRecallDisplay:
                    operating_point=cls._point(df, threshold)).plot(ax=ax)
 
     @classmethod
+    def from_run(
+        cls, store: Any, run_id: str, *, truth: str = "labels", labels: Any = None,
+        references: Any = None, score: str = "salience", threshold: float | None = None,
+        name: str | None = None, ax: Any = None,
+    ) -> PrecisionRecallDisplay:
+        """The curve of :func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` judged by
+        ``truth`` (labels, references, judge:NAME): kept is what the gate would
+        write, and with references recall counts every missed reference."""
+        from truss_lab.evaluate._runs import sweep_run
+
+        df = sweep_run(store, run_id, labels=labels, truth=truth, references=references,
+                       score=score)
+        return cls.from_sweep(df, threshold=threshold, ax=ax,
+                              name=name if name else f"{run_id} (truth: {df.attrs['truth']})")
+
+    @classmethod
     def from_predictions(
         cls, y_true: Any, salience: Any, *, threshold: float | None = None,
         name: str | None = None, ax: Any = None,
@@ -295,6 +319,7 @@ class CalibrationDisplay:
         self.table = table
         self.name = name
         self.title = title
+        self.report: CalibrationReport | None = None  # set by from_run
 
     @classmethod
     def from_predictions(
@@ -317,6 +342,29 @@ class CalibrationDisplay:
             min_bin_count=DEFAULT_MIN_BIN_COUNT if min_bin_count is None else min_bin_count,
         )
         return cls(table, name=name).plot(ax=ax)
+
+    @classmethod
+    def from_run(
+        cls, store: Any, run_id: str, *, truth: str = "labels", labels: Any = None,
+        references: Any = None, score: str = "salience",
+        method: Literal["isotonic", "platt"] | None = None,
+        scores: str | None = None, random_state: Any = 0, n_bins: int = 10,
+        ax: Any = None,
+    ) -> CalibrationDisplay:
+        """The reliability table ``scores`` (default ``"after"`` with a ``method``,
+        ``"before"`` without) of :func:`~truss_lab.evaluate._run_calibration.calibration_run`
+        of ``run_id`` judged by ``truth`` (labels, references, judge:NAME); the
+        report is kept as ``report``."""
+        from truss_lab.evaluate._run_calibration import calibration_run
+
+        rep = calibration_run(store, run_id, method=method, truth=truth, labels=labels,
+                              references=references, score=score, random_state=random_state,
+                              n_bins=n_bins)
+        which = scores or ("after" if method else "before")
+        out = cls(rep.tables[which], name=f"{score} ({which})",
+                  title=f"{run_id} (truth: {rep.truth})")
+        out.report = rep
+        return out.plot(ax=ax)
 
     def plot(self, ax: Any = None) -> CalibrationDisplay:
         """Draw on ``ax``; sets ``ax_``, ``ax2_`` (counts), ``figure_``, ``line_``,

@@ -26,11 +26,26 @@ class ComparisonDisplay:
     def __init__(self, result: Any, *, row: int = 0) -> None:
         self.result = result
         self.row = row
+        self.truth: str | None = None  # set by from_runs, shown in the title
 
     @classmethod
     def from_result(cls, result: Any, *, row: int = 0, ax: Any = None) -> ComparisonDisplay:
         """Plot a :class:`~truss_lab.evaluate._compare.ComparisonResult` (threshold row ``row``)."""
         return cls(result, row=row).plot(ax=ax)
+
+    @classmethod
+    def from_runs(cls, store: Any, run_a: str, run_b: str, *, truth: str = "labels",
+                  threshold: Any = 0.7, row: int = 0, ax: Any = None,
+                  **options: Any) -> ComparisonDisplay:
+        """Plot :func:`~truss_lab.evaluate._runs.compare_runs` of two runs judged by
+        ``truth`` (labels, references, judge:NAME; ``options``: its other keywords,
+        e.g. ``n_boot``, ``random_state``, ``labels``, ``references``)."""
+        from truss_lab.evaluate._runs import compare_runs
+
+        res = compare_runs(store, run_a, run_b, truth=truth, threshold=threshold, **options)
+        out = cls(res, row=row)
+        out.truth = truth
+        return out.plot(ax=ax)
 
     @classmethod
     def _panels(cls, ax: Any) -> dict[str, Any]:
@@ -92,8 +107,9 @@ class ComparisonDisplay:
         panels["rate_deltas"].set_xlabel(f"B - A (paired verdict bootstrap, {ci})")
         panels["count_deltas"].set_xlabel(f"B - A ({ci})")
         fig = panels["rates"].figure
+        by = f" (truth: {self.truth})" if self.truth else ""
         self.title_ = fig.suptitle(
-            f"A = {a}, B = {b}\nMcNemar p = {r['mcnemar_p']:.3g} (verdicts where one run "
+            f"A = {a}, B = {b}{by}\nMcNemar p = {r['mcnemar_p']:.3g} (verdicts where one run "
             "succeeds and the other does not)", fontsize="medium")
         self.axes_ = panels
         self.ax_ = panels["rate_deltas"]

@@ -113,7 +113,8 @@ def _extractor(store: Store, extractor_id: str) -> Extractor:
     if not have:
         raise BadInputError(
             f"no recorded completions for extractor {extractor_id!r} (the sample has "
-            f"{', '.join(SAMPLE_EXTRACTORS[:2])}; heuristic-v1 needs none)",
+            f"{', '.join(SAMPLE_EXTRACTORS[:2])} and sim-paraphrase-v1; heuristic-v1 "
+            "needs none)",
             field="extractors",
         )
     return Extractor.replay(store, extractor_id)

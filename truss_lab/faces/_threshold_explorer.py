@@ -1,10 +1,11 @@
-"""A salience slider over labelled candidates: metrics, a sweep plot, lessons at the cut."""
+"""A salience slider over judged lessons: metrics, a sweep plot, lessons at the cut."""
 
 from __future__ import annotations
 
 import html
 import io
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,11 @@ class ThresholdExplorer:
     (``sweep`` at that one threshold), moves the threshold line of the
     ``SweepDisplay`` and refills :attr:`above` / :attr:`below`, the ``n_rows``
     lessons nearest the cut on each side.
+
+    :meth:`from_run` judges a run in the store by any truth (``truth="labels" |
+    "references" | "judge:NAME"``); its metrics are then exactly
+    :func:`~truss_lab.evaluate._runs.sweep_run`'s at the slider's threshold
+    (``sweep_at``: a function of a threshold list giving those sweep rows).
     """
 
     def __init__(
@@ -39,6 +45,8 @@ class ThresholdExplorer:
         initial: float = 0.70,
         n_rows: int = 5,
         plot: bool = True,
+        sweep_at: Callable[[Any], pd.DataFrame] | None = None,
+        truth: str | None = None,
     ) -> None:
         from ..evaluate._sweep import sweep
 
@@ -59,7 +67,10 @@ class ThresholdExplorer:
         self._y = lab[keep].to_numpy(dtype=np.int64)
         self._s = df[score_col].to_numpy(dtype=np.float64)
         self._g = df[groups_col].to_numpy()
-        self.sweep = sweep(self._y, self._s, groups=self._g)
+        self.truth = truth
+        self._sweep_at = sweep_at
+        self.sweep = (sweep_at(None) if sweep_at is not None
+                      else sweep(self._y, self._s, groups=self._g))
         finite = self._s[np.isfinite(self._s)]
         lo = float(min(0.0, finite.min())) if finite.size else 0.0
         hi = float(max(1.0, finite.max())) if finite.size else 1.0
@@ -97,6 +108,38 @@ class ThresholdExplorer:
         self.slider.observe(self._on_change, names="value")
         self._update(self.slider.value)
 
+    @classmethod
+    def from_run(
+        cls,
+        store: Any,
+        run_id: str,
+        *,
+        truth: str = "labels",
+        labels: Any = None,
+        references: Any = None,
+        score: str = "salience",
+        initial: float = 0.70,
+        n_rows: int = 5,
+        plot: bool = True,
+    ) -> ThresholdExplorer:
+        """An explorer over ``run_id`` judged by ``truth`` (labels, references or
+        judge:NAME). The lessons listed at the cut are the judged ones (labelled
+        candidates; with references, the run's lessons on annotated verdicts, with
+        the reference each matched); the metrics count as
+        :func:`~truss_lab.evaluate._runs.sweep_run` does."""
+        from ..evaluate._runs import sweep_judged
+        from ..evaluate._truth import labelled_candidates
+        from ..evaluate._truth_source import judged_by
+
+        t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
+                          score=score)
+        if t.kind == "references":
+            view = jr.lessons.rename(columns={"s": score, "y": "label"})  # type: ignore[union-attr]
+        else:
+            view = labelled_candidates(store, run_id, labels=t.labels)
+        return cls(view, score_col=score, initial=initial, n_rows=n_rows, plot=plot,
+                   sweep_at=lambda thresholds: sweep_judged(jr, thresholds), truth=t.name)
+
     # -- wiring --------------------------------------------------------------------
 
     @property
@@ -118,13 +161,15 @@ class ThresholdExplorer:
         with warnings.catch_warnings():
             # Degenerate labels already warned once, from the full sweep in __init__.
             warnings.simplefilter("ignore", UndefinedMetricWarning)
-            row = sweep(self._y, self._s, groups=self._g, thresholds=[t]).iloc[0]
+            row = (self._sweep_at([t]) if self._sweep_at is not None
+                   else sweep(self._y, self._s, groups=self._g, thresholds=[t])).iloc[0]
         self.metrics = {k: (float(v) if k not in ("kept", "tp", "fp", "fn") else int(v))
                         for k, v in row.items()}
         self.metrics_html.value = self._metrics_markup()
         self.above, self.below = self._near_cut(t)
         # The tables show what a reader needs at a glance; the frames keep the keys.
-        shown = [c for c in (self.text_col, self.score_col, self.label_col, "verdict_seq")
+        shown = [c for c in (self.text_col, self.score_col, self.label_col, "reference_id",
+                             "verdict_seq")
                  if c is not None and c in self.above.columns]
         self.above_html.value = _table_html(self.above[shown], "truss-above-table")
         self.below_html.value = _table_html(self.below[shown], "truss-below-table")
@@ -140,8 +185,8 @@ class ThresholdExplorer:
             self._render()
 
     def _near_cut(self, t: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-        cols = [c for c in (self.text_col, self.score_col, self.label_col, "verdict_seq",
-                            self.groups_col, "lesson_index")
+        cols = [c for c in (self.text_col, self.score_col, self.label_col, "reference_id",
+                            "verdict_seq", self.groups_col, "lesson_index")
                 if c is not None and c in self.candidates.columns]
         cols = list(dict.fromkeys(cols))
         view = self.candidates[cols]
@@ -175,7 +220,9 @@ class ThresholdExplorer:
         ax = self._figure.subplots()
         self.display_ = SweepDisplay(self.sweep, threshold=self.slider.value,
                                      threshold_label="slider",
-                                     name="threshold sweep").plot(ax=ax)
+                                     name="threshold sweep" + (
+                                         f" (truth: {self.truth})" if self.truth else "")
+                                     ).plot(ax=ax)
 
     def _render(self) -> None:
         buf = io.BytesIO()
@@ -189,7 +236,8 @@ class ThresholdExplorer:
 
     def __repr__(self) -> str:
         m = self.metrics
-        return (f"ThresholdExplorer(threshold={self.threshold:.2f}, "
+        by = f"truth={self.truth!r}, " if self.truth else ""
+        return (f"ThresholdExplorer({by}threshold={self.threshold:.2f}, "
                 f"candidates={len(self.candidates)}, precision={_fmt(m.get('precision'))}, "
                 f"recall={_fmt(m.get('recall'))}, f1={_fmt(m.get('f1'))}, "
                 f"kept={m.get('kept')})")

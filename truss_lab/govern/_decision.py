@@ -3,7 +3,8 @@
 :func:`propose_threshold` turns a :class:`~truss_lab.evaluate._choose.ThresholdChoice`
 (or a run id, from which one is chosen) into a ``PolicyRecord(target=salience,
 settings={"extraction_min_salience": t}, trust=unverified)``. The evidence —
-which data (dataset hash, runs, a hash of the label rows), which objective,
+which data (dataset hash, runs, the truth the lessons were judged by -- gold
+labels, reference lessons or a judge -- and a hash of its rows), which objective,
 which verdict split, the metrics on train and held-out verdicts with their
 bootstrap intervals, and the interval of the threshold itself — goes into the
 ``evidence`` of :func:`~truss_lab.govern._policies.write_policy`, so the record's
@@ -15,6 +16,7 @@ the current salience record. Nothing applies it (invariant 6).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,14 +29,23 @@ from ..core._models import Policy, PolicyRecord, PolicyTarget, Trust
 from ..core._threshold import check_threshold
 from ..evaluate._choose import ThresholdChoice
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
+from ..evaluate._references import reference_truth, run_references
 from ..evaluate._runs import choose_run_threshold
 from ..evaluate._truth import run_labels, scored_candidates
+from ..evaluate._truth_source import Truth, resolve
 from ..journal._crypto import SigningKey
 from ..store._runs import run_info
 from ..store._store import Store
 from ._policies import write_policy
 
-__all__ = ["EVIDENCE_KIND", "json_safe", "labels_hash", "propose_threshold", "threshold_evidence"]
+__all__ = [
+    "EVIDENCE_KIND",
+    "json_safe",
+    "labels_hash",
+    "propose_threshold",
+    "references_hash",
+    "threshold_evidence",
+]
 
 #: ``evidence["kind"]`` of a threshold decision.
 EVIDENCE_KIND = "salience_threshold_decision"
@@ -101,6 +112,40 @@ def labels_hash(
     return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(used)
 
 
+def references_hash(
+    store: Store, run_ids: Sequence[str], *, references: Any = None, score: str = "salience"
+) -> tuple[str, int]:
+    """``(sha256 hex, n_rows)`` over the reference lessons a decision on ``run_ids``
+    used: the rows (FORMATS.md §4) of the annotated verdicts the runs processed,
+    each written as the JSON array ``[verdict_hash, reference_id, annotator, text,
+    evidence]``, sorted, joined by ``\\n``."""
+    judged: set[str] = set()
+    for r in run_ids:
+        judged |= set(reference_truth(store, r, references=references, score=score).verdicts)
+    refs = run_references(store, references)
+    used = refs[refs["verdict_hash"].astype(str).isin(judged)]
+    # evidence is a list, or a numpy array when read from the table
+    lines = sorted(json.dumps([str(v), str(i), str(a), str(x),
+                               [str(e) for e in (ev if ev is not None else [])]],
+                              ensure_ascii=False)
+                   for v, i, a, x, ev in zip(used["verdict_hash"], used["reference_id"],
+                                             used["annotator"], used["text"].fillna(""),
+                                             used["evidence"], strict=True))
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest(), len(lines)
+
+
+def _truth_evidence(store: Store, truth: Truth, run_ids: Sequence[str], *,
+                    references: Any, score: str) -> dict[str, Any]:
+    """``truth``, ``truth_hash``, ``n_truth_rows`` and the labels keys of the evidence."""
+    if truth.kind == "references":
+        h, n = references_hash(store, run_ids, references=references, score=score)
+        return {"truth": truth.name, "truth_hash": h, "n_truth_rows": n,
+                "labels_hash": None, "n_label_rows": 0}
+    h, n = labels_hash(store, run_ids, labels=truth.labels, score=score)
+    return {"truth": truth.name, "truth_hash": h, "n_truth_rows": n,
+            "labels_hash": h, "n_label_rows": n}
+
+
 def _interval_map(table: pd.DataFrame | None, at: float | None = None) -> dict[str, Any]:
     """``{metric: [low, high]}`` from a bootstrap table row (the one at ``at`` if given)."""
     if table is None or table.empty:
@@ -128,14 +173,20 @@ def threshold_evidence(
     objective: Objective | None = None,
     labels: Any = None,
     score: str = "salience",
+    truth: str | Truth = "labels",
+    references: Any = None,
 ) -> dict[str, Any]:
     """The JSON-safe evidence of a threshold decision (what :func:`propose_threshold` signs).
 
     Keys: ``kind``, ``setting``, ``threshold``, ``threshold_interval``,
     ``objective`` (spec), ``score``, ``run_ids``, ``runs`` (id, extractor,
     dataset hash, status), ``dataset_hash`` (the runs' common dataset hash, or
-    the sorted distinct hashes when they differ), ``labels_hash``,
-    ``n_label_rows``, ``split``, ``train`` / ``test`` (metrics at the
+    the sorted distinct hashes when they differ), ``truth`` (``labels``,
+    ``references`` or the judge ``judge:<model>@<prompt>``), ``truth_hash`` and
+    ``n_truth_rows`` (:func:`labels_hash` of the label rows used -- the judge's
+    for a judge -- or :func:`references_hash`), ``labels_hash`` and
+    ``n_label_rows`` (the same for labels and a judge; None and 0 for
+    references), ``split``, ``train`` / ``test`` (metrics at the
     threshold; with cross-validation ``test`` is out-of-fold), ``train_intervals`` /
     ``test_intervals`` (bootstrap ``[low, high]`` per metric, the threshold held
     fixed) / ``procedure_intervals`` (the choice re-made on every replicate),
@@ -153,7 +204,8 @@ def threshold_evidence(
                      "dataset_hash": info["dataset_hash"], "status": info["status"],
                      "scorer": info.get("scorer")})
     hashes = sorted({str(r["dataset_hash"]) for r in runs})
-    lab_hash, n_rows = labels_hash(store, run_ids, labels=labels, score=score)
+    t = resolve(store, truth, labels=labels)
+    truth_keys = _truth_evidence(store, t, run_ids, references=references, score=score)
     boot = choice.bootstrap
     spec: dict[str, Any] = (objective_spec(objective) if objective is not None
                             else {"description": choice.objective})
@@ -168,8 +220,7 @@ def threshold_evidence(
         "run_ids": list(run_ids),
         "runs": runs,
         "dataset_hash": hashes[0] if len(hashes) == 1 else hashes,
-        "labels_hash": lab_hash,
-        "n_label_rows": n_rows,
+        **truth_keys,
         "split": dict(choice.split),
         "train": dict(choice.train),
         "test": dict(choice.test),
@@ -200,6 +251,8 @@ def propose_threshold(
     labels: Any = None,
     score: str = "salience",
     policy_id: str = "extraction_min_salience",
+    truth: str | None = None,
+    references: Any = None,
     **choose_options: Any,
 ) -> PolicyRecord:
     """Sign the evidence of a threshold choice into the journal and record it as an
@@ -212,7 +265,11 @@ def propose_threshold(
     bootstrap options, ``test_size``, ``random_state``, ``n_boot``, ``confidence``).
     Returns the new :class:`PolicyRecord`; its ``provenance.produced_by`` is the signed
     ``policy_record`` entry whose ``payload["evidence"]`` is
-    :func:`threshold_evidence`. Nothing applies it.
+    :func:`threshold_evidence`, which records the truth the choice was judged by:
+    ``truth`` (labels, references, judge:NAME; default labels) for a choice made
+    here; a given choice's own (``split["truth"]``), which ``truth`` must not
+    contradict. The entry is signed into the lab's own chain (``lab_journal``).
+    Nothing applies it.
     """
     obj = parse_objective(objective) if objective is not None else None
     if isinstance(choice_or_run, str):
@@ -222,8 +279,10 @@ def propose_threshold(
             raise BadInputError(
                 f"run_ids {run_ids} must include the run the choice is made on "
                 f"({choice_or_run!r})", field="run_ids")
+        used = resolve(store, truth or "labels", labels=labels)
         choice = choose_run_threshold(store, choice_or_run, objective=obj, labels=labels,
-                                      score=score, **choose_options)
+                                      score=score, truth=used.name, references=references,
+                                      **choose_options)
     elif isinstance(choice_or_run, ThresholdChoice):
         if not run_ids:
             raise BadInputError("run_ids must name the run(s) the choice was computed from",
@@ -238,6 +297,11 @@ def propose_threshold(
             raise BadInputError(
                 f"objective {obj.describe()!r} is not the one the choice used "
                 f"({choice.objective!r})", field="objective")
+        made = str(choice.split.get("truth", "labels"))
+        used = resolve(store, truth or made, labels=labels)
+        if used.name != made:
+            raise BadInputError(f"truth {used.name!r} is not the one the choice was judged by "
+                                f"({made!r})", field="truth")
     else:
         raise BadInputError(
             f"expected a ThresholdChoice or a run id, got {type(choice_or_run).__name__}",
@@ -249,7 +313,8 @@ def propose_threshold(
             f"the choice gives threshold {choice.threshold!r} ({choice.objective}); "
             "expected a number in [0, 1], so nothing is proposed") from None
     evidence = threshold_evidence(store, choice, run_ids=run_ids, objective=obj,
-                                  labels=labels, score=score)
+                                  labels=labels, score=score, truth=used,
+                                  references=references)
     policy = Policy(policy_id=policy_id, target=PolicyTarget.salience,
                     settings={"extraction_min_salience": float(choice.threshold)})
     return write_policy(store, policy, key, evidence=evidence, trust=Trust.unverified,

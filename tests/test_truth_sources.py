@@ -1,0 +1,268 @@
+"""One evaluation, any truth: labels, references and judge:NAME through every entry point.
+
+Each entry point (the CLI's sweep, calibrate, compare and propose, the Displays,
+the ThresholdExplorer, propose_threshold) must give the numbers of the direct
+evaluate call with the same truth; a judge's truth is its labels alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from tests.builders.stores import SAMPLE, sample_store
+from truss_lab.core import BadInputError, MemoryConfig
+from truss_lab.evaluate._run_calibration import calibration_run
+from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, rank_runs, sweep_run
+from truss_lab.evaluate._truth_source import judge_labels, resolve
+from truss_lab.extract import Extractor, Judge, run_extraction, run_judge
+from truss_lab.extract._prompts import get_template
+from truss_lab.faces._cli import cli
+from truss_lab.faces._demo_eval import demo_references
+from truss_lab.faces._display import (
+    CalibrationDisplay,
+    ComparisonDisplay,
+    PrecisionRecallDisplay,
+    SweepDisplay,
+)
+from truss_lab.faces._text import SUMMARY_THRESHOLDS
+from truss_lab.faces._threshold_explorer import ThresholdExplorer
+from truss_lab.govern._decision import propose_threshold, references_hash
+from truss_lab.ingest._ingest import ingest_references
+from truss_lab.journal import get_entry, verify_chain
+from truss_lab.journal._crypto import SigningKey
+from truss_lab.simulate._judge import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
+from truss_lab.store import Store
+
+matplotlib.use("Agg")
+
+CONFIG = MemoryConfig(lesson_extraction="model-scored", extraction_min_salience=0.7)
+JUDGE = f"judge:{SIMULATED_JUDGE_MODEL}@judge-v1"
+TRUTHS = ("labels", "references", JUDGE)
+GOOD, OVER, HEUR, PARA = "good", "over", "heur", "para"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample's first 250 verdicts: labels, references, four runs, a judge on three."""
+    path = tmp_path_factory.mktemp("truths") / "t.duckdb"
+    with sample_store(path) as store:
+        ingest_references(store, SAMPLE / "references.jsonl")
+        for rid, ex in ((GOOD, Extractor.replay(store, "sim-good-v1")),
+                        (OVER, Extractor.replay(store, "sim-overconfident-v1")),
+                        (HEUR, Extractor.heuristic()),
+                        (PARA, Extractor.replay(store, "sim-paraphrase-v1"))):
+            run_extraction(store, ex, CONFIG, verdicts="seq <= ?", params=[250],
+                           progress=False, write_memory=False, run_id=rid)
+        judge = Judge(SimulatedJudgeProvider(SAMPLE / "lesson_truth.csv"),
+                      SIMULATED_JUDGE_MODEL, get_template("judge-v1"), {"temperature": 0})
+        for rid in (GOOD, OVER, HEUR):
+            run_judge(store, rid, judge)
+    return path
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Store]:
+    with Store(db, read_only=True) as s:
+        yield s
+
+
+def _cli(*args: str) -> dict:
+    run = CliRunner().invoke(cli, [*args, "--json"])
+    assert run.exit_code == 0, run.output
+    return json.loads(run.output)
+
+
+def _pair(truth: str) -> tuple[str, str]:
+    # Labels exist for the two recorded extractors only; the others judge any pair.
+    return (GOOD, OVER) if truth == "labels" else (GOOD, HEUR)
+
+
+def test_the_judge_truth_is_the_judges_labels_alone(store: Store) -> None:
+    # Oracle: the judge's label rows joined to the run's valid candidates, in SQL.
+    kept, tp, pos = store.sql(
+        "SELECT count(*) FILTER (c.salience >= 0.7), "
+        "count(*) FILTER (c.salience >= 0.7 AND l.useful = 1), count(*) FILTER (l.useful = 1) "
+        "FROM candidates c LEFT JOIN labels l ON l.verdict_hash = c.verdict_hash "
+        "AND l.extractor_id = c.extractor_id AND l.lesson_index = c.lesson_index "
+        "AND l.annotator = ? WHERE c.run_id = ? AND c.valid", [JUDGE, GOOD]).fetchall()[0]
+    row = sweep_run(store, GOOD, truth=JUDGE, thresholds=[0.7]).iloc[0]
+    assert (row["kept"], row["tp"], row["tp"] + row["fn"]) == (kept, tp, pos)
+    humans = sweep_run(store, GOOD, thresholds=[0.7]).iloc[0]
+    assert row["kept"] == humans["kept"] and row["tp"] != humans["tp"]  # another truth
+    # The heuristic has no human label, yet the judge scores it.
+    assert sweep_run(store, HEUR, truth=JUDGE, thresholds=[0.7])["tp"][0] > 0
+
+
+@pytest.mark.parametrize("name", [JUDGE, JUDGE.removeprefix("judge:"), SIMULATED_JUDGE_MODEL])
+def test_a_judge_is_named_in_full_after_judge_or_by_its_model(store: Store, name: str) -> None:
+    t = resolve(store, f"judge:{name}")
+    assert (t.name, t.kind, t.judge) == (JUDGE, "labels", JUDGE)
+    pd.testing.assert_frame_equal(t.labels, judge_labels(store, JUDGE))
+    assert sweep_run(store, GOOD, truth=f"judge:{name}").equals(
+        sweep_run(store, GOOD, truth=JUDGE))
+
+
+@pytest.mark.parametrize("bad", ["judge", "gold", "judge:nobody@judge-v1", "Labels", ""])
+def test_an_unknown_truth_lists_the_valid_ones(store: Store, bad: str, db: Path) -> None:
+    with pytest.raises(BadInputError, match="labels, references or judge:NAME") as exc:
+        sweep_run(store, GOOD, truth=bad)
+    assert JUDGE in str(exc.value) and repr(bad) in str(exc.value)
+
+
+def test_the_cli_refuses_an_unknown_truth(db: Path) -> None:
+    run = CliRunner().invoke(cli, ["sweep", GOOD, "--db", str(db), "--truth", "gold"])
+    assert run.exit_code == 2 and "judge:NAME" in run.output
+    run = CliRunner().invoke(cli, ["calibrate", GOOD, "--db", str(db), "--truth",
+                                   "judge:nobody"])
+    assert run.exit_code == 2 and JUDGE in run.output and "Traceback" not in run.output
+
+
+@pytest.mark.parametrize("truth", TRUTHS)
+def test_cli_sweep_and_choice_equal_the_direct_calls(db: Path, truth: str) -> None:
+    with Store(db, read_only=True) as s:
+        at = sweep_run(s, GOOD, truth=truth, thresholds=list(SUMMARY_THRESHOLDS))
+        choice = choose_run_threshold(s, GOOD, truth=truth, cv="auto", n_boot=30)
+    got = _cli("sweep", GOOD, "--db", str(db), "--truth", truth, "--n-boot", "30")
+    assert got["truth"] == truth
+    assert pd.DataFrame(got["sweep"])[at.columns].to_numpy(float) == pytest.approx(
+        at.to_numpy(float), abs=1e-6, nan_ok=True)
+    assert got["choice"]["threshold"] == pytest.approx(choice.threshold, abs=1e-6)
+    assert got["choice"]["split"]["truth"] == truth
+    for k, v in choice.test.items():
+        assert got["choice"]["test"][k] == pytest.approx(v, abs=1e-6, nan_ok=True), k
+
+
+@pytest.mark.parametrize("truth", TRUTHS)
+def test_cli_calibrate_equals_the_direct_call(db: Path, truth: str) -> None:
+    with Store(db, read_only=True) as s:
+        rep = calibration_run(s, GOOD, truth=truth)
+    got = _cli("calibrate", GOOD, "--db", str(db), "--truth", truth)
+    assert got["truth"] == truth and rep.truth == truth
+    summary = pd.DataFrame(got["summary"]).set_index("scores")[rep.summary.columns]
+    assert summary.to_numpy(float) == pytest.approx(rep.summary.to_numpy(float), abs=1e-6,
+                                                    nan_ok=True)
+    assert got["split"] == rep.split
+
+
+@pytest.mark.parametrize("truth", TRUTHS)
+def test_cli_compare_equals_the_direct_call(db: Path, truth: str) -> None:
+    a, b = _pair(truth)
+    with Store(db, read_only=True) as s:
+        res = compare_runs(s, a, b, truth=truth, n_boot=50)
+    got = _cli("compare", a, b, "--db", str(db), "--truth", truth, "--n-boot", "50")
+    assert got["truth"] == truth and got["n_common"] == res.n_common
+    table = pd.DataFrame(got["table"])[res.table.columns]
+    assert table.to_numpy(float) == pytest.approx(res.table.to_numpy(float), abs=1e-6)
+
+
+def test_compare_without_any_label_on_either_run(db: Path, store: Store) -> None:
+    """Two unlabelled runs (the heuristic, the paraphrasing extractor): by references,
+    over the annotated verdicts both processed; auto picks references and says why."""
+    refs = {r[0] for r in store.sql("SELECT DISTINCT verdict_hash FROM reference_lessons "
+                                    "WHERE verdict_hash IN (SELECT verdict_hash FROM "
+                                    "run_verdicts WHERE run_id = ?)", [HEUR]).fetchall()}
+    res = compare_runs(store, HEUR, PARA, truth="references", n_boot=50)
+    assert res.n_common == len(refs) > 0 and not res.only_in_a and not res.only_in_b
+    assert res.table["delta_f1"][0] > 0  # the paraphrases beat the baseline
+    with pytest.raises(BadInputError, match="no labelled candidate"):
+        compare_runs(store, HEUR, PARA, truth="labels", n_boot=50)
+    run = CliRunner().invoke(cli, ["compare", HEUR, PARA, "--db", str(db), "--n-boot", "50"])
+    assert run.exit_code == 0, run.output
+    assert f"truth: references (run {HEUR!r} has no gold labels)" in run.output
+
+
+@pytest.mark.parametrize("truth", TRUTHS)
+def test_displays_and_explorer_equal_the_direct_calls(store: Store, truth: str) -> None:
+    full = sweep_run(store, GOOD, truth=truth)
+    sd = SweepDisplay.from_run(store, GOOD, truth=truth, n_boot=0)
+    pd.testing.assert_frame_equal(sd.sweep, full)
+    assert truth in sd.ax_.get_title()
+    pr = PrecisionRecallDisplay.from_run(store, GOOD, truth=truth, threshold=0.7)
+    order = full.sort_values("threshold", ascending=False)
+    assert np.array_equal(pr.precision, order["precision"].to_numpy(), equal_nan=True)
+    assert np.array_equal(pr.recall, order["recall"].to_numpy(), equal_nan=True)
+    cd = CalibrationDisplay.from_run(store, GOOD, truth=truth, method="isotonic")
+    pd.testing.assert_frame_equal(cd.table,
+                                  calibration_run(store, GOOD, truth=truth).tables["after"])
+    a, b = _pair(truth)
+    cmp = ComparisonDisplay.from_runs(store, a, b, truth=truth, n_boot=40)
+    pd.testing.assert_frame_equal(cmp.result.table,
+                                  compare_runs(store, a, b, truth=truth, n_boot=40).table)
+    assert truth in cmp.title_.get_text()
+    ex = ThresholdExplorer.from_run(store, GOOD, truth=truth, plot=False)
+    for t in (0.55, 0.7, 0.9):
+        ex.set_threshold(t)
+        want = sweep_run(store, GOOD, truth=truth, thresholds=[t]).iloc[0]
+        assert ex.metrics == pytest.approx(want.to_dict(), nan_ok=True)
+    assert repr(ex).startswith(f"ThresholdExplorer(truth={truth!r}")
+
+
+def test_propose_by_references_records_its_truth_and_verifies(db: Path, tmp_path: Path) -> None:
+    key = SigningKey.generate("researcher-t")
+    key_path = tmp_path / "me.key"
+    key.save(key_path)
+    with Store(db) as s:  # the module's store: proposals only append to the lab chain
+        choice = choose_run_threshold(s, HEUR, truth="references", n_boot=40)
+        rec = propose_threshold(s, HEUR, key, truth="references", n_boot=40)
+        ref = rec.provenance.produced_by
+        entry = get_entry(s, ref.seq, table="lab_journal")
+        assert entry is not None and entry["hash"] == ref.hash
+        ev = entry["payload"]["evidence"]
+        assert ev["truth"] == "references" and ev["split"]["truth"] == "references"
+        assert (ev["truth_hash"], ev["n_truth_rows"]) == references_hash(s, [HEUR])
+        assert ev["labels_hash"] is None and ev["n_label_rows"] == 0
+        assert ev["threshold"] == choice.threshold
+        assert rec.policy.settings["extraction_min_salience"] == choice.threshold
+        # The hash covers the reference rows of the annotated verdicts the run processed.
+        refs = s.sql("SELECT count(*) FROM reference_lessons WHERE verdict_hash IN "
+                     "(SELECT verdict_hash FROM run_verdicts WHERE run_id = ?)",
+                     [HEUR]).fetchall()[0][0]
+        assert ev["n_truth_rows"] == refs
+        assert hashlib.sha256(b"").hexdigest() != ev["truth_hash"]
+        # A given choice carries its truth; contradicting it is refused.
+        by_judge = choose_run_threshold(s, GOOD, truth=JUDGE, n_boot=20)
+        with pytest.raises(BadInputError, match="not the one the choice was judged by"):
+            propose_threshold(s, by_judge, key, run_ids=[GOOD], truth="labels")
+        rec2 = propose_threshold(s, by_judge, key, run_ids=[GOOD])
+        ev2 = get_entry(s, rec2.provenance.produced_by.seq, table="lab_journal")[
+            "payload"]["evidence"]
+        assert ev2["truth"] == JUDGE and ev2["labels_hash"] == ev2["truth_hash"]
+        report = verify_chain(s)
+        assert report.ok, report
+        by_cli = choose_run_threshold(s, PARA, truth="references", cv="auto", n_boot=40)
+    # The CLI: same choice as the direct call, the truth in the signed evidence.
+    got = _cli("propose", PARA, "--db", str(db), "--key", str(key_path), "--n-boot", "40")
+    seq = got["provenance"]["produced_by"]["seq"]
+    with Store(db, read_only=True) as s:
+        ev3 = get_entry(s, seq, table="lab_journal")["payload"]["evidence"]
+        assert verify_chain(s).ok
+    assert ev3["truth"] == "references"  # auto: the paraphrasing extractor has no labels
+    assert ev3["threshold"] == by_cli.threshold
+
+
+def test_rank_runs_is_sweep_run_and_compare_runs_per_row(store: Store, tmp_path: Path) -> None:
+    table = rank_runs(store, [GOOD, PARA], truth="references", baseline=HEUR, n_boot=30)
+    assert table["run_id"].tolist()[-1] == HEUR and set(table["run_id"]) == {GOOD, PARA, HEUR}
+    assert table["f1"].is_monotonic_decreasing and (table["truth"] == "references").all()
+    for r in table.itertuples():
+        at = sweep_run(store, r.run_id, truth="references", thresholds=[0.7]).iloc[0]
+        for k in ("kept", "tp", "fp", "fn", "precision", "recall", "f1", "kept_per_verdict"):
+            assert getattr(r, k) == at[k], (r.run_id, k)
+        if r.run_id == HEUR:
+            assert np.isnan(r.delta_f1)
+            continue
+        cmp = compare_runs(store, HEUR, r.run_id, truth="references", n_boot=30).table.iloc[0]
+        assert (r.delta_f1, r.delta_f1_low, r.mcnemar_p, r.success) == (
+            cmp["delta_f1"], cmp["delta_f1_low"], cmp["mcnemar_p"], cmp["success_b"])
+    text = demo_references(store, [GOOD, PARA, HEUR], HEUR, tmp_path, n_boot=30)
+    assert "sim-paraphrase-v1" in text and (tmp_path / f"compare_{HEUR}_vs_{GOOD}_references.png"
+                                            ).is_file()
