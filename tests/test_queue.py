@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._queue import DEFAULT_BAND, MIN_LABELLED_VERDICTS, labelling_queue
@@ -285,6 +287,44 @@ def test_context_cells_round_trip_and_never_run_as_formulas(store: Store, tmp_pa
                                                q["lesson_index"], strict=True))
     df, errors = read_labels(path)
     assert (len(df), errors, df.attrs["blank_rows"]) == (0, [], 3)
+
+
+@pytest.fixture(scope="module")
+def eight(store: Store) -> pd.DataFrame:
+    return labelling_queue(store, PARA, n=8, random_state=9)
+
+
+_USEFUL_CELLS = st.one_of(
+    st.sampled_from(["", " ", "0", "1", "1 ", "01", "yes", "-1", "0.0", "'1", "1\n"]),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+            max_size=5),
+)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cells=st.lists(_USEFUL_CELLS, min_size=1, max_size=8))
+def test_any_useful_cell_is_a_label_a_blank_or_an_error_on_its_line(
+        eight: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory, cells: list[str]) -> None:
+    q = eight.head(len(cells))
+    path = tmp_path_factory.mktemp("h") / "q.csv"
+    write_label_queue(q, path)
+    rows = _rows(path)
+    for r, v in zip(rows, cells, strict=True):
+        r["useful"] = v
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=QUEUE_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    df, errors = read_labels(path)
+    starts = _record_lines(path)
+    good = [i for i, v in enumerate(cells) if v in ("0", "1")]
+    blank = [i for i, v in enumerate(cells) if not v.strip()]
+    bad = sorted(set(range(len(cells))) - set(good) - set(blank))
+    assert list(df["useful"]) == [int(cells[i]) for i in good]
+    assert list(df["lesson_index"]) == [int(rows[i]["lesson_index"]) for i in good]
+    assert df.attrs["blank_rows"] == len(blank)
+    assert [(e.line, e.field) for e in errors] == [(starts[i], "useful") for i in bad]
 
 
 def test_a_file_with_other_columns_is_refused_by_header(tmp_path: Path) -> None:
