@@ -176,7 +176,8 @@ def test_an_annotator_is_not_asked_again(store: Store) -> None:
 @pytest.mark.parametrize(("kwargs", "field"), [
     ({"n": 0}, "n"), ({"per_verdict": 0}, "per_verdict"), ({"n": True}, "n"),
     ({"interval": (0.8, 0.2)}, "interval"), ({"interval": (0.2, 1.5)}, "interval"),
-    ({"annotator": " "}, "annotator"),
+    ({"annotator": " "}, "annotator"), ({"n_boot": 0}, "n_boot"),
+    ({"objective": "nonsense"}, "objective"),
 ])
 def test_bad_options_are_named(store: Store, kwargs: dict, field: str) -> None:
     with pytest.raises(BadInputError) as err:

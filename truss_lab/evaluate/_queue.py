@@ -39,7 +39,7 @@ from ..journal._table import verdict_payloads
 from ..store._runs import run_info
 from ..store._store import Store
 from ._bootstrap import as_rng
-from ._objective import DEFAULT_OBJECTIVE, Objective
+from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._runs import AUTO_FOLDS, MIN_FOLD_VERDICTS, choose_run_threshold
 from ._truth import labelled_candidates, run_labels
 
@@ -163,6 +163,8 @@ def labelling_queue(
     """
     n = _count(n, "n")
     per_verdict = _count(per_verdict, "per_verdict")
+    n_boot = _count(n_boot, "n_boot")
+    objective = parse_objective(objective)  # a bad one is refused whichever interval is used
     if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):
         raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
                             field="annotator")
