@@ -17,6 +17,7 @@ from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
 from ._judge_agreement import JudgeAgreement, judge_agreement, judge_names
 from ._label_report import LabelReport, label_report
 from ._objective import Objective
+from ._queue import labelling_queue
 from ._references import (
     ReferenceTruth,
     judge_lessons,
@@ -59,6 +60,7 @@ __all__ = [
     "label_coverage",
     "label_report",
     "labelled_candidates",
+    "labelling_queue",
     "majority_labels",
     "max_calibration_error",
     "mcnemar_exact",

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from ..core._errors import BadInputError, TrussLabError
+from ..ingest._schemas import SCHEMA_NAMES
 from ._cli_common import EXIT_BAD_LINES, _emit, _friendly, db_option, json_option
 
 
@@ -111,6 +112,8 @@ def _ingest_table(kind: str, db: str, path: str, as_json: bool,
         rep = fn(store, path)
     text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
            f"{len(rep.errors)} bad lines"
+    if rep.rows_blank:
+        text += f", {rep.rows_blank} left without a label (skipped)"
     for e in rep.errors[:10]:
         text += f"\n  {e}"
     if len(rep.errors) > 10:
@@ -186,9 +189,7 @@ def export(db: str, fmt: str, out: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("name", type=click.Choice(["journal", "verdict", "completions", "labels",
-                                           "references", "policy-record", "memory-entry",
-                                           "config"]))
+@click.argument("name", type=click.Choice(SCHEMA_NAMES))
 @_friendly
 def schema(name: str) -> None:
     """Print the JSON Schema of a format or record."""
@@ -237,20 +238,20 @@ def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
 def _register_extensions() -> None:
     # Each stage keeps its commands beside its code; they register here, after
     # _friendly and _emit exist, because they import them from this module.
-    from . import _cli_audit, _cli_eval, _cli_extract, _cli_judge, _cli_report
+    from . import _cli_audit, _cli_eval, _cli_extract, _cli_judge, _cli_queue, _cli_report
 
     _cli_extract.register(cli)
     _cli_eval.register(cli)
     _cli_audit.register(cli)
     _cli_report.register(cli)
     _cli_judge.register(cli)
+    _cli_queue.register(cli)
 
 
 _register_extensions()
 
 EPILOG = ("Guide: README.md (CLI quickstart). File formats: `truss-lab schema NAME` "
-          "(journal, verdict, completions, labels, references, policy-record, memory-entry, "
-          "config).")
+          f"({', '.join(SCHEMA_NAMES)}).")
 
 
 def _add_epilog(group: click.Group) -> None:

@@ -54,6 +54,7 @@ class LabellingWidget:
         self.candidates["lesson_index"] = self.candidates["lesson_index"].astype("int64")
         self.position = 0
         self.written = 0
+        self.queue: dict[str, Any] | None = None
         self.message = ""
         if skip_labelled:
             done = self._labelled_keys()
@@ -82,6 +83,22 @@ class LabellingWidget:
         ])
         self.widget.add_class("truss-labelling-widget")
         self._refresh()
+
+    @classmethod
+    def from_queue(cls, store: Store, run_id: str, *, annotator: str,
+                   **queue_options: Any) -> LabellingWidget:
+        """Label the labelling queue of ``run_id``: the lessons whose labels would most
+        move the threshold choice (:func:`~truss_lab.evaluate._queue.labelling_queue`,
+        whose options ``n``, ``per_verdict``, ``interval``, ``objective``, ``n_boot``
+        and ``random_state`` pass through), leaving out those ``annotator`` labelled.
+        ``widget.queue`` holds the queue's description (interval, source, counts)."""
+        from ..evaluate._queue import labelling_queue
+
+        frame = labelling_queue(store, run_id, annotator=annotator, **queue_options)
+        widget = cls(store, frame, annotator=annotator)
+        widget.queue = dict(frame.attrs["queue"])
+        widget._refresh()
+        return widget
 
     def _labelled_keys(self) -> set[tuple[str, str, int]]:
         rows = self.store.sql(
@@ -138,6 +155,13 @@ class LabellingWidget:
             self.message = "skipped"
         self._refresh()
 
+    def _queue_line(self) -> str:
+        q = self.queue or {}
+        lo, hi = q.get("interval", (float("nan"), float("nan")))
+        return (f"<p>queue of run {html.escape(str(q.get('run_id')))}: salience in "
+                f"[{lo:.4g}, {hi:.4g}] ({html.escape(str(q.get('source')))}: "
+                f"{html.escape(str(q.get('why')))})</p>")
+
     def _verdict(self, vhash: str) -> dict[str, Any]:
         from ..journal._table import payload_by_hash
 
@@ -149,7 +173,8 @@ class LabellingWidget:
         self.progress.value = (
             f"<p>{min(self.position + 1, n)} / {n} · annotator <b>{e(self.annotator)}</b> · "
             f"{self.written} label(s) written this session"
-            + (f" · <i>{e(self.message)}</i>" if self.message else "") + "</p>")
+            + (f" · <i>{e(self.message)}</i>" if self.message else "") + "</p>"
+            + (self._queue_line() if self.queue else ""))
         cur = self.current
         for b in (self.useful_button, self.not_useful_button, self.skip_button):
             b.disabled = cur is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ._completions import read_completions, write_completions
 from ._ingest import IngestReport, ingest_completions, ingest_labels, ingest_references
-from ._labels import read_labels
+from ._labels import read_labels, write_label_queue
 from ._references import read_references
 from ._schemas import json_schema
 
@@ -19,4 +19,5 @@ __all__ = [
     "read_labels",
     "read_references",
     "write_completions",
+    "write_label_queue",
 ]

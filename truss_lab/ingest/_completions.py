@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -40,7 +39,7 @@ from ._jsonl import (
     _Problem,
     _split_lines,
 )
-from ._records import Count, Hex64, NonEmpty, _dedupe, _err, _Record
+from ._records import Count, Hex64, NonEmpty, _dedupe, _err, _Record, atomic_text_file
 
 __all__ = [
     "COMPLETION_FIELDS",
@@ -293,19 +292,12 @@ def write_completions(
         raise BadInputError(f"record {e.line}: {e.message}; nothing written", source=source,
                             field=e.field, reason=e.reason)
     out = _frame_columns(df)
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-            for row in zip(*(out[k] for k in COMPLETION_FIELDS), strict=True):
-                line = dumps(dict(zip(COMPLETION_FIELDS, row, strict=True)))
-                if _LINE_BREAKS.search(line):
-                    line = line.translate(_ESCAPE_BREAKS)
-                fh.write(line)
-                fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_text_file(path) as fh:
+        dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+        for row in zip(*(out[k] for k in COMPLETION_FIELDS), strict=True):
+            line = dumps(dict(zip(COMPLETION_FIELDS, row, strict=True)))
+            if _LINE_BREAKS.search(line):
+                line = line.translate(_ESCAPE_BREAKS)
+            fh.write(line)
+            fh.write("\n")
     return len(df)

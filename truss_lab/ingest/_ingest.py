@@ -87,6 +87,9 @@ class IngestReport:
     warnings: list[str] = field(default_factory=list)
     """Rows that landed but point at nothing known (labels: an unknown verdict, a
     lesson_index beyond the completion's lessons); ``audit`` flags them too."""
+    rows_blank: int = 0
+    """Rows of a labelling queue file still without a label: skipped, not errors
+    (counted in ``rows_read``)."""
 
     @property
     def header_ok(self) -> bool:
@@ -99,6 +102,7 @@ class IngestReport:
             "rows_read": self.rows_read,
             "rows_added": self.rows_added,
             "rows_present": self.rows_present,
+            "rows_blank": self.rows_blank,
             "errors": [str(e) for e in self.errors],
             "warnings": list(self.warnings),
         }
@@ -164,10 +168,12 @@ def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestRepo
 
 
 def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
-    """Load a FORMATS.md §3 labels CSV."""
+    """Load a FORMATS.md §3 labels CSV, or a labelling queue file (``truss-lab queue``)
+    whose rows left without a label are skipped and counted (``rows_blank``)."""
     source = str(path)
     df, errors = read_labels(path)
-    n_read = len(df) + len(errors)
+    blank = int(df.attrs.get("blank_rows", 0))
+    n_read = len(df) + len(errors) + blank
     added, conflicts = append_labels(store, df, source=source)
     store.con.register("_incoming_labels", df.rename(columns=FILE_TO_TABLE))
     try:
@@ -177,7 +183,7 @@ def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     warnings = [f"{source}: verdict {r.verdict_hash}, extractor {r.extractor_id!r}, lesson_index "
                 f"{r.lesson_index}: {r.problem}" for r in problems.itertuples()]
     return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts],
-                        warnings)
+                        warnings, rows_blank=blank)
 
 
 _LABEL_RELATIONS = frozenset({"labels", "_incoming_labels"})

@@ -1,9 +1,15 @@
-"""Gold labels: a CSV file with a header (FORMATS.md §3).
+"""Gold labels: a CSV file with a header (FORMATS.md §3), and the labelling queue.
 
 :class:`LabelRecordModel` is the specification (it feeds ``truss-lab schema
 labels``); :func:`read_labels` checks whole columns at once and returns the good
 rows *and* a list of :class:`BadInputError`, one per problem, each naming the
 file, the 1-based line and the field.
+
+A labelling queue file (``truss-lab queue``, :class:`LabelQueueRecordModel`,
+``truss-lab schema label-queue``) is a labels file with context columns after
+the §3 ones and ``useful`` left empty for the annotator: :func:`write_label_queue`
+writes it, :func:`read_labels` reads it back (recognised by its header), skipping
+and counting the rows still left empty.
 """
 
 from __future__ import annotations
@@ -33,14 +39,24 @@ from ._records import (
     _err,
     _Record,
     _short,
+    atomic_text_file,
 )
 
-__all__ = ["LABEL_FIELDS", "LABEL_KEY", "LabelRecordModel", "read_labels"]
+__all__ = ["LABEL_FIELDS", "LABEL_KEY", "QUEUE_FIELDS", "LabelQueueRecordModel",
+           "LabelRecordModel", "read_labels", "write_label_queue"]
 
 LABEL_FIELDS: tuple[str, ...] = ("verdict_hash", "extractor", "lesson_index", "useful", "annotator")
 """The §3 CSV header, in order (``annotator`` may be left out of the header)."""
 LABEL_KEY: tuple[str, ...] = ("verdict_hash", "extractor", "lesson_index", "annotator")
 """Unique key of a gold label within a file."""
+QUEUE_FIELDS: tuple[str, ...] = (*LABEL_FIELDS, "run_id", "verdict_seq", "n_annotators",
+                                 "salience", "text", "verdict", "goal", "summary", "checks")
+"""The header of a labelling queue file: the §3 fields, then context for the annotator
+(ignored when the file is read back)."""
+_USEFUL = LABEL_FIELDS.index("useful")
+#: Context cells a spreadsheet would run as a formula when they start with one of these
+#: (CSV injection): the queue writes them with a leading apostrophe.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 class LabelRecordModel(_Record):
     """One gold label: a row of a labels CSV file (FORMATS.md §3)."""
@@ -56,6 +72,34 @@ class LabelRecordModel(_Record):
     """1 when the annotator judged the lesson useful, else 0."""
     annotator: NonEmpty | None = None
     """Who labelled it; optional (an empty CSV cell means none)."""
+
+
+class LabelQueueRecordModel(LabelRecordModel):
+    """One row of a labelling queue file (``truss-lab queue``): a §3 label whose
+    ``useful`` the annotator fills in, with context to decide it. Read back by
+    ``truss-lab ingest labels``: a row left empty is skipped and counted; the
+    context columns are not read."""
+
+    useful: Literal[0, 1] | None = None  # type: ignore[assignment]
+    """Empty in the queue as written; 1 (useful) or 0 (not useful) once labelled."""
+    run_id: NonEmpty
+    """The run whose candidate this is."""
+    verdict_seq: Count
+    """The verdict's journal seq."""
+    n_annotators: Count
+    """Annotators whose labels it has: 0 (none) or an even split (a tie)."""
+    salience: float
+    """The lesson's salience (inside the interval where the threshold is chosen)."""
+    text: str
+    """The lesson's text."""
+    verdict: str
+    """The verdict's outcome (pass, fail, partial)."""
+    goal: str
+    """The verdict's goal."""
+    summary: str
+    """The verdict's summary."""
+    checks: str
+    """The verdict's checks, one per line: ``FAIL name: evidence`` or ``pass name: evidence``."""
 
 
 _DIGITS_RE = re.compile(r"[0-9]{1,16}")
@@ -111,8 +155,11 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     """Read a §3 gold-labels CSV file: ``(good rows, errors)``.
 
     The header must be exactly ``verdict_hash,extractor,lesson_index,useful,annotator``
-    (``annotator`` may be left out); otherwise the only error names the header
-    found and nothing is read. The frame has the columns of :data:`LABEL_FIELDS`
+    (``annotator`` may be left out), or a labelling queue's (:data:`QUEUE_FIELDS`:
+    its context columns are not read, and a row whose ``useful`` is empty is
+    skipped, not an error, and counted in ``frame.attrs["blank_rows"]``);
+    otherwise the only error names the header found and nothing is read. The frame
+    has the columns of :data:`LABEL_FIELDS`
     (``lesson_index`` and ``useful`` as ``int64``, ``annotator`` ``<NA>`` when
     empty). Each bad row gives a :class:`BadInputError` naming its line and
     field; identical duplicates of (verdict_hash, extractor, lesson_index,
@@ -136,15 +183,17 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     rows: list[list[str]] = []
     row_lines: list[int] = []
     header: list[str] | None = None
+    n_blank = 0
     for start, row in _csv_records(data, source, errors):
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if header is None:
             header = row
-            if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4]):
+            if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4], QUEUE_FIELDS):
                 return empty, [_err(
                     f"wrong CSV header {','.join(header)!r}; expected "
-                    f"{','.join(LABEL_FIELDS)!r} (annotator may be left out)",
+                    f"{','.join(LABEL_FIELDS)!r} (annotator may be left out) or a labelling "
+                    "queue's header (truss-lab schema label-queue)",
                     source, start, None, "bad_header",
                 )]
             continue
@@ -154,6 +203,11 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
                 source, start, None, "wrong_field_count",
             ))
             continue
+        if len(header) == len(QUEUE_FIELDS):
+            if not row[_USEFUL].strip():  # a queue row the annotator has not labelled (yet)
+                n_blank += 1
+                continue
+            row = row[:len(LABEL_FIELDS)]
         rows.append(row)
         row_lines.append(start)
     if header is None:
@@ -162,11 +216,12 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
             source, 1, None, "bad_header",
         )]
     if not rows:
+        empty.attrs["blank_rows"] = n_blank
         return empty, errors
     lines = np.asarray(row_lines, dtype=np.int64)
     cols = list(zip(*rows, strict=True))
     vh, ex, li, us = (list(c) for c in cols[:4])
-    an = [a or None for a in cols[4]] if len(header) == 5 else [None] * len(rows)
+    an = [a or None for a in cols[4]] if len(cols) == 5 else [None] * len(rows)
     # Whole-column checks first (one regex over the joined column); only a
     # column that fails is walked value by value.
     bad_vh = _bad_where(vh, _HEX64_COL_RE, _HEX64_RE)
@@ -203,4 +258,34 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     df, dup_errors = _dedupe(df, lines[keep_mask], LABEL_KEY, source)
     errors += dup_errors
     errors.sort(key=lambda e: e.line or 0)
+    df.attrs["blank_rows"] = n_blank
     return df, errors
+
+
+def _cell(value: object) -> str:
+    """A context cell as text, never a spreadsheet formula."""
+    text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def write_label_queue(queue: pd.DataFrame, path: str | os.PathLike[str]) -> int:
+    """Write a labelling queue (the columns of :data:`QUEUE_FIELDS`) as CSV; the rows written.
+
+    The file replaces ``path`` whole or not at all. The §3 columns are written as
+    they are (``useful`` empty where it is missing), so :func:`read_labels` reads
+    them back; a context cell that a spreadsheet would run as a formula gets a
+    leading apostrophe.
+    """
+    missing = [c for c in QUEUE_FIELDS if c not in queue.columns]
+    if missing:
+        raise BadInputError(f"the queue lacks column(s) {', '.join(missing)}", field=missing[0])
+    n_label = len(LABEL_FIELDS)
+    columns = [queue[c].astype(object).where(queue[c].notna(), None).tolist()
+               for c in QUEUE_FIELDS]
+    with atomic_text_file(path) as fh:
+        out = csv.writer(fh, lineterminator="\n")
+        out.writerow(QUEUE_FIELDS)
+        for row in zip(*columns, strict=True):
+            out.writerow(["" if v is None else str(v) for v in row[:n_label]]
+                         + [_cell(v) for v in row[n_label:]])
+    return len(queue)

@@ -7,8 +7,13 @@ copies collapse, conflicting ones are dropped with an error naming both lines.
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Annotated, Any
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +42,21 @@ def _err(
     message: str, source: str, line: int | None, field: str | None, reason: str
 ) -> BadInputError:
     return BadInputError(message, source=source, line=line, field=field, reason=reason)
+
+
+@contextmanager
+def atomic_text_file(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
+    """A UTF-8 text handle whose content replaces ``path`` only when the block ends
+    without error: a reader never sees half a file, and a failure leaves none."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _short(value: Any, limit: int = 40) -> str:

@@ -16,7 +16,7 @@ def _models() -> dict[str, type[BaseModel]]:
     from ..core._models import MemoryEntry, PolicyRecord
     from ..journal._spec import JournalEntryModel, VerdictPayloadModel
     from ._completions import CompletionRecordModel
-    from ._labels import LabelRecordModel
+    from ._labels import LabelQueueRecordModel, LabelRecordModel
     from ._references import ReferenceRecordModel
 
     return {
@@ -24,6 +24,7 @@ def _models() -> dict[str, type[BaseModel]]:
         "verdict": VerdictPayloadModel,
         "completions": CompletionRecordModel,
         "labels": LabelRecordModel,
+        "label-queue": LabelQueueRecordModel,
         "references": ReferenceRecordModel,
         "policy-record": PolicyRecord,
         "memory-entry": MemoryEntry,
@@ -31,7 +32,7 @@ def _models() -> dict[str, type[BaseModel]]:
     }
 
 
-SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "references",
+SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "label-queue", "references",
                 "policy-record", "memory-entry", "config")
 
 

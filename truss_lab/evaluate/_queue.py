@@ -1,0 +1,224 @@
+"""The labelling queue: the lessons of a run whose labels would most move the decision.
+
+The threshold is chosen from labelled lessons; a lesson far above or below every
+threshold still in play is kept (or dropped) whatever its label says, so its
+label cannot move the choice. The queue therefore takes the run's lessons
+without a truth (never labelled, or tied) whose salience lies inside the
+*interval where the threshold is being chosen*:
+
+- ``bootstrap``: the interval of the choice itself,
+  :attr:`~truss_lab.evaluate._choice.ThresholdChoice.threshold_interval`, from
+  :func:`~truss_lab.evaluate._runs.choose_run_threshold` as ``truss-lab
+  sweep`` and ``propose`` make it (``cv="auto"``), once the run has labelled
+  lessons on at least ``AUTO_FOLDS * MIN_FOLD_VERDICTS`` (50) verdicts, both
+  useful and not;
+- ``default-band``: otherwise (too few labels to choose), the ADR default
+  ``extraction_min_salience`` (0.70) ± :data:`DEFAULT_BAND` (0.10);
+- ``given``: an interval the caller states.
+
+Inside it the queue is spread over verdicts: verdicts in a seeded random order,
+dealt round-robin (each verdict's lesson nearest the centre first, then its
+second...), at most ``per_verdict`` per verdict, so the first rows cover as many
+verdicts as possible. Each row carries the verdict's goal, summary and checks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core._config import MemoryConfig
+from ..core._errors import BadInputError
+from ..core._threshold import check_threshold
+from ..ingest._labels import QUEUE_FIELDS
+from ..journal._table import verdict_payloads
+from ..store._runs import run_info
+from ..store._store import Store
+from ._bootstrap import as_rng
+from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
+from ._runs import AUTO_FOLDS, MIN_FOLD_VERDICTS, choose_run_threshold
+from ._truth import labelled_candidates, run_labels
+
+__all__ = ["DEFAULT_BAND", "labelling_queue"]
+
+#: Half-width of the band around the ADR default used when the run has too few labels.
+DEFAULT_BAND = 0.10
+#: Verdicts with a labelled lesson needed before the choice's interval is used: the
+#: number ``cv="auto"`` needs to cross-validate the choice.
+MIN_LABELLED_VERDICTS = AUTO_FOLDS * MIN_FOLD_VERDICTS
+_DEFAULT_THRESHOLD = float(MemoryConfig.model_fields["extraction_min_salience"].default)
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise BadInputError(f"{name} must be an int >= 1, got {value!r}", field=name)
+    return int(value)
+
+
+def _band(centre: float) -> tuple[float, float]:
+    # Rounded so that 0.70 ± 0.10 reads [0.6, 0.8], not 0.7999999999999999.
+    return max(0.0, round(centre - DEFAULT_BAND, 12)), min(1.0, round(centre + DEFAULT_BAND, 12))
+
+
+def _decision_interval(store: Store, run_id: str, lc: pd.DataFrame, *,
+                       interval: tuple[float, float] | None, objective: str | Objective,
+                       n_boot: int, random_state: Any) -> dict[str, Any]:
+    """Where the threshold is being chosen: low, high, the centre and how it was found."""
+    lab = lc[lc["labelled"].to_numpy(dtype=bool)]
+    n_verdicts = int(lab["verdict_hash"].nunique())
+    info: dict[str, Any] = {"n_labelled": len(lab), "n_labelled_verdicts": n_verdicts}
+    if interval is not None:
+        lo, hi = (check_threshold(v, "labelling_queue", name="interval") for v in interval)
+        if lo > hi:
+            raise BadInputError(f"interval low {lo} is above high {hi}", field="interval")
+        return {**info, "source": "given", "low": lo, "high": hi, "threshold": None,
+                "centre": (lo + hi) / 2, "objective": None, "why": "the interval given"}
+    values = set(lab["label"].astype("int64").tolist())
+    if n_verdicts < MIN_LABELLED_VERDICTS or values != {0, 1}:
+        lo, hi = _band(_DEFAULT_THRESHOLD)
+        why = (f"too few labels to choose: {n_verdicts} verdict(s) with a labelled lesson "
+               f"(at least {MIN_LABELLED_VERDICTS} needed)" if n_verdicts < MIN_LABELLED_VERDICTS
+               else "too few labels to choose: every labelled lesson has the same label")
+        return {**info, "source": "default-band", "low": lo, "high": hi,
+                "threshold": _DEFAULT_THRESHOLD, "centre": _DEFAULT_THRESHOLD, "objective": None,
+                "why": f"{why}; the ADR default {_DEFAULT_THRESHOLD:.2f} ± {DEFAULT_BAND:.2f}"}
+    choice = choose_run_threshold(store, run_id, objective=objective, cv="auto",
+                                  n_boot=n_boot, random_state=random_state)
+    t = choice.threshold
+    if choice.threshold_interval is None or not math.isfinite(t):
+        lo, hi = _band(_DEFAULT_THRESHOLD)
+        return {**info, "source": "default-band", "low": lo, "high": hi,
+                "threshold": _DEFAULT_THRESHOLD, "centre": _DEFAULT_THRESHOLD,
+                "objective": choice.objective,
+                "why": f"no threshold satisfies {choice.objective} (choice {t}); the ADR "
+                       f"default {_DEFAULT_THRESHOLD:.2f} ± {DEFAULT_BAND:.2f}"}
+    lo, hi = (float(v) for v in choice.threshold_interval)
+    conf = f"{choice.confidence:.0%}" if choice.confidence is not None else ""
+    return {**info, "source": "bootstrap", "low": lo, "high": hi, "threshold": float(t),
+            "centre": float(t), "objective": choice.objective,
+            "why": f"the {conf} bootstrap interval of the chosen threshold {t:.4g} "
+                   f"({choice.objective}, {n_boot} replicates)"}
+
+
+def _checks_text(checks: Any) -> str:
+    """A verdict's checks, one per line: ``FAIL name: evidence`` / ``pass name: evidence``."""
+    if not isinstance(checks, list):
+        return ""
+    lines = []
+    for c in checks:
+        if isinstance(c, dict):
+            mark = "pass" if c.get("passed") is True else "FAIL"
+            ev = c.get("evidence")
+            lines.append(f"{mark} {c.get('name', '?')}" + (f": {ev}" if ev not in (None, "")
+                                                            else ""))
+    return "\n".join(lines)
+
+
+def _verdict_context(store: Store, hashes: pd.Series) -> pd.DataFrame:
+    """``verdict``, ``goal``, ``summary`` and ``checks`` of the verdicts ``hashes``."""
+    v = verdict_payloads(store)
+    v = v[v["verdict_hash"].isin(set(hashes))]
+    payloads = [json.loads(p) for p in v["payload"]]
+    return pd.DataFrame({
+        "verdict_hash": v["verdict_hash"].to_numpy(),
+        "verdict": [str(p.get("verdict", "")) for p in payloads],
+        "goal": [str(p.get("goal", "")) for p in payloads],
+        "summary": [str(p.get("summary", "")) for p in payloads],
+        "checks": [_checks_text(p.get("checks")) for p in payloads],
+    })
+
+
+def labelling_queue(
+    store: Store,
+    run_id: str,
+    *,
+    n: int = 200,
+    per_verdict: int = 2,
+    annotator: str | None = None,
+    interval: tuple[float, float] | None = None,
+    objective: str | Objective = DEFAULT_OBJECTIVE,
+    n_boot: int = 200,
+    random_state: Any = 0,
+) -> pd.DataFrame:
+    """Up to ``n`` lessons of ``run_id`` to label next: those whose labels would most
+    move the threshold decision (module docstring: which interval, and how it is spread).
+
+    A lesson qualifies when it is valid, has no truth in the labels-truth evaluation
+    (no human label, direct or transferred, or an even split: a tie), its salience
+    lies in ``[low, high]``, and ``annotator`` (if given) has not labelled it.
+    Verdicts are shuffled by ``random_state`` (which also seeds the choice's
+    bootstrap) and dealt round-robin, at most ``per_verdict`` lessons each,
+    nearest the centre (the chosen threshold, the default, or the middle of a
+    given interval) first.
+
+    Returns a frame with the columns of :data:`~truss_lab.ingest._labels.QUEUE_FIELDS`
+    (``useful`` empty, ``annotator`` the one given or empty), in queue order;
+    ``frame.attrs["queue"]`` says which interval was used and why, and how many
+    lessons and verdicts qualified. ``truss_lab.ingest._labels.write_label_queue``
+    writes it as the CSV that ``truss-lab ingest labels`` reads back.
+    """
+    n = _count(n, "n")
+    per_verdict = _count(per_verdict, "per_verdict")
+    n_boot = _count(n_boot, "n_boot")
+    objective = parse_objective(objective)  # a bad one is refused whichever interval is used
+    if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):
+        raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
+                            field="annotator")
+    rng = as_rng(random_state)
+    run_info(store, run_id)  # an unknown run is an error naming the recent ones
+    lc = labelled_candidates(store, run_id)
+    info = _decision_interval(store, run_id, lc, interval=interval, objective=objective,
+                              n_boot=n_boot, random_state=random_state)
+    s = lc["salience"].to_numpy(dtype=np.float64, na_value=np.nan)
+    todo = ~lc["labelled"].to_numpy(dtype=bool) & (s >= info["low"]) & (s <= info["high"])
+    if annotator is not None:
+        lab = run_labels(store)
+        mine = lab[(lab["annotator"] == annotator.strip()).fillna(False).to_numpy(dtype=bool)]
+        key = ["verdict_hash", "extractor_id", "lesson_index"]
+        done = lc[key].merge(
+            mine.rename(columns={"extractor": "extractor_id"})[key].astype(
+                {"lesson_index": "int64"}).drop_duplicates(),
+            on=key, how="left", indicator=True)["_merge"].eq("both").to_numpy()
+        todo &= ~done
+    pool = lc[todo].copy()
+    pool["_dist"] = (pool["salience"] - info["centre"]).abs()
+    # Verdicts in journal order, then shuffled: the same seed deals the same queue.
+    verdicts = pool.drop_duplicates("verdict_hash").sort_values("verdict_seq")["verdict_hash"]
+    order = pd.Series(rng.permutation(len(verdicts)), index=verdicts.to_numpy())
+    pool["_order"] = pool["verdict_hash"].map(order).to_numpy()
+    pool = pool.sort_values(["_order", "_dist", "lesson_index"], kind="stable")
+    pool["_rank"] = pool.groupby("_order", sort=False).cumcount()
+    chosen = pool[pool["_rank"] < per_verdict].sort_values(["_rank", "_order"], kind="stable")
+    chosen = chosen.head(n).reset_index(drop=True)
+    ctx = _verdict_context(store, chosen["verdict_hash"])
+    out = chosen.merge(ctx, on="verdict_hash", how="left", validate="many_to_one")
+    out = out.assign(
+        extractor=out["extractor_id"],
+        useful=pd.array([pd.NA] * len(out), dtype="Int8"),
+        annotator=annotator.strip() if annotator is not None else "",
+        run_id=run_id,
+    )
+    for c in ("verdict", "goal", "summary", "checks", "text"):
+        out[c] = out[c].fillna("").astype(str)
+    out = out[list(QUEUE_FIELDS)]
+    out["lesson_index"] = out["lesson_index"].astype("int64")
+    out["verdict_seq"] = out["verdict_seq"].astype("int64")
+    out["n_annotators"] = out["n_annotators"].astype("int64")
+    out.attrs["queue"] = {
+        "run_id": run_id, "source": info["source"], "interval": [info["low"], info["high"]],
+        "threshold": info["threshold"], "why": info["why"],
+        "n_labelled": int(info["n_labelled"]),
+        "n_labelled_verdicts": int(info["n_labelled_verdicts"]),
+        "n_candidates": int(todo.sum()), "n_verdicts": len(verdicts),
+        "n_rows": len(out), "n_rows_verdicts": int(out["verdict_hash"].nunique()),
+        "per_verdict": per_verdict, "annotator": annotator,
+        "objective": info["objective"],
+        "n_boot": n_boot if info["source"] == "bootstrap" else None,
+        "random_state": random_state if not isinstance(random_state, np.random.Generator)
+        else None,
+    }
+    return out
