@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 from ..evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ._cli_common import _friendly, db_option
+from ._cli_common import _friendly, db_option, read_store
 
 __all__ = ["register"]
 
@@ -35,10 +35,9 @@ def _report_command() -> click.Command:
 
         The first run is A in every comparison. See the README ("A report to share").
         """
-        from ..store._store import open_store
         from ._report import write_report
 
-        with open_store(db, read_only=True, must_exist=True) as store:
+        with read_store(db, must_exist=True) as store:
             path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
                                 random_state=random_state, max_verdicts=max_verdicts or None)
         click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")
