@@ -80,6 +80,11 @@ def test_read_only_commands_read_a_snapshot_and_say_so(db: Path, tmp_path: Path)
             assert list(scratch.iterdir()) == [], cmd  # the copy is removed afterwards
         r = _cli(db, "runs", tmp=scratch)
         assert "held-run" in r.stdout  # committed in the WAL, read from the copied WAL
+        out = scratch.parent / "held.html"
+        r = _cli(db, "report", "held-run", "--out", str(out), "--n-boot", "5", tmp=scratch)
+        assert r.returncode == 0 and r.stderr.startswith("note: "), r.stderr
+        assert (f"database {db} (a snapshot copied at " in out.read_text(encoding="utf-8"))
+        assert list(scratch.iterdir()) == []
         assert "ok: 1200 entries verified" in _cli(db, "verify", tmp=scratch).stdout
         # Writers are still refused, clearly, and write nothing.
         for cmd in (["init"], ["ingest", "labels", str(tl.SAMPLE_DIR / "labels.csv")]):
