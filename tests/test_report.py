@@ -6,15 +6,23 @@ import html
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from tests.builders.report import HOSTILE, HOSTILE_ANNOTATOR, HOSTILE_REF, hostile_sample
 from truss_lab.core._errors import BadInputError
-from truss_lab.evaluate import labelled_candidates, reference_truth, run_references, sweep_run
+from truss_lab.evaluate import (
+    labelled_candidates,
+    reference_truth,
+    run_references,
+    sweep,
+    sweep_run,
+)
 from truss_lab.faces import write_report
 from truss_lab.faces._cli import cli
+from truss_lab.faces._report import _judged_rows
 from truss_lab.faces._report_truth import report_truth
 from truss_lab.faces._report_verdicts import reference_matches
 from truss_lab.ingest._ingest import append_labels
@@ -141,6 +149,22 @@ def test_report_truth_is_one_place(sample) -> None:
             report_truth(store, run_ids, bad)
     with pytest.raises(BadInputError, match="no label rows of judge 'judge:nobody@v1'"):
         report_truth(store, run_ids, "judge:nobody@v1")
+
+
+@pytest.mark.parametrize("truth", ["labels", "references"])
+def test_bands_and_ap_count_what_the_sweep_counts(sample, truth: str) -> None:
+    """The rows behind the bands and the AP give the sweep's own precision and recall
+    (misses included: a dropped useful lesson, an unmatched reference)."""
+    store, run_ids, _, _ = sample
+    rt = report_truth(store, run_ids, truth)
+    for rid in run_ids:
+        d = _judged_rows(store, rid, rt)
+        at = [0.3, 0.5, 0.7, 0.9]
+        mine = sweep(d["y"].to_numpy(), d["s"].to_numpy(), thresholds=at)
+        full = sweep_run(store, rid, thresholds=at, **rt.kw())
+        for c in ("tp", "fp", "fn", "precision", "recall"):
+            np.testing.assert_allclose(mine[c].to_numpy(float), full[c].to_numpy(float))
+        assert d["s"].isna().any()  # the misses are there, never kept
 
 
 def test_report_by_a_judge(sample, tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from ..core._errors import BadInputError, TrussLabError
 from ..evaluate._bootstrap import bootstrap_metrics
 from ..evaluate._objective import DEFAULT_OBJECTIVE, parse_objective
 from ..evaluate._references import truth_rows
+from ..evaluate._run_truth import labels_truth
 from ..evaluate._runs import (
     calibration_run,
     choose_run_threshold,
@@ -84,11 +85,19 @@ def _runs_section(store: Store, run_ids: Sequence[str]) -> str:
     return table(summary) + "".join(configs)
 
 
-def _bands(store: Store, rid: str, truth: ReportTruth, *, objective: str, n_boot: int,
-           random_state: int) -> pd.DataFrame:
-    """The sweep's verdict-bootstrap bands (bootstrap_run takes no ``truth=`` yet: the
-    same bootstrap over the truth's rows)."""
-    d, _ = truth_rows(store, rid, truth=truth.base, labels=truth.kw().get("labels"))
+def _judged_rows(store: Store, rid: str, truth: ReportTruth) -> pd.DataFrame:
+    """The rows :func:`sweep_run` judges (``y``, ``s``, ``verdict_hash``): candidates with
+    a truth value (dropped useful ones too: NaN score, a miss), or the reference rows
+    (matched lessons and misses)."""
+    if truth.base == "references":
+        return truth_rows(store, rid, truth="references")[0]
+    c = labels_truth(store, rid, labels=truth.kw().get("labels")).candidates
+    return c[c["judged"].to_numpy(dtype=bool)]
+
+
+def _bands(d: pd.DataFrame, *, objective: str, n_boot: int, random_state: int) -> pd.DataFrame:
+    """The sweep's verdict-bootstrap bands over the judged rows ``d`` (bootstrap_run
+    takes no ``truth=`` yet, and leaves out the misses the sweep counts)."""
     return bootstrap_metrics(
         d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(dtype=object),
         thresholds=np.round(np.linspace(0.0, 1.0, 101), 2), n_boot=n_boot,
@@ -116,8 +125,8 @@ def _evaluation(store: Store, rid: str, truth: ReportTruth, *, objective: str, n
         return f'<h3>{esc(rid)}</h3><p class="muted">{esc(exc)}</p>', None
     choice = choose_run_threshold(store, rid, objective=objective, n_boot=n_boot,
                                   random_state=random_state, **kw)
-    bands = _bands(store, rid, truth, objective=objective, n_boot=n_boot,
-                   random_state=random_state)
+    judged = _judged_rows(store, rid, truth)
+    bands = _bands(judged, objective=objective, n_boot=n_boot, random_state=random_state)
     fig = _figure((7.5, 4.6))
     SweepDisplay(full, threshold=choice.threshold, intervals=bands,
                  name=f"{rid}: metrics vs threshold, by {truth.name} "
@@ -128,13 +137,12 @@ def _evaluation(store: Store, rid: str, truth: ReportTruth, *, objective: str, n
                    if choice.threshold == choice.threshold else list(_SUMMARY_AT), **kw)
     parts.append(table(at.drop_duplicates("threshold")))
     parts.append(choice._repr_html_())
-    d, _ = truth_rows(store, rid, truth=truth.base, labels=kw.get("labels"))
     fig = _figure((5.5, 4.4))
-    # The curve of the run's own sweep (misses of references count in recall),
-    # with the average precision of the same rows.
-    PrecisionRecallDisplay.from_sweep(
-        full, threshold=choice.threshold, ax=fig.subplots(),
-        name=f"{rid} (AP = {average_precision(d['y'], d['s']):.3f})")
+    # The curve of the run's own sweep (misses count in recall), with the
+    # average precision of the same rows.
+    ap = average_precision(judged["y"], judged["s"])
+    PrecisionRecallDisplay.from_sweep(full, threshold=choice.threshold, ax=fig.subplots(),
+                                      name=f"{rid} (AP = {ap:.3f})")
     parts.append(png_img(fig, f"precision-recall of {rid}"))
     cal_kw = truth.calibration_kw()
     if cal_kw is None:
