@@ -89,9 +89,9 @@ def _judged_rows(store: Store, rid: str, truth: ReportTruth) -> pd.DataFrame:
     """The rows :func:`sweep_run` judges (``y``, ``s``, ``verdict_hash``): candidates with
     a truth value (dropped useful ones too: NaN score, a miss), or the reference rows
     (matched lessons and misses)."""
-    if truth.base == "references":
+    if truth.name == "references":
         return truth_rows(store, rid, truth="references")[0]
-    c = labels_truth(store, rid, labels=truth.kw().get("labels")).candidates
+    c = labels_truth(store, rid, labels=truth.judge_labels).candidates
     return c[c["judged"].to_numpy(dtype=bool)]
 
 

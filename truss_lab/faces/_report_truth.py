@@ -45,13 +45,9 @@ class ReportTruth:
         if self.judge_labels is not None:
             # The evaluation has no judge truth source yet: the judge's rows are
             # passed as the gold labels (one annotator: its label is the majority).
+            # Once sweep_run takes truth="judge:NAME", this is {"truth": self.name}.
             return {"truth": "labels", "labels": self.judge_labels}
         return {"truth": self.name}
-
-    @property
-    def base(self) -> str:
-        """``labels`` or ``references``: how the rows of :func:`truth_rows` are built."""
-        return self.kw()["truth"]
 
     def calibration_kw(self) -> dict[str, Any] | None:
         """Keyword arguments of calibration_run, or None when it cannot judge by this
