@@ -5,9 +5,6 @@ somewhere real; read-only commands next to a writer."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import click
@@ -163,24 +160,3 @@ def test_verify_report_prints_one_readable_line(db: Path) -> None:
     bad = tl.journal.VerifyReport(ok=False, entries_checked=6, first_bad_seq=7,
                                   first_bad_line=7, reason="bad_signature", message="x")
     assert str(bad) == "TAMPERED: seq 7 (line 7): bad_signature: x"
-
-
-def test_read_only_commands_say_a_writer_holds_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "held.duckdb"
-    tl.Store(path).close()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-            import sys, truss_lab as tl
-            s = tl.Store({str(path)!r})
-            print("open", flush=True)
-            sys.stdin.read()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "open"
-        for cmd in (["runs"], ["verify"], ["audit"], ["errors", "x"]):
-            out = one_line_error(invoke(*cmd, "--db", str(path)))
-            assert f"PID {holder.pid}" in out and "open for writing" in out, cmd
-            assert "read_only=True" in out
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)

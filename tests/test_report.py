@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from tests.builders.report import HOSTILE, hostile_sample
+from tests.builders.report import HOSTILE, HOSTILE_ANNOTATOR, HOSTILE_REF, hostile_sample
 from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate import (
+    labelled_candidates,
+    reference_truth,
+    run_references,
+    sweep,
+    sweep_run,
+)
 from truss_lab.faces import write_report
 from truss_lab.faces._cli import cli
+from truss_lab.faces._report import _judged_rows
+from truss_lab.faces._report_truth import report_truth
+from truss_lab.faces._report_verdicts import reference_matches
+from truss_lab.ingest._ingest import append_labels
 from truss_lab.store._store import Store
 
 
@@ -38,6 +52,8 @@ def test_report_is_one_self_contained_file(sample) -> None:
     assert "all checks passed" in text
     assert text.count('<details class="verdict"') == 60
     assert "Showing 60 of 1200 verdicts" in text
+    # auto: every run has gold labels, so labels, and the header says so
+    assert "<b>truth</b>: lessons judged by labels (every run has gold labels)" in text
 
 
 def test_report_escapes_every_lesson(sample) -> None:
@@ -47,11 +63,148 @@ def test_report_escapes_every_lesson(sample) -> None:
     assert "Escape me &lt;script&gt;window.__pwned = 1&lt;/script&gt; &amp; keep the " \
            "&lt;b&gt;text&lt;/b&gt;" in text
     assert target in text  # the hostile verdict is in the list (half the list: the first by seq)
+    # its reference lesson and annotator are text too
+    assert HOSTILE_REF not in text and HOSTILE_ANNOTATOR not in text
+    assert html.escape(HOSTILE_REF) in text and html.escape(HOSTILE_ANNOTATOR) in text
     # the only script element is the report's own filter
     assert text.count("<script>") == 1
 
 
+def _verdict_block(text: str, verdict_hash: str) -> str:
+    start = text.index(f'data-hash="{verdict_hash}"')
+    return text[start:text.index("</details><details", start)]
+
+
+def test_report_verdicts_show_references_and_the_matchers_assignment(sample) -> None:
+    store, run_ids, _, path = sample
+    text = path.read_text(encoding="utf-8")
+    shown = re.findall(r'data-refs="(\d+)" data-hash="([0-9a-f]{64})"', text)
+    refs = run_references(store)
+    annotated = set(refs["verdict_hash"])
+    # every listed verdict says whether it has reference lessons (any annotator's line)
+    for n, h in shown:
+        assert (int(n) > 0) == (h in annotated)
+        assert int(n) == int((refs["verdict_hash"] == h).sum())
+    truths = {rid: reference_truth(store, rid).lessons for rid in run_ids}
+    checked = 0
+    for _, h in shown:
+        real = refs[(refs["verdict_hash"] == h) & (refs["reference_id"] != "none")]
+        if real.empty:
+            continue
+        block = _verdict_block(text, h)
+        for r in real.itertuples(index=False):  # each wording with its annotator
+            assert (f"<td>{html.escape(r.reference_id)}</td><td>{html.escape(r.annotator)}"
+                    f"</td><td class=\"lesson-text\">{html.escape(r.text)}</td>") in block
+        for rid, les in truths.items():
+            mine = les[les["verdict_hash"] == h]
+            for ref_id in sorted(set(real["reference_id"])):
+                hit = mine[(mine["y"] == 1) & (mine["reference_id"] == ref_id)]
+                claim = (f"lesson #{int(hit['lesson_index'].iloc[0])} "
+                         f"({hit['similarity'].iloc[0]:.2f})" if len(hit) else "missed")
+                assert f"{rid}: {claim}" in block, (h, rid, ref_id)
+            for m in mine.itertuples(index=False):  # the lesson's own column
+                want = (f"{m.reference_id} ({m.similarity:.2f})" if m.y
+                        else f"no match (best {m.similarity:.2f})")
+                assert f"<td>{html.escape(want)}</td>" in block
+            checked += int(mine["y"].sum())
+    assert checked >= 10  # matched lessons were seen, not only misses
+    # the reading helper agrees with the evaluation on every listed verdict
+    _, matches = reference_matches(store, run_ids, [h for _, h in shown])
+    for rid, m in matches.items():
+        want = truths[rid][truths[rid]["verdict_hash"].isin([h for _, h in shown])]
+        assert m["candidate_id"].tolist() == want["candidate_id"].tolist()
+
+
+@pytest.fixture(scope="module")
+def by_references(sample, tmp_path_factory: pytest.TempPathFactory) -> str:
+    store, run_ids, _, _ = sample
+    out = tmp_path_factory.mktemp("refs") / "refs.html"
+    return write_report(store, run_ids, out, n_boot=30, max_verdicts=10,
+                        truth="references").read_text(encoding="utf-8")
+
+
+def test_report_by_references(sample, by_references: str) -> None:
+    store, run_ids, _, _ = sample
+    text = by_references
+    assert "<b>truth</b>: lessons judged by references (as asked)" in text
+    for rid in run_ids:
+        at = sweep_run(store, rid, truth="references", thresholds=[0.7]).iloc[0]
+        # the sweep's summary table holds the reference numbers, not the labels' ones
+        row = (f"<tr><td>0.7</td><td>{int(at['kept'])}</td><td>{int(at['tp'])}</td>"
+               f"<td>{int(at['fp'])}</td><td>{int(at['fn'])}</td>"
+               f"<td>{at['precision']:.4g}</td><td>{at['recall']:.4g}</td>")
+        assert row in text, rid
+    assert "not judged by references: calibration_run fits gold labels only" in text
+    assert "at the default 0.70, by references</h3>" in text
+    assert text.count('src="data:image/png;base64,') >= 5  # 2 sweeps, 2 PR, 1 comparison
+
+
+def test_report_truth_is_one_place(sample) -> None:
+    store, run_ids, _, _ = sample
+    assert report_truth(store, run_ids, "auto").kw() == {"truth": "labels"}
+    assert report_truth(store, run_ids, "references").kw() == {"truth": "references"}
+    for bad in ("gold", "judge:", "Labels", ""):
+        with pytest.raises(BadInputError, match="truth must be auto, labels, references or "
+                                                "judge:NAME"):
+            report_truth(store, run_ids, bad)
+    with pytest.raises(BadInputError, match="no label rows of judge 'judge:nobody@v1'"):
+        report_truth(store, run_ids, "judge:nobody@v1")
+
+
+@pytest.mark.parametrize("truth", ["labels", "references"])
+def test_bands_and_ap_count_what_the_sweep_counts(sample, truth: str) -> None:
+    """The rows behind the bands and the AP give the sweep's own precision and recall
+    (misses included: a dropped useful lesson, an unmatched reference)."""
+    store, run_ids, _, _ = sample
+    rt = report_truth(store, run_ids, truth)
+    for rid in run_ids:
+        d = _judged_rows(store, rid, rt)
+        at = [0.3, 0.5, 0.7, 0.9]
+        mine = sweep(d["y"].to_numpy(), d["s"].to_numpy(), thresholds=at)
+        full = sweep_run(store, rid, thresholds=at, **rt.kw())
+        for c in ("tp", "fp", "fn", "precision", "recall"):
+            np.testing.assert_allclose(mine[c].to_numpy(float), full[c].to_numpy(float))
+        assert d["s"].isna().any()  # the misses are there, never kept
+
+
+def test_report_by_a_judge(sample, tmp_path: Path) -> None:
+    """judge:NAME judges by that judge's labels: a judge that copies the human
+    majority gives the labels' numbers (but on ties, which the copy cannot hold and
+    label transfer then fills from the other run's equal lesson), one that flips
+    every label swaps tp and fp."""
+    store, run_ids, _, _ = sample
+    rows = []
+    for rid in run_ids:
+        maj = labelled_candidates(store, rid, transfer=None)
+        maj = maj[maj["labelled"]]
+        rows.append(pd.DataFrame({
+            "verdict_hash": maj["verdict_hash"], "extractor": maj["extractor_id"],
+            "lesson_index": maj["lesson_index"], "useful": maj["label"].astype(int)}))
+    copy = pd.concat(rows, ignore_index=True)
+    flip = copy.assign(useful=1 - copy["useful"])
+    append_labels(store, copy.assign(annotator="judge:copy@v1"), source="test")
+    append_labels(store, flip.assign(annotator="judge:flip@v1"), source="test")
+    rid = run_ids[0]
+    labels = sweep_run(store, rid, thresholds=[0.5, 0.7])
+    copied = sweep_run(store, rid, thresholds=[0.5, 0.7],
+                       **report_truth(store, run_ids, "judge:copy@v1").kw())
+    flipped = sweep_run(store, rid, thresholds=[0.5, 0.7],
+                        **report_truth(store, run_ids, "judge:flip@v1").kw())
+    ties = int(labelled_candidates(store, rid)["tie"].sum())
+    assert ties > 0
+    assert (copied["kept"] == labels["kept"]).all()
+    assert ((copied["tp"] - labels["tp"]).abs() + (copied["fp"] - labels["fp"]).abs()
+            <= ties).all()
+    assert (flipped["tp"] == copied["fp"]).all() and (flipped["fp"] == copied["tp"]).all()
+    text = write_report(store, [rid], tmp_path / "judge.html", n_boot=20, max_verdicts=5,
+                        truth="judge:flip@v1").read_text(encoding="utf-8")
+    assert "<b>truth</b>: lessons judged by judge:flip@v1 (as asked)" in text
+    assert "Judged by the labels of judge:flip@v1." in text
+    assert "<h4>calibration, by judge:flip@v1</h4>" in text
+
+
 def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
+    # last in the module: it closes the shared store
     store, run_ids, _, _ = sample
     db = store.path
     store.close()
@@ -67,3 +220,12 @@ def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
     assert res.exit_code == 2 and res.output.startswith("error:")
     with Store(db, read_only=True) as ro, pytest.raises(BadInputError):
         write_report(ro, [], tmp_path / "x.html")
+    res = CliRunner().invoke(cli, ["report", run_ids[0], "--db", db, "--out", str(out),
+                                   "--truth", "gold"])
+    assert res.exit_code == 2 and "truth must be auto, labels, references or judge:NAME" \
+        in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(cli, ["report", run_ids[0], "--db", db, "--out", str(out),
+                                   "--truth", "references", "--n-boot", "20",
+                                   "--max-verdicts", "5"])
+    assert res.exit_code == 0, res.output
+    assert "lessons judged by references (as asked)" in out.read_text(encoding="utf-8")

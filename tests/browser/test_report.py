@@ -2,10 +2,12 @@
 
 The report of two sample runs, one lesson of which holds ``<script>``, is opened from
 ``file://`` in a context with the network switched off and every non-file request
-aborted. Checked: the plots render, the text box filters the list down to one verdict,
-the verdict and error filters and the pager work, the ``<script>`` lesson shows as text
-and never runs, and the console stays free of errors. Screenshots of the sweep, the list
-filtered to one verdict and the escaped lesson go to ``browser_artifacts/``.
+aborted. Checked: the plots render, the header names the truth, the text box filters
+the list down to one verdict, the verdict, error and reference filters and the pager
+work, a verdict shows its reference lessons with the lesson each run matched to them,
+the ``<script>`` lesson and reference show as text and never run, and the console stays
+free of errors. Screenshots of the sweep, the list filtered to one verdict, a verdict
+with its references and the escaped lesson go to ``browser_artifacts/``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders.report import hostile_sample
+from tests.builders.report import HOSTILE_ANNOTATOR, hostile_sample
 from truss_lab.faces import write_report
 
 pytestmark = pytest.mark.browser
@@ -65,7 +67,8 @@ def offline_page(browser: Any) -> Iterator[Any]:
 def _visible(page: Any) -> list[dict[str, str]]:
     return page.evaluate(
         "() => [...document.querySelectorAll('details.verdict')].filter(e => !e.hidden)"
-        ".map(e => ({outcome: e.dataset.outcome, errors: e.dataset.errors}))")
+        ".map(e => ({outcome: e.dataset.outcome, errors: e.dataset.errors, "
+        "refs: e.dataset.refs}))")
 
 
 def test_report_offline_filter_escape_and_screenshots(
@@ -78,6 +81,8 @@ def test_report_offline_filter_escape_and_screenshots(
     status.wait_for()
     assert status.inner_text().startswith(f"{N_VERDICTS} of {N_VERDICTS} verdicts match")
     assert len(_visible(page)) == 25  # first page
+    assert page.locator("#truth").inner_text() == (
+        "truth: lessons judged by labels (every run has gold labels)")
 
     # every plot decoded from its data: URI
     widths = page.evaluate(
@@ -98,6 +103,28 @@ def test_report_offline_filter_escape_and_screenshots(
     assert shown and all(v["errors"] != "0" for v in shown)
     page.uncheck("#errors-only")
     page.select_option("#outcome-filter", "")
+    page.check("#refs-only")
+    shown = _visible(page)
+    assert shown and all(v["refs"] != "0" for v in shown)
+    page.uncheck("#refs-only")
+
+    # a verdict whose references both runs matched: the table says which lesson
+    with_refs = page.evaluate(
+        "() => [...document.querySelectorAll('details.verdict')].find(e => "
+        "[...e.querySelectorAll('table.references td:last-child')].some(td => "
+        "(td.textContent.match(/lesson #/g) || []).length == 2)).dataset.hash")
+    page.fill("#verdict-filter", with_refs)
+    assert status.inner_text().startswith(f"1 of {N_VERDICTS} verdicts match")
+    verdict = page.locator("details.verdict:not([hidden])")
+    verdict.locator("> summary").click()
+    refs = verdict.locator("table.references")
+    assert refs.is_visible() and "reference(s)" in verdict.locator("> summary").inner_text()
+    claimed = refs.locator("td:last-child", has_text="lesson #").first.inner_text()
+    assert claimed.count("lesson #") == 2 and " · " in claimed  # one per run
+    matched = verdict.locator("table.lessons td", has_text="(0.")
+    assert matched.count() >= 2  # the lessons' side of the same pairs
+    verdict.screenshot(path=str(artifacts_dir / "report_verdict_references.png"))
+    verdict.locator("> summary").click()
 
     # the text box: one verdict by its hash
     page.fill("#verdict-filter", target[:16])
@@ -117,6 +144,13 @@ def test_report_offline_filter_escape_and_screenshots(
     assert cell.locator("script, b").count() == 0
     assert page.locator("#verdicts script").count() == 0
     assert page.evaluate("() => window.__pwned") is None
+    # so are its hostile reference lesson and annotator (no script, no img made)
+    ref = verdict.locator("table.references td.lesson-text",
+                          has_text="<script>window.__pwnedRef = 1</script>")
+    assert ref.count() == 1 and "<img src=x onerror=alert(1)>" in ref.inner_text()
+    assert verdict.locator("table.references td", has_text=HOSTILE_ANNOTATOR).count() == 1
+    assert page.locator("#verdicts img, #verdicts i").count() == 0
+    assert page.evaluate("() => window.__pwnedRef") is None
     cell.locator("xpath=ancestor::table[1]").screenshot(
         path=str(artifacts_dir / "report_escaped_lesson.png"))
 
@@ -124,5 +158,5 @@ def test_report_offline_filter_escape_and_screenshots(
     assert page.seen["console"] == []
     assert page.seen["blocked"] == []
     for name in ("report_sweep.png", "report_filtered_verdict.png",
-                 "report_escaped_lesson.png"):
+                 "report_verdict_references.png", "report_escaped_lesson.png"):
         assert (artifacts_dir / name).stat().st_size > 1000

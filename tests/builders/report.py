@@ -2,7 +2,9 @@
 
 The first recorded ``sim-good-v1`` completion with lessons gets :data:`HOSTILE` as
 its first lesson's text, so a report must show ``<script>`` as text and never run
-it (the script would set ``window.__pwned``).
+it (the script would set ``window.__pwned``). The same verdict gets one more
+reference lesson, :data:`HOSTILE_REF` by annotator :data:`HOSTILE_ANNOTATOR`, so
+reference text and annotator names are held to the same rule.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extraction
 from truss_lab.store._store import Store
 
 HOSTILE = "Escape me <script>window.__pwned = 1</script> & keep the <b>text</b>"
+HOSTILE_REF = "Reference <script>window.__pwnedRef = 1</script> & <img src=x onerror=alert(1)>"
+HOSTILE_ANNOTATOR = "<i>ann-x</i>"
 EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1")
 
 
@@ -40,6 +44,10 @@ def hostile_sample(tmp: Path) -> tuple[Store, list[str], str]:
         lines.append(line)
     (folder / "completions.jsonl").write_text("\n".join(lines) + "\n")
     assert target is not None
+    hostile_ref = {"verdict_hash": target, "reference_id": "r9", "text": HOSTILE_REF,
+                   "evidence": [], "annotator": HOSTILE_ANNOTATOR}
+    (folder / "references.jsonl").write_text(
+        (SAMPLE / "references.jsonl").read_text() + json.dumps(hostile_ref) + "\n")
     store = load_sample(tmp / "lab.duckdb", sample=folder)
     runs = run_sample_extractions(store, extractors=EXTRACTORS)
     return store, [runs[e].run_id for e in EXTRACTORS], target

@@ -14,7 +14,7 @@ import click
 
 from ..core._errors import BadInputError, TrussLabError
 from ..ingest._schemas import SCHEMA_NAMES
-from ._cli_common import EXIT_BAD_LINES, _emit, _friendly, db_option, json_option
+from ._cli_common import EXIT_BAD_LINES, _emit, _friendly, db_option, json_option, read_store
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -160,9 +160,8 @@ for _kind, _what in (("completions", "recorded completions"), ("labels", "gold l
 def verify(db: str, as_json: bool) -> None:
     """Verify the stored journal; exit 0 when clean, 1 when tampered."""
     from ..journal._ledger import verify_chain
-    from ..store._store import open_store
 
-    with open_store(db, read_only=True) as store:
+    with read_store(db) as store:
         rep = verify_chain(store)
     _emit(rep.model_dump(mode="json"), as_json, str(rep))
     sys.exit(0 if rep.ok else 1)
@@ -179,9 +178,8 @@ def verify(db: str, as_json: bool) -> None:
 def export(db: str, fmt: str, out: str, as_json: bool) -> None:
     """Export every table and view, with a manifest of row counts and content hashes."""
     from ..store._export import export_store
-    from ..store._store import open_store
 
-    with open_store(db, read_only=True) as store:
+    with read_store(db) as store:
         manifest = export_store(store, out, format=fmt)
     rels = manifest["relations"]
     text = f"{out}: {len(rels)} files ({sum(r['rows'] for r in rels)} rows), manifest.json"

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ._cli_common import _emit, _friendly
+from ._cli_common import _emit, _friendly, read_store
 
 __all__ = ["register"]
 
@@ -26,9 +26,8 @@ def _audit_command() -> click.Command:
     def audit_cmd(db: str, as_json: bool) -> None:
         """Check a database against ADR 0011; exit 0 when clean, 1 on any failure."""
         from ..govern._audit import audit
-        from ..store._store import open_store
 
-        with open_store(db, read_only=True) as store:
+        with read_store(db) as store:
             report = audit(store)
         lines = [f"{'PASS' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in report.checks]
         n_bad = len(report.failed())

@@ -6,14 +6,17 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..core._errors import ChainError, TrussLabError
 
+if TYPE_CHECKING:
+    from ..store._store import Store
+
 __all__ = ["EXIT_BAD_LINES", "EXIT_USER_ERROR", "_emit", "_friendly", "db_option", "int_counts",
-           "json_option", "run_argument"]
+           "json_option", "read_store", "run_argument"]
 
 # Keys of a metrics mapping that count things (tp, kept, n_verdicts, ...).
 _COUNT_KEYS = frozenset({"tp", "fp", "fn", "tn", "kept"})
@@ -42,6 +45,18 @@ def _emit(obj: Any, as_json: bool, text: str) -> None:
         click.echo(json.dumps(obj, indent=2, default=str, sort_keys=True))
     else:
         click.echo(text)
+
+
+def read_store(db: str, *, must_exist: bool = False) -> Store:
+    """The store a read-only command reads: the file itself, or -- when another process
+    (a notebook) holds it for writing -- a checked snapshot of it, said in one line on
+    stderr (:mod:`~truss_lab.store._snapshot`). Writing commands never get a snapshot."""
+    from ..store._store import open_store
+
+    store = open_store(db, read_only=True, must_exist=must_exist, snapshot=True)
+    if store.snapshot is not None:
+        click.echo(store.snapshot.note, err=True)
+    return store
 
 
 db_option = click.option(

@@ -13,7 +13,15 @@ import click
 
 from ..core._threshold import check_threshold
 from ..evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ._cli_common import _emit, _friendly, db_option, int_counts, json_option, run_argument
+from ._cli_common import (
+    _emit,
+    _friendly,
+    db_option,
+    int_counts,
+    json_option,
+    read_store,
+    run_argument,
+)
 
 __all__ = ["register"]
 
@@ -80,7 +88,7 @@ def _cv(value: str) -> int | str | None:
 def _open(db: str, *, write: bool = False) -> Any:
     from ..store._store import open_store
 
-    return open_store(db, read_only=not write, must_exist=True)
+    return open_store(db, must_exist=True) if write else read_store(db, must_exist=True)
 
 
 def _choice_json(choice: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import click
 
 from ..core._errors import BadInputError
 from ..core._threshold import check_threshold
-from ._cli_common import _emit, _friendly, db_option, json_option, run_argument
+from ._cli_common import _emit, _friendly, db_option, json_option, read_store, run_argument
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -245,9 +245,8 @@ def register(cli: click.Group) -> None:
         if ctx.invoked_subcommand is not None:
             return
         from ..store._runs import summarize_runs
-        from ..store._store import open_store
 
-        with open_store(db, read_only=True) as store:
+        with read_store(db) as store:
             df = summarize_runs(store)
         if as_json:
             _emit(json.loads(df.to_json(orient="records", date_format="iso")), True, "")
@@ -286,9 +285,8 @@ def register(cli: click.Group) -> None:
     def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
         """List a run's per-verdict errors (provider, parse, prompt), by verdict."""
         from ..store._runs import run_errors
-        from ..store._store import open_store
 
-        with open_store(db, read_only=True) as store:
+        with read_store(db) as store:
             df = run_errors(store, run_id)
         if as_json:
             _emit(json.loads(df.to_json(orient="records")), True, "")
@@ -320,11 +318,10 @@ def register(cli: click.Group) -> None:
     def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
         """A run's usage: calls, tokens in/out, latency p50/p95/p99, errors by kind,
         time per verdict, and cost from --prices (never guessed)."""
-        from ..store._store import open_store
         from ..store._usage import load_prices, run_usage
 
         prices = None if prices_path is None else load_prices(prices_path)
-        with open_store(db, read_only=True) as store:
+        with read_store(db) as store:
             u = run_usage(store, run_id, prices=prices)
         _emit(u.to_dict(), as_json, str(u))
 

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..core._errors import BadInputError
-from ._cli_common import _emit, _friendly, db_option, json_option
+from ._cli_common import _emit, _friendly, db_option, json_option, read_store
 
 __all__ = ["make_judge", "register"]
 
@@ -104,9 +104,8 @@ def register(cli: click.Group) -> None:
                             n_boot: int, random_state: int, as_json: bool) -> None:
         """A judge's Cohen kappa, precision and recall against human labels (RUN optional)."""
         from ..evaluate._judge_agreement import judge_agreement
-        from ..store._store import open_store
 
-        with open_store(db, read_only=True, must_exist=True) as store:
+        with read_store(db, must_exist=True) as store:
             res = judge_agreement(store, name, run_id, labels=labels_path, n_boot=n_boot,
                                   random_state=random_state)
         _emit(res.to_dict(), as_json, repr(res))

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import click
 
+from ..core._errors import BadInputError
 from ..evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ._cli_common import _friendly, db_option
+from ._cli_common import _friendly, db_option, read_store
+from ._report_truth import TRUTH_HELP, check_report_truth
 
 __all__ = ["register"]
+
+
+def _truth(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        return check_report_truth(value)
+    except BadInputError as exc:
+        raise click.BadParameter(str(exc).removeprefix("field 'truth': ")) from None
 
 
 def _report_command() -> click.Command:
@@ -27,20 +36,23 @@ def _report_command() -> click.Command:
                   help="Seed of the verdict splits and the bootstrap.")
     @click.option("--max-verdicts", default=200, show_default=True, type=click.IntRange(0),
                   help="Verdicts in the browsable list (up to half with errors); 0 lists all.")
+    @click.option("--truth", default="auto", show_default=True, metavar="SOURCE",
+                  callback=_truth, help=TRUTH_HELP)
     @_friendly
     def report_cmd(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: int,
-                   random_state: int, max_verdicts: int) -> None:
+                   random_state: int, max_verdicts: int, truth: str) -> None:
         """Write an HTML report of runs: config, sweep with bands, calibration, comparison
-        (first run vs each other), junk rates, audit and a filterable verdict list.
+        (first run vs each other), judged by one truth (--truth; the header names it),
+        junk rates, audit and a filterable verdict list with labels and reference lessons.
 
         The first run is A in every comparison. See the README ("A report to share").
         """
-        from ..store._store import open_store
         from ._report import write_report
 
-        with open_store(db, read_only=True, must_exist=True) as store:
+        with read_store(db, must_exist=True) as store:
             path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
-                                random_state=random_state, max_verdicts=max_verdicts or None)
+                                random_state=random_state, max_verdicts=max_verdicts or None,
+                                truth=truth)
         click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")
 
     return report_cmd

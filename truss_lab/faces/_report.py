@@ -4,10 +4,13 @@ The file needs no server and no network: plots are inline base64 PNGs, style
 and script are inline, and its Content-Security-Policy forbids any request.
 Sections: the runs and their config; per run the sweep (verdict-bootstrap
 bands, chosen and default thresholds), precision-recall with the operating
-point, and calibration; the comparison of every run with the first; junk
-rates; the audit; and a filterable verdict list (completion, lessons,
-saliences, gate outcome, labels, junk flags, errors). Every number comes
-from the library; every piece of text is escaped (``html.escape``).
+point, and calibration, judged by one truth named in the header (gold
+labels, reference lessons or a judge's labels: :mod:`._report_truth`); the
+comparison of every run with the first; junk rates; the audit; and a
+filterable verdict list (completion, lessons, saliences, gate outcome,
+labels, reference lessons with the lesson each was matched to, junk flags,
+errors). Every number comes from the library; every piece of text is escaped
+(``html.escape``).
 
 Size: the verdict list holds at most ``max_verdicts`` verdicts (up to half
 with errors, the rest the first by seq; the report says how many it left out),
@@ -26,23 +29,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError, TrussLabError
-from ..evaluate._objective import DEFAULT_OBJECTIVE
+from ..evaluate._bootstrap import bootstrap_metrics
+from ..evaluate._objective import DEFAULT_OBJECTIVE, parse_objective
+from ..evaluate._references import reference_truth
+from ..evaluate._run_truth import labels_truth
 from ..evaluate._runs import (
-    bootstrap_run,
     calibration_run,
     choose_run_threshold,
     compare_runs,
     label_report,
     sweep_run,
 )
-from ..evaluate._sweep import UndefinedMetricWarning
-from ..evaluate._truth import scored_candidates
+from ..evaluate._sweep import UndefinedMetricWarning, average_precision
 from ..govern._audit import audit
 from ..journal._table import verdict_payloads
 from ..score._junk import junk_flags, junk_rates
+from ..score._matching import DEFAULT_MATCH_THRESHOLD
 from ..store._runs import run_info, summarize_runs
 from ..store._store import Store
 from ._display import (
@@ -53,6 +59,7 @@ from ._display import (
 )
 from ._plotting import DEFAULT_THRESHOLD, _figure
 from ._report_page import esc, page, png_img, table
+from ._report_truth import ReportTruth, report_truth
 from ._report_verdicts import verdict_list
 
 __all__ = ["report_html", "write_report"]
@@ -78,57 +85,96 @@ def _runs_section(store: Store, run_ids: Sequence[str]) -> str:
     return table(summary) + "".join(configs)
 
 
-def _evaluation(store: Store, rid: str, *, objective: str, n_boot: int,
+def _judged_rows(store: Store, rid: str, truth: ReportTruth) -> pd.DataFrame:
+    """The rows :func:`sweep_run` judges (``y``, ``s``, ``verdict_hash``): candidates with
+    a truth value (dropped useful ones too: NaN score, a miss), or the reference rows
+    (matched lessons and misses)."""
+    if truth.name == "references":
+        return reference_truth(store, rid).rows
+    c = labels_truth(store, rid, labels=truth.judge_labels).candidates
+    return c[c["judged"].to_numpy(dtype=bool)]
+
+
+def _bands(d: pd.DataFrame, *, objective: str, n_boot: int, random_state: int) -> pd.DataFrame:
+    """The sweep's verdict-bootstrap bands over the judged rows ``d`` (bootstrap_run
+    takes no ``truth=`` yet, and leaves out the misses the sweep counts)."""
+    return bootstrap_metrics(
+        d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(dtype=object),
+        thresholds=np.round(np.linspace(0.0, 1.0, 101), 2), n_boot=n_boot,
+        random_state=random_state, objective=parse_objective(objective)).table
+
+
+def _truth_counts(store: Store, rid: str, truth: ReportTruth, counts: dict[str, Any]) -> str:
+    """What the run is judged on: label coverage and agreement, or the reference counts."""
+    if truth.name == "labels":
+        return label_report(store, rid)._repr_html_()
+    what = ("reference lessons matched by the lexical matcher (threshold "
+            f"{DEFAULT_MATCH_THRESHOLD})" if truth.name == "references"
+            else f"the labels of {truth.name}")
+    return (f"<p>Judged by {esc(what)}.</p>"
+            + table(pd.DataFrame([dict(counts)])))
+
+
+def _evaluation(store: Store, rid: str, truth: ReportTruth, *, objective: str, n_boot: int,
                 random_state: int) -> tuple[str, float | None]:
-    """The sweep, PR and calibration of one run; its chosen threshold (None without labels)."""
+    """The sweep, PR and calibration of one run; its chosen threshold (None without truth)."""
+    kw = truth.kw()
     try:
-        full = sweep_run(store, rid)
+        full = sweep_run(store, rid, **kw)
     except BadInputError as exc:
-        return f'<p class="muted">{esc(exc)}</p>', None
+        return f'<h3>{esc(rid)}</h3><p class="muted">{esc(exc)}</p>', None
     choice = choose_run_threshold(store, rid, objective=objective, n_boot=n_boot,
-                                  random_state=random_state)
-    bands = bootstrap_run(store, rid, n_boot=n_boot, random_state=random_state,
-                          objective=objective).table
+                                  random_state=random_state, **kw)
+    judged = _judged_rows(store, rid, truth)
+    bands = _bands(judged, objective=objective, n_boot=n_boot, random_state=random_state)
     fig = _figure((7.5, 4.6))
     SweepDisplay(full, threshold=choice.threshold, intervals=bands,
-                 name=f"{rid}: metrics vs threshold (95% verdict-bootstrap bands)").plot(
-        ax=fig.subplots())
-    parts = [f"<h3>{esc(rid)}</h3>", label_report(store, rid)._repr_html_(),
+                 name=f"{rid}: metrics vs threshold, by {truth.name} "
+                      "(95% verdict-bootstrap bands)").plot(ax=fig.subplots())
+    parts = [f"<h3>{esc(rid)}</h3>", _truth_counts(store, rid, truth, full.attrs["counts"]),
              png_img(fig, f"sweep of {rid}")]
     at = sweep_run(store, rid, thresholds=[*_SUMMARY_AT, round(choice.threshold, 6)]
-                   if choice.threshold == choice.threshold else list(_SUMMARY_AT))
+                   if choice.threshold == choice.threshold else list(_SUMMARY_AT), **kw)
     parts.append(table(at.drop_duplicates("threshold")))
     parts.append(choice._repr_html_())
-    d = scored_candidates(store, rid)
     fig = _figure((5.5, 4.4))
-    PrecisionRecallDisplay.from_predictions(d["y"], d["s"], threshold=choice.threshold,
-                                            name=rid, ax=fig.subplots())
+    # The curve of the run's own sweep (misses count in recall), with the
+    # average precision of the same rows.
+    ap = average_precision(judged["y"], judged["s"])
+    PrecisionRecallDisplay.from_sweep(full, threshold=choice.threshold, ax=fig.subplots(),
+                                      name=f"{rid} (AP = {ap:.3f})")
     parts.append(png_img(fig, f"precision-recall of {rid}"))
-    cal = calibration_run(store, rid, method="isotonic", random_state=random_state)
+    cal_kw = truth.calibration_kw()
+    if cal_kw is None:
+        parts.append(f"<h4>calibration</h4><p class=\"muted\">not judged by {esc(truth.name)}: "
+                     "calibration_run fits gold labels only</p>")
+        return "".join(parts), choice.threshold
+    cal = calibration_run(store, rid, method="isotonic", random_state=random_state, **cal_kw)
     names = list(cal.tables)
     fig = _figure((5.5 * len(names), 4.2))
     for ax, name in zip(fig.subplots(1, len(names), squeeze=False)[0], names, strict=True):
         CalibrationDisplay(cal.tables[name], name=f"{name} (held-out verdicts)",
                            title=f"ECE {cal.summary.loc[name, 'ece']:.3f}").plot(ax=ax)
-    parts += ["<h4>calibration</h4>", png_img(fig, f"calibration of {rid}"),
-              table(cal.summary, index=True)]
+    parts += [f"<h4>calibration, by {esc(truth.name)}</h4>",
+              png_img(fig, f"calibration of {rid}"), table(cal.summary, index=True)]
     return "".join(parts), choice.threshold
 
 
-def _comparison_section(store: Store, run_ids: Sequence[str], *, n_boot: int,
-                        random_state: int) -> str:
+def _comparison_section(store: Store, run_ids: Sequence[str], truth: ReportTruth, *,
+                        n_boot: int, random_state: int) -> str:
     parts = []
     for other in run_ids[1:]:
         try:
             res = compare_runs(store, run_ids[0], other, threshold=DEFAULT_THRESHOLD,
-                               n_boot=n_boot, random_state=random_state)
+                               n_boot=n_boot, random_state=random_state, **truth.kw())
         except BadInputError as exc:
             parts.append(f'<p class="muted">{esc(run_ids[0])} vs {esc(other)}: {esc(exc)}</p>')
             continue
         fig = _figure((10, 5.5))
         ComparisonDisplay(res).plot(ax=fig)
         parts += [f"<h3>{esc(run_ids[0])} (A) vs {esc(other)} (B) at the default "
-                  f"{DEFAULT_THRESHOLD:.2f}</h3>", png_img(fig, f"comparison with {other}"),
+                  f"{DEFAULT_THRESHOLD:.2f}, by {esc(truth.name)}</h3>",
+                  png_img(fig, f"comparison with {other}"),
                   table(res.table.T.reset_index().set_axis(["metric", "value"], axis=1))]
     return "".join(parts)
 
@@ -164,6 +210,7 @@ def report_html(
     random_state: int = 0,
     max_verdicts: int | None = 200,
     title: str | None = None,
+    truth: str = "auto",
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     run_ids = list(dict.fromkeys(run_ids))
@@ -171,19 +218,20 @@ def report_html(
         raise BadInputError("a report needs at least one run id", field="run_ids")
     for rid in run_ids:
         run_info(store, rid)  # an unknown run is an error naming the recent ones
+    judged = report_truth(store, run_ids, truth)
     title = title or f"truss_lab report: {', '.join(run_ids)}"
     sections = [("runs", "Runs and their configuration", _runs_section(store, run_ids))]
     evals = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)  # degenerate sides show NaN
         for rid in run_ids:
-            body, _ = _evaluation(store, rid, objective=objective, n_boot=n_boot,
+            body, _ = _evaluation(store, rid, judged, objective=objective, n_boot=n_boot,
                                   random_state=random_state)
             evals.append(body)
         sections.append(("sweep", "Sweep, precision-recall and calibration", "".join(evals)))
         if len(run_ids) >= 2:
             sections.append(("comparison", "Comparison", _comparison_section(
-                store, run_ids, n_boot=n_boot, random_state=random_state)))
+                store, run_ids, judged, n_boot=n_boot, random_state=random_state)))
     junk_body, flags = _junk(store, run_ids)
     sections.append(("junk", "Junk rates", junk_body))
     sections.append(("audit", "Audit (ADR 0011)", _audit_section(store)))
@@ -193,7 +241,10 @@ def report_html(
 
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t, _ in sections)
-    head = (f"<h1>{esc(title)}</h1><p class=\"muted\">database {esc(store.path)} · "
+    db = (f"{store.snapshot.source} (a snapshot copied at {store.snapshot.taken_at:%H:%M:%S} "
+          "UTC: another process was writing it)" if store.snapshot is not None else store.path)
+    head = (f"<h1>{esc(title)}</h1><p id=\"truth\"><b>truth</b>: lessons judged by "
+            f"{esc(judged.label)}</p><p class=\"muted\">database {esc(db)} · "
             f"truss_lab {esc(__version__)} · {esc(when)} · objective {esc(objective)}, "
             f"{n_boot} verdict-bootstrap replicates, seed {random_state}</p><nav>{nav}</nav>")
     return page(title, head + "".join(_section(a, t, b) for a, t, b in sections))
@@ -209,8 +260,11 @@ def write_report(
 
     Options (keyword): ``objective`` (the threshold choice, default ``"f1"``),
     ``n_boot`` (verdict-bootstrap replicates, default 200), ``random_state``,
-    ``max_verdicts`` (verdicts in the list, default 200; None or 0 for all) and
-    ``title``. Runs without gold labels get their sections replaced by a note.
+    ``max_verdicts`` (verdicts in the list, default 200; None or 0 for all),
+    ``title`` and ``truth`` (what the sweep, calibration and comparison judge by:
+    ``"labels"``, ``"references"``, ``"judge:NAME"`` or ``"auto"``, the default:
+    labels when every run has some, else references; the header says which).
+    A run without that truth gets its sections replaced by a note.
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     text = report_html(store, ids, **options)

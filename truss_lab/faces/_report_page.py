@@ -77,7 +77,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f9;padding:.5em;
 details.verdict{border:1px solid #ddd;border-radius:4px;margin:.4em 0;padding:.2em .6em}
 details.verdict>summary{cursor:pointer}.badge{display:inline-block;padding:0 .5em;
  border-radius:3px;background:#eee;font-size:12px}.badge.pass{background:#d7f5dd}
-.badge.fail{background:#fbd9d9}.badge.err{background:#ffe8b3}
+.badge.fail{background:#fbd9d9}.badge.err{background:#ffe8b3}.badge.ref{background:#dde8fb}
 #filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #eee}
 #filters input[type=search]{width:24em}.lesson-text{max-width:40em}
 """
@@ -91,6 +91,7 @@ _JS = """
   var q = document.getElementById("verdict-filter");
   var outcome = document.getElementById("outcome-filter");
   var errorsOnly = document.getElementById("errors-only");
+  var refsOnly = document.getElementById("refs-only");
   var status = document.getElementById("filter-status");
   var prev = document.getElementById("page-prev");
   var next = document.getElementById("page-next");
@@ -101,6 +102,7 @@ _JS = """
     if (needle && text[i].indexOf(needle) < 0) return false;
     if (outcome.value && el.dataset.outcome !== outcome.value) return false;
     if (errorsOnly.checked && el.dataset.errors === "0") return false;
+    if (refsOnly.checked && el.dataset.refs === "0") return false;
     return true;
   }
   function render() {
@@ -120,6 +122,7 @@ _JS = """
   q.addEventListener("input", reset);
   outcome.addEventListener("change", reset);
   errorsOnly.addEventListener("change", reset);
+  refsOnly.addEventListener("change", reset);
   prev.addEventListener("click", function () { page -= 1; render(); });
   next.addEventListener("click", function () { page += 1; render(); });
   render();

@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..core._errors import StoreError, StoreLockedError
 from ..core._models import utcnow
 from ..core._secrets import redact_arrow
+from ._snapshot import Snapshot, take_snapshot
 
 __all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store", "quote_ident"]
 
@@ -106,12 +107,14 @@ def _lock_error(path: str, exc: Exception, read_only: bool = False) -> StoreErro
     m = re.search(r"Conflicting lock is held in (.+?) \(PID (\d+)\)", msg)
     if m and read_only:
         # A reader is refused too: DuckDB lets no other process open a file being written.
-        return StoreLockedError(
+        err: StoreError = StoreLockedError(
             f"{path} is open for writing in another process (PID {m.group(2)}, "
             f"{m.group(1)}), and DuckDB lets no other process read it meanwhile: close the "
             "store there (a notebook: store.close()), or open it there read-only "
             "(tl.Store(path, read_only=True)) so that readers can run side by side"
         )
+        err.holder = f"PID {m.group(2)}"  # type: ignore[attr-defined]
+        return err
     if m:
         return StoreLockedError(
             f"{path} is locked by another process (PID {m.group(2)}, {m.group(1)}); "
@@ -140,6 +143,9 @@ class Store:
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from None
         self._depth = 0
+        #: Set by :func:`open_store` when this store reads a copy of a file another
+        #: process is writing (:mod:`~truss_lab.store._snapshot`); removed on close.
+        self.snapshot: Snapshot | None = None
         self.con.execute("SET TimeZone = 'UTC'")
         if not read_only:
             self._migrate()
@@ -152,8 +158,11 @@ class Store:
     # -- lifecycle -----------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection (a reopen of the same file then starts clean)."""
+        """Close the connection (a reopen of the same file then starts clean); a
+        snapshot this store read is deleted."""
         self.con.close()
+        if self.snapshot is not None:
+            self.snapshot.remove()
 
     def __enter__(self) -> Store:
         return self
@@ -314,14 +323,33 @@ def _redacted(table: str, tbl: pa.Table) -> pa.Table:
     return tbl
 
 
-def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = False) -> Store:
+def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = False,
+               snapshot: bool = False) -> Store:
     """Open the database at ``path`` or raise :class:`StoreError` saying why.
 
     Every face (CLI, notebook helpers) opens stores here. A read-only open, or
     one with ``must_exist``, refuses a missing file instead of creating it;
     a locked file names the process holding it; an old schema is migrated on a
-    writable open.
+    writable open. ``snapshot=True`` (read-only opens only): when another
+    process holds the file for writing, read a checked copy of it instead
+    (:func:`~truss_lab.store._snapshot.take_snapshot`); the store's
+    ``snapshot`` then says so (its ``note`` is one line for the user) and the
+    copy is deleted when the store closes.
     """
     if must_exist:
         _require_file(str(path))
-    return Store(path, read_only=read_only)
+    if snapshot and not read_only:
+        raise StoreError("a snapshot is for reading: open it with read_only=True")
+    try:
+        return Store(path, read_only=read_only)
+    except StoreLockedError as exc:
+        if not snapshot:
+            raise
+        snap = take_snapshot(path, holder=getattr(exc, "holder", ""))
+        try:
+            store = Store(snap.copy, read_only=True)
+        except BaseException:
+            snap.remove()
+            raise
+        store.snapshot = snap
+        return store
