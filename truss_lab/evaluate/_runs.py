@@ -179,7 +179,7 @@ def sweep_run(
     thresholds: Any = None,
     ties: str = DEFAULT_TIES,
     truth: str = "labels",
-    references: Any = None,
+    references: Any = None, matcher: Any = None,
 ) -> pd.DataFrame:
     """:func:`~truss_lab.evaluate._sweep.sweep` of one run with the counts of
     :mod:`~truss_lab.evaluate._run_truth`: ``kept`` is what the gate would write
@@ -190,7 +190,8 @@ def sweep_run(
     ``truth="references"`` judges the run by reference lessons instead
     (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns)."""
     if check_truth(truth) == "references":
-        ref = reference_truth(store, run_id, references=references, score=score)
+        ref = reference_truth(store, run_id, references=references, score=score,
+                              matcher=matcher)
         df = reference_sweep(ref, thresholds=thresholds)
         df.attrs["counts"] = dict(ref.counts)
         return df
@@ -266,7 +267,7 @@ def choose_run_threshold(
     confidence: float = 0.95,
     ties: str = DEFAULT_TIES,
     truth: str = "labels",
-    references: Any = None,
+    references: Any = None, matcher: Any = None,
 ) -> ThresholdChoice:
     """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run, counted as
     :func:`sweep_run` counts (:mod:`~truss_lab.evaluate._run_truth`: kept is what
@@ -281,7 +282,8 @@ def choose_run_threshold(
     obj = parse_objective(objective)
     whole_lessons(ties, "the threshold choice")
     if check_truth(truth) == "references":
-        d, verdicts = truth_rows(store, run_id, truth=truth, references=references, score=score)
+        d, verdicts = truth_rows(store, run_id, truth=truth, references=references,
+                                 score=score, matcher=matcher)
         if cv == "auto":
             n = len(verdicts or [])
             cv = AUTO_FOLDS if n >= AUTO_FOLDS * MIN_FOLD_VERDICTS else None
@@ -463,7 +465,7 @@ def compare_runs(
     random_state: Any = 0,
     ties: str = DEFAULT_TIES,
     truth: str = "labels",
-    references: Any = None,
+    references: Any = None, matcher: Any = None,
 ) -> ComparisonResult:
     """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs, counted as in
     :mod:`~truss_lab.evaluate._run_truth` (kept = what the gate would write). The
@@ -477,7 +479,7 @@ def compare_runs(
     for rid in (run_a, run_b):
         if check_truth(truth) == "references":
             d, verdicts = truth_rows(store, rid, truth=truth, references=references,
-                                     score=score)
+                                     score=score, matcher=matcher)
             frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
                                         "salience": d["s"], "label": d["y"]}))
             processed.append(verdicts)

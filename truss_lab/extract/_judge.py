@@ -39,6 +39,31 @@ __all__ = ["JUDGE_PREFIX", "Judge", "JudgeRun", "parse_judgement", "run_judge"]
 
 
 
+def replay_provider(recordings: Any, prefix: str) -> Any:
+    """A :class:`~truss_lab.extract._replay.ReplayProvider` of a judge's recorded calls:
+    from a Store (its ``completions`` rows whose extractor starts with ``prefix``,
+    ``<kind>:<model>@<prompt>/``), a §2 JSONL path or a frame."""
+    from ._replay import ReplayProvider
+
+    if isinstance(recordings, Store):
+        recordings = recordings.sql(
+            "SELECT * FROM completions WHERE starts_with(extractor_id, ?)", [prefix]).df()
+        if recordings.empty:
+            raise BadInputError(f"no recorded calls of judge {prefix[:-1]!r} in the store",
+                                field="--extractor")
+    return ReplayProvider(recordings)
+
+
+def record_calls(store: Store, records: list[dict[str, Any]]) -> int:
+    """Append a judge's live calls to ``completions`` (in one transaction); their count."""
+    if records:
+        from ._batch import _record_completions
+
+        with store.transaction():
+            _record_completions(store, records)
+    return len(records)
+
+
 @dataclass(frozen=True)
 class Judge:
     """A judge configuration: a provider, a judge prompt template and a model.
@@ -76,18 +101,10 @@ class Judge:
         """Replay a judge's recorded calls: a Store (its ``completions`` table), a §2
         JSONL path or a frame. Give the ``parameters`` the live judge used (the
         request hash covers them; a live :meth:`openai` judge uses temperature 0)."""
-        from ._replay import ReplayProvider
-
         tpl = get_template(template)
-        prefix = f"{JUDGE_PREFIX}{model}@{tpl.version}/"
-        if isinstance(recordings, Store):
-            recordings = recordings.sql(
-                "SELECT * FROM completions WHERE starts_with(extractor_id, ?)", [prefix]).df()
-            if recordings.empty:
-                raise BadInputError(f"no recorded calls of judge {prefix[:-1]!r} in the store",
-                                    field="--judge")
         params = dict(parameters) if parameters is not None else {"temperature": 0}
-        return cls(ReplayProvider(recordings), model, tpl, params)
+        return cls(replay_provider(recordings, f"{JUDGE_PREFIX}{model}@{tpl.version}/"),
+                   model, tpl, params)
 
 
 @dataclass(frozen=True)
@@ -187,11 +204,7 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
             errors.append(f"verdict {vhash}: {err}")
         rows.extend({"verdict_hash": str(vhash), "extractor": extractor_id, "lesson_index": i,
                      "useful": u, "annotator": judge.annotator} for i, u in got.items())
-    if records:
-        from ._batch import _record_completions
-
-        with store.transaction():
-            _record_completions(store, records)
+    record_calls(store, records)
     df = pd.DataFrame(rows, columns=["verdict_hash", "extractor", "lesson_index", "useful",
                                      "annotator"])
     added = append_labels(store, df, source=f"judge:{run_id}")[0] if len(df) else 0
