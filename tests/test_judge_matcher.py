@@ -4,7 +4,6 @@ parsed strictly, recorded and replayed, assigned by the same greedy code as the 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from truss_lab.faces._cli import cli
 from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
 from truss_lab.score import LexicalMatcher
 from truss_lab.simulate import SimulatedMatchProvider
-from truss_lab.simulate._match import SIMULATED_MATCH_MODEL
+from truss_lab.simulate._match import _LINE, SIMULATED_MATCH_MODEL
 from truss_lab.store import Store
 
 RUN = sample_run_id("sim-good-v1")
@@ -153,11 +152,10 @@ class _LexicalModel:
     """A 'model' answering match requests with the lexical matcher's similarities."""
 
     provider_id, live = "lexical-model", False
-    line = re.compile(r"^\[([LR])(\d+)\] (.*) \(evidence: [^()]*\)$", re.MULTILINE)
 
     def complete(self, request: CompletionRequest) -> Completion:
         seen: dict[str, list[tuple[str, str]]] = {"L": [], "R": []}
-        for m in self.line.finditer(request.messages[-1].content):
+        for m in _LINE.finditer(request.messages[-1].content):
             seen[m.group(1)].append((m.group(1) + m.group(2), m.group(3)))
         frame = lambda xs: pd.DataFrame({"text": [t for _, t in xs],  # noqa: E731
                                          "evidence": [[] for _ in xs]})
