@@ -34,7 +34,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ from ..evaluate._references import reference_truth
 from ..store._runs import run_info
 from ..store._store import Store
 from ._extractor import _completion_record
-from ._judge import record_calls, replay_provider
+from ._judge import ModelJudge, record_calls
 from ._prompts import PromptTemplate, build_match_request, get_template
 from ._providers import Provider, is_live
 
@@ -112,15 +112,20 @@ def _triples(lessons: pd.DataFrame) -> list[tuple[int, str, Any]]:
 
 
 @dataclass(eq=False)
-class JudgeMatcher:
+class JudgeMatcher(ModelJudge):
     """A matcher that asks a model: a provider, a match prompt template and a model.
 
     ``match_threshold`` is the similarity a lesson needs to claim a reference
     when evaluation is not given one (:data:`DEFAULT_JUDGE_MATCH_THRESHOLD`).
     State after use: :attr:`errors` (``{"<extractor_id>/<verdict_hash>": why}``
     for verdicts left without similarities), :attr:`requests` (verdicts asked,
-    memoised ones once), :attr:`pending` (live calls not yet recorded).
+    memoised ones once), :attr:`pending` (live calls not yet recorded). Built
+    like a :class:`~truss_lab.extract._judge.Judge`: :meth:`openai` (live) or
+    :meth:`replay` (its recorded calls in a Store, a §2 JSONL path or a frame).
     """
+
+    _PREFIX: ClassVar[str] = MATCH_PREFIX
+    _TEMPLATE: ClassVar[str] = "match-v1"
 
     provider: Provider
     model: str
@@ -146,27 +151,6 @@ class JudgeMatcher:
     def replay_key(self, extractor_id: str) -> str:
         """The recordings' ``extractor`` for this matcher on ``extractor_id``'s lessons."""
         return f"{MATCH_PREFIX}{self.model}@{self.template.version}/{extractor_id}"
-
-    @classmethod
-    def openai(cls, base_url: str, model: str, *, template: str = "match-v1",
-               parameters: Mapping[str, Any] | None = None,
-               **provider_options: Any) -> JudgeMatcher:
-        """A live OpenAI-compatible endpoint as the matcher (temperature 0 by default)."""
-        from ._openai import OpenAICompatibleProvider
-
-        return cls(OpenAICompatibleProvider(base_url, model, **provider_options), model,
-                   get_template(template), dict(parameters or {"temperature": 0}))
-
-    @classmethod
-    def replay(cls, recordings: Any, model: str, *, template: str = "match-v1",
-               parameters: Mapping[str, Any] | None = None) -> JudgeMatcher:
-        """Replay a judge matcher's recorded calls: a Store (its ``completions``), a §2
-        JSONL path or a frame. Give the ``parameters`` the live matcher used (the
-        request hash covers them; :meth:`openai` uses temperature 0)."""
-        tpl = get_template(template)
-        params = dict(parameters) if parameters is not None else {"temperature": 0}
-        return cls(replay_provider(recordings, f"{MATCH_PREFIX}{model}@{tpl.version}/"),
-                   model, tpl, params)
 
     def __call__(self, lessons: pd.DataFrame, references: pd.DataFrame) -> np.ndarray:
         """Similarities of one verdict's lessons (rows) to its references (columns);

@@ -93,17 +93,29 @@ def make_matcher(spec: str, store: Any, *, base_url: str | None = None,
                        template=template, field=field)
 
 
+def _model_options(what: str, spec_help: str, prompt: str) -> Any:
+    """RUN, --db, --extractor SPEC, --base-url and --prompt of a command that asks a model."""
+
+    def wrap(fn: Any) -> Any:
+        for opt in reversed((
+                click.argument("run_id", metavar="RUN"), db_option,
+                click.option("--extractor", "spec", required=True,
+                             help=f"The {what}: {spec_help}"),
+                click.option("--base-url", default=None,
+                             help="OpenAI-compatible endpoint (openai:MODEL)."),
+                click.option("--prompt", "template", default=prompt, show_default=True,
+                             help="Prompt version."))):
+            fn = opt(fn)
+        return fn
+
+    return wrap
+
+
 def register(cli: click.Group) -> None:
-    """Add ``judge`` and ``judge-agreement`` to ``cli``."""
+    """Add ``judge``, ``judge-agreement`` and ``match`` to ``cli``."""
 
     @cli.command()
-    @click.argument("run_id", metavar="RUN")
-    @db_option
-    @click.option("--extractor", "spec", required=True,
-                  help=f"The judge: {JUDGE_SPEC_HELP}.")
-    @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (openai:MODEL).")
-    @click.option("--prompt", "template", default="judge-v1", show_default=True,
-                  help="Judge prompt version.")
+    @_model_options("judge", JUDGE_SPEC_HELP + ".", "judge-v1")
     @json_option
     @_friendly
     def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
@@ -147,13 +159,7 @@ def register(cli: click.Group) -> None:
         _emit(res.to_dict(), as_json, repr(res))
 
     @cli.command()
-    @click.argument("run_id", metavar="RUN")
-    @db_option
-    @click.option("--extractor", "spec", required=True,
-                  help=f"The judge matcher: {MATCH_SPEC_HELP}")
-    @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (openai:MODEL).")
-    @click.option("--prompt", "template", default="match-v1", show_default=True,
-                  help="Match prompt version.")
+    @_model_options("judge matcher", MATCH_SPEC_HELP, "match-v1")
     @click.option("--references", "references_path", type=click.Path(dir_okay=False),
                   help="Reference lessons JSONL (`truss-lab schema references`) instead of "
                        "the database's reference_lessons table.")
