@@ -146,6 +146,8 @@ def test_a_malformed_answer_leaves_its_verdict_out_never_zero_filled(store) -> N
     refs = store.sql("SELECT * FROM reference_lessons WHERE verdict_hash = ? "
                      "ORDER BY annotator, reference_id", [first_verdict]).df()
     assert np.isnan(live(les, refs)).all()
+    with pytest.raises(BadInputError, match="verdict_hash"):
+        live(les.drop(columns="verdict_hash"), refs)
 
 
 class _LexicalModel:

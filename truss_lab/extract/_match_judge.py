@@ -105,10 +105,12 @@ def parse_similarities(text: str, lessons: list[str],
     return mat, None
 
 
-def _triples(lessons: pd.DataFrame) -> list[tuple[int, str, Any]]:
-    ev = lessons["evidence"] if "evidence" in lessons.columns else [None] * len(lessons)
-    return list(zip(lessons["lesson_index"].astype(int).tolist(),
-                    lessons["text"].fillna("").astype(str).tolist(), list(ev), strict=True))
+def _triples(df: pd.DataFrame) -> list[tuple[int, str, Any]]:
+    """(lesson_index or position, text, evidence) of each row."""
+    ev = df["evidence"] if "evidence" in df.columns else [None] * len(df)
+    idx = (df["lesson_index"].astype(int).tolist() if "lesson_index" in df.columns
+           else list(range(len(df))))
+    return list(zip(idx, df["text"].fillna("").astype(str).tolist(), list(ev), strict=True))
 
 
 @dataclass(eq=False)
@@ -158,6 +160,9 @@ class JudgeMatcher(ModelJudge):
         n, m = len(lessons), len(references)
         if n == 0 or m == 0:
             return np.zeros((n, m))
+        if "verdict_hash" not in lessons.columns:
+            raise BadInputError("a judge matcher needs the lessons' verdict_hash (its "
+                                "recordings are keyed by it)", field="lessons")
         verdicts = pd.unique(lessons["verdict_hash"].astype(str))
         if len(verdicts) != 1:
             raise BadInputError(f"a matcher scores one verdict at a time, got {len(verdicts)}",
@@ -166,7 +171,7 @@ class JudgeMatcher(ModelJudge):
         extractor_id = (str(lessons["extractor_id"].iloc[0])
                         if "extractor_id" in lessons.columns else "")
         triples = _triples(lessons)
-        refs = [(t, e) for _, t, e in _triples(references.assign(lesson_index=0))]
+        refs = [(t, e) for _, t, e in _triples(references)]
         request = build_match_request(self.template, triples, refs, verdict_hash=vhash,
                                       extractor=self.replay_key(extractor_id),
                                       model=self.model, parameters=dict(self.parameters))
