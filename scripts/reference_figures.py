@@ -2,6 +2,12 @@
 
     .venv/bin/python scripts/reference_figures.py            # matcher + agreement figures
     .venv/bin/python scripts/reference_figures.py --grid     # also the match-threshold grid
+    .venv/bin/python scripts/reference_figures.py --judge    # the judge matcher vs lexical
+
+With ``--judge``, the simulated judge matcher (``SimulatedMatchProvider``,
+noise ``--noise``, default 0.05) is recorded on the three simulated extractors'
+runs, then replayed from the store (zero live calls) and measured like the
+lexical matcher in 1.; ``--judge`` alone skips 2.
 
 1. The lexical matcher against the simulator's lesson-level truth
    (``datasets/sample/lesson_truth.csv``): a lesson should match the
@@ -37,12 +43,15 @@ EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1", "heuri
 LABELLED = ("sim-good-v1", "sim-overconfident-v1")
 
 
-def matcher_accuracy(store, threshold: float | None = None) -> pd.DataFrame:
-    """Lesson-level precision/recall of the matcher against lesson_truth.csv."""
+def matcher_accuracy(store, threshold: float | None = None, matcher=None) -> pd.DataFrame:
+    """Lesson-level precision/recall of the matcher (default lexical) against
+    lesson_truth.csv."""
     truth = pd.read_csv(SAMPLE / "lesson_truth.csv", dtype={"paraphrase": str})
     rows = []
     for ex in EXTRACTORS[:3]:
         kw = {} if threshold is None else {"match_threshold": threshold}
+        if matcher is not None:
+            kw["matcher"] = matcher
         les = reference_truth(store, sample_run_id(ex), **kw).lessons
         d = les.merge(truth.rename(columns={"extractor": "extractor_id",
                                             "reference_id": "true_ref"}),
@@ -121,9 +130,40 @@ def label_vs_match(store) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def judge_figures(store, noise: float) -> None:
+    """Record the simulated judge matcher on the simulated runs, replay it, measure it."""
+    from truss_lab.extract import JudgeMatcher, match_run
+    from truss_lab.simulate import SimulatedMatchProvider
+    from truss_lab.simulate._match import SIMULATED_MATCH_MODEL
+
+    live = JudgeMatcher(SimulatedMatchProvider(SAMPLE / "lesson_truth.csv",
+                                               SAMPLE / "references.jsonl", noise=noise),
+                        SIMULATED_MATCH_MODEL, parameters={"temperature": 0})
+    for ex in EXTRACTORS[:3]:
+        got = match_run(store, sample_run_id(ex), live)
+        print(f"recorded {ex}: {got['requests']} requests, {got['recorded']} recorded, "
+              f"{len(got['errors'])} errors")
+    replay = JudgeMatcher.replay(store, SIMULATED_MATCH_MODEL)
+    print(f"== judge matcher (simulated, noise {noise}) vs lesson_truth.csv, replayed, "
+          f"match threshold {replay.match_threshold}")
+    acc = matcher_accuracy(store, matcher=replay)
+    print(acc.round(3).to_string(index=False))
+    tot = acc[acc["part"] == "all"][["matched", "correct", "should_match"]].sum()
+    print(f"all three: P={tot.correct / tot.matched:.3f} R={tot.correct / tot.should_match:.3f}"
+          f"; replay answered {replay.provider.calls} requests, errors {len(replay.errors)}")
+    lex = matcher_accuracy(store)
+    tot = lex[lex["part"] == "all"][["matched", "correct", "should_match"]].sum()
+    print(f"lexical, all three: P={tot.correct / tot.matched:.3f} "
+          f"R={tot.correct / tot.should_match:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", action="store_true", help="also the match-threshold grid")
+    ap.add_argument("--judge", action="store_true",
+                    help="the simulated judge matcher (recorded, then replayed) vs lexical")
+    ap.add_argument("--noise", type=float, default=0.05,
+                    help="the simulated judge matcher's chance of flipping a pair's call")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = load_sample(Path(tmp) / "s.duckdb")
@@ -131,6 +171,10 @@ def main() -> None:
         pd.set_option("display.width", 200)
         print("== matcher vs lesson_truth.csv (default threshold)")
         print(matcher_accuracy(store).round(3).to_string(index=False))
+        if args.judge:
+            judge_figures(store, args.noise)
+            store.close()
+            return
         if args.grid:
             print("== match-threshold grid (paraphrasing extractor + all three)")
             for t in (0.10, 0.15, 0.20, 0.22, 0.25, 0.30, 0.35, 0.40):

@@ -18,6 +18,9 @@ Definitions (README, "Reference lessons"):
   is a **miss**, also on a verdict where the extractor wrote nothing or whose
   completion did not parse; a duplicate of a matched lesson is a false
   positive.
+- A verdict the matcher could not score (a NaN similarity: a judge matcher's
+  malformed answer) is **left out** like an unannotated one and counted
+  (``counts["verdicts_unmatched"]``), never scored as if judged.
 
 So the sweep stays one sort plus cumulative sums: :class:`ReferenceTruth`
 holds one row per valid lesson (``y`` = matched) plus one row per reference
@@ -38,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ..score._matching import DEFAULT_MATCH_THRESHOLD, Matcher, match_lessons
+from ..score._matching import Matcher, match_lessons, match_threshold_of
 from ..store._store import Store
 from ._sweep import UndefinedMetricWarning, sweep
 from ._truth import _score_values, run_info
@@ -182,7 +185,7 @@ def reference_truth(
     references: Any = None,
     score: str = "salience",
     matcher: Matcher | None = None,
-    match_threshold: float = DEFAULT_MATCH_THRESHOLD,
+    match_threshold: float | None = None,
     annotator: str | None = None,
 ) -> ReferenceTruth:
     """Match the valid lessons of ``run_id`` to the reference lessons of its verdicts.
@@ -190,7 +193,10 @@ def reference_truth(
     ``references``: None (the store's ``reference_lessons``), a §4 JSONL path or
     a frame. ``score`` orders the greedy assignment and is what a sweep
     thresholds (a candidates column or a stored scorer). ``matcher`` defaults
-    to :class:`~truss_lab.score._matching.LexicalMatcher`. ``annotator`` keeps
+    to :class:`~truss_lab.score._matching.LexicalMatcher`; ``match_threshold``
+    to the matcher's own (:func:`~truss_lab.score._matching.match_threshold_of`).
+    A verdict the matcher could not score is left out and counted
+    (``counts["verdicts_unmatched"]``, with a warning). ``annotator`` keeps
     one annotator's references (default: the union over annotators). Raises
     :class:`BadInputError` when no verdict of the run is annotated.
     """
@@ -219,6 +225,12 @@ def reference_truth(
     rows, n_refs = judge_lessons(les, refs[refs["verdict_hash"].isin(keep)], verdict_seq=seq,
                                  extractor_id=extractor, matcher=matcher,
                                  match_threshold=match_threshold)
+    unmatched = set(rows.attrs.get("unmatched_verdicts", ()))
+    if unmatched:
+        warnings.warn(f"{len(unmatched)} verdict(s) of run {run_id!r} left out: the matcher "
+                      "could not score their lessons (see the matcher's errors)", stacklevel=2)
+        verdicts = verdicts[~verdicts["verdict_hash"].isin(unmatched)]
+        keep -= unmatched
     lesson_rows = rows[rows["kind"] == "lesson"]
     with_lessons = set(lesson_rows["verdict_hash"])
     counts = {
@@ -226,11 +238,13 @@ def reference_truth(
         "verdicts_without_lessons": len(keep - with_lessons),
         "lessons": len(lesson_rows), "matched": int(lesson_rows["y"].sum()),
         "references": n_refs, "lessons_unannotated": int((~in_ann).sum()),
-        "annotator": annotator or "union",
+        "annotator": annotator or "union", "verdicts_unmatched": len(unmatched),
+        "matcher": str(getattr(matcher, "name", "lexical" if matcher is None else matcher)),
     }
     return ReferenceTruth(run_id=run_id, rows=rows, n_references=n_refs,
                           n_verdicts=len(verdicts), n_lessons=len(lesson_rows),
-                          match_threshold=float(match_threshold), counts=counts,
+                          match_threshold=match_threshold_of(matcher, match_threshold),
+                          counts=counts,
                           verdicts=verdicts.sort_values("verdict_seq")["verdict_hash"].tolist())
 
 
@@ -241,7 +255,7 @@ def judge_lessons(
     verdict_seq: dict[str, int] | None = None,
     extractor_id: str | None = None,
     matcher: Matcher | None = None,
-    match_threshold: float = DEFAULT_MATCH_THRESHOLD,
+    match_threshold: float | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """The rows of :class:`ReferenceTruth` from one run's lessons and the references
     of its annotated verdicts (pure: no store). Returns ``(rows, n_references)``.
@@ -249,11 +263,18 @@ def judge_lessons(
     ``lessons`` has ``verdict_hash, lesson_index, text, evidence, s`` (and
     optionally ``candidate_id, verdict_seq, extractor_id``); ``references``
     the §4 columns. ``verdict_seq`` orders verdicts (default: first seen).
+    A verdict with a lesson the matcher could not score (NaN similarity) is
+    left out; ``rows.attrs["unmatched_verdicts"]`` lists them.
     """
     les = lessons.reset_index(drop=True)
-    n = len(les)
-    matched = match_lessons(les, references, matcher=matcher, threshold=match_threshold,
-                            score="s")
+    matched = match_lessons(les, references, matcher=matcher,
+                            threshold=match_threshold_of(matcher, match_threshold), score="s")
+    unmatched = sorted(set(matched.loc[matched["similarity"].isna(), "verdict_hash"].astype(str)))
+    if unmatched:
+        matched = matched[~matched["verdict_hash"].astype(str).isin(unmatched)]
+        matched = matched.reset_index(drop=True)
+        references = references[~references["verdict_hash"].astype(str).isin(unmatched)]
+    n = len(matched)
     real = references[references["reference_id"].astype(str) != "none"]
     all_refs = real[["verdict_hash", "reference_id"]].astype(str).drop_duplicates()
     got = matched.loc[matched["matched"], ["verdict_hash", "reference_id"]].astype(str)
@@ -305,6 +326,7 @@ def judge_lessons(
     rows["_k"] = rows["kind"].map({"lesson": 0, "miss": 1, "verdict": 2})
     rows = rows.sort_values(["verdict_seq", "_k", "lesson_index", "reference_id"],
                             kind="stable").drop(columns="_k").reset_index(drop=True)
+    rows.attrs["unmatched_verdicts"] = unmatched
     return rows, len(all_refs)
 
 

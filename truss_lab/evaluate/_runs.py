@@ -60,7 +60,7 @@ def sweep_run(
     thresholds: Any = None,
     ties: str = DEFAULT_TIES,
     truth: str = "labels",
-    references: Any = None,
+    references: Any = None, matcher: Any = None,
 ) -> pd.DataFrame:
     """:func:`~truss_lab.evaluate._sweep.sweep` of one run with the counts of
     :mod:`~truss_lab.evaluate._run_truth`: ``kept`` is what the gate would write
@@ -73,7 +73,7 @@ def sweep_run(
     (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns);
     ``truth="judge:NAME"`` by one judge's labels, counted as gold labels are."""
     t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
-                      score=score, ties=ties)
+                      score=score, ties=ties, matcher=matcher)
     df = sweep_judged(jr, thresholds)
     df.attrs["truth"] = t.name
     return df
@@ -163,7 +163,7 @@ def choose_run_threshold(
     confidence: float = 0.95,
     ties: str = DEFAULT_TIES,
     truth: str = "labels",
-    references: Any = None,
+    references: Any = None, matcher: Any = None,
 ) -> ThresholdChoice:
     """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run, counted as
     :func:`sweep_run` counts (:mod:`~truss_lab.evaluate._run_truth`: kept is what
@@ -179,7 +179,7 @@ def choose_run_threshold(
     obj = parse_objective(objective)
     whole_lessons(ties, "the threshold choice")
     t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
-                      score=score, ties=ties)
+                      score=score, ties=ties, matcher=matcher)
     if cv == "auto":
         cv = auto_cv(jr)
     opts = {"objective": obj, "test_size": test_size, "cv": cv, "cv_repeats": cv_repeats,
@@ -214,7 +214,7 @@ def compare_runs(
     random_state: Any = 0,
     ties: str = DEFAULT_TIES,
     truth: str = "labels",
-    references: Any = None,
+    references: Any = None, matcher: Any = None,
 ) -> ComparisonResult:
     """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs, counted as in
     :mod:`~truss_lab.evaluate._run_truth` (kept = what the gate would write). The
@@ -227,7 +227,8 @@ def compare_runs(
     t = resolve(store, truth, labels=labels)
     frames, processed = [], []
     for rid in (run_a, run_b):
-        _, jr = judged_by(store, rid, t, references=references, score=score, ties=ties)
+        _, jr = judged_by(store, rid, t, references=references, score=score, ties=ties,
+                          matcher=matcher)
         if isinstance(jr, ReferenceTruth):
             d = jr.rows
             frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),

@@ -135,13 +135,15 @@ def resolve_truth(
 def judged_by(
     store: Store, run_id: str, truth: Any = "labels", *, labels: Any = None,
     references: Any = None, score: str = "salience", ties: str = DEFAULT_TIES,
+    matcher: Any = None,
 ) -> tuple[Truth, RunTruth | ReferenceTruth]:
     """``(truth, judged run)``: the resolved truth and the run judged by it -- a
     :class:`RunTruth` for gold labels or a judge (counted alike), a
     :class:`ReferenceTruth` for references. Refuses a run with nothing judged."""
     t = resolve(store, truth, labels=labels)
     if t.kind == "references":
-        return t, reference_truth(store, run_id, references=references, score=score)
+        return t, reference_truth(store, run_id, references=references, score=score,
+                                 matcher=matcher)
     rt = labels_truth(store, run_id, labels=t.labels, score=score, ties=ties)
     if not rt.candidates["judged"].any():
         raise BadInputError(t.missing(run_id), field="labels" if not t.judge else "truth")

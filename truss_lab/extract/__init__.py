@@ -9,9 +9,16 @@ from ._extractor import Extractor
 from ._gate import apply_gate
 from ._heuristic import HeuristicProvider
 from ._judge import Judge, JudgeRun, parse_judgement, run_judge
+from ._match_judge import JudgeMatcher, match_run, parse_similarities
 from ._openai import OpenAICompatibleProvider
 from ._parser import ParseResult, parse_completion
-from ._prompts import PromptTemplate, build_judge_request, build_request, get_template
+from ._prompts import (
+    PromptTemplate,
+    build_judge_request,
+    build_match_request,
+    build_request,
+    get_template,
+)
 from ._providers import ChatMessage, Completion, CompletionRequest, Provider
 from ._replay import ReplayProvider
 from ._result import ExtractionRun
@@ -26,6 +33,7 @@ __all__ = [
     "Extractor",
     "HeuristicProvider",
     "Judge",
+    "JudgeMatcher",
     "JudgeRun",
     "OpenAICompatibleProvider",
     "ParseResult",
@@ -34,10 +42,13 @@ __all__ = [
     "ReplayProvider",
     "apply_gate",
     "build_judge_request",
+    "build_match_request",
     "build_request",
     "get_template",
+    "match_run",
     "parse_completion",
     "parse_judgement",
+    "parse_similarities",
     "run_extraction",
     "run_judge",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -39,12 +39,73 @@ __all__ = ["JUDGE_PREFIX", "Judge", "JudgeRun", "parse_judgement", "run_judge"]
 
 
 
+def replay_provider(recordings: Any, prefix: str) -> Any:
+    """A :class:`~truss_lab.extract._replay.ReplayProvider` of a judge's recorded calls:
+    from a Store (its ``completions`` rows whose extractor starts with ``prefix``,
+    ``<kind>:<model>@<prompt>/``), a §2 JSONL path or a frame."""
+    from ._replay import ReplayProvider
+
+    if isinstance(recordings, Store):
+        recordings = recordings.sql(
+            "SELECT * FROM completions WHERE starts_with(extractor_id, ?)", [prefix]).df()
+        if recordings.empty:
+            raise BadInputError(f"no recorded calls of judge {prefix[:-1]!r} in the store",
+                                field="--extractor")
+    return ReplayProvider(recordings)
+
+
+def record_calls(store: Store, records: list[dict[str, Any]]) -> int:
+    """Append a judge's live calls to ``completions`` (in one transaction); their count."""
+    if records:
+        from ._batch import _record_completions
+
+        with store.transaction():
+            _record_completions(store, records)
+    return len(records)
+
+
+class ModelJudge:
+    """What a judge and a judge matcher share: built on a live OpenAI-compatible
+    endpoint or on recorded calls. A subclass names its replay-key prefix
+    (``_PREFIX``) and default prompt (``_TEMPLATE``) and takes (provider, model,
+    template, parameters)."""
+
+    _PREFIX: ClassVar[str]
+    _TEMPLATE: ClassVar[str]
+
+    @classmethod
+    def openai(cls, base_url: str, model: str, *, template: str | None = None,
+               parameters: Mapping[str, Any] | None = None,
+               **provider_options: Any) -> Any:
+        """A live OpenAI-compatible endpoint as the model (temperature 0 by default);
+        ``template`` defaults to the class's prompt (``judge-v1``, ``match-v1``)."""
+        from ._openai import OpenAICompatibleProvider
+
+        return cls(OpenAICompatibleProvider(base_url, model, **provider_options),
+                   model, get_template(template or cls._TEMPLATE),
+                   dict(parameters or {"temperature": 0}))
+
+    @classmethod
+    def replay(cls, recordings: Any, model: str, *, template: str | None = None,
+               parameters: Mapping[str, Any] | None = None) -> Any:
+        """Replay the recorded calls: a Store (its ``completions`` table), a §2 JSONL
+        path or a frame. Give the ``parameters`` the live model used (the request
+        hash covers them; :meth:`openai` uses temperature 0)."""
+        tpl = get_template(template or cls._TEMPLATE)
+        params = dict(parameters) if parameters is not None else {"temperature": 0}
+        return cls(replay_provider(recordings, f"{cls._PREFIX}{model}@{tpl.version}/"),
+                   model, tpl, params)
+
+
 @dataclass(frozen=True)
-class Judge:
+class Judge(ModelJudge):
     """A judge configuration: a provider, a judge prompt template and a model.
 
     Its labels are stored under :attr:`annotator` = ``judge:<model>@<prompt version>``.
     """
+
+    _PREFIX: ClassVar[str] = JUDGE_PREFIX
+    _TEMPLATE: ClassVar[str] = "judge-v1"
 
     provider: Provider
     model: str
@@ -59,35 +120,6 @@ class Judge:
     def replay_key(self, extractor_id: str) -> str:
         """The recordings' ``extractor`` for this judge judging ``extractor_id``'s lessons."""
         return f"{self.annotator}/{extractor_id}"
-
-    @classmethod
-    def openai(cls, base_url: str, model: str, *, template: str = "judge-v1",
-               parameters: Mapping[str, Any] | None = None,
-               **provider_options: Any) -> Judge:
-        """A live OpenAI-compatible endpoint as the judge (temperature 0 by default)."""
-        from ._openai import OpenAICompatibleProvider
-
-        return cls(OpenAICompatibleProvider(base_url, model, **provider_options), model,
-                   get_template(template), dict(parameters or {"temperature": 0}))
-
-    @classmethod
-    def replay(cls, recordings: Any, model: str, *, template: str = "judge-v1",
-               parameters: Mapping[str, Any] | None = None) -> Judge:
-        """Replay a judge's recorded calls: a Store (its ``completions`` table), a §2
-        JSONL path or a frame. Give the ``parameters`` the live judge used (the
-        request hash covers them; a live :meth:`openai` judge uses temperature 0)."""
-        from ._replay import ReplayProvider
-
-        tpl = get_template(template)
-        prefix = f"{JUDGE_PREFIX}{model}@{tpl.version}/"
-        if isinstance(recordings, Store):
-            recordings = recordings.sql(
-                "SELECT * FROM completions WHERE starts_with(extractor_id, ?)", [prefix]).df()
-            if recordings.empty:
-                raise BadInputError(f"no recorded calls of judge {prefix[:-1]!r} in the store",
-                                    field="--judge")
-        params = dict(parameters) if parameters is not None else {"temperature": 0}
-        return cls(ReplayProvider(recordings), model, tpl, params)
 
 
 @dataclass(frozen=True)
@@ -187,11 +219,7 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
             errors.append(f"verdict {vhash}: {err}")
         rows.extend({"verdict_hash": str(vhash), "extractor": extractor_id, "lesson_index": i,
                      "useful": u, "annotator": judge.annotator} for i, u in got.items())
-    if records:
-        from ._batch import _record_completions
-
-        with store.transaction():
-            _record_completions(store, records)
+    record_calls(store, records)
     df = pd.DataFrame(rows, columns=["verdict_hash", "extractor", "lesson_index", "useful",
                                      "annotator"])
     added = append_labels(store, df, source=f"judge:{run_id}")[0] if len(df) else 0

@@ -12,7 +12,10 @@ Placeholders available to a user template: ``$contract_id``, ``$run_id``,
 ``- check:<name> [PASS|FAIL]: <evidence>``), ``$n_checks``, ``$n_failed``,
 ``$tags`` (comma-separated, or ``(none)``); a judge template (``judge-v1``) also
 gets ``$lessons``, one line per lesson to judge (``[<lesson_index>] <text>
-(evidence: ...)``), rendered by :func:`build_judge_request`.
+(evidence: ...)``), rendered by :func:`build_judge_request`. A match template
+(``match-v1``) gets only ``$lessons`` (``[L<lesson_index>] ...``) and
+``$references`` (``[R<k>] ...``, k = 1, 2, ...), rendered by
+:func:`build_match_request`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = [
     "VERDICT_OUTCOMES",
     "PromptTemplate",
     "build_judge_request",
+    "build_match_request",
     "build_request",
     "get_template",
     "known_templates",
@@ -149,7 +153,7 @@ def known_templates() -> tuple[str, ...]:
 
 _PLACEHOLDERS = frozenset(
     {"contract_id", "run_id", "goal", "verdict", "summary", "checks", "n_checks",
-     "n_failed", "tags", "lessons"}
+     "n_failed", "tags", "lessons", "references"}
 )
 
 
@@ -187,6 +191,7 @@ def _render(template: PromptTemplate, p: Mapping[str, Any],
     checks = p["checks"]
     values = {
         "lessons": lessons,
+        "references": "",
         "contract_id": p.get("contract_id", "(unknown)"),
         "run_id": p.get("run_id", "(unknown)"),
         "goal": p["goal"],
@@ -280,7 +285,7 @@ $lessons
 Label each lesson as JSON."""
 
 
-def _render_lesson(index: int, text: str, evidence: Any) -> str:
+def _render_lesson(index: int | str, text: str, evidence: Any) -> str:
     ev = ", ".join(str(e) for e in evidence) if evidence is not None and len(evidence) else ""
     return f"[{index}] {' '.join(str(text).split())} (evidence: {ev or 'none'})"
 
@@ -314,5 +319,71 @@ JUDGE_V1 = register_template(
         system=_JUDGE_V1_SYSTEM,
         user=_JUDGE_V1_USER,
         description="A judge labels each lesson of a verdict useful (1) or not (0); JSON answer.",
+    )
+)
+
+
+_MATCH_V1_SYSTEM = """\
+You compare lessons that an extractor proposed for one verdict of a contract run
+with reference lessons that an expert wrote for the same verdict. For every
+(lesson, reference) pair, say how far the lesson expresses the reference: the
+same advice about the same check, whatever the wording.
+
+Answer with one JSON object and nothing else, of exactly this shape:
+{"pairs": [{"lesson": "L0", "reference": "R1", "similarity": 0.9}]}
+
+- "lesson", "reference": the tags in brackets before each lesson and reference.
+- "similarity": a number in [0, 1]: 1 = the lesson says what the reference
+  says, 0 = it says something else.
+Give every (lesson, reference) pair listed, exactly once."""
+
+_MATCH_V1_USER = """\
+Lessons:
+$lessons
+
+References:
+$references
+
+Score every (lesson, reference) pair as JSON."""
+
+
+def build_match_request(
+    template: PromptTemplate | str,
+    lessons: Any,
+    references: Any,
+    *,
+    verdict_hash: str,
+    extractor: str,
+    model: str,
+    parameters: Mapping[str, Any] | None = None,
+) -> CompletionRequest:
+    """The :class:`CompletionRequest` asking a judge ``model`` how far each lesson of one
+    verdict expresses each of its reference lessons. ``lessons``: ``(lesson_index,
+    text, evidence)`` triples, one line each as ``[L<lesson_index>] text (evidence:
+    ...)``; ``references``: ``(text, evidence)`` pairs, ``[R1]``, ``[R2]``, ... in
+    order. The verdict itself is not shown (the texts are compared); ``extractor`` is
+    the replay key (``match:<model>@<prompt version>/<extractor_id>``)."""
+    if isinstance(template, str):
+        template = get_template(template)
+    values = {
+        "lessons": "\n".join(_render_lesson(f"L{int(i)}", t, e) for i, t, e in lessons),
+        "references": "\n".join(_render_lesson(f"R{k}", t, e)
+                                 for k, (t, e) in enumerate(references, start=1)),
+    }
+    user = string.Template(template.user).substitute(values)
+    return CompletionRequest(
+        messages=(ChatMessage(role="system", content=template.system),
+                  ChatMessage(role="user", content=user)),
+        model=model, parameters=dict(parameters or {}), verdict_hash=verdict_hash,
+        extractor=extractor, prompt_version=template.version)
+
+
+MATCH_V1 = register_template(
+    PromptTemplate(
+        version="match-v1",
+        system=_MATCH_V1_SYSTEM,
+        user=_MATCH_V1_USER,
+        description="A judge scores how far each lesson of a verdict expresses each "
+                    "reference lesson (similarity in [0, 1]); JSON answer.",
     )
 )

@@ -22,6 +22,7 @@ from ._cli_common import (
     read_store,
     run_argument,
 )
+from ._cli_judge import MATCH_SPEC_HELP
 
 __all__ = ["register"]
 
@@ -49,6 +50,48 @@ _truth_option = click.option(
          "judge:NAME (one judge's labels, e.g. judge:sim-judge-v1@judge-v1; see "
          "`truss-lab judge`). auto: labels when every run has some, else references "
          "(the output says which). README: Truth sources.")
+_matcher_option = click.option(
+    "--matcher", type=click.Choice(["lexical", "judge"]), default="lexical", show_default=True,
+    help="How lessons are matched to references (when judged by references): lexical word "
+         "overlap, or a model given by --match-judge (README, Matchers).")
+_match_judge_option = click.option(
+    "--match-judge", "match_spec", default=None,
+    help="The judge matcher of --matcher judge: " + MATCH_SPEC_HELP)
+_match_url_option = click.option(
+    "--match-base-url", default=None,
+    help="OpenAI-compatible endpoint of the judge matcher (--match-judge openai:MODEL).")
+
+
+def _match_options(fn: Any) -> Any:
+    return _matcher_option(_match_judge_option(_match_url_option(fn)))
+
+
+def _live_matcher(kind: str, spec: str | None) -> bool:
+    """Whether the judge matcher calls a model, so the store is opened for its recordings."""
+    if kind == "lexical" or spec is None:
+        if spec is not None:
+            raise click.BadParameter("--match-judge needs --matcher judge",
+                                     param_hint="--match-judge")
+        if kind == "judge":
+            raise click.BadParameter("--matcher judge needs --match-judge",
+                                     param_hint="--matcher")
+        return False
+    return not spec.startswith("replay:")
+
+
+def _matcher(store: Any, kind: str, spec: str | None, base_url: str | None) -> Any:
+    from ._cli_judge import make_matcher
+
+    return None if kind == "lexical" else make_matcher(spec or "", store, base_url=base_url,
+                                                       field="--match-judge")
+
+
+def _record(store: Any, matcher: Any) -> None:
+    """Append a live judge matcher's calls, so the same command replays them next time."""
+    if matcher is not None and matcher.pending:
+        matcher.record(store)
+
+
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
                             help="Write a PNG plot here.")
 _boot_option = click.option("--n-boot", default=1000, show_default=True,
@@ -127,13 +170,14 @@ def register(cli: click.Group) -> None:
     @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
                   help="Write the full sweep (every distinct threshold) as CSV.")
     @_truth_option
+    @_match_options
     @_plot_option
     @json_option
     @_friendly
     def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
               test_size: float, cv: str, cv_repeats: int, random_state: int, n_boot: int,
-              csv_path: str | None, truth: str,
-              plot_path: str | None, as_json: bool) -> None:
+              csv_path: str | None, truth: str, matcher: str, match_spec: str | None,
+              match_base_url: str | None, plot_path: str | None, as_json: bool) -> None:
         """Sweep a run's salience thresholds and choose one on held-out verdicts."""
         from ..core._paths import check_output_file
         from ..evaluate._runs import bootstrap_run, choose_run_threshold, sweep_run
@@ -145,16 +189,19 @@ def register(cli: click.Group) -> None:
         for path, option in ((csv_path, "--csv"), (plot_path, "--plot")):
             if path:
                 check_output_file(path, field=option)
-        with _open(db) as store:
+        with _open(db, write=_live_matcher(matcher, match_spec)) as store:
+            m = _matcher(store, matcher, match_spec, match_base_url)
             truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
-            full = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth)
+            full = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
+                             matcher=m)
             at = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
-                           thresholds=list(SUMMARY_THRESHOLDS))
+                           thresholds=list(SUMMARY_THRESHOLDS), matcher=m)
             choice = choose_run_threshold(store, run_id, objective=objective,
                                           labels=labels_path, score=score,
                                           test_size=test_size, cv=_cv(cv),
                                           cv_repeats=cv_repeats, random_state=random_state,
-                                          n_boot=n_boot, truth=truth)
+                                          n_boot=n_boot, truth=truth, matcher=m)
+            _record(store, m)
             # The plot's bands: a verdict bootstrap of the judged lessons, same truth.
             bands = (bootstrap_run(store, run_id, labels=labels_path, score=score,
                                    n_boot=n_boot, random_state=random_state,
@@ -168,10 +215,13 @@ def register(cli: click.Group) -> None:
         judged = ("labelled candidates" if truth != "references" else
                   f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
                   " references")
+        matched_by = full.attrs.get("counts", {}).get("matcher")
         text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
-                f"truth: {truth} ({why})\n"
+                f"truth: {truth} ({why})"
+                f"{f', matcher {matched_by}' if truth == 'references' else ''}\n"
                 f"{format_sweep(at)}\n{format_choice(choice)}")
         _emit({"run_id": run_id, "score": score, "truth": truth,
+               "matcher": matched_by if truth == "references" else None,
                "sweep": json_safe(at.to_dict(orient="records")),
                "choice": _choice_json(choice)}, as_json, text)
 
@@ -186,11 +236,13 @@ def register(cli: click.Group) -> None:
     @_boot_option
     @_seed_option("the paired verdict bootstrap")
     @_truth_option
+    @_match_options
     @_plot_option
     @json_option
     @_friendly
     def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str | None,
-                score: str, n_boot: int, random_state: int, truth: str,
+                score: str, n_boot: int, random_state: int, truth: str, matcher: str,
+                match_spec: str | None, match_base_url: str | None,
                 plot_path: str | None, as_json: bool) -> None:
         """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
         from ..core._paths import check_output_file
@@ -202,17 +254,21 @@ def register(cli: click.Group) -> None:
         if plot_path:
             check_output_file(plot_path, field="--plot")
         check_threshold(threshold, "--threshold", name="threshold")
-        with _open(db) as store:
+        with _open(db, write=_live_matcher(matcher, match_spec)) as store:
+            m = _matcher(store, matcher, match_spec, match_base_url)
             truth, why = resolve_truth(store, [run_a, run_b], truth, labels=labels_path)
             res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
                                score=score, n_boot=n_boot, random_state=random_state,
-                               truth=truth)
+                               truth=truth, matcher=m)
+            _record(store, m)
         if plot_path:
             save_comparison_plot(res, plot_path)
+        by = (getattr(m, "name", "lexical") if truth == "references" else None)
         _emit({"names": list(res.names), "n_common": res.n_common, "truth": truth,
+               "matcher": by,
                "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
                "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
-              as_json, f"truth: {truth} ({why})\n{res!r}")
+              as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n{res!r}")
 
     @cli.command()
     @run_argument

@@ -13,7 +13,10 @@ similarity reaches ``threshold``. So a lesson's matched flag depends only on
 lessons ranked above it, and it is the same at every gate threshold: the
 reference sweep is one sort plus cumulative sums. A duplicate of a matched
 lesson finds its reference taken and stays unmatched (a false positive).
-Lessons without a score (NaN) are never written and claim nothing.
+Lessons without a score (NaN) are never written and claim nothing. A NaN
+similarity means the matcher could not score the pair (a judge matcher whose
+answer was malformed): it claims nothing, and evaluation leaves a verdict with
+such pairs out (``evaluate._references``) rather than count it as judged.
 
 The lexical matcher: word-set Jaccard of the two texts, over the content words
 of :func:`~truss_lab.score._tokens.content_words` (the near-duplicate
@@ -44,6 +47,7 @@ __all__ = [
     "LexicalMatcher",
     "Matcher",
     "match_lessons",
+    "match_threshold_of",
 ]
 
 #: Similarity a lesson needs to claim a reference. Chosen on the bundled sample
@@ -54,6 +58,15 @@ DEFAULT_MATCH_THRESHOLD = 0.22
 Matcher = Callable[[pd.DataFrame, pd.DataFrame], np.ndarray]
 """(lessons of one verdict, references of that verdict) -> similarity matrix
 of shape (n_lessons, n_references); both frames have ``text`` and ``evidence``."""
+
+
+def match_threshold_of(matcher: Any, threshold: float | None = None) -> float:
+    """``threshold`` when given, else the matcher's own ``match_threshold`` (a judge's
+    similarities live on another scale than word overlap), else
+    :data:`DEFAULT_MATCH_THRESHOLD`."""
+    if threshold is not None:
+        return float(threshold)
+    return float(getattr(matcher, "match_threshold", DEFAULT_MATCH_THRESHOLD))
 
 
 def _evidence_sets(col: pd.Series) -> list[frozenset[str]]:

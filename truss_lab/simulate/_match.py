@@ -1,0 +1,114 @@
+"""A simulated judge matcher: a deterministic Provider answering ``match-v1`` requests
+from the simulator's truth of which lesson expresses which reference, with noise.
+SYNTHETIC: it stands in for a matching model where none runs offline (the
+sample, tests); it is not a model.
+
+It reads the lessons (``[L<lesson_index>] ...``) and reference wordings
+(``[R<k>] <text> (evidence: ...)``) from the rendered request and the judged
+extractor from the replay key (``match:<model>@<prompt>/<extractor>``). A
+reference wording is identified by its text in ``references.jsonl`` (the
+verdict's ``reference_id``); a lesson by ``lesson_truth.csv`` (its
+``reference_id``: the latent lesson it expresses, also for a repeat). A pair
+where the lesson expresses the reference gets a similarity drawn uniformly in
+[0.7, 1.0], any other pair one in [0.0, 0.3]; with probability ``noise`` a
+pair's call is flipped (an expressed pair scored low, another pair high). A
+lesson the truth does not know (the heuristic's) counts as expressing a
+reference when their lexical similarity reaches the lexical match threshold.
+Draws are a hash of (seed, verdict, extractor, lesson, reference text), so the
+same request always gets the same answer. It counts as live: its calls are
+recorded, and a replay of them makes none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import pandas as pd
+
+from ..core._errors import ProviderError
+from ..extract._providers import Completion, CompletionRequest
+from ..score._matching import DEFAULT_MATCH_THRESHOLD, LexicalMatcher
+from ._judge import _uniform
+
+__all__ = ["SIMULATED_MATCH_MODEL", "SimulatedMatchProvider"]
+
+#: The model name of the simulated matcher (matcher ``judge:sim-match-v1@match-v1``).
+SIMULATED_MATCH_MODEL = "sim-match-v1"
+
+_LINE = re.compile(r"^\[([LR])(\d+)\] (.*) \(evidence: [^()]*\)$", re.MULTILINE)
+
+
+def _norm(text: str) -> str:
+    # The request renders texts with whitespace collapsed.
+    return " ".join(str(text).split())
+
+
+class SimulatedMatchProvider:
+    """Answers match requests from the simulator's truth with noise (synthetic).
+
+    ``lesson_truth``: ``lesson_truth.csv`` (a path or a frame with
+    ``verdict_hash, extractor, lesson_index, reference_id``); ``references``:
+    ``references.jsonl`` (a path or a frame with ``verdict_hash, reference_id,
+    text``). ``noise``: the chance of flipping each pair's call.
+    """
+
+    provider_id = "simulated-match"
+    live = True  # stands in for a model: its calls are recorded for replay
+
+    def __init__(self, lesson_truth: pd.DataFrame | str | os.PathLike[str],
+                 references: pd.DataFrame | str | os.PathLike[str], *,
+                 noise: float = 0.05, seed: int = 0,
+                 model: str = SIMULATED_MATCH_MODEL) -> None:
+        lt = (lesson_truth if isinstance(lesson_truth, pd.DataFrame)
+              else pd.read_csv(lesson_truth, dtype={"reference_id": str}))
+        refs = (references if isinstance(references, pd.DataFrame)
+                else pd.read_json(references, lines=True, dtype={"reference_id": str}))
+        self._truth: dict[tuple[str, str, int], str] = {
+            (str(v), str(e), int(i)): str(r) for v, e, i, r in zip(
+                lt["verdict_hash"], lt["extractor"], lt["lesson_index"],
+                lt["reference_id"].fillna("none"), strict=True)}
+        self._refs: dict[tuple[str, str], str] = {
+            (str(v), _norm(t)): str(r) for v, r, t in zip(
+                refs["verdict_hash"], refs["reference_id"], refs["text"].fillna(""),
+                strict=True)}
+        self.noise, self.seed, self.model = noise, seed, model
+        self._lexical = LexicalMatcher()
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return f"SimulatedMatchProvider(noise={self.noise}, seed={self.seed})"
+
+    def _expresses(self, verdict: str, extractor: str, index: int, text: str,
+                   ref_text: str) -> bool:
+        got = self._truth.get((verdict, extractor, index))
+        if got is not None:
+            return got != "none" and got == self._refs.get((verdict, ref_text))
+        sim = self._lexical(pd.DataFrame({"text": [text], "evidence": [[]]}),
+                            pd.DataFrame({"text": [ref_text], "evidence": [[]]}))
+        return bool(sim[0, 0] >= DEFAULT_MATCH_THRESHOLD)
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        if request.model != self.model:
+            raise ProviderError(f"the simulated matcher serves {self.model!r}, "
+                                f"not {request.model!r}")
+        extractor = request.extractor.rsplit("/", 1)[-1]
+        v = request.verdict_hash
+        lines: dict[str, list[tuple[int, str]]] = {"L": [], "R": []}
+        for m in _LINE.finditer(request.messages[-1].content):
+            lines[m.group(1)].append((int(m.group(2)), m.group(3)))
+        pairs: list[dict[str, Any]] = []
+        for i, text in lines["L"]:
+            for k, ref_text in lines["R"]:
+                hit = self._expresses(v, extractor, i, text, ref_text)
+                if _uniform(self.seed, "match-flip", v, extractor, i, ref_text) < self.noise:
+                    hit = not hit
+                u = _uniform(self.seed, "match-sim", v, extractor, i, ref_text)
+                sim = 0.7 + 0.3 * u if hit else 0.3 * u
+                pairs.append({"lesson": f"L{i}", "reference": f"R{k}",
+                              "similarity": round(sim, 3)})
+        self.calls += 1
+        return Completion(text=json.dumps({"pairs": pairs}), model=self.model,
+                          latency_ms=0.0, request_hash=request.request_hash)
