@@ -10,6 +10,7 @@ body, and the circuit breaker when the server stops mid-run. Run by
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,13 @@ import truss_lab as tl
 from tests.realserver.conftest import COOLDOWN_SECONDS, LESSON, LiteLLMProxy
 from truss_lab.core._errors import ProviderError, ProviderUnavailableError
 from truss_lab.extract._breaker import CircuitOpenError
+from truss_lab.extract._config import ExtractorConfig
 from truss_lab.extract._extractor import Extractor
-from truss_lab.extract._openai import OpenAICompatibleProvider, parse_retry_after
+from truss_lab.extract._openai import (
+    CompletionRecorder,
+    OpenAICompatibleProvider,
+    parse_retry_after,
+)
 from truss_lab.faces._cli import cli
 from truss_lab.store._runs import run_content_hashes, run_errors, run_info
 
@@ -85,9 +91,28 @@ def test_extraction_through_the_proxy_then_replay_with_zero_live_calls(
         assert run_content_hashes(s, "replayed") == run_content_hashes(s, "live")
 
 
+def test_recorded_to_a_file_replays_from_the_file(proxy: LiteLLMProxy, key: str, db: Path,
+                                                  tmp_path: Path) -> None:
+    rec = CompletionRecorder()
+    config = ExtractorConfig(model="lesson-mock", response_format="json_object", seed=3)
+    ex = Extractor.openai(proxy.base_url, "lesson-mock", config=config, recorder=rec)
+    with ex.provider, tl.Store(db) as s:
+        tl.run_extraction(s, ex, tl.MemoryConfig(lesson_extraction="on"), verdicts=VERDICTS,
+                          progress=False, run_id="to-file")
+    path = tmp_path / "live.jsonl"
+    assert rec.write(path) == 20
+    r = invoke("extract", "--db", str(db), "--extractor", f"replay:{path}", "--policy", "on",
+               "--verdicts", VERDICTS, "--run-id", "from-file", "--quiet", "--json")
+    assert r.exit_code == 0, r.output
+    with tl.Store(db, read_only=True) as s:
+        assert run_content_hashes(s, "from-file") == run_content_hashes(s, "to-file")
+    assert json.loads(invoke("usage", "from-file", "--db", str(db), "--json").stdout
+                      )["live_calls"] == 0
+
+
 def test_a_429_with_retry_after_is_honoured(proxy: LiteLLMProxy, key: str,
                                             verdict: dict) -> None:
-    ex = Extractor.openai(proxy.base_url, "cooling-mock", max_retries=3, backoff_base=0.0,
+    ex = Extractor.openai(proxy.base_url, "cooling-mock", max_retries=5, backoff_base=0.0,
                           backoff_max=30.0)
     provider = ex.provider
     seen = _statuses(provider)
@@ -95,17 +120,16 @@ def test_a_429_with_retry_after_is_honoured(proxy: LiteLLMProxy, key: str,
 
     def sleep(seconds: float) -> None:
         slept.append(seconds)
-        import time
         time.sleep(seconds)  # for real: the deployments' cooldown must run out
 
     provider._sleep = sleep
-    with provider, pytest.raises(ProviderUnavailableError, match="gave up after 4 attempt"):
+    with provider, pytest.raises(ProviderUnavailableError, match="gave up after 6 attempt"):
         provider.complete(ex.request("ab" * 32, verdict))
-    assert [s for s, _ in seen] == [429] * 4
-    # The proxy's own Retry-After: once both deployments are cooling down.
+    assert [s for s, _ in seen] == [429] * 6
+    # The proxy's own Retry-After, once both deployments are cooling down.
     headers = [h for _, h in seen]
-    assert any(h is not None for h in headers[:3]), headers
-    for h, s in zip(headers[:3], slept, strict=True):
+    assert any(h is not None for h in headers[:-1]), headers
+    for h, s in zip(headers[:-1], slept, strict=True):
         # backoff_base 0: a 429 without Retry-After waits 0 s; one with it, what it says.
         want = parse_retry_after(h) or 0.0
         assert s == want and want <= COOLDOWN_SECONDS
