@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DB     ?= truss_lab.duckdb
 
-.PHONY: demo lab test test-slow test-browser lint bench reliability install install-dev clean
+.PHONY: demo lab test test-slow test-browser test-realserver lint bench reliability install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,15 +30,17 @@ demo: $(VENV)/.installed
 lab: $(VENV)/.installed
 	$(BIN)/jupyter lab notebooks
 
-# The suite: ruff, the tests (slow ones and the browser test are separate
-# targets), then every notebook executed top to bottom by nbmake.
+# The suite: ruff, the tests (slow ones, the browser test and the real-server test
+# are separate targets), then every notebook executed top to bottom by nbmake.
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" --ignore=tests/browser
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow and not realserver" \
+		--ignore=tests/browser --ignore=tests/realserver
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbmake notebooks
 
 test-slow: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow --ignore=tests/browser
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow --ignore=tests/browser \
+		--ignore=tests/realserver
 
 $(VENV)/.installed-browser: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'
@@ -49,6 +51,16 @@ $(VENV)/.installed-browser: pyproject.toml | $(BIN)/python
 # metrics and the plot change. Screenshots go to browser_artifacts/.
 test-browser: $(VENV)/.installed-browser
 	PYTHON=$(BIN)/python bash scripts/run_browser_test.sh
+
+$(VENV)/.installed-realserver: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,realserver]'
+	@touch $@ $(VENV)/.installed $(VENV)/.installed-dev
+
+# The OpenAI-compatible provider against a real third-party server: a LiteLLM
+# proxy (the realserver extra, pinned) on 127.0.0.1 answering from mock
+# responses, started and stopped by the test (tests/realserver). No network, no key.
+test-realserver: $(VENV)/.installed-realserver
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m realserver tests/realserver
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts

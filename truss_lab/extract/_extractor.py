@@ -76,10 +76,11 @@ class Extractor:
     ) -> Extractor:
         """Replay recorded completions (a §2 file, a DataFrame, or a Store's table).
 
-        From a Store, an extractor recorded live by truss_lab replays by itself:
-        its :class:`ExtractorConfig` is stored with the recordings, and the
-        replay rebuilds the same requests from it (``template``, ``model`` and
-        ``parameters`` are then ignored). Otherwise give the ``model`` and
+        An extractor recorded live by truss_lab replays by itself: its
+        :class:`ExtractorConfig` is kept with the recordings (in the Store, or
+        on each line of a §2 file written by :class:`CompletionRecorder`), and
+        the replay rebuilds the same requests from it (``template``, ``model``
+        and ``parameters`` are then ignored). Otherwise give the ``model`` and
         ``parameters`` the recordings were made with: the request hash covers
         them, and a request that differs from the recorded one is refused.
         """
@@ -92,13 +93,13 @@ class Extractor:
             recordings = recordings.sql(
                 "SELECT * FROM completions WHERE extractor_id = ?", [extractor_id]
             ).df()
+        provider = ReplayProvider(recordings)
+        config = config or provider.config_of(extractor_id)
         if config is not None:
-            return cls(extractor_id, ReplayProvider(recordings),
-                       get_template(config.prompt_version), config.model,
-                       config.request_parameters(), config)
+            return cls(extractor_id, provider, get_template(config.prompt_version),
+                       config.model, config.request_parameters(), config)
         tpl = get_template(template) if isinstance(template, str) else template
-        return cls(extractor_id, ReplayProvider(recordings), tpl, model or extractor_id,
-                   dict(parameters or {}))
+        return cls(extractor_id, provider, tpl, model or extractor_id, dict(parameters or {}))
 
     @classmethod
     def heuristic(cls, *, max_lessons: int = 5) -> Extractor:
@@ -138,6 +139,11 @@ class Extractor:
                 f"config says model {config.model!r}, prompt {config.prompt_version!r}; the "
                 f"call says {model!r}, {tpl.version!r}{' and parameters' if parameters else ''}:"
                 " give the knobs in one place, the config", field="config")
+        recorder = provider_options.get("recorder")
+        if recorder is not None:
+            # Each record carries the configuration, so a §2 file of them replays by
+            # itself (FORMATS.md §2 ``config``).
+            provider_options["recorder"] = _ConfigRecorder(recorder, config)
         provider = OpenAICompatibleProvider(base_url, model, **provider_options)
         return cls(extractor_id or config.default_extractor_id(), provider, tpl, model,
                    config.request_parameters(), config)
@@ -151,6 +157,18 @@ class Extractor:
         if self.config is None:
             return req
         return req.model_copy(update={"config_hash": self.config.config_hash})
+
+
+@dataclass(frozen=True)
+class _ConfigRecorder:
+    """A recorder that adds ``config`` (the extractor configuration) to each record
+    of a call made under it before handing the record on."""
+
+    inner: Any
+    config: ExtractorConfig
+
+    def __call__(self, record: dict[str, Any]) -> Any:
+        return self.inner({**record, "config": self.config.model_dump(mode="json")})
 
 
 @dataclass

@@ -5,6 +5,8 @@ A replay answers a :class:`CompletionRequest` from a recording keyed by
 old recording: when the recording carries a ``request_hash`` it must equal the
 request's. Recordings made elsewhere may lack one; those are answered (their
 prompt version must still match) and counted in :attr:`ReplayProvider.unchecked_requests`.
+Recordings that carry their extractor configuration (FORMATS.md §2 ``config``) give
+it back through :meth:`ReplayProvider.config_of`, so a file replays by itself.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pandas as pd
 from ..core._errors import BadInputError, ProviderError
 from ..ingest._completions import read_completions
 from ..ingest._ingest import FILE_TO_TABLE
+from ._config import ExtractorConfig
 from ._providers import Completion, CompletionRequest
 
 __all__ = ["ReplayProvider"]
@@ -91,6 +94,11 @@ class ReplayProvider:
                         reason="conflicting_duplicate",
                     )
                 seen[k] = v
+        self._configs: dict[str, set[str]] = {}
+        for ext, config in zip(cols["extractor"], _column(df, "config"), strict=True):
+            if config is not None:
+                self._configs.setdefault(ext, set()).add(config)
+        self._source = source
         self._lock = threading.Lock()
         self._unchecked = 0
         self._calls = 0
@@ -100,6 +108,23 @@ class ReplayProvider:
 
     def __repr__(self) -> str:
         return f"ReplayProvider({len(self._table)} recordings)"
+
+    def config_of(self, extractor_id: str) -> ExtractorConfig | None:
+        """The configuration ``extractor_id``'s recordings were made under, when they
+        carry one (None otherwise); two different ones are refused."""
+        texts = sorted(self._configs.get(extractor_id, ()))
+        if len(texts) > 1:
+            raise BadInputError(
+                f"the recordings of extractor {extractor_id!r} carry {len(texts)} different "
+                "configurations; a replay needs one (an extractor id names one configuration)",
+                source=self._source, field="config", reason="config_conflict")
+        if not texts:
+            return None
+        try:
+            return ExtractorConfig.model_validate_json(texts[0])
+        except ValueError as exc:  # pydantic's ValidationError names the field
+            raise BadInputError(f"not an extractor configuration: {exc}", source=self._source,
+                                field="config", reason="bad_value") from None
 
     @property
     def unchecked_requests(self) -> int:

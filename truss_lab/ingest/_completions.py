@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel, Field, StrictStr
 
-from ..core._canonical import MalformedJSON, loads_strict
+from ..core._canonical import MalformedJSON, canonical, loads_strict
 from ..core._errors import BadInputError
 from ._jsonl import (
     _ESCAPE_BREAKS,
@@ -59,6 +59,7 @@ COMPLETION_FIELDS: tuple[str, ...] = (
     "latency_ms",
     "prompt_tokens",
     "completion_tokens",
+    "config",
 )
 """The §2 fields, in FORMATS.md order (also the column order of the frames)."""
 COMPLETION_KEY: tuple[str, ...] = ("verdict_hash", "extractor")
@@ -90,6 +91,12 @@ class CompletionRecordModel(_Record):
     """Tokens in the prompt (integer >= 0), when reported."""
     completion_tokens: Count | None = None
     """Tokens in the completion (integer >= 0), when reported."""
+    config: dict[str, Any] | None = None
+    """The extractor configuration the call was made under (the fields of
+    ``ExtractorConfig``: provider, model, prompt_version, response_format, sampling,
+    samples), when truss_lab recorded the call; a replay of the file rebuilds the
+    same requests from it. Null (or absent) in data recorded elsewhere. In frames it
+    is the configuration's canonical JSON text."""
 
 
 _CHECKS: dict[str, Any] = {
@@ -103,6 +110,63 @@ _CHECKS: dict[str, Any] = {
     "prompt_tokens": _check_count,
     "completion_tokens": _check_count,
 }
+
+
+def _object(value: Any) -> Any:
+    """A parsed JSON value with its objects (pair tuples from the reader) as dicts;
+    raises ValueError on a duplicate key."""
+    if type(value) is tuple:
+        d = {k: _object(v) for k, v in value}
+        if len(d) != len(value):
+            raise ValueError("duplicate key")
+        return d
+    if type(value) is list:
+        return [_object(v) for v in value]
+    if type(value) is dict:
+        return {k: _object(v) for k, v in value.items()}
+    return value
+
+
+def _config_texts(col: list[Any]) -> tuple[list[Any], dict[int, str]]:
+    """The ``config`` column as canonical JSON text (frames stay flat and comparable),
+    and row -> what was expected for the values that are not a JSON object."""
+    out: list[Any] = []
+    problems: dict[int, str] = {}
+    # A file repeats one configuration on every line: canonicalize each distinct one once.
+    seen: dict[Any, str] = {}
+    for i, v in enumerate(col):
+        if v is None:
+            out.append(None)
+            continue
+        key = _memo_key(v)
+        text = None if key is None else seen.get(key)
+        if text is not None:
+            out.append(text)
+            continue
+        try:
+            obj = _object(loads_strict(v) if type(v) is str else v)
+            if type(obj) is not dict:
+                raise ValueError("not an object")
+            text = canonical(obj)
+        except (ValueError, TypeError, MalformedJSON):
+            problems[i] = "expected a JSON object (the extractor configuration) or null"
+            out.append(v)
+            continue
+        out.append(text)
+        if key is not None:
+            seen[key] = text
+    return out, problems
+
+
+def _memo_key(value: Any) -> Any:
+    """A hashable stand-in for a ``config`` value (None: do not memoize it)."""
+    try:
+        if type(value) is dict:  # a record's: its sorted JSON names it
+            return json.dumps(value, sort_keys=True, allow_nan=True)
+        hash(value)
+    except (TypeError, ValueError):  # a list inside, or not JSON at all
+        return None
+    return value
 
 
 def _validate_columns(
@@ -126,7 +190,11 @@ def _validate_columns(
                     for i in np.flatnonzero(missing & ~skip)
                 )
             col = [None if x is _MISSING else x for x in col]
-        for i, msg in _CHECKS[name](col).items():
+        if name == "config":
+            col, msgs = _config_texts(col)
+        else:
+            msgs = _CHECKS[name](col)
+        for i, msg in msgs.items():
             if not skip[i] and not (missing[i] and name in _REQUIRED_COMPLETION):
                 reason = "bad_unicode" if msg.startswith(_SURROGATE) else "bad_value"
                 problems.append((i, name, msg, reason))
@@ -295,7 +363,12 @@ def write_completions(
     with atomic_text_file(path) as fh:
         dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
         for row in zip(*(out[k] for k in COMPLETION_FIELDS), strict=True):
-            line = dumps(dict(zip(COMPLETION_FIELDS, row, strict=True)))
+            rec = dict(zip(COMPLETION_FIELDS, row, strict=True))
+            # The configuration travels as an object; a line without one omits it.
+            config = rec.pop("config")
+            if config is not None:
+                rec["config"] = json.loads(config)
+            line = dumps(rec)
             if _LINE_BREAKS.search(line):
                 line = line.translate(_ESCAPE_BREAKS)
             fh.write(line)

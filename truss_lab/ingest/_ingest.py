@@ -7,6 +7,8 @@ reported as a conflict and never overwrites what is there.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +18,7 @@ import pyarrow as pa
 
 from ..core._errors import BadInputError
 from ..core._models import utcnow
+from ..store._runs import record_extractor_config
 from ..store._store import Store, quote_ident
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
@@ -154,15 +157,38 @@ def _conflicts(store: Store, table: str, new: pa.Table, key: list[str], value: l
     ]
 
 
+def _config_hashes(df: pd.DataFrame) -> tuple[list[str | None], dict[str, tuple[str, str]]]:
+    """Per row, the hash of its §2 ``config`` (SHA-256 of the canonical JSON text the
+    reader gives, which is how ``ExtractorConfig.config_hash`` is made), and per
+    extractor the (hash, config) to keep in ``extractor_configs``."""
+    configs = df["config"].astype(object).where(df["config"].notna(), None).tolist()
+    hashes = [None if c is None else hashlib.sha256(c.encode()).hexdigest() for c in configs]
+    kept: dict[str, tuple[str, str]] = {}
+    for ext, h, c in zip(df["extractor"].tolist(), hashes, configs, strict=True):
+        if h is not None:
+            kept.setdefault(ext, (h, c))
+    return hashes, kept
+
+
 def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestReport:
-    """Load a FORMATS.md §2 completions file."""
+    """Load a FORMATS.md §2 completions file; the extractor configurations its lines
+    carry are kept too (``extractor_configs``), so ``replay:EXTRACTOR_ID`` rebuilds
+    the recorded requests from the database as from the file."""
     source = str(path)
     df, errors = read_completions(path)
+    hashes, configs = _config_hashes(df)
     new = _frame(df, COMPLETIONS_SCHEMA, {"source": source, "recorded_at": utcnow()})
+    new = new.append_column("config_hash", pa.array(hashes, pa.string()))
     key = COMPLETIONS_KEY
     n_read = len(df) + len(errors)
     conflicts = _conflicts(store, "completions", new, key, ["text", "request_hash"], source)
     with store.transaction():
+        for ext, (h, config) in sorted(configs.items()):
+            try:
+                record_extractor_config(store, ext, h, json.loads(config))
+            except BadInputError as exc:
+                raise BadInputError(str(exc.message), source=source, field="config",
+                                    reason="config_conflict") from None
         added = store.append("completions", new, key=key)
     return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])
 

@@ -164,12 +164,29 @@ def _parse_lines(texts: list[str], *, per_line: bool = False) -> tuple[list[Any]
     return values, fast
 
 
+def _holds_array(value: Any) -> bool:
+    """Whether a parsed value (objects as pair tuples) holds an array at any depth."""
+    if type(value) is list:
+        return True
+    return type(value) is tuple and any(_holds_array(x) for x in value)
+
+
 def _has_nested(cols: dict[str, list[Any]], values: list[Any], rows: np.ndarray) -> bool:
-    """Whether any record holds an array or object (``rows`` have unexpected fields)."""
+    """Whether any record may hide an element spanning lines: an array anywhere, or
+    any nested value in ``rows`` (those with unexpected fields). A nested object
+    without an array cannot (after its ``,`` a key must follow, never a line's ``{``),
+    so a file repeating one object per line (§2 ``config``) keeps the one-shot parse."""
     for col in cols.values():
         types = set(map(type, col))
-        if tuple in types or list in types:
+        if list in types:
             return True
+        if tuple in types:
+            try:
+                distinct = {x for x in col if type(x) is tuple}
+            except TypeError:  # a list inside makes a tuple unhashable
+                return True
+            if any(_holds_array(x) for x in distinct):
+                return True
     for i in np.flatnonzero(rows):
         v = values[i]
         if type(v) is dict and any(type(x) in (tuple, list) for x in v.values()):
