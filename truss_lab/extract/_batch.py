@@ -27,6 +27,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ from ._result import ExtractionRun, run_result
 __all__ = ["DEFAULT_CHUNK_SIZE", "ExtractionRun", "resolve_batch", "run_extraction"]
 
 DEFAULT_CHUNK_SIZE = 1000
+_GROUP_VERDICTS = 16_384  # verdicts of recorded answers written per transaction
 _TS = pa.timestamp("us", tz="UTC")
 
 
@@ -192,31 +194,86 @@ def _load_chunk(store: Store, seqs: np.ndarray) -> Chunk:
     return entry_payloads(store, seqs.tolist())
 
 
-def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
-                 rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
-                 score: ScoreFunction | None, scorer_name: str, elapsed: float,
-                 live: bool = True) -> int:
+@dataclass
+class _Gated:
+    """One extracted chunk, gated, waiting for its write."""
+
+    index: int
+    seqs: np.ndarray
+    hashes: list[str]
+    cand: pa.Table
+    mem: pa.Table
+    err: pa.Table
+    recorded: list[dict[str, Any]]
+    provider_calls: int
+    elapsed: float
+
+
+def _gate_chunk(run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
+                rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
+                score: ScoreFunction | None, scorer_name: str, elapsed: float,
+                live: bool = True) -> _Gated:
     cand, mem, err = gated_tables(rows, config, run_id=run_id, write_memory=write_memory,
                                   score=score, scorer_name=scorer_name)
     # Only a live provider's answers are recorded (replay and heuristic call no model).
     recorded = [c for c in rows.completions if not c.get("replayed")] if live else []
+    return _Gated(index, seqs, hashes, cand, mem, err, recorded, rows.provider_calls, elapsed)
+
+
+def _new_lessons(store: Store, group: list[_Gated]) -> list[int]:
+    """Per chunk, its memory rows whose entry_id the store does not hold yet: what
+    each chunk's own append would have counted (ids are unique across verdicts)."""
+    if len(group) == 1:
+        return [-1]  # counted by the append itself
+    ids = pa.table({"entry_id": pa.concat_arrays(
+        [g.mem.column("entry_id").combine_chunks() for g in group if g.mem.num_rows]
+        or [pa.array([], pa.string())])})
+    store.con.register("_new_lesson_ids", ids)
+    try:
+        have = {r[0] for r in store.con.execute(
+            "SELECT entry_id FROM memory_entries WHERE entry_id IN "
+            "(SELECT entry_id FROM _new_lesson_ids)").fetchall()}
+    finally:
+        store.con.unregister("_new_lesson_ids")
+    return [sum(i not in have for i in g.mem.column("entry_id").to_pylist()) for g in group]
+
+
+def _write_group(store: Store, run_id: str, group: list[_Gated]) -> None:
+    """Write gated chunks in one transaction, each table in one append, each chunk
+    recorded in ``run_chunks`` with the counts its own write would have recorded."""
+    if not group:
+        return
+    cand = pa.concat_tables([g.cand for g in group])
+    mem = pa.concat_tables([g.mem for g in group])
+    err = pa.concat_tables([g.err for g in group])
+    recorded = [c for g in group for c in g.recorded]
     with store.transaction():
-        new = write_extraction(store, cand, mem, err)
-        record_run_verdicts(store, run_id, seqs.tolist(), hashes)
+        new = _new_lessons(store, group)
+        landed = write_extraction(store, cand, mem, err)
+        if new == [-1]:
+            new = [landed]
+        record_run_verdicts(store, run_id, np.concatenate([g.seqs for g in group]).tolist(),
+                            [h for g in group for h in g.hashes])
         if recorded:
             _record_completions(store, recorded, run_id)
+        now = utcnow()
         store.append("run_chunks", pa.table({
-            "run_id": [run_id], "chunk_index": pa.array([index], pa.int32()),
-            "first_seq": [int(seqs[0])], "last_seq": [int(seqs[-1])],
-            "n_verdicts": [len(seqs)], "n_candidates": [cand.num_rows],
-            "n_lessons": [mem.num_rows], "n_lessons_new": [new], "n_errors": [err.num_rows],
-            "provider_calls": [rows.provider_calls],
-            "finished_at": pa.array([utcnow()], _TS),
+            "run_id": [run_id] * len(group),
+            "chunk_index": pa.array([g.index for g in group], pa.int32()),
+            "first_seq": [int(g.seqs[0]) for g in group],
+            "last_seq": [int(g.seqs[-1]) for g in group],
+            "n_verdicts": [len(g.seqs) for g in group],
+            "n_candidates": [g.cand.num_rows for g in group],
+            "n_lessons": [g.mem.num_rows for g in group], "n_lessons_new": new,
+            "n_errors": [g.err.num_rows for g in group],
+            "provider_calls": [g.provider_calls for g in group],
+            "finished_at": pa.array([now] * len(group), _TS),
         }), key=["run_id", "chunk_index"])
-        add_run_counts(store, run_id, n_verdicts=len(seqs), n_candidates=cand.num_rows,
-                       n_lessons=mem.num_rows, n_errors=err.num_rows,
-                       provider_calls=rows.provider_calls, seconds=elapsed)
-    return err.num_rows
+        add_run_counts(store, run_id, n_verdicts=sum(len(g.seqs) for g in group),
+                       n_candidates=cand.num_rows, n_lessons=mem.num_rows,
+                       n_errors=err.num_rows,
+                       provider_calls=sum(g.provider_calls for g in group),
+                       seconds=sum(g.elapsed for g in group))
 
 
 def _record_completions(store: Store, records: list[dict[str, Any]],
@@ -352,23 +409,37 @@ def run_extraction(
         errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
         ex = make_executor(executor, runner) if todo else None
         bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
+        live = is_live(extractor.provider)
+        # A live provider's chunks are written one by one (its answers cost money);
+        # recorded ones in groups of about _GROUP_VERDICTS, one append per table,
+        # since each append costs a scan of the table it checks keys against.
+        per_write = 1 if live else max(1, _GROUP_VERDICTS // chunk_size)
+        group: list[_Gated] = []
         try:
             for index, seqs, rows in _pipeline(store, ex, todo, seqs_all, chunk_size):
                 now = time.perf_counter()
-                errors_seen += _write_chunk(
-                    store, run_id, index, seqs,
+                g = _gate_chunk(
+                    run_id, index, seqs,
                     hashes_all[index * chunk_size:(index + 1) * chunk_size], rows, config,
                     write_memory=write_memory,
-                    score=score, scorer_name=scorer_name, elapsed=now - last,
-                    live=is_live(extractor.provider))
+                    score=score, scorer_name=scorer_name, elapsed=now - last, live=live)
+                group.append(g)
+                errors_seen += g.err.num_rows
                 last = now  # this chunk's write is counted with the next chunk (or finish)
                 done_now += len(seqs)
+                if len(group) >= per_write:
+                    full, group = group, []  # a failed write is not retried below
+                    _write_group(store, run_id, full)
                 bar.update(len(seqs))
                 bar.set_postfix(errors=errors_seen, refresh=False)
         finally:
-            bar.close()
-            if ex is not None:
-                ex.close()
+            try:
+                # Chunks extracted before a failure are kept, as if written one by one.
+                _write_group(store, run_id, group)
+            finally:
+                bar.close()
+                if ex is not None:
+                    ex.close()
         finish_run(store, run_id, "finished", time.perf_counter() - last)
         store.checkpoint()
         return run_result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,
