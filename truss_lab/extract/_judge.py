@@ -188,10 +188,10 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
         rows.extend({"verdict_hash": str(vhash), "extractor": extractor_id, "lesson_index": i,
                      "useful": u, "annotator": judge.annotator} for i, u in got.items())
     if records:
-        from ._batch import _record_completions
+        from ._writes import record_completions
 
         with store.transaction():
-            _record_completions(store, records)
+            record_completions(store, records)
     df = pd.DataFrame(rows, columns=["verdict_hash", "extractor", "lesson_index", "useful",
                                      "annotator"])
     added = append_labels(store, df, source=f"judge:{run_id}")[0] if len(df) else 0

@@ -114,6 +114,16 @@ class ReplayProvider:
         with self._lock:
             return self._calls
 
+    def _tally(self) -> tuple[int, int]:
+        # (calls, unchecked): the batch puts them back when it drops answers it
+        # took early for a journal that then failed to verify (extract/_overlap.py)
+        with self._lock:
+            return self._calls, self._unchecked
+
+    def _set_tally(self, tally: tuple[int, int]) -> None:
+        with self._lock:
+            self._calls, self._unchecked = tally
+
     def complete(self, request: CompletionRequest) -> Completion:
         """The recorded completion for ``request``; :class:`ProviderError` when there
         is none or when it was recorded for a different request."""
