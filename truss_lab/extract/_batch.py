@@ -63,7 +63,6 @@ __all__ = ["DEFAULT_CHUNK_SIZE", "ExtractionRun", "resolve_batch", "run_extracti
 DEFAULT_CHUNK_SIZE = 1000
 _GROUP_VERDICTS = 16_384  # verdicts of recorded answers written per transaction
 _EARLY_VERDICTS = 65_536  # at most this many extracted while the journal verifies
-_TS = pa.timestamp("us", tz="UTC")
 
 
 # -- the batch -----------------------------------------------------------------------
