@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DB     ?= truss_lab.duckdb
 
-.PHONY: demo lab test test-slow test-browser test-realserver lint bench reliability install install-dev clean
+.PHONY: demo lab test test-slow test-browser test-realserver lint bench bench-quick reliability install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,9 +65,14 @@ test-realserver: $(VENV)/.installed-realserver
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts
 
-# One table of every benchmark figure against its named baseline and goal.
+# One table of every benchmark figure against its named baseline and goal, from
+# the RESULT lines each benchmark prints; bench_results.json keeps the same rows
+# with the load average. bench-quick: every benchmark at small sizes (< 1 min).
 bench: $(VENV)/.installed-dev
 	$(BIN)/python scripts/bench_all.py
+
+bench-quick: $(VENV)/.installed-dev
+	$(BIN)/python scripts/bench_all.py --quick
 
 # One table of tamper detection, SIGKILL survival, bad-input rejection,
 # lock errors, secrets and HTML escaping; exits 1 if any row fails.

@@ -20,7 +20,8 @@ Prints, from one run:
    3 000 and scaled quadratically unless --full-baseline), and our LSH recall
    against exact all-pairs Jaccard on a 3 000-lesson subset (goal >= 0.95).
 
-Run: ``.venv/bin/python -m benchmarks.bench_junk`` (``--quick`` for 4 000 lessons).
+Run: ``.venv/bin/python -m benchmarks.bench_junk`` (``--quick`` for 2 000 lessons,
+the baseline timed on 600 and extrapolated, recall on 1 500).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 import pandas as pd
 from rapidfuzz import fuzz, process  # benchmark-only dependency
 
+from benchmarks._result import result
 from tests.builders.stores import SAMPLE
 from truss_lab.extract._parser import parse_completion
 from truss_lab.score._junk import _dup_within, junk_flags
@@ -199,14 +201,16 @@ def lsh_recall(texts: list[str]) -> tuple[float, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="4 000 lessons instead of 20 000")
+    ap.add_argument("--quick", action="store_true", help="2 000 lessons instead of 20 000")
     ap.add_argument("--n", type=int, default=None, help="lessons in the speed test")
     ap.add_argument("--full-baseline", action="store_true",
                     help="time rapidfuzz on all n lessons (slow: quadratic)")
     args = ap.parse_args()
-    n = args.n or (4000 if args.quick else 20000)
+    n = args.n or (2000 if args.quick else 20000)
+    m_base, m_recall = (600, 1500) if args.quick else (3000, 3000)
 
     truth = np.array([d for _, _, d in PAIRS])
+    f1s: dict[str, float] = {}
     print(f"1. hand-made pairs ({len(PAIRS)}: {truth.sum()} duplicates, "
           f"{(~truth).sum()} not)")
     for name, pred in [("jaccard>=0.7 (ours)", pairs_ours(0.7)),
@@ -215,6 +219,7 @@ def main() -> None:
                        (f"rapidfuzz token_set_ratio>={RF_CUTOFF} (baseline)", pairs_rapidfuzz()),
                        ("rapidfuzz token_set_ratio>=80", pairs_rapidfuzz(80))]:
         p, r, f = prf(pred, truth)
+        f1s[name] = f
         print(f"   {name:45s} precision {p:.2f}  recall {r:.2f}  F1 {f:.2f}")
 
     cand, verdicts = sample_frames()
@@ -224,6 +229,7 @@ def main() -> None:
     for name, pred in [("jaccard (ours)", flags["duplicate_in_verdict"].to_numpy()),
                        ("rapidfuzz (baseline)", sample_rapidfuzz(cand))]:
         p, r, f = prf(pred, true_dup)
+        f1s["sample " + name] = f
         print(f"   duplicate_in_verdict {name:22s} precision {p:.3f}  recall {r:.3f}  F1 {f:.3f}")
     # The simulator labels a generic platitude drawn twice for one verdict
     # "generic", not "duplicate": count exact repeats as duplicates too.
@@ -262,7 +268,7 @@ def main() -> None:
 
     texts = synthetic(n)
     t_ours, f_ours = time_ours(texts)
-    m = n if args.full_baseline else min(n, 3000)
+    m = n if args.full_baseline else min(n, m_base)
     t_rf, f_rf = time_rapidfuzz(texts[:m])
     t_rf_n = t_rf * (n / m) ** 2  # all-pairs: quadratic in the number of lessons
     print(f"3. in-run duplicates among {n} lessons in one run (2 cores)")
@@ -271,7 +277,16 @@ def main() -> None:
     print(f"   baseline rapidfuzz cdist:           {t_rf_n:7.2f} s ({note})")
     print(f"   on the first {m}: ours flags {time_ours(texts[:m])[1].sum()}, "
           f"rapidfuzz {f_rf.sum()} (token_set_ratio scores a subset as 100)")
-    print(f"   ratio ours / baseline: {t_ours / t_rf_n:.4f}  (goal <= 0.5)")
+    result(f"junk: in-run duplicates, {n} lessons: time / rapidfuzz", t_ours, "s",
+           baseline=t_rf_n, ratio=t_ours / t_rf_n, goal="<= 0.5",
+           baseline_name="rapidfuzz cdist" + (" (extrapolated)" if m != n else ""))
+    for label, ours, theirs in (
+            ("hand-made pairs", "jaccard>=0.7 (ours)",
+             f"rapidfuzz token_set_ratio>={RF_CUTOFF} (baseline)"),
+            ("the sample", "sample jaccard (ours)", "sample rapidfuzz (baseline)")):
+        a, b = f1s[ours], f1s[theirs]
+        result(f"  junk: duplicate F1 on {label}, ours / rapidfuzz (info)", a, "F1",
+               baseline=b, ratio=a / b if b else None, baseline_name="rapidfuzz")
     big = pd.DataFrame({"run_id": "r", "verdict_hash": cand["verdict_hash"].sample(
         n, replace=True, random_state=0).to_numpy(), "lesson_index": np.arange(n) % 5,
         "text": texts, "evidence": cand["evidence"].sample(n, replace=True,
@@ -280,9 +295,10 @@ def main() -> None:
     junk_flags(big, verdicts)
     print(f"   all of junk_flags (every detector) on {n} lessons: "
           f"{time.perf_counter() - t:.2f} s")
-    rec, n_exact = lsh_recall(texts[:3000])
-    print(f"   LSH recall vs exact all-pairs on 3000 lessons: {rec:.3f} of {n_exact} pairs "
-          "(goal >= 0.95)")
+    rec, n_exact = lsh_recall(texts[:m_recall])
+    print(f"   LSH recall vs exact all-pairs on {m_recall} lessons: {rec:.3f} of {n_exact} pairs")
+    result(f"junk: LSH recall vs exact all-pairs ({m_recall} lessons)", rec, "recall",
+           baseline=1.0, ratio=rec, goal=">= 0.95", baseline_name=f"{n_exact} exact pairs")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks._result import result
 from truss_lab.extract._openai import CompletionRecorder, OpenAICompatibleProvider
 from truss_lab.extract._providers import ChatMessage, CompletionRequest
 
@@ -83,7 +84,9 @@ def main() -> None:
     print(f"failures          {len(failures)}; recorded {len(recorder)}")
     print(f"wall time         {wall:.3f} s")
     print(f"ideal (baseline)  {ideal:.3f} s  (= {n} / {c} x {args.latency} s)")
-    print(f"ratio             {ratio:.3f}  (goal <= {GOAL})  {'OK' if ratio <= GOAL else 'MISSED'}")
+    result(f"provider wall / ideal ({n} req, conc. {c}, {args.latency * 1000:.0f} ms)", wall,
+           "s", baseline=ideal, ratio=ratio, goal=f"<= {GOAL}",
+           baseline_name="n / concurrency x server latency")
     if failures:
         print(f"first failure: {failures[0]}")
         sys.exit(1)

@@ -1,11 +1,10 @@
-"""Benchmark: threshold sweep and verdict bootstrap against their baselines.
+"""Benchmark: threshold sweep against its baselines (time and peak memory).
 
 Prints, from one run:
 
 1. 1M candidates: ``sweep`` time / scikit-learn ``precision_recall_curve`` time
    (goal <= 0.33) and / bare ``np.argsort`` time (goal <= 2.5);
-2. a 1000-replicate verdict bootstrap on 100k candidates in 20k verdicts at a
-   101-threshold grid, time / one sweep of the same data (goal <= 5);
+2. (the verdict bootstrap is benchmarks/bench_bootstrap.py, against its floor)
 3. peak traced memory of a 10M-candidate sweep / size of its input arrays
    (goal <= 3).
 
@@ -26,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics import precision_recall_curve
 
-from truss_lab.evaluate._bootstrap import bootstrap_metrics
+from benchmarks._result import result
 from truss_lab.evaluate._sweep import sweep
 
 
@@ -62,7 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, fewer repeats")
     args = parser.parse_args()
-    scale = 10 if args.quick else 1
+    scale = 20 if args.quick else 1
     repeat = 3 if args.quick else 7
     rng = np.random.default_rng(0)
     warnings.simplefilter("ignore")
@@ -89,30 +88,15 @@ def main() -> None:
     line("sweep / precision_recall_curve", t_sweep / t_sk, 0.33)
     line("sweep / np.argsort", t_sweep / t_argsort, 2.5)
     line("saliences rounded to 0.01: sweep / precision_recall_curve", t_sweep2 / t_sk2)
-
-    # 2. ------------------------------------------------------ 1000x bootstrap
-    n_b, n_v = 100_000 // scale, 20_000 // scale
-    groups = rng.integers(0, n_v, n_b)
-    sb = rng.random(n_b)
-    yb = (rng.random(n_b) < sb).astype(np.int8)
-    grid = np.linspace(0, 1, 101)
-    n_boot = 1000
-    t_boot = best_time(
-        lambda: bootstrap_metrics(yb, sb, groups, thresholds=grid, n_boot=n_boot),
-        max(2, repeat // 2),
-    )
-    t_one = best_time(lambda: sweep(yb, sb, groups=groups), repeat)
-    t_one_grid = best_time(lambda: sweep(yb, sb, groups=groups, thresholds=grid), repeat)
-    print(f"2. {n_boot}-replicate verdict bootstrap, {n_b:,} candidates in {n_v:,} verdicts, "
-          f"{len(grid)} thresholds")
-    line("bootstrap_metrics (s)", t_boot)
-    line("one sweep, distinct thresholds, with groups (s)", t_one)
-    line("one sweep, the 101-threshold grid, with groups (s)", t_one_grid)
-    line("bootstrap / one sweep (distinct thresholds)", t_boot / t_one, 5)
-    line("per replicate (ms)", 1000 * t_boot / n_boot)
-    line("bootstrap / the part-1 sweep (other reading of the goal)", t_boot / t_sweep)
+    result(f"sweep {n:,} / sklearn precision_recall_curve", t_sweep, "s", baseline=t_sk,
+           ratio=t_sweep / t_sk, goal="<= 0.33", baseline_name="precision_recall_curve")
+    result(f"sweep {n:,} / np.argsort", t_sweep, "s", baseline=t_argsort,
+           ratio=t_sweep / t_argsort, goal="<= 2.5", baseline_name="np.argsort")
+    result(f"  sweep {n:,}, saliences at 0.01 / sklearn (info)", t_sweep2, "s",
+           baseline=t_sk2, ratio=t_sweep2 / t_sk2, baseline_name="precision_recall_curve")
 
     # 3. --------------------------------------------------- 10M peak memory
+    grid = np.linspace(0, 1, 101)
     n_m = 10_000_000 // scale
     sm = np.round(rng.random(n_m), 3)
     ym = (rng.random(n_m) < sm).astype(np.int8)
@@ -131,6 +115,13 @@ def main() -> None:
     line("101-threshold grid: peak / input", peak_grid / input_bytes, 3)
     line("all-distinct saliences (10 output columns x n rows): peak / input",
          peak_distinct / input_bytes)
+    mib = 2**20
+    result(f"sweep {n_m:,} peak memory / input (0.001 res.)", peak_rounded / mib, "MiB",
+           baseline=input_bytes / mib, ratio=peak_rounded / input_bytes, goal="<= 3",
+           baseline_name="float64 salience + int8 labels")
+    result(f"sweep {n_m:,} peak memory / input (101 grid)", peak_grid / mib, "MiB",
+           baseline=input_bytes / mib, ratio=peak_grid / input_bytes, goal="<= 3",
+           baseline_name="float64 salience + int8 labels")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ Goal: ratio >= 0.8. Also printed: one thread, and a process pool doing the
 same per-entry work, to justify the threaded strategy.
 
     .venv/bin/python -m benchmarks.bench_verify            # 200k entries
-    .venv/bin/python -m benchmarks.bench_verify --quick    # 20k entries
+    .venv/bin/python -m benchmarks.bench_verify --quick    # 5k entries
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import nacl.bindings
 
+from benchmarks._result import result
 from tests.builders.chains import KEYS, RING, chain_columns
 from truss_lab.journal import _verify
 from truss_lab.journal._columns import JournalColumns
@@ -75,11 +76,13 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="20k entries instead of 200k")
+    ap.add_argument("--quick", action="store_true", help="5k entries instead of 200k")
     ap.add_argument("-n", type=int, default=None, help="chain length")
-    ap.add_argument("--repeat", type=int, default=2, help="interleaved rounds (best of each kept)")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="interleaved rounds (best of each kept)")
     args = ap.parse_args()
-    n = args.n or (20_000 if args.quick else 200_000)
+    n = args.n or (5_000 if args.quick else 200_000)
+    repeat = args.repeat or (1 if args.quick else 2)
     cores = len(os.sched_getaffinity(0))
     ring = RING
 
@@ -100,7 +103,7 @@ def main() -> None:
     # slow every measurement, so each strategy gets several chances.
     rate1, t_threads, t_serial, t_procs = 0.0, float("inf"), float("inf"), float("inf")
     t_store = float("inf")
-    for _ in range(args.repeat):
+    for _ in range(repeat):
         t_store = min(t_store, timed(lambda: verify_chain(store), 1))
         rate1 = max(rate1, raw_verify_rate(cols, ring, sample=min(n, 10_000)))
         t_threads = min(t_threads, timed(lambda: verify_columns(cols, ring), 1))
@@ -120,14 +123,16 @@ def main() -> None:
     ]
     for name, secs in rows:
         print(f"{name:<40} {n / secs:>10,.0f} /s   ratio {n / secs / baseline:.2f}")
-    ratio = n / t_store / baseline
-    winner = min(rows, key=lambda r: r[1])[0]
-    print(f"fastest strategy: {winner}")
-    print(
-        f"RESULT verify_chain {n / t_store:,.0f} entries/s vs baseline {baseline:,.0f}/s: "
-        f"ratio {ratio:.2f} (goal >= {GOAL}) -> {'MET' if ratio >= GOAL else 'NOT MET'}"
-    )
-
+    print(f"fastest strategy: {min(rows, key=lambda r: r[1])[0]}")
+    base = f"raw libsodium verify x {cores} cores"
+    result(f"verify_chain {n:,} entries / raw x cores", n / t_store, "entries/s",
+           baseline=baseline, ratio=n / t_store / baseline, goal=f">= {GOAL}",
+           baseline_name=base, note="DuckDB fetch + hash + link + signature")
+    for label, secs in ((f"verify_columns threads x{cores}", t_threads),
+                        ("verify_columns 1 thread", t_serial),
+                        (f"process pool x{cores}", t_procs)):
+        result(f"  {label} (info)", n / secs, "entries/s", baseline=baseline,
+               ratio=n / secs / baseline, baseline_name=base)
 
 if __name__ == "__main__":
     main()

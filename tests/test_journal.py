@@ -561,3 +561,23 @@ def test_keys_and_keyring_round_trip(tmp_path: Path) -> None:
         load_keyring(tmp_path / "bad.json")
     with pytest.raises(BadInputError, match="32 bytes"):
         sign_bytes(b"short", b"m")
+
+
+@pytest.mark.parametrize(("n", "where", "tamper"), _applicable())
+def test_streamed_verification_reports_what_verify_columns_reports(
+    chains: dict[int, list[dict]], monkeypatch: pytest.MonkeyPatch, n: int, where: str,
+    tamper: str,
+) -> None:
+    # Batches of uneven sizes and tiny tasks: a failure in any batch, found in any order.
+    monkeypatch.setattr(_verify, "_CHUNK", 5)
+    lines, *_ = TAMPERS[tamper](chains[n], POSITIONS[where](n))
+    cols = read_journal_lines(lines, source="t.jsonl").columns
+    cols = JournalColumns.from_mapping({k: v for k, v in cols.to_pydict().items() if k != "line"})
+    rng = random.Random(n * 31 + len(tamper))
+    cuts = sorted({0, len(cols), *rng.sample(range(len(cols) + 1), min(3, len(cols)))})
+    batches = [cols.prefix(b).to_pydict() for b in cuts[1:]]
+    parts = [JournalColumns.from_mapping({k: v[a:] for k, v in batches[i].items()})
+             for i, a in enumerate(cuts[:-1])]
+    for workers in (1, 2):
+        assert _verify.verify_stream(iter(parts), RING, workers=workers) == verify_columns(
+            cols, RING, workers=1)

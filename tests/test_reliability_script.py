@@ -66,16 +66,23 @@ def test_quick_run_prints_one_table() -> None:
     assert (r.returncode == 1) == any("| FAIL: " in x for x in body)
 
 
-def test_bench_all_reads_result_lines_and_keeps_unparsed_goals() -> None:
-    out = "\n".join([
-        'RESULT name=verify_chain value=27503/s baseline=36459/s ratio=0.75 goal=">= 0.8"',
-        "RESULT verify_chain 27,503 entries/s: ratio 0.75 (goal >= 0.8) -> NOT MET",
-        "something new  1.5  (goal <= 2)",
-    ])
-    figs = bench.figures_of("bench_new.py", out)
-    assert (figs[0].figure, figs[0].ratio, figs[0].goal, figs[0].met) == (
-        "verify_chain", "0.75", ">= 0.8", "NO")
-    # Lines that name a goal but match no parser are shown, never dropped.
-    assert [f.figure.startswith("unparsed (bench_new.py): ") for f in figs[1:]] == [True, True]
-    assert bench.judge("1.2", "<= 1.25") == "yes" and bench.judge("x", ">= 1") == ""
-    assert bench.parse_provider(bench.Lines(""))[0].value == "unparsed"
+def test_bench_all_reads_only_result_lines_and_flags_failures() -> None:
+    from benchmarks._result import result_line
+
+    line = result_line("verify_chain 200,000", 27503.0, "entries/s", baseline=36459.0,
+                       ratio=0.75, goal=">= 0.8", baseline_name="raw x cores")
+    out = "\n".join([line, "verify_chain 27,503 entries/s: ratio 0.75 (goal >= 0.8)",
+                     "RESULT name='bad' value=1 ratio=oops"])
+    figs = bench.figures_of("bench_new.py", 0, out, "")
+    f = figs[0]
+    assert (f.bench, f.name, f.value, f.unit, f.baseline, f.ratio, f.goal, f.met) == (
+        "new", "verify_chain 200,000", 27503.0, "entries/s", 36459.0, 0.75, ">= 0.8", "NO")
+    assert f.load is not None and f.baseline_name == "raw x cores"
+    # Only RESULT lines are read; a malformed one is an error row, never dropped.
+    assert len(figs) == 2 and figs[1].error and "malformed" in figs[1].name
+    assert bench.judge(1.2, "<= 1.25") == "yes" and bench.judge(None, ">= 1") == ""
+    # A crash, and a benchmark that reported nothing, are rows too.
+    assert [x.name for x in bench.figures_of("bench_x.py", 1, line, "Boom")][-1] == "CRASHED"
+    assert bench.figures_of("bench_x.py", 0, "no figures", "")[0].error
+    with pytest.raises(ValueError, match="goal"):
+        result_line("x", 1.0, "s", goal="0.8")

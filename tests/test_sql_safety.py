@@ -30,6 +30,8 @@ IDENT_HELPERS = {"quote_ident", "q"}  # q = quote_ident, a local alias
 REVIEWED: dict[str, set[str]] = {
     "evaluate/_label_report.py": {"where"},  # where: a literal "run_id = ?" or "TRUE"
     "evaluate/_transfer.py": {"where"},  # the same literal "run_id = ?" or "TRUE"
+    # s, y: quote_ident of the column names; src: a literal read_parquet(?) call
+    "evaluate/_sweep_parquet.py": {"s", "src", "y"},
     "govern/_checks.py": {"sql"},  # the checks' literal SQL, $names bound
     "ingest/_ingest.py": {"cols", "differ", "on"},  # from quote_ident over our key names
     "journal/_ledger.py": {"LAB_JOURNAL", "VERDICT_HEAD"},  # module constants

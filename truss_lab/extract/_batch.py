@@ -22,6 +22,7 @@ in ``run_chunks`` and adds its counts to the run's ``extraction_runs`` row.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import time
@@ -36,11 +37,10 @@ import pyarrow as pa
 
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, ChainError, StoreError
-from ..core._models import LessonExtractionPolicy, utcnow
+from ..core._models import LessonExtractionPolicy
 from ..journal._ledger import verify_chain
 from ..journal._table import check_verdict_refs, entry_payloads, verdict_refs
 from ..store._runs import (
-    add_run_counts,
     check_resumable,
     finish_run,
     get_run,
@@ -52,14 +52,17 @@ from ..store._store import Store
 from ._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES, CircuitOpenError, with_breaker
 from ._executors import Chunk, Executor, make_executor, parse_executor
 from ._extractor import ExtractionRows, Extractor, ensure_run
-from ._gate import ScoreFunction, gated_tables, record_run_verdicts, write_extraction
+from ._gate import ScoreFunction
+from ._overlap import verify_while_extracting
 from ._providers import is_live
 from ._result import ExtractionRun, run_result
+from ._writes import Gated, gate_chunk, write_group
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "ExtractionRun", "resolve_batch", "run_extraction"]
 
 DEFAULT_CHUNK_SIZE = 1000
-_TS = pa.timestamp("us", tz="UTC")
+_GROUP_VERDICTS = 16_384  # verdicts of recorded answers written per transaction
+_EARLY_VERDICTS = 65_536  # at most this many extracted while the journal verifies
 
 
 # -- the batch -----------------------------------------------------------------------
@@ -192,57 +195,6 @@ def _load_chunk(store: Store, seqs: np.ndarray) -> Chunk:
     return entry_payloads(store, seqs.tolist())
 
 
-def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
-                 rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
-                 score: ScoreFunction | None, scorer_name: str, elapsed: float,
-                 live: bool = True) -> int:
-    cand, mem, err = gated_tables(rows, config, run_id=run_id, write_memory=write_memory,
-                                  score=score, scorer_name=scorer_name)
-    # Only a live provider's answers are recorded (replay and heuristic call no model).
-    recorded = [c for c in rows.completions if not c.get("replayed")] if live else []
-    with store.transaction():
-        new = write_extraction(store, cand, mem, err)
-        record_run_verdicts(store, run_id, seqs.tolist(), hashes)
-        if recorded:
-            _record_completions(store, recorded, run_id)
-        store.append("run_chunks", pa.table({
-            "run_id": [run_id], "chunk_index": pa.array([index], pa.int32()),
-            "first_seq": [int(seqs[0])], "last_seq": [int(seqs[-1])],
-            "n_verdicts": [len(seqs)], "n_candidates": [cand.num_rows],
-            "n_lessons": [mem.num_rows], "n_lessons_new": [new], "n_errors": [err.num_rows],
-            "provider_calls": [rows.provider_calls],
-            "finished_at": pa.array([utcnow()], _TS),
-        }), key=["run_id", "chunk_index"])
-        add_run_counts(store, run_id, n_verdicts=len(seqs), n_candidates=cand.num_rows,
-                       n_lessons=mem.num_rows, n_errors=err.num_rows,
-                       provider_calls=rows.provider_calls, seconds=elapsed)
-    return err.num_rows
-
-
-def _record_completions(store: Store, records: list[dict[str, Any]],
-                        run_id: str | None = None) -> None:
-    from ..ingest._ingest import COMPLETIONS_KEY, COMPLETIONS_SCHEMA, FILE_TO_TABLE
-
-    df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
-    now = utcnow()
-    cols = {}
-    for f in COMPLETIONS_SCHEMA:
-        if f.name == "source":
-            cols[f.name] = pa.array(["live"] * len(df), f.type)
-        elif f.name == "recorded_at":
-            cols[f.name] = pa.array([now] * len(df), f.type)
-        else:
-            vals = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
-            cols[f.name] = pa.array(vals, f.type)
-    # Beyond the §2 fields: the configuration that made each call and the extraction
-    # run that made it (what `truss-lab usage RUN` counts; None for a judge's calls).
-    hashes = df["config_hash"] if "config_hash" in df.columns else pd.Series([None] * len(df))
-    cols["config_hash"] = pa.array(hashes.astype(object).where(hashes.notna(), None).tolist(),
-                                   pa.string())
-    cols["run_id"] = pa.array([run_id] * len(df), pa.string())
-    store.append("completions", pa.table(cols), key=COMPLETIONS_KEY)
-
-
 def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:
     from tqdm.auto import tqdm
 
@@ -324,8 +276,22 @@ def run_extraction(
 
     n_chunks = -(-len(batch) // chunk_size)
     try:
+        done = {int(r[0]) for r in store.con.execute(
+            "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
+        seqs_all = batch["seq"].to_numpy(dtype=np.int64)
+        todo = [i for i in range(n_chunks) if i not in done]
+        live = is_live(extractor.provider)
+        early: list[tuple[int, np.ndarray, ExtractionRows]] = []
         if len(batch):
-            report = _verify_prefix(store, int(batch["seq"].iloc[-1]))
+            last_seq = int(batch["seq"].iloc[-1])
+            if (executor == "inline" and not live and todo
+                    and config.lesson_extraction is not LessonExtractionPolicy.off):
+                # Recorded answers: extract while the signatures verify (_overlap.py).
+                report, early = verify_while_extracting(
+                    store, runner, todo, seqs_all, chunk_size, last_seq,
+                    max_chunks=max(1, _EARLY_VERDICTS // chunk_size))
+            else:
+                report = _verify_prefix(store, last_seq)
             if not report.ok:
                 msg = (f"the journal does not verify at seq {report.first_bad_seq} "
                        f"({report.reason}): {report.message}; nothing was extracted")
@@ -336,11 +302,7 @@ def run_extraction(
             # ADR 0011 invariant 1: no provider call, no write but the run record.
             finish_run(store, run_id, "finished", time.perf_counter() - t0)
             return run_result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
-        done = {int(r[0]) for r in store.con.execute(
-            "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
-        seqs_all = batch["seq"].to_numpy(dtype=np.int64)
         hashes_all = batch["hash"].tolist()
-        todo = [i for i in range(n_chunks) if i not in done]
         done_verdicts = len(batch) - sum(
             len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
         if todo:
@@ -352,23 +314,38 @@ def run_extraction(
         errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
         ex = make_executor(executor, runner) if todo else None
         bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
+        # A live provider's chunks are written one by one (its answers cost money);
+        # recorded ones in groups of about _GROUP_VERDICTS, one append per table,
+        # since each append costs a scan of the table it checks keys against.
+        per_write = 1 if live else max(1, _GROUP_VERDICTS // chunk_size)
+        group: list[Gated] = []
         try:
-            for index, seqs, rows in _pipeline(store, ex, todo, seqs_all, chunk_size):
+            rest = todo[len(early):]
+            for index, seqs, rows in itertools.chain(
+                    early, _pipeline(store, ex, rest, seqs_all, chunk_size)):
                 now = time.perf_counter()
-                errors_seen += _write_chunk(
-                    store, run_id, index, seqs,
+                g = gate_chunk(
+                    run_id, index, seqs,
                     hashes_all[index * chunk_size:(index + 1) * chunk_size], rows, config,
                     write_memory=write_memory,
-                    score=score, scorer_name=scorer_name, elapsed=now - last,
-                    live=is_live(extractor.provider))
+                    score=score, scorer_name=scorer_name, elapsed=now - last, live=live)
+                group.append(g)
+                errors_seen += g.err.num_rows
                 last = now  # this chunk's write is counted with the next chunk (or finish)
                 done_now += len(seqs)
+                if len(group) >= per_write:
+                    full, group = group, []  # a failed write is not retried below
+                    write_group(store, run_id, full)
                 bar.update(len(seqs))
                 bar.set_postfix(errors=errors_seen, refresh=False)
         finally:
-            bar.close()
-            if ex is not None:
-                ex.close()
+            try:
+                # Chunks extracted before a failure are kept, as if written one by one.
+                write_group(store, run_id, group)
+            finally:
+                bar.close()
+                if ex is not None:
+                    ex.close()
         finish_run(store, run_id, "finished", time.perf_counter() - last)
         store.checkpoint()
         return run_result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,

@@ -195,32 +195,22 @@ def extract_verdicts(
 ) -> ExtractionRows:
     """Run the extractor over ``(seq, hash, payload)`` verdicts; never raises for one
     bad verdict: its provider or parse failure becomes an error row."""
+    from ._replay import ReplayProvider
+
+    if type(extractor.provider) is ReplayProvider:
+        from ._bulk import replay_verdicts
+
+        return replay_verdicts(extractor, verdicts)
     results: list[tuple[dict[str, Any], Any]] = []
     errors: list[dict[str, Any]] = []
     completions: list[dict[str, Any]] = []
     calls = 0
     for seq, vhash, payload in verdicts:
-        try:
-            request = extractor.request(vhash, payload)
-        except BadInputError as exc:
-            errors.append(_err(seq, vhash, "prompt", "bad_verdict", str(exc)))
-            continue
-        calls += 1
-        try:
-            completion = extractor.provider.complete(request)
-        except CircuitOpenError:
-            raise  # the endpoint is down: the run stops and this chunk is not written
-        except ProviderError as exc:
-            errors.append(_err(seq, vhash, "provider", "provider_error", str(exc)))
-            continue
-        completions.append(_completion_record(request, completion))
-        parsed = parse_completion(completion.text)
-        if parsed.error is not None:
-            errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
-            continue
-        if parsed.lessons:
-            results.append(({"verdict_seq": seq, "verdict_hash": vhash,
-                             "extractor_id": extractor.extractor_id}, parsed))
+        c, e, done, found = extract_verdicts_one(extractor, seq, vhash, payload)
+        calls += c
+        errors += e
+        completions += done
+        results += found
     # One frame per batch, not per verdict: building frames dominated the run time.
     if results:
         cands = candidates_frame(results)
@@ -229,6 +219,30 @@ def extract_verdicts(
         cands = _empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
                           calls, completions)
+
+
+def extract_verdicts_one(
+    extractor: Extractor, seq: int, vhash: str, payload: Mapping[str, Any]
+) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]], list[tuple[dict[str, Any], Any]]]:
+    """One verdict: (provider calls, error rows, completion records, (keys, parse result))."""
+    try:
+        request = extractor.request(vhash, payload)
+    except BadInputError as exc:
+        return 0, [_err(seq, vhash, "prompt", "bad_verdict", str(exc))], [], []
+    try:
+        completion = extractor.provider.complete(request)
+    except CircuitOpenError:
+        raise  # the endpoint is down: the run stops and this chunk is not written
+    except ProviderError as exc:
+        return 1, [_err(seq, vhash, "provider", "provider_error", str(exc))], [], []
+    record = [_completion_record(request, completion)]
+    parsed = parse_completion(completion.text)
+    if parsed.error is not None:
+        return 1, [_err(seq, vhash, "parse", parsed.error, parsed.detail)], record, []
+    if parsed.lessons:
+        return 1, [], record, [({"verdict_seq": seq, "verdict_hash": vhash,
+                                 "extractor_id": extractor.extractor_id}, parsed)]
+    return 1, [], record, []
 
 
 def _err(seq: int, vhash: str, stage: str, reason: str, message: str | None) -> dict[str, Any]:

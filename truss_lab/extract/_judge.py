@@ -57,10 +57,10 @@ def replay_provider(recordings: Any, prefix: str) -> Any:
 def record_calls(store: Store, records: list[dict[str, Any]]) -> int:
     """Append a judge's live calls to ``completions`` (in one transaction); their count."""
     if records:
-        from ._batch import _record_completions
+        from ._writes import record_completions
 
         with store.transaction():
-            _record_completions(store, records)
+            record_completions(store, records)
     return len(records)
 
 

@@ -210,9 +210,50 @@ def _decode_at(text: str, pos: int) -> tuple[Any, int] | None:
         return None
 
 
+# The common case first: the whole text is one JSON object. Numbers are then
+# parsed by the C scanner (no per-number Python hook) and checked afterwards; a
+# text with a number the strict hooks would taint is decoded again by them.
+_PLAIN_DECODER = json.JSONDecoder(object_pairs_hook=_pairs)
+
+
+def _plain_numbers(value: Any) -> bool:
+    """No number in ``value`` that :data:`_DECODER`'s hooks would have tainted."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is _Obj:
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+        elif t is float:
+            if not math.isfinite(v):
+                return False
+        elif t is int and abs(v) > MAX_SAFE_INT:
+            return False
+    return True
+
+
+def _plain_root(stripped: str) -> Any:
+    """The root object when ``stripped`` is exactly one plain JSON object with a
+    'lessons' key; None when the strict path must decide."""
+    if not stripped.startswith("{"):
+        return None
+    try:
+        root, end = _PLAIN_DECODER.raw_decode(stripped, 0)
+    except (ValueError, RecursionError, OverflowError):
+        return None
+    if end != len(stripped) or "lessons" not in root or not _plain_numbers(root):
+        return None
+    return root
+
+
 def _find_root(text: str) -> tuple[Any, str | None, str | None]:
     """(root object or None, error code, detail)."""
     stripped = text.strip()
+    root = _plain_root(stripped)
+    if root is not None:
+        return root, None, None
     if stripped:
         got = _decode_at(stripped, 0)
         if got is not None and got[1] == len(stripped):

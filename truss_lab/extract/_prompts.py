@@ -20,6 +20,7 @@ gets ``$lessons``, one line per lesson to judge (``[<lesson_index>] <text>
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import string
 from collections.abc import Mapping
@@ -185,11 +186,47 @@ def render_messages(
     return _render(template, validate_verdict_payload(verdict_payload))
 
 
+@functools.lru_cache(maxsize=64)
+def _format_of(user: str) -> str | None:
+    """``user`` (a :class:`string.Template` text) as an equivalent ``str.format``
+    text, or None when it has a placeholder outside :data:`_PLACEHOLDERS` (then
+    :class:`string.Template` renders it, and raises as it always did)."""
+    out, pos = [], 0
+    for m in string.Template.pattern.finditer(user):
+        out.append(user[pos:m.start()].replace("{", "{{").replace("}", "}}"))
+        pos = m.end()
+        name = m.group("named") or m.group("braced")
+        if m.group("escaped") is not None:
+            out.append("$")
+        elif name in _PLACEHOLDERS:
+            out.append("{" + name + "}")
+        else:
+            return None
+    out.append(user[pos:].replace("{", "{{").replace("}", "}}"))
+    return "".join(out)
+
+
+def render_user(template: PromptTemplate, p: Mapping[str, Any], lessons: str = "") -> str:
+    """The user message for a validated payload ``p`` (what :func:`_render` sends)."""
+    values = _values(p, lessons)
+    fmt = _format_of(template.user)
+    if fmt is None:
+        return string.Template(template.user).substitute(values)
+    return fmt.format_map(values)
+
+
 def _render(template: PromptTemplate, p: Mapping[str, Any],
             lessons: str = "") -> tuple[ChatMessage, ...]:
     # ``p`` is already validated: the batch path validates once per verdict.
+    return (
+        ChatMessage(role="system", content=template.system),
+        ChatMessage(role="user", content=render_user(template, p, lessons)),
+    )
+
+
+def _values(p: Mapping[str, Any], lessons: str) -> dict[str, str]:
     checks = p["checks"]
-    values = {
+    return {
         "lessons": lessons,
         "references": "",
         "contract_id": p.get("contract_id", "(unknown)"),
@@ -202,11 +239,6 @@ def _render(template: PromptTemplate, p: Mapping[str, Any],
         "n_failed": str(sum(not c["passed"] for c in checks)),
         "tags": ", ".join(p["tags"]) if p["tags"] else "(none)",
     }
-    user = string.Template(template.user).substitute(values)
-    return (
-        ChatMessage(role="system", content=template.system),
-        ChatMessage(role="user", content=user),
-    )
 
 
 def build_request(

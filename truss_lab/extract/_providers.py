@@ -56,8 +56,9 @@ class CompletionRequest(_Frozen):
     that built the request (None for extractors without one: heuristic, replay of
     recordings made elsewhere). Part of :attr:`request_hash` when set."""
 
-    @property
-    def request_hash(self) -> str:
+    def hashed_text(self) -> str:
+        """The canonical JSON text :attr:`request_hash` hashes: messages, model,
+        parameters (and the config hash, when set)."""
         body: dict[str, Any] = {
             "messages": [m.model_dump() for m in self.messages],
             "model": self.model,
@@ -66,7 +67,11 @@ class CompletionRequest(_Frozen):
         # Only when set: requests without a config keep the hashes recorded before it.
         if self.config_hash is not None:
             body["config_hash"] = self.config_hash
-        return hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()
+        return canonical(body)
+
+    @property
+    def request_hash(self) -> str:
+        return hashlib.sha256(self.hashed_text().encode("utf-8")).hexdigest()
 
 
 class Completion(_Frozen):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -138,40 +139,22 @@ class ReplayProvider:
         with self._lock:
             return self._calls
 
+    def _tally(self) -> tuple[int, int]:
+        # (calls, unchecked): the batch puts them back when it drops answers it
+        # took early for a journal that then failed to verify (extract/_overlap.py)
+        with self._lock:
+            return self._calls, self._unchecked
+
+    def _set_tally(self, tally: tuple[int, int]) -> None:
+        with self._lock:
+            self._calls, self._unchecked = tally
+
     def complete(self, request: CompletionRequest) -> Completion:
         """The recorded completion for ``request``; :class:`ProviderError` when there
         is none or when it was recorded for a different request."""
-        key = (request.verdict_hash, request.extractor)
-        rec = self._table.get(key)
-        if rec is None:
-            raise ProviderError(
-                f"no recording for verdict {request.verdict_hash} with extractor "
-                f"{request.extractor!r} ({len(self._table)} recordings loaded)"
-            )
-        model, prompt_version, recorded_hash, text, latency, p_tokens, c_tokens = rec
-        if recorded_hash is None:
-            # Nothing to check the messages against; a different prompt version
-            # is still a changed prompt.
-            if prompt_version != request.prompt_version:
-                raise ProviderError(
-                    f"recording for verdict {request.verdict_hash}, extractor "
-                    f"{request.extractor!r} was made with prompt_version {prompt_version!r}; "
-                    f"the request uses {request.prompt_version!r}"
-                )
-            with self._lock:
-                self._unchecked += 1
-                self._calls += 1
-        else:
-            got = request.request_hash
-            if got != recorded_hash:
-                raise ProviderError(
-                    f"recording for verdict {request.verdict_hash}, extractor "
-                    f"{request.extractor!r} answers a different request: expected "
-                    f"request_hash {recorded_hash}, got {got} (the prompt, model or "
-                    "parameters changed; record a new run)"
-                )
-            with self._lock:
-                self._calls += 1
+        text, model, recorded_hash, latency, p_tokens, c_tokens = self.answer(
+            request.verdict_hash, request.extractor, request.prompt_version,
+            lambda: request.request_hash)
         return Completion(
             text=text,
             model=model,
@@ -181,3 +164,42 @@ class ReplayProvider:
             request_hash=recorded_hash,
             replayed=True,
         )
+
+    def answer(self, verdict_hash: str, extractor: str, prompt_version: str,
+               request_hash: Callable[[], str]) -> tuple[Any, ...]:
+        """What :meth:`complete` answers, as ``(text, model, recorded request_hash,
+        latency_ms, prompt_tokens, completion_tokens)``: the one place a recording is
+        matched to a request (the batch's bulk path calls it without building
+        requests). ``request_hash()`` is called only when the recording has one."""
+        key = (verdict_hash, extractor)
+        rec = self._table.get(key)
+        if rec is None:
+            raise ProviderError(
+                f"no recording for verdict {verdict_hash} with extractor "
+                f"{extractor!r} ({len(self._table)} recordings loaded)"
+            )
+        model, recorded_prompt, recorded_hash, text, latency, p_tokens, c_tokens = rec
+        if recorded_hash is None:
+            # Nothing to check the messages against; a different prompt version
+            # is still a changed prompt.
+            if recorded_prompt != prompt_version:
+                raise ProviderError(
+                    f"recording for verdict {verdict_hash}, extractor "
+                    f"{extractor!r} was made with prompt_version {recorded_prompt!r}; "
+                    f"the request uses {prompt_version!r}"
+                )
+            with self._lock:
+                self._unchecked += 1
+                self._calls += 1
+        else:
+            got = request_hash()
+            if got != recorded_hash:
+                raise ProviderError(
+                    f"recording for verdict {verdict_hash}, extractor "
+                    f"{extractor!r} answers a different request: expected "
+                    f"request_hash {recorded_hash}, got {got} (the prompt, model or "
+                    "parameters changed; record a new run)"
+                )
+            with self._lock:
+                self._calls += 1
+        return text, model, recorded_hash, latency, p_tokens, c_tokens

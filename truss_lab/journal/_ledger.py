@@ -26,8 +26,14 @@ from ..store._store import Store
 from ._columns import JournalColumns
 from ._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring
 from ._reader import read_journal
-from ._table import entry_hashes, journal_columns, journal_head, stored_keyring
-from ._verify import VerifyReport, verify_columns, verify_journal
+from ._table import (
+    entry_hashes,
+    journal_batches,
+    journal_columns,
+    journal_head,
+    stored_keyring,
+)
+from ._verify import VerifyReport, verify_columns, verify_journal, verify_stream
 
 __all__ = [
     "LAB_JOURNAL",
@@ -131,7 +137,7 @@ def verify_chain(
     ``.raise_for_error()`` for that).
     """
     ring = stored_keyring(store)
-    report = verify_columns(journal_columns(store, upto_seq=upto_seq), ring, workers=workers)
+    report = verify_stream(journal_batches(store, upto_seq=upto_seq), ring, workers=workers)
     if not report.ok or upto_seq is not None:
         return report
     lab = journal_columns(store, table=LAB_JOURNAL)

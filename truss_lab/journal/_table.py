@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import duckdb
@@ -34,6 +34,7 @@ __all__ = [
     "entry_hashes",
     "entry_payloads",
     "get_entry",
+    "journal_batches",
     "journal_columns",
     "journal_head",
     "payload_by_hash",
@@ -82,6 +83,22 @@ def journal_columns(
         params.append(upto_seq)
     t = store.con.sql(sql + " ORDER BY seq", params=params).to_arrow_table()
     return JournalColumns(**{c: t.column(c).to_pylist() for c in _COLUMNS})
+
+
+def journal_batches(
+    store: Store, *, upto_seq: int | None = None, table: str = "journal",
+    rows: int = 16_384,
+) -> Iterator[JournalColumns]:
+    """:func:`journal_columns` in batches of about ``rows`` entries, fetched as they are
+    consumed (one query; a consumer can verify a batch while the next is read)."""
+    sql = f"{_SELECT} FROM {_table(table)} WHERE seq > 0"
+    params: list[Any] = []
+    if upto_seq is not None:
+        sql += " AND seq <= ?"
+        params.append(upto_seq)
+    reader = store.con.sql(sql + " ORDER BY seq", params=params).to_arrow_reader(rows)
+    for batch in reader:
+        yield JournalColumns(**{c: batch.column(c).to_pylist() for c in _COLUMNS})
 
 
 def get_entry(store: Store, seq: int, *, table: str = "journal") -> dict[str, Any] | None:

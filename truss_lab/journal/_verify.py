@@ -22,7 +22,7 @@ import binascii
 import html
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, get_args
 
@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core._errors import ChainError
 from ..core._models import LedgerRef
-from ._columns import JournalColumns
+from ._columns import _COLUMNS, JournalColumns
 from ._crypto import GENESIS_HASH, _entry_digest, verify_signature
 from ._reader import ParsedJournal, read_journal
 from ._spec import _clip
@@ -42,6 +42,7 @@ __all__ = [
     "VerifyReport",
     "verify_columns",
     "verify_journal",
+    "verify_stream",
 ]
 
 VerifyReason = Literal[
@@ -286,6 +287,66 @@ def verify_columns(
         found = _check_range(cols, keyring, 0, span)
     else:
         found = _check_parallel(cols, keyring, span, workers)
+    return _report(cols, prev, base_seq, base_hash, s_pos, limit, found)
+
+
+def verify_stream(
+    batches: Iterable[JournalColumns],
+    keyring: Mapping[str, bytes],
+    *,
+    prev: LedgerRef | None = None,
+    workers: int | None = None,
+) -> VerifyReport:
+    """:func:`verify_columns` over a chain that arrives in batches (e.g. from DuckDB):
+    each batch's own checks (key, hash, signature) start on the thread pool as soon as
+    it arrives, while the next batch is fetched; the positional checks (sequence,
+    links) run once all are in. The report is the one :func:`verify_columns` gives for
+    the whole chain."""
+    if workers is None:
+        workers = _usable_cores()
+    cols = JournalColumns(line=None)
+    best = [1 << 62]
+    lock = threading.Lock()
+
+    def task(part: JournalColumns, base: int, lo: int, hi: int) -> tuple[int, str, str] | None:
+        if base + lo >= best[0]:
+            return None  # an earlier failure is already known
+        found = _check_range(part, keyring, lo, hi, stop=lambda: best[0] - base)
+        if found is None:
+            return None
+        hit = (found[0] + base, found[1], found[2])
+        with lock:
+            best[0] = min(best[0], hit[0])
+        return hit
+
+    futures = []
+    with ThreadPoolExecutor(max_workers=max(1, workers),
+                            thread_name_prefix="truss-verify") as ex:
+        for part in batches:
+            base = len(cols)
+            for name in _COLUMNS:
+                getattr(cols, name).extend(getattr(part, name))
+            futures += [ex.submit(task, part, base, lo, min(lo + _CHUNK, len(part)))
+                        for lo in range(0, len(part), _CHUNK)]
+        results = [f.result() for f in futures]
+    n = len(cols)
+    base_seq = prev.seq if prev is not None else 0
+    base_hash = prev.hash if prev is not None else GENESIS_HASH
+    s_pos = _first_seq_problem(cols.seq, base_seq)
+    limit = min(s_pos, _first_link_problem(cols.prev_hash, cols.hash, base_hash))
+    span = min(limit + 1, n)
+    # Each task reports its own first failure, and skips only past a known earlier
+    # one, so the least failure before ``span`` is the one verify_columns finds.
+    early = [r for r in results if r is not None and r[0] < span]
+    return _report(cols, prev, base_seq, base_hash, s_pos, limit, min(early) if early else None)
+
+
+def _report(cols: JournalColumns, prev: LedgerRef | None, base_seq: int, base_hash: str,
+            s_pos: int, limit: int, found: tuple[int, str, str] | None) -> VerifyReport:
+    """The report of :func:`verify_columns` from its checks' outcomes: the first
+    positional problem at ``limit`` (``s_pos`` for the sequence) and ``found``, the
+    first entry before ``limit + 1`` failing its own checks."""
+    n = len(cols)
 
     def report(pos: int, reason: str, message: str) -> VerifyReport:
         head = (cols.seq[pos - 1], cols.hash[pos - 1]) if pos else (

@@ -1,0 +1,65 @@
+"""The one result format every benchmark prints and ``scripts/bench_all.py`` reads.
+
+A figure is one line::
+
+    RESULT name=verify_chain value=30512 unit=entries/s baseline=36011 ratio=0.847 goal=">= 0.8"
+
+``value`` and ``baseline`` are numbers in the same ``unit`` (``baseline`` may be
+empty when a figure has none); ``ratio`` is the number the goal is stated on
+(each benchmark says which way it divides); ``goal`` is ``">= x"``, ``"<= x"``
+or empty (an informational figure). ``baseline_name`` says what the baseline is
+and ``load`` is the 1-minute load average when the figure was taken, because on
+a shared machine every timing depends on it. Tokens are shell-quoted, so names
+and notes may hold spaces.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+
+__all__ = ["FIELDS", "load_average", "result", "result_line"]
+
+FIELDS = ("name", "value", "unit", "baseline", "ratio", "goal", "baseline_name", "load", "note")
+
+
+def load_average() -> float:
+    """The 1-minute load average (NaN where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return math.nan
+
+
+def _num(x: float | int | None) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.6g}"
+
+
+def result_line(name: str, value: float, unit: str, *, baseline: float | None = None,
+                ratio: float | None = None, goal: str = "", baseline_name: str = "",
+                note: str = "") -> str:
+    """The ``RESULT ...`` line of one figure (see the module docstring)."""
+    if goal and not (goal.startswith((">= ", "<= ")) and _is_number(goal[3:])):
+        raise ValueError(f"goal must be '>= x' or '<= x', got {goal!r}")
+    fields = {"name": name, "value": _num(value), "unit": unit, "baseline": _num(baseline),
+              "ratio": _num(ratio), "goal": goal, "baseline_name": baseline_name,
+              "load": f"{load_average():.2f}", "note": note}
+    return "RESULT " + " ".join(f"{k}={shlex.quote(v)}" for k, v in fields.items())
+
+
+def result(name: str, value: float, unit: str, **kw: object) -> None:
+    """Print the ``RESULT`` line of one figure (flushed: a later crash keeps it)."""
+    print(result_line(name, value, unit, **kw), flush=True)  # type: ignore[arg-type]
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True

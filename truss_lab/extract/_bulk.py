@@ -1,0 +1,143 @@
+"""Replay extraction in bulk: :func:`extract_verdicts`' rows, without per-verdict objects.
+
+A replay answers from recordings, so per verdict the work is: check the payload,
+render the user message, look the recording up (hashing the request only when
+the recording carries a request hash to compare), parse the completion. This
+module does exactly that, with the request hash computed from a canonical text
+prepared once per run (the request body is the same for every verdict but the
+user message), and returns the same :class:`ExtractionRows`, row for row, as
+the per-verdict path (tests/test_bulk_replay.py compares them). A verdict whose
+values fall outside the plain case (a recording with odd types, text that
+cannot be UTF-8) goes through the per-verdict path itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import pandas as pd
+
+from ..core._canonical import jcs_string
+from ..core._errors import BadInputError, ProviderError
+from ..journal._spec import validate_verdict_payload
+from ._extractor import (
+    ERROR_SCHEMA,
+    ExtractionRows,
+    Extractor,
+    _empty_candidates,
+    _err,
+    extract_verdicts_one,
+)
+from ._parser import candidates_frame, parse_completion
+from ._prompts import render_user
+from ._providers import ChatMessage, Completion
+
+__all__ = ["replay_verdicts"]
+
+# Stands for the user message in the request body; private-use characters, which
+# canonical JSON writes as themselves, so the body's text splits around it.
+_MARK = "\ue000truss-user-message\ue000"
+
+
+def _hash_parts(extractor: Extractor, payload: Mapping[str, Any],
+                vhash: str) -> tuple[bytes, bytes] | None:
+    """The canonical request text before and after the user message's JSON string."""
+    req = extractor.request(vhash, payload)
+    marked = req.model_copy(update={"messages": (
+        req.messages[0], ChatMessage(role="user", content=_MARK))})
+    text = marked.hashed_text()
+    mark = jcs_string(_MARK)
+    if text.count(mark) != 1 or req.messages[0].role != "system" or len(req.messages) != 2:
+        return None
+    before, after = text.split(mark)
+    return before.encode("utf-8"), after.encode("utf-8")
+
+
+def _request_hash(parts: tuple[bytes, bytes], user: str) -> str:
+    # == CompletionRequest.request_hash of this verdict's request (tests compare them)
+    return hashlib.sha256(parts[0] + jcs_string(user).encode("utf-8") + parts[1]).hexdigest()
+
+
+def _plain(rec: tuple[Any, ...]) -> bool:
+    """The recorded values are what :class:`Completion` would store unchanged."""
+    text, model, rhash, latency, pt, ct = rec
+    return (type(text) is str and type(model) is str and (rhash is None or type(rhash) is str)
+            and (latency is None or type(latency) is float)
+            and (pt is None or type(pt) is int) and (ct is None or type(ct) is int))
+
+
+def replay_verdicts(extractor: Extractor,
+                    verdicts: Sequence[tuple[int, str, Mapping[str, Any]]]) -> ExtractionRows:
+    """:func:`extract_verdicts` for a :class:`ReplayProvider` extractor, in bulk."""
+    provider: Any = extractor.provider
+    tpl = extractor.template
+    ext_id, version = extractor.extractor_id, tpl.version
+    config_hash = None if extractor.config is None else extractor.config.config_hash
+    parts: tuple[bytes, bytes] | bool | None = False  # False: not prepared yet
+    results: list[tuple[dict[str, Any], Any]] = []
+    errors: list[dict[str, Any]] = []
+    completions: list[dict[str, Any]] = []
+    calls = 0
+    for seq, vhash, payload in verdicts:
+        try:
+            p = validate_verdict_payload(payload)
+        except BadInputError as exc:
+            errors.append(_err(seq, vhash, "prompt", "bad_verdict", str(exc)))
+            continue
+        if parts is False:
+            parts = _hash_parts(extractor, p, vhash)
+        user = render_user(tpl, p)
+        try:
+            user.encode("utf-8")
+        except UnicodeEncodeError:
+            parts_ok = False
+        else:
+            parts_ok = parts is not None
+        if not parts_ok:
+            # Not the plain case: the per-verdict path decides (and raises as it does).
+            one = extract_verdicts_one(extractor, seq, vhash, p)
+            calls += one[0]
+            errors += one[1]
+            completions += one[2]
+            results += one[3]
+            continue
+        calls += 1
+        try:
+            rec = provider.answer(vhash, ext_id, version, partial(_request_hash, parts, user))
+        except ProviderError as exc:
+            errors.append(_err(seq, vhash, "provider", "provider_error", str(exc)))
+            continue
+        text, model, rhash, latency, pt, ct = rec
+        if type(latency) is int:
+            latency = float(latency)  # what Completion stores for a whole number
+            rec = (text, model, rhash, latency, pt, ct)
+        if not _plain(rec):
+            c = Completion(text=text, model=model, prompt_tokens=pt, completion_tokens=ct,
+                           latency_ms=latency, request_hash=rhash, replayed=True)
+            text, model, rhash, latency, pt, ct = (c.text, c.model, c.request_hash,
+                                                   c.latency_ms, c.prompt_tokens,
+                                                   c.completion_tokens)
+        completions.append({
+            "verdict_hash": vhash, "extractor": ext_id, "model": model,
+            "prompt_version": version, "request_hash": rhash, "text": text,
+            "latency_ms": latency, "prompt_tokens": pt, "completion_tokens": ct,
+            "replayed": True, "config_hash": config_hash,
+        })
+        parsed = parse_completion(text)
+        if parsed.error is not None:
+            errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
+            continue
+        if parsed.lessons:
+            results.append(({"verdict_seq": seq, "verdict_hash": vhash,
+                             "extractor_id": ext_id}, parsed))
+    if results:
+        cands = candidates_frame(results)
+        cands["prompt_version"] = version
+    else:
+        cands = _empty_candidates()
+    return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
+                          calls, completions)
+
