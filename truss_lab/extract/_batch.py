@@ -240,7 +240,10 @@ def _record_completions(store: Store, records: list[dict[str, Any]],
     cols["config_hash"] = pa.array(hashes.astype(object).where(hashes.notna(), None).tolist(),
                                    pa.string())
     cols["run_id"] = pa.array([run_id] * len(df), pa.string())
-    store.append("completions", pa.table(cols), key=COMPLETIONS_KEY)
+    # One recording per sample of a verdict (issue #16): the sample is part of the key.
+    samples = df["sample_index"] if "sample_index" in df.columns else pd.Series([0] * len(df))
+    cols["sample_index"] = pa.array(samples.fillna(0).astype("int64").tolist(), pa.int32())
+    store.append("completions", pa.table(cols), key=[*COMPLETIONS_KEY, "sample_index"])
 
 
 def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:

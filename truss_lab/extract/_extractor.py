@@ -31,7 +31,7 @@ from ._breaker import CircuitOpenError
 from ._config import ExtractorConfig
 from ._parser import candidates_frame, parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
-from ._providers import Completion, CompletionRequest, Provider, provider_name
+from ._providers import Completion, CompletionRequest, Provider, provider_name, supports_n
 
 __all__ = ["ERROR_SCHEMA", "ExtractionRows", "Extractor", "ensure_run", "extract_verdicts"]
 
@@ -44,6 +44,7 @@ ERROR_SCHEMA = pa.schema(
         ("stage", pa.string()),
         ("reason", pa.string()),
         ("message", pa.string()),
+        ("sample_index", pa.int32()),
     ]
 )
 
@@ -63,6 +64,14 @@ class Extractor:
     model: str = "unknown"
     parameters: Mapping[str, Any] = field(default_factory=dict)
     config: ExtractorConfig | None = None
+    samples: int = 1
+    """Samples per verdict when there is no ``config`` (the replay of k-sample
+    recordings made elsewhere); with a config, ``config.samples`` rules."""
+
+    @property
+    def n_samples(self) -> int:
+        """Completions drawn per verdict (k)."""
+        return self.config.samples if self.config is not None else int(self.samples)
 
     @classmethod
     def replay(
@@ -73,6 +82,7 @@ class Extractor:
         template: str | PromptTemplate = "lesson-v1",
         model: str | None = None,
         parameters: Mapping[str, Any] | None = None,
+        samples: int = 1,
     ) -> Extractor:
         """Replay recorded completions (a §2 file, a DataFrame, or a Store's table).
 
@@ -82,6 +92,8 @@ class Extractor:
         ``parameters`` are then ignored). Otherwise give the ``model`` and
         ``parameters`` the recordings were made with: the request hash covers
         them, and a request that differs from the recorded one is refused.
+        ``samples``: samples per verdict of recordings made elsewhere (their
+        ``sample_index`` 0..k-1); a stored configuration brings its own.
         """
         from ._replay import ReplayProvider
 
@@ -97,8 +109,11 @@ class Extractor:
                        get_template(config.prompt_version), config.model,
                        config.request_parameters(), config)
         tpl = get_template(template) if isinstance(template, str) else template
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise BadInputError(f"samples must be a positive integer, got {samples!r}",
+                                field="samples")
         return cls(extractor_id, ReplayProvider(recordings), tpl, model or extractor_id,
-                   dict(parameters or {}))
+                   dict(parameters or {}), samples=samples)
 
     @classmethod
     def heuristic(cls, *, max_lessons: int = 5) -> Extractor:
@@ -152,6 +167,24 @@ class Extractor:
             return req
         return req.model_copy(update={"config_hash": self.config.config_hash})
 
+    def sample_requests(self, verdict_hash: str,
+                        payload: Mapping[str, Any]) -> list[CompletionRequest]:
+        """The k requests for one verdict: ``[request()]`` when k is 1 (no sample
+        index, so one-sample hashes stay as they were); else one per sample, each
+        with its ``sample_index`` and, when a seed is set, ``seed + sample_index``
+        (k calls with one seed would draw one sample k times)."""
+        base = self.request(verdict_hash, payload)
+        k = self.n_samples
+        if k == 1:
+            return [base]
+        out = []
+        for i in range(k):
+            params = dict(base.parameters)
+            if isinstance(params.get("seed"), int):
+                params["seed"] = params["seed"] + i
+            out.append(base.model_copy(update={"sample_index": i, "parameters": params}))
+        return out
+
 
 @dataclass
 class ExtractionRows:
@@ -169,6 +202,8 @@ class ExtractionRows:
     """How many times the provider was called."""
     completions: list[dict[str, Any]] = field(default_factory=list)
     """The completions received (FORMATS.md §2 fields), for recording live calls."""
+    samples: int = 1
+    """Samples drawn per verdict (k): the denominator of self-consistency."""
 
 
 def extract_verdicts(
@@ -183,39 +218,65 @@ def extract_verdicts(
     calls = 0
     for seq, vhash, payload in verdicts:
         try:
-            request = extractor.request(vhash, payload)
+            requests = extractor.sample_requests(vhash, payload)
         except BadInputError as exc:
             errors.append(_err(seq, vhash, "prompt", "bad_verdict", str(exc)))
             continue
-        calls += 1
-        try:
-            completion = extractor.provider.complete(request)
-        except CircuitOpenError:
-            raise  # the endpoint is down: the run stops and this chunk is not written
-        except ProviderError as exc:
-            errors.append(_err(seq, vhash, "provider", "provider_error", str(exc)))
-            continue
-        completions.append(_completion_record(request, completion))
-        parsed = parse_completion(completion.text)
-        if parsed.error is not None:
-            errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
-            continue
-        if parsed.lessons:
-            results.append(({"verdict_seq": seq, "verdict_hash": vhash,
-                             "extractor_id": extractor.extractor_id}, parsed))
+        answers, n_calls = _complete_samples(extractor.provider, requests)
+        calls += n_calls
+        for request, answer in zip(requests, answers, strict=True):
+            sample = request.sample_index or 0
+            if isinstance(answer, ProviderError):
+                errors.append(_err(seq, vhash, "provider", "provider_error", str(answer),
+                                   sample))
+                continue
+            completions.append(_completion_record(request, answer))
+            parsed = parse_completion(answer.text)
+            if parsed.error is not None:
+                errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail, sample))
+                continue
+            if parsed.lessons:
+                results.append(({"verdict_seq": seq, "verdict_hash": vhash,
+                                 "extractor_id": extractor.extractor_id,
+                                 "sample_index": sample}, parsed))
     # One frame per batch, not per verdict: building frames dominated the run time.
     if results:
         cands = candidates_frame(results)
         cands["prompt_version"] = extractor.template.version
+        cands["n_samples"] = extractor.n_samples  # self-consistency's denominator
     else:
         cands = _empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
-                          calls, completions)
+                          calls, completions, extractor.n_samples)
 
 
-def _err(seq: int, vhash: str, stage: str, reason: str, message: str | None) -> dict[str, Any]:
+def _complete_samples(provider: Provider, requests: list[CompletionRequest],
+                      ) -> tuple[list[Completion | ProviderError], int]:
+    """One answer per request (a completion or the verdict's provider error) and the
+    number of provider calls: one ``n=k`` call where the provider supports it, else
+    one call per sample. :class:`CircuitOpenError` propagates (the run stops)."""
+    if len(requests) > 1 and supports_n(provider):
+        try:
+            return list(provider.complete_samples(requests)), 1  # type: ignore[attr-defined]
+        except CircuitOpenError:
+            raise
+        except ProviderError as exc:
+            return [exc] * len(requests), 1
+    out: list[Completion | ProviderError] = []
+    for request in requests:
+        try:
+            out.append(provider.complete(request))
+        except CircuitOpenError:
+            raise  # the endpoint is down: the run stops and this chunk is not written
+        except ProviderError as exc:
+            out.append(exc)
+    return out, len(requests)
+
+
+def _err(seq: int, vhash: str, stage: str, reason: str, message: str | None,
+         sample: int = 0) -> dict[str, Any]:
     return {"verdict_seq": seq, "verdict_hash": vhash, "stage": stage, "reason": reason,
-            "message": (message or "")[:2000]}
+            "message": (message or "")[:2000], "sample_index": sample}
 
 
 def _completion_record(request: CompletionRequest, c: Completion) -> dict[str, Any]:
@@ -224,7 +285,7 @@ def _completion_record(request: CompletionRequest, c: Completion) -> dict[str, A
         "prompt_version": request.prompt_version, "request_hash": c.request_hash,
         "text": c.text, "latency_ms": c.latency_ms, "prompt_tokens": c.prompt_tokens,
         "completion_tokens": c.completion_tokens, "replayed": c.replayed,
-        "config_hash": request.config_hash,
+        "config_hash": request.config_hash, "sample_index": request.sample_index or 0,
     }
 
 
@@ -232,6 +293,7 @@ def _empty_candidates() -> pd.DataFrame:
     return pd.DataFrame({
         "verdict_seq": pd.Series([], dtype="int64"), "verdict_hash": pd.Series([], dtype=object),
         "extractor_id": pd.Series([], dtype=object),
+        "sample_index": pd.Series([], dtype="int64"),
         "lesson_index": pd.Series([], dtype="int64"), "text": pd.Series([], dtype=object),
         "salience": pd.Series([], dtype="float64"), "evidence": pd.Series([], dtype=object),
         "valid": pd.Series([], dtype=bool), "drop_reason": pd.Series([], dtype=object),

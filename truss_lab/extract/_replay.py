@@ -1,7 +1,8 @@
 """The replay provider: recorded completions, the offline default.
 
 A replay answers a :class:`CompletionRequest` from a recording keyed by
-(``verdict_hash``, ``extractor``). It never answers a changed prompt with an
+(``verdict_hash``, ``extractor``, ``sample_index``; a recording without a
+sample index is sample 0, as is a request of a one-sample extractor). It never answers a changed prompt with an
 old recording: when the recording carries a ``request_hash`` it must equal the
 request's. Recordings made elsewhere may lack one; those are answered (their
 prompt version must still match) and counted in :attr:`ReplayProvider.unchecked_requests`.
@@ -75,18 +76,21 @@ class ReplayProvider:
                 reason="missing_column",
             )
         cols = {name: _column(df, name) for name in _REQUIRED + _OPTIONAL}
-        keys = list(zip(cols["verdict_hash"], cols["extractor"], strict=True))
+        samples = [0 if s is None else int(s) for s in _column(df, "sample_index")]
+        keys = list(zip(cols["verdict_hash"], cols["extractor"], samples, strict=True))
         values = list(
             zip(*(cols[name] for name in _REQUIRED[2:] + _OPTIONAL), strict=True)
         )
-        self._table: dict[tuple[str, str], tuple[Any, ...]] = dict(zip(keys, values, strict=True))
+        self._table: dict[tuple[str, str, int], tuple[Any, ...]] = dict(
+            zip(keys, values, strict=True))
         if len(self._table) != len(keys):
             # Identical rows are harmless; two different answers to one key are not.
-            seen: dict[tuple[str, str], tuple[Any, ...]] = {}
+            seen: dict[tuple[str, str, int], tuple[Any, ...]] = {}
             for k, v in zip(keys, values, strict=True):
                 if k in seen and seen[k] != v:
                     raise BadInputError(
-                        f"two different recordings for verdict_hash={k[0]} extractor={k[1]!r}",
+                        f"two different recordings for verdict_hash={k[0]} extractor={k[1]!r}"
+                        + (f" sample_index={k[2]}" if k[2] else ""),
                         source=source,
                         reason="conflicting_duplicate",
                     )
@@ -116,11 +120,12 @@ class ReplayProvider:
     def complete(self, request: CompletionRequest) -> Completion:
         """The recorded completion for ``request``; :class:`ProviderError` when there
         is none or when it was recorded for a different request."""
-        key = (request.verdict_hash, request.extractor)
+        key = (request.verdict_hash, request.extractor, request.sample_index or 0)
         rec = self._table.get(key)
         if rec is None:
+            sample = f" sample {key[2]}" if request.sample_index is not None else ""
             raise ProviderError(
-                f"no recording for verdict {request.verdict_hash} with extractor "
+                f"no recording for verdict {request.verdict_hash}{sample} with extractor "
                 f"{request.extractor!r} ({len(self._table)} recordings loaded)"
             )
         model, prompt_version, recorded_hash, text, latency, p_tokens, c_tokens = rec
