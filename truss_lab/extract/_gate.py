@@ -30,8 +30,8 @@ import pyarrow as pa
 from ..core._config import MemoryConfig
 from ..core._ids import candidate_id, lesson_id
 from ..core._models import LessonExtractionPolicy, utcnow
-from ..store._memory import lesson_rows, write_memory_table
 from ..score._consistency import consistency_clusters
+from ..store._memory import lesson_rows, write_memory_table
 from ..store._store import Store
 from ._extractor import ERROR_SCHEMA, ExtractionRows
 

@@ -2,8 +2,9 @@
 
 A replay answers a :class:`CompletionRequest` from a recording keyed by
 (``verdict_hash``, ``extractor``, ``sample_index``; a recording without a
-sample index is sample 0, as is a request of a one-sample extractor). It never answers a changed prompt with an
-old recording: when the recording carries a ``request_hash`` it must equal the
+sample index is sample 0, as is a request of a one-sample extractor). It never
+answers a changed prompt with an old recording: when the recording carries a
+``request_hash`` it must equal the
 request's. Recordings made elsewhere may lack one; those are answered (their
 prompt version must still match) and counted in :attr:`ReplayProvider.unchecked_requests`.
 """
