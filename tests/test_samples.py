@@ -1,0 +1,176 @@
+"""Issue #16 item 2: several samples per verdict, recorded per sample, replayed offline,
+with one lesson per cluster of near-duplicates and its self-consistency."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import truss_lab as tl
+from tests.builders.http_server import Reply, ScriptedServer, default_completion
+from truss_lab.core._ids import derive_id
+from truss_lab.extract._config import ExtractorConfig
+from truss_lab.extract._extractor import Extractor, extract_verdicts
+from truss_lab.faces._cli import cli
+from truss_lab.score._consistency import consistency_clusters, self_consistency
+from truss_lab.store._runs import run_content_hashes
+
+VERDICTS = "seq <= 12"
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("samples") / "lab.duckdb"
+    tl.load_sample(path).close()
+    return path
+
+
+def _sampled(body: Any) -> dict[str, Any]:
+    """A model stand-in whose samples agree on one lesson and differ on another: the
+    stable lesson recurs in every sample, the other names the sample's seed."""
+    out = default_completion(body)
+    seed = body.get("seed", 0)
+    n = body.get("n", 1)
+    for i in range(n):
+        lessons = [{"text": "Pin the scheduler timezone before the DST switch", "salience": 0.6,
+                    "evidence": []},
+                   {"text": f"Variant lesson number{seed + i} about retries", "salience": 0.9,
+                    "evidence": []}]
+        out["choices"][i]["message"]["content"] = json.dumps({"lessons": lessons})
+    return out
+
+
+def test_one_sample_keeps_todays_requests_and_ids(verdict: dict) -> None:
+    ext = Extractor.openai("http://127.0.0.1:9/v1", "m")
+    assert ext.n_samples == 1
+    [req] = ext.sample_requests("ab" * 32, verdict)
+    assert req == ext.request("ab" * 32, verdict) and req.sample_index is None
+    k3 = Extractor.openai("http://127.0.0.1:9/v1", "m",
+                          config=ExtractorConfig(model="m", samples=3, seed=5))
+    reqs = k3.sample_requests("ab" * 32, verdict)
+    assert [r.sample_index for r in reqs] == [0, 1, 2]
+    assert [r.parameters["seed"] for r in reqs] == [5, 6, 7]
+    assert len({r.request_hash for r in reqs}) == 3
+    # Sample 0 of a k-sample request differs from the one-sample request only by its index.
+    assert reqs[0].model_copy(update={"sample_index": None, "parameters": {
+        **reqs[0].parameters}}).request_hash != reqs[0].request_hash
+    with pytest.raises(ValueError):
+        ExtractorConfig(model="m", samples=0)
+
+
+@pytest.mark.parametrize("supports_n", [False, True])
+def test_k_samples_are_recorded_per_sample_and_replay_from_the_cli(
+        db: Path, supports_n: bool) -> None:
+    live, again = f"live-n{int(supports_n)}", f"replayed-n{int(supports_n)}"
+    seed = 10 + 100 * supports_n  # another configuration: its own recordings
+    with ScriptedServer(responder=_sampled) as srv:
+        args = ["extract", "--db", str(db), "--extractor", "openai:tiny", "--base-url",
+                srv.base_url, "--samples", "3", "--seed", str(seed), "--temperature", "0.8",
+                "--policy", "on", "--verdicts", VERDICTS, "--run-id", live, "--quiet", "--json"]
+        r = invoke(*args, *(["--supports-n"] if supports_n else []))
+        assert r.exit_code == 0, r.output
+        # n=3 in one call per verdict, or three calls with seeds 10, 11, 12.
+        assert srv.count == (12 if supports_n else 36)
+        if supports_n:
+            assert {s.body["n"] for s in srv.requests} == {3}
+        else:
+            assert sorted({s.body["seed"] for s in srv.requests}) == [seed, seed + 1, seed + 2]
+            assert all("n" not in s.body for s in srv.requests)
+        ext_id = json.loads(r.stdout)["extractor_id"]
+        calls = srv.count
+        r = invoke("extract", "--db", str(db), "--extractor", f"replay:{ext_id}", "--policy",
+                   "on", "--verdicts", VERDICTS, "--run-id", again, "--quiet", "--json")
+        assert r.exit_code == 0, r.output
+        assert srv.count == calls  # zero live calls
+    with tl.Store(db, read_only=True) as s:
+        assert run_content_hashes(s, again) == run_content_hashes(s, live)
+        rec = s.sql("SELECT verdict_hash, sample_index, request_hash FROM completions "
+                    "WHERE run_id = ?", [live]).df()
+        assert len(rec) == 36 and sorted(set(rec["sample_index"])) == [0, 1, 2]
+        assert rec["request_hash"].nunique() == 36  # one hash per sample
+        c = s.sql("SELECT * FROM candidates WHERE run_id = ? ORDER BY verdict_seq, "
+                  "sample_index, lesson_index", [live]).df()
+    assert len(c) == 12 * 3 * 2
+    # Per verdict: the stable lesson is one cluster over 3 samples (1.0), each variant
+    # its own (1/3); only representatives (sample 0's stable lesson and each variant) pass.
+    assert int(c["passed_gate"].sum()) == 12 * 4
+    stable = c[c["text"].str.startswith("Pin")]
+    assert stable.loc[stable["sample_index"] == 0, "self_consistency"].eq(1.0).all()
+    assert stable.loc[stable["sample_index"] > 0, "self_consistency"].isna().all()
+    assert not stable.loc[stable["sample_index"] > 0, "passed_gate"].any()
+    variant = c[c["text"].str.startswith("Variant")]
+    assert np.allclose(variant["self_consistency"], 1 / 3)
+    # Candidate ids: sample 0 keeps the one-sample id; the others add their index.
+    row = c.iloc[0]
+    assert row["candidate_id"] == derive_id("cand", row["verdict_hash"], row["extractor_id"],
+                                            int(row["lesson_index"]))
+    assert c["candidate_id"].is_unique
+
+
+def test_a_server_that_ignores_n_is_an_error_per_sample(verdict: dict) -> None:
+    one_choice = default_completion({"messages": [{"role": "user", "content": "x"}]})
+    with ScriptedServer() as srv:
+        srv.add(Reply(body=one_choice))
+        ext = Extractor.openai(srv.base_url, "m", supports_n=True, max_retries=0,
+                               config=ExtractorConfig(model="m", samples=2))
+        rows = extract_verdicts(ext, [(1, "ab" * 32, verdict)])
+    assert rows.provider_calls == 1
+    assert list(rows.errors["sample_index"]) == [0, 1]
+    assert rows.errors["message"].str.contains("supports_n=False").all()
+
+
+def test_replay_of_k_sample_recordings_made_elsewhere(verdict: dict) -> None:
+    vh = "cd" * 32
+    recs = pd.DataFrame({
+        "verdict_hash": [vh] * 2, "extractor": ["x"] * 2, "model": ["m"] * 2,
+        "prompt_version": ["lesson-v1"] * 2, "request_hash": [None] * 2,
+        "text": [json.dumps({"lessons": [{"text": f"lesson {i} of sample", "salience": .5}]})
+                 for i in range(2)],
+        "sample_index": [0, 1]})
+    rows = extract_verdicts(Extractor.replay(recs, "x", samples=2), [(1, vh, verdict)])
+    assert rows.samples == 2 and list(rows.candidates["sample_index"]) == [0, 1]
+    rows = extract_verdicts(Extractor.replay(recs, "x", samples=3), [(1, vh, verdict)])
+    assert list(rows.errors["sample_index"]) == [2]  # no recording for sample 2
+
+
+def test_consistency_clusters_by_hand() -> None:
+    c = pd.DataFrame({
+        "verdict_hash": ["a"] * 5 + ["b"],
+        "sample_index": [0, 0, 1, 2, 2, 0],
+        "lesson_index": [0, 1, 0, 0, 1, 0],
+        "text": ["Check the tz_regression cron after the DST change",
+                 "Document the runbook",
+                 "After a DST change check the tz_regression cron",
+                 "Check the dedup_window cron after the DST change",  # other identifier
+                 "check tz_regression cron after the DST change",
+                 "Check the tz_regression cron after the DST change"],  # other verdict
+        "valid": [True, True, True, True, True, True],
+    }, index=[10, 11, 12, 13, 14, 15])
+    got = consistency_clusters(c, samples=3)
+    assert list(got.index) == [10, 11, 12, 13, 14, 15]
+    assert list(got["representative"]) == [True, True, False, True, False, True]
+    assert list(got["cluster"]) == [0, 1, 0, 3, 0, 5]
+    assert list(got["n_samples_with"]) == [3, 1, 3, 1, 3, 1]
+    np.testing.assert_allclose(got["self_consistency"],
+                               [1.0, 1 / 3, np.nan, 1 / 3, np.nan, 1 / 3])
+    # Without k, the distinct samples seen per verdict (b saw one: 1/1).
+    np.testing.assert_allclose(self_consistency()(c), [1.0, 1 / 3, np.nan, 1 / 3, np.nan, 1.0])
+    # Invalid rows belong to no cluster.
+    bad = consistency_clusters(c.assign(valid=[False, True, True, True, True, True]),
+                               samples=3)
+    assert bad["cluster"].iloc[0] == -1 and np.isnan(bad["self_consistency"].iloc[0])
+    assert bad["representative"].iloc[2]  # sample 1's lesson now leads the cluster
+    with pytest.raises(tl.BadInputError, match="more samples"):
+        consistency_clusters(c, samples=2)
+    with pytest.raises(tl.BadInputError, match="sample_index"):
+        consistency_clusters(c.drop(columns="sample_index"))
