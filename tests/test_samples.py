@@ -174,3 +174,39 @@ def test_consistency_clusters_by_hand() -> None:
         consistency_clusters(c, samples=2)
     with pytest.raises(tl.BadInputError, match="sample_index"):
         consistency_clusters(c.drop(columns="sample_index"))
+
+
+def test_the_simulator_emits_k_samples_and_leaves_its_other_files_alone(
+        tmp_path: Path) -> None:
+    from truss_lab.simulate import simulate
+    from truss_lab.simulate._samples import read_sample_completions
+
+    one = simulate(tmp_path / "one", runs=40, seed=3, extractors=["sim-good-v1"])
+    three = simulate(tmp_path / "three", runs=40, seed=3, extractors=["sim-good-v1"],
+                     samples=3)
+    assert one.completions_samples is None
+    for name in ("journal.jsonl", "completions.jsonl", "labels.csv", "lesson_truth.csv"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "three" / name).read_bytes()
+    recs = read_sample_completions(three.completions_samples)  # type: ignore[arg-type]
+    assert len(recs) == 120 and recs.groupby("verdict_hash")["sample_index"].nunique().eq(3).all()
+    first = [json.loads(x) for x in one.completions.read_text().splitlines()]
+    assert recs[recs["sample_index"] == 0].drop(columns="sample_index").to_dict(
+        "records") == first
+    assert recs.loc[recs["sample_index"] == 1, "text"].tolist() != [r["text"] for r in first]
+    again = simulate(tmp_path / "again", runs=40, seed=3, extractors=["sim-good-v1"], samples=3)
+    assert again.truth_samples.read_bytes() == three.truth_samples.read_bytes()  # type: ignore
+    truth = pd.read_csv(three.truth_samples)  # type: ignore[arg-type]
+    assert set(truth["sample_index"]) == {0, 1, 2}
+
+    store = tl.Store(tmp_path / "lab.duckdb")
+    tl.import_journal(store, three.journal, keyring=three.keys)
+    ext = Extractor.replay(recs, "sim-good-v1", samples=3)
+    run = tl.run_extraction(store, ext, tl.MemoryConfig(lesson_extraction="on"),
+                            write_memory=False, progress=False, run_id="k3")
+    c = store.sql("SELECT * FROM candidates WHERE run_id = 'k3'").df()
+    store.close()
+    assert run.n_verdicts == 40 and set(c["sample_index"]) == {0, 1, 2}
+    reps = c[c["self_consistency"].notna()]
+    assert reps["self_consistency"].between(1 / 3, 1.0).all()
+    assert (reps["self_consistency"] > 1 / 3).any()  # some lessons recur across samples
+    assert c.loc[c["passed_gate"], "self_consistency"].notna().all()

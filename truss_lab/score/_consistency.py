@@ -54,6 +54,7 @@ def consistency_clusters(
     samples: int | None = None,
     threshold: float = DEFAULT_CONSISTENCY_THRESHOLD,
     method: str = "auto",
+    same_identifiers: bool = True,
 ) -> pd.DataFrame:
     """Cluster each verdict's lessons across its samples; score the representatives.
 
@@ -64,7 +65,9 @@ def consistency_clusters(
     the position of the representative in ``candidates``; -1 for invalid rows),
     ``representative`` (bool), ``n_samples_with`` (samples holding the cluster),
     ``n_samples`` (k) and ``self_consistency`` (``n_samples_with / n_samples`` on
-    representatives, NaN elsewhere).
+    representatives, NaN elsewhere). ``same_identifiers=False`` links lessons on
+    Jaccard alone (paraphrases that name the run or the check in one sample and not
+    in another then still cluster).
     """
     missing = [c for c in ("verdict_hash", "text", "sample_index") if c not in candidates]
     if missing:
@@ -103,7 +106,8 @@ def consistency_clusters(
     if len(rows):
         texts = c["text"].iloc[rows].astype(object).where(c["text"].iloc[rows].notna(), "")
         sets = TokenSets(texts.reset_index(drop=True))
-        a, b = near_duplicate_pairs(sets, group[rows], rank[rows], threshold, method)
+        a, b = near_duplicate_pairs(sets, group[rows], rank[rows], threshold, method,
+                                    same_identifiers=same_identifiers)
         comp = _components(len(rows), a, b)
         # The representative is the earliest member: relabel each component by it.
         first = pd.Series(rank[rows]).groupby(comp).transform("idxmin").to_numpy(np.int64)
@@ -123,6 +127,7 @@ def consistency_clusters(
 
 def self_consistency(
     *, samples: int | None = None, threshold: float = DEFAULT_CONSISTENCY_THRESHOLD,
+    same_identifiers: bool = True,
 ) -> Scorer:
     """The self-consistency salience as a :class:`Scorer` (``self_consistency``):
     the share of a verdict's samples holding a near-duplicate of the lesson, on
@@ -130,11 +135,13 @@ def self_consistency(
     :func:`consistency_clusters` for ``samples`` and ``threshold``."""
 
     def fn(c: pd.DataFrame, _: pd.DataFrame | None) -> np.ndarray:
-        return consistency_clusters(c, samples=samples, threshold=threshold)[
+        return consistency_clusters(c, samples=samples, threshold=threshold,
+                                    same_identifiers=same_identifiers)[
             "self_consistency"].to_numpy(np.float64)
 
     return Scorer(
-        "self_consistency", f"1+t{threshold:g}" + ("" if samples is None else f"+k{samples}"),
+        "self_consistency", f"1+t{threshold:g}" + ("" if same_identifiers else "+anyid")
+        + ("" if samples is None else f"+k{samples}"),
         fn, ("verdict_hash", "text", "sample_index"),
         description="Share of the verdict's samples holding a near-duplicate of the lesson "
                     "(cluster representatives only).",
