@@ -210,3 +210,35 @@ def test_the_simulator_emits_k_samples_and_leaves_its_other_files_alone(
     assert reps["self_consistency"].between(1 / 3, 1.0).all()
     assert (reps["self_consistency"] > 1 / 3).any()  # some lessons recur across samples
     assert c.loc[c["passed_gate"], "self_consistency"].notna().all()
+
+
+def test_self_consistency_ap_and_ece_match_sklearn_on_simulated_samples(
+        tmp_path: Path) -> None:
+    from sklearn.metrics import average_precision_score
+
+    from truss_lab.evaluate import average_precision, expected_calibration_error
+    from truss_lab.simulate import simulate
+    from truss_lab.simulate._samples import read_sample_completions
+
+    sim = simulate(tmp_path / "s", runs=120, seed=5, extractors=["sim-good-v1"], samples=4)
+    recs = read_sample_completions(sim.completions_samples)  # type: ignore[arg-type]
+    truth = pd.read_csv(sim.truth_samples)  # type: ignore[arg-type]
+    c = extract_verdicts(Extractor.replay(recs, "sim-good-v1", samples=4),
+                         [(i, h, v) for i, (h, v) in enumerate(_payloads(sim.journal))]
+                         ).candidates
+    c = c.assign(self_consistency=self_consistency()(c)).dropna(
+        subset=["self_consistency"]).rename(columns={"extractor_id": "extractor"})
+    d = c.merge(truth, on=["verdict_hash", "extractor", "sample_index", "lesson_index"])
+    y, s = d["useful_true"].to_numpy(), d["self_consistency"].to_numpy()
+    assert len(d) > 100 and 0 < y.mean() < 1
+    assert average_precision(y, s) == pytest.approx(average_precision_score(y, s))
+    # ECE by hand over the 10 uniform bins (k/4 sits on bin edges: right-closed last bin).
+    bins = np.minimum((s * 10).astype(int), 9)
+    ece = sum(abs(y[bins == b].mean() - s[bins == b].mean()) * (bins == b).mean()
+              for b in np.unique(bins))
+    assert expected_calibration_error(y, s) == pytest.approx(ece)
+
+
+def _payloads(journal: Path) -> list[tuple[str, dict]]:
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    return [(e["hash"], e["payload"]) for e in lines]
