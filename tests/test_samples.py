@@ -242,3 +242,20 @@ def test_self_consistency_ap_and_ece_match_sklearn_on_simulated_samples(
 def _payloads(journal: Path) -> list[tuple[str, dict]]:
     lines = [json.loads(x) for x in journal.read_text().splitlines()]
     return [(e["hash"], e["payload"]) for e in lines]
+
+
+def test_labels_name_sample_zero_and_sweeps_take_self_consistency(db: Path) -> None:
+    with tl.Store(db, read_only=True) as s:
+        c = s.sql("SELECT * FROM candidates WHERE run_id = 'live-n0' ORDER BY verdict_seq, "
+                  "sample_index, lesson_index").df()
+        labels = pd.DataFrame({"verdict_hash": c["verdict_hash"], "extractor": c["extractor_id"],
+                               "lesson_index": c["lesson_index"], "annotator": "a",
+                               "useful": (c["text"].str.startswith("Pin")).astype(int)}
+                              ).drop_duplicates(["verdict_hash", "lesson_index"])
+        lab = tl.labelled_candidates(s, "live-n0", labels=labels)
+        assert lab.loc[lab["labelled"], "sample_index"].eq(0).all()
+        assert int(lab["labelled"].sum()) == 12 * 2
+        sw = tl.sweep_run(s, "live-n0", labels=labels, score="self_consistency")
+    # The stable lesson (self-consistency 1.0) is the useful one: kept alone at 1.0.
+    top = sw[sw["threshold"] == 1.0].iloc[0]
+    assert top["precision"] == 1.0 and top["recall"] == 1.0

@@ -20,7 +20,9 @@ The parts: ``vocabulary.json`` (+ ``_vocabulary``) holds the text,
 ``_random`` the uniform-only draws, ``_verdicts`` the signed verdicts'
 payloads, ``_wording`` how lessons are worded, ``_completions`` the extractor
 profiles and their completions, ``_labels`` the annotators' labels and the
-truth, ``_references`` the reference lessons; this module writes the files.
+truth, ``_references`` the reference lessons, ``_samples`` k samples per verdict
+(``--samples K``), ``_structured`` a simulated model for the structured-output
+question; this module writes the files.
 
 Run ``python -m truss_lab.simulate --out DIR --runs N --seed S``.
 """
