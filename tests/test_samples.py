@@ -259,3 +259,13 @@ def test_labels_name_sample_zero_and_sweeps_take_self_consistency(db: Path) -> N
     # The stable lesson (self-consistency 1.0) is the useful one: kept alone at 1.0.
     top = sw[sw["threshold"] == 1.0].iloc[0]
     assert top["precision"] == 1.0 and top["recall"] == 1.0
+
+
+def test_usage_counts_an_n_call_once(db: Path) -> None:
+    from truss_lab.store._usage import run_usage
+
+    with tl.Store(db, read_only=True) as s:
+        n_mode, separate = run_usage(s, "live-n1"), run_usage(s, "live-n0")
+    assert (n_mode.calls, n_mode.live_calls, n_mode.calls_without_tokens) == (12, 12, 0)
+    assert (separate.calls, separate.live_calls) == (36, 36)
+    assert n_mode.prompt_tokens * 3 == separate.prompt_tokens
