@@ -269,3 +269,19 @@ def test_usage_counts_an_n_call_once(db: Path) -> None:
     assert (n_mode.calls, n_mode.live_calls, n_mode.calls_without_tokens) == (12, 12, 0)
     assert (separate.calls, separate.live_calls) == (36, 36)
     assert n_mode.prompt_tokens * 3 == separate.prompt_tokens
+
+
+def test_a_verdict_whose_k_samples_fail_counts_once(db: Path) -> None:
+    vh = "ef" * 32
+    recs = pd.DataFrame({"verdict_hash": [vh] * 3, "extractor": ["x"] * 3, "model": ["m"] * 3,
+                         "prompt_version": ["lesson-v1"] * 3, "request_hash": [None] * 3,
+                         "text": ["not json"] * 3, "sample_index": [0, 1, 2]})
+    with tl.Store(db) as s:
+        [(h,)] = s.sql("SELECT hash FROM journal WHERE seq = 1").fetchall()
+        recs["verdict_hash"] = h
+        run = tl.run_extraction(s, Extractor.replay(recs, "x", samples=3),
+                                tl.MemoryConfig(lesson_extraction="on"), verdicts="seq = 1",
+                                write_memory=False, progress=False, run_id="k3-errors")
+        rows = s.sql("SELECT sample_index FROM verdict_errors WHERE run_id = 'k3-errors' "
+                     "ORDER BY 1").fetchall()
+    assert run.n_errors == 1 and rows == [(0,), (1,), (2,)]

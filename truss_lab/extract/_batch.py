@@ -200,6 +200,8 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
                                   score=score, scorer_name=scorer_name)
     # Only a live provider's answers are recorded (replay and heuristic call no model).
     recorded = [c for c in rows.completions if not c.get("replayed")] if live else []
+    # Verdicts with an error (k samples of one verdict may fail alike: one verdict).
+    n_err = len(set(err.column("verdict_hash").to_pylist()))
     with store.transaction():
         new = write_extraction(store, cand, mem, err)
         record_run_verdicts(store, run_id, seqs.tolist(), hashes)
@@ -209,14 +211,14 @@ def _write_chunk(store: Store, run_id: str, index: int, seqs: np.ndarray, hashes
             "run_id": [run_id], "chunk_index": pa.array([index], pa.int32()),
             "first_seq": [int(seqs[0])], "last_seq": [int(seqs[-1])],
             "n_verdicts": [len(seqs)], "n_candidates": [cand.num_rows],
-            "n_lessons": [mem.num_rows], "n_lessons_new": [new], "n_errors": [err.num_rows],
+            "n_lessons": [mem.num_rows], "n_lessons_new": [new], "n_errors": [n_err],
             "provider_calls": [rows.provider_calls],
             "finished_at": pa.array([utcnow()], _TS),
         }), key=["run_id", "chunk_index"])
         add_run_counts(store, run_id, n_verdicts=len(seqs), n_candidates=cand.num_rows,
-                       n_lessons=mem.num_rows, n_errors=err.num_rows,
+                       n_lessons=mem.num_rows, n_errors=n_err,
                        provider_calls=rows.provider_calls, seconds=elapsed)
-    return err.num_rows
+    return n_err
 
 
 def _record_completions(store: Store, records: list[dict[str, Any]],
