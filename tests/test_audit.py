@@ -269,7 +269,7 @@ def test_one_event_per_lesson_duplicate_event(db: Store) -> None:
 def test_off_runs_silent_candidate(db: Store) -> None:
     db.sql("INSERT INTO candidates SELECT 'cand-x', ?, verdict_seq, verdict_hash, "
            "'heuristic-v1', 0, 'a lesson', 0.9, [], true, NULL, 0.9, 'model_salience@1', "
-           "false, NULL FROM candidates LIMIT 1", [OFF_RUN])
+           "false, NULL, 0, NULL FROM candidates LIMIT 1", [OFF_RUN])
     assert _failed(db) == {"off_runs_silent"}
 
 

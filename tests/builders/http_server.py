@@ -19,6 +19,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -51,12 +52,17 @@ def default_completion(body: Any) -> dict[str, Any]:
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:12]
     text = json.dumps({"lessons": [{"text": f"about {last[:40]}", "salience": 0.8}],
                        "id": digest})
+    # ``n`` > 1 (OpenAI, vLLM): one choice per sample, choice i > 0 told apart by its id.
+    n = body.get("n", 1) if isinstance(body, dict) else 1
+    n = n if type(n) is int and n >= 1 else 1
+    texts = [text] + [json.dumps({"lessons": [{"text": f"about {last[:40]}", "salience": 0.8}],
+                                  "id": f"{digest}-{i}"}) for i in range(1, n)]
     return {
         "id": "chatcmpl-" + digest,
         "object": "chat.completion",
         "model": body.get("model", "unknown") if isinstance(body, dict) else "unknown",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                     "finish_reason": "stop"}],
+        "choices": [{"index": i, "message": {"role": "assistant", "content": t},
+                     "finish_reason": "stop"} for i, t in enumerate(texts)],
         "usage": {"prompt_tokens": len(last.split()), "completion_tokens": 7, "total_tokens": 0},
     }
 
@@ -64,8 +70,12 @@ def default_completion(body: Any) -> dict[str, Any]:
 class ScriptedServer:
     """A ThreadingHTTPServer on an ephemeral port, driven by a reply script."""
 
-    def __init__(self, *, latency: float = 0.0) -> None:
+    def __init__(self, *, latency: float = 0.0,
+                 responder: Callable[[Any], Any] | None = None) -> None:
         self.latency = latency
+        # What answers a request once the script is empty (default: default_completion);
+        # a test's model stand-in, e.g. one that honours response_format.
+        self.responder = responder or default_completion
         self.script: collections.deque[Reply] = collections.deque()
         self.requests: list[Seen] = []
         self.in_flight = 0
@@ -146,7 +156,7 @@ class ScriptedServer:
                 self.in_flight -= 1
         payload = reply.body
         if payload is None:
-            payload = default_completion(body)
+            payload = self.responder(body)
         data = (
             payload if isinstance(payload, bytes)
             else payload.encode() if isinstance(payload, str)

@@ -101,6 +101,13 @@ def labelled_candidates(
     cands["lesson_index"] = cands["lesson_index"].astype("int64")
     maj["lesson_index"] = maj["lesson_index"].astype("int64")
     on = ["verdict_hash", "extractor_id", "lesson_index"]
+    if "sample_index" in cands.columns:
+        # A §3 label has no sample: it names a lesson of the verdict's completion, which
+        # in a k-sample run is sample 0's (issue #16); other samples stay unlabelled.
+        on = [*on, "sample_index"]
+        cands["sample_index"] = cands["sample_index"].fillna(0).astype("int64")
+        maj = maj.assign(sample_index=0)
+        moved = moved.assign(sample_index=0)
     out = cands.merge(maj[[*on, "label", "n_annotators", "tie"]], on=on, how="left",
                       validate="one_to_one")
     out["n_annotators"] = out["n_annotators"].fillna(0).astype("int64")

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core._errors import BadInputError, ProviderError, ProviderUnavailableError
-from ._providers import Completion, CompletionRequest
+from ._providers import Completion, CompletionRequest, supports_n
 
 __all__ = ["DEFAULT_MAX_CONSECUTIVE_FAILURES", "CircuitBreaker", "CircuitOpenError",
            "with_breaker"]
@@ -60,13 +61,24 @@ class CircuitBreaker:
     def live(self) -> bool:
         return bool(getattr(self.inner, "live", True))
 
+    @property
+    def supports_n(self) -> bool:
+        return supports_n(self.inner)
+
     def complete(self, request: CompletionRequest) -> Completion:
         """Forward ``request``; count transport failures; raise once open."""
+        return self._guard(self.inner.complete, request)  # type: ignore[no-any-return]
+
+    def complete_samples(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+        """Forward one verdict's sample requests (one ``n=k`` call), guarded alike."""
+        return self._guard(self.inner.complete_samples, requests)  # type: ignore[no-any-return]
+
+    def _guard(self, call: Callable[[Any], Any], arg: Any) -> Any:
         with self._lock:
             if self._open is not None:
                 raise CircuitOpenError(self._open)
         try:
-            completion = self.inner.complete(request)
+            completion = call(arg)
         except ProviderUnavailableError as exc:
             with self._lock:
                 self._failures += 1

@@ -124,7 +124,7 @@ def replay_verdicts(extractor: Extractor,
             "verdict_hash": vhash, "extractor": ext_id, "model": model,
             "prompt_version": version, "request_hash": rhash, "text": text,
             "latency_ms": latency, "prompt_tokens": pt, "completion_tokens": ct,
-            "replayed": True, "config_hash": config_hash,
+            "replayed": True, "config_hash": config_hash, "sample_index": 0,
         })
         parsed = parse_completion(text)
         if parsed.error is not None:
@@ -132,12 +132,13 @@ def replay_verdicts(extractor: Extractor,
             continue
         if parsed.lessons:
             results.append(({"verdict_seq": seq, "verdict_hash": vhash,
-                             "extractor_id": ext_id}, parsed))
+                             "extractor_id": ext_id, "sample_index": 0}, parsed))
     if results:
         cands = candidates_frame(results)
         cands["prompt_version"] = version
+        cands["n_samples"] = 1  # the bulk path replays one-sample extractors only
     else:
         cands = _empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
-                          calls, completions)
+                          calls, completions, 1)
 

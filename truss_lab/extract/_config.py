@@ -21,10 +21,12 @@ from ..core._canonical import canonical
 from ..core._errors import BadInputError
 from ._parser import LESSONS_JSON_SCHEMA
 
-__all__ = ["DEFAULT_TEMPERATURE", "ExtractorConfig", "ResponseFormat"]
+__all__ = ["DEFAULT_TEMPERATURE", "MAX_SAMPLES", "ExtractorConfig", "ResponseFormat"]
 
 ResponseFormat = Literal["none", "json_object", "json_schema"]
 DEFAULT_TEMPERATURE = 0.0
+#: Most samples per verdict: k calls per verdict is the cost; beyond this it is a typo.
+MAX_SAMPLES = 64
 # The sampling knobs that travel in the request body under their own names.
 _SAMPLING = ("temperature", "top_p", "seed", "max_tokens")
 
@@ -51,8 +53,12 @@ class ExtractorConfig(BaseModel):
     """Sampling seed, for servers that honour it."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Most tokens in one completion; ``None`` leaves it to the server."""
-    samples: int = Field(default=1, ge=1, le=1)
-    """Completions per verdict (one for now: several samples per verdict are issue #16 item 2)."""
+    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
+    """Completions (samples) per verdict. With k > 1 each sample is its own request
+    (``sample_index`` in its hash; a set ``seed`` becomes ``seed + sample_index``), sent
+    as one call with ``n=k`` to a provider that supports it, else as k calls; the gate
+    keeps one lesson per cluster of near-duplicates across the samples, scored for
+    self-consistency (README "Several samples per verdict")."""
 
     @property
     def config_hash(self) -> str:

@@ -31,7 +31,7 @@ from ._breaker import CircuitOpenError
 from ._config import ExtractorConfig
 from ._parser import candidates_frame, parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
-from ._providers import Completion, CompletionRequest, Provider, provider_name
+from ._providers import Completion, CompletionRequest, Provider, provider_name, supports_n
 
 __all__ = ["ERROR_SCHEMA", "ExtractionRows", "Extractor", "ensure_run", "extract_verdicts"]
 
@@ -44,6 +44,7 @@ ERROR_SCHEMA = pa.schema(
         ("stage", pa.string()),
         ("reason", pa.string()),
         ("message", pa.string()),
+        ("sample_index", pa.int32()),
     ]
 )
 
@@ -63,6 +64,14 @@ class Extractor:
     model: str = "unknown"
     parameters: Mapping[str, Any] = field(default_factory=dict)
     config: ExtractorConfig | None = None
+    samples: int = 1
+    """Samples per verdict when there is no ``config`` (the replay of k-sample
+    recordings made elsewhere); with a config, ``config.samples`` rules."""
+
+    @property
+    def n_samples(self) -> int:
+        """Completions drawn per verdict (k)."""
+        return self.config.samples if self.config is not None else int(self.samples)
 
     @classmethod
     def replay(
@@ -73,6 +82,7 @@ class Extractor:
         template: str | PromptTemplate = "lesson-v1",
         model: str | None = None,
         parameters: Mapping[str, Any] | None = None,
+        samples: int = 1,
     ) -> Extractor:
         """Replay recorded completions (a §2 file, a DataFrame, or a Store's table).
 
@@ -83,6 +93,8 @@ class Extractor:
         and ``parameters`` are then ignored). Otherwise give the ``model`` and
         ``parameters`` the recordings were made with: the request hash covers
         them, and a request that differs from the recorded one is refused.
+        ``samples``: samples per verdict of recordings made elsewhere (their
+        ``sample_index`` 0..k-1); a stored configuration brings its own.
         """
         from ._replay import ReplayProvider
 
@@ -99,7 +111,11 @@ class Extractor:
             return cls(extractor_id, provider, get_template(config.prompt_version),
                        config.model, config.request_parameters(), config)
         tpl = get_template(template) if isinstance(template, str) else template
-        return cls(extractor_id, provider, tpl, model or extractor_id, dict(parameters or {}))
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise BadInputError(f"samples must be a positive integer, got {samples!r}",
+                                field="samples")
+        return cls(extractor_id, provider, tpl, model or extractor_id, dict(parameters or {}),
+                   samples=samples)
 
     @classmethod
     def heuristic(cls, *, max_lessons: int = 5) -> Extractor:
@@ -158,6 +174,24 @@ class Extractor:
             return req
         return req.model_copy(update={"config_hash": self.config.config_hash})
 
+    def sample_requests(self, verdict_hash: str,
+                        payload: Mapping[str, Any]) -> list[CompletionRequest]:
+        """The k requests for one verdict: ``[request()]`` when k is 1 (no sample
+        index, so one-sample hashes stay as they were); else one per sample, each
+        with its ``sample_index`` and, when a seed is set, ``seed + sample_index``
+        (k calls with one seed would draw one sample k times)."""
+        base = self.request(verdict_hash, payload)
+        k = self.n_samples
+        if k == 1:
+            return [base]
+        out = []
+        for i in range(k):
+            params = dict(base.parameters)
+            if isinstance(params.get("seed"), int):
+                params["seed"] = params["seed"] + i
+            out.append(base.model_copy(update={"sample_index": i, "parameters": params}))
+        return out
+
 
 @dataclass(frozen=True)
 class _ConfigRecorder:
@@ -187,6 +221,8 @@ class ExtractionRows:
     """How many times the provider was called."""
     completions: list[dict[str, Any]] = field(default_factory=list)
     """The completions received (FORMATS.md §2 fields), for recording live calls."""
+    samples: int = 1
+    """Samples drawn per verdict (k): the denominator of self-consistency."""
 
 
 def extract_verdicts(
@@ -197,7 +233,8 @@ def extract_verdicts(
     bad verdict: its provider or parse failure becomes an error row."""
     from ._replay import ReplayProvider
 
-    if type(extractor.provider) is ReplayProvider:
+    # The bulk path replays one sample per verdict; k samples take the general path.
+    if type(extractor.provider) is ReplayProvider and extractor.n_samples == 1:
         from ._bulk import replay_verdicts
 
         return replay_verdicts(extractor, verdicts)
@@ -215,39 +252,70 @@ def extract_verdicts(
     if results:
         cands = candidates_frame(results)
         cands["prompt_version"] = extractor.template.version
+        cands["n_samples"] = extractor.n_samples  # self-consistency's denominator
     else:
         cands = _empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
-                          calls, completions)
+                          calls, completions, extractor.n_samples)
 
 
 def extract_verdicts_one(
     extractor: Extractor, seq: int, vhash: str, payload: Mapping[str, Any]
 ) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]], list[tuple[dict[str, Any], Any]]]:
-    """One verdict: (provider calls, error rows, completion records, (keys, parse result))."""
+    """One verdict's k samples: (provider calls, error rows, completion records,
+    (keys, parse result) pairs)."""
     try:
-        request = extractor.request(vhash, payload)
+        requests = extractor.sample_requests(vhash, payload)
     except BadInputError as exc:
         return 0, [_err(seq, vhash, "prompt", "bad_verdict", str(exc))], [], []
-    try:
-        completion = extractor.provider.complete(request)
-    except CircuitOpenError:
-        raise  # the endpoint is down: the run stops and this chunk is not written
-    except ProviderError as exc:
-        return 1, [_err(seq, vhash, "provider", "provider_error", str(exc))], [], []
-    record = [_completion_record(request, completion)]
-    parsed = parse_completion(completion.text)
-    if parsed.error is not None:
-        return 1, [_err(seq, vhash, "parse", parsed.error, parsed.detail)], record, []
-    if parsed.lessons:
-        return 1, [], record, [({"verdict_seq": seq, "verdict_hash": vhash,
-                                 "extractor_id": extractor.extractor_id}, parsed)]
-    return 1, [], record, []
+    answers, calls = _complete_samples(extractor.provider, requests)
+    errors: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    found: list[tuple[dict[str, Any], Any]] = []
+    for request, answer in zip(requests, answers, strict=True):
+        sample = request.sample_index or 0
+        if isinstance(answer, ProviderError):
+            errors.append(_err(seq, vhash, "provider", "provider_error", str(answer), sample))
+            continue
+        records.append(_completion_record(request, answer))
+        parsed = parse_completion(answer.text)
+        if parsed.error is not None:
+            errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail, sample))
+            continue
+        if parsed.lessons:
+            found.append(({"verdict_seq": seq, "verdict_hash": vhash,
+                           "extractor_id": extractor.extractor_id, "sample_index": sample},
+                          parsed))
+    return calls, errors, records, found
 
 
-def _err(seq: int, vhash: str, stage: str, reason: str, message: str | None) -> dict[str, Any]:
+def _complete_samples(provider: Provider, requests: list[CompletionRequest],
+                      ) -> tuple[list[Completion | ProviderError], int]:
+    """One answer per request (a completion or the verdict's provider error) and the
+    number of provider calls: one ``n=k`` call where the provider supports it, else
+    one call per sample. :class:`CircuitOpenError` propagates (the run stops)."""
+    if len(requests) > 1 and supports_n(provider):
+        try:
+            return list(provider.complete_samples(requests)), 1  # type: ignore[attr-defined]
+        except CircuitOpenError:
+            raise
+        except ProviderError as exc:
+            return [exc] * len(requests), 1
+    out: list[Completion | ProviderError] = []
+    for request in requests:
+        try:
+            out.append(provider.complete(request))
+        except CircuitOpenError:
+            raise  # the endpoint is down: the run stops and this chunk is not written
+        except ProviderError as exc:
+            out.append(exc)
+    return out, len(requests)
+
+
+def _err(seq: int, vhash: str, stage: str, reason: str, message: str | None,
+         sample: int = 0) -> dict[str, Any]:
     return {"verdict_seq": seq, "verdict_hash": vhash, "stage": stage, "reason": reason,
-            "message": (message or "")[:2000]}
+            "message": (message or "")[:2000], "sample_index": sample}
 
 
 def _completion_record(request: CompletionRequest, c: Completion) -> dict[str, Any]:
@@ -256,7 +324,7 @@ def _completion_record(request: CompletionRequest, c: Completion) -> dict[str, A
         "prompt_version": request.prompt_version, "request_hash": c.request_hash,
         "text": c.text, "latency_ms": c.latency_ms, "prompt_tokens": c.prompt_tokens,
         "completion_tokens": c.completion_tokens, "replayed": c.replayed,
-        "config_hash": request.config_hash,
+        "config_hash": request.config_hash, "sample_index": request.sample_index or 0,
     }
 
 
@@ -264,6 +332,7 @@ def _empty_candidates() -> pd.DataFrame:
     return pd.DataFrame({
         "verdict_seq": pd.Series([], dtype="int64"), "verdict_hash": pd.Series([], dtype=object),
         "extractor_id": pd.Series([], dtype=object),
+        "sample_index": pd.Series([], dtype="int64"),
         "lesson_index": pd.Series([], dtype="int64"), "text": pd.Series([], dtype=object),
         "salience": pd.Series([], dtype="float64"), "evidence": pd.Series([], dtype=object),
         "valid": pd.Series([], dtype=bool), "drop_reason": pd.Series([], dtype=object),

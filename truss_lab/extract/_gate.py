@@ -10,7 +10,13 @@ calls :func:`apply_gate`) and write them with :func:`write_extraction`.
    >= ``extraction_min_salience`` (equality passes; NaN never does).
 3. Each lesson: kind lesson, trust unverified, ``produced_by`` = the verdict's
    LedgerRef, the same ref in ``sources``; one MemoryWrite event each. Ids
-   derive from (verdict hash, extractor, lesson_index), so a repeat is a no-op.
+   derive from (verdict hash, extractor, lesson_index[, sample_index when not
+   0]), so a repeat is a no-op.
+4. k > 1 samples per verdict: only the representative of each cluster of
+   near-duplicates across the samples may pass (one lesson per cluster, not k
+   copies of it); its ``self_consistency`` is stored beside the model's
+   salience, and the gate's score is still the run's scorer (the model's
+   salience by default; ``score=self_consistency()`` gates on consistency).
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._config import MemoryConfig
-from ..core._ids import derive_id
+from ..core._ids import candidate_id, lesson_id
 from ..core._models import LessonExtractionPolicy, utcnow
+from ..score._consistency import consistency_clusters
 from ..store._memory import lesson_rows, write_memory_table
 from ..store._store import Store
 from ._extractor import ERROR_SCHEMA, ExtractionRows
@@ -55,6 +62,8 @@ CANDIDATE_SCHEMA = pa.schema(
         ("scorer", pa.string()),
         ("passed_gate", pa.bool_()),
         ("entry_id", pa.string()),
+        ("sample_index", pa.int32()),
+        ("self_consistency", pa.float64()),
     ]
 )
 
@@ -93,12 +102,20 @@ def gated_tables(
     n = len(c)
     scores = (np.asarray(score(c), dtype=np.float64) if score is not None and n
               else c["salience"].to_numpy(dtype=np.float64))
-    passed = apply_gate(scores, c["valid"].to_numpy(dtype=bool), config)
+    valid = c["valid"].to_numpy(dtype=bool)
+    si = (c["sample_index"].fillna(0).astype("int64").tolist() if "sample_index" in c
+          else [0] * n)
+    consistency = np.full(n, np.nan)
+    if rows.samples > 1 and n:
+        clusters = consistency_clusters(c, samples=rows.samples)
+        consistency = clusters["self_consistency"].to_numpy(np.float64)
+        valid = valid & clusters["representative"].to_numpy(dtype=bool)
+    passed = apply_gate(scores, valid, config)
     vh = c["verdict_hash"].tolist()
     ex = c["extractor_id"].tolist()
     li = [int(i) for i in c["lesson_index"]]
-    cand_ids = [derive_id("cand", *k) for k in zip(vh, ex, li, strict=True)]
-    lesson_ids = [derive_id("lesson", *k) for k in zip(vh, ex, li, strict=True)]
+    cand_ids = [candidate_id(*k) for k in zip(vh, ex, li, si, strict=True)]
+    lesson_ids = [lesson_id(*k) for k in zip(vh, ex, li, si, strict=True)]
     write = passed & write_memory
     entry_ids = [lid if w else None for lid, w in zip(lesson_ids, write, strict=True)]
     cand = pa.table(
@@ -120,6 +137,8 @@ def gated_tables(
             "scorer": [scorer_name] * n,
             "passed_gate": passed,
             "entry_id": entry_ids,
+            "sample_index": pa.array(si, pa.int32()),
+            "self_consistency": pa.array(consistency, pa.float64(), from_pandas=True),
         },
         schema=CANDIDATE_SCHEMA,
     )
@@ -151,6 +170,8 @@ def gated_tables(
             "stage": e["stage"].tolist(),
             "reason": e["reason"].tolist(),
             "message": e["message"].tolist(),
+            "sample_index": pa.array(e["sample_index"].fillna(0).astype("int64").tolist()
+                                     if "sample_index" in e else [0] * len(e), pa.int32()),
         },
         schema=ERROR_SCHEMA,
     )
@@ -167,7 +188,8 @@ def write_extraction(store: Store, cand: pa.Table, mem: pa.Table, err: pa.Table)
         store.append("candidates", cand, key=["run_id", "candidate_id"])
         n = write_memory_table(store, mem) if mem.num_rows else 0
         if err.num_rows:
-            store.append("verdict_errors", err, key=["run_id", "verdict_hash", "stage"])
+            store.append("verdict_errors", err,
+                         key=["run_id", "verdict_hash", "stage", "sample_index"])
     return n
 
 

@@ -22,7 +22,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
@@ -141,7 +141,8 @@ class OpenAICompatibleProvider:
     :class:`CompletionRecorder`) receives a §2 record per successful call and
     must be thread-safe; an exception it raises propagates (a run that cannot
     be recorded must not go on silently). ``request.model`` must equal ``model`` (the request
-    hash covers it).
+    hash covers it). ``supports_n``: the server honours ``n``, so the k samples of a
+    verdict are one call (:meth:`complete_samples`); otherwise k calls.
     """
 
     provider_id: str = "openai-compatible"
@@ -160,6 +161,7 @@ class OpenAICompatibleProvider:
         max_concurrency: int = 8,
         recorder: Callable[[dict[str, Any]], Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
+        supports_n: bool = False,
     ) -> None:
         layer = "OpenAICompatibleProvider"
         if max_concurrency < 1:
@@ -201,6 +203,9 @@ class OpenAICompatibleProvider:
         self.max_concurrency = int(max_concurrency)
         self.recorder = recorder
         self.extra_headers = dict(extra_headers or {})
+        # Off by default: llama.cpp server and Ollama ignore ``n`` and answer one
+        # choice, OpenAI and vLLM honour it (k samples for one prompt's tokens).
+        self.supports_n = bool(supports_n)
         self._semaphore = threading.BoundedSemaphore(self.max_concurrency)
         self._random = random.Random()
         # Seconds slept between attempts go through here (tests observe it).
@@ -293,10 +298,11 @@ class OpenAICompatibleProvider:
             ) from None
         return data, latency_ms
 
-    def _parse(self, data: Any, where: str) -> tuple[str, str, int | None, int | None]:
+    def _parse(self, data: Any, where: str,
+               choice: int = 0) -> tuple[str, str, int | None, int | None]:
         expected = 'expected {"choices": [{"message": {"content": "..."}}], ...}'
         try:
-            text = data["choices"][0]["message"]["content"]
+            text = data["choices"][choice]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise ProviderError(
                 f"{where}: wrong response shape from {self.url}: {expected}; got "
@@ -304,7 +310,7 @@ class OpenAICompatibleProvider:
             ) from None
         if not isinstance(text, str):
             raise ProviderError(
-                f"{where}: choices[0].message.content is {type(text).__name__}, expected a "
+                f"{where}: choices[{choice}].message.content is {type(text).__name__}, expected a "
                 f"string ({expected})"
             )
         try:
@@ -312,7 +318,8 @@ class OpenAICompatibleProvider:
         except UnicodeEncodeError:
             # A JSON \ud800 escape: no UTF-8 form, so it can be neither stored nor replayed.
             raise ProviderError(
-                f"{where}: choices[0].message.content holds a lone surrogate (not valid Unicode)"
+                f"{where}: choices[{choice}].message.content holds a lone surrogate (not valid "
+                "Unicode)"
             ) from None
         model = data.get("model") if isinstance(data.get("model"), str) else None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
@@ -326,19 +333,32 @@ class OpenAICompatibleProvider:
     def complete(self, request: CompletionRequest) -> Completion:
         """Send ``request``; retry transient failures; :class:`ProviderError` when it
         cannot succeed (a 4xx, a garbage body, or retries exhausted)."""
-        where = f"verdict {request.verdict_hash}, extractor {request.extractor!r}"
-        if request.model != self.model:
+        return self._complete([request], n=None)[0]
+
+    def complete_samples(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+        """The k sample requests of one verdict in one call with ``n=k`` (their
+        bodies differ only in ``sample_index`` and the seed offset: request 0's
+        parameters are sent). Choice ``i`` answers request ``i`` and carries its
+        hash; the call's latency and token usage go on sample 0 only (None on the
+        others), so usage sums count the call once. Fewer choices than asked is a
+        :class:`ProviderError` (the server ignored ``n``: set ``supports_n=False``)."""
+        return self._complete(list(requests), n=len(requests))
+
+    def _complete(self, requests: list[CompletionRequest], n: int | None) -> list[Completion]:
+        first = requests[0]
+        where = f"verdict {first.verdict_hash}, extractor {first.extractor!r}"
+        if first.model != self.model:
             raise ProviderError(
-                f"{where}: the request asks for model {request.model!r} but this provider "
+                f"{where}: the request asks for model {first.model!r} but this provider "
                 f"serves {self.model!r}"
             )
         payload = {
-            **request.parameters,
-            "model": request.model,
-            "messages": [m.model_dump() for m in request.messages],
+            **first.parameters,
+            **({} if n is None else {"n": n}),
+            "model": first.model,
+            "messages": [m.model_dump() for m in first.messages],
         }
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        request_hash = request.request_hash
         attempts = self.max_retries + 1
         last = ""
         for attempt in range(attempts):
@@ -349,30 +369,38 @@ class OpenAICompatibleProvider:
                 if attempt + 1 < attempts:
                     self._sleep(self._backoff(attempt, exc.retry_after))
                 continue
-            text, model, p_tokens, c_tokens = self._parse(data, where)
-            completion = Completion(
-                text=text,
-                model=model,
-                prompt_tokens=p_tokens,
-                completion_tokens=c_tokens,
-                latency_ms=latency_ms,
-                request_hash=request_hash,
-            )
+            got = len(data["choices"]) if isinstance(data, dict) and isinstance(
+                data.get("choices"), list) else 0
+            if n is not None and got < n:
+                raise ProviderError(
+                    f"{where}: asked {self.url} for n={n} samples, got {got} choice(s); a "
+                    "server that ignores n needs supports_n=False (one call per sample)")
+            out = []
+            for i, request in enumerate(requests):
+                text, model, p_tokens, c_tokens = self._parse(data, where, i)
+                lat = latency_ms if i == 0 else None
+                if i:
+                    p_tokens = c_tokens = None
+                out.append(Completion(text=text, model=model, prompt_tokens=p_tokens,
+                                      completion_tokens=c_tokens, latency_ms=lat,
+                                      request_hash=request.request_hash))
             if self.recorder is not None:
-                self.recorder(
-                    {
+                for request, c in zip(requests, out, strict=True):
+                    record = {
                         "verdict_hash": request.verdict_hash,
                         "extractor": request.extractor,
-                        "model": model,
+                        "model": c.model,
                         "prompt_version": request.prompt_version,
-                        "request_hash": request_hash,
-                        "text": redact(text),  # a recording is kept: no echoed key in it
-                        "latency_ms": latency_ms,
-                        "prompt_tokens": p_tokens,
-                        "completion_tokens": c_tokens,
+                        "request_hash": c.request_hash,
+                        "text": redact(c.text),  # a recording is kept: no echoed key in it
+                        "latency_ms": c.latency_ms,
+                        "prompt_tokens": c.prompt_tokens,
+                        "completion_tokens": c.completion_tokens,
                     }
-                )
-            return completion
+                    if request.sample_index is not None:
+                        record["sample_index"] = request.sample_index
+                    self.recorder(record)
+            return out
         raise ProviderUnavailableError(
             f"{where}: gave up after {attempts} attempt(s) to {self.url}; last error: {last}"
         )

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core._canonical import canonical
 
 __all__ = ["ChatMessage", "Completion", "CompletionRequest", "Provider", "is_live",
-           "provider_name"]
+           "provider_name", "supports_n"]
 
 
 class _Frozen(BaseModel):
@@ -55,6 +55,10 @@ class CompletionRequest(_Frozen):
     """The :class:`~truss_lab.extract._config.ExtractorConfig` hash of the extractor
     that built the request (None for extractors without one: heuristic, replay of
     recordings made elsewhere). Part of :attr:`request_hash` when set."""
+    sample_index: int | None = Field(default=None, ge=0)
+    """Which of a verdict's k samples this request asks for (0..k-1), set only when
+    the extractor draws k > 1: part of :attr:`request_hash` then, so each sample
+    has its own hash and its own recording. None for one-sample extractors."""
 
     def hashed_text(self) -> str:
         """The canonical JSON text :attr:`request_hash` hashes: messages, model,
@@ -67,6 +71,8 @@ class CompletionRequest(_Frozen):
         # Only when set: requests without a config keep the hashes recorded before it.
         if self.config_hash is not None:
             body["config_hash"] = self.config_hash
+        if self.sample_index is not None:
+            body["sample_index"] = self.sample_index
         return canonical(body)
 
     @property
@@ -100,6 +106,10 @@ class Provider(Protocol):
     ``provider_id`` is a short stable name stored with runs (e.g. ``replay``).
     ``live`` (optional, read by :func:`is_live`) is False for providers that call
     no model (replay, heuristic): only a live provider's completions are recorded.
+    ``supports_n`` (optional, read by :func:`supports_n`) says the provider answers
+    the k sample requests of one verdict with one call (OpenAI's ``n``) through
+    ``complete_samples(requests) -> list[Completion | ProviderError]``; without it
+    each sample is its own ``complete`` call.
     """
 
     provider_id: str
@@ -119,3 +129,10 @@ def is_live(provider: Any) -> bool:
     that needed none costs a row, losing a live call costs a rerun.
     """
     return bool(getattr(provider, "live", True))
+
+
+def supports_n(provider: Any) -> bool:
+    """Whether ``provider`` draws several samples of one request in one call
+    (``supports_n`` true and a ``complete_samples`` method)."""
+    return bool(getattr(provider, "supports_n", False)) and callable(
+        getattr(provider, "complete_samples", None))

@@ -1,8 +1,10 @@
 """The replay provider: recorded completions, the offline default.
 
 A replay answers a :class:`CompletionRequest` from a recording keyed by
-(``verdict_hash``, ``extractor``). It never answers a changed prompt with an
-old recording: when the recording carries a ``request_hash`` it must equal the
+(``verdict_hash``, ``extractor``, ``sample_index``; a recording without a
+sample index is sample 0, as is a request of a one-sample extractor). It never
+answers a changed prompt with an old recording: when the recording carries a
+``request_hash`` it must equal the
 request's. Recordings made elsewhere may lack one; those are answered (their
 prompt version must still match) and counted in :attr:`ReplayProvider.unchecked_requests`.
 Recordings that carry their extractor configuration (FORMATS.md §2 ``config``) give
@@ -79,18 +81,21 @@ class ReplayProvider:
                 reason="missing_column",
             )
         cols = {name: _column(df, name) for name in _REQUIRED + _OPTIONAL}
-        keys = list(zip(cols["verdict_hash"], cols["extractor"], strict=True))
+        samples = [0 if s is None else int(s) for s in _column(df, "sample_index")]
+        keys = list(zip(cols["verdict_hash"], cols["extractor"], samples, strict=True))
         values = list(
             zip(*(cols[name] for name in _REQUIRED[2:] + _OPTIONAL), strict=True)
         )
-        self._table: dict[tuple[str, str], tuple[Any, ...]] = dict(zip(keys, values, strict=True))
+        self._table: dict[tuple[str, str, int], tuple[Any, ...]] = dict(
+            zip(keys, values, strict=True))
         if len(self._table) != len(keys):
             # Identical rows are harmless; two different answers to one key are not.
-            seen: dict[tuple[str, str], tuple[Any, ...]] = {}
+            seen: dict[tuple[str, str, int], tuple[Any, ...]] = {}
             for k, v in zip(keys, values, strict=True):
                 if k in seen and seen[k] != v:
                     raise BadInputError(
-                        f"two different recordings for verdict_hash={k[0]} extractor={k[1]!r}",
+                        f"two different recordings for verdict_hash={k[0]} extractor={k[1]!r}"
+                        + (f" sample_index={k[2]}" if k[2] else ""),
                         source=source,
                         reason="conflicting_duplicate",
                     )
@@ -154,7 +159,7 @@ class ReplayProvider:
         is none or when it was recorded for a different request."""
         text, model, recorded_hash, latency, p_tokens, c_tokens = self.answer(
             request.verdict_hash, request.extractor, request.prompt_version,
-            lambda: request.request_hash)
+            lambda: request.request_hash, sample_index=request.sample_index)
         return Completion(
             text=text,
             model=model,
@@ -166,16 +171,19 @@ class ReplayProvider:
         )
 
     def answer(self, verdict_hash: str, extractor: str, prompt_version: str,
-               request_hash: Callable[[], str]) -> tuple[Any, ...]:
+               request_hash: Callable[[], str], *,
+               sample_index: int | None = None) -> tuple[Any, ...]:
         """What :meth:`complete` answers, as ``(text, model, recorded request_hash,
         latency_ms, prompt_tokens, completion_tokens)``: the one place a recording is
         matched to a request (the batch's bulk path calls it without building
-        requests). ``request_hash()`` is called only when the recording has one."""
-        key = (verdict_hash, extractor)
+        requests). ``request_hash()`` is called only when the recording has one.
+        ``sample_index`` names one of a k-sample extractor's samples (None: sample 0)."""
+        key = (verdict_hash, extractor, sample_index or 0)
         rec = self._table.get(key)
         if rec is None:
+            sample = f" sample {key[2]}" if sample_index is not None else ""
             raise ProviderError(
-                f"no recording for verdict {verdict_hash} with extractor "
+                f"no recording for verdict {verdict_hash}{sample} with extractor "
                 f"{extractor!r} ({len(self._table)} recordings loaded)"
             )
         model, recorded_prompt, recorded_hash, text, latency, p_tokens, c_tokens = rec

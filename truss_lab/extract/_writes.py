@@ -41,6 +41,8 @@ class Gated:
     recorded: list[dict[str, Any]]
     provider_calls: int
     elapsed: float
+    n_err: int
+    """Verdicts with an error (k samples of one verdict may fail alike: one verdict)."""
 
 
 def gate_chunk(run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
@@ -51,7 +53,9 @@ def gate_chunk(run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
                                   score=score, scorer_name=scorer_name)
     # Only a live provider's answers are recorded (replay and heuristic call no model).
     recorded = [c for c in rows.completions if not c.get("replayed")] if live else []
-    return Gated(index, seqs, hashes, cand, mem, err, recorded, rows.provider_calls, elapsed)
+    n_err = len(set(err.column("verdict_hash").to_pylist()))
+    return Gated(index, seqs, hashes, cand, mem, err, recorded, rows.provider_calls, elapsed,
+                 n_err)
 
 
 def _new_lessons(store: Store, group: list[Gated]) -> list[int]:
@@ -99,13 +103,13 @@ def write_group(store: Store, run_id: str, group: list[Gated]) -> None:
             "n_verdicts": [len(g.seqs) for g in group],
             "n_candidates": [g.cand.num_rows for g in group],
             "n_lessons": [g.mem.num_rows for g in group], "n_lessons_new": new,
-            "n_errors": [g.err.num_rows for g in group],
+            "n_errors": [g.n_err for g in group],
             "provider_calls": [g.provider_calls for g in group],
             "finished_at": pa.array([now] * len(group), _TS),
         }), key=["run_id", "chunk_index"])
         add_run_counts(store, run_id, n_verdicts=sum(len(g.seqs) for g in group),
                        n_candidates=cand.num_rows, n_lessons=mem.num_rows,
-                       n_errors=err.num_rows,
+                       n_errors=sum(g.n_err for g in group),
                        provider_calls=sum(g.provider_calls for g in group),
                        seconds=sum(g.elapsed for g in group))
 
@@ -131,4 +135,7 @@ def record_completions(store: Store, records: list[dict[str, Any]],
     cols["config_hash"] = pa.array(hashes.astype(object).where(hashes.notna(), None).tolist(),
                                    pa.string())
     cols["run_id"] = pa.array([run_id] * len(df), pa.string())
-    store.append("completions", pa.table(cols), key=COMPLETIONS_KEY)
+    # One recording per sample of a verdict (issue #16): the sample is part of the key.
+    samples = df["sample_index"] if "sample_index" in df.columns else pd.Series([0] * len(df))
+    cols["sample_index"] = pa.array(samples.fillna(0).astype("int64").tolist(), pa.int32())
+    store.append("completions", pa.table(cols), key=[*COMPLETIONS_KEY, "sample_index"])

@@ -17,6 +17,7 @@ import click
 
 from ..core._errors import BadInputError
 from ..core._threshold import check_threshold
+from ..extract._config import MAX_SAMPLES
 from ._cli_common import _emit, _friendly, db_option, json_option, read_store, run_argument
 
 if TYPE_CHECKING:
@@ -34,12 +35,13 @@ def runs_text(runs: pd.DataFrame, cols: list[str]) -> str:
 
 def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
                    max_retries: int | None = None,
-                   knobs: dict[str, Any] | None = None) -> Any:
+                   knobs: dict[str, Any] | None = None, supports_n: bool = False) -> Any:
     """An :class:`Extractor` from a CLI spec: ``heuristic``, ``replay:EXTRACTOR_ID``
     (the store's completions, replayed with their recorded configuration),
     ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL`` (``max_retries``: of
     each live call, default the provider's; ``knobs``: :class:`ExtractorConfig`
-    fields such as ``response_format`` or ``temperature``, for openai:MODEL only)."""
+    fields such as ``response_format`` or ``temperature``, for openai:MODEL only;
+    ``supports_n``: the server draws a verdict's samples in one ``n=k`` call)."""
     from ..extract._extractor import Extractor
 
     kind, _, arg = spec.partition(":")
@@ -49,6 +51,9 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
             f"--{next(iter(knobs)).replace('_', '-')} sets a live extractor's configuration "
             "(openai:MODEL); a replay uses the configuration it was recorded with",
             field="--extractor")
+    if supports_n and kind != "openai":
+        raise BadInputError("--supports-n describes a live server (openai:MODEL)",
+                            field="--supports-n")
     if spec == "heuristic":
         return Extractor.heuristic()
     if kind == "replay" and arg:
@@ -67,7 +72,9 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         from ..extract._config import ExtractorConfig
 
-        options = {} if max_retries is None else {"max_retries": max_retries}
+        options: dict[str, Any] = {} if max_retries is None else {"max_retries": max_retries}
+        if supports_n:
+            options["supports_n"] = True
         try:
             config = ExtractorConfig(model=arg, **knobs)
         except ValueError as exc:  # pydantic's ValidationError: one line per bad knob
@@ -158,6 +165,13 @@ def register(cli: click.Group) -> None:
     @click.option("--seed", type=int, default=None, help="Sampling seed for openai:MODEL.")
     @click.option("--max-tokens", type=click.IntRange(1), default=None,
                   help="Most tokens per completion for openai:MODEL.")
+    @click.option("--samples", type=click.IntRange(1, MAX_SAMPLES), default=None,
+                  help="Completions per verdict for openai:MODEL (default 1); with K > 1 the "
+                       "gate keeps one lesson per cluster and stores its self-consistency "
+                       "(README 'Several samples per verdict').")
+    @click.option("--supports-n", is_flag=True,
+                  help="The server honours n (OpenAI, vLLM): one call per verdict draws its "
+                       "K samples; otherwise K calls.")
     @click.option("--max-error-share", default=0.1, show_default=True, type=float,
                   help="Exit 1 when more than this share of the run's verdicts have errors "
                        "(see `truss-lab errors RUN`).")
@@ -170,8 +184,8 @@ def register(cli: click.Group) -> None:
                 name: str | None, tags: tuple[str, ...], resume_id: str | None,
                 dry_run: bool, max_consecutive_failures: int, max_retries: int | None,
                 response_format: str | None, temperature: float | None, top_p: float | None,
-                seed: int | None, max_tokens: int | None,
-                max_error_share: float, quiet: bool, as_json: bool) -> None:
+                seed: int | None, max_tokens: int | None, samples: int | None,
+                supports_n: bool, max_error_share: float, quiet: bool, as_json: bool) -> None:
         """Extract lessons from recorded verdicts (a resumable batch run).
 
         openai:MODEL runs are recorded with their configuration (the --response-format
@@ -207,11 +221,12 @@ def register(cli: click.Group) -> None:
                 raise _off_refused()
             retries = max_retries if max_retries is not None else prior.get("max_retries")
             knobs = {"response_format": response_format, "temperature": temperature,
-                     "top_p": top_p, "seed": seed, "max_tokens": max_tokens}
+                     "top_p": top_p, "seed": seed, "max_tokens": max_tokens, "samples": samples}
             if resume_id and not any(v is not None for v in knobs.values()):
                 knobs = prior.get("extractor_knobs") or {}
+            supports_n = supports_n or bool(prior.get("supports_n"))
             extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
-                                       max_retries=retries, knobs=knobs)
+                                       max_retries=retries, knobs=knobs, supports_n=supports_n)
             verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
                 "verdicts")
             run = run_extraction(
@@ -221,6 +236,7 @@ def register(cli: click.Group) -> None:
                 resume=resume_id is not None, run_config={"extractor_spec": spec,
                                                         "base_url": base_url,
                                                         "max_retries": max_retries,
+                                                        "supports_n": supports_n,
                                                         "extractor_knobs": {
                                                             k: v for k, v in knobs.items()
                                                             if v is not None}},

@@ -1,10 +1,11 @@
 """Salience-scoring functions (_salience), calibrators (_calibrators), text similarity
 (_similarity, _tokens), junk-lesson detectors (_junk) and matching lessons to reference
-lessons (_matching)."""
+lessons (_matching), self-consistency across samples (_consistency)."""
 
 from __future__ import annotations
 
 from ._calibrators import IsotonicCalibrator, PlattCalibrator
+from ._consistency import consistency_clusters, self_consistency
 from ._junk import junk_flags, junk_rates
 from ._matching import LexicalMatcher, match_lessons
 from ._salience import (
@@ -25,6 +26,7 @@ __all__ = [
     "LexicalMatcher",
     "PlattCalibrator",
     "Scorer",
+    "consistency_clusters",
     "failed_checks",
     "grounding",
     "junk_flags",
@@ -33,6 +35,7 @@ __all__ = [
     "model_salience",
     "novelty",
     "score_candidates",
+    "self_consistency",
     "similar_pairs",
     "specificity",
     "verdict_outcome",

@@ -51,7 +51,7 @@ from ..core._errors import BadInputError
 from ._similarity import TokenSets, similar_pairs
 from ._tokens import content_words
 
-__all__ = ["DETECTORS", "junk_flags", "junk_rates"]
+__all__ = ["DETECTORS", "junk_flags", "junk_rates", "near_duplicate_pairs"]
 
 DETECTORS = (
     "duplicate_in_verdict",
@@ -79,28 +79,41 @@ def _order(c: pd.DataFrame) -> np.ndarray:
     return rank
 
 
-def _dup_within(sets: TokenSets, group: np.ndarray, rank: np.ndarray, threshold: float,
-                method: str) -> np.ndarray:
-    """Flag rows with an earlier near-duplicate in the same group."""
+def near_duplicate_pairs(sets: TokenSets, group: np.ndarray, rank: np.ndarray,
+                         threshold: float, method: str = "auto", *,
+                         same_identifiers: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs ``(a[k], b[k])`` of the same ``group`` that are near-duplicates (the
+    module's definition): each row whose (identifiers, token set) equals an earlier
+    row's (by ``rank``) is paired with that first row; the distinct sets are paired
+    by :func:`similar_pairs`. Rows without content words pair with nothing.
+    The one definition behind the duplicate detectors and self-consistency clusters;
+    ``same_identifiers=False`` drops the identifier rule (Jaccard alone decides)."""
     n = sets.n
     nonempty = sets.size > 0
     g, _ = pd.factorize(pd.Series(group))
+    ident = sets.ident_key if same_identifiers else np.zeros(n, dtype=np.uint64)
     # Collapse identical token sets: per (group, identifiers, set), its first row.
-    frame = pd.DataFrame({"g": g, "ik": sets.ident_key, "sk": sets.set_key, "rank": rank,
+    frame = pd.DataFrame({"g": g, "ik": ident, "sk": sets.set_key, "rank": rank,
                           "row": np.arange(n)})[nonempty]
     frame = frame.sort_values("rank", kind="stable")
     first = frame.groupby(["g", "ik", "sk"], sort=False)["row"].transform("first").to_numpy()
-    flags = np.zeros(n, dtype=bool)
     rows = frame["row"].to_numpy()
-    flags[rows[first != rows]] = True
-    reps = rows[first == rows]  # one row per unique set, the earliest
+    same = first != rows
+    a_id, b_id = first[same], rows[same]
+    reps = rows[~same]  # one row per unique set, the earliest
     if len(reps) < 2:
-        return flags
-    gk = pd.Series(g[reps]).astype(str) + ":" + pd.Series(sets.ident_key[reps]).astype(str)
+        return a_id, b_id
+    gk = pd.Series(g[reps]).astype(str) + ":" + pd.Series(ident[reps]).astype(str)
     i, j = similar_pairs(sets, reps, gk.to_numpy(), threshold=threshold, method=method)
-    a, b = reps[i], reps[j]
-    later = np.where(rank[a] > rank[b], a, b)
-    flags[later] = True
+    return np.r_[a_id, reps[i]].astype(np.int64), np.r_[b_id, reps[j]].astype(np.int64)
+
+
+def _dup_within(sets: TokenSets, group: np.ndarray, rank: np.ndarray, threshold: float,
+                method: str) -> np.ndarray:
+    """Flag rows with an earlier near-duplicate in the same group."""
+    a, b = near_duplicate_pairs(sets, group, rank, threshold, method)
+    flags = np.zeros(sets.n, dtype=bool)
+    flags[np.where(rank[a] > rank[b], a, b)] = True
     return flags
 
 

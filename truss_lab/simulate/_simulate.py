@@ -20,7 +20,9 @@ The parts: ``vocabulary.json`` (+ ``_vocabulary``) holds the text,
 ``_random`` the uniform-only draws, ``_verdicts`` the signed verdicts'
 payloads, ``_wording`` how lessons are worded, ``_completions`` the extractor
 profiles and their completions, ``_labels`` the annotators' labels and the
-truth, ``_references`` the reference lessons; this module writes the files.
+truth, ``_references`` the reference lessons, ``_samples`` k samples per verdict
+(``--samples K``), ``_structured`` a simulated model for the structured-output
+question; this module writes the files.
 
 Run ``python -m truss_lab.simulate --out DIR --runs N --seed S``.
 """
@@ -49,6 +51,7 @@ from ._completions import (
 )
 from ._labels import LESSON_TRUTH_HEADER, defect_counts, label_rows, lesson_truth_rows
 from ._references import reference_lines
+from ._samples import SAMPLE_FILES, TRUTH_SAMPLES_HEADER, sample_lines
 from ._verdicts import VERDICT_NAMES, make_verdicts
 
 __all__ = [
@@ -96,6 +99,10 @@ class SimulationResult:
     n_references: int
     verdicts: dict[str, int] = field(default_factory=dict)
     defects: dict[str, dict[str, int]] = field(default_factory=dict)
+    completions_samples: Path | None = None
+    """``completions_samples.jsonl`` (every sample of every extractor), when samples > 1."""
+    truth_samples: Path | None = None
+    """``truth_samples.csv`` (each candidate's usefulness per sample), when samples > 1."""
 
     @property
     def files(self) -> dict[str, Path]:
@@ -144,6 +151,7 @@ def simulate(
     runs: int,
     seed: int,
     extractors: Sequence[str | ExtractorProfile] = DEFAULT_EXTRACTORS,
+    samples: int = 1,
 ) -> SimulationResult:
     """Write a synthetic dataset (journal, keys, completions, labels, truth, references,
     lesson truth) to ``out_dir``.
@@ -152,7 +160,13 @@ def simulate(
     :func:`simulation_key`; each extractor answers every verdict once. The same
     ``seed`` and extractors give byte-identical files. Existing files of the
     same names are replaced; other files in ``out_dir`` are left alone.
+    ``samples`` > 1 also writes ``completions_samples.jsonl`` and
+    ``truth_samples.csv``: k samples per verdict (``_samples``); the other files do
+    not change with it.
     """
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
+        raise BadInputError(f"samples must be a positive integer, got {samples!r}",
+                            field="samples")
     if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
         raise BadInputError(f"runs must be a positive integer, got {runs!r}", field="runs")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
@@ -198,6 +212,14 @@ def simulate(
     _write(paths["lesson_truth.csv"], LESSON_TRUTH_HEADER + "\n" + "".join(
         r + "\n" for r in lesson_truth_rows(comps, names, hashes)))
 
+    sample_paths: dict[str, Path | None] = {}
+    if samples > 1:
+        s_lines, s_truth = sample_lines(seed, profiles, v, hashes, comps, int(samples))
+        sample_paths = {"completions_samples": out / SAMPLE_FILES[0],
+                        "truth_samples": out / SAMPLE_FILES[1]}
+        _write(out / SAMPLE_FILES[0], "\n".join(s_lines) + "\n")
+        _write(out / SAMPLE_FILES[1], TRUTH_SAMPLES_HEADER + "\n"
+               + "".join(r + "\n" for r in s_truth))
     n_unparseable = sum(int(np.isin(c.text_kind, UNPARSEABLE).sum()) for c in comps)
     return SimulationResult(
         out_dir=out,
@@ -218,6 +240,7 @@ def simulate(
         n_references=len(ref_lines),
         verdicts={name: int((v.verdict == i).sum()) for i, name in enumerate(VERDICT_NAMES)},
         defects=defects,
+        **sample_paths,  # type: ignore[arg-type]
     )
 
 
@@ -230,10 +253,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7, help="random seed")
     ap.add_argument("--extractor", action="append", dest="extractors",
                     help=f"extractor profile (repeatable; default {' '.join(DEFAULT_EXTRACTORS)})")
+    ap.add_argument("--samples", type=int, default=1,
+                    help="samples per verdict; K > 1 also writes completions_samples.jsonl "
+                         "and truth_samples.csv (README 'Several samples per verdict')")
     args = ap.parse_args(argv)
     try:
         res = simulate(args.out, runs=args.runs, seed=args.seed,
-                       extractors=args.extractors or DEFAULT_EXTRACTORS)
+                       extractors=args.extractors or DEFAULT_EXTRACTORS, samples=args.samples)
     except TrussLabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -303,7 +303,7 @@ _HASHED = {
     "events": ("SELECT * EXCLUDE (run_id, ts) FROM events WHERE subject_id IN (SELECT entry_id "
                "FROM candidates WHERE run_id = ?) ORDER BY event_id"),
     "verdict_errors": ("SELECT * EXCLUDE (run_id) FROM verdict_errors WHERE run_id = ? "
-                       "ORDER BY verdict_hash, stage"),
+                       "ORDER BY verdict_hash, stage, sample_index"),
 }
 
 

@@ -86,7 +86,8 @@ class RunUsage:
     calls: int
     """Provider calls (live or replayed, answered or failed)."""
     live_calls: int
-    """Live calls the run recorded (completions with this run_id)."""
+    """Live calls the run recorded (completions with this run_id; the k samples of one
+    ``n=k`` call count once)."""
     prompt_tokens: int
     """Tokens in, summed over live calls that reported them."""
     completion_tokens: int
@@ -136,9 +137,12 @@ class RunUsage:
 def run_usage(store: Store, run_id: str, *, prices: Prices | None = None) -> RunUsage:
     """The usage of ``run_id`` (see the module docstring); an unknown run is an error."""
     row = run_info(store, run_id)
+    # Samples 1..k-1 answered by one n=k call carry no latency and no tokens (sample 0
+    # carries the call's): they are recordings, not calls, and are not counted as calls.
     live = store.con.execute(
         "SELECT model, latency_ms, prompt_tokens, completion_tokens FROM completions "
-        "WHERE run_id = ?", [run_id]).fetchall()
+        "WHERE run_id = ? AND NOT (sample_index > 0 AND latency_ms IS NULL AND "
+        "prompt_tokens IS NULL AND completion_tokens IS NULL)", [run_id]).fetchall()
     errors = {f"{stage}/{reason}": int(n) for stage, reason, n in store.con.execute(
         "SELECT stage, reason, count(*) FROM verdict_errors WHERE run_id = ? "
         "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2", [run_id]).fetchall()}

@@ -576,3 +576,19 @@ COMMENT ON COLUMN extractor_configs.recorded_at IS 'When it was first recorded (
 COMMENT ON COLUMN completions.config_hash IS 'Extractor configuration of a live recording (extractor_configs); NULL when recorded elsewhere';
 COMMENT ON COLUMN completions.run_id IS 'Run whose live call made the recording; NULL when ingested from a file';
 COMMENT ON COLUMN extraction_runs.config_hash IS 'Extractor configuration of the run (extractor_configs); NULL for extractors without one';
+
+-- migration: 009_samples
+-- Issue #16 item 2: several samples per verdict. A candidate, a recording and a
+-- per-verdict error name the sample they came from (0..k-1; 0 for every row of
+-- a one-sample run, so rows written before this migration read as sample 0).
+-- candidates.self_consistency is the self-consistency salience of the
+-- candidate's cluster (truss_lab.score.self_consistency): NULL for one-sample
+-- runs and for candidates that represent no cluster.
+ALTER TABLE candidates ADD COLUMN sample_index INTEGER DEFAULT 0;
+ALTER TABLE candidates ADD COLUMN self_consistency DOUBLE;
+ALTER TABLE completions ADD COLUMN sample_index INTEGER DEFAULT 0;
+ALTER TABLE verdict_errors ADD COLUMN sample_index INTEGER DEFAULT 0;
+COMMENT ON COLUMN candidates.sample_index IS 'Which of the verdict''s k samples (completions) the lesson came from, 0-based; 0 when the run drew one';
+COMMENT ON COLUMN candidates.self_consistency IS 'Share of the verdict''s samples holding a near-duplicate of this lesson, set on cluster representatives of a k>1 run (NULL otherwise)';
+COMMENT ON COLUMN completions.sample_index IS 'Which sample of the verdict the recording answers, 0-based (0 for one-sample extractors and files without the field)';
+COMMENT ON COLUMN verdict_errors.sample_index IS 'Which sample of the verdict failed, 0-based';
