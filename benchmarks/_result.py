@@ -15,11 +15,14 @@ and notes may hold spaces.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import shlex
+import time
+from collections.abc import Callable
 
-__all__ = ["FIELDS", "load_average", "result", "result_line"]
+__all__ = ["FIELDS", "best_time", "load_average", "result", "result_line"]
 
 FIELDS = ("name", "value", "unit", "baseline", "ratio", "goal", "baseline_name", "load", "note")
 
@@ -63,3 +66,14 @@ def _is_number(s: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def best_time(fn: Callable[[], object], repeat: int) -> float:
+    """The fastest of ``repeat`` timed calls of ``fn``, each after a garbage collection."""
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best

@@ -15,27 +15,15 @@ Goal: bootstrap / floor <= 2. Timings are the best of several runs.
 from __future__ import annotations
 
 import argparse
-import gc
-import time
 import warnings
-from collections.abc import Callable
 
 import numpy as np
 
-from benchmarks._result import load_average, result
+from benchmarks._result import best_time, load_average, result
 from truss_lab.evaluate._bootstrap import bootstrap_metrics
 
 GOAL = 2.0
 
-
-def best_time(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def floor(n_boot: int, n_v: int, h_all: np.ndarray, h_pos: np.ndarray) -> np.ndarray:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import time
 import tracemalloc
 import warnings
 from collections.abc import Callable
@@ -25,18 +24,8 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics import precision_recall_curve
 
-from benchmarks._result import result
+from benchmarks._result import best_time, result
 from truss_lab.evaluate._sweep import sweep
-
-
-def best_time(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def peak_bytes(fn: Callable[[], object]) -> int:
