@@ -188,11 +188,15 @@ def distinct_counts(
     salience, the number of candidates with salience >= it, and how many of
     those are positive.
     """
-    nan = np.isnan(s)
-    if nan.any():
-        valid = ~nan
-        s, y = s[valid], y[valid]
-    del nan
+    # One reduction answers both "any NaN?" and "any negative?" for the usual
+    # input (min propagates NaN, and NaN >= 0 is False).
+    plain = len(s) > 0 and bool(s.min() >= 0)
+    if not plain:
+        nan = np.isnan(s)
+        if nan.any():
+            valid = ~nan
+            s, y = s[valid], y[valid]
+        del nan
     n = len(s)
     if n == 0:
         empty = np.empty(0, dtype=np.int64)
@@ -205,8 +209,8 @@ def distinct_counts(
     # sorted apart and reversed.
     key = s.view(np.uint64) << np.uint64(1)
     np.bitwise_or(key, y, out=key)
-    neg = s < 0
-    n_neg = int(np.count_nonzero(neg))
+    neg = None if plain else s < 0
+    n_neg = 0 if neg is None else int(np.count_nonzero(neg))
     if n_neg:
         kp = _sort_u64(key[~neg], n_jobs)
         kn = _sort_u64(key[neg], n_jobs)
@@ -215,28 +219,42 @@ def distinct_counts(
     else:
         asc = _sort_u64(key, n_jobs)
     del key
-    # First index of each tie group (ascending), found slice by slice so the
+    # Where the salience changes between neighbours, slice by slice so the
     # comparison temporaries stay small. Keys differing only in the label bit
-    # (xor == 1) are the same salience.
-    found = []
+    # (xor == 1) are the same salience. Counting first is cheap; only inputs with
+    # ties need the positions (writing n int64 positions costs more than the sort's
+    # tail, and float scores from a model rarely tie).
     step = 1 << 16  # cache-sized scratch buffers, reused: no fresh pages to fault in
     xor_buf = np.empty(min(step, n), dtype=np.uint64)
     change_buf = np.empty(min(step, n), dtype=np.bool_)
-    for lo in range(0, n - 1, step):
-        hi = min(n - 1, lo + step)
+
+    def changes(lo: int, hi: int) -> np.ndarray:
         xb, cb = xor_buf[: hi - lo], change_buf[: hi - lo]
         np.bitwise_xor(asc[lo + 1 : hi + 1], asc[lo:hi], out=xb)
-        np.greater(xb, 1, out=cb)
-        found.append(np.flatnonzero(cb) + (lo + 1))
+        return np.greater(xb, 1, out=cb)
+
+    spans = [(lo, min(n - 1, lo + step)) for lo in range(0, n - 1, step)]
+    n_changes = sum(int(np.count_nonzero(changes(lo, hi))) for lo, hi in spans)
+    if sys.byteorder == "little":
+        labels = asc.view(np.uint8)[::8] & np.uint8(1)
+    else:  # pragma: no cover - big-endian hosts
+        labels = (asc & np.uint64(1)).astype(np.uint8)
+    if n_changes == n - 1:
+        # No ties: every candidate is its own threshold; tp at the i-th largest is
+        # the positives among the i + 1 largest.
+        tp = np.cumsum(labels[::-1], dtype=np.int64)
+        del labels
+        values = np.right_shift(asc, np.uint64(1), out=asc).view(np.float64)
+        if n_neg:
+            values[:n_neg] *= -1.0
+        return values[::-1].copy(), np.arange(1, n + 1, dtype=np.int64), tp
+    # First index of each tie group (ascending).
+    found = [np.flatnonzero(changes(lo, hi)) + (lo + 1) for lo, hi in spans]
     starts = np.concatenate([np.zeros(1, dtype=np.int64), *found])
     if 0 < n_neg < n:  # -x and +x have equal magnitude keys: force a group start
         at = int(np.searchsorted(starts, n_neg))
         if at == len(starts) or starts[at] != n_neg:
             starts = np.insert(starts, at, n_neg)
-    if sys.byteorder == "little":
-        labels = asc.view(np.uint8)[::8] & np.uint8(1)
-    else:  # pragma: no cover - big-endian hosts
-        labels = (asc & np.uint64(1)).astype(np.uint8)
     if 4 * len(starts) < n:
         # Few distinct saliences: per-group sums need no n-sized int64 array.
         pos_per_group = np.add.reduceat(labels, starts, dtype=np.int64)
