@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..core._canonical import jcs_string
 from ..core._errors import BadInputError, ProviderError
-from ..journal._spec import validate_verdict_payload
+from ..journal._spec import plainly_valid_payload, validate_verdict_payload
 from ._extractor import (
     ERROR_SCHEMA,
     ExtractionRows,
@@ -82,11 +82,14 @@ def replay_verdicts(extractor: Extractor,
     completions: list[dict[str, Any]] = []
     calls = 0
     for seq, vhash, payload in verdicts:
-        try:
-            p = validate_verdict_payload(payload)
-        except BadInputError as exc:
-            errors.append(_err(seq, vhash, "prompt", "bad_verdict", str(exc)))
-            continue
+        if plainly_valid_payload(payload):
+            p = payload  # rendered as it is: validation would only copy it
+        else:
+            try:
+                p = validate_verdict_payload(payload)
+            except BadInputError as exc:
+                errors.append(_err(seq, vhash, "prompt", "bad_verdict", str(exc)))
+                continue
         if parts is False:
             parts = _hash_parts(extractor, p, vhash)
         user = render_user(tpl, p)

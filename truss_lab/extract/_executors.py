@@ -20,6 +20,8 @@ from concurrent.futures import FIRST_COMPLETED
 from concurrent.futures import wait as futures_wait
 from typing import Any
 
+import orjson
+
 from ..core._errors import BadInputError, ProviderError
 from ._extractor import ExtractionRows, Extractor, extract_verdicts
 
@@ -71,9 +73,18 @@ def _worker_extractor(token: str, blob: bytes | None) -> Extractor:
     return ex
 
 
+def _payload(text: str) -> Any:
+    # orjson reads the stored canonical payloads ~1.5x faster; anything it refuses
+    # (an integer beyond 64 bits, a lone surrogate) is read as json.loads reads it.
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def extract_chunk(extractor: Extractor, chunk: Chunk) -> ExtractionRows:
     """Extract one chunk of ``(seq, hash, payload text)`` verdicts: what a worker runs."""
-    return extract_verdicts(extractor, [(s, h, json.loads(p)) for s, h, p in chunk])
+    return extract_verdicts(extractor, [(s, h, _payload(p)) for s, h, p in chunk])
 
 
 # A worker whose driver died (kill -9: no chance to shut the pool down) would

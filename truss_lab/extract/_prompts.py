@@ -237,7 +237,7 @@ def _values(p: Mapping[str, Any], lessons: str) -> dict[str, str]:
         "checks": "\n".join(_render_check(c) for c in checks) if checks else "- (no checks)",
         "n_checks": str(len(checks)),
         "n_failed": str(sum(not c["passed"] for c in checks)),
-        "tags": ", ".join(p["tags"]) if p["tags"] else "(none)",
+        "tags": ", ".join(p["tags"]) if p.get("tags") else "(none)",
     }
 
 
