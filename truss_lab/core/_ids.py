@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["candidate_id", "candidate_ids", "derive_id", "key_digests", "lesson_id"]
+__all__ = ["candidate_id", "candidate_ids", "derive_id", "derive_ids", "key_digests", "lesson_id"]
 
 _sha256 = hashlib.sha256
 
@@ -16,6 +16,14 @@ _sha256 = hashlib.sha256
 def derive_id(prefix: str, *parts: object) -> str:
     """``prefix-`` + the first 24 hex digits of SHA-256 over the unit-separated parts."""
     return f"{prefix}-{_digest(parts)}"
+
+
+def derive_ids(prefix: str, values: Sequence[object], *head: object) -> list[str]:
+    """``[derive_id(prefix, *head, v) for v in values]``, the head joined once."""
+    pre = "".join(str(p) + "\x1f" for p in head)
+    return [f"{prefix}-"
+            f"{_sha256((pre + (v if type(v) is str else str(v))).encode('utf-8')).hexdigest()[:24]}"
+            for v in values]
 
 
 def _digest(parts: tuple[object, ...]) -> str:
