@@ -126,9 +126,11 @@ def gated_tables(
     """Candidates (every one, gate result included), memory rows and error rows."""
     c = rows.candidates
     n = len(c)
+    salience = c["salience"].to_numpy(dtype=np.float64)
     scores = (np.asarray(score(c), dtype=np.float64) if score is not None and n
-              else c["salience"].to_numpy(dtype=np.float64))
-    valid = c["valid"].to_numpy(dtype=bool)
+              else salience)
+    given_valid = c["valid"].to_numpy(dtype=bool)
+    valid = given_valid
     si = (c["sample_index"].fillna(0).astype("int64").tolist() if "sample_index" in c
           else [0] * n)
     consistency = np.full(n, np.nan)
@@ -153,6 +155,7 @@ def gated_tables(
     for i in idx.tolist():
         entry_ids[i] = "lesson-" + digests[i]
     seq = c["verdict_seq"].astype("int64").to_numpy()
+    text_col = c["text"]
     evidence = c["evidence"].tolist()
     if not set(map(type, evidence)) <= {list}:
         evidence = [list(e) for e in evidence]  # lists as they are; others copied into one
@@ -164,11 +167,10 @@ def gated_tables(
             "verdict_hash": _keys(vh_col, vh),
             "extractor_id": _keys(ex_col, ex),
             "lesson_index": pa.array(li, pa.int32()),
-            "text": _text(c["text"]),
-            "salience": pa.array(c["salience"].to_numpy(dtype=np.float64), pa.float64(),
-                                 from_pandas=True),
+            "text": _text(text_col),
+            "salience": pa.array(salience, pa.float64(), from_pandas=True),
             "evidence": evidence,
-            "valid": c["valid"].to_numpy(dtype=bool),
+            "valid": given_valid,
             "drop_reason": _text(c["drop_reason"]),
             "score": pa.array(scores, pa.float64(), from_pandas=True),
             "scorer": [scorer_name] * n,
@@ -185,16 +187,17 @@ def gated_tables(
     take = pa.array(idx, pa.int64())
     w = cand.take(take)
     texts: pa.Array | list[str] = w.column("text").combine_chunks()
-    if texts.null_count:
-        all_texts = c["text"].tolist()
+    if w.column("text").null_count:
+        all_texts = text_col.tolist()
         texts = [str(all_texts[i]) for i in idx]
     pv_col = c["prompt_version"] if "prompt_version" in c else None
-    pv: pa.Array | list[str | None] | None = None
-    if pv_col is not None and (pv := _strings(pv_col)) is not None:
-        pv = pv.take(take)
-        if pv.null_count:
-            pv = None  # what the old list gives NaN to: let pa.array decide as before
-    if pv is None:
+    pv_arr = _strings(pv_col) if pv_col is not None else None
+    pv: pa.Array | list[Any]
+    if pv_arr is not None and not pv_arr.take(take).null_count:
+        pv = pv_arr.take(take)
+    else:
+        # No column, another dtype, or a missing version among the written rows (NaN
+        # in the list, which pa.array then handles as it always did).
         pv_all = pv_col.tolist() if pv_col is not None else [None] * n
         pv = [pv_all[i] for i in idx]
     mem = lesson_rows(
