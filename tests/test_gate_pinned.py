@@ -66,6 +66,14 @@ def _rows(samples: int = 1) -> ExtractionRows:
     return ExtractionRows(c, errors, 4, [], samples)
 
 
+def _missing(column: str) -> Any:
+    def rows() -> ExtractionRows:
+        r = _rows()
+        r.candidates.loc[0, column] = np.nan  # row 0 is valid and passes
+        return r
+    return rows
+
+
 def _odd_rows() -> ExtractionRows:
     """Object columns, missing values, float sample indexes: the generic path."""
     c = pd.DataFrame({
@@ -105,6 +113,8 @@ CASES: list[tuple[str, Any, dict[str, Any], str]] = [
     ("k=3", lambda: _rows(3), {"config": MemoryConfig(lesson_extraction="on")}, "f4cfe8df6b26c503"),
     ("empty", lambda: ExtractionRows(_empty_candidates(), _rows().errors, 1, [], 1),
      {"config": MemoryConfig(lesson_extraction="on")}, "fc08920766363a7c"),
+    ("no-text", _missing("text"), {"config": MemoryConfig(lesson_extraction="on")},
+     "199b0ffa541523c6"),
     ("odd", _odd_rows, {"config": MemoryConfig(lesson_extraction="on")}, "146e1ac722a5b5d0"),
 ]
 
@@ -169,3 +179,9 @@ def test_key_digests_hostile_types(key: tuple[Any, Any, Any, Any]) -> None:
     for keys in ([key], [("cd", "e", 1, 0), key]):
         got = key_digests(*(list(col) for col in zip(*keys, strict=True)))
         assert ["cand-" + d for d in got] == [candidate_id(*k) for k in keys]
+
+
+def test_a_missing_prompt_version_is_refused_as_before() -> None:
+    with pytest.raises(pa.ArrowTypeError, match="Expected bytes, got a 'float' object"):
+        gated_tables(_missing("prompt_version")(), MemoryConfig(lesson_extraction="on"),
+                     run_id="r")
