@@ -151,9 +151,10 @@ def gated_tables(
     digests = key_digests(vh, ex, li, si)
     write = passed & write_memory
     idx = np.flatnonzero(write)
+    lesson_ids = ["lesson-" + digests[i] for i in idx.tolist()]
     entry_ids: list[str | None] = [None] * n
-    for i in idx.tolist():
-        entry_ids[i] = "lesson-" + digests[i]
+    for i, lid in zip(idx.tolist(), lesson_ids, strict=True):
+        entry_ids[i] = lid
     seq = c["verdict_seq"].astype("int64").to_numpy()
     text_col = c["text"]
     evidence = c["evidence"].tolist()
@@ -201,7 +202,7 @@ def gated_tables(
         pv_all = pv_col.tolist() if pv_col is not None else [None] * n
         pv = [pv_all[i] for i in idx]
     mem = lesson_rows(
-        entry_ids=[entry_ids[i] for i in idx],  # type: ignore[misc]
+        entry_ids=lesson_ids,
         texts=texts,
         salience=scores[idx],
         evidence=w.column("evidence").combine_chunks(),
