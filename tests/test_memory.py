@@ -79,6 +79,11 @@ def _table(**changes: object) -> pa.Table:
     ({"sources": [{"seq": 2, "hash": "b" * 64}]}, "sources", "not among its sources"),
     ({"sources": [{"seq": 1, "hash": "a" * 64}, {"seq": 1, "hash": "x"}]}, "sources",
      "a source is not a journal ref"),
+    # One source per row, as a batch writes them, but not the produced_by ref:
+    ({"sources": [{"seq": None, "hash": "a" * 64}]}, "sources", "a source is not a journal ref"),
+    ({"sources": [{"seq": 1, "hash": "a" * 63 + "b"}]}, "sources", "not among its sources"),
+    ({"sources": [None]}, "sources", "a source is not a journal ref"),
+    ({"produced_by_seq": 2}, "sources", "not among its sources"),
     ({"created_at": None}, "created_at", "created_at is required"),
 ])
 def test_write_refuses_ungoverned_rows(store, changes, field, message) -> None:

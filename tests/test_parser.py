@@ -350,6 +350,18 @@ def test_candidates_frame_many_results() -> None:
         candidates_frame([({"a": 1}, ok), ({"b": 1}, ok)])
 
 
+@pytest.mark.parametrize("value", ["lesson-v1", "", None, 1, 0, -3, 2**63, 2**70, 1.5, True])
+@pytest.mark.parametrize("n_ok", [0, 1, 3])
+def test_candidates_frame_constants_are_the_assigned_columns(value: object, n_ok: int) -> None:
+    ok = parse_completion('{"lessons": [' + json.dumps(GOOD) + "]}")
+    items = [({"verdict_hash": f"{i:064x}", "sample_index": 0}, ok) for i in range(n_ok)]
+    want = candidates_frame(items)
+    want["prompt_version"] = value
+    want["n_samples"] = 1
+    got = candidates_frame(items, {"prompt_version": value, "n_samples": 1})
+    pd.testing.assert_frame_equal(got, want)
+
+
 def test_salience_float_is_finite_everywhere() -> None:
     df = candidates_frame(
         [({}, parse_completion('{"lessons": [{"text": "t", "salience": 1e-320}]}'))]

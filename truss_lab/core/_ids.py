@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["candidate_id", "candidate_ids", "derive_id", "lesson_id"]
+__all__ = ["candidate_id", "candidate_ids", "derive_id", "derive_ids", "key_digests", "lesson_id"]
+
+_sha256 = hashlib.sha256
 
 
 def derive_id(prefix: str, *parts: object) -> str:
     """``prefix-`` + the first 24 hex digits of SHA-256 over the unit-separated parts."""
-    text = "\x1f".join(str(p) for p in parts)
-    return f"{prefix}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:24]}"
+    return f"{prefix}-{_digest(parts)}"
+
+
+def derive_ids(prefix: str, values: Sequence[object], *head: object) -> list[str]:
+    """``[derive_id(prefix, *head, v) for v in values]``, the head joined once."""
+    pre = "".join(str(p) + "\x1f" for p in head)
+    return [f"{prefix}-"
+            f"{_sha256((pre + (v if type(v) is str else str(v))).encode('utf-8')).hexdigest()[:24]}"
+            for v in values]
+
+
+def _digest(parts: tuple[object, ...]) -> str:
+    # The prefix is not hashed: ids of one key under two prefixes share these digits.
+    return _sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:24]
 
 
 def _sample_parts(sample_index: int) -> tuple[object, ...]:
@@ -33,6 +48,23 @@ def lesson_id(verdict_hash: str, extractor: str, lesson_index: int,
     """Id of the memory entry a candidate becomes when written."""
     return derive_id("lesson", verdict_hash, extractor, int(lesson_index),
                      *_sample_parts(sample_index))
+
+
+def key_digests(verdict_hash: Sequence[object], extractor: Sequence[object],
+                lesson_index: Sequence[object], sample_index: Sequence[object]) -> list[str]:
+    """Per key, the 24 hex digits after the prefix of its :func:`candidate_id` and of
+    its :func:`lesson_id` (the same digits: the prefix is not hashed), computed once."""
+    if (set(map(type, verdict_hash)) | set(map(type, extractor))) <= {str} and \
+            (set(map(type, lesson_index)) | set(map(type, sample_index))) <= {int}:
+        # Exact str and int only, so each f-string field is what str() and int() give
+        # derive_id; sample 0 adds no part (_sample_parts).
+        return [_sha256((f"{v}\x1f{e}\x1f{i}" if not s else f"{v}\x1f{e}\x1f{i}\x1f{s}")
+                        .encode("utf-8")).hexdigest()[:24]
+                for v, e, i, s in zip(verdict_hash, extractor, lesson_index, sample_index,
+                                      strict=True)]
+    return [_digest((v, e, int(i), *_sample_parts(s)))  # type: ignore[call-overload]
+            for v, e, i, s in zip(verdict_hash, extractor, lesson_index, sample_index,
+                                  strict=True)]
 
 
 def candidate_ids(prefix: str, frame: pd.DataFrame) -> np.ndarray:

@@ -137,9 +137,8 @@ def replay_verdicts(extractor: Extractor,
             results.append(({"verdict_seq": seq, "verdict_hash": vhash,
                              "extractor_id": ext_id, "sample_index": 0}, parsed))
     if results:
-        cands = candidates_frame(results)
-        cands["prompt_version"] = version
-        cands["n_samples"] = 1  # the bulk path replays one-sample extractors only
+        # n_samples: the bulk path replays one-sample extractors only
+        cands = candidates_frame(results, {"prompt_version": version, "n_samples": 1})
     else:
         cands = _empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),

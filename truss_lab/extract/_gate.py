@@ -22,13 +22,14 @@ calls :func:`apply_gate`) and write them with :func:`write_extraction`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from ..core._config import MemoryConfig
-from ..core._ids import candidate_id, lesson_id
+from ..core._ids import key_digests
 from ..core._models import LessonExtractionPolicy, utcnow
 from ..score._consistency import consistency_clusters
 from ..store._memory import lesson_rows, write_memory_table
@@ -88,6 +89,31 @@ def apply_gate(scores: np.ndarray, valid: np.ndarray, config: MemoryConfig) -> n
 ScoreFunction = Callable[[pd.DataFrame], np.ndarray]
 
 
+def _strings(col: pd.Series) -> pa.Array | None:
+    """An Arrow-backed ``str`` column as a pa.string() array (null where missing), or
+    None for any other dtype. It holds exact str values or missing ones only, so this is
+    what ``[None if missing else str(v) ...]`` gives, without a Python object per row."""
+    dtype = col.dtype
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        arr = pa.array(col)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        return arr.cast(pa.string())
+    return None
+
+
+def _text(col: pd.Series) -> pa.Array | list[str | None]:
+    fast = _strings(col)
+    return fast if fast is not None else \
+        [None if t is None or t != t else str(t) for t in col.tolist()]
+
+
+def _keys(col: pd.Series, values: list[Any]) -> pa.Array | list[Any]:
+    # A key column as its values (what the table took before) unless Arrow-backed str.
+    fast = _strings(col)
+    return fast if fast is not None else values
+
+
 def gated_tables(
     rows: ExtractionRows,
     config: MemoryConfig,
@@ -100,9 +126,11 @@ def gated_tables(
     """Candidates (every one, gate result included), memory rows and error rows."""
     c = rows.candidates
     n = len(c)
+    salience = c["salience"].to_numpy(dtype=np.float64)
     scores = (np.asarray(score(c), dtype=np.float64) if score is not None and n
-              else c["salience"].to_numpy(dtype=np.float64))
-    valid = c["valid"].to_numpy(dtype=bool)
+              else salience)
+    given_valid = c["valid"].to_numpy(dtype=bool)
+    valid = given_valid
     si = (c["sample_index"].fillna(0).astype("int64").tolist() if "sample_index" in c
           else [0] * n)
     consistency = np.full(n, np.nan)
@@ -111,55 +139,80 @@ def gated_tables(
         consistency = clusters["self_consistency"].to_numpy(np.float64)
         valid = valid & clusters["representative"].to_numpy(dtype=bool)
     passed = apply_gate(scores, valid, config)
-    vh = c["verdict_hash"].tolist()
-    ex = c["extractor_id"].tolist()
-    li = [int(i) for i in c["lesson_index"]]
-    cand_ids = [candidate_id(*k) for k in zip(vh, ex, li, si, strict=True)]
-    lesson_ids = [lesson_id(*k) for k in zip(vh, ex, li, si, strict=True)]
+    vh_col, ex_col = c["verdict_hash"], c["extractor_id"]
+    vh = vh_col.tolist()
+    ex = ex_col.tolist()
+    lic = c["lesson_index"]
+    # An integer dtype's tolist() gives the Python ints int() would.
+    li = (lic.tolist() if isinstance(lic.dtype, np.dtype) and lic.dtype.kind in "iu"
+          else [int(i) for i in lic])
+    # One hash per candidate: its lesson id is the same digits under another prefix,
+    # and is only spelled out for the rows written.
+    digests = key_digests(vh, ex, li, si)
     write = passed & write_memory
-    entry_ids = [lid if w else None for lid, w in zip(lesson_ids, write, strict=True)]
+    idx = np.flatnonzero(write)
+    lesson_ids = ["lesson-" + digests[i] for i in idx.tolist()]
+    entry_ids: list[str | None] = [None] * n
+    for i, lid in zip(idx.tolist(), lesson_ids, strict=True):
+        entry_ids[i] = lid
+    seq = c["verdict_seq"].astype("int64").to_numpy()
+    text_col = c["text"]
+    evidence = c["evidence"].tolist()
+    if not set(map(type, evidence)) <= {list}:
+        evidence = [list(e) for e in evidence]  # lists as they are; others copied into one
     cand = pa.table(
         {
-            "candidate_id": cand_ids,
+            "candidate_id": ["cand-" + d for d in digests],
             "run_id": [run_id] * n,
-            "verdict_seq": c["verdict_seq"].astype("int64").to_numpy(),
-            "verdict_hash": vh,
-            "extractor_id": ex,
+            "verdict_seq": seq,
+            "verdict_hash": _keys(vh_col, vh),
+            "extractor_id": _keys(ex_col, ex),
             "lesson_index": pa.array(li, pa.int32()),
-            "text": [None if t is None or t != t else str(t) for t in c["text"].tolist()],
-            "salience": pa.array(c["salience"].to_numpy(dtype=np.float64), pa.float64(),
-                                 from_pandas=True),
-            "evidence": [list(e) for e in c["evidence"].tolist()],
-            "valid": c["valid"].to_numpy(dtype=bool),
-            "drop_reason": [None if d is None or d != d else str(d)
-                            for d in c["drop_reason"].tolist()],
+            "text": _text(text_col),
+            "salience": pa.array(salience, pa.float64(), from_pandas=True),
+            "evidence": evidence,
+            "valid": given_valid,
+            "drop_reason": _text(c["drop_reason"]),
             "score": pa.array(scores, pa.float64(), from_pandas=True),
             "scorer": [scorer_name] * n,
             "passed_gate": passed,
-            "entry_id": entry_ids,
+            "entry_id": pa.array(entry_ids, pa.string()),
             "sample_index": pa.array(si, pa.int32()),
             "self_consistency": pa.array(consistency, pa.float64(), from_pandas=True),
         },
         schema=CANDIDATE_SCHEMA,
     )
-    idx = np.flatnonzero(write)
-    now = utcnow()
-    seqs = c["verdict_seq"].astype("int64").tolist()
-    texts = c["text"].tolist()
-    evid = c["evidence"].tolist()
-    pv = c["prompt_version"].tolist() if "prompt_version" in c else [None] * n
+    # The written rows' key, text and evidence columns are the candidate table's
+    # own, taken: the same values (evidence is list(e) in both). A missing text is
+    # the exception: the candidate stores NULL, the lesson str() of it ("nan").
+    take = pa.array(idx, pa.int64())
+    w = cand.take(take)
+    texts: pa.Array | list[str] = w.column("text").combine_chunks()
+    if w.column("text").null_count:
+        all_texts = text_col.tolist()
+        texts = [str(all_texts[i]) for i in idx]
+    pv_col = c["prompt_version"] if "prompt_version" in c else None
+    pv_arr = _strings(pv_col) if pv_col is not None else None
+    pv: pa.Array | list[Any]
+    if pv_arr is not None and not pv_arr.take(take).null_count:
+        pv = pv_arr.take(take)
+    else:
+        # No column, another dtype, or a missing version among the written rows (NaN
+        # in the list, which pa.array then handles as it always did).
+        pv_all = pv_col.tolist() if pv_col is not None else [None] * n
+        pv = [pv_all[i] for i in idx]
     mem = lesson_rows(
-        entry_ids=[lesson_ids[i] for i in idx],
-        texts=[str(texts[i]) for i in idx],
+        entry_ids=lesson_ids,
+        texts=texts,
         salience=scores[idx],
-        evidence=[list(evid[i]) for i in idx],
-        lesson_index=[li[i] for i in idx],
-        verdict_seq=[seqs[i] for i in idx],
-        verdict_hash=[vh[i] for i in idx],
-        extractor_id=[ex[i] for i in idx],
-        prompt_version=[pv[i] for i in idx],
+        evidence=w.column("evidence").combine_chunks(),
+        lesson_index=w.column("lesson_index").combine_chunks(),
+        verdict_seq=w.column("verdict_seq").combine_chunks(),
+        verdict_hash=w.column("verdict_hash").combine_chunks(),
+        extractor_id=w.column("extractor_id").combine_chunks(),
+        prompt_version=pv,
         run_id=run_id,
-        created_at=now,
+        created_at=utcnow(),
     )
     e = rows.errors
     err = pa.table(

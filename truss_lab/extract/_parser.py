@@ -403,6 +403,7 @@ def _kind_any(value: Any) -> str:
 
 def candidates_frame(
     results: Iterable[tuple[Mapping[str, Any], ParseResult]],
+    constants: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Many parse results as one candidates DataFrame.
 
@@ -412,11 +413,13 @@ def candidates_frame(
     keys: lesson_index (int64), text (str, missing when not a string),
     salience (float64, NaN when invalid), evidence (list[str]), valid (bool),
     drop_reason (str, missing when valid). Results with a completion-level
-    error contribute no rows (see :func:`parse_errors_frame`).
+    error contribute no rows (see :func:`parse_errors_frame`). ``constants``
+    (name -> value) are last columns holding one value on every row, the frame
+    ``frame[name] = value`` would make, built with the others (one construction).
     """
     key_names: tuple[str, ...] | None = None
     key_cols: dict[str, list[Any]] = {}
-    cols: dict[str, list[Any]] = {c: [] for c in CANDIDATE_COLUMNS}
+    lessons: list[ParsedLesson] = []
     for keys, res in results:
         names = tuple(keys)
         if key_names is None:
@@ -430,16 +433,19 @@ def candidates_frame(
                 f"got {list(names)}",
                 field="keys",
             )
-        n = len(res.lessons)
-        for k in names:
-            key_cols[k].extend([keys[k]] * n)
-        for le in res.lessons:
-            cols["lesson_index"].append(le.lesson_index)
-            cols["text"].append(le.text)
-            cols["salience"].append(np.nan if le.salience is None else le.salience)
-            cols["evidence"].append(list(le.evidence))
-            cols["valid"].append(le.valid)
-            cols["drop_reason"].append(le.drop_reason)
+        if res.lessons:
+            n = len(res.lessons)
+            for k in names:
+                key_cols[k].extend([keys[k]] * n)
+            lessons.extend(res.lessons)
+    cols: dict[str, list[Any]] = {
+        "lesson_index": [le.lesson_index for le in lessons],
+        "text": [le.text for le in lessons],
+        "salience": [np.nan if le.salience is None else le.salience for le in lessons],
+        "evidence": [list(le.evidence) for le in lessons],
+        "valid": [le.valid for le in lessons],
+        "drop_reason": [le.drop_reason for le in lessons],
+    }
     data: dict[str, Any] = {k: v for k, v in key_cols.items()}
     data["lesson_index"] = np.asarray(cols["lesson_index"], dtype=np.int64)
     data["text"] = pd.array(cols["text"], dtype="str")
@@ -449,6 +455,12 @@ def candidates_frame(
     data["evidence"] = ev
     data["valid"] = np.asarray(cols["valid"], dtype=bool)
     data["drop_reason"] = pd.array(cols["drop_reason"], dtype="str")
+    n = len(cols["valid"])
+    for name, value in (constants or {}).items():
+        # A list of one str or int value infers the dtype its scalar assignment does
+        # (tests/test_bulk_replay.py compares the frames); an empty frame is left to
+        # the assignment itself.
+        data[name] = [value] * n if n and type(value) in (str, int) else value
     return pd.DataFrame(data)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..core._ids import derive_id
+from ..core._ids import derive_ids
 from ..core._models import EntryKind, LedgerRef, MemoryEntry, MemoryQuery, MemoryWrite, Trust
 from ._governed import (
     EVENT_SCHEMA,
@@ -31,7 +31,6 @@ from ._governed import (
     MEMORY_SCHEMA,
     MEMORY_WRITE,
     REF_TYPE,
-    check_event_rows,
     check_memory_rows,
     models_to_table,
     opt,
@@ -63,22 +62,23 @@ def _ref_lists(seqs: Any, hashes: Any) -> pa.ListArray:
 
 def lesson_rows(
     *,
-    entry_ids: Sequence[str],
-    texts: Sequence[str],
+    entry_ids: Sequence[str] | pa.Array,
+    texts: Sequence[str] | pa.Array,
     salience: np.ndarray,
-    evidence: Sequence[Sequence[str]],
-    lesson_index: Sequence[int],
-    verdict_seq: Sequence[int],
-    verdict_hash: Sequence[str],
-    extractor_id: Sequence[str],
-    prompt_version: Sequence[str | None],
+    evidence: Sequence[Sequence[str]] | pa.Array,
+    lesson_index: Sequence[int] | pa.Array,
+    verdict_seq: Sequence[int] | pa.Array,
+    verdict_hash: Sequence[str] | pa.Array,
+    extractor_id: Sequence[str] | pa.Array,
+    prompt_version: Sequence[str | None] | pa.Array,
     run_id: str,
     created_at: datetime,
 ) -> pa.Table:
     """memory_entries rows for SI-1 lessons: where a lesson gets its governance.
 
     Each is kind lesson, trust unverified, produced by its verdict's ref, which
-    is also its one source (ADR 0011 invariant 4). Columnar: one call per batch.
+    is also its one source (ADR 0011 invariant 4). Columnar: one call per batch;
+    each column a sequence or an Arrow array of its values.
     """
     n = len(entry_ids)
     return pa.table(
@@ -108,7 +108,7 @@ def memory_event_rows(mem: pa.Table) -> pa.Table:
     ids = mem.column("entry_id").to_pylist()
     return pa.table(
         {
-            "event_id": [derive_id("ev", MEMORY_WRITE, i) for i in ids],
+            "event_id": derive_ids("ev", ids, MEMORY_WRITE),
             "type": [MEMORY_WRITE] * len(ids),
             "subject_id": mem.column("entry_id"),
             "kind": mem.column("kind"),
@@ -130,8 +130,12 @@ def write_memory_table(store: Store, mem: pa.Table) -> int:
     """
     mem = mem.cast(MEMORY_SCHEMA)
     check_memory_rows(mem)
+    # No check_event_rows here: these events are built from the rows just checked, one
+    # per row in order, subject_id = entry_id; produced_by and ts are the rows' own
+    # produced_by and created_at, which check_memory_rows refused if NULL, < 1 or not
+    # hex; event_id is derived and type the constant MEMORY_WRITE. Nothing it checks
+    # can fail.
     events = memory_event_rows(mem)
-    check_event_rows(events, mem.column("entry_id"))
     with store.transaction():
         n = store.append("memory_entries", mem, key=["entry_id"])
         store.append("events", events, key=["event_id"])
