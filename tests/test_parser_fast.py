@@ -8,6 +8,7 @@ Every case compares :func:`parse_completion` with the exact path
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError, fields
 from typing import Any
 
 import pytest
@@ -15,7 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from truss_lab.extract._fastparse import fast_lessons
-from truss_lab.extract._parser import ParseResult, _parse_exact, parse_completion
+from truss_lab.extract._parser import (
+    ParsedLesson,
+    ParseResult,
+    _all_valid,
+    _parse_exact,
+    parse_completion,
+)
 
 GOOD = '{"text": "Verify DST handling", "salience": 0.82, "evidence": ["check:tz"]}'
 
@@ -193,6 +200,25 @@ def test_many_lessons_within_the_container_bound() -> None:
     text = _doc(*[GOOD] * 60)
     assert fast_lessons(text) is not None
     assert len(_same(text).lessons) == 60
+
+
+def test_all_valid_builds_what_the_constructors_build() -> None:
+    # The builder sets these fields by name; a new field would be left unset.
+    assert [f.name for f in fields(ParsedLesson)] == [
+        "lesson_index", "text", "salience", "evidence", "valid", "drop_reason"
+    ]
+    assert [f.name for f in fields(ParseResult)] == ["lessons", "error", "detail"]
+    got = [("a", 0.5, ("check:x",)), ("b", 1.0, ())]
+    built = _all_valid(got)
+    want = ParseResult(
+        tuple(ParsedLesson(i, t, s, e, True, None) for i, (t, s, e) in enumerate(got))
+    )
+    assert type(built) is ParseResult and type(built.lessons[0]) is ParsedLesson
+    assert built == want and repr(built) == repr(want) and hash(built) == hash(want)
+    assert built.ok and built.valid_lessons == want.lessons
+    with pytest.raises(FrozenInstanceError):
+        built.lessons[0].text = "c"  # type: ignore[misc]
+    assert _all_valid([]) == ParseResult(())
 
 
 def test_non_str_input_skips_the_fast_path() -> None:

@@ -24,13 +24,16 @@ whenever orjson and the exact path could part ways:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from ..core._canonical import MAX_SAFE_INT
 
-__all__ = ["fast_lessons"]
+__all__ = ["all_valid_builder", "fast_lessons"]
+
+Lessons = list[tuple[str, float, tuple[str, ...]]]
 
 # The end of every key: its closing quote, JSON whitespace, a colon. Each real key
 # (duplicates included) yields one match, and strings may add more, so
@@ -82,7 +85,7 @@ def _walk(stack: list[Any]) -> tuple[int, int] | None:
     return keys, containers
 
 
-def fast_lessons(text: str) -> list[tuple[str, float, tuple[str, ...]]] | None:
+def fast_lessons(text: str) -> Lessons | None:
     """Every lesson of ``text`` as (stripped text, salience, evidence) when the text
     is the common case and all its lessons are valid; None when the exact path must
     decide."""
@@ -146,3 +149,40 @@ def fast_lessons(text: str) -> list[tuple[str, float, tuple[str, ...]]] | None:
     if containers > _MAX_CONTAINERS or keys != len(_KEY_END.findall(s)):
         return None
     return out
+
+
+def all_valid_builder(lesson_cls: type, result_cls: type) -> Callable[[Lessons], Any]:
+    """``build(got) == result_cls(tuple(lesson_cls(i, text, salience, evidence, True,
+    None) for i, (text, salience, evidence) in enumerate(got)))``, for the parser's
+    frozen, slotted ParsedLesson and ParseResult.
+
+    Their generated ``__init__`` sets each field through ``object.__setattr__``, a
+    third of a fast-path parse; the slot descriptors set the same fields directly.
+    """
+    set_index, set_text, set_salience, set_evidence, set_valid, set_drop = (
+        getattr(lesson_cls, f).__set__
+        for f in ("lesson_index", "text", "salience", "evidence", "valid", "drop_reason")
+    )
+    set_lessons, set_error, set_detail = (
+        getattr(result_cls, f).__set__ for f in ("lessons", "error", "detail")
+    )
+    new = object.__new__
+
+    def build(got: Lessons) -> Any:
+        lessons = []
+        for i, (text, salience, evidence) in enumerate(got):
+            le = new(lesson_cls)
+            set_index(le, i)
+            set_text(le, text)
+            set_salience(le, salience)
+            set_evidence(le, evidence)
+            set_valid(le, True)
+            set_drop(le, None)
+            lessons.append(le)
+        res = new(result_cls)
+        set_lessons(res, tuple(lessons))
+        set_error(res, None)
+        set_detail(res, None)
+        return res
+
+    return build

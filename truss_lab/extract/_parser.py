@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._canonical import MAX_SAFE_INT
-from ._fastparse import fast_lessons
+from ._fastparse import all_valid_builder, fast_lessons
 
 __all__ = [
     "COMPLETION_ERRORS",
@@ -152,6 +152,9 @@ class ParseResult:
         """One row per lesson: lesson_index, text, salience (NaN when invalid),
         evidence (list[str]), valid (bool), drop_reason (str, missing when valid)."""
         return candidates_frame([({}, self)])
+
+
+_all_valid = all_valid_builder(ParsedLesson, ParseResult)
 
 
 # ---------------------------------------------------------------------------
@@ -382,9 +385,7 @@ def parse_completion(text: str) -> ParseResult:
         got = None
     if got is None:
         return _parse_exact(text)
-    return ParseResult(
-        tuple([ParsedLesson(i, t, s, e, True, None) for i, (t, s, e) in enumerate(got)])
-    )
+    return _all_valid(got)
 
 
 def _parse_exact(text: str) -> ParseResult:
