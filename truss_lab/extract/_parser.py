@@ -41,6 +41,10 @@ lesson without evidence is still a lesson; the grounding scorer gives it 0).
 Lesson text is stored stripped. Extra lesson fields are ignored.
 Every lesson keeps its 0-based ``lesson_index`` in the ``lessons`` array,
 dropped or not (FORMATS.md §3).
+
+The common completion (one plain object, bare or fenced, every lesson valid) is
+parsed by :mod:`._fastparse` with orjson; it declines anything it could decide
+differently, and :func:`_parse_exact` (the rules above) decides those.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._canonical import MAX_SAFE_INT
+from ._fastparse import all_valid_builder, fast_lessons
 
 __all__ = [
     "COMPLETION_ERRORS",
@@ -147,6 +152,9 @@ class ParseResult:
         """One row per lesson: lesson_index, text, salience (NaN when invalid),
         evidence (list[str]), valid (bool), drop_reason (str, missing when valid)."""
         return candidates_frame([({}, self)])
+
+
+_all_valid = all_valid_builder(ParsedLesson, ParseResult)
 
 
 # ---------------------------------------------------------------------------
@@ -369,6 +377,19 @@ def parse_completion(text: str) -> ParseResult:
     See the module docstring for where the JSON is looked for, the error codes
     and the drop reasons.
     """
+    if not isinstance(text, str):
+        return ParseResult((), "not_json", f"expected text, got {type(text).__name__}")
+    try:
+        got = fast_lessons(text)
+    except Exception:  # pragma: no cover - the exact path decides instead
+        got = None
+    if got is None:
+        return _parse_exact(text)
+    return _all_valid(got)
+
+
+def _parse_exact(text: str) -> ParseResult:
+    """:func:`parse_completion` without the fast path (which must agree with it)."""
     try:
         if not isinstance(text, str):
             return ParseResult((), "not_json", f"expected text, got {type(text).__name__}")
