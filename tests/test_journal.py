@@ -578,6 +578,9 @@ def test_streamed_verification_reports_what_verify_columns_reports(
     batches = [cols.prefix(b).to_pydict() for b in cuts[1:]]
     parts = [JournalColumns.from_mapping({k: v[a:] for k, v in batches[i].items()})
              for i, a in enumerate(cuts[:-1])]
+    want = verify_columns(cols, RING, workers=1)
     for workers in (1, 2):
-        assert _verify.verify_stream(iter(parts), RING, workers=workers) == verify_columns(
-            cols, RING, workers=1)
+        assert _verify.verify_stream(iter(parts), RING, workers=workers) == want
+    # The worker processes' path (long chains), taken here by every chain.
+    monkeypatch.setattr(_verify, "_POOL_MIN", 1)
+    assert _verify.verify_stream(iter(parts), RING, workers=2) == want

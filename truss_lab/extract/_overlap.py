@@ -3,8 +3,8 @@
 A batch writes nothing until the journal up to its last verdict verifies. With
 recorded answers (replay, heuristic: no model is called, nothing is paid for)
 and the inline executor, the driver need not wait idle for that: while the
-thread pool checks the signatures of one batch of journal entries (libsodium
-runs without the GIL), the driver extracts the chunks that batch completes,
+signatures of one batch of journal entries are checked (by worker processes for
+a long chain: journal/_sigpool.py), the driver extracts the chunks that batch completes,
 from the same rows (one read of the journal serves both). The chunks extracted
 so are held, unwritten, until the whole prefix has verified; on a bad chain
 they are dropped (and the replay's call counts put back) and the run fails as

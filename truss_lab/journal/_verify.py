@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import binascii
 import html
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -149,6 +150,9 @@ class VerifyReport(BaseModel):
 
 _SERIAL_BELOW = 4096  # chains shorter than this verify on the calling thread
 _CHUNK = 2048  # entries per parallel task; small enough to stop early, big enough to amortize
+# A streamed chain whose first batch has this many entries checks its signatures in
+# worker processes (_sigpool.stream_to_workers); shorter ones on threads.
+_POOL_MIN = 8192
 
 
 def _usable_cores() -> int:
@@ -156,6 +160,38 @@ def _usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _entry_record(
+    cols: JournalColumns, get_key: Callable[[str], bytes | None], i: int
+) -> tuple[str, str] | tuple[bytes, bytes, bytes]:
+    """Entry ``i``'s own checks before its signature: ``(reason, message)`` of the
+    first that fails (``unknown_key``, ``bad_hash``), else ``(public key, signature,
+    digest)`` for the signature check."""
+    key_id = cols.key_id[i]
+    pk = get_key(key_id)
+    if pk is None:
+        return "unknown_key", f"key_id {key_id!r} is not in the keyring"
+    digest = _entry_digest(cols.seq[i], cols.kind[i], cols.ts[i], key_id, cols.payload[i],
+                           cols.prev_hash[i])
+    h = digest.hex()
+    if h != cols.hash[i]:
+        return "bad_hash", (
+            f"hash does not match the entry's canonical form: expected {h}, "
+            f"got {_clip(str(cols.hash[i]), 64)}"
+        )
+    try:
+        sig = binascii.a2b_base64(cols.signature[i], strict_mode=True)
+    except (binascii.Error, TypeError, ValueError):
+        sig = b""
+    return pk, sig, digest
+
+
+def _bad_signature(key_id: str, digest: bytes) -> tuple[str, str]:
+    return "bad_signature", (
+        f"Ed25519 signature does not verify under key {key_id!r} "
+        f"(expected a signature over hash {digest.hex()})"
+    )
 
 
 def _check_range(
@@ -168,31 +204,16 @@ def _check_range(
     verifies. (The link and sequence are positional; :func:`verify_columns`
     checks them.) ``stop()`` is polled to give up once an earlier failure is known.
     """
-    seq, kind, ts, key_id = cols.seq, cols.kind, cols.ts, cols.key_id
-    payload, prev_hash, hashes, sigs = cols.payload, cols.prev_hash, cols.hash, cols.signature
     get_key = keyring.get
     for i in range(lo, hi):
         if stop is not None and (i & 255) == 0 and stop() < i:
             return None
-        pk = get_key(key_id[i])
-        if pk is None:
-            return i, "unknown_key", f"key_id {key_id[i]!r} is not in the keyring"
-        digest = _entry_digest(seq[i], kind[i], ts[i], key_id[i], payload[i], prev_hash[i])
-        h = digest.hex()
-        if h != hashes[i]:
-            return i, "bad_hash", (
-                f"hash does not match the entry's canonical form: expected {h}, "
-                f"got {_clip(str(hashes[i]), 64)}"
-            )
-        try:
-            sig = binascii.a2b_base64(sigs[i], strict_mode=True)
-        except (binascii.Error, TypeError, ValueError):
-            sig = b""
+        rec = _entry_record(cols, get_key, i)
+        if len(rec) == 2:
+            return i, rec[0], rec[1]
+        pk, sig, digest = rec
         if not verify_signature(pk, digest, sig):
-            return i, "bad_signature", (
-                f"Ed25519 signature does not verify under key {key_id[i]!r} "
-                f"(expected a signature over hash {h})"
-            )
+            return (i, *_bad_signature(cols.key_id[i], digest))
     return None
 
 
@@ -319,16 +340,25 @@ def verify_stream(
             best[0] = min(best[0], hit[0])
         return hit
 
-    futures = []
-    with ThreadPoolExecutor(max_workers=max(1, workers),
-                            thread_name_prefix="truss-verify") as ex:
-        for part in batches:
-            base = len(cols)
-            for name in _COLUMNS:
-                getattr(cols, name).extend(getattr(part, name))
-            futures += [ex.submit(task, part, base, lo, min(lo + _CHUNK, len(part)))
-                        for lo in range(0, len(part), _CHUNK)]
-        results = [f.result() for f in futures]
+    it = iter(batches)
+    first = next(it, None)
+    parts = itertools.chain([first] if first is not None else [], it)
+    results: list[tuple[int, str, str] | None]
+    if workers >= 2 and first is not None and len(first) >= _POOL_MIN:
+        from ._sigpool import stream_to_workers  # it imports this module
+
+        results = stream_to_workers(parts, keyring, cols, workers)
+    else:
+        futures = []
+        with ThreadPoolExecutor(max_workers=max(1, workers),
+                                thread_name_prefix="truss-verify") as ex:
+            for part in parts:
+                base = len(cols)
+                for name in _COLUMNS:
+                    getattr(cols, name).extend(getattr(part, name))
+                futures += [ex.submit(task, part, base, lo, min(lo + _CHUNK, len(part)))
+                            for lo in range(0, len(part), _CHUNK)]
+            results = [f.result() for f in futures]
     n = len(cols)
     base_seq = prev.seq if prev is not None else 0
     base_hash = prev.hash if prev is not None else GENESIS_HASH
