@@ -284,15 +284,44 @@ def run_extraction(
         seqs_all = batch["seq"].to_numpy(dtype=np.int64)
         todo = [i for i in range(n_chunks) if i not in done]
         live = is_live(extractor.provider)
-        early: list[tuple[int, np.ndarray, ExtractionRows]] = []
+        hashes_all = batch["hash"].tolist()
+        clock = [t0]  # setup (batch, verification) counts toward the first chunk's time
+
+        def gated(index: int, seqs: np.ndarray, rows: ExtractionRows) -> Gated:
+            now = time.perf_counter()
+            g = gate_chunk(
+                run_id, index, seqs, hashes_all[index * chunk_size:(index + 1) * chunk_size],
+                rows, config, write_memory=write_memory, score=score,
+                scorer_name=scorer_name, elapsed=now - clock[0], live=live)
+            clock[0] = now  # this chunk's gate and write count with the next (or finish)
+            return g
+
+        gate_failed = [False]
+
+        def gated_early(index: int, seqs: np.ndarray,
+                        rows: ExtractionRows) -> Gated | ExtractionRows:
+            # A gate that raises here (a score function) must raise where it did
+            # before, after verification, so the chunks gated before it are written:
+            # from the first failure on, chunks stay ungated and the loop below gates
+            # (and fails) again.
+            if gate_failed[0]:
+                return rows
+            try:
+                return gated(index, seqs, rows)
+            except Exception:
+                gate_failed[0] = True
+                return rows
+
+        early: list[tuple[int, np.ndarray, Gated | ExtractionRows]] = []
         if len(batch):
             last_seq = int(batch["seq"].iloc[-1])
             if (executor == "inline" and not live and todo
                     and config.lesson_extraction is not LessonExtractionPolicy.off):
-                # Recorded answers: extract while the signatures verify (_overlap.py).
+                # Recorded answers: extract and gate (nothing is written) while the
+                # signatures verify (_overlap.py); the driver would wait for them anyway.
                 report, early = verify_while_extracting(
                     store, runner, todo, seqs_all, chunk_size, last_seq,
-                    max_chunks=max(1, _EARLY_VERDICTS // chunk_size))
+                    max_chunks=max(1, _EARLY_VERDICTS // chunk_size), then=gated_early)
             else:
                 report = _verify_prefix(store, last_seq)
             if not report.ok:
@@ -305,7 +334,6 @@ def run_extraction(
             # ADR 0011 invariant 1: no provider call, no write but the run record.
             finish_run(store, run_id, "finished", time.perf_counter() - t0)
             return run_result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
-        hashes_all = batch["hash"].tolist()
         done_verdicts = len(batch) - sum(
             len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
         if todo:
@@ -313,7 +341,6 @@ def run_extraction(
             with store.transaction():
                 record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)
         done_now = 0
-        last = t0  # setup (batch, verification) counts toward the first chunk's time
         errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
         ex = make_executor(executor, runner) if todo else None
         bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
@@ -324,17 +351,11 @@ def run_extraction(
         group: list[Gated] = []
         try:
             rest = todo[len(early):]
-            for index, seqs, rows in itertools.chain(
+            for index, seqs, item in itertools.chain(
                     early, _pipeline(store, ex, rest, seqs_all, chunk_size)):
-                now = time.perf_counter()
-                g = gate_chunk(
-                    run_id, index, seqs,
-                    hashes_all[index * chunk_size:(index + 1) * chunk_size], rows, config,
-                    write_memory=write_memory,
-                    score=score, scorer_name=scorer_name, elapsed=now - last, live=live)
+                g = item if isinstance(item, Gated) else gated(index, seqs, item)
                 group.append(g)
                 errors_seen += g.err.num_rows
-                last = now  # this chunk's write is counted with the next chunk (or finish)
                 done_now += len(seqs)
                 if len(group) >= per_write:
                     full, group = group, []  # a failed write is not retried below
@@ -349,7 +370,7 @@ def run_extraction(
                 bar.close()
                 if ex is not None:
                     ex.close()
-        finish_run(store, run_id, "finished", time.perf_counter() - last)
+        finish_run(store, run_id, "finished", time.perf_counter() - clock[0])
         store.checkpoint()
         return run_result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,
                        n_chunks - len(todo))

@@ -14,7 +14,7 @@ extracted afterwards as usual.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -28,15 +28,17 @@ from ._extractor import ExtractionRows
 
 __all__ = ["verify_while_extracting"]
 
-Extracted = tuple[int, np.ndarray, ExtractionRows]
+Extracted = tuple[int, np.ndarray, Any]
 
 
 def verify_while_extracting(
     store: Store, runner: Any, todo: list[int], seqs_all: np.ndarray, chunk_size: int,
     last_seq: int, *, max_chunks: int,
+    then: Callable[[int, np.ndarray, ExtractionRows], Any] | None = None,
 ) -> tuple[VerifyReport, list[Extracted]]:
     """The report of ``verify_chain(store, upto_seq=last_seq)``, and the first
-    ``max_chunks`` chunks of ``todo`` extracted meanwhile (in ``todo`` order)."""
+    ``max_chunks`` chunks of ``todo`` extracted meanwhile (in ``todo`` order), each
+    passed through ``then(index, seqs, rows)`` when given (the batch gates them)."""
     early = todo[:max_chunks]
     need: dict[int, int] = {}
     for i in early:
@@ -61,7 +63,8 @@ def verify_while_extracting(
                 if int(seqs[-1]) > top:
                     break
                 chunk = [held.pop(q) for q in seqs.tolist() if q in held]
-                out.append((i, seqs, extract_chunk(runner, chunk)))
+                rows = extract_chunk(runner, chunk)
+                out.append((i, seqs, rows if then is None else then(i, seqs, rows)))
                 k += 1
 
     provider = runner.provider
