@@ -1,18 +1,23 @@
 """Batch extraction end to end (replay provider) against its honest floor, in one run.
 
 Figure: wall time of ``run_extraction`` (replay, model-scored; start-up and data
-generation excluded) over N simulated verdicts (100k; ``--quick``: 3k).
+generation excluded) over N simulated verdicts (100k; ``--quick``: 3k), the best of
+``--repeat`` runs (2), each on a fresh copy of the store.
 
 Floor, measured in the same run on the same data: the work a replay cannot
 skip, each part at its best:
 
 * Ed25519 verification of every verdict at the raw libsodium rate (a bare
-  ``crypto_sign_open`` loop, best of 2) times the usable cores;
+  ``crypto_sign_open`` loop, best of 5) times the usable cores;
 * SHA-256 of every entry's canonical bytes (built beforehand);
-* rendering every prompt with ``str.format`` (after ``json.loads`` of the
-  verdict payload it renders) and hashing it;
-* ``json.loads`` of every completion;
+* rendering every prompt with ``str.format`` (after reading the verdict payload
+  it renders) and hashing it;
+* reading the JSON of every completion;
 * one Arrow insert of all the run's candidate rows into an empty table.
+
+JSON is read with orjson, the fastest correct reader available (the replay path
+uses it); the floor with ``json.loads`` (the issue's first definition) is printed
+too. Each part is the best of 3 timings (the machine is shared).
 
 Ratio floor / end to end (goal >= 0.8). Also: ``Store.append`` of the same
 candidates against the raw Arrow insert (goal >= 0.8), and peak RSS.
@@ -33,14 +38,18 @@ import os
 import pstats
 import re
 import resource
+import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nacl.bindings
+import orjson
 
 import truss_lab.extract._batch as batch
-from benchmarks._result import load_average, result
+from benchmarks._result import best_time, load_average, result
 from tests.builders.stores import simulated_db
 from truss_lab.core._canonical import jcs_string
 from truss_lab.core._config import MemoryConfig
@@ -62,8 +71,10 @@ def _format_template(user: str) -> str:
     return re.sub(r"\$(\w+)", r"{\1}", user.replace("{", "{{").replace("}", "}}"))
 
 
-def floor_parts(store: Store, extractor_id: str, cand: object, cores: int) -> dict[str, float]:
-    """Seconds of each part of the floor (see the module docstring)."""
+def floor_parts(store: Store, extractor_id: str, cand: object, cores: int,
+                loads: Callable[[str], Any] = orjson.loads) -> dict[str, float]:
+    """Seconds of each part of the floor (see the module docstring), each the best of
+    several timings (the machine is shared); JSON is read with ``loads``."""
     rows = store.con.execute(
         "SELECT seq, kind, ts, key_id, payload::VARCHAR, prev_hash, signature FROM journal "
         "WHERE kind = 'contract_verdict' ORDER BY seq").fetchall()
@@ -73,54 +84,63 @@ def floor_parts(store: Store, extractor_id: str, cand: object, cores: int) -> di
                 f'"seq":{seq},"ts":{j(ts)}}}').encode()
                for seq, kind, ts, k, p, ph, _ in rows]
     parts: dict[str, float] = {}
-
-    t = time.perf_counter()
     digests = [hashlib.sha256(e).digest() for e in entries]
-    parts["sha256 of entries"] = time.perf_counter() - t
+    parts["sha256 of entries"] = best_time(
+        lambda: [hashlib.sha256(e).digest() for e in entries], 3)
 
     m = min(len(rows), 5000)
     sigs = [base64.b64decode(r[6]) + d for r, d in zip(rows[:m], digests[:m], strict=True)]
     pks = [ring[r[3]] for r in rows[:m]]
-    best = float("inf")
-    for _ in range(2):
-        t = time.perf_counter()
+
+    def verify() -> None:
         for sm, pk in zip(sigs, pks, strict=True):
             nacl.bindings.crypto_sign_open(sm, pk)
-        best = min(best, time.perf_counter() - t)
-    parts["ed25519 at raw x cores"] = best / m * len(rows) / cores
+
+    parts["ed25519 at raw x cores"] = best_time(verify, 5) / m * len(rows) / cores
 
     tpl = get_template("lesson-v1")
     fmt, system = _format_template(tpl.user), tpl.system
-    t = time.perf_counter()
-    for r in rows:
-        p = json.loads(r[4])
-        checks = p["checks"]
-        user = fmt.format(
-            contract_id=p.get("contract_id", "(unknown)"), run_id=p.get("run_id", "(unknown)"),
-            goal=p["goal"], verdict=p["verdict"], summary=p["summary"],
-            checks="\n".join(f"- check:{c['name']} [{'PASS' if c['passed'] else 'FAIL'}]: "
-                             f"{c.get('evidence') or '(no evidence recorded)'}"
-                             for c in checks) or "- (no checks)",
-            n_checks=len(checks), n_failed=sum(not c["passed"] for c in checks),
-            tags=", ".join(p.get("tags") or ()) or "(none)")
-        hashlib.sha256((system + user).encode()).digest()
-    parts["render + hash prompts"] = time.perf_counter() - t
+
+    def render() -> None:
+        for r in rows:
+            p = loads(r[4])
+            checks = p["checks"]
+            user = fmt.format(
+                contract_id=p.get("contract_id", "(unknown)"),
+                run_id=p.get("run_id", "(unknown)"),
+                goal=p["goal"], verdict=p["verdict"], summary=p["summary"],
+                checks="\n".join(f"- check:{c['name']} [{'PASS' if c['passed'] else 'FAIL'}]: "
+                                 f"{c.get('evidence') or '(no evidence recorded)'}"
+                                 for c in checks) or "- (no checks)",
+                n_checks=len(checks), n_failed=sum(not c["passed"] for c in checks),
+                tags=", ".join(p.get("tags") or ()) or "(none)")
+            hashlib.sha256((system + user).encode()).digest()
+
+    parts["render + hash prompts"] = best_time(render, 3)
 
     texts = [r[0] for r in store.con.execute(
         "SELECT text FROM completions WHERE extractor_id = ?", [extractor_id]).fetchall()]
-    t = time.perf_counter()
-    for x in texts:
-        try:
-            json.loads(x)
-        except ValueError:
-            pass
-    parts["json.loads completions"] = time.perf_counter() - t
 
-    with Store(":memory:") as fresh:
-        t = time.perf_counter()
-        fresh.con.register("cand_arrow", cand)
-        fresh.con.execute("INSERT INTO candidates SELECT * FROM cand_arrow")
-        parts["one Arrow insert"] = time.perf_counter() - t
+    def parse() -> None:
+        for x in texts:
+            try:
+                loads(x)
+            except ValueError:  # orjson.JSONDecodeError is a ValueError too
+                pass
+
+    parts["read JSON of completions"] = best_time(parse, 3)
+
+    def insert() -> None:
+        with Store(":memory:") as fresh:
+            t = time.perf_counter()
+            fresh.con.register("cand_arrow", cand)
+            fresh.con.execute("INSERT INTO candidates SELECT * FROM cand_arrow")
+            times.append(time.perf_counter() - t)
+
+    times: list[float] = []
+    for _ in range(3):
+        insert()
+    parts["one Arrow insert"] = min(times)
     return parts
 
 
@@ -131,6 +151,8 @@ def main() -> int:
     ap.add_argument("--chunk-size", type=int, default=batch.DEFAULT_CHUNK_SIZE)
     ap.add_argument("--executor", default="inline")
     ap.add_argument("--profile", action="store_true", help="print the cProfile top entries")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="end-to-end runs, best kept (default 2; 1 with --profile)")
     args = ap.parse_args()
     n = args.n or (3_000 if args.quick else 100_000)
     cores = len(os.sched_getaffinity(0))
@@ -143,21 +165,34 @@ def main() -> int:
         simulated_db(work / "data", db, runs=n, seed=11, extractors=["sim-good-v1"])
         print(f"setup: {n:,} verdicts generated and ingested in {time.perf_counter() - t:.1f}s")
 
-        with Store(db) as s:
-            ext = Extractor.replay(s, "sim-good-v1")
-            prof = cProfile.Profile() if args.profile else None
-            load0 = load_average()
-            t = time.perf_counter()
-            if prof:
-                prof.enable()
-            run = batch.run_extraction(s, ext, config, progress=False, executor=args.executor,
-                                       chunk_size=args.chunk_size)
-            if prof:
-                prof.disable()
-            e2e = time.perf_counter() - t
-            cand = s.con.sql("SELECT * FROM candidates WHERE run_id = ?",
-                             params=[run.run_id]).to_arrow_table()
-            parts = floor_parts(s, "sim-good-v1", cand, cores)
+        repeat = args.repeat or (1 if args.profile else 2)
+        e2e, run, prof = float("inf"), None, None
+        for r in range(repeat):
+            copy = work / f"run{r}.duckdb"
+            shutil.copy(db, copy)
+            with Store(copy) as s:
+                ext = Extractor.replay(s, "sim-good-v1")
+                prof = cProfile.Profile() if args.profile and r == 0 else None
+                load0 = load_average()
+                t = time.perf_counter()
+                if prof:
+                    prof.enable()
+                got = batch.run_extraction(s, ext, config, progress=False,
+                                           executor=args.executor, chunk_size=args.chunk_size)
+                if prof:
+                    prof.disable()
+                secs = time.perf_counter() - t
+                print(f"  run {r + 1}/{repeat}: {secs:.2f}s (load {load0:.2f})")
+                if secs < e2e:
+                    e2e, run = secs, got
+                    cand = s.con.sql("SELECT * FROM candidates WHERE run_id = ?",
+                                     params=[got.run_id]).to_arrow_table()
+                if r == 0:
+                    parts = floor_parts(s, "sim-good-v1", cand, cores)
+                    parts_json = floor_parts(s, "sim-good-v1", cand, cores, loads=json.loads)
+                    profile = prof
+            copy.unlink()
+        prof = profile
         floor = sum(parts.values())
         print(f"run: {run!r}")
         print(f"end to end: {e2e:.2f}s = {n / e2e:,.0f} verdicts/s (load {load0:.2f})")
@@ -167,8 +202,12 @@ def main() -> int:
         result(f"extract {n:,} verdicts: floor / end to end", e2e, "s", baseline=floor,
                ratio=floor / e2e, goal=f">= {GOAL}",
                baseline_name="Ed25519 raw x cores + SHA-256 entries + str.format prompts + "
-                             "json.loads completions + one Arrow insert",
-               note=f"{n / e2e:,.0f} verdicts/s end to end")
+                             "orjson reads + one Arrow insert",
+               note=f"{n / e2e:,.0f} verdicts/s end to end, best of {repeat}")
+        floor_json = sum(parts_json.values())
+        result("  extract: floor with json.loads / end to end (info)", e2e, "s",
+               baseline=floor_json, ratio=floor_json / e2e,
+               baseline_name="the same floor, JSON read with json.loads")
 
         # Store.append vs a raw insert, both into an empty table, best of 3.
         raws, apps, scans = [], [], []
