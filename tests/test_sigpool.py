@@ -4,6 +4,7 @@ also when a worker cannot start, dies, or answers wrongly (the driver checks its
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,16 @@ def test_worker_runs_without_the_package() -> None:
     text = Path(sigpool.__file__).with_name("_sigworker.py").read_text(encoding="utf-8")
     assert "truss_lab" not in text.split('"""')[2]
     assert "from ." not in text
+
+
+def test_an_error_in_the_driver_stops_the_workers_at_once() -> None:
+    cols = _columns([f"{json.dumps(e)}\n" for e in make_chain(10)])
+    _, records, m = sigpool._records(cols, RING)
+    procs = []
+    with pytest.raises(KeyError), sigpool.SigPool(2) as pool:
+        procs = [w.proc for w in pool._workers]
+        for _ in range(2000):  # far more work than the workers finish at once
+            pool.submit(records * 50, m * 50)
+        raise KeyError("the driver failed")
+    # killed, not left to finish the queue and exit on end of input (returncode 0)
+    assert procs and all(p.returncode == -signal.SIGKILL for p in procs)

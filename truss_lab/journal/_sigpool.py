@@ -97,7 +97,13 @@ class SigPool:
     def __enter__(self) -> SigPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is not None:
+            # Nobody will read the answers: stop now rather than after the workers
+            # have checked everything queued (seconds for a long chain).
+            for w in self._workers:
+                w.broken = True
+                w.proc.kill()
         self.close()
 
     def submit(self, records: bytes, n: int) -> int:
