@@ -93,6 +93,11 @@ class JournalColumns:
             line=None if self.line is None else self.line[:n],
         )
 
+    def extend(self, part: JournalColumns) -> None:
+        """Append ``part``'s entries (a streamed batch) to these columns, in place."""
+        for c in _COLUMNS:
+            getattr(self, c).extend(getattr(part, c))
+
     def to_pydict(self) -> dict[str, list[Any]]:
         """The columns as a dict of lists (``line`` included when known)."""
         out: dict[str, list[Any]] = {c: getattr(self, c) for c in _COLUMNS}

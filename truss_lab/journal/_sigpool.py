@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO
 
-from ._columns import _COLUMNS, JournalColumns
+from ._columns import JournalColumns
 from ._crypto import verify_signature
 from ._verify import _bad_signature, _check_range, _entry_record
 
@@ -175,8 +175,7 @@ def stream_to_workers(parts: Iterable[JournalColumns], keyring: Mapping[str, byt
     with SigPool(workers) as pool:
         for part in parts:
             base = len(cols)
-            for name in _COLUMNS:
-                getattr(cols, name).extend(getattr(part, name))
+            cols.extend(part)
             if base >= best:
                 continue  # an earlier failure is already known
             fail, records, m = _records(part, keyring)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core._errors import ChainError
 from ..core._models import LedgerRef
-from ._columns import _COLUMNS, JournalColumns
+from ._columns import JournalColumns
 from ._crypto import GENESIS_HASH, _entry_digest, verify_signature
 from ._reader import ParsedJournal, read_journal
 from ._spec import _clip
@@ -354,8 +354,7 @@ def verify_stream(
                                 thread_name_prefix="truss-verify") as ex:
             for part in parts:
                 base = len(cols)
-                for name in _COLUMNS:
-                    getattr(cols, name).extend(getattr(part, name))
+                cols.extend(part)
                 futures += [ex.submit(task, part, base, lo, min(lo + _CHUNK, len(part)))
                             for lo in range(0, len(part), _CHUNK)]
             results = [f.result() for f in futures]
