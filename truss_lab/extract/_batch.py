@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, ChainError, StoreError
+from ..core._gc import full_collections_deferred
 from ..core._models import LessonExtractionPolicy
 from ..journal._ledger import verify_chain
 from ..journal._table import check_verdict_refs, entry_payloads, verdict_refs
@@ -205,6 +206,7 @@ def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:
                 desc=f"extract {run_id}", smoothing=0.1, dynamic_ncols=True)
 
 
+@full_collections_deferred()  # the run holds its rows until they are written: core/_gc.py
 def run_extraction(
     store: Store,
     extractor: Extractor,

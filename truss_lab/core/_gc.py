@@ -1,0 +1,59 @@
+"""Bulk work and Python's cyclic garbage collector.
+
+A replay run holds the rows of up to hundreds of thousands of verdicts (small
+dicts, lists, parsed payloads) until the journal has verified and they are
+written. CPython's collector walks every tracked object on each full
+(oldest-generation) collection, and 3.11 runs one whenever the objects that
+survived the young collections have grown by a quarter since the last: a run
+that keeps building rows triggers one after another. Measured on 100k replayed
+verdicts: 12 full collections, about 1 s of the driver's ~7.5 s of CPU.
+
+:func:`full_collections_deferred` keeps the young collections (the ones that
+free short-lived cycles: exceptions, HTTP client internals) and defers the full
+ones until the bulk work ends; the first full collection afterwards finds what
+is left. It is process-wide, so overlapping uses (threads) are counted and the
+last one out restores the thresholds.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["full_collections_deferred"]
+
+# gc.set_threshold's third value: young collections between full ones. Far more
+# than any run performs (about 130 per 100k verdicts).
+_DEFERRED = 1 << 30
+
+_lock = threading.Lock()
+_depth = 0
+_saved: tuple[int, int, int] | None = None
+
+
+@contextmanager
+def full_collections_deferred() -> Iterator[None]:
+    """Within the block, the cyclic GC runs its young collections only.
+
+    Also a decorator. Thresholds someone else changed meanwhile are left alone:
+    only the value this set is put back.
+    """
+    global _depth, _saved
+    with _lock:
+        if _depth == 0:
+            now = gc.get_threshold()
+            _saved = (now[0], now[1], now[2])
+            gc.set_threshold(now[0], now[1], _DEFERRED)
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _saved is not None:
+                now = gc.get_threshold()
+                if now[2] == _DEFERRED:
+                    gc.set_threshold(now[0], now[1], _saved[2])
+                _saved = None
