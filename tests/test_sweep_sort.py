@@ -34,7 +34,7 @@ def bucket_path(monkeypatch):
     monkeypatch.setattr(su, "_PARALLEL_MIN", 8)
     monkeypatch.setattr(su, "_BUCKET_MIN", 2)
     monkeypatch.setattr(su, "_BUCKET_MAX", 1 << 40)
-    monkeypatch.setattr(su, "_BUCKET_LARGEST", 1 << 40)
+    monkeypatch.setattr(su, "_BUCKET_BITS", 99.0)
 
 
 def keys(s, y=None) -> np.ndarray:
@@ -109,9 +109,11 @@ def test_bucket_sort_declines_what_it_cannot_order_or_would_be_slow():
     assert su._bucket_sort(keys(np.r_[r[:-1], 1e9]), 2) is None
     assert su._bucket_sort(keys(np.round(r, 2)), 2) is None
     # A pile-up the 1/16 sample misses: the full count declines.
-    hidden = r.copy()
-    hidden[1 : 16 * 300 : 16] = 0.5
+    hidden = np.full(n, 0.5)
+    hidden[:: su._SAMPLE] = r[:: su._SAMPLE]  # the sample sees spread-out keys only
     assert su._bucket_sort(keys(hidden), 2) is None
+    # Piled up at the ends but spread out on the whole (like probabilities): accepted.
+    assert su._bucket_sort(keys(np.random.default_rng(3).beta(0.5, 0.5, n)), 2) is not None
     assert su._bucket_sort(keys(np.full(n, 0.5)), 2) is None  # one value
     # Keys past the largest float do not order like floats.
     assert su._bucket_sort(keys(np.r_[r[:-1], np.inf]), 2) is None
@@ -138,7 +140,7 @@ def test_distinct_counts_identical_on_both_paths(monkeypatch, kind):
     expected = distinct_counts(y, s, n_jobs=2)
     with monkeypatch.context() as m:
         for name, value in [
-            ("BUCKETS", True), ("_BUCKET_MIN", 2), ("_BUCKET_LARGEST", 1 << 40),
+            ("BUCKETS", True), ("_BUCKET_MIN", 2), ("_BUCKET_BITS", 99.0),
             ("_PARALLEL_MIN", 8),
         ]:
             m.setattr(su, name, value)
@@ -179,14 +181,14 @@ def test_numpy_path_matches_sklearn():
 )
 def test_hypothesis_both_paths_give_the_same_sweep(s, seed, n_jobs):
     y = np.random.default_rng(seed).integers(0, 2, len(s))
-    saved = (su.BUCKETS, su._BUCKET_MIN, su._BUCKET_LARGEST, su._PARALLEL_MIN)
+    saved = (su.BUCKETS, su._BUCKET_MIN, su._BUCKET_BITS, su._PARALLEL_MIN)
     try:
         su.BUCKETS = False
         expected = sweep(y, s, n_jobs=n_jobs)
-        su.BUCKETS, su._BUCKET_MIN, su._BUCKET_LARGEST, su._PARALLEL_MIN = True, 2, 1 << 40, 64
+        su.BUCKETS, su._BUCKET_MIN, su._BUCKET_BITS, su._PARALLEL_MIN = True, 2, 99.0, 64
         got = sweep(y, s, n_jobs=n_jobs)
     finally:
-        su.BUCKETS, su._BUCKET_MIN, su._BUCKET_LARGEST, su._PARALLEL_MIN = saved
+        su.BUCKETS, su._BUCKET_MIN, su._BUCKET_BITS, su._PARALLEL_MIN = saved
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
 
 
