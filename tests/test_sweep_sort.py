@@ -88,48 +88,80 @@ def test_bucket_sort_equals_np_sort(kind, n):
             np.testing.assert_array_equal(got, expected)
 
 
+def spy_parts(monkeypatch) -> list[tuple[int, bool]]:
+    """Record (length, bucket-sorted?) of every part _sort_part handles."""
+    seen: list[tuple[int, bool]] = []
+    real = su._sort_part
+
+    def spy(src: np.ndarray, dst: np.ndarray) -> bool:
+        done = real(src, dst)
+        seen.append((len(src), done))
+        return done
+
+    monkeypatch.setattr(su, "_sort_part", spy)
+    return seen
+
+
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
 @pytest.mark.usefixtures("bucket_path")
 def test_bucket_sort_runs_and_splits_over_threads(monkeypatch, n_jobs):
-    """Large spread-out input really takes the bucket sort (a new array) in up to 3 parts."""
+    """Spread-out input really takes the bucket sort, in place, in n_jobs parts."""
     monkeypatch.setattr(su, "_PARALLEL_MIN", 1000)
+    seen = spy_parts(monkeypatch)
     key = keys(hostile(5000)["random"], np.arange(5000) % 2)
-    before = key.copy()
-    got = su.sort_u64(key, n_jobs)
-    assert got is not key
-    np.testing.assert_array_equal(key, before)  # the bucket sort leaves its input alone
-    np.testing.assert_array_equal(got, np.sort(before))
+    expected = np.sort(key)
+    assert su.sort_u64(key, n_jobs) is key
+    np.testing.assert_array_equal(key, expected)
+    assert len(seen) == n_jobs
+    assert all(done for _, done in seen)
+    assert sum(length for length, _ in seen) == len(key)
+    assert min(length for length, _ in seen) > 5000 / n_jobs / 2  # sample quantiles balance
 
 
-def test_bucket_sort_declines_what_it_cannot_order_or_would_be_slow():
+def test_bucket_sort_declines_what_it_cannot_order_or_would_be_slow(monkeypatch):
     n = 1 << 15
     r = np.random.default_rng(2).random(n)
-    assert su._bucket_sort(keys(r), 2) is not None
+
+    def declines(s: np.ndarray) -> bool:
+        key = keys(s)
+        before = key.copy()
+        if su._bucket_sort(key, 2):
+            np.testing.assert_array_equal(key, np.sort(before))
+            return False
+        np.testing.assert_array_equal(key, before)  # untouched
+        return True
+
+    assert not declines(r)
     # Skewed: one outlier puts everything else in bucket 0.
-    assert su._bucket_sort(keys(np.r_[r[:-1], 1e9]), 2) is None
-    assert su._bucket_sort(keys(np.round(r, 2)), 2) is None
-    # A pile-up the 1/16 sample misses: the full count declines.
+    assert declines(np.r_[r[:-1], 1e9])
+    assert declines(np.round(r, 2))
+    # Piled up at the ends but spread out on the whole (like probabilities): accepted.
+    assert not declines(np.random.default_rng(3).beta(0.5, 0.5, n))
+    assert declines(np.full(n, 0.5))  # one value
+    # Keys past the largest float do not order like floats.
+    assert declines(np.r_[r[:-1], np.inf])
+    assert declines(np.r_[r[:-1], np.nan])
+    tiny = np.finfo(np.float64).smallest_subnormal
+    assert declines(np.arange(n) % 3 * tiny)  # the scale overflows
+    # A pile-up the 1/16 sample misses: the full count sends the part to numpy.
+    seen = spy_parts(monkeypatch)
     hidden = np.full(n, 0.5)
     hidden[:: su._SAMPLE] = r[:: su._SAMPLE]  # the sample sees spread-out keys only
-    assert su._bucket_sort(keys(hidden), 2) is None
-    # Piled up at the ends but spread out on the whole (like probabilities): accepted.
-    assert su._bucket_sort(keys(np.random.default_rng(3).beta(0.5, 0.5, n)), 2) is not None
-    assert su._bucket_sort(keys(np.full(n, 0.5)), 2) is None  # one value
-    # Keys past the largest float do not order like floats.
-    assert su._bucket_sort(keys(np.r_[r[:-1], np.inf]), 2) is None
-    assert su._bucket_sort(keys(np.r_[r[:-1], np.nan]), 2) is None
-    tiny = np.finfo(np.float64).smallest_subnormal
-    assert su._bucket_sort(keys(np.arange(n) % 3 * tiny), 2) is None  # scale overflows
+    key = keys(hidden)
+    assert su._bucket_sort(key, 1)
+    np.testing.assert_array_equal(key, np.sort(keys(hidden)))
+    assert seen == [(n, False)]
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_sort_u64_keeps_the_numpy_path_when_declining(monkeypatch, seed):
     monkeypatch.setattr(su, "BUCKETS", True)
+    seen = spy_parts(monkeypatch)
     s = hostile(1 << 15, seed)["one_outlier"]
     key = keys(s)
-    got = su.sort_u64(key, 2)
-    assert got is key  # sorted in place: the numpy path ran
-    np.testing.assert_array_equal(got, np.sort(keys(s)))
+    assert su.sort_u64(key, 2) is key
+    np.testing.assert_array_equal(key, np.sort(keys(s)))
+    assert seen == []
 
 
 @pytest.mark.parametrize("kind", KINDS)

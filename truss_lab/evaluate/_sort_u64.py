@@ -11,12 +11,12 @@ Two exact ways, same output:
 - a bucket sort for CPUs where numpy's sort of 64-bit numbers is slow (AMD Zen 4
   with its AVX-512 kernel, see :func:`numpy_sort_is_slow`): a 16-bit bucket
   that is monotone in the key, numpy's radix argsort of the buckets, a gather,
-  then timsort, which is fast on the nearly sorted result (in 2 threads, each
-  on the keys of its own buckets). ~1.7x faster at 1M keys there. It declines
-  (returns None) when the data pile up in few buckets (rounded saliences, one
-  outlier), where timsort would be slow, and then the first way runs. Its
-  extra memory: uint16 buckets, argsort's scratch and the int64 positions it
-  returns, which then hold the sorted keys (the input is left as it was).
+  then timsort, which is fast on the nearly sorted result. In threads, each
+  thread does all that for the keys between two pivots. ~1.8x faster at 1M
+  keys there. It declines when the data pile up in few buckets (rounded
+  saliences, one outlier), where timsort would be slow, and then the first
+  way runs. Its extra memory: with threads a copy of the keys (the parts),
+  uint16 buckets, argsort's int64 positions and scratch.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -37,11 +38,12 @@ _PARALLEL_MIN = 1 << 18
 #: Use the bucket sort: None decides from the CPU (numpy_sort_is_slow); tests set True/False.
 BUCKETS: bool | None = None
 
-# The bucket sort's range of sizes. Below ~16k its fixed costs (65536 buckets)
-# eat the gain (16k keys: 0.23 against 0.45 ms; 4k: 0.16 against 0.09). Above
+# The bucket sort's range of sizes. Below ~64k its fixed costs (65536 buckets)
+# eat much of the gain and declining costs up to 10% (16k keys: 0.31 against
+# 0.46 ms; skewed ones 0.50 against 0.45; 64k: 0.8x, skewed 1.05x). Above
 # ~4M the radix argsort and the gather miss the cache and the buckets outgrow
 # _BUCKET_BITS: 4M 0.83x, 6M 1.12x, 10M 1.05x numpy's time in 2 threads.
-_BUCKET_MIN = 1 << 14
+_BUCKET_MIN = 1 << 16
 _BUCKET_MAX = 4 << 20
 _N_BUCKETS = 1 << 16
 # Work left to the finishing timsort, in comparisons per key: the mean over
@@ -98,17 +100,11 @@ def _use_buckets() -> bool:
 
 
 def sort_u64(key: np.ndarray, n_jobs: int | None) -> np.ndarray:
-    """Sort a uint64 array of keys ascending, in ``n_jobs`` threads; returns the sorted array.
-
-    The result is ``key`` itself (sorted in place) or, from the bucket sort, a
-    new array (``key`` is then left unsorted).
-    """
+    """Sort a uint64 array of keys ascending in place, in ``n_jobs`` threads; returns it."""
     jobs = n_jobs if n_jobs is not None else min(4, os.cpu_count() or 1)
     n = len(key)
-    if _BUCKET_MIN <= n <= _BUCKET_MAX and _use_buckets():
-        out = _bucket_sort(key, jobs)
-        if out is not None:
-            return out
+    if _BUCKET_MIN <= n <= _BUCKET_MAX and _use_buckets() and _bucket_sort(key, jobs):
+        return key
     if jobs <= 1 or n < _PARALLEL_MIN:
         key.sort()
         return key
@@ -124,62 +120,86 @@ def sort_u64(key: np.ndarray, n_jobs: int | None) -> np.ndarray:
     return key
 
 
-def _bucket_sort(key: np.ndarray, jobs: int) -> np.ndarray | None:
-    """Sorted copy of ``key`` by buckets, or None when the data suit it badly."""
+def _bucket_sort(key: np.ndarray, jobs: int) -> bool:
+    """Sort ``key`` in place by buckets; False (``key`` untouched) when the data suit it badly."""
     n = len(key)
     if n < 2:
-        return None
+        return False
     one = np.uint64(1)
     lo = float((key.min() >> one).view(np.float64))
     hi = float((key.max() >> one).view(np.float64))
     # Above the largest float (inf, NaN) the values stop ordering like the keys.
     scale = (_N_BUCKETS - 1) / (hi - lo) if math.isfinite(hi) and hi > lo else math.inf
     if not math.isfinite(scale):
-        return None
+        return False
     # Skewed data, the usual reason to decline, show in a 1/16 sample (whose
-    # buckets are 16x smaller, 4 bits): declining then costs a small pass
-    # instead of a full one. The full count decides.
-    sample = _buckets(key[::_SAMPLE], lo, scale)
-    sample_compares = _compares(np.bincount(sample, minlength=_N_BUCKETS))
-    if float(sample_compares.sum()) / len(sample) > _BUCKET_BITS - 3:
-        return None
-    bucket = _buckets(key, lo, scale)
-    counts = np.bincount(bucket, minlength=_N_BUCKETS)
-    compares = _compares(counts)
-    if float(compares.sum()) / n > _BUCKET_BITS:
-        return None
+    # buckets are 16x smaller, 4 bits): declining then costs a small pass.
+    sample = key[::_SAMPLE]
+    counts = np.bincount(_buckets(sample, lo, scale), minlength=_N_BUCKETS)
+    if _compares(counts) / len(sample) > _BUCKET_BITS - 3:
+        return False
+    jobs = max(1, min(jobs, n // _PARALLEL_MIN))
+    if jobs == 1:
+        _sort_part(key, key)
+        return True
+    # Each thread takes the keys between two pivots (sample quantiles), so the
+    # parts are disjoint in value and their sorted runs line up end to end.
+    ranks = [len(sample) * i // jobs for i in range(1, jobs)]
+    pivots = [None, *np.partition(sample, ranks)[ranks], None]
+
+    def extract(bounds: tuple[Any, Any]) -> np.ndarray:
+        low, high = bounds
+        if low is None:
+            return key[key < high]
+        return key[key >= low] if high is None else key[(key >= low) & (key < high)]
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        # All parts are copied out before any thread writes its result back.
+        parts = list(pool.map(extract, itertools.pairwise(pivots)))
+        ends = np.cumsum([0, *map(len, parts)])
+        dests = [key[a:b] for a, b in itertools.pairwise(ends)]
+        list(pool.map(_sort_part, parts, dests))
+    return True
+
+
+def _sort_part(src: np.ndarray, dst: np.ndarray) -> bool:
+    """Write ``src`` sorted into ``dst`` (same length; it may be ``src`` itself).
+
+    The order of the buckets, then timsort (returns True); numpy's sort when
+    the buckets of this part are too full (the sample missed it) or it holds
+    one value (returns False).
+    """
+    n = len(src)
+    one = np.uint64(1)
+    lo = float((src.min() >> one).view(np.float64)) if n else 0.0
+    hi = float((src.max() >> one).view(np.float64)) if n else 0.0
+    scale = (_N_BUCKETS - 1) / (hi - lo) if hi > lo else math.inf
+    bucket = _buckets(src, lo, scale) if math.isfinite(scale) else None
+    if bucket is None or (
+        _compares(np.bincount(bucket, minlength=_N_BUCKETS)) / n > _BUCKET_BITS
+    ):
+        dst[:] = src
+        dst.sort()
+        return False
     idx = np.argsort(bucket, kind="stable")  # radix sort for 16-bit keys
     del bucket
-    # The sorted keys overwrite the positions they were gathered by (same item
-    # size), slice by slice through a small buffer: no second n-sized array.
-    out = idx.view(np.uint64)
-    jobs = max(1, min(jobs, n // _PARALLEL_MIN))
-    # Split at bucket boundaries (every key of a part is <= every key of the
-    # next) into parts of equal work: gathering a key costs about one timsort
-    # comparison, and a bucket of c keys takes c log2(c) of them.
-    ends = np.cumsum(counts)
-    work = np.cumsum(counts + compares)
-    at = np.searchsorted(work, [work[-1] * i / jobs for i in range(1, jobs)])
-    cuts = [int(ends[j]) for j in at]
-
-    def finish(lo_hi: tuple[int, int]) -> None:
-        start, stop = lo_hi
-        scratch = np.empty(min(_STEP, stop - start), dtype=np.uint64)
-        for a in range(start, stop, _STEP):
-            b = min(stop, a + _STEP)
-            # mode="clip" skips the per-index error check ("raise"), 1.5x faster;
-            # argsort's positions are always in range, so nothing is clipped.
-            np.take(key, idx[a:b], out=scratch[: b - a], mode="clip")
+    # mode="clip" skips the per-index error check ("raise"), 1.5x faster;
+    # argsort's positions are always in range, so nothing is clipped.
+    if dst is src:
+        # Gathered keys overwrite the positions they were gathered by (same
+        # item size), slice by slice through a small buffer, then go home.
+        out = idx.view(np.uint64)
+        scratch = np.empty(min(_STEP, n), dtype=np.uint64)
+        for a in range(0, n, _STEP):
+            b = min(n, a + _STEP)
+            np.take(src, idx[a:b], out=scratch[: b - a], mode="clip")
             out[a:b] = scratch[: b - a]
-        out[start:stop].sort(kind="stable")  # timsort: runs of nearly sorted data
-
-    parts = list(itertools.pairwise([0, *cuts, n]))
-    if len(parts) == 1:
-        finish(parts[0])
+        out.sort(kind="stable")  # timsort: runs of nearly sorted data
+        dst[:] = out
     else:
-        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-            list(pool.map(finish, parts))
-    return out
+        np.take(src, idx, out=dst, mode="clip")
+        dst.sort(kind="stable")
+    return True
 
 
 def _buckets(key: np.ndarray, lo: float, scale: float) -> np.ndarray:
@@ -203,10 +223,11 @@ def _buckets(key: np.ndarray, lo: float, scale: float) -> np.ndarray:
     return bucket
 
 
-def _compares(counts: np.ndarray) -> np.ndarray:
-    """Timsort's comparisons per bucket of random keys, c log2(c), from the bucket sizes c.
+def _compares(counts: np.ndarray) -> float:
+    """Timsort's comparisons for buckets of random keys, sum of c log2(c) over the sizes c.
 
-    (Sums, not a dot product: a BLAS dot may wake OpenBLAS threads that then
+    (A sum, not a dot product: a BLAS dot may wake OpenBLAS threads that then
     spin on a core.)
     """
-    return counts * np.log2(np.maximum(counts, 1))
+    c = counts[counts > 1].astype(np.float64)  # log2 of all 65536 would cost 0.15 ms
+    return float(np.sum(c * np.log2(c)))

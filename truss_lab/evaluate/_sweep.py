@@ -15,7 +15,7 @@ Speed: the distinct-threshold sweep sorts one packed uint64 key (salience
 bits + label bit) instead of an argsort plus gathers; above ~262k candidates
 the sort runs in up to 4 threads (``os.cpu_count()``), each sorting one slice of
 an in-place partition. On AMD Zen 4, where numpy's AVX-512 sort of 64-bit
-numbers is ~4x slower than elsewhere, spread-out saliences (16k to 4M of them)
+numbers is ~4x slower than elsewhere, spread-out saliences (64k to 4M of them)
 are bucket-sorted instead (``_sort_u64``: 16-bit radix buckets, then timsort of
 the nearly sorted keys; same result). Given thresholds need no sort at all.
 
