@@ -27,8 +27,8 @@ def numpy_path(monkeypatch):
 def bucket_path(monkeypatch):
     """Bucket sort at every size and skew, split over threads from 16 keys on.
 
-    The size and skew limits only pick the faster way; the split over threads is
-    where a bucket that did not grow with the key would give a wrong order.
+    The size and skew limits only pick the faster way, so lifting them tests
+    the bucket sort on inputs it would decline (ties, one value, subnormals).
     """
     monkeypatch.setattr(su, "BUCKETS", True)
     monkeypatch.setattr(su, "_PARALLEL_MIN", 8)
