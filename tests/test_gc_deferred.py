@@ -21,6 +21,8 @@ from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.store._store import Store
 
+SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "sample"
+
 
 @pytest.fixture(autouse=True)
 def _thresholds() -> Iterator[tuple[int, int, int]]:
@@ -143,4 +145,29 @@ def test_run_extraction_runs_with_full_collections_deferred(
                              verdicts="seq <= 60", chunk_size=25, progress=False, score=score)
     assert run.status == "finished"
     assert during and set(during) == {_gc._DEFERRED}
+    assert gc.get_threshold() == _thresholds
+
+
+@pytest.mark.parametrize(("name", "reader", "file"), [
+    ("ingest_completions", "read_completions", "completions.jsonl"),
+    ("ingest_labels", "read_labels", "labels.csv"),
+    ("ingest_references", "read_references", "references.jsonl"),
+])
+def test_ingest_reads_with_full_collections_deferred(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _thresholds: tuple[int, int, int],
+        name: str, reader: str, file: str) -> None:
+    from truss_lab.ingest import _ingest
+
+    during = []
+    real = getattr(_ingest, reader)
+
+    def spy(*args: object, **kw: object) -> object:
+        during.append(gc.get_threshold()[2])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_ingest, reader, spy)
+    with Store(tmp_path / "s.duckdb") as s:
+        report = getattr(_ingest, name)(s, SAMPLE / file)
+    assert report.rows_added > 0
+    assert during == [_gc._DEFERRED]
     assert gc.get_threshold() == _thresholds

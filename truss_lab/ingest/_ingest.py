@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._errors import BadInputError
+from ..core._gc import full_collections_deferred
 from ..core._models import utcnow
 from ..store._runs import record_extractor_config
 from ..store._store import Store, quote_ident
@@ -170,6 +171,7 @@ def _config_hashes(df: pd.DataFrame) -> tuple[list[str | None], dict[str, tuple[
     return hashes, kept
 
 
+@full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
 def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     """Load a FORMATS.md §2 completions file; the extractor configurations its lines
     carry are kept too (``extractor_configs``), so ``replay:EXTRACTOR_ID`` rebuilds
@@ -193,6 +195,7 @@ def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestRepo
     return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])
 
 
+@full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
 def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     """Load a FORMATS.md §3 labels CSV, or a labelling queue file (``truss-lab queue``)
     whose rows left without a label are skipped and counted (``rows_blank``)."""
@@ -280,6 +283,7 @@ def append_labels(
     return added, conflicts
 
 
+@full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
 def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     """Load a FORMATS.md §4 reference-lessons file into ``reference_lessons``.
 
