@@ -31,7 +31,7 @@ _DEFERRED = 1 << 30
 
 _lock = threading.Lock()
 _depth = 0
-_saved: tuple[int, int, int] | None = None
+_saved = 0  # the third threshold before the outermost use
 
 
 @contextmanager
@@ -44,17 +44,15 @@ def full_collections_deferred() -> Iterator[None]:
     global _depth, _saved
     with _lock:
         if _depth == 0:
-            now = gc.get_threshold()
-            _saved = (now[0], now[1], now[2])
-            gc.set_threshold(now[0], now[1], _DEFERRED)
+            young0, young1, _saved = gc.get_threshold()
+            gc.set_threshold(young0, young1, _DEFERRED)
         _depth += 1
     try:
         yield
     finally:
         with _lock:
             _depth -= 1
-            if _depth == 0 and _saved is not None:
-                now = gc.get_threshold()
-                if now[2] == _DEFERRED:
-                    gc.set_threshold(now[0], now[1], _saved[2])
-                _saved = None
+            if _depth == 0:
+                young0, young1, full = gc.get_threshold()
+                if full == _DEFERRED:
+                    gc.set_threshold(young0, young1, _saved)

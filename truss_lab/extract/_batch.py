@@ -287,18 +287,19 @@ def run_extraction(
         todo = [i for i in range(n_chunks) if i not in done]
         live = is_live(extractor.provider)
         hashes_all = batch["hash"].tolist()
-        clock = [t0]  # setup (batch, verification) counts toward the first chunk's time
+        last = t0  # setup (batch, verification) counts toward the first chunk's time
 
         def gated(index: int, seqs: np.ndarray, rows: ExtractionRows) -> Gated:
+            nonlocal last
             now = time.perf_counter()
             g = gate_chunk(
                 run_id, index, seqs, hashes_all[index * chunk_size:(index + 1) * chunk_size],
                 rows, config, write_memory=write_memory, score=score,
-                scorer_name=scorer_name, elapsed=now - clock[0], live=live)
-            clock[0] = now  # this chunk's gate and write count with the next (or finish)
+                scorer_name=scorer_name, elapsed=now - last, live=live)
+            last = now  # this chunk's gate and write count with the next (or finish)
             return g
 
-        gate_failed = [False]
+        gate_failed = False
 
         def gated_early(index: int, seqs: np.ndarray,
                         rows: ExtractionRows) -> Gated | ExtractionRows:
@@ -306,12 +307,13 @@ def run_extraction(
             # before, after verification, so the chunks gated before it are written:
             # from the first failure on, chunks stay ungated and the loop below gates
             # (and fails) again.
-            if gate_failed[0]:
+            nonlocal gate_failed
+            if gate_failed:
                 return rows
             try:
                 return gated(index, seqs, rows)
             except Exception:
-                gate_failed[0] = True
+                gate_failed = True
                 return rows
 
         early: list[tuple[int, np.ndarray, Gated | ExtractionRows]] = []
@@ -372,7 +374,7 @@ def run_extraction(
                 bar.close()
                 if ex is not None:
                     ex.close()
-        finish_run(store, run_id, "finished", time.perf_counter() - clock[0])
+        finish_run(store, run_id, "finished", time.perf_counter() - last)
         store.checkpoint()
         return run_result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,
                        n_chunks - len(todo))
