@@ -14,7 +14,7 @@ cannot be UTF-8) goes through the per-verdict path itself.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
 
@@ -74,7 +74,7 @@ def _plain(rec: tuple[Any, ...]) -> bool:
 
 
 def replay_verdicts(extractor: Extractor,
-                    verdicts: Sequence[tuple[int, str, Mapping[str, Any]]]) -> ExtractionRows:
+                    verdicts: Iterable[tuple[int, str, Mapping[str, Any]]]) -> ExtractionRows:
     """:func:`extract_verdicts` for a :class:`ReplayProvider` extractor, in bulk."""
     provider: Any = extractor.provider
     tpl = extractor.template

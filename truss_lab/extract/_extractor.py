@@ -11,7 +11,7 @@ extractor and a config, for the batch and the live learner alike.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,10 +227,10 @@ class ExtractionRows:
 
 def extract_verdicts(
     extractor: Extractor,
-    verdicts: Sequence[tuple[int, str, Mapping[str, Any]]],
+    verdicts: Iterable[tuple[int, str, Mapping[str, Any]]],
 ) -> ExtractionRows:
-    """Run the extractor over ``(seq, hash, payload)`` verdicts; never raises for one
-    bad verdict: its provider or parse failure becomes an error row."""
+    """Run the extractor over ``(seq, hash, payload)`` verdicts (read once, in order);
+    never raises for one bad verdict: its provider or parse failure becomes an error row."""
     from ._replay import ReplayProvider
 
     # The bulk path replays one sample per verdict; k samples take the general path.
