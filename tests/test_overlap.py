@@ -10,7 +10,7 @@ import pytest
 from tests.builders.stores import sample_template
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import ChainError
-from truss_lab.extract import _batch
+from truss_lab.extract import _batch, _overlap, _writes
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.store._runs import run_content_hashes
@@ -52,10 +52,53 @@ def test_early_extraction_and_grouped_writes_match_the_chunk_by_chunk_run(
     assert want[2][0][0] == 1200 and len(want[1]) == 48
 
 
+def _spy_held(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
+    """Record each held write (the chunks it wrote, uncommitted) and each commit."""
+    seen: dict[str, list] = {"writes": [], "commits": []}
+    flush, commit = _writes.HeldWrites.flush, _writes.HeldWrites.commit
+
+    def spy_flush(self: _writes.HeldWrites) -> None:
+        seen["writes"].append([g.index for g in self._group])
+        flush(self)
+
+    def spy_commit(self: _writes.HeldWrites) -> set[int]:
+        got = commit(self)
+        seen["commits"].append(got)
+        return got
+
+    monkeypatch.setattr(_writes.HeldWrites, "flush", spy_flush)
+    monkeypatch.setattr(_writes.HeldWrites, "commit", spy_commit)
+    return seen
+
+
+def _chunk_by_chunk_then_held(template: Path, tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, dict]:
+    """The results of a run written chunk by chunk after verification; then set up
+    10 chunks extracted early and written in groups of 4, with the held writes spied."""
+    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 1)
+    want = _run(template, tmp_path, "plain", "threads:1")
+    seen = _spy_held(monkeypatch)
+    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 110)  # groups of 4 chunks
+    monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 260)  # 10 chunks early
+    return want, seen
+
+
+def test_the_early_chunks_are_written_during_verification_and_committed_after(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want, seen = _chunk_by_chunk_then_held(template, tmp_path, monkeypatch)
+    assert _run(template, tmp_path, "held", "inline") == want
+    # 4 + 4 while the journal was read, the last 2 once it was; all committed
+    assert [w for w in seen["writes"] if w] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert seen["commits"] == [set(range(10))]
+
+
 def test_a_bad_chain_after_the_early_chunks_writes_nothing(
     template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 100)
+    seen = _spy_held(monkeypatch)
+    monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 100)  # 4 chunks extracted early
+    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 50)  # and written in groups of 2
     p = tmp_path / "bad.duckdb"
     shutil.copy(template, p)
     with Store(p) as s:
@@ -64,6 +107,61 @@ def test_a_bad_chain_after_the_early_chunks_writes_nothing(
         ext = Extractor.replay(s, "sim-good-v1")
         with pytest.raises(ChainError, match="seq 900"):
             run_extraction(s, ext, SCORED, run_id="r", progress=False, chunk_size=25)
+        assert [w for w in seen["writes"] if w] == [[0, 1], [2, 3]]  # then rolled back
+        assert seen["commits"] == []
         after = s.counts()
         assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs"}
         assert ext.provider.calls == 0  # type: ignore[attr-defined]
+        assert s.sql("SELECT status, n_verdicts FROM extraction_runs").fetchall() == [
+            ("failed", 0)]
+
+
+def test_a_failed_held_write_falls_back_to_writing_after_verification(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want, seen = _chunk_by_chunk_then_held(template, tmp_path, monkeypatch)
+    real = _writes.write_group
+    calls = {"n": 0}
+
+    def second_fails(store: Store, run_id: str, group: list) -> None:
+        calls["n"] += 1
+        real(store, run_id, group)
+        if calls["n"] == 2:  # after its rows went in: the rollback must take them out
+            raise OSError("disk full")
+
+    monkeypatch.setattr(_writes, "write_group", second_fails)
+    assert _run(template, tmp_path, "fallback", "inline") == want
+    assert seen["commits"] == [set()]
+
+
+def test_an_error_during_verification_rolls_back_the_held_writes(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 50)
+    real = _overlap.extract_chunk
+    calls = {"n": 0}
+
+    def fails_late(runner: object, chunk: list) -> object:
+        calls["n"] += 1
+        if calls["n"] == 7:  # three groups of 2 chunks are written by then
+            raise RuntimeError("worker lost")
+        return real(runner, chunk)
+
+    monkeypatch.setattr(_overlap, "extract_chunk", fails_late)
+    p = tmp_path / "err.duckdb"
+    shutil.copy(template, p)
+    with Store(p) as s:
+        before = s.counts()
+        ext = Extractor.replay(s, "sim-good-v1")
+        with pytest.raises(RuntimeError, match="worker lost"):
+            run_extraction(s, ext, SCORED, run_id="r", progress=False, chunk_size=25)
+        after = s.counts()
+        assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs"}
+        assert s.sql("SELECT status FROM extraction_runs").fetchall() == [("failed",)]
+        # the store is whole: the same run resumes and ends as an uninterrupted one
+        monkeypatch.setattr(_overlap, "extract_chunk", real)
+        run_extraction(s, ext, SCORED, run_id="r", progress=False, chunk_size=25,
+                       resume=True)
+        got = run_content_hashes(s, "r")
+    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 1)
+    assert got == _run(template, tmp_path, "plain", "threads:1")[0]

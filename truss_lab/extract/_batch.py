@@ -57,7 +57,7 @@ from ._gate import ScoreFunction
 from ._overlap import verify_while_extracting
 from ._providers import is_live
 from ._result import ExtractionRun, run_result
-from ._writes import Gated, gate_chunk, write_group
+from ._writes import Gated, HeldWrites, gate_chunk, write_group
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "ExtractionRun", "resolve_batch", "run_extraction"]
 
@@ -300,6 +300,11 @@ def run_extraction(
             return g
 
         gate_failed = False
+        # A live provider's chunks are written one by one (its answers cost money);
+        # recorded ones in groups of about _GROUP_VERDICTS, one append per table,
+        # since each append costs a scan of the table it checks keys against.
+        per_write = 1 if live else max(1, _GROUP_VERDICTS // chunk_size)
+        held: HeldWrites | None = None
 
         def gated_early(index: int, seqs: np.ndarray,
                         rows: ExtractionRows) -> Gated | ExtractionRows:
@@ -311,21 +316,35 @@ def run_extraction(
             if gate_failed:
                 return rows
             try:
-                return gated(index, seqs, rows)
+                g = gated(index, seqs, rows)
             except Exception:
                 gate_failed = True
                 return rows
+            if held is not None:
+                held.add(g)
+            return g
 
         early: list[tuple[int, np.ndarray, Gated | ExtractionRows]] = []
+        written: set[int] = set()  # chunks whose rows the held transaction stored
         if len(batch):
             last_seq = int(batch["seq"].iloc[-1])
             if (executor == "inline" and not live and todo
                     and config.lesson_extraction is not LessonExtractionPolicy.off):
-                # Recorded answers: extract and gate (nothing is written) while the
-                # signatures verify (_overlap.py); the driver would wait for them anyway.
-                report, early = verify_while_extracting(
-                    store, runner, todo, seqs_all, chunk_size, last_seq,
-                    max_chunks=max(1, _EARLY_VERDICTS // chunk_size), then=gated_early)
+                # Recorded answers: extract, gate and write (uncommitted) while the
+                # signatures verify (_overlap.py, _writes.HeldWrites); the driver would
+                # wait for them anyway.
+                tpl = extractor.template
+                held = HeldWrites(store, run_id, per_write,
+                                  (tpl.version, tpl.template_hash, tpl.text))
+                try:
+                    report, early = verify_while_extracting(
+                        store, runner, todo, seqs_all, chunk_size, last_seq,
+                        max_chunks=max(1, _EARLY_VERDICTS // chunk_size), then=gated_early,
+                        extracted=held.flush)
+                    if report.ok:
+                        written = held.commit()
+                finally:
+                    held.rollback()  # when not committed: a bad chain, or an error
             else:
                 report = _verify_prefix(store, last_seq)
             if not report.ok:
@@ -348,19 +367,18 @@ def run_extraction(
         errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
         ex = make_executor(executor, runner) if todo else None
         bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
-        # A live provider's chunks are written one by one (its answers cost money);
-        # recorded ones in groups of about _GROUP_VERDICTS, one append per table,
-        # since each append costs a scan of the table it checks keys against.
-        per_write = 1 if live else max(1, _GROUP_VERDICTS // chunk_size)
         group: list[Gated] = []
         try:
             rest = todo[len(early):]
             for index, seqs, item in itertools.chain(
                     early, _pipeline(store, ex, rest, seqs_all, chunk_size)):
+                done_now += len(seqs)
+                if index in written:  # stored with the verification (counted there too)
+                    bar.update(len(seqs))
+                    continue
                 g = item if isinstance(item, Gated) else gated(index, seqs, item)
                 group.append(g)
                 errors_seen += g.err.num_rows
-                done_now += len(seqs)
                 if len(group) >= per_write:
                     full, group = group, []  # a failed write is not retried below
                     write_group(store, run_id, full)

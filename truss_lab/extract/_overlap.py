@@ -35,10 +35,13 @@ def verify_while_extracting(
     store: Store, runner: Any, todo: list[int], seqs_all: np.ndarray, chunk_size: int,
     last_seq: int, *, max_chunks: int,
     then: Callable[[int, np.ndarray, ExtractionRows], Any] | None = None,
+    extracted: Callable[[], None] | None = None,
 ) -> tuple[VerifyReport, list[Extracted]]:
     """The report of ``verify_chain(store, upto_seq=last_seq)``, and the first
     ``max_chunks`` chunks of ``todo`` extracted meanwhile (in ``todo`` order), each
-    passed through ``then(index, seqs, rows)`` when given (the batch gates them)."""
+    passed through ``then(index, seqs, rows)`` when given (the batch gates them).
+    ``extracted()`` is called once the journal has been read and those chunks
+    extracted, while the last signatures may still be checked."""
     early = todo[:max_chunks]
     need: dict[int, int] = {}
     for i in early:
@@ -66,6 +69,8 @@ def verify_while_extracting(
                 rows = extract_chunk(runner, chunk)
                 out.append((i, seqs, rows if then is None else then(i, seqs, rows)))
                 k += 1
+        if extracted is not None:
+            extracted()
 
     provider = runner.provider
     tally = provider._tally() if hasattr(provider, "_tally") else None

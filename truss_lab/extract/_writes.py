@@ -17,13 +17,14 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._config import MemoryConfig
+from ..core._errors import StoreError
 from ..core._models import utcnow
-from ..store._runs import add_run_counts
+from ..store._runs import add_run_counts, record_prompt_template
 from ..store._store import Store
 from ._extractor import ExtractionRows
 from ._gate import ScoreFunction, gated_tables, record_run_verdicts, write_extraction
 
-__all__ = ["Gated", "gate_chunk", "record_completions", "write_group"]
+__all__ = ["Gated", "HeldWrites", "gate_chunk", "record_completions", "write_group"]
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -112,6 +113,84 @@ def write_group(store: Store, run_id: str, group: list[Gated]) -> None:
                        n_errors=sum(g.n_err for g in group),
                        provider_calls=sum(g.provider_calls for g in group),
                        seconds=sum(g.elapsed for g in group))
+
+
+class HeldWrites:
+    """Groups of gated chunks written while the journal still verifies, in one
+    transaction that commits only once the chain has verified.
+
+    A run writes nothing until its journal verifies (a bad chain fails the run with
+    only its run record). Recorded answers are extracted during verification
+    (:mod:`._overlap`); their writes need not wait either, only their commit: they
+    go into a transaction on a cursor of the store (whose own connection streams the
+    journal meanwhile), committed by :meth:`commit` when the chain verified and
+    rolled back by :meth:`rollback` when it did not, or when the run stops (a
+    killed process commits nothing). A write that fails rolls back everything held:
+    the run then writes its chunks after verification as it would have, and meets
+    the same failure where it did.
+    """
+
+    def __init__(self, store: Store, run_id: str, per_write: int,
+                 template: tuple[str, str, str]) -> None:
+        self._run_id = run_id
+        self._per_write = per_write
+        self._group: list[Gated] = []
+        self._written: list[int] = []
+        self._store: Store | None = store.cursor()
+        self._tx = self._store.transaction()
+        self._tx.__enter__()
+        self._guard(record_prompt_template, self._store, *template)
+
+    def _guard(self, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            self.rollback()
+
+    def add(self, g: Gated) -> None:
+        """Hold chunk ``g``; a full group is written (uncommitted)."""
+        if self._store is None:
+            return
+        self._group.append(g)
+        if len(self._group) >= self._per_write:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the chunks held so far (uncommitted)."""
+        if self._store is None or not self._group:
+            return
+        group, self._group = self._group, []
+        self._guard(write_group, self._store, self._run_id, group)
+        if self._store is not None:
+            self._written += [g.index for g in group]
+
+    def commit(self) -> set[int]:
+        """Commit the chunks written; the indexes of those now stored (none when a
+        write or the commit failed: then nothing was)."""
+        if self._store is None:
+            return set()
+        store, self._store = self._store, None
+        try:
+            self._tx.__exit__(None, None, None)
+        except StoreError:
+            return set()
+        finally:
+            store.close()
+        return set(self._written)
+
+    def rollback(self) -> None:
+        """Drop everything held; nothing of it is stored."""
+        if self._store is None:
+            return
+        store, self._store = self._store, None
+        try:
+            self._tx.__exit__(_Dropped, _Dropped(), None)
+        finally:
+            store.close()
+
+
+class _Dropped(Exception):
+    """Thrown into the held transaction to roll it back."""
 
 
 def record_completions(store: Store, records: list[dict[str, Any]],

@@ -173,6 +173,17 @@ class Store:
     def __repr__(self) -> str:
         return f"Store({self.path!r}, schema_version={SCHEMA_VERSION})"
 
+    def cursor(self) -> Store:
+        """A second handle on the same database, with its own DuckDB connection (a
+        cursor of this one) and so its own transaction: it can write, uncommitted,
+        while this store streams a query. Close it before this store."""
+        other = object.__new__(Store)
+        other.path, other.read_only, other.snapshot = self.path, self.read_only, None
+        other.con = self.con.cursor()
+        other._depth = 0
+        other.con.execute("SET TimeZone = 'UTC'")
+        return other
+
     def schema_version(self) -> int:
         """The highest migration applied (0 for an empty database)."""
         exists = self.con.execute(
