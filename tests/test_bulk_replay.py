@@ -43,6 +43,9 @@ def _both(ext: Extractor, verdicts: list[tuple[int, str, Mapping[str, Any]]]
 
 def _same(a: ExtractionRows, b: ExtractionRows) -> None:
     pd.testing.assert_frame_equal(a.candidates, b.candidates)
+    # assert_frame_equal takes a tuple for the list it equals; the rows must not
+    for col in a.candidates.select_dtypes(include="object", exclude="str").columns:
+        assert list(map(type, a.candidates[col])) == list(map(type, b.candidates[col])), col
     pd.testing.assert_frame_equal(a.errors, b.errors)
     assert a.provider_calls == b.provider_calls
     assert a.completions == b.completions

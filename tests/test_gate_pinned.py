@@ -23,8 +23,9 @@ from truss_lab.core._config import MemoryConfig
 from truss_lab.core._ids import candidate_id, derive_id, lesson_id
 from truss_lab.extract import _gate
 from truss_lab.extract._extractor import ExtractionRows, _empty_candidates
+from truss_lab.extract._frames import candidates_frame
 from truss_lab.extract._gate import gated_tables
-from truss_lab.extract._parser import candidates_frame, parse_completion
+from truss_lab.extract._parser import parse_completion
 from truss_lab.store._governed import MEMORY_WRITE
 from truss_lab.store._memory import memory_event_rows
 

@@ -31,7 +31,8 @@ from ._extractor import (
     _err,
     extract_verdicts_one,
 )
-from ._parser import candidates_frame, parse_completion
+from ._frames import CandidateColumns
+from ._parser import ParseResult, parse_fast_or_exact
 from ._prompts import render_user
 from ._providers import ChatMessage, Completion
 
@@ -81,7 +82,8 @@ def replay_verdicts(extractor: Extractor,
     ext_id, version = extractor.extractor_id, tpl.version
     config_hash = None if extractor.config is None else extractor.config.config_hash
     parts: tuple[Any, bytes] | bool | None = False  # False: not prepared yet
-    results: list[tuple[dict[str, Any], Any]] = []
+    cols = CandidateColumns(("verdict_seq", "verdict_hash", "extractor_id", "sample_index"))
+    found = False  # any lesson row (an empty frame is built its own way)
     errors: list[dict[str, Any]] = []
     completions: list[dict[str, Any]] = []
     calls = 0
@@ -109,7 +111,10 @@ def replay_verdicts(extractor: Extractor,
             calls += one[0]
             errors += one[1]
             completions += one[2]
-            results += one[3]
+            for keys, res in one[3]:
+                if res.lessons:
+                    cols.add([keys[k] for k in cols.key_names], res.lessons)
+                    found = True
             continue
         calls += 1
         try:
@@ -133,16 +138,19 @@ def replay_verdicts(extractor: Extractor,
             "latency_ms": latency, "prompt_tokens": pt, "completion_tokens": ct,
             "replayed": True, "config_hash": config_hash, "sample_index": 0,
         })
-        parsed = parse_completion(text)
-        if parsed.error is not None:
+        parsed = parse_fast_or_exact(text)
+        if type(parsed) is not ParseResult:
+            if parsed:
+                cols.add_valid((seq, vhash, ext_id, 0), parsed)
+                found = True
+        elif parsed.error is not None:
             errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
-            continue
-        if parsed.lessons:
-            results.append(({"verdict_seq": seq, "verdict_hash": vhash,
-                             "extractor_id": ext_id, "sample_index": 0}, parsed))
-    if results:
+        elif parsed.lessons:
+            cols.add((seq, vhash, ext_id, 0), parsed.lessons)
+            found = True
+    if found:
         # n_samples: the bulk path replays one-sample extractors only
-        cands = candidates_frame(results, {"prompt_version": version, "n_samples": 1})
+        cands = cols.frame({"prompt_version": version, "n_samples": 1})
     else:
         cands = _empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),

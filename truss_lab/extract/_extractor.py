@@ -29,7 +29,8 @@ from ..store._runs import (
 from ..store._store import Store
 from ._breaker import CircuitOpenError
 from ._config import ExtractorConfig
-from ._parser import candidates_frame, parse_completion
+from ._frames import candidates_frame
+from ._parser import parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
 from ._providers import Completion, CompletionRequest, Provider, provider_name, supports_n
 

@@ -51,15 +51,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..core._canonical import MAX_SAFE_INT
-from ._fastparse import all_valid_builder, fast_lessons
+from ._fastparse import Lessons, all_valid_builder, fast_lessons
 
 __all__ = [
     "COMPLETION_ERRORS",
@@ -67,9 +65,8 @@ __all__ = [
     "LESSONS_JSON_SCHEMA",
     "ParseResult",
     "ParsedLesson",
-    "candidates_frame",
     "parse_completion",
-    "parse_errors_frame",
+    "parse_fast_or_exact",
 ]
 
 # The expected shape as a JSON Schema, for servers that constrain decoding to it
@@ -151,6 +148,8 @@ class ParseResult:
     def to_frame(self) -> pd.DataFrame:
         """One row per lesson: lesson_index, text, salience (NaN when invalid),
         evidence (list[str]), valid (bool), drop_reason (str, missing when valid)."""
+        from ._frames import candidates_frame
+
         return candidates_frame([({}, self)])
 
 
@@ -377,13 +376,19 @@ def parse_completion(text: str) -> ParseResult:
     See the module docstring for where the JSON is looked for, the error codes
     and the drop reasons.
     """
+    got = parse_fast_or_exact(text)
+    return got if type(got) is ParseResult else _all_valid(got)
+
+
+def parse_fast_or_exact(text: str) -> Lessons | ParseResult:
+    """:func:`parse_completion`'s answer: the ``(text, salience, evidence)`` triples of
+    its lessons when the fast path takes the text (every lesson valid), else the
+    exact parser's :class:`ParseResult`."""
     try:
         got = fast_lessons(text) if isinstance(text, str) else None
     except Exception:  # pragma: no cover - the exact path decides instead
         got = None
-    if got is None:
-        return _parse_exact(text)
-    return _all_valid(got)
+    return _parse_exact(text) if got is None else got
 
 
 def _parse_exact(text: str) -> ParseResult:
@@ -414,80 +419,3 @@ def _kind_any(value: Any) -> str:
     if isinstance(value, _Taint):
         return "non-finite or unsafe number"
     return _kind(value)
-
-
-# ---------------------------------------------------------------------------
-# Frames
-
-
-def candidates_frame(
-    results: Iterable[tuple[Mapping[str, Any], ParseResult]],
-    constants: Mapping[str, Any] | None = None,
-) -> pd.DataFrame:
-    """Many parse results as one candidates DataFrame.
-
-    ``results`` yields ``(keys, result)``; ``keys`` (e.g. ``{"verdict_hash": …,
-    "extractor": …}``) become leading columns repeated on each lesson row, and
-    every ``keys`` mapping must have the same key names. Columns after the
-    keys: lesson_index (int64), text (str, missing when not a string),
-    salience (float64, NaN when invalid), evidence (list[str]), valid (bool),
-    drop_reason (str, missing when valid). Results with a completion-level
-    error contribute no rows (see :func:`parse_errors_frame`). ``constants``
-    (name -> value) are last columns holding one value on every row, the frame
-    ``frame[name] = value`` would make, built with the others (one construction).
-    """
-    key_names: tuple[str, ...] | None = None
-    key_cols: dict[str, list[Any]] = {}
-    lessons: list[ParsedLesson] = []
-    for keys, res in results:
-        names = tuple(keys)
-        if key_names is None:
-            key_names = names
-            key_cols = {k: [] for k in names}
-        elif names != key_names:
-            from ..core._errors import BadInputError
-
-            raise BadInputError(
-                f"every result needs the same key columns: expected {list(key_names)}, "
-                f"got {list(names)}",
-                field="keys",
-            )
-        if res.lessons:
-            n = len(res.lessons)
-            for k in names:
-                key_cols[k].extend([keys[k]] * n)
-            lessons.extend(res.lessons)
-    cols: dict[str, list[Any]] = {
-        "lesson_index": [le.lesson_index for le in lessons],
-        "text": [le.text for le in lessons],
-        "salience": [np.nan if le.salience is None else le.salience for le in lessons],
-        "evidence": [list(le.evidence) for le in lessons],
-        "valid": [le.valid for le in lessons],
-        "drop_reason": [le.drop_reason for le in lessons],
-    }
-    data: dict[str, Any] = {k: v for k, v in key_cols.items()}
-    data["lesson_index"] = np.asarray(cols["lesson_index"], dtype=np.int64)
-    data["text"] = pd.array(cols["text"], dtype="str")
-    data["salience"] = np.asarray(cols["salience"], dtype=np.float64)
-    ev = np.empty(len(cols["evidence"]), dtype=object)
-    ev[:] = cols["evidence"]
-    data["evidence"] = ev
-    data["valid"] = np.asarray(cols["valid"], dtype=bool)
-    data["drop_reason"] = pd.array(cols["drop_reason"], dtype="str")
-    n = len(cols["valid"])
-    for name, value in (constants or {}).items():
-        # A list of one str or int value infers the dtype its scalar assignment does
-        # (tests/test_bulk_replay.py compares the frames); an empty frame is left to
-        # the assignment itself.
-        data[name] = [value] * n if n and type(value) in (str, int) else value
-    return pd.DataFrame(data)
-
-
-def parse_errors_frame(
-    results: Iterable[tuple[Mapping[str, Any], ParseResult]],
-) -> pd.DataFrame:
-    """One row per result with a completion-level error: the key columns, error, detail."""
-    rows = [{**dict(keys), "error": r.error, "detail": r.detail} for keys, r in results if r.error]
-    if not rows:
-        return pd.DataFrame({"error": pd.array([], dtype="str"), "detail": pd.array([], "str")})
-    return pd.DataFrame(rows)

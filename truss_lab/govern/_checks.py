@@ -56,7 +56,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
-from ..extract._parser import candidates_frame, parse_completion
+from ..extract._frames import candidates_frame
+from ..extract._parser import parse_completion
 from ..ingest._ingest import label_problems
 from ..journal._ledger import verify_chain
 from ..journal._spec import VERDICT_KIND
