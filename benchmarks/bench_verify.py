@@ -70,21 +70,25 @@ def _raw_loop(args: tuple[list[bytes], list[bytes], list[bytes], float]) -> tupl
     return t0, time.time()
 
 
-def raw_verify_rate_concurrent(cols: JournalColumns, ring: dict[str, bytes], sample: int,
-                               cores: int) -> float:
-    """Verifies/s of ``cores`` bare libsodium loops running at once in processes.
-
-    The main baseline multiplies one core's rate by the cores, which assumes the
-    cores are free; measured this way the baseline shares the machine with whatever
-    else runs, as the figure does (under load the two baselines part).
-    """
-    msgs, sigs, pks = _sample(cols, ring, sample)
+def concurrent_rate(msgs: list[bytes], sigs: list[bytes], pks: list[bytes],
+                    cores: int) -> float:
+    """Verifies/s of ``cores`` bare libsodium loops over these signatures running at
+    once in processes: what the cores deliver together, sharing the machine with
+    whatever else runs (one core's rate times the cores assumes they are free)."""
     m = len(msgs)
     with ProcessPoolExecutor(cores) as ex:
         list(ex.map(abs, range(cores)))  # the processes exist before the clock starts
         start_at = time.time() + 0.2
         spans = list(ex.map(_raw_loop, [(msgs, sigs, pks, start_at)] * cores))
     return cores * m / (max(e for _, e in spans) - min(s for s, _ in spans))
+
+
+def raw_verify_rate_concurrent(cols: JournalColumns, ring: dict[str, bytes], sample: int,
+                               cores: int) -> float:
+    """:func:`concurrent_rate` over the first ``sample`` entries of the chain: the
+    baseline that shares the machine as the figure does (under load the two
+    baselines part)."""
+    return concurrent_rate(*_sample(cols, ring, sample), cores)
 
 
 def _proc_chunk(args: tuple[dict, dict[str, bytes]]) -> tuple[int, str, str] | None:
