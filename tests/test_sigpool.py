@@ -99,6 +99,32 @@ def test_a_failing_worker_changes_no_report(chain: list[dict], tmp_path: Path,
         assert verify_stream(iter(_parts(cols, 16)), RING, workers=2) == want, name
 
 
+def test_a_dying_worker_hands_its_requests_to_the_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first worker started answers one request and exits; the second is the real one.
+    real = Path(sigpool.__file__).with_name("_sigworker.py")
+    path = _script(tmp_path, (
+        "import os, runpy, struct, sys\n"
+        f"try:\n    os.close(os.open({str(tmp_path / 'first')!r}, os.O_CREAT | os.O_EXCL))\n"
+        f"except FileExistsError:\n    runpy.run_path({str(real)!r}, run_name='__main__')\n"
+        "    sys.exit(0)\n"
+        "h = sys.stdin.buffer.read(4)\nn = struct.unpack('<I', h)[0]\n"
+        "sys.stdin.buffer.read(128 * n)\n"
+        "sys.stdout.buffer.write(struct.pack('<i', -1))\nsys.stdout.buffer.flush()\n"))
+    monkeypatch.setattr(sigpool, "_WORKER", path)
+    monkeypatch.setattr(sigpool, "_UNIT", 4)
+    cols = _columns([f"{json.dumps(e)}\n" for e in make_chain(40)])
+    _, records, m = sigpool._records(cols, RING)
+    bad = bytearray(records)
+    bad[128 * 37 + 40] ^= 1  # a signature byte of the 38th record
+    with sigpool.SigPool(2) as pool:
+        tickets = [pool.submit(records, m) for _ in range(5)] + [pool.submit(bytes(bad), m)]
+        answers = pool.results()
+    # every request answered (none left to the caller), the dead worker's by the other
+    assert [answers[t] for t in tickets] == [-1] * 5 + [37]
+    assert (tmp_path / "first").exists()
+
+
 def test_worker_runs_without_the_package() -> None:
     # It is started as a script: importing truss_lab there would cost a second per run.
     text = Path(sigpool.__file__).with_name("_sigworker.py").read_text(encoding="utf-8")
