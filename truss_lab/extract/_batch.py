@@ -280,6 +280,7 @@ def run_extraction(
                        name=name, tags=tags)
 
     n_chunks = -(-len(batch) // chunk_size)
+    bar: Any = None
     try:
         done = {int(r[0]) for r in store.con.execute(
             "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
@@ -322,10 +323,15 @@ def run_extraction(
                 return rows
             if held is not None:
                 held.add(g)
+            shown.add(index)
+            bar.update(len(seqs))
             return g
 
         early: list[tuple[int, np.ndarray, Gated | ExtractionRows]] = []
         written: set[int] = set()  # chunks whose rows the held transaction stored
+        shown: set[int] = set()  # chunks the progress bar counted during verification
+        done_verdicts = len(batch) - sum(
+            len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
         if len(batch):
             last_seq = int(batch["seq"].iloc[-1])
             if (executor == "inline" and not live and todo
@@ -334,6 +340,8 @@ def run_extraction(
                 # signatures verify (_overlap.py, _writes.HeldWrites); the driver would
                 # wait for them anyway.
                 tpl = extractor.template
+                # The bar moves as chunks are extracted and written (uncommitted).
+                bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
                 held = HeldWrites(store, run_id, per_write,
                                   (tpl.version, tpl.template_hash, tpl.text))
                 try:
@@ -357,8 +365,6 @@ def run_extraction(
             # ADR 0011 invariant 1: no provider call, no write but the run record.
             finish_run(store, run_id, "finished", time.perf_counter() - t0)
             return run_result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
-        done_verdicts = len(batch) - sum(
-            len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
         if todo:
             tpl = extractor.template
             with store.transaction():
@@ -366,7 +372,8 @@ def run_extraction(
         done_now = 0
         errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
         ex = make_executor(executor, runner) if todo else None
-        bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
+        if bar is None:
+            bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
         group: list[Gated] = []
         try:
             rest = todo[len(early):]
@@ -374,7 +381,6 @@ def run_extraction(
                     early, _pipeline(store, ex, rest, seqs_all, chunk_size)):
                 done_now += len(seqs)
                 if index in written:  # stored with the verification (counted there too)
-                    bar.update(len(seqs))
                     continue
                 g = item if isinstance(item, Gated) else gated(index, seqs, item)
                 group.append(g)
@@ -382,14 +388,14 @@ def run_extraction(
                 if len(group) >= per_write:
                     full, group = group, []  # a failed write is not retried below
                     write_group(store, run_id, full)
-                bar.update(len(seqs))
+                if index not in shown:
+                    bar.update(len(seqs))
                 bar.set_postfix(errors=errors_seen, refresh=False)
         finally:
             try:
                 # Chunks extracted before a failure are kept, as if written one by one.
                 write_group(store, run_id, group)
             finally:
-                bar.close()
                 if ex is not None:
                     ex.close()
         finish_run(store, run_id, "finished", time.perf_counter() - last)
@@ -410,6 +416,9 @@ def run_extraction(
         except Exception:  # the store itself may be what failed
             pass
         raise
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _pipeline(store: Store, ex: Executor | None, todo: list[int], seqs_all: np.ndarray,
