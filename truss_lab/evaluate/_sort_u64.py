@@ -125,15 +125,10 @@ def sort_u64(key: np.ndarray, n_jobs: int | None) -> np.ndarray:
 def _bucket_sort(key: np.ndarray, jobs: int) -> bool:
     """Sort ``key`` in place by buckets; False (``key`` untouched) when the data suit it badly."""
     n = len(key)
-    if n < 2:
+    spread = _spread(key) if n >= 2 else None
+    if spread is None:
         return False
-    one = np.uint64(1)
-    lo = float((key.min() >> one).view(np.float64))
-    hi = float((key.max() >> one).view(np.float64))
-    # Above the largest float (inf, NaN) the values stop ordering like the keys.
-    scale = (_N_BUCKETS - 1) / (hi - lo) if math.isfinite(hi) and hi > lo else math.inf
-    if not math.isfinite(scale):
-        return False
+    lo, scale = spread
     # Skewed data, the usual reason to decline, show in a 1/16 sample (whose
     # buckets are 16x smaller, 4 bits): declining then costs a small pass.
     sample = key[::_SAMPLE]
@@ -172,11 +167,8 @@ def _sort_part(src: np.ndarray, dst: np.ndarray) -> bool:
     one value (returns False).
     """
     n = len(src)
-    one = np.uint64(1)
-    lo = float((src.min() >> one).view(np.float64)) if n else 0.0
-    hi = float((src.max() >> one).view(np.float64)) if n else 0.0
-    scale = (_N_BUCKETS - 1) / (hi - lo) if hi > lo else math.inf
-    bucket = _buckets(src, lo, scale) if math.isfinite(scale) else None
+    spread = _spread(src)
+    bucket = _buckets(src, *spread) if spread is not None else None
     if bucket is None or (
         _compares(np.bincount(bucket, minlength=_N_BUCKETS)) / n > _BUCKET_BITS
     ):
@@ -202,6 +194,21 @@ def _sort_part(src: np.ndarray, dst: np.ndarray) -> bool:
         np.take(src, idx, out=dst, mode="clip")
         dst.sort(kind="stable")
     return True
+
+
+def _spread(key: np.ndarray) -> tuple[float, float] | None:
+    """``(lo, scale)`` of the map of ``key``'s values onto the buckets, or None when
+    they cannot spread over them: no key, one value, or values above the largest
+    float (inf, NaN), which stop ordering like the keys."""
+    if not len(key):
+        return None
+    one = np.uint64(1)
+    lo = float((key.min() >> one).view(np.float64))
+    hi = float((key.max() >> one).view(np.float64))
+    if not (math.isfinite(hi) and hi > lo):
+        return None
+    scale = (_N_BUCKETS - 1) / (hi - lo)
+    return (lo, scale) if math.isfinite(scale) else None
 
 
 def _buckets(key: np.ndarray, lo: float, scale: float) -> np.ndarray:

@@ -365,7 +365,7 @@ def run_extraction(
             # ADR 0011 invariant 1: no provider call, no write but the run record.
             finish_run(store, run_id, "finished", time.perf_counter() - t0)
             return run_result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
-        if todo:
+        if todo and not written:  # a committed held write recorded it already
             tpl = extractor.template
             with store.transaction():
                 record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)

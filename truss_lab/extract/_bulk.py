@@ -83,7 +83,6 @@ def replay_verdicts(extractor: Extractor,
     config_hash = None if extractor.config is None else extractor.config.config_hash
     parts: tuple[Any, bytes] | bool | None = False  # False: not prepared yet
     cols = CandidateColumns(("verdict_seq", "verdict_hash", "extractor_id", "sample_index"))
-    found = False  # any lesson row (an empty frame is built its own way)
     errors: list[dict[str, Any]] = []
     completions: list[dict[str, Any]] = []
     calls = 0
@@ -112,9 +111,7 @@ def replay_verdicts(extractor: Extractor,
             errors += one[1]
             completions += one[2]
             for keys, res in one[3]:
-                if res.lessons:
-                    cols.add([keys[k] for k in cols.key_names], res.lessons)
-                    found = True
+                cols.add([keys[k] for k in cols.key_names], res.lessons)
             continue
         calls += 1
         try:
@@ -140,15 +137,12 @@ def replay_verdicts(extractor: Extractor,
         })
         parsed = parse_fast_or_exact(text)
         if type(parsed) is not ParseResult:
-            if parsed:
-                cols.add_valid((seq, vhash, ext_id, 0), parsed)
-                found = True
+            cols.add_valid((seq, vhash, ext_id, 0), parsed)
         elif parsed.error is not None:
             errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
-        elif parsed.lessons:
+        else:
             cols.add((seq, vhash, ext_id, 0), parsed.lessons)
-            found = True
-    if found:
+    if len(cols):  # an empty frame is built its own way
         # n_samples: the bulk path replays one-sample extractors only
         cands = cols.frame({"prompt_version": version, "n_samples": 1})
     else:

@@ -36,6 +36,9 @@ class CandidateColumns:
         self.valid: list[bool] = []
         self.drop_reason: list[str | None] = []
 
+    def __len__(self) -> int:
+        return len(self.valid)
+
     def _keys(self, values: Sequence[Any], n: int) -> None:
         for k, v in zip(self.key_names, values, strict=True):
             self.keys[k].extend([v] * n)
@@ -71,7 +74,7 @@ class CandidateColumns:
         data["evidence"] = ev
         data["valid"] = np.asarray(self.valid, dtype=bool)
         data["drop_reason"] = pd.array(self.drop_reason, dtype="str")
-        n = len(self.valid)
+        n = len(self)
         for name, value in (constants or {}).items():
             # A list of one str or int value infers the dtype its scalar assignment does
             # (tests/test_bulk_replay.py compares the frames); an empty frame is left to

@@ -47,6 +47,8 @@ _Unit = tuple[int, int, bytes]  # ticket, offset of its first record, request by
 
 
 class _Worker:
+    thread: threading.Thread  # serving the queue (start)
+
     def __init__(self, todo: queue.Queue[_Unit | None],
                  answers: dict[tuple[int, int], int]) -> None:
         # -P: the worker's own directory is not put on sys.path (its neighbours are
@@ -58,7 +60,6 @@ class _Worker:
         self.todo = todo
         self.answers = answers
         self.broken = False
-        self.thread: threading.Thread | None = None
         self.start()
 
     def start(self) -> None:
@@ -98,8 +99,7 @@ class _Worker:
                 self.todo.put(unit)
 
     def close(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
+        self.thread.join()
         try:
             self.proc.stdin.close()  # type: ignore[union-attr]  # end of input: it exits
         except OSError:
@@ -127,7 +127,6 @@ class SigPool:
             pass  # fewer (or no) workers: their batches are checked by the caller
         self._tickets: list[list[int]] = []  # per batch, the offsets of its requests
         self._finished = False
-        self._closed = False
 
     def __enter__(self) -> SigPool:
         return self
@@ -162,8 +161,7 @@ class SigPool:
             for _ in self._workers:
                 self._todo.put(None)  # after every request: each worker ends once it has none
             for w in self._workers:
-                if w.thread is not None:
-                    w.thread.join()
+                w.thread.join()
             # A worker that died handed its requests back, maybe after the others took
             # their None: the live ones serve those again.
             left: list[_Unit] = []
@@ -186,23 +184,21 @@ class SigPool:
         """Per ticket: the first failing record's index, -1 for none, None when no
         worker answered (the caller checks that batch itself)."""
         self._finish()
+        answers = self._answers
         out: list[int | None] = []
         for ticket, offsets in enumerate(self._tickets):
-            got = [self._answers.get((ticket, a)) for a in offsets]
-            if not offsets or None in got:
+            if not offsets or any((ticket, a) not in answers for a in offsets):
                 out.append(None)
                 continue
-            bad = [a + i for a, i in zip(offsets, got, strict=True) if i is not None and i >= 0]
+            bad = [a + answers[ticket, a] for a in offsets if answers[ticket, a] >= 0]
             out.append(min(bad) if bad else -1)
         return out
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
         self._finish()
         for w in self._workers:
             w.close()
+        self._workers = []
 
 
 def _records(
