@@ -25,7 +25,7 @@ from truss_lab.extract import _gate
 from truss_lab.extract._extractor import ExtractionRows, _empty_candidates
 from truss_lab.extract._frames import candidates_frame
 from truss_lab.extract._gate import gated_tables
-from truss_lab.extract._parser import parse_completion
+from truss_lab.extract._parser import ParsedLesson, parse_completion
 from truss_lab.store._governed import MEMORY_WRITE
 from truss_lab.store._memory import memory_event_rows
 
@@ -123,6 +123,7 @@ CASES: list[tuple[str, Any, dict[str, Any], str]] = [
 @pytest.mark.parametrize(("name", "rows", "kwargs", "pinned"), CASES, ids=[c[0] for c in CASES])
 def test_gated_tables_pinned(monkeypatch, name, rows, kwargs, pinned) -> None:
     monkeypatch.setattr(_gate, "utcnow", lambda: NOW)
+    kwargs = dict(kwargs)  # CASES is shared with the test below
     config = kwargs.pop("config")
     cand, mem, err = gated_tables(rows(), config, run_id="run-pin", **kwargs)
     events = memory_event_rows(mem)
@@ -186,3 +187,66 @@ def test_a_missing_prompt_version_is_refused_as_before() -> None:
     with pytest.raises(pa.ArrowTypeError, match="Expected bytes, got a 'float' object"):
         gated_tables(_missing("prompt_version")(), MemoryConfig(lesson_extraction="on"),
                      run_id="r")
+
+
+def _column_rows(samples: int = 1, lessons: Any = None) -> ExtractionRows:
+    """The rows of :func:`_rows` as replay's bulk path returns them: gathered columns,
+    no frame (the gate reads the columns; the frame is built only when asked for)."""
+    from truss_lab.extract._frames import CandidateColumns
+
+    cols = CandidateColumns(("verdict_seq", "verdict_hash", "extractor_id", "sample_index"),
+                            {"prompt_version": "lesson-v1", "n_samples": samples})
+    for v, text in enumerate(COMPLETIONS):
+        for s in range(samples):
+            got = parse_completion(text).lessons if lessons is None else lessons[v]
+            cols.add((v + 1, H[v], "ext-1", s), got)
+    return ExtractionRows(cols, _rows().errors, 4, [], samples)
+
+
+@pytest.mark.parametrize(("name", "rows", "kwargs", "pinned"),
+                         [c for c in CASES if c[1] is _rows],
+                         ids=[c[0] for c in CASES if c[1] is _rows])
+def test_the_gate_reads_gathered_columns_as_it_reads_their_frame(
+        monkeypatch, name, rows, kwargs, pinned) -> None:
+    monkeypatch.setattr(_gate, "utcnow", lambda: NOW)
+    kwargs = dict(kwargs)
+    config = kwargs.pop("config")
+    rows = _column_rows()
+    cand, mem, err = gated_tables(rows, config, run_id="run-pin", **kwargs)
+    assert _digest((cand, mem, err, memory_event_rows(mem))) == pinned, name
+    if "score" not in kwargs:  # a score function reads the frame, so one was built
+        assert rows.columns is not None
+
+
+_lesson = st.builds(
+    lambda i, text, sal, valid, ev: ParsedLesson(
+        i, text, None if sal is None else sal, tuple(ev), valid, None if valid else "why"),
+    st.integers(0, 3), st.one_of(st.none(), _text, st.integers(0, 9)),
+    st.one_of(st.none(), st.floats(0, 1), st.just(float("nan"))), st.booleans(),
+    st.lists(_text, max_size=2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_lesson, max_size=3), min_size=len(COMPLETIONS),
+                max_size=len(COMPLETIONS)),
+       st.sampled_from(["on", "model-scored", "off"]), st.booleans())
+def test_gathered_columns_with_any_values_gate_as_their_frame(
+        lessons: list[list[Any]], policy: str, write: bool) -> None:
+    """Texts that are None or not str, NaN or missing salience, any validity: where
+    the columns' values are not plain the gate falls back to the frame; either way the
+    tables are the frame's, byte for byte."""
+    config = MemoryConfig(lesson_extraction=policy)
+    rows = _column_rows(lessons=lessons)
+    frame = ExtractionRows(rows.columns.frame(), rows.errors, 4, [], 1)  # type: ignore[union-attr]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_gate, "utcnow", lambda: NOW)
+        try:
+            want = gated_tables(frame, config, run_id="r", write_memory=write)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            with pytest.raises(type(exc)):
+                gated_tables(rows, config, run_id="r", write_memory=write)
+            return
+        got = gated_tables(rows, config, run_id="r", write_memory=write)
+    for a, b in zip(got, want, strict=True):
+        assert a.schema == b.schema
+        assert a.to_pylist() == b.to_pylist() or repr(a.to_pylist()) == repr(b.to_pylist())

@@ -82,7 +82,9 @@ def replay_verdicts(extractor: Extractor,
     ext_id, version = extractor.extractor_id, tpl.version
     config_hash = None if extractor.config is None else extractor.config.config_hash
     parts: tuple[Any, bytes] | bool | None = False  # False: not prepared yet
-    cols = CandidateColumns(("verdict_seq", "verdict_hash", "extractor_id", "sample_index"))
+    # n_samples: the bulk path replays one-sample extractors only
+    cols = CandidateColumns(("verdict_seq", "verdict_hash", "extractor_id", "sample_index"),
+                            {"prompt_version": version, "n_samples": 1})
     errors: list[dict[str, Any]] = []
     completions: list[dict[str, Any]] = []
     calls = 0
@@ -142,11 +144,8 @@ def replay_verdicts(extractor: Extractor,
             errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
         else:
             cols.add((seq, vhash, ext_id, 0), parsed.lessons)
-    if len(cols):  # an empty frame is built its own way
-        # n_samples: the bulk path replays one-sample extractors only
-        cands = cols.frame({"prompt_version": version, "n_samples": 1})
-    else:
-        cands = _empty_candidates()
+    # The gate reads the columns as they are; an empty frame is built its own way.
+    cands = cols if len(cols) else _empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
                           calls, completions, 1)
 

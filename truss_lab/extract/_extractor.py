@@ -29,7 +29,7 @@ from ..store._runs import (
 from ..store._store import Store
 from ._breaker import CircuitOpenError
 from ._config import ExtractorConfig
-from ._frames import candidates_frame
+from ._frames import CandidateColumns, candidates_frame
 from ._parser import parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
 from ._providers import Completion, CompletionRequest, Provider, provider_name, supports_n
@@ -206,7 +206,6 @@ class _ConfigRecorder:
         return self.inner({**record, "config": self.config.model_dump(mode="json")})
 
 
-@dataclass
 class ExtractionRows:
     """What extraction of some verdicts produced, before any gate or write.
 
@@ -214,16 +213,38 @@ class ExtractionRows:
     return it to the single writer.
     """
 
-    candidates: pd.DataFrame
-    """One row per proposed lesson (valid or dropped)."""
-    errors: pd.DataFrame
-    """One row per verdict whose provider call or parse failed."""
-    provider_calls: int = 0
-    """How many times the provider was called."""
-    completions: list[dict[str, Any]] = field(default_factory=list)
-    """The completions received (FORMATS.md §2 fields), for recording live calls."""
-    samples: int = 1
-    """Samples drawn per verdict (k): the denominator of self-consistency."""
+    def __init__(self, candidates: pd.DataFrame | CandidateColumns, errors: pd.DataFrame,
+                 provider_calls: int = 0, completions: list[dict[str, Any]] | None = None,
+                 samples: int = 1) -> None:
+        self._candidates = candidates
+        self.errors = errors
+        """One row per verdict whose provider call or parse failed."""
+        self.provider_calls = provider_calls
+        """How many times the provider was called."""
+        self.completions: list[dict[str, Any]] = [] if completions is None else completions
+        """The completions received (FORMATS.md §2 fields), for recording live calls."""
+        self.samples = samples
+        """Samples drawn per verdict (k): the denominator of self-consistency."""
+
+    @property
+    def candidates(self) -> pd.DataFrame:
+        """One row per proposed lesson (valid or dropped)."""
+        if isinstance(self._candidates, CandidateColumns):
+            # Replay's bulk path gathers columns; the gate reads those directly
+            # (:attr:`columns`) and the frame is built only for a reader that wants it.
+            self._candidates = self._candidates.frame()
+        return self._candidates
+
+    @property
+    def columns(self) -> CandidateColumns | None:
+        """The candidates as gathered columns, while no frame of them has been built."""
+        c = self._candidates
+        return c if isinstance(c, CandidateColumns) else None
+
+    def __repr__(self) -> str:
+        n = len(self._candidates)
+        return (f"ExtractionRows({n} candidates, {len(self.errors)} errors, "
+                f"provider_calls={self.provider_calls}, samples={self.samples})")
 
 
 def extract_verdicts(

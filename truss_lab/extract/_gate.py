@@ -35,6 +35,7 @@ from ..score._consistency import consistency_clusters
 from ..store._memory import lesson_rows, write_memory_table
 from ..store._store import Store
 from ._extractor import ERROR_SCHEMA, ExtractionRows
+from ._frames import CandidateColumns
 
 __all__ = [
     "CANDIDATE_SCHEMA",
@@ -114,6 +115,71 @@ def _keys(col: pd.Series, values: list[Any]) -> pa.Array | list[Any]:
     return fast if fast is not None else values
 
 
+# What the gate returns before the written rows' ids are set: the candidates table
+# (``entry_id`` still null), the scores, the key digests, the indexes of the rows
+# written and their texts and prompt versions.
+_Candidates = tuple[pa.Table, np.ndarray, list[str], np.ndarray, "pa.Array | list[str]",
+                    "pa.Array | list[Any]"]
+_BULK_KEYS = ("verdict_seq", "verdict_hash", "extractor_id", "sample_index")
+
+
+def _plain_candidates(cols: CandidateColumns, config: MemoryConfig, *, run_id: str,
+                      write_memory: bool, scorer_name: str) -> _Candidates | None:
+    """What :func:`_frame_candidates` gives for the frame of ``cols``, built from the
+    columns' lists without the frame (replay's bulk path: one sample, the model's
+    salience as the score). None when a value is not of the plain type the frame would
+    leave as it is (a text that is not a str, a written lesson without a text): the
+    frame decides those (tests/test_gate_pinned.py compares the two)."""
+    pv = cols.constants.get("prompt_version")
+    if cols.key_names != _BULK_KEYS or type(pv) is not str:
+        return None
+    k = cols.keys
+    vh, ex, si = k["verdict_hash"], k["extractor_id"], k["sample_index"]
+    li = cols.lesson_index
+    if not set(map(type, si)) <= {int}:
+        return None
+    n = len(cols)
+    salience = np.asarray(cols.salience, dtype=np.float64)
+    valid = np.asarray(cols.valid, dtype=bool)
+    passed = apply_gate(salience, valid, config)
+    try:
+        strings = {name: pa.array(values, pa.string()) for name, values in (
+            ("verdict_hash", vh), ("extractor_id", ex), ("text", cols.text),
+            ("drop_reason", cols.drop_reason))}
+        seq = pa.array(k["verdict_seq"], pa.int64())
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    idx = np.flatnonzero(passed & write_memory)
+    texts = strings["text"].take(pa.array(idx, pa.int64()))
+    if texts.null_count:
+        return None
+    digests = key_digests(vh, ex, li, si)
+    scores = pa.array(salience, pa.float64(), from_pandas=True)
+    cand = pa.table(
+        {
+            "candidate_id": ["cand-" + d for d in digests],
+            "run_id": [run_id] * n,
+            "verdict_seq": seq,
+            "verdict_hash": strings["verdict_hash"],
+            "extractor_id": strings["extractor_id"],
+            "lesson_index": pa.array(li, pa.int32()),
+            "text": strings["text"],
+            "salience": scores,
+            "evidence": cols.evidence,
+            "valid": valid,
+            "drop_reason": strings["drop_reason"],
+            "score": scores,
+            "scorer": [scorer_name] * n,
+            "passed_gate": passed,
+            "entry_id": pa.nulls(n, pa.string()),
+            "sample_index": pa.array(si, pa.int32()),
+            "self_consistency": pa.nulls(n, pa.float64()),
+        },
+        schema=CANDIDATE_SCHEMA,
+    )
+    return cand, salience, digests, idx, texts, [pv] * len(idx)
+
+
 def gated_tables(
     rows: ExtractionRows,
     config: MemoryConfig,
@@ -124,83 +190,23 @@ def gated_tables(
     scorer_name: str = "model_salience@1",
 ) -> tuple[pa.Table, pa.Table, pa.Table]:
     """Candidates (every one, gate result included), memory rows and error rows."""
-    c = rows.candidates
-    n = len(c)
-    salience = c["salience"].to_numpy(dtype=np.float64)
-    scores = (np.asarray(score(c), dtype=np.float64) if score is not None and n
-              else salience)
-    given_valid = c["valid"].to_numpy(dtype=bool)
-    valid = given_valid
-    si = (c["sample_index"].fillna(0).astype("int64").tolist() if "sample_index" in c
-          else [0] * n)
-    consistency = np.full(n, np.nan)
-    if rows.samples > 1 and n:
-        clusters = consistency_clusters(c, samples=rows.samples)
-        consistency = clusters["self_consistency"].to_numpy(np.float64)
-        valid = valid & clusters["representative"].to_numpy(dtype=bool)
-    passed = apply_gate(scores, valid, config)
-    vh_col, ex_col = c["verdict_hash"], c["extractor_id"]
-    vh = vh_col.tolist()
-    ex = ex_col.tolist()
-    lic = c["lesson_index"]
-    # An integer dtype's tolist() gives the Python ints int() would.
-    li = (lic.tolist() if isinstance(lic.dtype, np.dtype) and lic.dtype.kind in "iu"
-          else [int(i) for i in lic])
-    # One hash per candidate: its lesson id is the same digits under another prefix,
-    # and is only spelled out for the rows written.
-    digests = key_digests(vh, ex, li, si)
-    write = passed & write_memory
-    idx = np.flatnonzero(write)
+    cols = rows.columns if score is None and rows.samples == 1 else None
+    got = None if cols is None else _plain_candidates(
+        cols, config, run_id=run_id, write_memory=write_memory, scorer_name=scorer_name)
+    if got is None:
+        got = _frame_candidates(rows, config, run_id=run_id, write_memory=write_memory,
+                                score=score, scorer_name=scorer_name)
+    cand, scores, digests, idx, texts, pv = got
     lesson_ids = ["lesson-" + digests[i] for i in idx.tolist()]
-    entry_ids: list[str | None] = [None] * n
-    for i, lid in zip(idx.tolist(), lesson_ids, strict=True):
-        entry_ids[i] = lid
-    seq = c["verdict_seq"].astype("int64").to_numpy()
-    text_col = c["text"]
-    evidence = c["evidence"].tolist()
-    if not set(map(type, evidence)) <= {list}:
-        evidence = [list(e) for e in evidence]  # lists as they are; others copied into one
-    cand = pa.table(
-        {
-            "candidate_id": ["cand-" + d for d in digests],
-            "run_id": [run_id] * n,
-            "verdict_seq": seq,
-            "verdict_hash": _keys(vh_col, vh),
-            "extractor_id": _keys(ex_col, ex),
-            "lesson_index": pa.array(li, pa.int32()),
-            "text": _text(text_col),
-            "salience": pa.array(salience, pa.float64(), from_pandas=True),
-            "evidence": evidence,
-            "valid": given_valid,
-            "drop_reason": _text(c["drop_reason"]),
-            "score": pa.array(scores, pa.float64(), from_pandas=True),
-            "scorer": [scorer_name] * n,
-            "passed_gate": passed,
-            "entry_id": pa.array(entry_ids, pa.string()),
-            "sample_index": pa.array(si, pa.int32()),
-            "self_consistency": pa.array(consistency, pa.float64(), from_pandas=True),
-        },
-        schema=CANDIDATE_SCHEMA,
-    )
+    if len(idx):
+        entry_ids: list[str | None] = [None] * cand.num_rows
+        for i, lid in zip(idx.tolist(), lesson_ids, strict=True):
+            entry_ids[i] = lid
+        cand = cand.set_column(cand.schema.get_field_index("entry_id"), "entry_id",
+                               pa.array(entry_ids, pa.string()))
     # The written rows' key, text and evidence columns are the candidate table's
-    # own, taken: the same values (evidence is list(e) in both). A missing text is
-    # the exception: the candidate stores NULL, the lesson str() of it ("nan").
-    take = pa.array(idx, pa.int64())
-    w = cand.take(take)
-    texts: pa.Array | list[str] = w.column("text").combine_chunks()
-    if w.column("text").null_count:
-        all_texts = text_col.tolist()
-        texts = [str(all_texts[i]) for i in idx]
-    pv_col = c["prompt_version"] if "prompt_version" in c else None
-    pv_arr = _strings(pv_col) if pv_col is not None else None
-    pv: pa.Array | list[Any]
-    if pv_arr is not None and not pv_arr.take(take).null_count:
-        pv = pv_arr.take(take)
-    else:
-        # No column, another dtype, or a missing version among the written rows (NaN
-        # in the list, which pa.array then handles as it always did).
-        pv_all = pv_col.tolist() if pv_col is not None else [None] * n
-        pv = [pv_all[i] for i in idx]
+    # own, taken: the same values (evidence is list(e) in both).
+    w = cand.take(pa.array(idx, pa.int64()))
     mem = lesson_rows(
         entry_ids=lesson_ids,
         texts=texts,
@@ -229,6 +235,84 @@ def gated_tables(
         schema=ERROR_SCHEMA,
     )
     return cand, mem, err
+
+
+def _frame_candidates(
+    rows: ExtractionRows, config: MemoryConfig, *, run_id: str, write_memory: bool,
+    score: ScoreFunction | None, scorer_name: str,
+) -> _Candidates:
+    """The gate's candidates (see ``_Candidates``) from the candidates frame."""
+    c = rows.candidates
+    n = len(c)
+    salience = c["salience"].to_numpy(dtype=np.float64)
+    scores = (np.asarray(score(c), dtype=np.float64) if score is not None and n
+              else salience)
+    given_valid = c["valid"].to_numpy(dtype=bool)
+    valid = given_valid
+    si = (c["sample_index"].fillna(0).astype("int64").tolist() if "sample_index" in c
+          else [0] * n)
+    consistency = np.full(n, np.nan)
+    if rows.samples > 1 and n:
+        clusters = consistency_clusters(c, samples=rows.samples)
+        consistency = clusters["self_consistency"].to_numpy(np.float64)
+        valid = valid & clusters["representative"].to_numpy(dtype=bool)
+    passed = apply_gate(scores, valid, config)
+    vh_col, ex_col = c["verdict_hash"], c["extractor_id"]
+    vh = vh_col.tolist()
+    ex = ex_col.tolist()
+    lic = c["lesson_index"]
+    # An integer dtype's tolist() gives the Python ints int() would.
+    li = (lic.tolist() if isinstance(lic.dtype, np.dtype) and lic.dtype.kind in "iu"
+          else [int(i) for i in lic])
+    # One hash per candidate: its lesson id is the same digits under another prefix,
+    # and is only spelled out for the rows written.
+    digests = key_digests(vh, ex, li, si)
+    idx = np.flatnonzero(passed & write_memory)
+    seq = c["verdict_seq"].astype("int64").to_numpy()
+    text_col = c["text"]
+    evidence = c["evidence"].tolist()
+    if not set(map(type, evidence)) <= {list}:
+        evidence = [list(e) for e in evidence]  # lists as they are; others copied into one
+    cand = pa.table(
+        {
+            "candidate_id": ["cand-" + d for d in digests],
+            "run_id": [run_id] * n,
+            "verdict_seq": seq,
+            "verdict_hash": _keys(vh_col, vh),
+            "extractor_id": _keys(ex_col, ex),
+            "lesson_index": pa.array(li, pa.int32()),
+            "text": _text(text_col),
+            "salience": pa.array(salience, pa.float64(), from_pandas=True),
+            "evidence": evidence,
+            "valid": given_valid,
+            "drop_reason": _text(c["drop_reason"]),
+            "score": pa.array(scores, pa.float64(), from_pandas=True),
+            "scorer": [scorer_name] * n,
+            "passed_gate": passed,
+            "entry_id": pa.nulls(n, pa.string()),
+            "sample_index": pa.array(si, pa.int32()),
+            "self_consistency": pa.array(consistency, pa.float64(), from_pandas=True),
+        },
+        schema=CANDIDATE_SCHEMA,
+    )
+    take = pa.array(idx, pa.int64())
+    # A missing text is the exception: the candidate stores NULL, the lesson str() of
+    # it ("nan").
+    texts: pa.Array | list[str] = cand.column("text").combine_chunks().take(take)
+    if texts.null_count:
+        all_texts = text_col.tolist()
+        texts = [str(all_texts[i]) for i in idx]
+    pv_col = c["prompt_version"] if "prompt_version" in c else None
+    pv_arr = _strings(pv_col) if pv_col is not None else None
+    pv: pa.Array | list[Any]
+    if pv_arr is not None and not pv_arr.take(take).null_count:
+        pv = pv_arr.take(take)
+    else:
+        # No column, another dtype, or a missing version among the written rows (NaN
+        # in the list, which pa.array then handles as it always did).
+        pv_all = pv_col.tolist() if pv_col is not None else [None] * n
+        pv = [pv_all[i] for i in idx]
+    return cand, scores, digests, idx, texts, pv
 
 
 def write_extraction(store: Store, cand: pa.Table, mem: pa.Table, err: pa.Table) -> int:
