@@ -323,13 +323,11 @@ def run_extraction(
                 return rows
             if held is not None:
                 held.add(g)
-            shown.add(index)
-            bar.update(len(seqs))
+            bar.update(len(seqs))  # a chunk gated here is counted here, not below
             return g
 
         early: list[tuple[int, np.ndarray, Gated | ExtractionRows]] = []
         written: set[int] = set()  # chunks whose rows the held transaction stored
-        shown: set[int] = set()  # chunks the progress bar counted during verification
         done_verdicts = len(batch) - sum(
             len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
         if len(batch):
@@ -382,13 +380,14 @@ def run_extraction(
                 done_now += len(seqs)
                 if index in written:  # stored with the verification (counted there too)
                     continue
-                g = item if isinstance(item, Gated) else gated(index, seqs, item)
+                early_gated = isinstance(item, Gated)  # the bar counted it then
+                g = item if early_gated else gated(index, seqs, item)
                 group.append(g)
                 errors_seen += g.err.num_rows
                 if len(group) >= per_write:
                     full, group = group, []  # a failed write is not retried below
                     write_group(store, run_id, full)
-                if index not in shown:
+                if not early_gated:
                     bar.update(len(seqs))
                 bar.set_postfix(errors=errors_seen, refresh=False)
         finally:

@@ -26,7 +26,7 @@ class CandidateColumns:
     ``(text, salience, evidence)`` triples of :func:`fast_lessons` (:meth:`add_valid`,
     the rows ``add`` would give for their all-valid result, without its objects).
     ``constants`` (name -> value) are columns holding one value on every row (see
-    :func:`candidates_frame`); :meth:`frame` adds them unless given others."""
+    :func:`candidates_frame`), added by :meth:`frame`."""
 
     def __init__(self, key_names: tuple[str, ...],
                  constants: Mapping[str, Any] | None = None) -> None:
@@ -82,7 +82,7 @@ class CandidateColumns:
         self.valid += [True] * n
         self.drop_reason += [None] * n
 
-    def frame(self, constants: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    def frame(self) -> pd.DataFrame:
         data: dict[str, Any] = dict(self.keys)
         data["lesson_index"] = np.asarray(self.lesson_index, dtype=np.int64)
         data["text"] = pd.array(self.text, dtype="str")
@@ -93,7 +93,7 @@ class CandidateColumns:
         data["valid"] = np.asarray(self.valid, dtype=bool)
         data["drop_reason"] = pd.array(self.drop_reason, dtype="str")
         n = len(self)
-        for name, value in (self.constants if constants is None else constants).items():
+        for name, value in self.constants.items():
             # A list of one str or int value infers the dtype its scalar assignment does
             # (tests/test_bulk_replay.py compares the frames); an empty frame is left to
             # the assignment itself.
@@ -121,7 +121,7 @@ def candidates_frame(
     for keys, res in results:
         names = tuple(keys)
         if cols is None:
-            cols = CandidateColumns(names)
+            cols = CandidateColumns(names, constants)
         elif names != cols.key_names:
             from ..core._errors import BadInputError
 
@@ -132,7 +132,7 @@ def candidates_frame(
             )
         if res.lessons:
             cols.add([keys[k] for k in names], res.lessons)
-    return (cols or CandidateColumns(())).frame(constants)
+    return (cols or CandidateColumns((), constants)).frame()
 
 
 def parse_errors_frame(

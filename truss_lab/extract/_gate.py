@@ -22,6 +22,7 @@ calls :func:`apply_gate`) and write them with :func:`write_extraction`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -115,21 +116,30 @@ def _keys(col: pd.Series, values: list[Any]) -> pa.Array | list[Any]:
     return fast if fast is not None else values
 
 
-# What the gate returns before the written rows' ids are set: the candidates table
-# (``entry_id`` still null), the scores, the key digests, the indexes of the rows
-# written and their texts and prompt versions.
-_Candidates = tuple[pa.Table, np.ndarray, list[str], np.ndarray, "pa.Array | list[str]",
-                    "pa.Array | list[Any]"]
+@dataclass
+class _Gate:
+    """One path's candidates before their table is built (:func:`gated_tables` builds it
+    once, with the ids): the data columns, the scores, each row's key digest, the rows
+    written and their texts and prompt versions."""
+
+    columns: dict[str, Any]
+    scores: np.ndarray
+    digests: list[str]
+    idx: np.ndarray
+    texts: pa.Array | list[str]
+    pv: pa.Array | list[Any]
+
+
 _BULK_KEYS = ("verdict_seq", "verdict_hash", "extractor_id", "sample_index")
 
 
-def _plain_candidates(cols: CandidateColumns, config: MemoryConfig, *, run_id: str,
-                      write_memory: bool, scorer_name: str) -> _Candidates | None:
-    """What :func:`_frame_candidates` gives for the frame of ``cols``, built from the
-    columns' lists without the frame (replay's bulk path: one sample, the model's
-    salience as the score). None when a value is not of the plain type the frame would
-    leave as it is (a text that is not a str, a written lesson without a text): the
-    frame decides those (tests/test_gate_pinned.py compares the two)."""
+def _plain_candidates(cols: CandidateColumns, config: MemoryConfig, *,
+                      write_memory: bool) -> _Gate | None:
+    """What :func:`_frame_candidates` gives for the frame of ``cols``, from the columns'
+    lists without the frame (replay's bulk path: one sample, the model's salience as the
+    score). None when a value is not of the plain type the frame would leave as it is (a
+    text that is not a str, a written lesson without a text): the frame decides those
+    (tests/test_gate_pinned.py compares the two)."""
     pv = cols.constants.get("prompt_version")
     if cols.key_names != _BULK_KEYS or type(pv) is not str:
         return None
@@ -153,31 +163,13 @@ def _plain_candidates(cols: CandidateColumns, config: MemoryConfig, *, run_id: s
     texts = strings["text"].take(pa.array(idx, pa.int64()))
     if texts.null_count:
         return None
-    digests = key_digests(vh, ex, li, si)
     scores = pa.array(salience, pa.float64(), from_pandas=True)
-    cand = pa.table(
-        {
-            "candidate_id": ["cand-" + d for d in digests],
-            "run_id": [run_id] * n,
-            "verdict_seq": seq,
-            "verdict_hash": strings["verdict_hash"],
-            "extractor_id": strings["extractor_id"],
-            "lesson_index": pa.array(li, pa.int32()),
-            "text": strings["text"],
-            "salience": scores,
-            "evidence": cols.evidence,
-            "valid": valid,
-            "drop_reason": strings["drop_reason"],
-            "score": scores,
-            "scorer": [scorer_name] * n,
-            "passed_gate": passed,
-            "entry_id": pa.nulls(n, pa.string()),
-            "sample_index": pa.array(si, pa.int32()),
-            "self_consistency": pa.nulls(n, pa.float64()),
-        },
-        schema=CANDIDATE_SCHEMA,
-    )
-    return cand, salience, digests, idx, texts, [pv] * len(idx)
+    return _Gate(
+        {"verdict_seq": seq, **strings, "lesson_index": pa.array(li, pa.int32()),
+         "salience": scores, "evidence": cols.evidence, "valid": valid, "score": scores,
+         "passed_gate": passed, "sample_index": pa.array(si, pa.int32()),
+         "self_consistency": pa.nulls(n, pa.float64())},
+        salience, key_digests(vh, ex, li, si), idx, texts, [pv] * len(idx))
 
 
 def gated_tables(
@@ -191,32 +183,36 @@ def gated_tables(
 ) -> tuple[pa.Table, pa.Table, pa.Table]:
     """Candidates (every one, gate result included), memory rows and error rows."""
     cols = rows.columns if score is None and rows.samples == 1 else None
-    got = None if cols is None else _plain_candidates(
-        cols, config, run_id=run_id, write_memory=write_memory, scorer_name=scorer_name)
+    got = None if cols is None else _plain_candidates(cols, config, write_memory=write_memory)
     if got is None:
-        got = _frame_candidates(rows, config, run_id=run_id, write_memory=write_memory,
-                                score=score, scorer_name=scorer_name)
-    cand, scores, digests, idx, texts, pv = got
+        got = _frame_candidates(rows, config, write_memory=write_memory, score=score)
+    digests, idx = got.digests, got.idx
+    n = len(digests)
+    # One hash per candidate: its lesson id is the same digits under another prefix,
+    # and is only spelled out for the rows written.
     lesson_ids = ["lesson-" + digests[i] for i in idx.tolist()]
-    if len(idx):
-        entry_ids: list[str | None] = [None] * cand.num_rows
-        for i, lid in zip(idx.tolist(), lesson_ids, strict=True):
-            entry_ids[i] = lid
-        cand = cand.set_column(cand.schema.get_field_index("entry_id"), "entry_id",
-                               pa.array(entry_ids, pa.string()))
-    # The written rows' key, text and evidence columns are the candidate table's
-    # own, taken: the same values (evidence is list(e) in both).
+    entry_ids: list[str | None] = [None] * n
+    for i, lid in zip(idx.tolist(), lesson_ids, strict=True):
+        entry_ids[i] = lid
+    cand = pa.table(
+        {"candidate_id": ["cand-" + d for d in digests], "run_id": [run_id] * n,
+         **got.columns, "scorer": [scorer_name] * n,
+         "entry_id": pa.array(entry_ids, pa.string())},
+        schema=CANDIDATE_SCHEMA,
+    )
+    # The written rows' key and evidence columns are the candidate table's own, taken:
+    # the same values (evidence is list(e) in both).
     w = cand.take(pa.array(idx, pa.int64()))
     mem = lesson_rows(
         entry_ids=lesson_ids,
-        texts=texts,
-        salience=scores[idx],
+        texts=got.texts,
+        salience=got.scores[idx],
         evidence=w.column("evidence").combine_chunks(),
         lesson_index=w.column("lesson_index").combine_chunks(),
         verdict_seq=w.column("verdict_seq").combine_chunks(),
         verdict_hash=w.column("verdict_hash").combine_chunks(),
         extractor_id=w.column("extractor_id").combine_chunks(),
-        prompt_version=pv,
+        prompt_version=got.pv,
         run_id=run_id,
         created_at=utcnow(),
     )
@@ -237,11 +233,9 @@ def gated_tables(
     return cand, mem, err
 
 
-def _frame_candidates(
-    rows: ExtractionRows, config: MemoryConfig, *, run_id: str, write_memory: bool,
-    score: ScoreFunction | None, scorer_name: str,
-) -> _Candidates:
-    """The gate's candidates (see ``_Candidates``) from the candidates frame."""
+def _frame_candidates(rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
+                      score: ScoreFunction | None) -> _Gate:
+    """The gate's candidates from the candidates frame."""
     c = rows.candidates
     n = len(c)
     salience = c["salience"].to_numpy(dtype=np.float64)
@@ -264,41 +258,17 @@ def _frame_candidates(
     # An integer dtype's tolist() gives the Python ints int() would.
     li = (lic.tolist() if isinstance(lic.dtype, np.dtype) and lic.dtype.kind in "iu"
           else [int(i) for i in lic])
-    # One hash per candidate: its lesson id is the same digits under another prefix,
-    # and is only spelled out for the rows written.
-    digests = key_digests(vh, ex, li, si)
     idx = np.flatnonzero(passed & write_memory)
-    seq = c["verdict_seq"].astype("int64").to_numpy()
     text_col = c["text"]
+    text = _text(text_col)
+    text_arr = text if isinstance(text, pa.Array) else pa.array(text, pa.string())
     evidence = c["evidence"].tolist()
     if not set(map(type, evidence)) <= {list}:
         evidence = [list(e) for e in evidence]  # lists as they are; others copied into one
-    cand = pa.table(
-        {
-            "candidate_id": ["cand-" + d for d in digests],
-            "run_id": [run_id] * n,
-            "verdict_seq": seq,
-            "verdict_hash": _keys(vh_col, vh),
-            "extractor_id": _keys(ex_col, ex),
-            "lesson_index": pa.array(li, pa.int32()),
-            "text": _text(text_col),
-            "salience": pa.array(salience, pa.float64(), from_pandas=True),
-            "evidence": evidence,
-            "valid": given_valid,
-            "drop_reason": _text(c["drop_reason"]),
-            "score": pa.array(scores, pa.float64(), from_pandas=True),
-            "scorer": [scorer_name] * n,
-            "passed_gate": passed,
-            "entry_id": pa.nulls(n, pa.string()),
-            "sample_index": pa.array(si, pa.int32()),
-            "self_consistency": pa.array(consistency, pa.float64(), from_pandas=True),
-        },
-        schema=CANDIDATE_SCHEMA,
-    )
     take = pa.array(idx, pa.int64())
     # A missing text is the exception: the candidate stores NULL, the lesson str() of
     # it ("nan").
-    texts: pa.Array | list[str] = cand.column("text").combine_chunks().take(take)
+    texts: pa.Array | list[str] = text_arr.take(take)
     if texts.null_count:
         all_texts = text_col.tolist()
         texts = [str(all_texts[i]) for i in idx]
@@ -312,7 +282,16 @@ def _frame_candidates(
         # in the list, which pa.array then handles as it always did).
         pv_all = pv_col.tolist() if pv_col is not None else [None] * n
         pv = [pv_all[i] for i in idx]
-    return cand, scores, digests, idx, texts, pv
+    return _Gate(
+        {"verdict_seq": c["verdict_seq"].astype("int64").to_numpy(),
+         "verdict_hash": _keys(vh_col, vh), "extractor_id": _keys(ex_col, ex),
+         "lesson_index": pa.array(li, pa.int32()), "text": text_arr,
+         "salience": pa.array(salience, pa.float64(), from_pandas=True),
+         "evidence": evidence, "valid": given_valid, "drop_reason": _text(c["drop_reason"]),
+         "score": pa.array(scores, pa.float64(), from_pandas=True), "passed_gate": passed,
+         "sample_index": pa.array(si, pa.int32()),
+         "self_consistency": pa.array(consistency, pa.float64(), from_pandas=True)},
+        scores, key_digests(vh, ex, li, si), idx, texts, pv)
 
 
 def write_extraction(store: Store, cand: pa.Table, mem: pa.Table, err: pa.Table) -> int:

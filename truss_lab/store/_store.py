@@ -8,6 +8,7 @@ back a COMMIT that follows a failed statement, so we never issue one.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -142,11 +143,10 @@ class Store:
             raise _lock_error(self.path, exc, read_only) from None
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from None
-        self._depth = 0
         #: Set by :func:`open_store` when this store reads a copy of a file another
         #: process is writing (:mod:`~truss_lab.store._snapshot`); removed on close.
         self.snapshot: Snapshot | None = None
-        self.con.execute("SET TimeZone = 'UTC'")
+        self._session()
         if not read_only:
             self._migrate()
         elif self.schema_version() != SCHEMA_VERSION:
@@ -177,12 +177,16 @@ class Store:
         """A second handle on the same database, with its own DuckDB connection (a
         cursor of this one) and so its own transaction: it can write, uncommitted,
         while this store streams a query. Close it before this store."""
-        other = object.__new__(Store)
-        other.path, other.read_only, other.snapshot = self.path, self.read_only, None
+        other = copy.copy(self)
+        other.snapshot = None  # this store's to remove
         other.con = self.con.cursor()
-        other._depth = 0
-        other.con.execute("SET TimeZone = 'UTC'")
+        other._session()
         return other
+
+    def _session(self) -> None:
+        # Per connection: no transaction open yet, timestamps read and written in UTC.
+        self._depth = 0
+        self.con.execute("SET TimeZone = 'UTC'")
 
     def schema_version(self) -> int:
         """The highest migration applied (0 for an empty database)."""
