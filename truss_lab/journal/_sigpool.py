@@ -84,9 +84,7 @@ class _Worker:
                     flying.append(unit)
                     pipe.write(unit[2])
                     pipe.flush()
-                if self.broken:
-                    raise OSError("stopped")
-                if not flying:
+                if self.broken or not flying:
                     break
                 got = out.read(4)
                 if len(got) != 4:
@@ -95,6 +93,7 @@ class _Worker:
                 self.answers[ticket, offset] = struct.unpack("<i", got)[0]
         except (OSError, ValueError):
             self.broken = True
+        if self.broken:  # died, or stopped by the pool (SigPool.__exit__)
             for unit in flying:  # another worker checks them, or the caller does
                 self.todo.put(unit)
 
