@@ -52,9 +52,9 @@ class CandidateColumns:
         self._key_values.append(values)
         self._key_rows.append(n)
 
-    @property
-    def keys(self) -> dict[str, list[Any]]:
-        """Per key name, its value on every row (the objects given, repeated)."""
+    def key_columns(self) -> dict[str, list[Any]]:
+        """Per key name, its value on every row (the objects given, repeated); built
+        anew on each call."""
         names = self.key_names
         # Row i holds the values of add number which[i] (map runs the loop in C).
         which = np.repeat(np.arange(len(self._key_rows)), self._key_rows).tolist()
@@ -83,7 +83,7 @@ class CandidateColumns:
         self.drop_reason += [None] * n
 
     def frame(self) -> pd.DataFrame:
-        data: dict[str, Any] = dict(self.keys)
+        data: dict[str, Any] = self.key_columns()
         data["lesson_index"] = np.asarray(self.lesson_index, dtype=np.int64)
         data["text"] = pd.array(self.text, dtype="str")
         data["salience"] = np.asarray(self.salience, dtype=np.float64)

@@ -143,7 +143,7 @@ def _plain_candidates(cols: CandidateColumns, config: MemoryConfig, *,
     pv = cols.constants.get("prompt_version")
     if cols.key_names != _BULK_KEYS or type(pv) is not str:
         return None
-    k = cols.keys
+    k = cols.key_columns()
     vh, ex, si = k["verdict_hash"], k["extractor_id"], k["sample_index"]
     li = cols.lesson_index
     if not set(map(type, si)) <= {int}:
