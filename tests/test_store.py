@@ -106,6 +106,32 @@ def test_nested_transaction_joins_outer(store) -> None:
     assert store.counts()["completions"] == 0
 
 
+def test_a_held_transaction_on_a_cursor_commits_or_drops_when_told(tmp_path) -> None:
+    # What HeldWrites does: write on a cursor, uncommitted, while the store reads;
+    # blocks inside join the held transaction, and only commit() makes rows visible.
+    with Store(tmp_path / "held.duckdb") as store:
+        key = ["verdict_hash", "extractor_id"]
+        for end, stored in (("rollback", 0), ("commit", 3)):
+            cur = store.cursor()
+            cur.begin()
+            with cur.transaction():
+                cur.append("completions", _rows(3), key=key)
+            assert cur.counts()["completions"] == 3  # its own transaction sees them
+            assert store.counts()["completions"] == 0  # not committed yet
+            with pytest.raises(StoreError, match="already open"):
+                cur.begin()
+            getattr(cur, end)()
+            cur.close()
+            assert store.counts()["completions"] == stored, end
+
+
+def test_begin_refuses_a_read_only_store(tmp_path) -> None:
+    Store(tmp_path / "ro.duckdb").close()
+    with Store(tmp_path / "ro.duckdb", read_only=True) as ro:
+        with pytest.raises(StoreError, match="read-only"):
+            ro.begin()
+
+
 def test_second_writer_gets_a_clear_lock_error(tmp_path) -> None:
     path = tmp_path / "locked.duckdb"
     Store(path).close()

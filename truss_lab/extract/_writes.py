@@ -137,8 +137,7 @@ class HeldWrites:
         self._group: list[Gated] = []
         self._written: list[int] = []
         self._store: Store | None = store.cursor()
-        self._tx = self._store.transaction()
-        self._tx.__enter__()
+        self._store.begin()
         self._guard(record_prompt_template, self._store, *template)
 
     def _guard(self, fn: Any, *args: Any) -> None:
@@ -171,7 +170,7 @@ class HeldWrites:
             return set()
         store, self._store = self._store, None
         try:
-            self._tx.__exit__(None, None, None)
+            store.commit()
         except StoreError:
             return set()
         finally:
@@ -184,13 +183,9 @@ class HeldWrites:
             return
         store, self._store = self._store, None
         try:
-            self._tx.__exit__(_Dropped, _Dropped(), None)
+            store.rollback()
         finally:
             store.close()
-
-
-class _Dropped(Exception):
-    """Thrown into the held transaction to roll it back."""
 
 
 def record_completions(store: Store, records: list[dict[str, Any]],

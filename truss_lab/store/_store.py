@@ -232,19 +232,39 @@ class Store:
             finally:
                 self._depth -= 1
             return
-        self.con.execute("BEGIN TRANSACTION")
-        self._depth = 1
+        self.begin()
         try:
             yield self.con
         except BaseException:
-            self._depth = 0
-            self.con.execute("ROLLBACK")
+            self.rollback()
             raise
+        self.commit()
+
+    def begin(self) -> None:
+        """Open a transaction that stays open until :meth:`commit` or :meth:`rollback`
+        (what :meth:`transaction` does around a block, for a writer whose commit is
+        decided later, e.g. on a :meth:`cursor`); :meth:`transaction` blocks in
+        between join it."""
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only")
+        if self._depth:
+            raise StoreError("a transaction is already open on this connection")
+        self.con.execute("BEGIN TRANSACTION")
+        self._depth = 1
+
+    def commit(self) -> None:
+        """Commit the transaction :meth:`begin` opened; a failed commit raises
+        :class:`StoreError` and writes nothing."""
         self._depth = 0
         try:
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
             raise StoreError(f"commit failed, nothing was written: {exc}") from None
+
+    def rollback(self) -> None:
+        """Drop everything written since :meth:`begin`."""
+        self._depth = 0
+        self.con.execute("ROLLBACK")
 
     def append(
         self,
