@@ -246,6 +246,7 @@ def main() -> int:
 
         repeat = args.repeat or (1 if args.profile else 3)
         e2e, run, prof, cpu = float("inf"), None, None, (0.0, 0.0)
+        runs: list[float] = []
         for r in range(repeat):
             copy = work / f"run{r}.duckdb"
             shutil.copy(db, copy)
@@ -262,6 +263,7 @@ def main() -> int:
                 if prof:
                     prof.disable()
                 secs = time.perf_counter() - t
+                runs.append(secs)
                 driver, workers = (b - a for a, b in zip(cpu0, cpu_seconds(), strict=True))
                 print(f"  run {r + 1}/{repeat}: {secs:.2f}s (load {load0:.2f}); CPU: "
                       f"driver process {driver:.2f}s, worker processes {workers:.2f}s")
@@ -286,7 +288,8 @@ def main() -> int:
                ratio=floor / e2e, goal=f">= {GOAL}",
                baseline_name="Ed25519 raw x cores + SHA-256 entries + str.format prompts + "
                              "orjson reads + one Arrow insert",
-               note=f"{n / e2e:,.0f} verdicts/s end to end, best of {repeat}")
+               note=f"{n / e2e:,.0f} verdicts/s end to end, best of {repeat} runs: "
+                    + ", ".join(f"{x:.2f}s" for x in runs))
         # Both cores are busy for the whole run, so the end to end time cannot drop
         # below all the CPU it spends over the cores: this says how much of the gap
         # to the floor is work (CPU) and how much is waiting (imperfect overlap).
