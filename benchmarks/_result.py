@@ -22,7 +22,7 @@ import shlex
 import time
 from collections.abc import Callable
 
-__all__ = ["FIELDS", "best_time", "load_average", "result", "result_line"]
+__all__ = ["FIELDS", "best_time", "best_times", "load_average", "result", "result_line"]
 
 FIELDS = ("name", "value", "unit", "baseline", "ratio", "goal", "baseline_name", "load", "note")
 
@@ -76,4 +76,15 @@ def best_time(fn: Callable[[], object], repeat: int) -> float:
         t0 = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def best_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """:func:`best_time` of each of ``fns``, their calls interleaved (``repeat`` rounds
+    of one call each): a figure and its baseline then meet the same moments of a shared
+    machine, where back-to-back blocks of calls can each meet a different neighbour."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], best_time(fn, 1))
     return best

@@ -7,7 +7,7 @@ V resample counts (``rng.integers(0, V, V)`` + ``np.bincount``), then the two
 weighted count products it needs (replicate weights x per-verdict histograms of
 candidates and of positives over the threshold bins, float32 matmuls). Everything
 else (histograms, cumulative sums, metrics, intervals) is overhead on top.
-Goal: bootstrap / floor <= 2. Timings are the best of several runs.
+Goal: bootstrap / floor <= 2. Timings are the best of 5 runs, the two interleaved.
 
     .venv/bin/python -m benchmarks.bench_bootstrap [--quick]
 """
@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from benchmarks._result import best_time, load_average, result
+from benchmarks._result import best_times, load_average, result
 from truss_lab.evaluate._bootstrap import bootstrap_metrics
 
 GOAL = 2.0
@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=None)
     args = ap.parse_args()
     n_b, n_v, n_boot = (10_000, 2_000, 200) if args.quick else (100_000, 20_000, 1000)
-    repeat = args.repeat or (2 if args.quick else 3)
+    repeat = args.repeat or (2 if args.quick else 5)
     warnings.simplefilter("ignore")
     rng = np.random.default_rng(0)
     groups = rng.integers(0, n_v, n_b)
@@ -56,9 +56,9 @@ def main() -> None:
     h_pos = np.zeros_like(h_all)
     np.add.at(h_pos, (groups[y == 1], bins[y == 1]), 1)
 
-    t_boot = best_time(lambda: bootstrap_metrics(y, s, groups, thresholds=grid,
-                                                 n_boot=n_boot), repeat)
-    t_floor = best_time(lambda: floor(n_boot, n_v, h_all, h_pos), repeat)
+    t_boot, t_floor = best_times([
+        lambda: bootstrap_metrics(y, s, groups, thresholds=grid, n_boot=n_boot),
+        lambda: floor(n_boot, n_v, h_all, h_pos)], repeat)
     print(f"{n_boot}-replicate verdict bootstrap, {n_b:,} candidates in {n_v:,} verdicts, "
           f"{len(grid)} thresholds; load average {load_average():.2f}")
     print(f"  bootstrap_metrics           {t_boot:8.3f} s ({1000 * t_boot / n_boot:.2f} ms/rep)")

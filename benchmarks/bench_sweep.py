@@ -8,7 +8,8 @@ Prints, from one run:
 3. peak traced memory of a 10M-candidate sweep / size of its input arrays
    (goal <= 3).
 
-Timings are the best of several runs (the machine is shared). Run:
+Timings are the best of several runs, the sweep and its baselines interleaved (the
+machine is shared). Run:
 ``.venv/bin/python -m benchmarks.bench_sweep`` (``--quick`` for small sizes).
 """
 
@@ -24,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics import precision_recall_curve
 
-from benchmarks._result import best_time, result
+from benchmarks._result import best_times, result
 from truss_lab.evaluate._sweep import sweep
 
 
@@ -64,12 +65,10 @@ def main() -> None:
     n = 1_000_000 // scale
     s = rng.random(n)
     y = (rng.random(n) < s).astype(np.int8)
-    t_sweep = best_time(lambda: sweep(y, s), repeat)
-    t_sk = best_time(lambda: precision_recall_curve(y, s), repeat)
-    t_argsort = best_time(lambda: np.argsort(s), repeat)
     s2 = np.round(s, 2)
-    t_sweep2 = best_time(lambda: sweep(y, s2), repeat)
-    t_sk2 = best_time(lambda: precision_recall_curve(y, s2), repeat)
+    t_sweep, t_sk, t_argsort, t_sweep2, t_sk2 = best_times([
+        lambda: sweep(y, s), lambda: precision_recall_curve(y, s), lambda: np.argsort(s),
+        lambda: sweep(y, s2), lambda: precision_recall_curve(y, s2)], repeat)
     print(f"1. sweep of {n:,} candidates (distinct float saliences; labels int8)")
     line("sweep (s)", t_sweep)
     line("sklearn precision_recall_curve (s)", t_sk)
