@@ -86,3 +86,16 @@ def test_bench_all_reads_only_result_lines_and_flags_failures() -> None:
     assert bench.figures_of("bench_x.py", 0, "no figures", "")[0].error
     with pytest.raises(ValueError, match="goal"):
         result_line("x", 1.0, "s", goal="0.8")
+
+
+def test_best_times_interleaves_the_calls_and_keeps_each_ones_fastest(monkeypatch) -> None:
+    # A figure and its baseline must meet the same moments of a shared machine: one
+    # call of each per round, and each keeps the fastest of its own calls.
+    from benchmarks import _result
+
+    clock = iter([0.0, 5.0, 10.0, 11.0, 20.0, 21.0, 30.0, 39.0])  # a 5, b 1, a 1, b 9
+    monkeypatch.setattr(_result.time, "perf_counter", lambda: next(clock))
+    calls: list[str] = []
+    best = _result.best_times([lambda: calls.append("a"), lambda: calls.append("b")], 2)
+    assert calls == ["a", "b", "a", "b"]
+    assert best == [1.0, 1.0]
