@@ -28,7 +28,7 @@ that rate, not the multiplied one). Also: ``Store.append`` of the same
 candidates against the raw Arrow insert (goal >= 0.8), and peak RSS.
 ``--profile`` prints the cProfile top entries of the end-to-end run.
 
-``--without-replay`` (a diagnostic, not in ``make bench``) also times the run with
+Info, in a full run (``--quick`` with ``--without-replay``): the run with
 replay's own per-verdict work taken out: each chunk's rows are captured from one run
 and handed back, unchanged, to the next runs, so what remains is verification, the
 gate and the writes. Its ratio is the most that making replay itself faster could
@@ -231,7 +231,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=None,
                     help="end-to-end runs, best kept (default 3; 1 with --profile)")
     ap.add_argument("--without-replay", action="store_true",
-                    help="also time runs whose chunks' rows are given (inline executor)")
+                    help="with --quick: also time runs whose chunks' rows are handed back "
+                         "(always in a full run)")
     args = ap.parse_args()
     n = args.n or (3_000 if args.quick else 100_000)
     cores = len(os.sched_getaffinity(0))
@@ -348,7 +349,9 @@ def main() -> int:
                note=f"secret scan {min(scans):.3f}s")
         print(f"peak RSS: {rss_mib():,.0f} MiB")
 
-        if args.without_replay:
+        # Handing rows back replaces the inline executor's extract_chunk (a worker
+        # process would run its own).
+        if (args.without_replay or not args.quick) and args.executor == "inline":
             given = without_replay(db, work, config, repeat, args.chunk_size, _counts(run))
             print(f"without replay's own work: {given:.2f}s (best of {repeat})")
             result("  extract: floor / end to end, replay work taken out (info)", given,
