@@ -57,7 +57,8 @@ import resource
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,81 +90,90 @@ def _format_template(user: str) -> str:
     return re.sub(r"\$(\w+)", r"{\1}", user.replace("{", "{{").replace("}", "}}"))
 
 
-def floor_parts(store: Store, extractor_id: str, cand: object, cores: int,
-                loads: Callable[[str], Any] = orjson.loads,
-                concurrent: dict[str, float] | None = None) -> dict[str, float]:
-    """Seconds of each part of the floor (see the module docstring), each the best of
-    several timings (the machine is shared); JSON is read with ``loads``. When given,
-    ``concurrent`` gets the seconds of the Ed25519 part at :func:`concurrent_rate`."""
-    rows = store.con.execute(
-        "SELECT seq, kind, ts, key_id, payload::VARCHAR, prev_hash, signature FROM journal "
-        "WHERE kind = 'contract_verdict' ORDER BY seq").fetchall()
-    ring = stored_keyring(store)
-    j = jcs_string
-    entries = [(f'{{"key_id":{j(k)},"kind":{j(kind)},"payload":{p},"prev_hash":{j(ph)},'
-                f'"seq":{seq},"ts":{j(ts)}}}').encode()
-               for seq, kind, ts, k, p, ph, _ in rows]
-    parts: dict[str, float] = {}
-    digests = [hashlib.sha256(e).digest() for e in entries]
-    parts["sha256 of entries"] = best_time(
-        lambda: [hashlib.sha256(e).digest() for e in entries], 3)
+JSON_PARTS = ("render + hash prompts", "read JSON of completions")
+"""The floor's parts that read JSON: the only ones its json.loads variant times again."""
 
-    m = min(len(rows), 5000)
-    msgs = digests[:m]
-    sigs = [base64.b64decode(r[6]) for r in rows[:m]]
-    pks = [ring[r[3]] for r in rows[:m]]
 
-    parts["ed25519 at raw x cores"] = (
-        best_time(lambda: verify_all(msgs, sigs, pks), 5) / m * len(rows) / cores)
-    if concurrent is not None:
-        # Not a floor part: the same signatures at the rate of `cores` loops run at once.
-        concurrent["ed25519 at the concurrent raw rate"] = len(rows) / max(
-            concurrent_rate(msgs, sigs, pks, cores) for _ in range(2))
+class Floor:
+    """The floor's inputs, read from the store once; :meth:`parts` times them (each
+    round of the benchmark does, and keeps each part at its best)."""
 
-    tpl = get_template("lesson-v1")
-    fmt, system = _format_template(tpl.user), tpl.system
+    def __init__(self, store: Store, extractor_id: str) -> None:
+        self.rows = store.con.execute(
+            "SELECT seq, kind, ts, key_id, payload::VARCHAR, prev_hash, signature FROM journal "
+            "WHERE kind = 'contract_verdict' ORDER BY seq").fetchall()
+        ring = stored_keyring(store)
+        j = jcs_string
+        self.entries = [(f'{{"key_id":{j(k)},"kind":{j(kind)},"payload":{p},'
+                         f'"prev_hash":{j(ph)},"seq":{seq},"ts":{j(ts)}}}').encode()
+                        for seq, kind, ts, k, p, ph, _ in self.rows]
+        m = min(len(self.rows), 5000)
+        self.msgs = [hashlib.sha256(e).digest() for e in self.entries[:m]]
+        self.sigs = [base64.b64decode(r[6]) for r in self.rows[:m]]
+        self.pks = [ring[r[3]] for r in self.rows[:m]]
+        tpl = get_template("lesson-v1")
+        self.fmt, self.system = _format_template(tpl.user), tpl.system
+        self.texts = [r[0] for r in store.con.execute(
+            "SELECT text FROM completions WHERE extractor_id = ?", [extractor_id]).fetchall()]
 
-    def render() -> None:
-        for r in rows:
-            p = loads(r[4])
-            checks = p["checks"]
-            user = fmt.format(
-                contract_id=p.get("contract_id", "(unknown)"),
-                run_id=p.get("run_id", "(unknown)"),
-                goal=p["goal"], verdict=p["verdict"], summary=p["summary"],
-                checks="\n".join(f"- check:{c['name']} [{'PASS' if c['passed'] else 'FAIL'}]: "
-                                 f"{c.get('evidence') or '(no evidence recorded)'}"
-                                 for c in checks) or "- (no checks)",
-                n_checks=len(checks), n_failed=sum(not c["passed"] for c in checks),
-                tags=", ".join(p.get("tags") or ()) or "(none)")
-            hashlib.sha256((system + user).encode()).digest()
+    def parts(self, cand: object, cores: int,
+              concurrent: dict[str, float] | None = None) -> dict[str, float]:
+        """Seconds of each part of the floor (see the module docstring), each the best of
+        several timings (the machine is shared), JSON read with orjson. When given,
+        ``concurrent`` gets the seconds of the Ed25519 part at :func:`concurrent_rate`."""
+        n, m = len(self.rows), len(self.msgs)
+        entries = self.entries
+        parts = {"sha256 of entries": best_time(
+            lambda: [hashlib.sha256(e).digest() for e in entries], 3)}
+        parts["ed25519 at raw x cores"] = (
+            best_time(lambda: verify_all(self.msgs, self.sigs, self.pks), 5) / m * n / cores)
+        if concurrent is not None:
+            # Not a floor part: the same signatures at the rate of `cores` loops run at once.
+            concurrent["ed25519 at the concurrent raw rate"] = n / max(
+                concurrent_rate(self.msgs, self.sigs, self.pks, cores) for _ in range(2))
+        parts.update(self.json_parts(orjson.loads))
 
-    parts["render + hash prompts"] = best_time(render, 3)
+        def insert() -> None:
+            with Store(":memory:") as fresh:
+                t = time.perf_counter()
+                fresh.con.register("cand_arrow", cand)
+                fresh.con.execute("INSERT INTO candidates SELECT * FROM cand_arrow")
+                times.append(time.perf_counter() - t)
 
-    texts = [r[0] for r in store.con.execute(
-        "SELECT text FROM completions WHERE extractor_id = ?", [extractor_id]).fetchall()]
+        times: list[float] = []
+        for _ in range(3):
+            insert()
+        parts["one Arrow insert"] = min(times)
+        return parts
 
-    def parse() -> None:
-        for x in texts:
-            try:
-                loads(x)
-            except ValueError:  # orjson.JSONDecodeError is a ValueError too
-                pass
+    def json_parts(self, loads: Callable[[str], Any]) -> dict[str, float]:
+        """The parts of :data:`JSON_PARTS`, JSON read with ``loads``."""
+        fmt, system = self.fmt, self.system
 
-    parts["read JSON of completions"] = best_time(parse, 3)
+        def render() -> None:
+            for r in self.rows:
+                p = loads(r[4])
+                checks = p["checks"]
+                user = fmt.format(
+                    contract_id=p.get("contract_id", "(unknown)"),
+                    run_id=p.get("run_id", "(unknown)"),
+                    goal=p["goal"], verdict=p["verdict"], summary=p["summary"],
+                    checks="\n".join(
+                        f"- check:{c['name']} [{'PASS' if c['passed'] else 'FAIL'}]: "
+                        f"{c.get('evidence') or '(no evidence recorded)'}"
+                        for c in checks) or "- (no checks)",
+                    n_checks=len(checks), n_failed=sum(not c["passed"] for c in checks),
+                    tags=", ".join(p.get("tags") or ()) or "(none)")
+                hashlib.sha256((system + user).encode()).digest()
 
-    def insert() -> None:
-        with Store(":memory:") as fresh:
-            t = time.perf_counter()
-            fresh.con.register("cand_arrow", cand)
-            fresh.con.execute("INSERT INTO candidates SELECT * FROM cand_arrow")
-            times.append(time.perf_counter() - t)
+        def parse() -> None:
+            for x in self.texts:
+                try:
+                    loads(x)
+                except ValueError:  # orjson.JSONDecodeError is a ValueError too
+                    pass
 
-    times: list[float] = []
-    for _ in range(3):
-        insert()
-    parts["one Arrow insert"] = min(times)
-    return parts
+        return dict(zip(JSON_PARTS, (best_time(render, 3), best_time(parse, 3)), strict=True))
 
 
 def cpu_seconds() -> tuple[float, float]:
@@ -176,30 +186,41 @@ def _counts(run: Any) -> tuple[int, int, int, int]:
     return run.n_verdicts, run.n_candidates, run.n_lessons, run.n_errors
 
 
-def _run_seconds(db: Path, copy: Path, config: MemoryConfig, chunk_size: int,
-                 expect: tuple[int, int, int, int]) -> float:
+@contextmanager
+def _run(db: Path, copy: Path, config: MemoryConfig, chunk_size: int, executor: str = "inline",
+         prof: cProfile.Profile | None = None
+         ) -> Iterator[tuple[Store, Any, float, tuple[float, float]]]:
+    """One replay run on a fresh copy of ``db``: yields its store (open), the run, its
+    wall seconds and the CPU seconds of (driver, workers) during it."""
     shutil.copy(db, copy)
     try:
         with Store(copy) as s:
             ext = Extractor.replay(s, "sim-good-v1")
+            cpu0 = cpu_seconds()
             t = time.perf_counter()
-            got = batch.run_extraction(s, ext, config, progress=False, chunk_size=chunk_size)
+            if prof:
+                prof.enable()
+            got = batch.run_extraction(s, ext, config, progress=False, executor=executor,
+                                       chunk_size=chunk_size)
+            if prof:
+                prof.disable()
             secs = time.perf_counter() - t
+            driver, workers = (b - a for a, b in zip(cpu0, cpu_seconds(), strict=True))
+            yield s, got, secs, (driver, workers)
     finally:
         copy.unlink()
-    if _counts(got) != expect:  # the rows handed back must make the same run
-        raise SystemExit(f"without replay: counts {_counts(got)}, the run's {expect}")
-    return secs
 
 
 class HandedBack:
     """Runs whose chunks' rows are handed back as one earlier run produced them (each run
     gets its own unpickled copy: the gate may cache what it reads): replay costs
-    ~nothing, everything else is as in a run. Made by one capturing run."""
+    ~nothing, everything else is as in a run. Made by one capturing run; every run's
+    counts must be ``expect``, the real run's."""
 
     def __init__(self, db: Path, work: Path, config: MemoryConfig, chunk_size: int,
                  expect: tuple[int, int, int, int]) -> None:
-        self._args = (db, work / "given.duckdb", config, chunk_size, expect)
+        self._args = (db, work / "given.duckdb", config, chunk_size)
+        self._expect = expect
         self._rows: dict[int, bytes] = {}
         real = executors.extract_chunk
 
@@ -209,23 +230,24 @@ class HandedBack:
             self._rows[chunk[0][0]] = pickle.dumps(got)
             return got
 
-        self._patched(capture, lambda: _run_seconds(db, work / "capture.duckdb", config,
-                                                     chunk_size, expect))
+        self._seconds(capture)
 
-    @staticmethod
-    def _patched(fn: Callable[..., Any], then: Callable[[], float]) -> float:
+    def _seconds(self, extract_chunk: Callable[..., Any]) -> float:
         real = executors.extract_chunk
-        executors.extract_chunk = overlap.extract_chunk = fn
+        executors.extract_chunk = overlap.extract_chunk = extract_chunk
         try:
-            return then()
+            with _run(*self._args) as (_, got, secs, _):
+                pass
         finally:
             executors.extract_chunk = overlap.extract_chunk = real
+        if _counts(got) != self._expect:  # the rows handed back must make the same run
+            raise SystemExit(f"without replay: counts {_counts(got)}, the run's {self._expect}")
+        return secs
 
     def seconds(self) -> float:
         """Wall time of one run with every chunk's rows handed back."""
         given = {k: pickle.loads(v) for k, v in self._rows.items()}
-        return self._patched(lambda extractor, chunk: given[next(iter(chunk))[0]],
-                             lambda: _run_seconds(*self._args))
+        return self._seconds(lambda extractor, chunk: given[next(iter(chunk))[0]])
 
 
 def _best(parts: dict[str, float], new: dict[str, float]) -> dict[str, float]:
@@ -259,7 +281,7 @@ def main() -> int:
         print(f"setup: {n:,} verdicts generated and ingested in {time.perf_counter() - t:.1f}s")
 
         repeat = args.repeat or (1 if args.profile else 3)
-        e2e, run, prof, cpu = float("inf"), None, None, (0.0, 0.0)
+        e2e, run, cpu = float("inf"), None, (0.0, 0.0)
         runs: list[float] = []
         # Handing rows back replaces the inline executor's extract_chunk (a worker
         # process would run its own).
@@ -269,48 +291,33 @@ def main() -> int:
         parts: dict[str, float] = {}
         parts_json: dict[str, float] = {}
         conc: dict[str, float] = {}
-        profile: cProfile.Profile | None = None
+        floor_in: Floor | None = None
+        prof = cProfile.Profile() if args.profile else None  # of the first run
         # Rounds: a run, the floor's parts, a run with replay's work taken out. Each
         # figure is the best over the rounds, so the run and its floor meet the same
         # span of this shared machine (a floor measured once, at a slow or a fast
         # minute, moved the ratio by a fifth).
         for r in range(repeat):
-            copy = work / f"run{r}.duckdb"
-            shutil.copy(db, copy)
-            with Store(copy) as s:
-                ext = Extractor.replay(s, "sim-good-v1")
-                prof = cProfile.Profile() if args.profile and r == 0 else None
-                load0 = load_average()
-                cpu0 = cpu_seconds()
-                t = time.perf_counter()
-                if prof:
-                    prof.enable()
-                got = batch.run_extraction(s, ext, config, progress=False,
-                                           executor=args.executor, chunk_size=args.chunk_size)
-                if prof:
-                    prof.disable()
-                    profile = prof
-                secs = time.perf_counter() - t
+            load0 = load_average()
+            with _run(db, work / f"run{r}.duckdb", config, args.chunk_size, args.executor,
+                      prof if r == 0 else None) as (s, got, secs, (driver, workers)):
                 runs.append(secs)
-                driver, workers = (b - a for a, b in zip(cpu0, cpu_seconds(), strict=True))
                 print(f"  run {r + 1}/{repeat}: {secs:.2f}s (load {load0:.2f}); CPU: "
                       f"driver process {driver:.2f}s, worker processes {workers:.2f}s")
                 cand = s.con.sql("SELECT * FROM candidates WHERE run_id = ?",
                                  params=[got.run_id]).to_arrow_table()
                 if secs < e2e:
                     e2e, run, cpu = secs, got, (driver, workers)
-                c: dict[str, float] = {}
-                parts = _best(parts, floor_parts(s, "sim-good-v1", cand, cores, concurrent=c))
-                conc = _best(conc, c)
-                parts_json = _best(parts_json, floor_parts(s, "sim-good-v1", cand, cores,
-                                                           loads=json.loads))
-            copy.unlink()
+                floor_in = floor_in or Floor(s, "sim-good-v1")
+            c: dict[str, float] = {}
+            parts = _best(parts, floor_in.parts(cand, cores, concurrent=c))
+            conc = _best(conc, c)
+            parts_json = _best(parts_json, floor_in.json_parts(json.loads))
             if take_out:
                 if handed is None:
                     handed = HandedBack(db, work, config, args.chunk_size, _counts(got))
                 given.append(handed.seconds())
                 print(f"  run {r + 1}/{repeat} with replay's work taken out: {given[-1]:.2f}s")
-        prof = profile
         floor = sum(parts.values())
         print(f"run: {run!r}")
         print(f"end to end: {e2e:.2f}s = {n / e2e:,.0f} verdicts/s (load {load0:.2f})")
@@ -336,8 +343,7 @@ def main() -> int:
                note="near 1: the run is CPU-bound, only less work brings it to the floor")
         # The same floor but for the two parts that read JSON (the others are the same
         # work: timing them twice would only add noise to the comparison).
-        json_parts = ("render + hash prompts", "read JSON of completions")
-        floor_json = floor + sum(parts_json[k] - parts[k] for k in json_parts)
+        floor_json = floor + sum(parts_json[k] - parts[k] for k in JSON_PARTS)
         result("  extract: floor with json.loads / end to end (info)", e2e, "s",
                baseline=floor_json, ratio=floor_json / e2e,
                baseline_name="the same floor, JSON read with json.loads")

@@ -221,10 +221,9 @@ class Store:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """One explicit transaction; nested calls join the outer one.
 
-        Any exception rolls back and re-raises: never a partial write.
+        Any exception rolls back and re-raises: never a partial write. A read-only
+        store refuses it (in :meth:`begin`: no transaction is ever open on one).
         """
-        if self.read_only:
-            raise StoreError(f"{self.path} is open read-only")
         if self._depth:
             self._depth += 1
             try:
