@@ -33,6 +33,16 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def test_config_hashes_are_pinned() -> None:
+    # Stored in extractor_configs, completions and run rows: a change of the hash would
+    # orphan every recording made before it. Values from the code before canonical_digest.
+    assert ExtractorConfig(model="m").config_hash == (
+        "4bf09ebd0478fc8582f25b9dcac46046022a726c801798a8a79504b2c75e6a60")
+    assert ExtractorConfig(model="m", temperature=0.7, top_p=0.9, samples=3,
+                           response_format="json_schema").config_hash == (
+        "0c1542b9258925fe52601c4ac9641d3d685d90d4b99489ed8f78ea13dcd23e5a")
+
+
 def test_config_hash_covers_every_knob_and_parameters_follow_the_config() -> None:
     base = ExtractorConfig(model="m")
     assert base.is_default and base.default_extractor_id() == "m@lesson-v1"

@@ -12,6 +12,7 @@ the canonical bytes would not exist.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import json.encoder
 import math
@@ -21,7 +22,8 @@ from typing import Any
 import rfc8785
 
 __all__ = [
-    "MAX_DEPTH", "MalformedJSON", "canonical", "canonical_bytes", "jcs_string", "loads_strict",
+    "MAX_DEPTH", "MalformedJSON", "canonical", "canonical_bytes", "canonical_digest", "jcs_string",
+    "loads_strict",
 ]
 
 MAX_DEPTH = 200
@@ -269,6 +271,13 @@ def _refuse_big_integral_floats(obj: Any) -> None:
 def canonical_bytes(obj: Any) -> bytes:
     """UTF-8 bytes of :func:`canonical`."""
     return canonical(obj).encode("utf-8")
+
+
+def canonical_digest(text: str) -> str:
+    """Lowercase hex SHA-256 of a canonical JSON text's UTF-8 bytes: how an extractor
+    configuration is hashed, whether it is built (``ExtractorConfig.config_hash``) or
+    read from a completions file (ingest), so the two agree by construction."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 _encode_basestring = json.encoder.encode_basestring  # the C encoder json.dumps uses

@@ -11,13 +11,12 @@ rebuilds the same requests without the researcher re-typing them.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core._canonical import canonical
+from ..core._canonical import canonical, canonical_digest
 from ..core._errors import BadInputError
 from ._parser import LESSONS_JSON_SCHEMA
 
@@ -63,7 +62,7 @@ class ExtractorConfig(BaseModel):
     @property
     def config_hash(self) -> str:
         """Lowercase hex SHA-256 of the canonical JSON of every field."""
-        return hashlib.sha256(canonical(self.model_dump(mode="json")).encode()).hexdigest()
+        return canonical_digest(canonical(self.model_dump(mode="json")))
 
     @property
     def is_default(self) -> bool:

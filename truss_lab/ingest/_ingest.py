@@ -7,7 +7,6 @@ reported as a conflict and never overwrites what is there.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from ..core._canonical import canonical_digest
 from ..core._errors import BadInputError
 from ..core._gc import full_collections_deferred
 from ..core._models import utcnow
@@ -159,11 +159,11 @@ def _conflicts(store: Store, table: str, new: pa.Table, key: list[str], value: l
 
 
 def _config_hashes(df: pd.DataFrame) -> tuple[list[str | None], dict[str, tuple[str, str]]]:
-    """Per row, the hash of its §2 ``config`` (SHA-256 of the canonical JSON text the
-    reader gives, which is how ``ExtractorConfig.config_hash`` is made), and per
-    extractor the (hash, config) to keep in ``extractor_configs``."""
+    """Per row, the hash of its §2 ``config`` (:func:`canonical_digest` of the canonical
+    JSON text the reader gives, as ``ExtractorConfig.config_hash``), and per extractor the
+    (hash, config) to keep in ``extractor_configs``."""
     configs = df["config"].astype(object).where(df["config"].notna(), None).tolist()
-    hashes = [None if c is None else hashlib.sha256(c.encode()).hexdigest() for c in configs]
+    hashes = [None if c is None else canonical_digest(c) for c in configs]
     kept: dict[str, tuple[str, str]] = {}
     for ext, h, c in zip(df["extractor"].tolist(), hashes, configs, strict=True):
         if h is not None:
