@@ -110,7 +110,7 @@ def test_vectorized_equals_reference_loop(seed, n_verdicts, grid, min_precision)
 
 def test_point_estimates_equal_sweep():
     y, s, g = make_data(4, 50)
-    grid = np.linspace(0, 1, 11)
+    grid = np.round(np.linspace(0, 1, 11), 2)  # typed grid values: no rounding warning
     res = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=20)
     sw = sweep(y, s, groups=g, thresholds=grid)
     for m in METRICS:
@@ -122,7 +122,7 @@ def test_point_estimates_equal_sweep():
 
 def test_chunking_and_float64_path_do_not_change_results(monkeypatch):
     y, s, g = make_data(5, 40)
-    grid = np.linspace(0, 1, 6)
+    grid = np.round(np.linspace(0, 1, 6), 2)  # typed grid values: no rounding warning
     base = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=97, random_state=3)
     monkeypatch.setattr(_bootstrap, "_MAX_W_CELLS", 40 * 7)  # 7 replicates per chunk
     monkeypatch.setattr(_bootstrap, "_W_MAX_F32", 0)  # force the float64 matmul
@@ -133,7 +133,7 @@ def test_chunking_and_float64_path_do_not_change_results(monkeypatch):
 
 def test_seeded_and_seed_sensitive():
     y, s, g = make_data(6, 40)
-    grid = np.linspace(0, 1, 11)
+    grid = np.round(np.linspace(0, 1, 11), 2)  # typed grid values: no rounding warning
     a = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=50, random_state=1)
     b = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=50, random_state=1)
     c = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=50, random_state=2)
@@ -212,3 +212,46 @@ def test_hypothesis_vectorized_equals_reference(seed, n_verdicts, grid):
         np.testing.assert_array_equal(fast.table[f"{m}_low"], intervals[m][:, 0], err_msg=m)
         np.testing.assert_array_equal(fast.table[f"{m}_high"], intervals[m][:, 1], err_msg=m)
     np.testing.assert_array_equal(fast.replicate_thresholds, chosen)
+
+
+def _extended_quantile(x: np.ndarray, q: float) -> float:
+    """numpy's "linear" quantile of the non-NaN values, in the extended reals: between a
+    value and +/-inf lies that infinity; between -inf and +inf, nothing (NaN)."""
+    x = np.sort(x[~np.isnan(x)])
+    if not len(x):
+        return np.nan
+    h = q * (len(x) - 1)
+    j = int(np.floor(h))
+    a, b, t = x[j], x[min(j + 1, len(x) - 1)], h - j
+    if a == b or t == 0:
+        return float(a)
+    if b == np.inf:
+        return np.inf if a > -np.inf else np.nan
+    if a == -np.inf:
+        return -np.inf
+    return float(np.quantile(x, q))  # both finite: numpy's own interpolation
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.1, 0.25, 0.5, 0.9, np.inf, -np.inf, np.nan]),
+                         min_size=3, max_size=3), min_size=1, max_size=12),
+       st.sampled_from([0.5, 0.8, 0.9, 0.95]))
+def test_percentile_interval_orders_infinities(rows, confidence):
+    # A cost objective keeps nothing (threshold +inf) in some replicates: the interval's
+    # top is then +inf, where numpy's interpolation gave NaN (inf - inf).
+    values = np.array(rows, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lo, hi = _bootstrap.percentile_interval(values, confidence)
+    alpha = 1 - confidence
+    for col in range(values.shape[1]):
+        for got, q in ((lo[col], alpha / 2), (hi[col], 1 - alpha / 2)):
+            want = _extended_quantile(values[:, col], q)
+            assert (np.isnan(got) and np.isnan(want)) or got == want, (values[:, col], q)
+
+
+def test_threshold_interval_of_keeping_nothing_is_infinite():
+    values = np.array([[0.5], [0.6], [0.7], [np.inf]])
+    assert _bootstrap.percentile_interval(values, 0.95)[1][0] == np.inf
+    assert _bootstrap.percentile_interval(np.full((5, 1), np.inf), 0.9) == (
+        np.array([np.inf]), np.array([np.inf]))

@@ -165,6 +165,7 @@ def test_cost_considers_keeping_nothing():
     cv = choose_threshold(y, s, g, objective="cost", cost_fp=10.0, cost_fn=5.0, cv=4,
                           n_boot=50, random_state=0)
     assert cv.threshold == math.inf and (cv.fold_thresholds == math.inf).all()
+    assert cv.threshold_interval == (math.inf, math.inf)  # not NaN: every replicate agrees
     assert cv.test["kept"] == 0 and cv.procedure_intervals is not None
     assert cv.procedure_intervals["kept_per_verdict_high"].iloc[0] >= 0
 

@@ -39,7 +39,7 @@ def data(seed=0, n=400):
 
 def test_sweep_display_lines_threshold_and_bands():
     y, s, g = data()
-    grid = np.linspace(0, 1, 11)
+    grid = np.round(np.linspace(0, 1, 11), 2)  # typed grid values: no rounding warning
     boot = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=30)
     disp = SweepDisplay.from_predictions(
         y, s, groups=g, threshold=0.6, intervals=boot.table, name="sim-v1"

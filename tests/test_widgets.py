@@ -147,6 +147,8 @@ def test_explorer_needs_its_columns() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::truss_lab.evaluate._sweep.UndefinedMetricWarning")
+# Any float is drawn as the threshold, not a grid value: the sweep says when it rounds one.
+@pytest.mark.filterwarnings("ignore::truss_lab.evaluate._sweep.ThresholdGridWarning")
 @settings(max_examples=40, deadline=None)
 @given(
     rows=st.lists(

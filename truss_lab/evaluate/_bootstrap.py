@@ -246,7 +246,12 @@ class ReplicateCounts:
 
 
 def percentile_interval(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval along axis 0, ignoring NaN (all-NaN columns give NaN)."""
+    """Percentile interval along axis 0, ignoring NaN (all-NaN columns give NaN).
+
+    Infinite values are ordered as usual: a bound that falls between two infinities of
+    one sign, or between a finite value and +/-inf, is that infinity (a threshold of
+    :data:`~truss_lab.evaluate._objective.KEEP_NOTHING` in some replicates puts +inf at
+    the top), where numpy's interpolation gives NaN (inf - inf)."""
     alpha = 1.0 - confidence
     q = [alpha / 2, 1 - alpha / 2]
     out = np.empty((2, *values.shape[1:]))
@@ -254,12 +259,27 @@ def percentile_interval(values: np.ndarray, confidence: float) -> tuple[np.ndarr
     # np.quantile is vectorized; np.nanquantile loops in Python per column, so
     # it only gets the columns that need it. Both give numpy's "linear" method.
     if (~has_nan).any():
-        out[:, ~has_nan] = np.quantile(values[:, ~has_nan], q, axis=0)
+        out[:, ~has_nan] = _quantiles(np.quantile, values[:, ~has_nan], q)
     if has_nan.any():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slice
-            out[:, has_nan] = np.nanquantile(values[:, has_nan], q, axis=0)
+            out[:, has_nan] = _quantiles(np.nanquantile, values[:, has_nan], q)
     return out[0], out[1]
+
+
+def _quantiles(quantile: Any, values: np.ndarray, q: list[float]) -> np.ndarray:
+    if not np.isinf(values).any():
+        return quantile(values, q, axis=0)
+    # Linear interpolation between the neighbours lo <= hi, in the extended reals.
+    lo = quantile(values, q, axis=0, method="lower")
+    hi = quantile(values, q, axis=0, method="higher")
+    with np.errstate(invalid="ignore"):
+        lin = quantile(values, q, axis=0)
+    between = lo != hi
+    out = np.where(between, lin, lo)
+    out = np.where(between & (hi == np.inf) & (lo > -np.inf), np.inf, out)
+    # -inf and +inf as neighbours stay NaN: no value lies between them
+    return np.where(between & (lo == -np.inf) & (hi < np.inf), -np.inf, out)
 
 
 @dataclass(frozen=True, eq=False)
