@@ -23,12 +23,11 @@ import argparse
 import base64
 import os
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 import nacl.bindings
 
-from benchmarks._result import result
+from benchmarks._result import best_time, result
 from tests.builders.chains import KEYS, RING, chain_columns
 from truss_lab.journal import _verify
 from truss_lab.journal._columns import JournalColumns
@@ -110,15 +109,6 @@ def verify_processes(cols: JournalColumns, ring: dict[str, bytes], workers: int)
         return all(r is None for r in ex.map(_proc_chunk, jobs))
 
 
-def timed(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="5k entries instead of 200k")
@@ -148,22 +138,22 @@ def main() -> None:
     # slow every measurement, so each strategy gets several chances.
     rate1, t_threads, t_serial, t_procs = 0.0, float("inf"), float("inf"), float("inf")
     rate_conc = 0.0
-    t_store, t_store_threads = float("inf"), float("inf")
+    t_store_threads = float("inf")
     store_runs: list[float] = []
     pool_min = _verify._POOL_MIN
     for _ in range(repeat):
-        store_runs.append(timed(lambda: verify_chain(store), 1))
-        t_store = min(t_store, store_runs[-1])
+        store_runs.append(best_time(lambda: verify_chain(store), 1))
         _verify._POOL_MIN = 1 << 62  # the same stream on threads
         try:
-            t_store_threads = min(t_store_threads, timed(lambda: verify_chain(store), 1))
+            t_store_threads = min(t_store_threads, best_time(lambda: verify_chain(store), 1))
         finally:
             _verify._POOL_MIN = pool_min
         rate1 = max(rate1, raw_verify_rate(cols, ring, sample=min(n, 10_000)))
         rate_conc = max(rate_conc, raw_verify_rate_concurrent(cols, ring, min(n, 10_000), cores))
-        t_threads = min(t_threads, timed(lambda: verify_columns(cols, ring), 1))
-        t_serial = min(t_serial, timed(lambda: verify_columns(cols, ring, workers=1), 1))
-        t_procs = min(t_procs, timed(lambda: verify_processes(cols, ring, cores), 1))
+        t_threads = min(t_threads, best_time(lambda: verify_columns(cols, ring), 1))
+        t_serial = min(t_serial, best_time(lambda: verify_columns(cols, ring, workers=1), 1))
+        t_procs = min(t_procs, best_time(lambda: verify_processes(cols, ring, cores), 1))
+    t_store = min(store_runs)
     baseline = rate1 * cores
     load = os.getloadavg()[0]
     print(f"raw libsodium verify, 1 core:            {rate1:>10,.0f} /s")

@@ -274,9 +274,10 @@ def canonical_bytes(obj: Any) -> bytes:
 
 
 def canonical_digest(text: str) -> str:
-    """Lowercase hex SHA-256 of a canonical JSON text's UTF-8 bytes: how an extractor
-    configuration is hashed, whether it is built (``ExtractorConfig.config_hash``) or
-    read from a completions file (ingest), so the two agree by construction."""
+    """Lowercase hex SHA-256 of a canonical JSON text's UTF-8 bytes: a request's hash
+    (``CompletionRequest.request_hash``) and an extractor configuration's, whether it is
+    built (``ExtractorConfig.config_hash``) or read from a completions file (ingest), so
+    they agree by construction."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

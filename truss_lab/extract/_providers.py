@@ -7,12 +7,11 @@ OpenAI) and :class:`HeuristicProvider` (a deterministic baseline, no model).
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core._canonical import canonical
+from ..core._canonical import canonical, canonical_digest
 
 __all__ = ["ChatMessage", "Completion", "CompletionRequest", "Provider", "is_live",
            "provider_name", "supports_n"]
@@ -77,7 +76,7 @@ class CompletionRequest(_Frozen):
 
     @property
     def request_hash(self) -> str:
-        return hashlib.sha256(self.hashed_text().encode("utf-8")).hexdigest()
+        return canonical_digest(self.hashed_text())
 
 
 class Completion(_Frozen):
