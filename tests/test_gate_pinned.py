@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._ids import candidate_id, derive_id, lesson_id
 from truss_lab.extract import _gate
-from truss_lab.extract._extractor import ExtractionRows, _empty_candidates
+from truss_lab.extract._extractor import ExtractionRows, empty_candidates
 from truss_lab.extract._frames import candidates_frame
 from truss_lab.extract._gate import gated_tables
 from truss_lab.extract._parser import ParsedLesson, parse_completion
@@ -112,7 +112,7 @@ CASES: list[tuple[str, Any, dict[str, Any], str]] = [
                          "score": lambda c: np.where(c["lesson_index"] % 2 == 0, 0.9, np.nan),
                          "scorer_name": "custom@1"}, "ae77e939dd7f91cd"),
     ("k=3", lambda: _rows(3), {"config": MemoryConfig(lesson_extraction="on")}, "f4cfe8df6b26c503"),
-    ("empty", lambda: ExtractionRows(_empty_candidates(), _rows().errors, 1, [], 1),
+    ("empty", lambda: ExtractionRows(empty_candidates(), _rows().errors, 1, [], 1),
      {"config": MemoryConfig(lesson_extraction="on")}, "fc08920766363a7c"),
     ("no-text", _missing("text"), {"config": MemoryConfig(lesson_extraction="on")},
      "199b0ffa541523c6"),

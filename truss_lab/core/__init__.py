@@ -29,9 +29,10 @@ from ._models import (
     Provenance,
     Trust,
 )
-from ._threshold import check_threshold
+from ._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 
 __all__ = [
+    "DEFAULT_MIN_SALIENCE",
     "AgentEvent",
     "BadInputError",
     "ChainError",

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from ._errors import ConfigError
 from ._models import LessonExtractionPolicy
-from ._threshold import check_threshold
+from ._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 
 __all__ = ["ENV_PREFIX", "MemoryConfig"]
 
@@ -55,7 +55,7 @@ class MemoryConfig(BaseModel):
 
     lesson_extraction: LessonExtractionPolicy = LessonExtractionPolicy.off
     """``off`` (default, zero-cost), ``on`` or ``model-scored``."""
-    extraction_min_salience: float = 0.70
+    extraction_min_salience: float = DEFAULT_MIN_SALIENCE
     """With ``model-scored``, lessons with salience >= this are written (equality passes)."""
 
     @model_validator(mode="before")

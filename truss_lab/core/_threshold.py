@@ -16,7 +16,11 @@ from typing import Any
 
 from ._errors import ConfigError
 
-__all__ = ["check_threshold"]
+__all__ = ["DEFAULT_MIN_SALIENCE", "check_threshold"]
+
+#: The default salience gate: lessons scored at or above it are written. Its one home;
+#: the config default, the evaluation defaults and the displays read it from here.
+DEFAULT_MIN_SALIENCE = 0.70
 
 
 def check_threshold(

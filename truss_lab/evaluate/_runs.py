@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..store._runs import run_info
 from ..store._store import Store
 from ._bootstrap import BootstrapResult, bootstrap_metrics
@@ -205,7 +206,7 @@ def compare_runs(
     run_a: str,
     run_b: str,
     *,
-    threshold: Any = 0.7,
+    threshold: Any = DEFAULT_MIN_SALIENCE,
     threshold_b: Any = None,
     labels: Any = None,
     score: str = "salience",
@@ -256,7 +257,7 @@ def rank_runs(
     run_ids: Any,
     *,
     truth: str = "references",
-    threshold: float = 0.7,
+    threshold: float = DEFAULT_MIN_SALIENCE,
     baseline: str | None = None,
     labels: Any = None,
     references: Any = None,

@@ -27,8 +27,8 @@ from ._extractor import (
     ERROR_SCHEMA,
     ExtractionRows,
     Extractor,
-    _empty_candidates,
-    _err,
+    empty_candidates,
+    error_row,
     extract_verdicts_one,
 )
 from ._frames import CandidateColumns
@@ -95,7 +95,7 @@ def replay_verdicts(extractor: Extractor,
             try:
                 p = validate_verdict_payload(payload)
             except BadInputError as exc:
-                errors.append(_err(seq, vhash, "prompt", "bad_verdict", str(exc)))
+                errors.append(error_row(seq, vhash, "prompt", "bad_verdict", str(exc)))
                 continue
         if parts is False:
             parts = _hash_parts(extractor, p, vhash)
@@ -119,7 +119,7 @@ def replay_verdicts(extractor: Extractor,
         try:
             rec = provider.answer(vhash, ext_id, version, partial(_request_hash, parts, user))
         except ProviderError as exc:
-            errors.append(_err(seq, vhash, "provider", "provider_error", str(exc)))
+            errors.append(error_row(seq, vhash, "provider", "provider_error", str(exc)))
             continue
         text, model, rhash, latency, pt, ct = rec
         if type(latency) is int:
@@ -141,11 +141,11 @@ def replay_verdicts(extractor: Extractor,
         if type(parsed) is not ParseResult:
             cols.add_valid((seq, vhash, ext_id, 0), parsed)
         elif parsed.error is not None:
-            errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail))
+            errors.append(error_row(seq, vhash, "parse", parsed.error, parsed.detail))
         else:
             cols.add((seq, vhash, ext_id, 0), parsed.lessons)
     # The gate reads the columns as they are; an empty frame is built its own way.
-    cands = cols if len(cols) else _empty_candidates()
+    cands = cols if len(cols) else empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
                           calls, completions, 1)
 

@@ -34,7 +34,16 @@ from ._parser import parse_completion
 from ._prompts import PromptTemplate, build_request, get_template
 from ._providers import Completion, CompletionRequest, Provider, provider_name, supports_n
 
-__all__ = ["ERROR_SCHEMA", "ExtractionRows", "Extractor", "ensure_run", "extract_verdicts"]
+__all__ = [
+    "ERROR_SCHEMA",
+    "ExtractionRows",
+    "Extractor",
+    "completion_record",
+    "empty_candidates",
+    "ensure_run",
+    "error_row",
+    "extract_verdicts",
+]
 
 
 ERROR_SCHEMA = pa.schema(
@@ -276,7 +285,7 @@ def extract_verdicts(
         cands["prompt_version"] = extractor.template.version
         cands["n_samples"] = extractor.n_samples  # self-consistency's denominator
     else:
-        cands = _empty_candidates()
+        cands = empty_candidates()
     return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
                           calls, completions, extractor.n_samples)
 
@@ -289,7 +298,7 @@ def extract_verdicts_one(
     try:
         requests = extractor.sample_requests(vhash, payload)
     except BadInputError as exc:
-        return 0, [_err(seq, vhash, "prompt", "bad_verdict", str(exc))], [], []
+        return 0, [error_row(seq, vhash, "prompt", "bad_verdict", str(exc))], [], []
     answers, calls = _complete_samples(extractor.provider, requests)
     errors: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
@@ -297,12 +306,12 @@ def extract_verdicts_one(
     for request, answer in zip(requests, answers, strict=True):
         sample = request.sample_index or 0
         if isinstance(answer, ProviderError):
-            errors.append(_err(seq, vhash, "provider", "provider_error", str(answer), sample))
+            errors.append(error_row(seq, vhash, "provider", "provider_error", str(answer), sample))
             continue
-        records.append(_completion_record(request, answer))
+        records.append(completion_record(request, answer))
         parsed = parse_completion(answer.text)
         if parsed.error is not None:
-            errors.append(_err(seq, vhash, "parse", parsed.error, parsed.detail, sample))
+            errors.append(error_row(seq, vhash, "parse", parsed.error, parsed.detail, sample))
             continue
         if parsed.lessons:
             found.append(({"verdict_seq": seq, "verdict_hash": vhash,
@@ -334,13 +343,17 @@ def _complete_samples(provider: Provider, requests: list[CompletionRequest],
     return out, len(requests)
 
 
-def _err(seq: int, vhash: str, stage: str, reason: str, message: str | None,
-         sample: int = 0) -> dict[str, Any]:
+def error_row(seq: int, vhash: str, stage: str, reason: str, message: str | None,
+              sample: int = 0) -> dict[str, Any]:
+    """One verdict error row (the ``verdict_errors`` columns but the run id), its
+    message cut to 2,000 characters."""
     return {"verdict_seq": seq, "verdict_hash": vhash, "stage": stage, "reason": reason,
             "message": (message or "")[:2000], "sample_index": sample}
 
 
-def _completion_record(request: CompletionRequest, c: Completion) -> dict[str, Any]:
+def completion_record(request: CompletionRequest, c: Completion) -> dict[str, Any]:
+    """The FORMATS.md §2 record of completion ``c`` answering ``request`` (what a live
+    call records, for the extractor and the judges alike)."""
     return {
         "verdict_hash": request.verdict_hash, "extractor": request.extractor, "model": c.model,
         "prompt_version": request.prompt_version, "request_hash": c.request_hash,
@@ -350,7 +363,8 @@ def _completion_record(request: CompletionRequest, c: Completion) -> dict[str, A
     }
 
 
-def _empty_candidates() -> pd.DataFrame:
+def empty_candidates() -> pd.DataFrame:
+    """The candidates frame of a batch that proposed no lesson, with its dtypes."""
     return pd.DataFrame({
         "verdict_seq": pd.Series([], dtype="int64"), "verdict_hash": pd.Series([], dtype=object),
         "extractor_id": pd.Series([], dtype=object),

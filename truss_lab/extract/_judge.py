@@ -31,7 +31,7 @@ from ..ingest._ingest import append_labels
 from ..journal._table import verdict_payloads
 from ..store._runs import run_info
 from ..store._store import Store
-from ._extractor import _completion_record
+from ._extractor import completion_record
 from ._prompts import PromptTemplate, build_judge_request, get_template
 from ._providers import Provider, is_live
 
@@ -211,7 +211,7 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
             errors.append(f"verdict {vhash}: {exc}")
             continue
         if live and not completion.replayed:
-            rec = _completion_record(request, completion)
+            rec = completion_record(request, completion)
             rec.pop("replayed")
             records.append(rec)
         got, err = parse_judgement(completion.text, {t[0] for t in triples})

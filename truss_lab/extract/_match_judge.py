@@ -43,7 +43,7 @@ from ..core._errors import BadInputError, ProviderError
 from ..evaluate._references import reference_truth
 from ..store._runs import run_info
 from ..store._store import Store
-from ._extractor import _completion_record
+from ._extractor import completion_record
 from ._judge import ModelJudge, record_calls
 from ._prompts import PromptTemplate, build_match_request, get_template
 from ._providers import Provider, is_live
@@ -194,7 +194,7 @@ class JudgeMatcher(ModelJudge):
         except ProviderError as exc:
             return None, f"provider: {exc}"
         if is_live(self.provider) and not completion.replayed:
-            rec = _completion_record(request, completion)
+            rec = completion_record(request, completion)
             rec.pop("replayed")
             self.pending.append(rec)
         return parse_similarities(completion.text, ltags, rtags)
