@@ -1,6 +1,6 @@
 """Parse-failure rate with and without ``response_format``, through a real local server.
 
-A simulated model (:func:`truss_lab.simulate._structured.structured_output_reply`,
+A simulated model (:func:`truss_lab.simulate._completions.structured_output_reply`,
 malformed free text on a share of prompts, schema-valid under ``json_schema``)
 answers on 127.0.0.1 (``tests/builders/http_server.py``); the bundled sample's
 verdicts are extracted live by the real OpenAI-compatible client once per
@@ -25,7 +25,7 @@ import truss_lab as tl
 from tests.builders.http_server import ScriptedServer
 from truss_lab.extract import Extractor
 from truss_lab.extract._config import ExtractorConfig
-from truss_lab.simulate._structured import structured_output_reply
+from truss_lab.simulate._completions import structured_output_reply
 
 ARMS = ("none", "json_object", "json_schema")
 

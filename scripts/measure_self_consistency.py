@@ -28,7 +28,7 @@ from truss_lab.evaluate import average_precision, expected_calibration_error, sp
 from truss_lab.extract import Extractor
 from truss_lab.score import IsotonicCalibrator
 from truss_lab.simulate import simulate
-from truss_lab.simulate._samples import read_sample_completions
+from truss_lab.simulate._simulate import read_sample_completions
 
 SCORES = ("salience", "self_consistency")
 

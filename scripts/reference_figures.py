@@ -134,7 +134,7 @@ def judge_figures(store, noise: float) -> None:
     """Record the simulated judge matcher on the simulated runs, replay it, measure it."""
     from truss_lab.extract import JudgeMatcher, match_run
     from truss_lab.simulate import SimulatedMatchProvider
-    from truss_lab.simulate._match import SIMULATED_MATCH_MODEL
+    from truss_lab.simulate._providers import SIMULATED_MATCH_MODEL
 
     live = JudgeMatcher(SimulatedMatchProvider(SAMPLE / "lesson_truth.csv",
                                                SAMPLE / "references.jsonl", noise=noise),

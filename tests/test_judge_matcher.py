@@ -23,7 +23,7 @@ from truss_lab.faces._cli import cli
 from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
 from truss_lab.score import LexicalMatcher
 from truss_lab.simulate import SimulatedMatchProvider
-from truss_lab.simulate._match import _LINE, SIMULATED_MATCH_MODEL
+from truss_lab.simulate._providers import _LINE, SIMULATED_MATCH_MODEL
 from truss_lab.store import Store
 
 RUN = sample_run_id("sim-good-v1")

@@ -179,7 +179,7 @@ def test_consistency_clusters_by_hand() -> None:
 def test_the_simulator_emits_k_samples_and_leaves_its_other_files_alone(
         tmp_path: Path) -> None:
     from truss_lab.simulate import simulate
-    from truss_lab.simulate._samples import read_sample_completions
+    from truss_lab.simulate._simulate import read_sample_completions
 
     one = simulate(tmp_path / "one", runs=40, seed=3, extractors=["sim-good-v1"])
     three = simulate(tmp_path / "three", runs=40, seed=3, extractors=["sim-good-v1"],
@@ -218,7 +218,7 @@ def test_self_consistency_ap_and_ece_match_sklearn_on_simulated_samples(
 
     from truss_lab.evaluate import average_precision, expected_calibration_error
     from truss_lab.simulate import simulate
-    from truss_lab.simulate._samples import read_sample_completions
+    from truss_lab.simulate._simulate import read_sample_completions
 
     sim = simulate(tmp_path / "s", runs=120, seed=5, extractors=["sim-good-v1"], samples=4)
     recs = read_sample_completions(sim.completions_samples)  # type: ignore[arg-type]

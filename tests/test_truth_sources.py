@@ -39,7 +39,7 @@ from truss_lab.govern._decision import propose_threshold, references_hash
 from truss_lab.ingest._ingest import ingest_references
 from truss_lab.journal import get_entry, verify_chain
 from truss_lab.journal._crypto import SigningKey
-from truss_lab.simulate._judge import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
+from truss_lab.simulate._providers import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
 from truss_lab.store import Store
 
 matplotlib.use("Agg")

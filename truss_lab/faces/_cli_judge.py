@@ -68,7 +68,7 @@ def make_judge(spec: str, store: Any, *, base_url: str | None = None,
     from ..extract._judge import Judge
 
     def simulated(truth: str) -> tuple[Any, str]:
-        from ..simulate._judge import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
+        from ..simulate._providers import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
 
         return SimulatedJudgeProvider(truth), SIMULATED_JUDGE_MODEL
 
@@ -84,7 +84,7 @@ def make_matcher(spec: str, store: Any, *, base_url: str | None = None,
     from ..extract._match_judge import JudgeMatcher
 
     def simulated(truth: str) -> tuple[Any, str]:
-        from ..simulate._match import SIMULATED_MATCH_MODEL, SimulatedMatchProvider
+        from ..simulate._providers import SIMULATED_MATCH_MODEL, SimulatedMatchProvider
 
         return (SimulatedMatchProvider(truth, Path(truth).with_name("references.jsonl")),
                 SIMULATED_MATCH_MODEL)

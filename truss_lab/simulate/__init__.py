@@ -3,8 +3,7 @@ the latent truth (synthetic data). ``python -m truss_lab.simulate --help``."""
 
 from __future__ import annotations
 
-from ._judge import SimulatedJudgeProvider
-from ._match import SimulatedMatchProvider
+from ._providers import SimulatedJudgeProvider, SimulatedMatchProvider
 from ._simulate import SimulationResult, simulate
 
 __all__ = [

@@ -1,4 +1,6 @@
-"""Simulated extractor completions: the lessons each extractor proposes, as model text.
+"""Simulated extractor completions, and a simulated model behind an OpenAI-compatible server.
+
+Simulated extractor completions: the lessons each extractor proposes, as model text.
 
 An :class:`ExtractorProfile` sets how often an extractor emits each kind of
 lesson (grounded, vague, pass note, ungrounded, generic, duplicate) and each
@@ -6,29 +8,46 @@ defect real model output has (fenced or prose-wrapped JSON, truncation, bad
 salience, missing evidence). Each extractor draws from its own stream keyed
 by its name, so adding an extractor leaves the others' data unchanged.
 
-Grounded lessons are worded by ``_wording`` with the verdict's specifics; a
+Grounded lessons are worded by ``lesson_text`` with the verdict's specifics; a
 paraphrasing profile rewords them (light or heavy) and shuffles their order.
 Besides the text, :class:`Completions` keeps what each lesson says
 (``meaning``), which reference of its verdict it expresses (``ref_rank``) and
 its paraphrase level: the lesson-level truth.
+
+A simulated model behind an OpenAI-compatible server, for the structured-output question.
+
+:func:`structured_output_reply` answers a chat-completions request body the
+way a model under constrained decoding would: with ``response_format``
+``json_schema`` the text always fits the lessons schema (the server only lets
+schema-valid tokens through); with ``json_object`` it is always JSON, but in a
+share ``malformed_rate`` of prompts the wrong shape (``{"lesson": …}``: JSON
+constrains the syntax, not the schema); without ``response_format`` that same
+share is malformed text — truncated JSON, prose without JSON, or JSON with a
+trailing comma — as free decoding gives. Which prompts misbehave is a
+deterministic function of the messages (and ``seed``), so a run and its replay,
+or the two arms of a comparison, see the same prompts fail.
+
+Serve it with ``tests/builders/http_server.ScriptedServer(responder=...)``;
+``scripts/measure_parse_failures.py`` measures the parse-failure rate of each arm.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._random import name_key, normal, pick, poisson, sigmoid, stream
 from ._verdicts import Verdicts
-from ._vocabulary import (
+from ._words import (
     CHECKS,
     DOM_NCHK,
     DOM_START,
     DOMAINS,
     GENERIC_LESSONS,
+    N_SYNONYMS,
     NEAR_DUP,
     PASS_NOTES,
     PROSE_AFTER,
@@ -36,8 +55,16 @@ from ._vocabulary import (
     PROSE_ONLY,
     SAL_OUT,
     SAL_STRINGS,
+    heavy_paraphrase,
+    lesson_text,
+    light_paraphrase,
+    name_key,
+    normal,
+    pick,
+    poisson,
+    sigmoid,
+    stream,
 )
-from ._wording import N_SYNONYMS, heavy_paraphrase, lesson_text, light_paraphrase
 
 __all__ = [
     "DEFAULT_EXTRACTORS",
@@ -50,7 +77,9 @@ __all__ = [
     "Completions",
     "ExtractorProfile",
     "make_completions",
+    "structured_output_reply",
 ]
+
 
 PROMPT_VERSION = "lesson-v1"
 
@@ -394,3 +423,40 @@ def make_completions(
     has_evidence = ~ev_missing & np.array([len(e) > 0 for e in evid], dtype=bool)
     return Completions(lines, text_kind, comp, index, kind, p_useful, useful, candidate,
                        sal_defect, text_defect, sal, meaning, ref_rank, para, has_evidence)
+
+
+
+_SHAPES = ("truncated", "prose_only", "trailing_comma")
+
+
+def structured_output_reply(body: Any, *, malformed_rate: float = 0.2) -> dict[str, Any]:
+    """A chat-completions response body for the request ``body`` (see the module)."""
+    body = body if isinstance(body, dict) else {}
+    messages = body.get("messages") or []
+    last = str(messages[-1].get("content", "")) if messages else ""
+    key = json.dumps([messages, body.get("seed")], sort_keys=True, ensure_ascii=False)
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    shape = _SHAPES[digest[8] % len(_SHAPES)]
+    lessons = [{"text": f"Check this before the next run: {last[-60:].strip()}",
+                "salience": round(0.5 + (digest[9] / 255) * 0.5, 2), "evidence": []}]
+    good = json.dumps({"lessons": lessons}, ensure_ascii=False)
+    fmt = body.get("response_format")
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "json_schema" or u >= malformed_rate:
+        text = good
+    elif kind == "json_object":
+        text = json.dumps({"lesson": lessons[0]}, ensure_ascii=False)
+    elif shape == "truncated":
+        text = good[: len(good) // 2]
+    elif shape == "prose_only":
+        text = "The run failed; the team should look into the failing checks."
+    else:
+        text = good[:-2] + ",]}"
+    return {
+        "id": "chatcmpl-" + digest.hex()[:12], "object": "chat.completion",
+        "model": body.get("model", "unknown"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": len(last.split()), "completion_tokens": len(text) // 4},
+    }

@@ -1,4 +1,6 @@
-"""A seeded simulator of a recorded Truss deployment (FORMATS.md §1–§3).
+"""A seeded simulator of a recorded Truss deployment (FORMATS.md §1–§3), and its k-sample files.
+
+A seeded simulator of a recorded Truss deployment (FORMATS.md §1–§3).
 
 :func:`simulate` writes a SYNTHETIC dataset: a signed journal of contract
 verdicts, the keyring that verifies it, recorded extractor completions (with
@@ -10,26 +12,41 @@ the verdicts, and the latent truth (``truth.csv`` for the labelled lessons,
 Determinism: every random draw comes from ``numpy.random.Generator(PCG64)``
 streams derived from ``seed`` by ``SeedSequence``, and only through
 ``Generator.random()`` (uniform doubles, whose stream NumPy keeps stable);
-normals, counts and choices are built from those uniforms (``_random``). No clock, no
+normals, counts and choices are built from those uniforms (``_words``). No clock, no
 set or hash ordering. Same seed and extractors → byte-identical files.
 
 The verdicts use one stream, each extractor a stream keyed by the SHA-256 of
 its name, so adding an extractor leaves the other extractors' data unchanged.
 
-The parts: ``vocabulary.json`` (+ ``_vocabulary``) holds the text,
-``_random`` the uniform-only draws, ``_verdicts`` the signed verdicts'
-payloads, ``_wording`` how lessons are worded, ``_completions`` the extractor
-profiles and their completions, ``_labels`` the annotators' labels and the
-truth, ``_references`` the reference lessons, ``_samples`` k samples per verdict
-(``--samples K``), ``_structured`` a simulated model for the structured-output
-question; this module writes the files.
+The parts: ``vocabulary.json`` (+ ``_words``) holds the text, the uniform-only
+draws and how lessons are worded; ``_verdicts`` the signed verdicts' payloads;
+``_completions`` the extractor profiles, their completions and a simulated model
+for the structured-output question; ``_annotations`` the annotators' labels, the
+reference lessons and the truth; ``_providers`` the simulated judge and matcher;
+this module writes the files, k samples per verdict among them (``--samples K``).
 
 Run ``python -m truss_lab.simulate --out DIR --runs N --seed S``.
+
+k samples per verdict: what a sampling extractor would have answered k times.
+
+Sample 0 of each extractor is its completion in ``completions.jsonl``
+(unchanged); sample ``s > 0`` is a fresh draw of the same profile on the same
+verdicts, from the stream of the name ``<extractor>#sample<s>``, so every
+sample has its own lessons, wording, defects and latent usefulness. What makes
+self-consistency informative here is what makes it informative for a model: a
+grounded lesson about a failed check is emitted by most samples (``emit_rate``
+each), while generic, ungrounded and duplicate lessons come and go.
+
+``completions_samples.jsonl`` holds every sample of every extractor (the §2
+fields plus ``sample_index``: read it with :func:`read_sample_completions`, not
+the strict §2 reader, which knows one completion per verdict);
+``truth_samples.csv`` holds each candidate lesson's latent usefulness per sample.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -39,30 +56,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..core._errors import BadInputError, TrussLabError
 from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, save_keyring
+from ._annotations import (
+    LESSON_TRUTH_HEADER,
+    defect_counts,
+    label_rows,
+    lesson_truth_rows,
+    reference_lines,
+)
 from ._completions import (
     DEFAULT_EXTRACTORS,
     EXTRACTOR_PROFILES,
+    KIND_NAMES,
     UNPARSEABLE,
+    Completions,
     ExtractorProfile,
     make_completions,
 )
-from ._labels import LESSON_TRUTH_HEADER, defect_counts, label_rows, lesson_truth_rows
-from ._references import reference_lines
-from ._samples import SAMPLE_FILES, TRUTH_SAMPLES_HEADER, sample_lines
-from ._verdicts import VERDICT_NAMES, make_verdicts
+from ._verdicts import VERDICT_NAMES, Verdicts, make_verdicts
 
 __all__ = [
     "FILES",
     "GENERATOR_VERSION",
+    "SAMPLE_FILES",
     "SIM_KEY_ID",
+    "TRUTH_SAMPLES_HEADER",
     "SimulationResult",
     "main",
+    "read_sample_completions",
+    "sample_lines",
     "simulate",
     "simulation_key",
 ]
+
 
 GENERATOR_VERSION = "truss_lab-sim-2"
 SIM_KEY_ID = "truss-sim-operator-1"
@@ -161,7 +190,7 @@ def simulate(
     ``seed`` and extractors give byte-identical files. Existing files of the
     same names are replaced; other files in ``out_dir`` are left alone.
     ``samples`` > 1 also writes ``completions_samples.jsonl`` and
-    ``truth_samples.csv``: k samples per verdict (``_samples``); the other files do
+    ``truth_samples.csv``: k samples per verdict (below); the other files do
     not change with it.
     """
     if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
@@ -275,3 +304,60 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+
+SAMPLE_FILES = ("completions_samples.jsonl", "truth_samples.csv")
+TRUTH_SAMPLES_HEADER = ("verdict_hash,extractor,sample_index,lesson_index,p_useful,useful_true,"
+                        "lesson_kind")
+
+
+def sample_lines(seed: int, profiles: Sequence[ExtractorProfile], v: Verdicts,
+                 hashes: list[str], first: Sequence[Completions],
+                 samples: int) -> tuple[list[str], list[str]]:
+    """Lines of ``completions_samples.jsonl`` and rows of ``truth_samples.csv``
+    (without header): by verdict, extractor, sample; ``first`` are the sample-0
+    completions already drawn for ``completions.jsonl``."""
+    comps: list[list[Completions]] = [[c] for c in first]
+    for k, prof in enumerate(profiles):
+        for s in range(1, samples):
+            twin = dataclasses.replace(prof, name=f"{prof.name}#sample{s}")
+            comps[k].append(make_completions(seed, twin, v, hashes))
+    lines: list[tuple[int, int, int, str]] = []
+    truth: list[tuple[int, int, int, int, str]] = []
+    for k, prof in enumerate(profiles):
+        for s, c in enumerate(comps[k]):
+            for i, line in enumerate(c.lines):
+                rec = json.loads(line)
+                rec["extractor"] = prof.name
+                rec["sample_index"] = s
+                lines.append((i, k, s, json.dumps(rec, ensure_ascii=False,
+                                                  separators=(",", ":"))))
+            for j in np.flatnonzero(c.candidate).tolist():
+                vi, li = int(c.comp[j]), int(c.index[j])
+                truth.append((vi, k, s, li, ",".join((
+                    hashes[vi], prof.name, str(s), str(li), f"{c.p_useful[j]:.4f}",
+                    str(int(c.useful[j])), KIND_NAMES[int(c.kind[j])]))))
+    lines.sort(key=lambda r: r[:3])
+    truth.sort(key=lambda r: r[:4])
+    return [r[3] for r in lines], [r[4] for r in truth]
+
+
+def read_sample_completions(path: str | Path) -> pd.DataFrame:
+    """``completions_samples.jsonl`` as a frame a replay takes
+    (``Extractor.replay(frame, EXTRACTOR, samples=K)``): the §2 columns and
+    ``sample_index``; a line that is not such a record is an error naming it."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BadInputError(f"not JSON ({exc.msg})", source=str(path),
+                                    line=lineno) from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("sample_index"), int):
+                raise BadInputError("expected a completion record with an integer "
+                                    "sample_index", source=str(path), line=lineno,
+                                    field="sample_index")
+            rows.append(rec)
+    return pd.DataFrame(rows)

@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._random import pick, stream
-from ._vocabulary import CHECKS, DOM_NCHK, DOM_START, DOMAINS, MAX_CHK
+from ._words import CHECKS, DOM_NCHK, DOM_START, DOMAINS, MAX_CHK, pick, stream
 
 __all__ = ["BASE_TS", "VERDICT_NAMES", "Verdicts", "make_verdicts"]
 
