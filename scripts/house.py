@@ -67,27 +67,36 @@ class Import:
     in_function: bool
 
 
-def imports(path: Path) -> Iterator[Import]:
+@cache
+def imports(path: Path) -> tuple[Import, ...]:
     """The package-internal imports of one module, relative ones resolved."""
+    return tuple(_imports(path))
+
+
+def _imports(path: Path) -> Iterator[Import]:
     here = name_of(path).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
-    funcs = [n for n in ast.walk(_tree(path))
-             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    inside = {id(c) for f in funcs for c in ast.walk(f) if c is not f}
-    for node in ast.walk(_tree(path)):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                target = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                target = node.module or ""
-            if target.split(".")[0] == "truss_lab":
-                yield Import(path, node.lineno, target,
-                             tuple(a.name for a in node.names), id(node) in inside)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == "truss_lab":
-                    yield Import(path, node.lineno, alias.name, (), id(node) in inside)
+
+    def walk(node: ast.AST, in_function: bool) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package[: len(package) - child.level + 1]
+                    target = ".".join([*base, *([child.module] if child.module else [])])
+                else:
+                    target = child.module or ""
+                if target.split(".")[0] == "truss_lab":
+                    yield Import(path, child.lineno, target,
+                                 tuple(a.name for a in child.names), in_function)
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.split(".")[0] == "truss_lab":
+                        yield Import(path, child.lineno, alias.name, (), in_function)
+            elif not isinstance(child, ast.expr):
+                yield from walk(child, in_function or isinstance(
+                    child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    yield from walk(_tree(path), False)
 
 
 def _module_paths() -> dict[str, Path]:
@@ -113,8 +122,8 @@ def import_loops() -> list[list[str]]:
 
     A package ``__init__`` that re-exports its modules is left out of the graph: the
     loops that matter are between modules that need each other's code."""
-    graph = {m: {d for d in ds if not _is_package(d)}
-             for m, ds in import_graph().items() if not _is_package(m)}
+    packages = {n for n, p in _module_paths().items() if p.name == "__init__.py"}
+    graph = {m: ds - packages for m, ds in import_graph().items() if m not in packages}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -146,10 +155,6 @@ def import_loops() -> list[list[str]]:
         if v not in index:
             visit(v)
     return sorted(out)
-
-
-def _is_package(name: str) -> bool:
-    return _module_paths()[name].name == "__init__.py"
 
 
 def stage_violations() -> list[str]:
@@ -221,6 +226,7 @@ def literal_default_threshold() -> list[str]:
             if isinstance(n, ast.Constant) and type(n.value) is float and n.value == 0.7]
 
 
+@cache
 def functions() -> list[tuple[int, str, bool]]:
     """(lines, ``path:line name``, says why it is long) for every function, longest first."""
     out = []
