@@ -10,13 +10,13 @@ from truss_lab.core import EntryKind, LedgerRef, MemoryEntry, MemoryQuery, Prove
 from truss_lab.core._errors import BadInputError
 from truss_lab.store import query_memory
 from truss_lab.store._memory import (
-    MEMORY_SCHEMA,
     entries_to_table,
     get_memory_entry,
     memory_write_events,
     write_memory,
     write_memory_table,
 )
+from truss_lab.store._tables import MEMORY_SCHEMA
 
 REF = LedgerRef(seq=1, hash="a" * 64)
 

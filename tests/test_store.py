@@ -152,7 +152,7 @@ def test_second_writer_gets_a_clear_lock_error(tmp_path) -> None:
 
 
 def test_arrow_append_with_nested_types(store) -> None:
-    from truss_lab.store._memory import MEMORY_SCHEMA
+    from truss_lab.store._tables import MEMORY_SCHEMA
 
     t = pa.table({
         "entry_id": ["e1"], "kind": ["lesson"], "trust": ["unverified"], "text": ["x"],

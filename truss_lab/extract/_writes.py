@@ -21,6 +21,7 @@ from ..core._errors import StoreError
 from ..core._models import utcnow
 from ..store._runs import add_run_counts, record_prompt_template
 from ..store._store import Store
+from ..store._tables import COMPLETIONS_SCHEMA
 from ._extractor import ExtractionRows
 from ._gate import ScoreFunction, gated_tables, record_run_verdicts, write_extraction
 
@@ -190,7 +191,7 @@ class HeldWrites:
 
 def record_completions(store: Store, records: list[dict[str, Any]],
                         run_id: str | None = None) -> None:
-    from ..ingest._ingest import COMPLETIONS_KEY, COMPLETIONS_SCHEMA, FILE_TO_TABLE
+    from ..ingest._ingest import COMPLETIONS_KEY, FILE_TO_TABLE
 
     df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
     now = utcnow()

@@ -21,6 +21,7 @@ from ..core._gc import full_collections_deferred
 from ..core._models import utcnow
 from ..store._runs import record_extractor_config
 from ..store._store import Store, quote_ident
+from ..store._tables import COMPLETIONS_SCHEMA, LABELS_SCHEMA, REFERENCES_SCHEMA
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
 from ._references import REFERENCE_KEY, read_references
@@ -35,49 +36,6 @@ __all__ = [
     "ingest_references",
     "label_problems",
 ]
-
-_TS = pa.timestamp("us", tz="UTC")
-
-COMPLETIONS_SCHEMA = pa.schema(
-    [
-        ("verdict_hash", pa.string()),
-        ("extractor_id", pa.string()),
-        ("model", pa.string()),
-        ("prompt_version", pa.string()),
-        ("request_hash", pa.string()),
-        ("text", pa.string()),
-        ("latency_ms", pa.float64()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("source", pa.string()),
-        ("recorded_at", _TS),
-    ]
-)
-
-LABELS_SCHEMA = pa.schema(
-    [
-        ("verdict_hash", pa.string()),
-        ("extractor_id", pa.string()),
-        ("lesson_index", pa.int32()),
-        ("useful", pa.int8()),
-        ("annotator", pa.string()),
-        ("source", pa.string()),
-        ("labelled_at", _TS),
-    ]
-)
-
-REFERENCES_SCHEMA = pa.schema(
-    [
-        ("verdict_hash", pa.string()),
-        ("reference_id", pa.string()),
-        ("text", pa.string()),
-        ("evidence", pa.list_(pa.string())),
-        ("annotator", pa.string()),
-        ("source", pa.string()),
-        ("annotated_at", _TS),
-    ]
-)
-
 
 @dataclass
 class IngestReport:

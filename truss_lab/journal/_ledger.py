@@ -23,6 +23,7 @@ from ..core._canonical import canonical
 from ..core._errors import BadInputError, ChainError
 from ..core._models import LedgerRef, utcnow
 from ..store._store import Store
+from ..store._tables import JOURNAL_SCHEMA
 from ._columns import JournalColumns
 from ._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring
 from ._reader import read_journal
@@ -46,21 +47,6 @@ __all__ = [
     "register_keys",
     "verify_chain",
 ]
-
-JOURNAL_SCHEMA = pa.schema(
-    [
-        ("seq", pa.int64()),
-        ("kind", pa.string()),
-        ("ts", pa.string()),
-        ("key_id", pa.string()),
-        ("payload", pa.string()),
-        ("prev_hash", pa.string()),
-        ("hash", pa.string()),
-        ("signature", pa.string()),
-        ("recorded_at", pa.timestamp("us", tz="UTC")),
-    ]
-)
-
 
 class ImportReport(BaseModel):
     """What an import did."""

@@ -2,10 +2,11 @@
 
 Memory entries (:mod:`._memory`), policy records (:mod:`._policy_records`)
 and their events are written only through the functions of those two
-modules, and both build and check rows with what is defined here. Each table has one Arrow schema,
-built from a column map onto the pydantic models of :mod:`truss_lab.core._models`
-and checked against them at import: a model field without a column (or a column
-without a field) is an error, not a silent drift. Every write validates its
+modules, and both build and check rows with what is defined here. Each table has one Arrow
+schema (:mod:`truss_lab.store._tables`), built from a column map onto the pydantic models of
+:mod:`truss_lab.core._models`, and the maps are checked against the models here at
+import: a model field without a column (or a column without a field) is an error, not a
+silent drift. Every write validates its
 rows in bulk, vectorised (no model per row on the hot path), against the same
 definitions: enum values, required fields, ``produced_by`` among ``sources``,
 lessons unverified, one event per record written. The audit
@@ -40,19 +41,13 @@ from ..core._models import (
     Provenance,
     Trust,
 )
+from ._tables import MEMORY_COLUMNS, POLICY_COLUMNS, REF_TYPE
 
 __all__ = [
-    "EVENT_COLUMNS",
-    "EVENT_SCHEMA",
     "LESSON_KIND",
     "LESSON_TRUST",
-    "MEMORY_COLUMNS",
-    "MEMORY_SCHEMA",
     "MEMORY_WRITE",
-    "POLICY_COLUMNS",
-    "POLICY_SCHEMA",
     "POLICY_WRITE",
-    "REF_TYPE",
     "check_event_rows",
     "check_memory_rows",
     "check_policy_rows",
@@ -71,75 +66,8 @@ MEMORY_WRITE: str = MemoryWrite.model_fields["type"].default
 POLICY_WRITE: str = PolicyWrite.model_fields["type"].default
 """The events.type of a policy record's event."""
 
-_TS = pa.timestamp("us", tz="UTC")
-REF_TYPE = pa.struct([("seq", pa.int64()), ("hash", pa.string())])
-"""A LedgerRef as an Arrow struct."""
-
-# -- one schema per table, mapped onto the models ----------------------------------
-# column -> (model field path, Arrow type). A path is dotted through nested models.
-
-MEMORY_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
-    "entry_id": ("entry_id", pa.string()),
-    "kind": ("kind", pa.string()),
-    "trust": ("trust", pa.string()),
-    "text": ("text", pa.string()),
-    "salience": ("salience", pa.float64()),
-    "evidence": ("evidence", pa.list_(pa.string())),
-    "lesson_index": ("lesson_index", pa.int32()),
-    "produced_by_seq": ("provenance.produced_by.seq", pa.int64()),
-    "produced_by_hash": ("provenance.produced_by.hash", pa.string()),
-    "sources": ("provenance.sources", pa.list_(REF_TYPE)),
-    "extractor_id": ("provenance.extractor_id", pa.string()),
-    "run_id": ("provenance.run_id", pa.string()),
-    "prompt_version": ("provenance.prompt_version", pa.string()),
-    "created_at": ("provenance.created_at", _TS),
-    "superseded_by": ("superseded_by", pa.string()),
-}
-
-POLICY_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
-    "record_id": ("record_id", pa.string()),
-    "policy_id": ("policy.policy_id", pa.string()),
-    "target": ("policy.target", pa.string()),
-    "version": ("policy.version", pa.int32()),
-    "settings": ("policy.settings", pa.string()),  # JSON text
-    "trust": ("trust", pa.string()),
-    "produced_by_seq": ("provenance.produced_by.seq", pa.int64()),
-    "produced_by_hash": ("provenance.produced_by.hash", pa.string()),
-    "sources": ("provenance.sources", pa.list_(REF_TYPE)),
-    "extractor_id": ("provenance.extractor_id", pa.string()),
-    "run_id": ("provenance.run_id", pa.string()),
-    "created_at": ("provenance.created_at", _TS),
-    "supersedes": ("supersedes", pa.string()),
-    "superseded_by": ("superseded_by", pa.string()),
-}
 # A policy record is not prompted: its provenance has no prompt version to store.
 _POLICY_UNSTORED = ("provenance.prompt_version",)
-
-# The events table is the AgentEvent union flattened: subject_id is the entry
-# or record id, kind the entry kind or the policy target; event_id derives from it.
-EVENT_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
-    "event_id": ("", pa.string()),
-    "type": ("type", pa.string()),
-    "subject_id": ("entry_id|record_id", pa.string()),
-    "kind": ("kind|target", pa.string()),
-    "trust": ("trust", pa.string()),
-    "produced_by_seq": ("produced_by.seq", pa.int64()),
-    "produced_by_hash": ("produced_by.hash", pa.string()),
-    "run_id": ("run_id", pa.string()),
-    "ts": ("ts", _TS),
-}
-
-
-def _schema(columns: Mapping[str, tuple[str, pa.DataType]]) -> pa.Schema:
-    return pa.schema([(c, t) for c, (_, t) in columns.items()])
-
-
-MEMORY_SCHEMA = _schema(MEMORY_COLUMNS)
-"""Arrow schema of ``memory_entries`` (the columns of :class:`MemoryEntry`)."""
-POLICY_SCHEMA = _schema(POLICY_COLUMNS)
-"""Arrow schema of ``policy_records`` (the columns of :class:`PolicyRecord`)."""
-EVENT_SCHEMA = _schema(EVENT_COLUMNS)
-"""Arrow schema of ``events`` (:class:`MemoryWrite` and :class:`PolicyWrite`)."""
 
 
 def _leaves(model: type[BaseModel], prefix: str = "") -> dict[str, Any]:

@@ -24,19 +24,16 @@ import pyarrow as pa
 from ..core._ids import derive_ids
 from ..core._models import EntryKind, LedgerRef, MemoryEntry, MemoryQuery, MemoryWrite, Trust
 from ._governed import (
-    EVENT_SCHEMA,
     LESSON_KIND,
     LESSON_TRUST,
-    MEMORY_COLUMNS,
-    MEMORY_SCHEMA,
     MEMORY_WRITE,
-    REF_TYPE,
     check_memory_rows,
     models_to_table,
     opt,
     provenance_from_row,
 )
 from ._store import Store
+from ._tables import EVENT_SCHEMA, MEMORY_COLUMNS, MEMORY_SCHEMA, REF_TYPE, TS
 
 __all__ = [
     "MEMORY_SCHEMA",
@@ -50,7 +47,6 @@ __all__ = [
     "write_memory_table",
 ]
 
-_TS = pa.timestamp("us", tz="UTC")
 
 
 def _ref_lists(seqs: Any, hashes: Any) -> pa.ListArray:
@@ -96,7 +92,7 @@ def lesson_rows(
             "extractor_id": pa.array(extractor_id, pa.string()),
             "run_id": pa.array([run_id] * n, pa.string()),
             "prompt_version": pa.array(prompt_version, pa.string()),
-            "created_at": pa.array([created_at] * n, _TS),
+            "created_at": pa.array([created_at] * n, TS),
             "superseded_by": pa.nulls(n, pa.string()),
         },
         schema=MEMORY_SCHEMA,

@@ -14,9 +14,6 @@ import pyarrow as pa
 from ..core._ids import derive_id
 from ..core._models import Policy, PolicyRecord, Trust
 from ._governed import (
-    EVENT_SCHEMA,
-    POLICY_COLUMNS,
-    POLICY_SCHEMA,
     POLICY_WRITE,
     check_event_rows,
     check_policy_rows,
@@ -25,6 +22,7 @@ from ._governed import (
     provenance_from_row,
 )
 from ._store import Store
+from ._tables import EVENT_SCHEMA, POLICY_COLUMNS, POLICY_SCHEMA
 
 __all__ = ["policy_frame", "policy_records", "write_policy_record"]
 
