@@ -90,7 +90,7 @@ def torture(template: Path, workdir: Path, *, kills: int, seed: int,
     db = workdir / "killed.duckdb"
     shutil.copy(template, db)
     # No --quiet: the progress bar on stderr tells us how far the run is.
-    base = [sys.executable, "-m", "truss_lab.faces._cli", "extract", "--db", str(db)]
+    base = [sys.executable, "-m", "truss_lab.faces.cli", "extract", "--db", str(db)]
     first = ["--extractor", "replay:sim-good-v1", "--policy", "model-scored",
              "--verdicts", verdicts, "--chunk-size", str(chunk_size), "--run-id", RUN_ID]
     rng = random.Random(seed)

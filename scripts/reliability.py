@@ -195,7 +195,7 @@ def stored_prefix_row(tmp: Path) -> Row:
 
 # -- 2. SIGKILL ---------------------------------------------------------------------------
 
-_CLI = [sys.executable, "-m", "truss_lab.faces._cli"]
+_CLI = [sys.executable, "-m", "truss_lab.faces.cli"]
 _ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "truss_lab.faces._cli"]
+CLI = [sys.executable, "-m", "truss_lab.faces.cli"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 SAMPLE = ROOT / "datasets" / "sample"
 

@@ -20,8 +20,8 @@ from truss_lab.core._models import LedgerRef, Policy
 from truss_lab.extract._close import ContractCloseLearning
 from truss_lab.extract._extractor import Extractor, ensure_run, extract_verdicts
 from truss_lab.extract._gate import gated_tables, write_extraction
-from truss_lab.faces._cli import cli
-from truss_lab.faces._cli_audit import register
+from truss_lab.faces.cli import cli
+from truss_lab.faces.cli.data import register
 from truss_lab.govern._audit import CHECKS, AuditReport, audit
 from truss_lab.govern._policies import write_policy
 from truss_lab.ingest._ingest import ingest_completions

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from truss_lab.core._errors import StoreError
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 from truss_lab.store._store import Store, open_store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ from truss_lab.core._errors import BadInputError, ChainError, StoreError, TrussL
 from truss_lab.extract._batch import ExtractionRun, resolve_batch, run_extraction
 from truss_lab.extract._executors import _portable, extract_chunk
 from truss_lab.extract._extractor import Extractor
-from truss_lab.faces._cli_extract import register
+from truss_lab.faces.cli.extract import register
 from truss_lab.journal._ledger import verify_chain
 from truss_lab.store._runs import run_content_hashes, summarize_runs
 from truss_lab.store._store import Store

@@ -15,7 +15,7 @@ import truss_lab as tl
 from tests.builders.http_server import Reply, ScriptedServer
 from truss_lab.core._errors import ProviderError, ProviderUnavailableError
 from truss_lab.extract._breaker import CircuitBreaker, CircuitOpenError
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""``truss-lab sweep | compare | calibrate | propose`` (truss_lab.faces._cli_eval) on the sample."""
+"""``truss-lab sweep | compare | calibrate | propose`` (faces.cli.evaluate) on the sample."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core._config import MemoryConfig
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
-from truss_lab.faces._cli import cli as main_cli
-from truss_lab.faces._cli_eval import register
+from truss_lab.faces.cli import cli as main_cli
+from truss_lab.faces.cli.evaluate import register
 from truss_lab.govern._policies import policy_history
 from truss_lab.journal._ledger import verify_chain
 from truss_lab.store._store import Store

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import truss_lab as tl
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 
 
 @pytest.fixture(scope="module")

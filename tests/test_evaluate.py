@@ -410,7 +410,7 @@ def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path)
     # model-scored run at 0.70 actually wrote, per verdict it processed.
     from click.testing import CliRunner
 
-    from truss_lab.faces._cli import cli
+    from truss_lab.faces.cli import cli
 
     db = tmp_path / "w.duckdb"
     s = sample_store(str(db))

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 import truss_lab as tl
-from truss_lab.faces._cli import cli
 from truss_lab.faces._notebook import sample_run_id
+from truss_lab.faces.cli import cli
 from truss_lab.store._export import content_hash, relations
 
 RUNS = ("sim-good-v1", "sim-overconfident-v1")

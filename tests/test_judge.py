@@ -16,7 +16,7 @@ from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core import BadInputError, MemoryConfig
 from truss_lab.evaluate import cohen_kappa, judge_agreement, labelled_candidates
 from truss_lab.extract import Extractor, Judge, parse_judgement, run_extraction, run_judge
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 from truss_lab.simulate._providers import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
 from truss_lab.store import Store
 

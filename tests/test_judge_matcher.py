@@ -19,8 +19,8 @@ from truss_lab.core import BadInputError
 from truss_lab.evaluate import reference_truth, sweep_run
 from truss_lab.extract import JudgeMatcher, match_run, parse_similarities
 from truss_lab.extract._providers import Completion, CompletionRequest
-from truss_lab.faces._cli import cli
 from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
+from truss_lab.faces.cli import cli
 from truss_lab.score import LexicalMatcher
 from truss_lab.simulate import SimulatedMatchProvider
 from truss_lab.simulate._providers import _LINE, SIMULATED_MATCH_MODEL

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 from truss_lab.journal._ledger import verify_chain
 from truss_lab.journal._table import get_entry, journal_head
 from truss_lab.simulate._simulate import simulate

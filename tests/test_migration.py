@@ -90,7 +90,7 @@ def test_renamed_columns_keep_their_values(previous_db: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "truss_lab.faces._cli", *args],
+    return subprocess.run([sys.executable, "-m", "truss_lab.faces.cli", *args],
                           capture_output=True, text=True, timeout=300, check=False)
 
 

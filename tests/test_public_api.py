@@ -11,7 +11,7 @@ import click
 import pytest
 
 import truss_lab
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -24,8 +24,8 @@ from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._queue import DEFAULT_BAND, MIN_LABELLED_VERDICTS, labelling_queue
 from truss_lab.evaluate._runs import choose_run_threshold
 from truss_lab.evaluate._truth import labelled_candidates
-from truss_lab.faces._cli import cli
 from truss_lab.faces._notebook import load_sample, run_sample_extractions, sample_run_id
+from truss_lab.faces.cli import cli
 from truss_lab.ingest._ingest import ingest_labels
 from truss_lab.ingest._labels import QUEUE_FIELDS, read_labels, write_label_queue
 from truss_lab.store._store import Store

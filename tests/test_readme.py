@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.builders.http_server import ScriptedServer
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

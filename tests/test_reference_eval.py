@@ -19,8 +19,8 @@ from truss_lab.evaluate._references import (
     run_references,
 )
 from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, sweep_run
-from truss_lab.faces._cli import cli
 from truss_lab.faces._notebook import load_sample, run_sample_extractions, sample_run_id
+from truss_lab.faces.cli import cli
 from truss_lab.score._matching import match_lessons
 from truss_lab.store._store import Store
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from truss_lab.evaluate._references import reference_agreement, run_references
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 from truss_lab.ingest._ingest import ingest_references
 from truss_lab.ingest._references import REFERENCE_FIELDS, read_references
 from truss_lab.ingest._schemas import json_schema

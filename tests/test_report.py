@@ -21,10 +21,10 @@ from truss_lab.evaluate import (
     sweep_run,
 )
 from truss_lab.faces import write_report
-from truss_lab.faces._cli import cli
 from truss_lab.faces._report import _judged_rows
 from truss_lab.faces._report_truth import report_truth
 from truss_lab.faces._report_verdicts import reference_matches
+from truss_lab.faces.cli import cli
 from truss_lab.ingest._ingest import append_labels
 from truss_lab.store._store import Store
 

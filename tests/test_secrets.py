@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from tests.builders.http_server import Reply, ScriptedServer
 from truss_lab.core._errors import ProviderError
 from truss_lab.core._secrets import MASK, redact, redact_many
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import append_entries
 from truss_lab.store._store import Store

@@ -60,7 +60,7 @@ _NOTEBOOK = """
 def _cli(db: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     # TMPDIR: the snapshot's folder lands where the test can see that it is gone.
     env = {**os.environ, "TMPDIR": str(tmp)}
-    return subprocess.run([sys.executable, "-m", "truss_lab.faces._cli", *args, "--db", str(db)],
+    return subprocess.run([sys.executable, "-m", "truss_lab.faces.cli", *args, "--db", str(db)],
                           capture_output=True, text=True, env=env, timeout=300)
 
 

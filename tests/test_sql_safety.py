@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from truss_lab.core._errors import BadInputError
-from truss_lab.faces._cli import cli
 from truss_lab.faces._notebook import copy_store
+from truss_lab.faces.cli import cli
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import append_entries
 from truss_lab.journal._table import verdict_refs

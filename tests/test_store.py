@@ -143,7 +143,7 @@ def test_second_writer_gets_a_clear_lock_error(tmp_path) -> None:
         assert "\n" not in msg
         # The CLI turns it into one line and a non-zero exit, no traceback.
         r = subprocess.run(
-            [sys.executable, "-m", "truss_lab.faces._cli", "init", "--db", str(path)],
+            [sys.executable, "-m", "truss_lab.faces.cli", "init", "--db", str(path)],
             capture_output=True, text=True,
         )
         assert r.returncode == 2

@@ -29,7 +29,7 @@ from truss_lab.extract._openai import (
     OpenAICompatibleProvider,
     parse_retry_after,
 )
-from truss_lab.faces._cli import cli
+from truss_lab.faces.cli import cli
 from truss_lab.store._runs import run_content_hashes, run_errors, run_info
 
 pytestmark = pytest.mark.realserver

@@ -1,6 +1,6 @@
-"""Text of an evaluation for the terminal: a sweep as a fixed-width table, a threshold choice.
+"""Text for the terminal: a sweep as a fixed-width table, a threshold choice, a table of runs.
 
-The CLI (``truss-lab sweep``) and ``make demo`` print these.
+The CLI (``truss-lab sweep``, ``truss-lab runs``) and ``make demo`` print these.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..evaluate._choose import ThresholdChoice
 
-__all__ = ["SUMMARY_THRESHOLDS", "format_choice", "format_sweep"]
+__all__ = ["SUMMARY_THRESHOLDS", "format_choice", "format_sweep", "runs_text"]
 
 #: Thresholds at which text summaries show a sweep.
 SUMMARY_THRESHOLDS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -68,3 +68,10 @@ def format_choice(choice: ThresholdChoice) -> str:
         lines.append(f"  {m:<17} {sides[0]} {tr:.3f}   {sides[1]} {te:.3f}{band}")
     lines += choice.interval_lines()
     return "\n".join(lines)
+
+
+def runs_text(runs: pd.DataFrame, cols: list[str]) -> str:
+    """``cols`` of a :func:`summarize_runs` frame as a text table for people: the
+    counts' ``n_`` prefix (the column names in tables and JSON) is dropped."""
+    shown = runs[cols]
+    return shown.rename(columns=lambda c: c.removeprefix("n_")).to_string(index=False)

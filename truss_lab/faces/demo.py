@@ -24,9 +24,9 @@ from ..ingest._ingest import ingest_completions, ingest_labels, ingest_reference
 from ..journal._ledger import import_journal, verify_chain
 from ..store._runs import summarize_runs
 from ..store._store import open_store
-from ._cli_extract import runs_text
 from ._demo_eval import demo_evaluation, demo_references
 from ._notebook import SAMPLE
+from ._text import runs_text
 
 
 def _step(title: str) -> float:

@@ -1,4 +1,5 @@
-"""Shared pieces of the command line: the one-line error handler and common options."""
+"""What every command of the command line shares: the one-line error handler, the output
+(text or JSON), the store a reading command opens, and the options several commands take."""
 
 from __future__ import annotations
 
@@ -6,17 +7,30 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-from ..core._errors import ChainError, TrussLabError
+from ...core._errors import ChainError, TrussLabError
+from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
+from ...store._store import Store, open_store
 
-if TYPE_CHECKING:
-    from ..store._store import Store
-
-__all__ = ["EXIT_BAD_LINES", "EXIT_USER_ERROR", "_emit", "_friendly", "db_option", "int_counts",
-           "json_option", "read_store", "run_argument"]
+__all__ = [
+    "EXIT_BAD_LINES",
+    "EXIT_USER_ERROR",
+    "add_commands",
+    "db_option",
+    "emit",
+    "friendly",
+    "int_counts",
+    "json_option",
+    "labels_option",
+    "n_boot_option",
+    "objective_option",
+    "random_state_option",
+    "read_store",
+    "run_argument",
+]
 
 # Keys of a metrics mapping that count things (tp, kept, n_verdicts, ...).
 _COUNT_KEYS = frozenset({"tp", "fp", "fn", "tn", "kept"})
@@ -28,7 +42,10 @@ EXIT_BAD_LINES = 3
 """An ingest rejected lines (without --allow-bad-lines), or every line, or the header."""
 
 
-def _friendly(fn: F) -> F:
+def friendly(fn: F) -> F:
+    """``fn`` with a user error (any :class:`TrussLabError`) printed as one line on stderr
+    and exit 1 (a broken chain) or 2 (anything else): never a traceback."""
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -40,7 +57,8 @@ def _friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _emit(obj: Any, as_json: bool, text: str) -> None:
+def emit(obj: Any, as_json: bool, text: str) -> None:
+    """Print ``obj`` as sorted, indented JSON when ``as_json``, else ``text``."""
     if as_json:
         click.echo(json.dumps(obj, indent=2, default=str, sort_keys=True))
     else:
@@ -51,12 +69,16 @@ def read_store(db: str, *, must_exist: bool = False) -> Store:
     """The store a read-only command reads: the file itself, or -- when another process
     (a notebook) holds it for writing -- a checked snapshot of it, said in one line on
     stderr (:mod:`~truss_lab.store._snapshot`). Writing commands never get a snapshot."""
-    from ..store._store import open_store
-
     store = open_store(db, read_only=True, must_exist=must_exist, snapshot=True)
     if store.snapshot is not None:
         click.echo(store.snapshot.note, err=True)
     return store
+
+
+def add_commands(group: click.Group, commands: tuple[click.Command, ...]) -> None:
+    """Add ``commands`` to ``group`` (again is a no-op: a command replaces itself)."""
+    for command in commands:
+        group.add_command(command)
 
 
 db_option = click.option(
@@ -64,6 +86,27 @@ db_option = click.option(
     help="DuckDB database file.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def labels_option(help: str) -> Callable[[F], F]:
+    """``--labels PATH``: a labels CSV read instead of the database's labels table."""
+    return click.option("--labels", "labels_path", type=click.Path(dir_okay=False), help=help)
+
+
+def objective_option(help: str = OBJECTIVE_HELP) -> Callable[[F], F]:
+    """``--objective``: what a threshold choice maximises."""
+    return click.option("--objective", default=DEFAULT_OBJECTIVE, show_default=True, help=help)
+
+
+def n_boot_option(default: int, help: str) -> Callable[[F], F]:
+    """``--n-boot``: replicates of a verdict bootstrap."""
+    return click.option("--n-boot", default=default, show_default=True,
+                        type=click.IntRange(1), help=help)
+
+
+def random_state_option(help: str) -> Callable[[F], F]:
+    """``--random-state``, with help naming what the seed drives in this command."""
+    return click.option("--random-state", default=0, show_default=True, type=int, help=help)
 
 
 def run_argument(fn: F) -> F:

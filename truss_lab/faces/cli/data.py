@@ -1,7 +1,7 @@
-"""``truss-lab``: a thin command line over the library. No logic lives here.
+"""The data commands: ``init``, ``simulate``, ``sample``, ``ingest``, ``verify``, ``audit``,
+``export``, ``schema`` and ``keys``. Getting recorded data in, checking it, getting it out.
 
-A user error (any :class:`TrussLabError`) prints one line and exits non-zero;
-never a traceback.
+No logic lives here: each command is a call into the library and a line of text.
 """
 
 from __future__ import annotations
@@ -12,30 +12,33 @@ from pathlib import Path
 
 import click
 
-from ..core._errors import BadInputError, TrussLabError
-from ..ingest._schemas import SCHEMA_NAMES
-from ._cli_common import EXIT_BAD_LINES, _emit, _friendly, db_option, json_option, read_store
+from ...core._errors import BadInputError, TrussLabError
+from ...core._paths import check_output_file
+from ...govern._audit import audit as audit_store
+from ...ingest._ingest import ingest_completions, ingest_labels, ingest_references
+from ...ingest._schemas import SCHEMA_NAMES, json_schema
+from ...journal._crypto import SigningKey, load_keyring, save_keyring
+from ...journal._ledger import import_journal, verify_chain
+from ...simulate import simulate as run_simulation
+from ...store._export import export_store
+from ...store._store import SCHEMA_VERSION, open_store
+from .._notebook import copy_sample
+from .common import EXIT_BAD_LINES, add_commands, db_option, emit, friendly, json_option, read_store
+
+__all__ = ["COMMANDS", "register"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="truss_lab")
-def cli() -> None:
-    """truss_lab: study Truss lesson extraction (ADR 0011) offline."""
-
-
-@cli.command()
+@click.command()
 @db_option
-@_friendly
+@friendly
 def init(db: str) -> None:
     """Create (or migrate) a truss_lab database."""
-    from ..store._store import SCHEMA_VERSION, open_store
-
     with open_store(db):
         pass
     click.echo(f"{db}: schema version {SCHEMA_VERSION}")
 
 
-@cli.command()
+@click.command()
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Folder to write the dataset into (created if missing).")
 @click.option("--verdicts", default=None, type=click.IntRange(1),
@@ -44,11 +47,9 @@ def init(db: str) -> None:
               help="Old name of --verdicts.")
 @click.option("--seed", default=7, show_default=True, type=int,
               help="Seed of every random draw: the same seed writes the same files.")
-@_friendly
+@friendly
 def simulate(out: str, verdicts: int | None, runs_alias: int | None, seed: int) -> None:
     """Write a synthetic dataset (journal, keyring, completions, labels, truth)."""
-    from ..simulate._simulate import simulate as run_simulation
-
     if verdicts is not None and runs_alias is not None and verdicts != runs_alias:
         raise BadInputError("give --verdicts only (--runs is its old name)", field="--verdicts")
     n = verdicts or runs_alias or 2000
@@ -56,19 +57,17 @@ def simulate(out: str, verdicts: int | None, runs_alias: int | None, seed: int) 
     click.echo(str(result))
 
 
-@cli.command()
+@click.command()
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Folder to copy the sample into (created if missing).")
-@_friendly
+@friendly
 def sample(out: str) -> None:
     """Copy the bundled synthetic sample (journal, keys, completions, labels) to a folder."""
-    from ._notebook import copy_sample
-
     files = copy_sample(out)
     click.echo(f"{out}: {len(files)} files ({', '.join(f.name for f in files)})")
 
 
-@cli.group()
+@click.group()
 def ingest() -> None:
     """Load recorded data into the database."""
 
@@ -81,13 +80,10 @@ def ingest() -> None:
 @click.option("--keep-verified-prefix", is_flag=True,
               help="On a bad line, keep the entries verified before it.")
 @json_option
-@_friendly
+@friendly
 def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_prefix: bool,
                    as_json: bool) -> None:
     """Import a journal export (all-or-nothing unless --keep-verified-prefix)."""
-    from ..journal._ledger import import_journal
-    from ..store._store import open_store
-
     with open_store(db) as store:
         rep = import_journal(store, path, keyring=keys_path,
                              keep_verified_prefix=keep_verified_prefix)
@@ -96,20 +92,19 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
     if not rep.ok:
         text += (f"\nstopped at line {rep.verify.first_bad_line}: {rep.verify.reason}: "
                  f"{rep.verify.message}")
-    _emit(rep.model_dump(mode="json"), as_json, text)
+    emit(rep.model_dump(mode="json"), as_json, text)
     if not rep.ok:
         sys.exit(1)
 
 
+_INGEST = {"completions": ingest_completions, "labels": ingest_labels,
+           "references": ingest_references}
+
+
 def _ingest_table(kind: str, db: str, path: str, as_json: bool,
                   allow_bad_lines: bool = False) -> None:
-    from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
-    from ..store._store import open_store
-
-    fn = {"completions": ingest_completions, "labels": ingest_labels,
-          "references": ingest_references}[kind]
     with open_store(db) as store:
-        rep = fn(store, path)
+        rep = _INGEST[kind](store, path)
     text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
            f"{len(rep.errors)} bad lines"
     if rep.rows_blank:
@@ -122,7 +117,7 @@ def _ingest_table(kind: str, db: str, path: str, as_json: bool,
         text += f"\n  warning: {w}"
     if len(rep.warnings) > 10:
         text += f"\n  … and {len(rep.warnings) - 10} more warnings"
-    _emit(rep.to_dict(), as_json, text)
+    emit(rep.to_dict(), as_json, text)
     # No silent loss: a rejected line fails the command unless asked not to; a
     # file of which nothing was usable (wrong header, every line bad) always does.
     nothing_usable = not rep.header_ok or (rep.errors and rep.rows_added + rep.rows_present == 0)
@@ -135,68 +130,81 @@ allow_bad_lines_option = click.option(
     help=f"Exit 0 when some lines were rejected (default: exit {EXIT_BAD_LINES}).")
 
 
-def _register_ingest(kind: str, what: str) -> None:
-    # The three non-chained inputs share one command shape; only the kind and help differ.
+def _ingest_table_command(kind: str, what: str) -> click.Command:
+    """``ingest KIND``: the three non-chained inputs share one command shape; only the
+    kind and the help differ."""
+
     def command(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
         _ingest_table(kind, db, path, as_json, allow_bad_lines)
 
     command.__doc__ = f"Load {what} (bad lines reported, good ones land; exit 3 if any)."
     command.__name__ = f"ingest_{kind}_cmd"
-    for decorate in (_friendly, json_option, allow_bad_lines_option,
+    for decorate in (friendly, json_option, allow_bad_lines_option,
                      click.argument("path", type=click.Path(dir_okay=False)), db_option,
                      ingest.command(kind)):
         command = decorate(command)
+    return command  # type: ignore[return-value]
 
 
-for _kind, _what in (("completions", "recorded completions"), ("labels", "gold labels"),
-                     ("references", "reference lessons")):
-    _register_ingest(_kind, _what)
+ingest_completions_cmd = _ingest_table_command("completions", "recorded completions")
+ingest_labels_cmd = _ingest_table_command("labels", "gold labels")
+ingest_references_cmd = _ingest_table_command("references", "reference lessons")
 
 
-@cli.command()
+@click.command()
 @db_option
 @json_option
-@_friendly
+@friendly
 def verify(db: str, as_json: bool) -> None:
     """Verify the stored journal; exit 0 when clean, 1 when tampered."""
-    from ..journal._ledger import verify_chain
-
     with read_store(db) as store:
         rep = verify_chain(store)
-    _emit(rep.model_dump(mode="json"), as_json, str(rep))
+    emit(rep.model_dump(mode="json"), as_json, str(rep))
     sys.exit(0 if rep.ok else 1)
 
 
-@cli.command()
+@click.command("audit")
+@db_option
+@json_option
+@friendly
+def audit(db: str, as_json: bool) -> None:
+    """Check a database against ADR 0011; exit 0 when clean, 1 on any failure."""
+    with read_store(db) as store:
+        report = audit_store(store)
+    lines = [f"{'PASS' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in report.checks]
+    n_bad = len(report.failed())
+    lines.append("ok: all checks passed" if report.ok
+                 else f"FAILED: {n_bad} of {len(report.checks)} checks")
+    emit(report.to_dict(), as_json, "\n".join(lines))
+    sys.exit(0 if report.ok else 1)
+
+
+@click.command()
 @db_option
 @click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet",
               show_default=True, help="File format of the exported tables and views.")
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="New folder for one file per table and view, plus manifest.json.")
 @json_option
-@_friendly
+@friendly
 def export(db: str, fmt: str, out: str, as_json: bool) -> None:
     """Export every table and view, with a manifest of row counts and content hashes."""
-    from ..store._export import export_store
-
     with read_store(db) as store:
         manifest = export_store(store, out, format=fmt)
     rels = manifest["relations"]
     text = f"{out}: {len(rels)} files ({sum(r['rows'] for r in rels)} rows), manifest.json"
-    _emit(manifest, as_json, text)
+    emit(manifest, as_json, text)
 
 
-@cli.command()
+@click.command()
 @click.argument("name", type=click.Choice(SCHEMA_NAMES))
-@_friendly
+@friendly
 def schema(name: str) -> None:
     """Print the JSON Schema of a format or record."""
-    from ..ingest._schemas import json_schema
-
     click.echo(json.dumps(json_schema(name), indent=2))
 
 
-@cli.group()
+@click.group()
 def keys() -> None:
     """Ed25519 signing keys."""
 
@@ -207,12 +215,9 @@ def keys() -> None:
               help="Private key file (written with mode 0600).")
 @click.option("--keyring", type=click.Path(dir_okay=False),
               help="Add the public key to this keyring JSON (created if missing).")
-@_friendly
+@friendly
 def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
     """Generate a signing key; print its public key."""
-    from ..core._paths import check_output_file
-    from ..journal._crypto import SigningKey, load_keyring, save_keyring
-
     # Every path is checked before anything is written: a bad --keyring must
     # not leave a private key behind.
     if Path(out).exists() or Path(out).is_symlink():
@@ -233,41 +238,10 @@ def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
     click.echo(f"{key_id} {key.public_key_b64}")
 
 
-def _register_extensions() -> None:
-    # Each stage keeps its commands beside its code; they register here, after
-    # _friendly and _emit exist, because they import them from this module.
-    from . import _cli_audit, _cli_eval, _cli_extract, _cli_judge, _cli_queue, _cli_report
-
-    _cli_extract.register(cli)
-    _cli_eval.register(cli)
-    _cli_audit.register(cli)
-    _cli_report.register(cli)
-    _cli_judge.register(cli)
-    _cli_queue.register(cli)
+COMMANDS: tuple[click.Command, ...] = (init, simulate, sample, ingest, verify, audit, export,
+                                       schema, keys)
 
 
-_register_extensions()
-
-EPILOG = ("Guide: README.md (CLI quickstart). File formats: `truss-lab schema NAME` "
-          f"({', '.join(SCHEMA_NAMES)}).")
-
-
-def _add_epilog(group: click.Group) -> None:
-    # Every --help ends by saying where the rest is written down.
-    for cmd in group.commands.values():
-        cmd.epilog = cmd.epilog or EPILOG
-        if isinstance(cmd, click.Group):
-            _add_epilog(cmd)
-
-
-cli.epilog = EPILOG
-_add_epilog(cli)
-
-
-def main() -> None:
-    """Console entry point."""
-    cli(prog_name="truss-lab")
-
-
-if __name__ == "__main__":
-    main()
+def register(group: click.Group) -> None:
+    """Add the data commands to ``group``."""
+    add_commands(group, COMMANDS)

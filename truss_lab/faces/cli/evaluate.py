@@ -1,0 +1,390 @@
+"""The evaluation commands: ``sweep``, ``compare``, ``calibrate``, ``propose`` and
+``report`` (one self-contained HTML file).
+
+No logic lives here: every number comes from :mod:`truss_lab.evaluate` or
+:mod:`truss_lab.govern._decision`; text, plots and the report come from
+:mod:`truss_lab.faces._text`, :mod:`truss_lab.faces._display` and
+:mod:`truss_lab.faces._report`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ...core._errors import BadInputError
+from ...core._paths import check_output_file
+from ...core._threshold import check_threshold
+from ...evaluate._run_calibration import calibration_run
+from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, sweep_run
+from ...evaluate._truth_source import resolve_truth
+from ...govern._decision import json_safe, propose_threshold
+from ...journal._crypto import SigningKey
+from ...store._store import open_store
+from .._display import save_calibration_plot, save_comparison_plot, save_sweep_plot
+from .._report import write_report
+from .._report_truth import TRUTH_HELP, check_report_truth
+from .._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
+from .common import (
+    add_commands,
+    db_option,
+    emit,
+    friendly,
+    int_counts,
+    json_option,
+    labels_option,
+    n_boot_option,
+    objective_option,
+    random_state_option,
+    read_store,
+    run_argument,
+)
+from .label import MATCH_SPEC_HELP, make_matcher
+
+__all__ = ["COMMANDS", "register"]
+
+_objective_option = objective_option()
+_labels_option = labels_option(
+    "Gold labels CSV (`truss-lab schema labels`) instead of the database's labels table.")
+_score_option = click.option(
+    "--score", default="salience", show_default=True,
+    help="Score to threshold: a candidates column (salience, score).")
+
+
+def _check_truth(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--truth`` is auto, labels, references or judge:NAME (the judge is checked
+    against the database's judges when the command runs)."""
+    if value in ("auto", "labels", "references") or (
+            value.startswith("judge:") and len(value) > len("judge:")):
+        return value
+    raise click.BadParameter(f"expected auto, labels, references or judge:NAME, got {value!r}")
+
+
+_truth_option = click.option(
+    "--truth", default="auto", show_default=True, callback=_check_truth,
+    help="What the lessons are judged by: labels (gold labels on them), references "
+         "(reference lessons of their verdicts, `truss-lab schema references`) or "
+         "judge:NAME (one judge's labels, e.g. judge:sim-judge-v1@judge-v1; see "
+         "`truss-lab judge`). auto: labels when every run has some, else references "
+         "(the output says which). README: Truth sources.")
+_matcher_option = click.option(
+    "--matcher", type=click.Choice(["lexical", "judge"]), default="lexical", show_default=True,
+    help="How lessons are matched to references (when judged by references): lexical word "
+         "overlap, or a model given by --match-judge (README, Matchers).")
+_match_judge_option = click.option(
+    "--match-judge", "match_spec", default=None,
+    help="The judge matcher of --matcher judge: " + MATCH_SPEC_HELP)
+_match_url_option = click.option(
+    "--match-base-url", default=None,
+    help="OpenAI-compatible endpoint of the judge matcher (--match-judge openai:MODEL).")
+
+
+def _match_options(fn: Any) -> Any:
+    return _matcher_option(_match_judge_option(_match_url_option(fn)))
+
+
+def _live_matcher(kind: str, spec: str | None) -> bool:
+    """Whether the judge matcher calls a model, so the store is opened for its recordings."""
+    if kind == "lexical" or spec is None:
+        if spec is not None:
+            raise click.BadParameter("--match-judge needs --matcher judge",
+                                     param_hint="--match-judge")
+        if kind == "judge":
+            raise click.BadParameter("--matcher judge needs --match-judge",
+                                     param_hint="--matcher")
+        return False
+    return not spec.startswith("replay:")
+
+
+def _matcher(store: Any, kind: str, spec: str | None, base_url: str | None) -> Any:
+    return None if kind == "lexical" else make_matcher(spec or "", store, base_url=base_url,
+                                                       field="--match-judge")
+
+
+def _record(store: Any, matcher: Any) -> None:
+    """Append a live judge matcher's calls, so the same command replays them next time."""
+    if matcher is not None and matcher.pending:
+        matcher.record(store)
+
+
+_plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+                            help="Write a PNG plot here.")
+_boot_option = n_boot_option(1000, "Verdict-bootstrap replicates.")
+
+
+def _seed_option(what: str) -> Any:
+    """``--random-state``, with help naming what the seed drives in this command."""
+    return random_state_option(f"Seed of {what}: the same seed gives the same numbers.")
+
+
+_SPLIT_AND_BOOT = "the verdict split or folds and the bootstraps"
+_test_size_option = click.option("--test-size", default=0.3, show_default=True, type=float,
+                                 help="Share of verdicts held out to judge the choice "
+                                      "(one split: --cv 0, or too few verdicts for auto).")
+_cv_option = click.option(
+    "--cv", default="auto", show_default=True,
+    help="Folds of verdicts for a cross-validated choice: auto (5 once every fold gets at "
+         "least 10 verdicts with a label, else one split), 0 for one split, or k >= 2.")
+_cv_repeats_option = click.option("--cv-repeats", default=1, show_default=True,
+                                  type=click.IntRange(1), help="Repeats of the k folds.")
+
+
+def _cv(value: str) -> int | str | None:
+    """``--cv`` as choose_run_threshold takes it: "auto", None (0: one split) or k."""
+    if value == "auto":
+        return "auto"
+    try:
+        k = int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected auto or an int, got {value!r}",
+                                 param_hint="--cv") from None
+    return None if k == 0 else k
+
+
+def _open(db: str, *, write: bool = False) -> Any:
+    return open_store(db, must_exist=True) if write else read_store(db, must_exist=True)
+
+
+def _choice_json(choice: Any) -> dict[str, Any]:
+    iv = {}
+    if choice.test_intervals is not None:
+        row = choice.test_intervals.iloc[0]
+        iv = {c[:-4]: [row[c], row[f"{c[:-4]}_high"]] for c in row.index if c.endswith("_low")}
+    piv = {}
+    if choice.procedure_intervals is not None:
+        row = choice.procedure_intervals.iloc[0]
+        piv = {c[:-4]: [row[c], row[f"{c[:-4]}_high"]] for c in row.index if c.endswith("_low")}
+    folds = (choice.folds.to_dict(orient="records") if choice.folds is not None else None)
+    return json_safe({"threshold": choice.threshold, "objective": choice.objective,
+                      "threshold_interval": choice.threshold_interval, "split": choice.split,
+                      "train": int_counts(choice.train), "test": int_counts(choice.test),
+                      "test_intervals": iv, "procedure_intervals": piv, "folds": folds,
+                      "threshold_spread": choice.threshold_spread or None})
+
+
+@click.command()
+@db_option
+@run_argument
+@_labels_option
+@_objective_option
+@_score_option
+@_test_size_option
+@_cv_option
+@_cv_repeats_option
+@_seed_option(_SPLIT_AND_BOOT)
+@_boot_option
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
+              help="Write the full sweep (every distinct threshold) as CSV.")
+@_truth_option
+@_match_options
+@_plot_option
+@json_option
+@friendly
+def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
+          test_size: float, cv: str, cv_repeats: int, random_state: int, n_boot: int,
+          csv_path: str | None, truth: str, matcher: str, match_spec: str | None,
+          match_base_url: str | None, plot_path: str | None, as_json: bool) -> None:
+    """Sweep a run's salience thresholds and choose one on held-out verdicts."""
+    for path, option in ((csv_path, "--csv"), (plot_path, "--plot")):
+        if path:
+            check_output_file(path, field=option)
+    with _open(db, write=_live_matcher(matcher, match_spec)) as store:
+        m = _matcher(store, matcher, match_spec, match_base_url)
+        truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
+        full = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
+                         matcher=m)
+        at = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
+                       thresholds=list(SUMMARY_THRESHOLDS), matcher=m)
+        choice = choose_run_threshold(store, run_id, objective=objective,
+                                      labels=labels_path, score=score,
+                                      test_size=test_size, cv=_cv(cv),
+                                      cv_repeats=cv_repeats, random_state=random_state,
+                                      n_boot=n_boot, truth=truth, matcher=m)
+        _record(store, m)
+        # The plot's bands: a verdict bootstrap of the judged lessons, same truth.
+        bands = (bootstrap_run(store, run_id, labels=labels_path, score=score,
+                               n_boot=n_boot, random_state=random_state,
+                               truth=truth).table
+                 if plot_path and n_boot else None)
+    if csv_path:
+        full.to_csv(csv_path, index=False)
+    if plot_path:
+        save_sweep_plot(full, plot_path, threshold=choice.threshold, name=run_id,
+                        intervals=bands)
+    judged = ("labelled candidates" if truth != "references" else
+              f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
+              " references")
+    matched_by = full.attrs.get("counts", {}).get("matcher")
+    text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
+            f"truth: {truth} ({why})"
+            f"{f', matcher {matched_by}' if truth == 'references' else ''}\n"
+            f"{format_sweep(at)}\n{format_choice(choice)}")
+    emit({"run_id": run_id, "score": score, "truth": truth,
+           "matcher": matched_by if truth == "references" else None,
+           "sweep": json_safe(at.to_dict(orient="records")),
+           "choice": _choice_json(choice)}, as_json, text)
+
+@click.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@db_option
+@click.option("--threshold", default=0.7, show_default=True, type=float,
+              help="Threshold in [0, 1] applied to both runs' scores.")
+@_labels_option
+@_score_option
+@_boot_option
+@_seed_option("the paired verdict bootstrap")
+@_truth_option
+@_match_options
+@_plot_option
+@json_option
+@friendly
+def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str | None,
+            score: str, n_boot: int, random_state: int, truth: str, matcher: str,
+            match_spec: str | None, match_base_url: str | None,
+            plot_path: str | None, as_json: bool) -> None:
+    """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
+    if plot_path:
+        check_output_file(plot_path, field="--plot")
+    check_threshold(threshold, "--threshold", name="threshold")
+    with _open(db, write=_live_matcher(matcher, match_spec)) as store:
+        m = _matcher(store, matcher, match_spec, match_base_url)
+        truth, why = resolve_truth(store, [run_a, run_b], truth, labels=labels_path)
+        res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
+                           score=score, n_boot=n_boot, random_state=random_state,
+                           truth=truth, matcher=m)
+        _record(store, m)
+    if plot_path:
+        save_comparison_plot(res, plot_path)
+    by = (getattr(m, "name", "lexical") if truth == "references" else None)
+    emit({"names": list(res.names), "n_common": res.n_common, "truth": truth,
+           "matcher": by,
+           "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
+           "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
+          as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n{res!r}")
+
+@click.command()
+@run_argument
+@db_option
+@click.option("--method", type=click.Choice(["isotonic", "platt", "none"]),
+              default="isotonic", show_default=True, help="Calibrator to fit.")
+@click.option("--n-bins", default=10, show_default=True, type=click.IntRange(1),
+              help="Reliability bins.")
+@click.option("--strategy", type=click.Choice(["uniform", "quantile"]), default="uniform",
+              show_default=True, help="Bin edges.")
+@click.option("--min-bin-count", default=10, show_default=True, type=click.IntRange(1),
+              help="Bins with fewer candidates are drawn hollow and left out of MCE.")
+@_labels_option
+@_score_option
+@_test_size_option
+@_seed_option("the verdict split (calibrator fitted on train, judged on test)")
+@_truth_option
+@_plot_option
+@json_option
+@friendly
+def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
+              min_bin_count: int, labels_path: str | None, score: str, test_size: float,
+              random_state: int, truth: str, plot_path: str | None,
+              as_json: bool) -> None:
+    """Calibration before/after fitting on training verdicts, judged on held-out ones."""
+    if plot_path:
+        check_output_file(plot_path, field="--plot")
+    with _open(db) as store:
+        truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
+        rep = calibration_run(store, run_id, method=None if method == "none" else method,
+                              n_bins=n_bins, strategy=strategy, labels=labels_path,
+                              score=score, test_size=test_size, random_state=random_state,
+                              min_bin_count=min_bin_count, truth=truth)
+    if plot_path:
+        save_calibration_plot(rep, plot_path)
+    emit({"run_id": run_id, "score": score, "truth": truth, "method": rep.method,
+           "split": rep.split,
+           "min_bin_count": rep.min_bin_count,
+           "summary": json_safe(rep.summary.reset_index().to_dict(orient="records")),
+           "tables": {k: json_safe(v.to_dict(orient="records"))
+                      for k, v in rep.tables.items()}},
+          as_json, f"truth: {truth} ({why})\n{rep!r}")
+
+@click.command()
+@db_option
+@run_argument
+@click.option("--key", "key_path", required=True, type=click.Path(dir_okay=False),
+              help="Signing key file (from `truss-lab keys generate`).")
+@_objective_option
+@_labels_option
+@_score_option
+@_test_size_option
+@_cv_option
+@_cv_repeats_option
+@_seed_option(_SPLIT_AND_BOOT)
+@_boot_option
+@click.option("--policy-id", default="extraction_min_salience", show_default=True,
+              help="Policy whose current record the proposal supersedes.")
+@_truth_option
+@json_option
+@friendly
+def propose(db: str, run_id: str, key_path: str, objective: str,
+            labels_path: str | None, score: str, test_size: float, cv: str,
+            cv_repeats: int, random_state: int, n_boot: int, policy_id: str,
+            truth: str, as_json: bool) -> None:
+    """Sign a threshold decision and record it as an unverified salience policy."""
+    key = SigningKey.load(key_path)
+    with _open(db, write=True) as store:
+        truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
+        rec = propose_threshold(store, run_id, key, objective=objective,
+                                labels=labels_path, score=score, policy_id=policy_id,
+                                test_size=test_size, cv=_cv(cv),
+                                cv_repeats=cv_repeats, random_state=random_state,
+                                n_boot=n_boot, truth=truth)
+    ref = rec.provenance.produced_by
+    text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "
+            f"{rec.policy.settings['extraction_min_salience']:.4g} (trust {rec.trust.value}"
+            f"{', supersedes ' + rec.supersedes if rec.supersedes else ''})\n"
+            f"truth: {truth} ({why})\n"
+            f"evidence: lab journal entry seq {ref.seq} hash {ref.hash}\n"
+            "not applied: policy records never change runtime behaviour")
+    emit(rec.model_dump(mode="json"), as_json, text)
+
+
+def _report_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        return check_report_truth(value)
+    except BadInputError as exc:
+        raise click.BadParameter(str(exc).removeprefix("field 'truth': ")) from None
+
+
+@click.command("report")
+@click.argument("run_ids", nargs=-1, required=True, metavar="RUN [RUN...]")
+@db_option
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+              help="HTML file to write (self-contained: open it in any browser, offline).")
+@_objective_option
+@n_boot_option(200, "Verdict-bootstrap replicates for the bands and intervals.")
+@random_state_option("Seed of the verdict splits and the bootstrap.")
+@click.option("--max-verdicts", default=200, show_default=True, type=click.IntRange(0),
+              help="Verdicts in the browsable list (up to half with errors); 0 lists all.")
+@click.option("--truth", default="auto", show_default=True, metavar="SOURCE",
+              callback=_report_truth, help=TRUTH_HELP)
+@friendly
+def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: int,
+           random_state: int, max_verdicts: int, truth: str) -> None:
+    """Write an HTML report of runs: config, sweep with bands, calibration, comparison
+    (first run vs each other), judged by one truth (--truth; the header names it),
+    junk rates, audit and a filterable verdict list with labels and reference lessons.
+
+    The first run is A in every comparison. See the README ("A report to share").
+    """
+    with read_store(db, must_exist=True) as store:
+        path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
+                            random_state=random_state, max_verdicts=max_verdicts or None,
+                            truth=truth)
+    click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")
+
+
+COMMANDS: tuple[click.Command, ...] = (sweep, compare, calibrate, propose, report)
+
+
+def register(group: click.Group) -> None:
+    """Add ``sweep``, ``compare``, ``calibrate``, ``propose`` and ``report`` to ``group``."""
+    add_commands(group, COMMANDS)

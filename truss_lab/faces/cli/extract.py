@@ -1,0 +1,324 @@
+"""The run commands: ``extract`` (the batch runner), ``runs`` (list, delete), ``errors``
+and ``usage``.
+
+No logic lives here: everything is a call to :func:`truss_lab.extract._batch.run_extraction`
+or to the store's run functions (:mod:`truss_lab.store._runs`, :mod:`truss_lab.store._usage`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ...core._config import MemoryConfig
+from ...core._errors import BadInputError
+from ...core._models import LessonExtractionPolicy
+from ...core._threshold import check_threshold
+from ...extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
+from ...extract._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES
+from ...extract._config import MAX_SAMPLES, ExtractorConfig
+from ...extract._extractor import Extractor
+from ...ingest._completions import read_completions
+from ...store._runs import delete_run, run_errors, run_info, summarize_runs
+from ...store._store import open_store
+from ...store._usage import load_prices, run_usage
+from .._text import runs_text
+from .common import add_commands, db_option, emit, friendly, json_option, read_store, run_argument
+
+__all__ = ["COMMANDS", "make_extractor", "register"]
+
+
+def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
+                   max_retries: int | None = None,
+                   knobs: dict[str, Any] | None = None, supports_n: bool = False) -> Any:
+    """An :class:`Extractor` from a CLI spec: ``heuristic``, ``replay:EXTRACTOR_ID``
+    (the store's completions, replayed with their recorded configuration),
+    ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL`` (``max_retries``: of
+    each live call, default the provider's; ``knobs``: :class:`ExtractorConfig`
+    fields such as ``response_format`` or ``temperature``, for openai:MODEL only;
+    ``supports_n``: the server draws a verdict's samples in one ``n=k`` call)."""
+    kind, _, arg = spec.partition(":")
+    knobs = {k: v for k, v in (knobs or {}).items() if v is not None}
+    if knobs and kind != "openai":
+        raise BadInputError(
+            f"--{next(iter(knobs)).replace('_', '-')} sets a live extractor's configuration "
+            "(openai:MODEL); a replay uses the configuration it was recorded with",
+            field="--extractor")
+    if supports_n and kind != "openai":
+        raise BadInputError("--supports-n describes a live server (openai:MODEL)",
+                            field="--supports-n")
+    if spec == "heuristic":
+        return Extractor.heuristic()
+    if kind == "replay" and arg:
+        path, _, ext_id = arg.partition("#")
+        if path.endswith(".jsonl") or Path(path).is_file():
+            return _replay_file(path, ext_id or None)
+        have = [r[0] for r in store.sql(
+            "SELECT DISTINCT extractor_id FROM completions ORDER BY 1").fetchall()]
+        if arg not in have:
+            raise BadInputError(
+                f"no recorded completions for extractor {arg!r} in the database; recorded: "
+                f"{', '.join(have) or 'none'} (load some with `truss-lab ingest completions`, "
+                "or give replay:PATH.jsonl)", field="--extractor")
+        return Extractor.replay(store, arg)
+    if kind == "openai" and arg:
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        options: dict[str, Any] = {} if max_retries is None else {"max_retries": max_retries}
+        if supports_n:
+            options["supports_n"] = True
+        try:
+            config = ExtractorConfig(model=arg, **knobs)
+        except ValueError as exc:  # pydantic's ValidationError: one line per bad knob
+            raise BadInputError(f"bad extractor configuration: {exc}",
+                                field="--extractor") from None
+        return Extractor.openai(url, arg, config=config, **options)
+    raise BadInputError(
+        f"unknown extractor {spec!r}; expected heuristic, replay:EXTRACTOR_ID, "
+        "replay:PATH.jsonl[#EXTRACTOR_ID] or openai:MODEL", field="--extractor")
+
+
+def _replay_file(path: str, ext_id: str | None) -> Any:
+    if not Path(path).is_file():
+        raise BadInputError("no such completions file", source=path)
+    df, errors = read_completions(path)
+    if errors:
+        raise BadInputError(f"{len(errors)} bad line(s), the first: {errors[0]}", source=path)
+    names = sorted(df["extractor"].dropna().unique().tolist())
+    if ext_id is None:
+        if len(names) != 1:
+            raise BadInputError(
+                f"the file records {len(names)} extractors ({', '.join(names)}); pick one "
+                f"with replay:{path}#EXTRACTOR_ID", source=path)
+        ext_id = names[0]
+    elif ext_id not in names:
+        raise BadInputError(f"no recordings for extractor {ext_id!r}; the file has "
+                            f"{', '.join(names)}", source=path)
+    return Extractor.replay(df[df["extractor"] == ext_id], ext_id)
+
+
+def _off_refused() -> BadInputError:
+    return BadInputError(
+        "the lesson extraction policy is off (the default: see `truss-lab schema config`), "
+        "so this run would call no extractor and write nothing; give --policy on or "
+        "--policy model-scored, or --allow-off to record the empty run on purpose",
+        field="--policy")
+
+
+@click.command()
+@db_option
+@click.option("--extractor", "extractor_spec", default=None,
+              help="heuristic | replay:EXTRACTOR_ID | replay:PATH.jsonl[#ID] | openai:MODEL "
+                   "(on --resume: defaults to the run's).")
+@click.option("--base-url", default=None,
+              help="Endpoint of an OpenAI-compatible server, for openai:MODEL "
+                   "(default: $OPENAI_BASE_URL, else api.openai.com).")
+@click.option("--policy", type=click.Choice(["off", "on", "model-scored"]), default=None,
+              help="Lesson extraction policy (default: config file / env, else off, "
+                   "which is refused unless --allow-off).")
+@click.option("--allow-off", is_flag=True,
+              help="Record a run even when the policy is off (it extracts nothing).")
+@click.option("--extraction-min-salience", "--min-salience", "extraction_min_salience",
+              type=float, default=None,
+              help="extraction_min_salience in [0, 1] for model-scored (default 0.70).")
+@click.option("--executor", default="inline", show_default=True,
+              help="inline | threads:N | processes:N | dask-local | dask://host:port")
+@click.option("--verdicts", "verdict_filter", default=None,
+              help="SQL WHERE clause over the journal, or a .jsonl/.parquet file of refs.")
+@click.option("--chunk-size", type=click.IntRange(1), default=None,
+              help="Verdicts per chunk (one transaction each; default 1000).")
+@click.option("--run-id", default=None, help="Id for a new run (default: generated).")
+@click.option("--name", default=None, help="A human name for the new run (shown by `runs`).")
+@click.option("--tag", "tags", multiple=True,
+              help="A tag for the new run; repeat for several.")
+@click.option("--resume", "resume_id", default=None, metavar="RUN",
+              help="Continue run RUN (killed, failed or finished) where it stopped.")
+@click.option("--dry-run", is_flag=True, help="Keep candidates only; write no memory.")
+@click.option("--max-consecutive-failures", default=DEFAULT_MAX_CONSECUTIVE_FAILURES,
+              show_default=True, type=click.IntRange(1),
+              help="Stop the run (failed, resumable) after this many verdicts in a row "
+                   "whose live provider call failed after its retries.")
+@click.option("--max-retries", default=None, type=click.IntRange(0),
+              help="Retries of one live provider call (openai:MODEL; default 5).")
+@click.option("--response-format", type=click.Choice(["none", "json_object", "json_schema"]),
+              default=None, help="Structured output for openai:MODEL: none (default), "
+              "json_object, or json_schema (the lessons schema).")
+@click.option("--temperature", type=float, default=None,
+              help="Sampling temperature for openai:MODEL (default 0).")
+@click.option("--top-p", type=float, default=None, help="top_p for openai:MODEL.")
+@click.option("--seed", type=int, default=None, help="Sampling seed for openai:MODEL.")
+@click.option("--max-tokens", type=click.IntRange(1), default=None,
+              help="Most tokens per completion for openai:MODEL.")
+@click.option("--samples", type=click.IntRange(1, MAX_SAMPLES), default=None,
+              help="Completions per verdict for openai:MODEL (default 1); with K > 1 the "
+                   "gate keeps one lesson per cluster and stores its self-consistency "
+                   "(README 'Several samples per verdict').")
+@click.option("--supports-n", is_flag=True,
+              help="The server honours n (OpenAI, vLLM): one call per verdict draws its "
+                   "K samples; otherwise K calls.")
+@click.option("--max-error-share", default=0.1, show_default=True, type=float,
+              help="Exit 1 when more than this share of the run's verdicts have errors "
+                   "(see `truss-lab errors RUN`).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@json_option
+@friendly
+def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: str | None,
+            allow_off: bool, extraction_min_salience: float | None, executor: str,
+            verdict_filter: str | None, chunk_size: int | None, run_id: str | None,
+            name: str | None, tags: tuple[str, ...], resume_id: str | None,
+            dry_run: bool, max_consecutive_failures: int, max_retries: int | None,
+            response_format: str | None, temperature: float | None, top_p: float | None,
+            seed: int | None, max_tokens: int | None, samples: int | None,
+            supports_n: bool, max_error_share: float, quiet: bool, as_json: bool) -> None:
+    """Extract lessons from recorded verdicts (a resumable batch run).
+
+    openai:MODEL runs are recorded with their configuration (the --response-format
+    and sampling options); `--extractor replay:EXTRACTOR_ID` replays them offline."""
+    check_threshold(max_error_share, "--max-error-share", name="max_error_share")
+    if resume_id and run_id and resume_id != run_id:
+        raise BadInputError("give either --run-id or --resume, not both", field="--resume")
+    with open_store(db) as store:
+        prior: dict[str, Any] = {}
+        if resume_id:
+            row = run_info(store, resume_id)
+            prior = json.loads(row["config"])
+            dry_run = dry_run or not row["write_memory"]
+        spec = extractor_spec or prior.get("extractor_spec")
+        if spec is None:
+            raise BadInputError("--extractor is required", field="--extractor")
+        overrides: dict[str, Any] = {}
+        pol = policy or prior.get("lesson_extraction")
+        if pol is not None:
+            overrides["lesson_extraction"] = pol
+        sal = extraction_min_salience if extraction_min_salience is not None else prior.get(
+            "extraction_min_salience")
+        if sal is not None:
+            overrides["extraction_min_salience"] = sal
+        config = MemoryConfig.load(**overrides)
+        if config.lesson_extraction is LessonExtractionPolicy.off and not allow_off:
+            raise _off_refused()
+        retries = max_retries if max_retries is not None else prior.get("max_retries")
+        knobs = {"response_format": response_format, "temperature": temperature,
+                 "top_p": top_p, "seed": seed, "max_tokens": max_tokens, "samples": samples}
+        if resume_id and not any(v is not None for v in knobs.values()):
+            knobs = prior.get("extractor_knobs") or {}
+        supports_n = supports_n or bool(prior.get("supports_n"))
+        extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
+                                   max_retries=retries, knobs=knobs, supports_n=supports_n)
+        verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
+            "verdicts")
+        run = run_extraction(
+            store, extractor, config, verdicts=verdicts, executor=executor,
+            progress=not quiet and not as_json, run_id=resume_id or run_id,
+            write_memory=not dry_run, chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
+            resume=resume_id is not None, run_config={"extractor_spec": spec,
+                                                    "base_url": base_url,
+                                                    "max_retries": max_retries,
+                                                    "supports_n": supports_n,
+                                                    "extractor_knobs": {
+                                                        k: v for k, v in knobs.items()
+                                                        if v is not None}},
+            name=name, tags=tags, max_consecutive_failures=max_consecutive_failures,
+        )
+        emit(run.to_dict(), as_json, repr(run))
+    if run.n_verdicts and run.n_errors / run.n_verdicts > max_error_share:
+        click.echo(f"error: {run.n_errors} of {run.n_verdicts} verdicts "
+                   f"({run.n_errors / run.n_verdicts:.1%}) have errors, above "
+                   f"--max-error-share {max_error_share:g}; list them with "
+                   f"`truss-lab errors {run.run_id}`", err=True)
+        sys.exit(1)
+
+@click.group(invoke_without_command=True)
+@db_option
+@json_option
+@click.pass_context
+@friendly
+def runs(ctx: click.Context, db: str, as_json: bool) -> None:
+    """List extraction runs with their names, tags and counts (`runs delete RUN`
+    deletes one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with read_store(db) as store:
+        df = summarize_runs(store)
+    if as_json:
+        emit(json.loads(df.to_json(orient="records", date_format="iso")), True, "")
+    elif df.empty:
+        click.echo("no runs")
+    else:
+        df = df.assign(name=df["name"].fillna(""),
+                       tags=[",".join(t) for t in df["tags"]])
+        click.echo(runs_text(df, ["run_id", "name", "tags", "extractor_id", "policy",
+                                  "status", "n_verdicts", "n_candidates", "n_lessons",
+                                  "n_errors", "seconds"]))
+
+@runs.command("delete")
+@run_argument
+@db_option
+@json_option
+@friendly
+def runs_delete(run_id: str, db: str, as_json: bool) -> None:
+    """Delete a run that wrote no memory (its candidates, errors and progress rows);
+    a run that wrote governed records is refused, saying which."""
+    with open_store(db, must_exist=True) as store:
+        gone = delete_run(store, run_id)
+    text = f"deleted run {run_id}: " + ", ".join(f"{n} {t}" for t, n in gone.items())
+    emit({"run_id": run_id, "deleted": gone}, as_json, text)
+
+@click.command()
+@run_argument
+@db_option
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(0),
+              help="Show at most this many errors in the text output (0: all).")
+@json_option
+@friendly
+def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
+    """List a run's per-verdict errors (provider, parse, prompt), by verdict."""
+    with read_store(db) as store:
+        df = run_errors(store, run_id)
+    if as_json:
+        emit(json.loads(df.to_json(orient="records")), True, "")
+        return
+    if df.empty:
+        click.echo(f"run {run_id}: no errors")
+        return
+    counts = df.groupby(["stage", "reason"]).size().sort_values(ascending=False,
+                                                                 kind="stable")
+    lines = [f"run {run_id}: {len(df)} errors ("
+             + ", ".join(f"{n} {st}/{rs}" for (st, rs), n in counts.items()) + ")"]
+    shown = df if not limit else df.head(limit)
+    for r in shown.itertuples():
+        msg = " ".join(str(r.message or "").split())
+        lines.append(f"  seq {r.verdict_seq} {r.stage}/{r.reason}: "
+                     f"{msg[:117] + '...' if len(msg) > 120 else msg}")
+    if len(shown) < len(df):
+        lines.append(f"  ... and {len(df) - len(shown)} more (--limit 0 or --json)")
+    click.echo("\n".join(lines))
+
+@click.command()
+@run_argument
+@db_option
+@click.option("--prices", "prices_path", default=None, metavar="PRICES.toml",
+              help='Price table: [models."NAME"] input_per_million, output_per_million '
+                   "(and currency); without it no cost is shown.")
+@json_option
+@friendly
+def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
+    """A run's usage: calls, tokens in/out, latency p50/p95/p99, errors by kind,
+    time per verdict, and cost from --prices (never guessed)."""
+    prices = None if prices_path is None else load_prices(prices_path)
+    with read_store(db) as store:
+        u = run_usage(store, run_id, prices=prices)
+    emit(u.to_dict(), as_json, str(u))
+
+
+COMMANDS: tuple[click.Command, ...] = (extract, runs, errors, usage)
+
+
+def register(group: click.Group) -> None:
+    """Add the ``extract``, ``runs`` (list, delete), ``errors`` and ``usage`` commands
+    to ``group``."""
+    add_commands(group, COMMANDS)

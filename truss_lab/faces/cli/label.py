@@ -1,0 +1,251 @@
+"""The labelling commands: ``judge`` labels a run's lessons with a model,
+``judge-agreement`` checks the judge against people before relying on it, ``match``
+matches a run's lessons to reference lessons with a model (the judge matcher), and
+``queue`` lists the lessons people should label next.
+
+No logic here: :func:`truss_lab.extract._judge.run_judge`,
+:func:`truss_lab.evaluate._judge_agreement.judge_agreement`,
+:func:`truss_lab.extract._match_judge.match_run` and
+:func:`truss_lab.evaluate._queue.labelling_queue` do the work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ...core._errors import BadInputError
+from ...core._paths import check_output_file
+from ...evaluate._judge_agreement import judge_agreement as agreement_of
+from ...evaluate._objective import OBJECTIVE_HELP
+from ...evaluate._queue import labelling_queue
+from ...extract._judge import Judge, run_judge
+from ...extract._match_judge import JudgeMatcher, match_run
+from ...extract._prompts import get_template
+from ...ingest._completions import read_completions
+from ...ingest._labels import write_label_queue
+from ...simulate._providers import (
+    SIMULATED_JUDGE_MODEL,
+    SIMULATED_MATCH_MODEL,
+    SimulatedJudgeProvider,
+    SimulatedMatchProvider,
+)
+from ...store._store import open_store
+from .._notebook import SAMPLE
+from .common import (
+    add_commands,
+    db_option,
+    emit,
+    friendly,
+    json_option,
+    labels_option,
+    n_boot_option,
+    objective_option,
+    random_state_option,
+    read_store,
+    run_argument,
+)
+
+__all__ = ["COMMANDS", "JUDGE_SPEC_HELP", "MATCH_SPEC_HELP", "make_judge", "make_matcher",
+           "register"]
+
+_SAMPLE_TRUTH = SAMPLE / "lesson_truth.csv"
+
+
+JUDGE_SPEC_HELP = ("openai:MODEL | replay:MODEL | replay:PATH.jsonl#MODEL | "
+                   "simulated[:LESSON_TRUTH.csv] (synthetic, for the sample)")
+MATCH_SPEC_HELP = (JUDGE_SPEC_HELP + "; simulated reads references.jsonl beside the "
+                   "lesson truth. See README, Matchers.")
+
+
+def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
+                base_url: str | None, template: str, field: str) -> Any:
+    """``cls`` (a Judge or a JudgeMatcher) from a CLI spec; ``simulated(truth_csv)``
+    returns the (provider, model) of the simulated one."""
+    kind, _, arg = spec.partition(":")
+    if kind == "openai" and arg:
+        if not base_url:
+            raise BadInputError("openai:MODEL needs --base-url", field="--base-url")
+        return cls.openai(base_url, arg, template=template)
+    if kind == "replay" and arg:
+        path, _, model = arg.partition("#")
+        if model:
+            df, errors = read_completions(path)
+            if errors:
+                raise BadInputError(f"{len(errors)} bad line(s); the first: {errors[0]}",
+                                    source=path)
+            return cls.replay(df, model, template=template)
+        return cls.replay(store, arg, template=template)
+    if kind == "simulated":
+        provider, model = simulated(arg or str(_SAMPLE_TRUTH))
+        return cls(provider, model, get_template(template), {"temperature": 0})
+    raise BadInputError(f"unknown judge {spec!r}; expected openai:MODEL, replay:MODEL, "
+                        "replay:PATH.jsonl#MODEL or simulated[:LESSON_TRUTH.csv]",
+                        field=field)
+
+
+def make_judge(spec: str, store: Any, *, base_url: str | None = None,
+               template: str = "judge-v1") -> Any:
+    """A :class:`~truss_lab.extract._judge.Judge` from a CLI spec: ``openai:MODEL``
+    (live, with ``base_url``), ``replay:MODEL`` (the store's recordings),
+    ``replay:PATH.jsonl#MODEL`` or ``simulated[:LESSON_TRUTH.csv]`` (the
+    simulator's synthetic judge, model ``sim-judge-v1``; its calls are recorded)."""
+    def simulated(truth: str) -> tuple[Any, str]:
+        return SimulatedJudgeProvider(truth), SIMULATED_JUDGE_MODEL
+
+    return _judge_from(spec, store, Judge, simulated, base_url=base_url, template=template,
+                       field="--extractor")
+
+
+def make_matcher(spec: str, store: Any, *, base_url: str | None = None,
+                 template: str = "match-v1", field: str = "--extractor") -> Any:
+    """A :class:`~truss_lab.extract._match_judge.JudgeMatcher` from a CLI spec, spelled
+    as for :func:`make_judge`; ``simulated[:LESSON_TRUTH.csv]`` is the simulator's
+    synthetic matcher (model ``sim-match-v1``, references.jsonl beside the truth)."""
+    def simulated(truth: str) -> tuple[Any, str]:
+        return (SimulatedMatchProvider(truth, Path(truth).with_name("references.jsonl")),
+                SIMULATED_MATCH_MODEL)
+
+    return _judge_from(spec, store, JudgeMatcher, simulated, base_url=base_url,
+                       template=template, field=field)
+
+
+def _model_options(what: str, spec_help: str, prompt: str) -> Any:
+    """RUN, --db, --extractor SPEC, --base-url and --prompt of a command that asks a model."""
+
+    def wrap(fn: Any) -> Any:
+        for opt in reversed((
+                click.argument("run_id", metavar="RUN"), db_option,
+                click.option("--extractor", "spec", required=True,
+                             help=f"The {what}: {spec_help}"),
+                click.option("--base-url", default=None,
+                             help="OpenAI-compatible endpoint (openai:MODEL)."),
+                click.option("--prompt", "template", default=prompt, show_default=True,
+                             help="Prompt version."))):
+            fn = opt(fn)
+        return fn
+
+    return wrap
+
+
+
+@click.command()
+@_model_options("judge", JUDGE_SPEC_HELP + ".", "judge-v1")
+@json_option
+@friendly
+def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
+          as_json: bool) -> None:
+    """Label a run's lessons with a model, stored as judge:<model>@<prompt> labels."""
+    with open_store(db, must_exist=True) as store:
+        res = run_judge(store, run_id, make_judge(spec, store, base_url=base_url,
+                                                  template=template))
+    text = (f"{res.annotator}: {res.n_labels} labels for {res.n_lessons} lessons of run "
+            f"{run_id} on {res.n_verdicts} verdicts ({res.labels_added} new); "
+            f"{res.provider_calls} requests, {res.recorded} live calls recorded for replay")
+    if res.errors:
+        text += f"\n{len(res.errors)} answer(s) not fully usable; the first: {res.errors[0]}"
+    emit(res.to_dict(), as_json, text)
+
+
+@click.command("judge-agreement")
+@click.argument("run_id", metavar="RUN", required=False)
+@db_option
+@click.option("--judge", "name", required=True,
+              help="The judge annotator (judge:MODEL@PROMPT; the judge: prefix optional).")
+@labels_option("Labels CSV (truss-lab schema labels) instead of the labels table.")
+@n_boot_option(1000, "Verdict-bootstrap replicates.")
+@random_state_option("Seed of the verdict bootstrap behind the agreement intervals.")
+@json_option
+@friendly
+def judge_agreement(run_id: str | None, db: str, name: str, labels_path: str | None,
+                    n_boot: int, random_state: int, as_json: bool) -> None:
+    """A judge's Cohen kappa, precision and recall against human labels (RUN optional)."""
+    with read_store(db, must_exist=True) as store:
+        res = agreement_of(store, name, run_id, labels=labels_path, n_boot=n_boot,
+                           random_state=random_state)
+    emit(res.to_dict(), as_json, repr(res))
+
+
+@click.command()
+@_model_options("judge matcher", MATCH_SPEC_HELP, "match-v1")
+@click.option("--references", "references_path", type=click.Path(dir_okay=False),
+              help="Reference lessons JSONL (`truss-lab schema references`) instead of "
+                   "the database's reference_lessons table.")
+@json_option
+@friendly
+def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
+          references_path: str | None, as_json: bool) -> None:
+    """Match a run's lessons to reference lessons with a model; record its calls."""
+    with open_store(db, must_exist=True) as store:
+        res = match_run(store, run_id, make_matcher(spec, store, base_url=base_url,
+                                                    template=template),
+                        references=references_path)
+    text = (f"{res['matcher']}: {res['matched']} of {res['lessons']} lessons of run "
+            f"{run_id} matched {res['references']} references on {res['verdicts']} "
+            f"annotated verdicts (match threshold {res['match_threshold']:g}); "
+            f"{res['requests']} requests, {res['recorded']} live calls recorded for replay")
+    if res["errors"]:
+        first = next(iter(res["errors"].items()))
+        text += (f"\n{len(res['errors'])} verdict(s) left out, answer not usable; the "
+                 f"first: {first[0]}: {first[1]}")
+    emit(res, as_json, text)
+
+
+@click.command("queue")
+@db_option
+@run_argument
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="CSV file to write (`truss-lab schema label-queue`); fill in `useful` "
+                   "(1 or 0) and load it with `truss-lab ingest labels`.")
+@click.option("--n", "n", default=200, show_default=True, type=click.IntRange(1),
+              help="At most this many lessons.")
+@click.option("--per-verdict", default=2, show_default=True, type=click.IntRange(1),
+              help="At most this many lessons of one verdict.")
+@click.option("--annotator", default=None,
+              help="Written into the annotator column; lessons this annotator already "
+                   "labelled are left out.")
+@click.option("--interval", nargs=2, type=float, default=None, metavar="LOW HIGH",
+              help="Salience interval to draw from, in [0, 1] (default: the bootstrap "
+                   "interval of the chosen threshold, or 0.70 ± 0.10 with too few labels).")
+@objective_option(f"Of the threshold choice whose interval is used. {OBJECTIVE_HELP}")
+@n_boot_option(200, "Verdict-bootstrap replicates of the choice's interval.")
+@random_state_option("Seed of the choice's folds and bootstrap and of the verdict order: "
+                     "the same seed writes the same queue.")
+@json_option
+@friendly
+def queue(db: str, run_id: str, out: str, n: int, per_verdict: int,
+          annotator: str | None, interval: tuple[float, float] | None, objective: str,
+          n_boot: int, random_state: int, as_json: bool) -> None:
+    """List unlabelled lessons whose labels would most move the threshold choice.
+
+    Lessons without a label (or with tied labels) whose salience lies where the
+    threshold is being chosen, spread over verdicts, each with its verdict's goal,
+    summary and checks. See the README ("A labelling queue").
+    """
+    check_output_file(out, field="--out")
+    with open_store(db, read_only=True, must_exist=True) as store:
+        frame = labelling_queue(store, run_id, n=n, per_verdict=per_verdict,
+                                annotator=annotator, interval=interval or None,
+                                objective=objective, n_boot=n_boot,
+                                random_state=random_state)
+    write_label_queue(frame, out)
+    info = {**frame.attrs["queue"], "out": out}
+    lo, hi = info["interval"]
+    text = (f"{out}: {info['n_rows']} lesson(s) of run {run_id} on "
+            f"{info['n_rows_verdicts']} verdict(s), at most {per_verdict} per verdict\n"
+            f"interval [{lo:.4g}, {hi:.4g}] ({info['source']}): {info['why']}\n"
+            f"{info['n_candidates']} lesson(s) without a label in it, on "
+            f"{info['n_verdicts']} verdict(s)\n"
+            f"next: fill in `useful` (1 or 0) and `annotator`, then "
+            f"`truss-lab ingest labels {out} --db {db}` (empty rows are skipped)")
+    emit(info, as_json, text)
+
+
+COMMANDS: tuple[click.Command, ...] = (judge, judge_agreement, match, queue)
+
+
+def register(group: click.Group) -> None:
+    """Add ``judge``, ``judge-agreement``, ``match`` and ``queue`` to ``group``."""
+    add_commands(group, COMMANDS)
