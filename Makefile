@@ -38,8 +38,12 @@ test: $(VENV)/.installed-dev
 		--ignore=tests/browser --ignore=tests/realserver
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbmake notebooks
 
+# The nightly run: the slow-marked tests, and every Hypothesis test with its full
+# example count (the thorough profile, tests/builders/profiles.py); make test runs
+# the same Hypothesis tests on a tenth of the examples.
 test-slow: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow --ignore=tests/browser \
+	HYPOTHESIS_PROFILE=thorough $(BIN)/python -m pytest -q -p no:cacheprovider \
+		-m "(slow or hypothesis) and not realserver" --ignore=tests/browser \
 		--ignore=tests/realserver
 
 $(VENV)/.installed-browser: pyproject.toml | $(BIN)/python

@@ -4,9 +4,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.builders import profiles
 from tests.builders.stores import fresh_store
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.store._store import Store
+
+# Hypothesis's example counts: modest under make test, in full under HYPOTHESIS_PROFILE=thorough.
+profiles.load()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._agreement import (
     CANDIDATE_KEY,
@@ -109,7 +110,7 @@ def test_annotator_column_is_optional():
         majority_labels(LABELS.drop(columns="annotator"))  # (h1, x, 0) said 1 and 0
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     pairs=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=60)
 )
@@ -179,7 +180,7 @@ def test_label_coverage():
     assert (y.n_candidates, y.n_labelled, y.n_orphan_labels) == (1, 0, 1)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     rows=st.lists(
         st.tuples(

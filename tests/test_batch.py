@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from tests.builders.stores import SAMPLE, sample_template
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, ChainError, StoreError, TrussLabError
@@ -235,7 +236,7 @@ def test_bad_refs_are_clear_errors(sample: Store, tmp_path: Path) -> None:
         resolve_batch(sample, f)
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seqs=st.lists(st.integers(-5, 1300), max_size=5),
        hashes=st.lists(st.text(max_size=70), max_size=5))

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate import _bootstrap
 from truss_lab.evaluate._bootstrap import BootstrapResult, bootstrap_metrics
@@ -193,7 +194,7 @@ def test_missing_verdict_is_an_error():
         bootstrap_metrics([0, 1], [0.1, 0.2], ["a", None], thresholds=[0.5])
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     n_verdicts=st.integers(1, 12),
@@ -232,7 +233,7 @@ def _extended_quantile(x: np.ndarray, q: float) -> float:
     return float(np.quantile(x, q))  # both finite: numpy's own interpolation
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.lists(st.sampled_from([0.1, 0.25, 0.5, 0.9, np.inf, -np.inf, np.nan]),
                          min_size=3, max_size=3), min_size=1, max_size=12),
        st.sampled_from([0.5, 0.8, 0.9, 0.95]))

@@ -14,6 +14,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._canonical import (
     MAX_SAFE_INT,
     MalformedJSON,
@@ -54,7 +55,7 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(JSON_VALUES)
 def test_canonical_equals_rfc8785(value: object) -> None:
     expected = rfc8785.dumps(value)
@@ -62,7 +63,7 @@ def test_canonical_equals_rfc8785(value: object) -> None:
     assert canonical(value) == expected.decode("utf-8")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(JSON_VALUES)
 def test_canonical_round_trips_through_loads_strict(value: object) -> None:
     text = canonical(value)
@@ -70,7 +71,7 @@ def test_canonical_round_trips_through_loads_strict(value: object) -> None:
     assert canonical(again) == text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(_KEYS, st.integers(0, 9), min_size=2, max_size=8))
 def test_key_order_is_utf16_not_code_point(obj: dict[str, int]) -> None:
     assert canonical(obj) == rfc8785.dumps(obj).decode("utf-8")
@@ -82,7 +83,7 @@ def test_non_bmp_key_sorts_before_private_use_key() -> None:
     assert canonical(obj) == '{"a":3,"\U0001f600":2,"\ue000":1}'
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(st.characters(codec="utf-8")))
 def test_jcs_string_matches_both_oracles(s: str) -> None:
     assert jcs_string(s) == json.dumps(s, ensure_ascii=False)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._bootstrap import seed_streams
 from truss_lab.evaluate._choose import (
@@ -31,7 +32,7 @@ def make_data(seed, n_verdicts=80):
     return y, s, groups
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     groups=st.lists(st.integers(0, 30), min_size=2, max_size=200),
     frac=st.floats(0.01, 0.99),
@@ -60,7 +61,7 @@ def test_split_is_seeded():
     assert len(set(g[split_by_verdict(g, test_size=7)[1]])) == 7
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     groups=st.lists(st.sampled_from("abcdefghij"), min_size=10, max_size=100),
     k=st.integers(2, 5),

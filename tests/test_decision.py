@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core._canonical import canonical, loads_strict
 from truss_lab.core._config import MemoryConfig
@@ -175,7 +176,7 @@ finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
                                                                  max_size=4),
     max_leaves=12,
 ))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_json_safe_output_is_canonical_json(value):
     safe = json_safe(value)
     assert loads_strict(canonical(safe)) == safe

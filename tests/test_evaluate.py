@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import brier_score_loss, cohen_kappa_score
 
+from tests.builders.profiles import examples
 from tests.builders.stores import SAMPLE, sample_store
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError
@@ -286,7 +287,7 @@ def test_objective_kinds_options_and_defaults_have_one_home():
 
 
 @given(st.text(max_size=20))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_parse_objective_never_crashes(spec):
     try:
         obj = parse_objective(spec)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.evaluate._bootstrap import bootstrap_metrics
 from truss_lab.evaluate._objective import Objective, ratio_at_least, ratio_at_most
 from truss_lab.evaluate._sweep import ThresholdGridWarning, sweep
@@ -25,7 +26,7 @@ def test_the_two_reproductions_of_the_issue() -> None:
 _bound = st.integers(0, 10_000).map(lambda i: (Fraction(i, 10_000), float(f"{i / 10_000:.4f}")))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(_bound, st.integers(1, 200), st.data())
 def test_feasibility_agrees_with_fractions(bound: tuple[Fraction, float], den: int,
                                            data: st.DataObject) -> None:
@@ -35,7 +36,7 @@ def test_feasibility_agrees_with_fractions(bound: tuple[Fraction, float], den: i
     assert bool(ratio_at_most([num], [den], typed)[0]) == (Fraction(num, den) <= exact)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(1, 200), st.integers(1, 200), st.data())
 def test_objectives_agree_with_fractions_of_the_typed_bound(kept: int, verdicts: int,
                                                            data: st.DataObject) -> None:

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._canonical import MAX_SAFE_INT, MalformedJSON, loads_strict
 from truss_lab.core._errors import BadInputError
 from truss_lab.ingest._completions import (
@@ -282,7 +283,7 @@ def completions_file(draw: st.DrawFn) -> tuple[list[str], dict[int, str | None],
     return lines, bad, good
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(completions_file())
 def test_read_completions_bad_lines_reported_good_kept(
     tmp_path_factory: pytest.TempPathFactory, case: tuple[list[str], dict, list[dict]]
@@ -300,7 +301,7 @@ def test_read_completions_bad_lines_reported_good_kept(
     assert as_python(df) == [normalised(r) for r in good]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(good_record(0), bad_line(0).map(lambda t: t[0])))
 def test_fast_validation_agrees_with_the_model(
     tmp_path_factory: pytest.TempPathFactory, item: Any
@@ -318,7 +319,7 @@ def test_fast_validation_agrees_with_the_model(
     assert (errors == []) == accepted
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.integers(0, 300), unique=True, max_size=15).flatmap(
     lambda idx: st.tuples(*(good_record(i) for i in idx))))
 def test_write_then_read_round_trips(
@@ -478,7 +479,7 @@ def labels_file(draw: st.DrawFn) -> tuple[str, dict[int, str | None], list[dict]
     return out.getvalue(), bad, good
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(labels_file())
 def test_read_labels_bad_rows_reported_good_kept(
     tmp_path_factory: pytest.TempPathFactory, case: tuple[str, dict, list[dict]]

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._ids import candidate_id, derive_id, lesson_id
 from truss_lab.extract import _gate
@@ -149,7 +150,7 @@ def test_ids_are_the_slow_ids(samples: int) -> None:
 _text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(_text, _text, st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1)),
                 max_size=6))
 def test_key_digests_match_derive_id(keys: list[tuple[str, str, int, int]]) -> None:
@@ -226,7 +227,7 @@ _lesson = st.builds(
     st.lists(_text, max_size=2))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.lists(_lesson, max_size=3), min_size=len(COMPLETIONS),
                 max_size=len(COMPLETIONS)),
        st.sampled_from(["on", "model-scored", "off"]), st.booleans())

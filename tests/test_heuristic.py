@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import ProviderError
 from truss_lab.extract._heuristic import HEURISTIC_ID, HeuristicProvider, heuristic_lessons
 from truss_lab.extract._parser import parse_completion
@@ -168,7 +169,7 @@ def payloads(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(payloads())
 def test_any_payload_flows_through_the_parser(payload: dict[str, Any]) -> None:
     text = HeuristicProvider().complete(_request(payload)).text

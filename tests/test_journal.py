@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tests.builders.chains import RING, make_chain, to_lines, verdict_payload
+from tests.builders.profiles import examples
 from tests.builders.tampers import TAMPERS, L, other_verdict, rehash
 from truss_lab.core._errors import BadInputError, ChainError
 from truss_lab.core._models import LedgerRef
@@ -436,7 +437,7 @@ def bad_lines(draw: st.DrawFn, good: list[str]) -> tuple[str, str | None, str]:
     return json.dumps(draw(st.sampled_from([[base], "x", 3, None]))), None, "not_an_object"
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_bad_line_is_reported_with_line_and_field(good3: list[str], data: st.DataObject) -> None:
     k = data.draw(st.integers(0, 3), label="good lines before")
@@ -454,7 +455,7 @@ def test_bad_line_is_reported_with_line_and_field(good3: list[str], data: st.Dat
     assert (rep.reason, rep.first_bad_line, rep.entries_checked) == ("malformed", k + 1, k)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from(range(3)), max_size=3))
 def test_model_and_reader_agree_on_good_lines(good3: list[str], picks: list[int]) -> None:
     for i in picks:
@@ -484,7 +485,7 @@ _FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(data=st.data())
 def test_reader_fast_check_and_entry_model_agree(good3: list[str], data: st.DataObject) -> None:
     # The reader's hand-written check must accept exactly what JournalEntryModel (the

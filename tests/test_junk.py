@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import precision_score, recall_score
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.score._junk import DETECTORS, junk_flags, junk_rates
 from truss_lab.score._similarity import token_sets
@@ -236,7 +237,7 @@ WORDS = ["run", "the", "tests", "test", "pin", "utc", "timezone", "scheduler", "
          "tz_check", "retry", "3", "deploy", "canary", "always", "review", "merge"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.tuples(st.sampled_from(["r1", "r2"]), st.sampled_from(["v1", "v2"]),

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.builders.chains import make_chain, write_journal
+from tests.builders.profiles import examples
 from truss_lab import ChainError, Store, TrussLabError, import_journal, verify_chain
 from truss_lab.core._models import LedgerRef
 from truss_lab.journal._crypto import SigningKey, build_entry, save_keyring
@@ -158,7 +159,7 @@ def _corrupt(line: str, how: str, field: str, junk: object) -> str:
     return json.dumps(obj) + "\n"
 
 
-@settings(max_examples=1000, deadline=None,
+@settings(max_examples=examples(1000), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     how=st.sampled_from(["drop", "retype", "duplicate_key", "nan", "big_int", "truncate",

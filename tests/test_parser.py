@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._canonical import MAX_SAFE_INT
 from truss_lab.core._errors import BadInputError
 from truss_lab.extract._frames import candidates_frame, parse_errors_frame
@@ -118,13 +119,13 @@ lesson_like = st.fixed_dictionaries(
 lesson_lists = st.lists(lesson_like | json_values, max_size=6)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(st.text())
 def test_arbitrary_text_never_raises(text: str) -> None:
     _invariants(parse_completion(text))
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(json_values)
 def test_arbitrary_json_values_never_raise(value: Any) -> None:
     res = parse_completion(json.dumps(value))
@@ -135,7 +136,7 @@ def test_arbitrary_json_values_never_raise(value: Any) -> None:
         assert res.error == "lessons_not_list"
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lesson_lists, st.sampled_from(["plain", "fence", "json_fence", "prose"]))
 def test_arbitrary_lesson_lists_match_the_reference(lessons: list[Any], wrap: str) -> None:
     body = json.dumps({"lessons": lessons}, ensure_ascii=False)
@@ -157,7 +158,7 @@ def test_arbitrary_lesson_lists_match_the_reference(lessons: list[Any], wrap: st
             assert le.evidence == tuple(raw.get("evidence") or ())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=30), lesson_lists, st.text(max_size=30))
 def test_prose_around_json_never_raises(prefix: str, lessons: list[Any], suffix: str) -> None:
     res = parse_completion(prefix + json.dumps({"lessons": lessons}) + suffix)

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.extract._fastparse import fast_lessons
 from truss_lab.extract._parser import (
     ParsedLesson,
@@ -276,7 +277,7 @@ def _dump(value: Any, style: int) -> str:
 WRAPS = ["{}", "  {}\n", "```json\n{}\n```", "```\n{}\n```", "Sure: {}", "{} done", "\ufeff{}"]
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs, st.integers(0, 2), st.sampled_from(WRAPS))
 def test_generated_documents_agree(doc: dict[str, Any], style: int, wrap: str) -> None:
     try:
@@ -303,7 +304,7 @@ EDITS = [
 ]
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     docs,
     st.integers(0, 2),
@@ -330,7 +331,7 @@ def test_edited_documents_agree(
 digits = st.text("0123456789", min_size=1, max_size=40)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(
     st.sampled_from(["", "-"]),
     st.sampled_from(["0", "1"]) | digits,
@@ -352,7 +353,7 @@ def test_number_literals_agree(
     _same(text)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(st.floats(0, 1), st.sampled_from(["repr", "e", "long"]))
 def test_salience_floats_agree(x: float, form: str) -> None:
     lit = {"repr": repr(x), "e": f"{x:e}", "long": f"{x:.40f}"}[form]

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.extract._prompts import (
     PromptTemplate,
@@ -112,7 +113,7 @@ def payloads(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(payloads())
 def test_rendering_includes_every_check(payload: dict[str, Any]) -> None:
     _, user = render_messages(get_template("lesson-v1"), payload)

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._queue import DEFAULT_BAND, MIN_LABELLED_VERDICTS, labelling_queue
 from truss_lab.evaluate._runs import choose_run_threshold
@@ -302,7 +303,7 @@ _USEFUL_CELLS = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cells=st.lists(_USEFUL_CELLS, min_size=1, max_size=8))
 def test_any_useful_cell_is_a_label_a_blank_or_an_error_on_its_line(

@@ -16,6 +16,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
 import truss_lab.score._salience as sal
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.score._calibrators import IsotonicCalibrator, PlattCalibrator, calibrated
 from truss_lab.score._salience import (
@@ -282,7 +283,7 @@ def test_isotonic_equals_sklearn(seed: int, ties: bool) -> None:
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 12), st.integers(0, 1)), min_size=1, max_size=40

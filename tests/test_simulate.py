@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from tests.builders.stores import SAMPLE
 from truss_lab.core._canonical import canonical
 from truss_lab.core._errors import BadInputError
@@ -139,7 +140,7 @@ def _verify_journal(d: Path) -> list[dict[str, Any]]:
     return entries
 
 
-@settings(max_examples=12, deadline=None,
+@settings(max_examples=examples(12), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(runs=st.integers(1, 25), seed=st.integers(0, 2**63))
 def test_any_seed_and_size_gives_a_consistent_dataset(

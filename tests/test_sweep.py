@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.metrics import average_precision_score, precision_recall_curve
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
@@ -133,7 +134,7 @@ finite_or_nan = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     s=arrays(np.float64, st.integers(0, 60), elements=finite_or_nan),
     seed=st.integers(0, 2**16),

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.metrics import precision_recall_curve
 
+from tests.builders.profiles import examples
 from truss_lab.evaluate import _sort_u64 as su
 from truss_lab.evaluate._sweep import distinct_counts, sweep
 
@@ -205,7 +206,7 @@ def test_numpy_path_matches_sklearn():
     np.testing.assert_allclose(frame["precision"].to_numpy(), precision[:-1][::-1])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     s=arrays(np.float64, st.integers(2, 300), elements=st.floats(allow_subnormal=True)),
     seed=st.integers(0, 2**16),

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.journal._spec import VerdictPayloadModel, _plainly_valid, validate_verdict_payload
 
@@ -38,7 +39,7 @@ def _model_accepts(p: dict[str, Any]) -> bool:
     return True
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_payload)
 def test_the_fast_check_accepts_only_what_the_model_accepts(p: dict[str, Any]) -> None:
     if _plainly_valid(dict(p)):

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import f1_score, precision_score, recall_score
 
+from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._models import MemoryQuery
 from truss_lab.evaluate._truth import labelled_candidates
@@ -149,7 +150,7 @@ def test_explorer_needs_its_columns() -> None:
 @pytest.mark.filterwarnings("ignore::truss_lab.evaluate._sweep.UndefinedMetricWarning")
 # Any float is drawn as the threshold, not a grid value: the sweep says when it rounds one.
 @pytest.mark.filterwarnings("ignore::truss_lab.evaluate._sweep.ThresholdGridWarning")
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     rows=st.lists(
         st.tuples(st.integers(0, 5), st.floats(0, 1, allow_nan=False),
