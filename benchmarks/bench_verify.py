@@ -9,7 +9,7 @@ cores: what a perfect parallel verifier that did nothing but Ed25519 would do.
 Goal: ratio >= 0.8. Also printed (info): the baseline measured as that loop run
 on all cores at once, which shares the machine as the figure does.
 ``verify_chain`` of a long chain checks keys and hashes in the driver and
-signatures in worker processes (journal/_sigpool.py); also printed: the same on
+signatures in worker processes (journal/_verify.py); also printed: the same on
 threads, ``verify_columns`` (threads), one thread, and a process pool doing the
 whole per-entry work.
 
@@ -30,8 +30,8 @@ import nacl.bindings
 from benchmarks._result import best_time, result
 from tests.builders.chains import KEYS, RING, chain_columns
 from truss_lab.journal import _verify
-from truss_lab.journal._columns import JournalColumns
 from truss_lab.journal._ledger import _rows_from_columns, verify_chain
+from truss_lab.journal._spec import JournalColumns
 from truss_lab.journal._verify import verify_columns
 from truss_lab.store._store import Store
 

@@ -65,7 +65,7 @@ from truss_lab.core._errors import StoreLockedError, TrussLabError
 from truss_lab.ingest._ingest import ingest_completions, ingest_labels
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import import_journal, verify_chain
-from truss_lab.journal._reader import read_journal_lines
+from truss_lab.journal._spec import read_journal_lines
 from truss_lab.journal._table import journal_head
 from truss_lab.journal._verify import verify_journal
 from truss_lab.store._store import Store
@@ -705,8 +705,8 @@ def html_row() -> Row:
     from truss_lab.evaluate._runs import CalibrationReport, LabelReport
     from truss_lab.extract._batch import run_extraction
     from truss_lab.extract._extractor import Extractor
-    from truss_lab.journal._columns import JournalColumns
     from truss_lab.journal._ledger import append_entries
+    from truss_lab.journal._spec import JournalColumns
     from truss_lab.journal._verify import verify_columns
 
     rendered: dict[str, Callable[[], str]] = {}

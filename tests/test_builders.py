@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.builders.chains import chain_columns, make_chain
-from truss_lab.journal._columns import JournalColumns
+from truss_lab.journal._spec import JournalColumns
 
 
 def test_both_chain_makers_build_the_same_chain() -> None:

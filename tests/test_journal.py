@@ -28,7 +28,6 @@ from tests.builders.tampers import TAMPERS, L, other_verdict, rehash
 from truss_lab.core._errors import BadInputError, ChainError
 from truss_lab.core._models import LedgerRef
 from truss_lab.journal import _verify
-from truss_lab.journal._columns import JournalColumns
 from truss_lab.journal._crypto import (
     SigningKey,
     load_keyring,
@@ -36,12 +35,14 @@ from truss_lab.journal._crypto import (
     sign_bytes,
     verify_signature,
 )
-from truss_lab.journal._reader import read_journal, read_journal_lines
 from truss_lab.journal._spec import (
     ENTRY_FIELDS,
     CheckModel,
+    JournalColumns,
     JournalEntryModel,
     VerdictPayloadModel,
+    read_journal,
+    read_journal_lines,
 )
 from truss_lab.journal._verify import (
     REASONS,

@@ -1,4 +1,4 @@
-"""Signature checks in worker processes (journal/_sigpool.py): same reports as threads,
+"""Signature checks in worker processes (journal/_verify.py): same reports as threads,
 also when a worker cannot start, dies, or answers wrongly (the driver checks itself)."""
 
 from __future__ import annotations
@@ -9,13 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import truss_lab.journal._sigpool as sigpool
-import truss_lab.journal._verify as _verify
+import truss_lab.journal._verify as sigpool
 from tests.builders.chains import RING, make_chain
 from tests.builders.tampers import TAMPERS
-from truss_lab.journal._columns import JournalColumns
 from truss_lab.journal._crypto import verify_signature
-from truss_lab.journal._reader import read_journal_lines
+from truss_lab.journal._spec import JournalColumns, read_journal_lines
 from truss_lab.journal._verify import verify_columns, verify_stream
 
 
@@ -93,7 +91,7 @@ def test_a_failing_worker_changes_no_report(chain: list[dict], tmp_path: Path,
     path = tmp_path / "no-such-worker.py" if worker == "missing" else _script(
         tmp_path, bodies[worker])
     monkeypatch.setattr(sigpool, "_WORKER", path)
-    monkeypatch.setattr(_verify, "_POOL_MIN", 1)
+    monkeypatch.setattr(sigpool, "_POOL_MIN", 1)
     for name, cols in _cases(chain):
         want = verify_columns(cols, RING, workers=1)
         assert verify_stream(iter(_parts(cols, 16)), RING, workers=2) == want, name

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from truss_lab.core._canonical import canonical
-from truss_lab.journal._columns import JournalColumns
 from truss_lab.journal._crypto import GENESIS_HASH, SigningKey, build_entry, entry_hash
+from truss_lab.journal._spec import JournalColumns
 
 #: Two operators (public test material, never real keys); entry ``i`` is signed by ``KEYS[i % 2]``.
 KEYS = [SigningKey.from_seed(f"op-{i}", bytes([i + 1]) * 32) for i in range(2)]

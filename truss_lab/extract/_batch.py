@@ -64,7 +64,7 @@ __all__ = ["DEFAULT_CHUNK_SIZE", "ExtractionRun", "resolve_batch", "run_extracti
 DEFAULT_CHUNK_SIZE = 1000
 _GROUP_VERDICTS = 65_536  # verdicts of recorded answers per transaction (a commit costs ~0.1 s)
 # At most this many verdicts are extracted (and held, unwritten) while the journal
-# verifies: the signature checks run in worker processes meanwhile (journal/_sigpool.py),
+# verifies: the signature checks run in worker processes meanwhile (journal/_verify.py),
 # so this work is free of the GIL they would otherwise share; ~1 KB held per verdict.
 _EARLY_VERDICTS = 262_144
 

@@ -4,7 +4,7 @@ A batch writes nothing until the journal up to its last verdict verifies. With
 recorded answers (replay, heuristic: no model is called, nothing is paid for)
 and the inline executor, the driver need not wait idle for that: while the
 signatures of one batch of journal entries are checked (by worker processes for
-a long chain: journal/_sigpool.py), the driver extracts the chunks that batch completes,
+a long chain: journal/_verify.py), the driver extracts the chunks that batch completes,
 from the same rows (one read of the journal serves both). The chunks extracted
 so are held, unwritten, until the whole prefix has verified; on a bad chain
 they are dropped (and the replay's call counts put back) and the run fails as
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..journal._columns import JournalColumns
+from ..journal._spec import JournalColumns
 from ..journal._table import journal_batches, stored_keyring
 from ..journal._verify import VerifyReport, verify_stream
 from ..store._store import Store

@@ -1,12 +1,13 @@
 """The signed journal: canonical hashing and Ed25519 signing (_crypto), the one entry and
-verdict spec (_spec), reading (_reader), verification (_verify), the journal table and its
-one read path (_table), import and append (_ledger)."""
+verdict spec with the journal as columns and its strict reader (_spec), verification
+(_verify; signature-checking worker processes run _sigworker), the journal table and its one
+read path (_table), import and append (_ledger)."""
 
 from __future__ import annotations
 
 from ._crypto import SigningKey, load_keyring, save_keyring
 from ._ledger import ImportReport, append_entry, import_journal, verify_chain
-from ._reader import read_journal
+from ._spec import read_journal
 from ._table import get_entry, verdict_payloads
 from ._verify import REASONS, VerifyReport, verify_journal
 

@@ -32,6 +32,7 @@ __all__ = [
     "GENESIS_HASH",
     "SigningKey",
     "build_entry",
+    "entry_digest",
     "entry_hash",
     "format_ts",
     "load_keyring",
@@ -50,9 +51,10 @@ def format_ts(dt: datetime) -> str:
     return dt.strftime(fmt)
 
 
-def _entry_digest(
+def entry_digest(
     seq: int, kind: str, ts: str, key_id: str, payload_canonical: str, prev_hash: str
 ) -> bytes:
+    """The 32 raw bytes of :func:`entry_hash` (what the signature signs)."""
     # JCS sorts the six keys as key_id, kind, payload, prev_hash, seq, ts, and a
     # nested object's canonical form is its own canonical text, so the entry's
     # canonical text is a concatenation (one f-string: this runs per entry).
@@ -73,7 +75,7 @@ def entry_hash(
     ``{seq, kind, ts, key_id, payload, prev_hash}``; ``payload_canonical`` is
     the payload's canonical text, as :func:`canonical` writes it.
     """
-    return _entry_digest(seq, kind, ts, key_id, payload_canonical, prev_hash).hex()
+    return entry_digest(seq, kind, ts, key_id, payload_canonical, prev_hash).hex()
 
 
 # --- raw Ed25519 (RFC 8032), the one layer every signature goes through -------------

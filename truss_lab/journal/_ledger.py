@@ -24,9 +24,8 @@ from ..core._errors import BadInputError, ChainError
 from ..core._models import LedgerRef, utcnow
 from ..store._store import Store
 from ..store._tables import JOURNAL_SCHEMA
-from ._columns import JournalColumns
 from ._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring
-from ._reader import read_journal
+from ._spec import JournalColumns, read_journal
 from ._table import (
     entry_hashes,
     journal_batches,

@@ -1,6 +1,6 @@
 """A signature-checking worker process: Ed25519 checks off the driver's interpreter.
 
-Started by :mod:`truss_lab.journal._sigpool` as ``python -P <this file>``: it imports
+Started by :class:`truss_lab.journal._verify.SigPool` as ``python -P <this file>``: it imports
 nothing but the standard library and libsodium's binding, so it starts in ~50 ms
 (importing ``truss_lab`` would take a second), and it holds its own GIL, so the
 driver's Python work (replay extraction) never waits on it and it never waits on

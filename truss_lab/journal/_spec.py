@@ -1,10 +1,14 @@
-"""The one definition of a journal entry and of a verdict payload (FORMATS.md §1).
+"""The journal format (FORMATS.md §1): the one definition of an entry and of a verdict
+payload, the journal as columns, and the strict reader of a JSONL export.
 
 :class:`JournalEntryModel` is the entry; the strict reader
-(:mod:`truss_lab.journal._reader`) keeps a hand-written fast check for speed,
-but takes its field list and its value rules (:func:`ts_problem`,
-:func:`signature_problem`, the patterns) from here, and tests/test_journal.py
-checks that the reader and the model accept and reject the same lines.
+(:func:`read_journal_lines`) keeps a hand-written fast check for speed, but takes
+its field list and its value rules (:func:`ts_problem`, :func:`signature_problem`,
+the patterns) from the model's definitions here, and tests/test_journal.py checks
+that the reader and the model accept and reject the same lines. What it reads is
+a :class:`JournalColumns` (the journal as equal-length columns, as the store keeps
+it and :mod:`truss_lab.journal._verify` checks it); chain checks are
+:func:`truss_lab.journal._verify.verify_columns`'.
 
 :class:`VerdictPayloadModel` is the payload of a ``contract_verdict``;
 :func:`validate_verdict_payload` (what the prompts and the heuristic call)
@@ -24,14 +28,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from ..core._canonical import MalformedJSON, canonical, jcs_string, loads_strict
 from ..core._errors import BadInputError
 
 __all__ = [
@@ -39,9 +47,15 @@ __all__ = [
     "VERDICT_KIND",
     "VERDICT_OUTCOMES",
     "CheckModel",
+    "JournalColumns",
     "JournalEntryModel",
+    "MalformedLine",
+    "ParsedJournal",
     "VerdictPayloadModel",
+    "clip",
     "plainly_valid_payload",
+    "read_journal",
+    "read_journal_lines",
     "signature_problem",
     "ts_problem",
     "validate_verdict_payload",
@@ -61,7 +75,8 @@ _TS = re.compile(TS_PATTERN)
 _SIG = re.compile(SIGNATURE_PATTERN)
 
 
-def _clip(v: str, n: int = 40) -> str:
+def clip(v: str, n: int = 40) -> str:
+    """``v`` for a message: its first ``n`` characters and an ellipsis when longer."""
     return v if len(v) <= n else v[:n] + "…"
 
 
@@ -86,7 +101,7 @@ def ts_problem(v: str) -> str | None:
 def signature_problem(v: str) -> str | None:
     """Why ``v`` is not the canonical standard base64 of 64 bytes, or None."""
     if not _SIG.fullmatch(v):
-        return f"expected standard base64 of 64 bytes (88 characters), got {_clip(v)!r}"
+        return f"expected standard base64 of 64 bytes (88 characters), got {clip(v)!r}"
     raw = binascii.a2b_base64(v)
     if base64.b64encode(raw).decode("ascii") != v:  # non-zero padding bits
         return "base64 is not in canonical form (padding bits set)"
@@ -220,7 +235,7 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
         return path, "required field is missing"
     if err["type"] in _EXPECTED:
         shown = repr(got) if isinstance(got, str | bool) else _json_type(got)
-        return path, f"expected {_EXPECTED[err['type']]}, got {_clip(shown)}"
+        return path, f"expected {_EXPECTED[err['type']]}, got {clip(shown)}"
     return path, err["msg"]
 
 
@@ -297,3 +312,266 @@ def validate_verdict_payload(payload: Any, *, source: str | None = None) -> dict
     out["tags"] = list(out.get("tags", []))
     out["checks"] = [dict(c) for c in out["checks"]]
     return out
+
+
+# --- the journal as columns ---------------------------------------------------------
+
+@dataclass
+class JournalColumns:
+    """A journal as equal-length columns, in chain order.
+
+    Element ``i`` of every list belongs to the ``i``-th entry. ``payload`` holds
+    the canonical JSON text of each payload (as :func:`canonical` writes it), so
+    verification hashes it as is and never re-canonicalizes. ``line`` holds the
+    1-based file line of each entry when the columns came from a file.
+    """
+
+    seq: list[int] = field(default_factory=list)
+    kind: list[str] = field(default_factory=list)
+    ts: list[str] = field(default_factory=list)
+    key_id: list[str] = field(default_factory=list)
+    payload: list[str] = field(default_factory=list)
+    prev_hash: list[str] = field(default_factory=list)
+    hash: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+    line: list[int] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.seq)
+        for name in (*ENTRY_FIELDS, "line"):
+            col = getattr(self, name)
+            if col is None:
+                continue
+            if not isinstance(col, list):
+                col = list(col)
+                setattr(self, name, col)
+            if len(col) != n:
+                raise BadInputError(
+                    f"journal columns differ in length: seq has {n}, {name} has {len(col)}",
+                    field=name,
+                )
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Sequence[Any]]) -> JournalColumns:
+        """Columns from a mapping of sequences (e.g. ``arrow_table.to_pydict()``).
+
+        The eight FORMATS.md §1 columns are required (``payload`` as canonical
+        text); ``line`` is optional; other keys are ignored.
+        """
+        missing = [c for c in ENTRY_FIELDS if c not in data]
+        if missing:
+            raise BadInputError(f"journal columns missing: {', '.join(missing)}", field=missing[0])
+        cols = {c: list(data[c]) for c in ENTRY_FIELDS}
+        cols["seq"] = [int(v) for v in cols["seq"]]
+        line = data.get("line")
+        return cls(**cols, line=None if line is None else [int(v) for v in line])
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[Mapping[str, Any]]) -> JournalColumns:
+        """Columns from FORMATS.md §1 entry dicts (as :func:`build_entry` returns).
+
+        Each payload is canonicalized here; no validation happens (use
+        :func:`read_journal_lines` for untrusted input).
+        """
+        cols = cls()
+        for e in entries:
+            cols.seq.append(e["seq"])
+            cols.kind.append(e["kind"])
+            cols.ts.append(e["ts"])
+            cols.key_id.append(e["key_id"])
+            cols.payload.append(canonical(e["payload"]))
+            cols.prev_hash.append(e["prev_hash"])
+            cols.hash.append(e["hash"])
+            cols.signature.append(e["signature"])
+        return cols
+
+    def prefix(self, n: int) -> JournalColumns:
+        """The first ``n`` entries (e.g. the verified prefix of a report)."""
+        return JournalColumns(
+            *(getattr(self, c)[:n] for c in ENTRY_FIELDS),
+            line=None if self.line is None else self.line[:n],
+        )
+
+    def extend(self, part: JournalColumns) -> None:
+        """Append ``part``'s entries (a streamed batch) to these columns, in place."""
+        for c in ENTRY_FIELDS:
+            getattr(self, c).extend(getattr(part, c))
+
+    def to_pydict(self) -> dict[str, list[Any]]:
+        """The columns as a dict of lists (``line`` included when known)."""
+        out: dict[str, list[Any]] = {c: getattr(self, c) for c in ENTRY_FIELDS}
+        if self.line is not None:
+            out["line"] = self.line
+        return out
+
+    def iter_jsonl(self) -> Iterator[str]:
+        """FORMATS.md §1 lines (no newline), fields in the documented order."""
+        for i in range(len(self)):
+            yield (
+                '{"seq":' + str(self.seq[i])
+                + ',"kind":' + jcs_string(self.kind[i])
+                + ',"ts":' + jcs_string(self.ts[i])
+                + ',"key_id":' + jcs_string(self.key_id[i])
+                + ',"payload":' + self.payload[i]
+                + ',"prev_hash":' + jcs_string(self.prev_hash[i])
+                + ',"hash":' + jcs_string(self.hash[i])
+                + ',"signature":' + jcs_string(self.signature[i])
+                + "}"
+            )
+
+
+# --- strict reading of a JSONL export ------------------------------------------------
+
+_HEX64 = re.compile(HEX64_PATTERN)
+_N_FIELDS = len(ENTRY_FIELDS)
+_STRINGS = ("kind", "ts", "key_id", "prev_hash", "hash", "signature")
+
+
+
+@dataclass(frozen=True)
+class MalformedLine:
+    """Where and why a journal line could not be read.
+
+    ``reason`` is always ``"malformed"``; ``detail`` is a sub-reason:
+    ``bad_json``, ``duplicate_key``, ``non_finite``, ``unsafe_integer``,
+    ``bad_unicode``, ``not_an_object``, ``missing_field``, ``unknown_field``,
+    ``wrong_type`` or ``bad_value``.
+    """
+
+    source: str
+    line: int
+    field: str | None
+    detail: str
+    message: str
+    reason: str = "malformed"
+
+    def to_error(self) -> BadInputError:
+        """The same diagnosis as a :class:`BadInputError`."""
+        return BadInputError(
+            self.message, source=self.source, line=self.line, field=self.field, reason=self.detail
+        )
+
+
+@dataclass
+class ParsedJournal:
+    """What :func:`read_journal_lines` read: the good prefix and the first bad line."""
+
+    source: str
+    columns: JournalColumns
+    error: MalformedLine | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when every line parsed."""
+        return self.error is None
+
+
+class _Bad(Exception):
+    def __init__(self, field: str | None, detail: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.detail = detail
+        self.message = message
+
+
+def _parse_line(text: str | bytes) -> tuple[int, str, str, str, str, str, str, str]:
+    try:
+        obj = loads_strict(text)
+    except MalformedJSON as exc:
+        raise _Bad(exc.field, exc.reason, str(exc)) from None
+    if type(obj) is not dict:
+        raise _Bad(None, "not_an_object", f"expected a JSON object, got {type(obj).__name__}")
+    for name in ENTRY_FIELDS:
+        if name not in obj:
+            raise _Bad(name, "missing_field", f"required field {name!r} is missing")
+    if len(obj) != _N_FIELDS:
+        extra = sorted(set(obj) - set(ENTRY_FIELDS))
+        raise _Bad(extra[0], "unknown_field", f"unknown field(s) {extra}; FORMATS.md §1 has none")
+    seq = obj["seq"]
+    if type(seq) is not int:  # bool is an int subclass: excluded on purpose
+        raise _Bad("seq", "wrong_type", f"expected an integer, got {_json_type(seq)}")
+    if seq < 1:
+        raise _Bad("seq", "bad_value", f"expected seq >= 1, got {seq}")
+    for name in _STRINGS:
+        if type(obj[name]) is not str:
+            raise _Bad(name, "wrong_type", f"expected a string, got {_json_type(obj[name])}")
+    for name in ("kind", "key_id"):
+        if not obj[name]:
+            raise _Bad(name, "bad_value", "expected a non-empty string")
+    problem = ts_problem(obj["ts"])
+    if problem is not None:
+        raise _Bad("ts", "bad_value", problem)
+    payload = obj["payload"]
+    if type(payload) is not dict:
+        raise _Bad("payload", "wrong_type", f"expected a JSON object, got {_json_type(payload)}")
+    for name in ("prev_hash", "hash"):
+        if not _HEX64.fullmatch(obj[name]):
+            raise _Bad(
+                name, "bad_value", f"expected 64 lowercase hex digits, got {clip(obj[name])!r}"
+            )
+    problem = signature_problem(obj["signature"])
+    if problem is not None:
+        raise _Bad("signature", "bad_value", problem)
+    try:
+        payload_c = canonical(payload)
+    except MalformedJSON as exc:  # unreachable after loads_strict, kept as a guard
+        raise _Bad("payload", exc.reason, str(exc)) from None
+    return (
+        seq, obj["kind"], obj["ts"], obj["key_id"], payload_c,
+        obj["prev_hash"], obj["hash"], obj["signature"],
+    )  # fmt: skip
+
+
+def read_journal_lines(lines: Iterable[str | bytes], *, source: str = "<memory>") -> ParsedJournal:
+    """Parse FORMATS.md §1 JSONL strictly, stopping at the first malformed line.
+
+    Each line must be a JSON object with exactly the eight fields, each of the
+    documented type and shape; JSON that RFC 8785 cannot represent (duplicate
+    keys, NaN/Infinity, integers beyond 2^53, lone surrogates) is malformed.
+    Blank lines are allowed only at the end. Returns the entries before the
+    first bad line as :class:`JournalColumns` (with 1-based line numbers) and
+    that line's diagnosis, if any. Chain checks are :func:`verify_columns`'.
+    """
+    cols = JournalColumns(line=[])
+    assert cols.line is not None
+    blank_at: int | None = None
+    appends = (
+        cols.seq.append, cols.kind.append, cols.ts.append, cols.key_id.append,
+        cols.payload.append, cols.prev_hash.append, cols.hash.append, cols.signature.append,
+    )  # fmt: skip
+    lineno = 0
+    for lineno, raw in enumerate(lines, start=1):
+        text = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw.rstrip("\r\n")
+        if not text.strip():
+            if blank_at is None:
+                blank_at = lineno
+            continue
+        if blank_at is not None:
+            bad = MalformedLine(
+                source, blank_at, None, "bad_json", "blank line inside the journal"
+            )
+            return ParsedJournal(source, cols, bad)
+        try:
+            values = _parse_line(text)
+        except _Bad as exc:
+            bad = MalformedLine(source, lineno, exc.field, exc.detail, exc.message)
+            return ParsedJournal(source, cols, bad)
+        for append, v in zip(appends, values, strict=True):
+            append(v)
+        cols.line.append(lineno)
+    return ParsedJournal(source, cols)
+
+
+def read_journal(path: str | os.PathLike[str]) -> ParsedJournal:
+    """:func:`read_journal_lines` over a file (read as UTF-8, line by line)."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            return read_journal_lines(fh, source=str(p))
+    except FileNotFoundError:
+        raise BadInputError("no such journal file", source=str(p)) from None
+    except IsADirectoryError:
+        raise BadInputError("expected a journal file, got a directory", source=str(p)) from None

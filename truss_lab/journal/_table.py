@@ -24,8 +24,7 @@ from ..core._canonical import loads_strict
 from ..core._errors import BadInputError, ChainError
 from ..core._models import LedgerRef
 from ..store._store import Store, quote_ident
-from ._columns import _COLUMNS, JournalColumns
-from ._spec import VERDICT_KIND
+from ._spec import ENTRY_FIELDS, VERDICT_KIND, JournalColumns
 from ._verify import verify_columns
 
 __all__ = [
@@ -82,7 +81,7 @@ def journal_columns(
         sql += " AND seq <= ?"
         params.append(upto_seq)
     t = store.con.sql(sql + " ORDER BY seq", params=params).to_arrow_table()
-    return JournalColumns(**{c: t.column(c).to_pylist() for c in _COLUMNS})
+    return JournalColumns(**{c: t.column(c).to_pylist() for c in ENTRY_FIELDS})
 
 
 def journal_batches(
@@ -98,7 +97,7 @@ def journal_batches(
         params.append(upto_seq)
     reader = store.con.sql(sql + " ORDER BY seq", params=params).to_arrow_reader(rows)
     for batch in reader:
-        yield JournalColumns(**{c: batch.column(c).to_pylist() for c in _COLUMNS})
+        yield JournalColumns(**{c: batch.column(c).to_pylist() for c in ENTRY_FIELDS})
 
 
 def get_entry(store: Store, seq: int, *, table: str = "journal") -> dict[str, Any] | None:
@@ -106,7 +105,7 @@ def get_entry(store: Store, seq: int, *, table: str = "journal") -> dict[str, An
     rows = store.con.execute(f"{_SELECT} FROM {_table(table)} WHERE seq = ?", [seq]).fetchall()
     if not rows:
         return None
-    entry = dict(zip(_COLUMNS, rows[0], strict=True))
+    entry = dict(zip(ENTRY_FIELDS, rows[0], strict=True))
     entry["payload"] = loads_strict(entry["payload"])
     return entry
 
@@ -234,7 +233,7 @@ def verified_verdict(store: Store, ref: LedgerRef) -> dict[str, Any]:
     check_verdict_refs(store, [ref.seq], [ref.hash])
     cols = journal_columns(store, after_seq=ref.seq - 2, upto_seq=ref.seq)
     # the verdict alone, linked to the entry before it (genesis when there is none)
-    entry = JournalColumns(*(getattr(cols, c)[-1:] for c in _COLUMNS))
+    entry = JournalColumns(*(getattr(cols, c)[-1:] for c in ENTRY_FIELDS))
     prev = LedgerRef(seq=cols.seq[0], hash=cols.hash[0]) if len(cols) == 2 else None
     report = verify_columns(entry, stored_keyring(store), prev=prev, workers=1)
     if not report.ok:
