@@ -43,7 +43,7 @@ from truss_lab.evaluate._sweep import sweep
 from truss_lab.evaluate._truth import labelled_candidates, scored_candidates
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
-from truss_lab.faces._demo_eval import demo_evaluation
+from truss_lab.faces.demo import demo_evaluation
 from truss_lab.store._store import Store
 
 GOOD, OVER, SUB = "sim-good-v1", "sim-overconfident-v1", "good-subset"

@@ -25,7 +25,6 @@ from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, rank_ru
 from truss_lab.evaluate._truth_source import judge_labels, resolve
 from truss_lab.extract import Extractor, Judge, run_extraction, run_judge
 from truss_lab.extract._prompts import get_template
-from truss_lab.faces._demo_eval import demo_references
 from truss_lab.faces._display import (
     CalibrationDisplay,
     ComparisonDisplay,
@@ -35,6 +34,7 @@ from truss_lab.faces._display import (
 from truss_lab.faces._text import SUMMARY_THRESHOLDS
 from truss_lab.faces._threshold_explorer import ThresholdExplorer
 from truss_lab.faces.cli import cli
+from truss_lab.faces.demo import demo_references
 from truss_lab.govern._decision import propose_threshold, references_hash
 from truss_lab.ingest._ingest import ingest_references
 from truss_lab.journal import get_entry, verify_chain

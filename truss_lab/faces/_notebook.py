@@ -16,10 +16,12 @@ from pathlib import Path
 
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, StoreError
+from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
 from ..journal._ledger import import_journal
+from ..store._runs import recorded_extractors, run_info, summarize_runs
 from ..store._store import Store, open_store, quote_ident
 
 __all__ = [
@@ -100,7 +102,7 @@ def load_sample(
 
 
 def sample_run_id(extractor_id: str, policy: str = "model-scored",
-                  extraction_min_salience: float = 0.70) -> str:
+                  extraction_min_salience: float = DEFAULT_MIN_SALIENCE) -> str:
     """The deterministic run id :func:`run_sample_extractions` gives an extractor."""
     return f"sample-{extractor_id}-{policy}-{extraction_min_salience:.2f}"
 
@@ -108,9 +110,7 @@ def sample_run_id(extractor_id: str, policy: str = "model-scored",
 def _extractor(store: Store, extractor_id: str) -> Extractor:
     if extractor_id == "heuristic-v1":
         return Extractor.heuristic()
-    have = store.sql("SELECT count(*) FROM completions WHERE extractor_id = ?",
-                     [extractor_id]).fetchall()[0][0]
-    if not have:
+    if extractor_id not in recorded_extractors(store):
         raise BadInputError(
             f"no recorded completions for extractor {extractor_id!r} (the sample has "
             f"{', '.join(SAMPLE_EXTRACTORS[:2])} and sim-paraphrase-v1; heuristic-v1 "
@@ -125,7 +125,7 @@ def run_sample_extractions(
     *,
     extractors: Sequence[str] = SAMPLE_EXTRACTORS,
     policy: str = "model-scored",
-    extraction_min_salience: float = 0.70,
+    extraction_min_salience: float = DEFAULT_MIN_SALIENCE,
     write_memory: bool = True,
 ) -> dict[str, ExtractionRun]:
     """One extraction run per extractor over every verdict; returns runs by extractor id.
@@ -201,8 +201,6 @@ def notebook_store(
     (nothing is loaded into it), and ``runs`` (default: every run in it, oldest
     first). An unknown run id is an error naming the database's recent runs.
     """
-    from ..store._runs import run_info, summarize_runs
-
     if db is None:
         store = load_sample()
         done = run_sample_extractions(store, extractors=extractors)

@@ -7,15 +7,14 @@ from typing import Any
 
 import pandas as pd
 
-from truss_lab.core._config import MemoryConfig
+from truss_lab.core._threshold import DEFAULT_MIN_SALIENCE
 
 __all__ = ["DEFAULT_THRESHOLD", "_axes", "_figure", "_pyplot", "_row_at"]
 
 _HINT = "pip install 'truss_lab[notebook]'"
 
-#: The ADR 0011 default ``extraction_min_salience``, read from the config model so the
-#: plots never carry a second copy of the number.
-DEFAULT_THRESHOLD: float = float(MemoryConfig.model_fields["extraction_min_salience"].default)
+#: The ADR 0011 default ``extraction_min_salience``: the plots carry no copy of the number.
+DEFAULT_THRESHOLD: float = DEFAULT_MIN_SALIENCE
 
 
 def _pyplot() -> Any:

@@ -317,3 +317,10 @@ def run_content_hashes(store: Store, run_id: str) -> dict[str, str]:
         out[name] = hashlib.sha256(repr(rows).encode("utf-8")).hexdigest()
         out[f"n_{name}"] = len(rows)
     return out
+
+
+def recorded_extractors(store: Store) -> list[str]:
+    """The extractor ids that have recorded completions in the store, sorted: the ones
+    ``replay:EXTRACTOR_ID`` can replay."""
+    return [r[0] for r in store.sql(
+        "SELECT DISTINCT extractor_id FROM completions ORDER BY 1").fetchall()]

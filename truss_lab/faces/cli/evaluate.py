@@ -15,7 +15,7 @@ import click
 
 from ...core._errors import BadInputError
 from ...core._paths import check_output_file
-from ...core._threshold import check_threshold
+from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...evaluate._run_calibration import calibration_run
 from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, sweep_run
 from ...evaluate._truth_source import resolve_truth
@@ -229,7 +229,7 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
 @click.argument("run_a")
 @click.argument("run_b")
 @db_option
-@click.option("--threshold", default=0.7, show_default=True, type=float,
+@click.option("--threshold", default=DEFAULT_MIN_SALIENCE, show_default=True, type=float,
               help="Threshold in [0, 1] applied to both runs' scores.")
 @_labels_option
 @_score_option

@@ -18,13 +18,19 @@ import click
 from ...core._config import MemoryConfig
 from ...core._errors import BadInputError
 from ...core._models import LessonExtractionPolicy
-from ...core._threshold import check_threshold
+from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
 from ...extract._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...extract._config import MAX_SAMPLES, ExtractorConfig
 from ...extract._extractor import Extractor
 from ...ingest._completions import read_completions
-from ...store._runs import delete_run, run_errors, run_info, summarize_runs
+from ...store._runs import (
+    delete_run,
+    recorded_extractors,
+    run_errors,
+    run_info,
+    summarize_runs,
+)
 from ...store._store import open_store
 from ...store._usage import load_prices, run_usage
 from .._text import runs_text
@@ -58,8 +64,7 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
         path, _, ext_id = arg.partition("#")
         if path.endswith(".jsonl") or Path(path).is_file():
             return _replay_file(path, ext_id or None)
-        have = [r[0] for r in store.sql(
-            "SELECT DISTINCT extractor_id FROM completions ORDER BY 1").fetchall()]
+        have = recorded_extractors(store)
         if arg not in have:
             raise BadInputError(
                 f"no recorded completions for extractor {arg!r} in the database; recorded: "
@@ -124,7 +129,8 @@ def _off_refused() -> BadInputError:
               help="Record a run even when the policy is off (it extracts nothing).")
 @click.option("--extraction-min-salience", "--min-salience", "extraction_min_salience",
               type=float, default=None,
-              help="extraction_min_salience in [0, 1] for model-scored (default 0.70).")
+              help="extraction_min_salience in [0, 1] for model-scored (default "
+                   f"{DEFAULT_MIN_SALIENCE:.2f}).")
 @click.option("--executor", default="inline", show_default=True,
               help="inline | threads:N | processes:N | dask-local | dask://host:port")
 @click.option("--verdicts", "verdict_filter", default=None,

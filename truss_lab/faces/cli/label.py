@@ -18,9 +18,10 @@ import click
 
 from ...core._errors import BadInputError
 from ...core._paths import check_output_file
+from ...core._threshold import DEFAULT_MIN_SALIENCE
 from ...evaluate._judge_agreement import judge_agreement as agreement_of
 from ...evaluate._objective import OBJECTIVE_HELP
-from ...evaluate._queue import labelling_queue
+from ...evaluate._queue import DEFAULT_BAND, labelling_queue
 from ...extract._judge import Judge, run_judge
 from ...extract._match_judge import JudgeMatcher, match_run
 from ...extract._prompts import get_template
@@ -208,7 +209,8 @@ def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
                    "labelled are left out.")
 @click.option("--interval", nargs=2, type=float, default=None, metavar="LOW HIGH",
               help="Salience interval to draw from, in [0, 1] (default: the bootstrap "
-                   "interval of the chosen threshold, or 0.70 ± 0.10 with too few labels).")
+                   f"interval of the chosen threshold, or {DEFAULT_MIN_SALIENCE:.2f} ± "
+                   f"{DEFAULT_BAND:.2f} with too few labels).")
 @objective_option(f"Of the threshold choice whose interval is used. {OBJECTIVE_HELP}")
 @n_boot_option(200, "Verdict-bootstrap replicates of the choice's interval.")
 @random_state_option("Seed of the choice's folds and bootstrap and of the verdict order: "
