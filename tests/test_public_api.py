@@ -69,8 +69,8 @@ def test_widgets_load_lazily() -> None:
     assert explorer.__module__ == "truss_lab.faces._threshold_explorer"
     assert importlib.import_module("truss_lab.faces._threshold_explorer").ThresholdExplorer \
         is explorer
-    assert truss_lab.LabellingWidget.__module__ == "truss_lab.faces._labelling"
-    assert truss_lab.LessonBrowser.__module__ == "truss_lab.faces._lesson_browser"
+    assert truss_lab.LabellingWidget.__module__ == "truss_lab.faces._widgets"
+    assert truss_lab.LessonBrowser.__module__ == "truss_lab.faces._widgets"
 
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:

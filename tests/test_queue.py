@@ -380,7 +380,7 @@ def test_schema_lists_the_queue_format() -> None:
 
 
 def test_widget_labels_the_queue_and_the_next_queue_skips_them(db: Path) -> None:
-    from truss_lab.faces._labelling import LabellingWidget
+    from truss_lab.faces._widgets import LabellingWidget
 
     with Store(db) as s:
         w = LabellingWidget.from_queue(s, PARA, annotator="ann-w", n=5, random_state=4)

@@ -21,10 +21,9 @@ from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._models import MemoryQuery
 from truss_lab.evaluate._truth import labelled_candidates
-from truss_lab.faces._labelling import LabellingWidget
-from truss_lab.faces._lesson_browser import LessonBrowser
 from truss_lab.faces._notebook import copy_store, load_sample, run_sample_extractions
 from truss_lab.faces._threshold_explorer import ThresholdExplorer
+from truss_lab.faces._widgets import LabellingWidget, LessonBrowser
 from truss_lab.store._memory import query_memory
 from truss_lab.store._store import Store
 

@@ -14,8 +14,8 @@ from ._report import write_report
 #: Each widget and the module that holds it. Widgets need ipywidgets (the [notebook]
 #: extra), so they are imported on first use.
 WIDGETS = {
-    "LabellingWidget": "_labelling",
-    "LessonBrowser": "_lesson_browser",
+    "LabellingWidget": "_widgets",
+    "LessonBrowser": "_widgets",
     "ThresholdExplorer": "_threshold_explorer",
 }
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ._widgets import _display, _fmt, _table_html, _widgets
+from ._widgets import display_widget, fmt_value, ipywidgets_module, table_html
 
 __all__ = ["ThresholdExplorer"]
 
@@ -56,7 +56,7 @@ class ThresholdExplorer:
                 f"candidates lack column(s) {', '.join(missing)}; expected e.g. the frame of "
                 "labelled_candidates(store, run_id)", field=missing[0],
             )
-        w = _widgets()
+        w = ipywidgets_module()
         lab = pd.to_numeric(candidates[label_col], errors="coerce")
         keep = lab.notna().to_numpy()
         df = candidates.loc[keep].reset_index(drop=True)
@@ -171,8 +171,8 @@ class ThresholdExplorer:
         shown = [c for c in (self.text_col, self.score_col, self.label_col, "reference_id",
                              "verdict_seq")
                  if c is not None and c in self.above.columns]
-        self.above_html.value = _table_html(self.above[shown], "truss-above-table")
-        self.below_html.value = _table_html(self.below[shown], "truss-below-table")
+        self.above_html.value = table_html(self.above[shown], "truss-above-table")
+        self.below_html.value = table_html(self.below[shown], "truss-below-table")
         if self.display_ is not None:
             line = getattr(self.display_, "threshold_line_", None)
             if line is not None:
@@ -208,7 +208,7 @@ class ThresholdExplorer:
         cells = "".join(
             f"<td data-metric='{html.escape(k)}' style='padding:0 1.2em 0 0'>"
             f"<b>{html.escape(k)}</b><br>"
-            f"{html.escape(_fmt(v))}</td>" for k, v in items
+            f"{html.escape(fmt_value(v))}</td>" for k, v in items
         )
         return f"<table class='truss-metrics-table'><tr>{cells}</tr></table>"
 
@@ -232,12 +232,12 @@ class ThresholdExplorer:
     # -- display -------------------------------------------------------------------
 
     def _ipython_display_(self) -> None:
-        _display(self.widget)
+        display_widget(self.widget)
 
     def __repr__(self) -> str:
         m = self.metrics
         by = f"truth={self.truth!r}, " if self.truth else ""
         return (f"ThresholdExplorer({by}threshold={self.threshold:.2f}, "
-                f"candidates={len(self.candidates)}, precision={_fmt(m.get('precision'))}, "
-                f"recall={_fmt(m.get('recall'))}, f1={_fmt(m.get('f1'))}, "
+                f"candidates={len(self.candidates)}, precision={fmt_value(m.get('precision'))}, "
+                f"recall={fmt_value(m.get('recall'))}, f1={fmt_value(m.get('f1'))}, "
                 f"kept={m.get('kept')})")

@@ -1,10 +1,10 @@
-"""What the Jupyter widgets share: the lazy ipywidgets import, display, cell formatting.
+"""The Jupyter widgets and what they share (the lazy ipywidgets import, display, cell
+formatting).
 
-The widgets themselves (one module each) only wire library calls together:
+The widgets only wire library calls together:
 :class:`~truss_lab.faces._threshold_explorer.ThresholdExplorer` (``sweep``,
-``SweepDisplay``), :class:`~truss_lab.faces._lesson_browser.LessonBrowser`
-(``query_memory``, ``get_memory_entry``, ``get_entry``, ``verified_verdict``)
-and :class:`~truss_lab.faces._labelling.LabellingWidget` (``append_labels``);
+``SweepDisplay``), :class:`LessonBrowser` (``query_memory``, ``get_memory_entry``,
+``get_entry``, ``verified_verdict``) and :class:`LabellingWidget` (``append_labels``);
 what they show is something a researcher could compute in a cell. They are
 plain Python objects holding ipywidgets, so they are driven headlessly in
 tests (``explorer.set_threshold(0.8)``, ``labeller.label(True)``) and
@@ -18,16 +18,30 @@ let browser tests find the parts.
 
 from __future__ import annotations
 
+import html
+import json
 import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..core._errors import BadInputError, TrussLabError
+from ..core._models import MemoryQuery
+from ..evaluate._queue import labelling_queue
+from ..ingest._ingest import append_labels
+from ..journal._table import get_entry, payload_by_hash, verified_verdict
+from ..store._memory import get_memory_entry, query_memory
+from ..store._store import Store
+
+__all__ = ["LabellingWidget", "LessonBrowser", "display_widget", "fmt_value",
+           "ipywidgets_module", "table_html"]
+
 _HINT = "pip install 'truss_lab[notebook]'"
 
 
-def _widgets() -> Any:
+def ipywidgets_module() -> Any:
+    """ipywidgets, or an ImportError saying which extra to install."""
     try:
         import ipywidgets
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -35,19 +49,317 @@ def _widgets() -> Any:
     return ipywidgets
 
 
-def _display(widget: Any) -> None:
+def display_widget(widget: Any) -> None:
+    """Show ``widget`` in the notebook."""
     from IPython.display import display
 
     display(widget)
 
 
-def _fmt(v: Any) -> str:
+def fmt_value(v: Any) -> str:
+    """A cell value for people: floats to three decimals, NaN as nan."""
     if isinstance(v, float | np.floating):
         return "nan" if math.isnan(v) else f"{v:.3f}"
     return str(v)
 
 
-def _table_html(df: pd.DataFrame, css: str) -> str:
+def table_html(df: pd.DataFrame, css: str) -> str:
+    """``df`` as an HTML table of class ``css``, cell text escaped."""
     # to_html escapes cell text by default; lesson texts are model output.
     return df.to_html(index=False, classes=css, float_format=lambda v: f"{v:.3f}",
                       na_rep="", border=0)
+
+
+class LabellingWidget:
+    """Label candidate lessons one at a time: Useful / Not useful / Skip.
+
+    A click appends one FORMATS.md §3 row (``verdict_hash``, ``extractor``,
+    ``lesson_index``, ``useful``, ``annotator``, source ``"widget"``,
+    ``labelled_at``) to the store's ``labels`` table through
+    :func:`~truss_lab.ingest._ingest.append_labels` and moves on. Labels are
+    never overwritten: a candidate this annotator already labelled keeps its
+    stored label (the widget says so), as ``ingest_labels`` does. With
+    ``skip_labelled`` (default) the session starts at the first candidate the
+    annotator has not labelled yet, so it resumes where it stopped.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        candidates: pd.DataFrame,
+        *,
+        annotator: str,
+        skip_labelled: bool = True,
+    ) -> None:
+        if not isinstance(annotator, str) or not annotator.strip():
+            raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
+                                field="annotator")
+        ex_col = "extractor_id" if "extractor_id" in candidates.columns else "extractor"
+        missing = [c for c in ("verdict_hash", ex_col, "lesson_index")
+                   if c not in candidates.columns]
+        if missing:
+            raise BadInputError(f"candidates lack column(s) {', '.join(missing)}",
+                                field=missing[0])
+        w = ipywidgets_module()
+        self.store = store
+        self.annotator = annotator.strip()
+        cols = [c for c in ("verdict_seq", "verdict_hash", ex_col, "lesson_index", "text",
+                            "salience") if c in candidates.columns]
+        self.candidates = candidates[cols].rename(columns={ex_col: "extractor"}).reset_index(
+            drop=True)
+        self.candidates["lesson_index"] = self.candidates["lesson_index"].astype("int64")
+        self.position = 0
+        self.written = 0
+        self.queue: dict[str, Any] | None = None
+        self.message = ""
+        if skip_labelled:
+            done = self._labelled_keys()
+            key = list(zip(self.candidates["verdict_hash"], self.candidates["extractor"],
+                           self.candidates["lesson_index"], strict=True))
+            todo = [i for i, k in enumerate(key) if k not in done]
+            self.position = todo[0] if todo else len(self.candidates)
+        self.card = w.HTML()
+        self.card.add_class("truss-label-card")
+        self.progress = w.HTML()
+        self.progress.add_class("truss-label-progress")
+        self.useful_button = w.Button(description="Useful", button_style="success",
+                                      icon="check")
+        self.useful_button.add_class("truss-label-useful")
+        self.not_useful_button = w.Button(description="Not useful", button_style="danger",
+                                          icon="times")
+        self.not_useful_button.add_class("truss-label-not-useful")
+        self.skip_button = w.Button(description="Skip")
+        self.skip_button.add_class("truss-label-skip")
+        self.useful_button.on_click(lambda _b: self.label(True))
+        self.not_useful_button.on_click(lambda _b: self.label(False))
+        self.skip_button.on_click(lambda _b: self.skip())
+        self.widget = w.VBox([
+            self.progress, self.card,
+            w.HBox([self.useful_button, self.not_useful_button, self.skip_button]),
+        ])
+        self.widget.add_class("truss-labelling-widget")
+        self._refresh()
+
+    @classmethod
+    def from_queue(cls, store: Store, run_id: str, *, annotator: str,
+                   **queue_options: Any) -> LabellingWidget:
+        """Label the labelling queue of ``run_id``: the lessons whose labels would most
+        move the threshold choice (:func:`~truss_lab.evaluate._queue.labelling_queue`,
+        whose options ``n``, ``per_verdict``, ``interval``, ``objective``, ``n_boot``
+        and ``random_state`` pass through), leaving out those ``annotator`` labelled.
+        ``widget.queue`` holds the queue's description (interval, source, counts)."""
+        frame = labelling_queue(store, run_id, annotator=annotator, **queue_options)
+        widget = cls(store, frame, annotator=annotator)
+        widget.queue = dict(frame.attrs["queue"])
+        widget._refresh()
+        return widget
+
+    def _labelled_keys(self) -> set[tuple[str, str, int]]:
+        rows = self.store.sql(
+            "SELECT verdict_hash, extractor_id, lesson_index FROM labels WHERE annotator = ?",
+            [self.annotator],
+        ).fetchall()
+        return {(h, e, int(i)) for h, e, i in rows}
+
+    @property
+    def done(self) -> bool:
+        """True when every candidate has been labelled or skipped."""
+        return self.position >= len(self.candidates)
+
+    @property
+    def current(self) -> dict[str, Any] | None:
+        """The candidate on show (a dict of its columns), or None when done."""
+        if self.done:
+            return None
+        return self.candidates.iloc[self.position].to_dict()
+
+    def label(self, useful: bool) -> bool:
+        """Label the current candidate and advance; True when a new row was written."""
+        cur = self.current
+        if cur is None:
+            self.message = "nothing left to label"
+            self._refresh()
+            return False
+        row = pd.DataFrame({
+            "verdict_hash": [str(cur["verdict_hash"])],
+            "extractor": [str(cur["extractor"])],
+            "lesson_index": [int(cur["lesson_index"])],
+            "useful": [1 if useful else 0],
+            "annotator": [self.annotator],
+        })
+        # A label that differs from the stored one is kept as stored; the message says so.
+        added, _conflicts = append_labels(self.store, row, source="widget")
+        where = f"{cur['extractor']} #{cur['lesson_index']} of {str(cur['verdict_hash'])[:12]}…"
+        if added:
+            self.written += added
+            self.message = f"saved: {where} is {'useful' if useful else 'not useful'}"
+        else:
+            self.message = (f"{where} was already labelled by {self.annotator}; "
+                            "kept the stored label")
+        self.position += 1
+        self._refresh()
+        return bool(added)
+
+    def skip(self) -> None:
+        """Move on without writing a label."""
+        if not self.done:
+            self.position += 1
+            self.message = "skipped"
+        self._refresh()
+
+    def _queue_line(self) -> str:
+        q = self.queue or {}
+        lo, hi = q.get("interval", (float("nan"), float("nan")))
+        return (f"<p>queue of run {html.escape(str(q.get('run_id')))}: salience in "
+                f"[{lo:.4g}, {hi:.4g}] ({html.escape(str(q.get('source')))}: "
+                f"{html.escape(str(q.get('why')))})</p>")
+
+    def _verdict(self, vhash: str) -> dict[str, Any]:
+        return payload_by_hash(self.store, vhash) or {}
+
+    def _refresh(self) -> None:
+        e = html.escape
+        n = len(self.candidates)
+        self.progress.value = (
+            f"<p>{min(self.position + 1, n)} / {n} · annotator <b>{e(self.annotator)}</b> · "
+            f"{self.written} label(s) written this session"
+            + (f" · <i>{e(self.message)}</i>" if self.message else "") + "</p>"
+            + (self._queue_line() if self.queue else ""))
+        cur = self.current
+        for b in (self.useful_button, self.not_useful_button, self.skip_button):
+            b.disabled = cur is None
+        if cur is None:
+            self.card.value = "<p><b>Done.</b> Every candidate has been labelled or skipped.</p>"
+            return
+        v = self._verdict(str(cur["verdict_hash"]))
+        checks = v.get("checks") if isinstance(v.get("checks"), list) else []
+        failed = [c for c in checks if isinstance(c, dict) and c.get("passed") is False]
+        sal = cur.get("salience")
+        self.card.value = (
+            f"<div><p style='font-size:1.1em'><b>{e(str(cur.get('text', '')))}</b></p>"
+            f"<p>salience {e(fmt_value(sal))} · {e(str(cur['extractor']))} "
+            f"#{int(cur['lesson_index'])}</p>"
+            f"<p><i>verdict</i> {e(str(v.get('verdict', '?')))}: {e(str(v.get('goal', '')))}"
+            f"<br>{e(str(v.get('summary', '')))}</p>"
+            + "".join(f"<p>✘ {e(str(c.get('name')))}: {e(str(c.get('evidence')))}</p>"
+                      for c in failed)
+            + "</div>")
+
+    def _ipython_display_(self) -> None:
+        display_widget(self.widget)
+
+    def __repr__(self) -> str:
+        return (f"LabellingWidget(annotator={self.annotator!r}, position={self.position}/"
+                f"{len(self.candidates)}, written={self.written})")
+
+
+class LessonBrowser:
+    """Pick an unverified lesson and follow it back to the signed verdict that produced it.
+
+    Shows the lesson's governed provenance (``produced_by`` seq + hash,
+    sources, run, extractor), the verdict's journal entry (goal, outcome,
+    summary, checks) and whether that entry verifies now
+    (``verified_verdict``: hash, signature, link to its predecessor).
+    ``query`` defaults to ``MemoryQuery.unverified_lessons(limit=500)``.
+    """
+
+    def __init__(self, store: Store, *, query: Any = None, limit: int = 500) -> None:
+        w = ipywidgets_module()
+        self.store = store
+        q = query if query is not None else MemoryQuery.unverified_lessons(limit=limit)
+        self.lessons = query_memory(store, q).sort_values(
+            ["produced_by_seq", "extractor_id", "lesson_index"], kind="stable"
+        ).reset_index(drop=True)
+        options = [
+            (f"seq {int(r.produced_by_seq)} · {r.extractor_id} #{int(r.lesson_index)}: "
+             f"{str(r.text)[:70]}", r.entry_id)
+            for r in self.lessons[["produced_by_seq", "extractor_id", "lesson_index", "text",
+                                   "entry_id"]].itertuples()
+        ]
+        self._ids = {v for _, v in options}
+        self.select = w.Dropdown(options=options, description="lesson",
+                                 layout=w.Layout(width="95%"))
+        self.select.add_class("truss-lesson-select")
+        self.details = w.HTML()
+        self.details.add_class("truss-lesson-details")
+        self.widget = w.VBox([self.select, self.details])
+        self.widget.add_class("truss-lesson-browser")
+        self.entry: Any = None
+        self.journal_entry: dict[str, Any] | None = None
+        self.status: dict[str, Any] = {}
+        self.select.observe(lambda ch: self.show(ch["new"]), names="value")
+        if options:
+            self.show(self.select.value)
+        else:
+            self.details.value = "<p>No unverified lessons in this store (run an extraction).</p>"
+
+    def show(self, entry_id: str) -> LessonBrowser:
+        """Show lesson ``entry_id`` (also selects it in the dropdown)."""
+        if entry_id is None:
+            return self
+        entry = get_memory_entry(self.store, entry_id)
+        if entry is None:
+            raise BadInputError(f"no memory entry {entry_id!r}", field="entry_id")
+        if self.select.value != entry_id and entry_id in self._ids:
+            self.select.value = entry_id  # re-enters show() through the observer
+            return self
+        ref = entry.provenance.produced_by
+        self.entry = entry
+        self.journal_entry = get_entry(self.store, ref.seq)
+        try:
+            verified_verdict(self.store, ref)
+            self.status = {"ok": True, "reason": None,
+                           "message": f"verified: journal entry {ref.seq} has this hash, its "
+                           "Ed25519 signature is valid and it links to its predecessor"}
+        except TrussLabError as exc:
+            self.status = {"ok": False, "message": f"FAILED: {exc}",
+                           "reason": getattr(exc, "reason", type(exc).__name__)}
+        self.details.value = self._markup()
+        return self
+
+    def _markup(self) -> str:
+        e = html.escape
+        p = self.entry.provenance
+        ok = self.status["ok"]
+        css = "truss-signature-ok" if ok else "truss-signature-bad"
+        color = "#2a7a2a" if ok else "#b00020"
+        status = (f"<p class='{css}' style='color:{color}'><b>"
+                  f"{'✔' if ok else '✘'} {e(self.status['message'])}</b></p>")
+        prov = pd.DataFrame({
+            "field": ["entry_id", "kind", "trust", "salience", "produced_by", "sources", "run_id",
+                      "extractor_id", "prompt_version", "created_at"],
+            "value": [self.entry.entry_id, self.entry.kind.value, self.entry.trust.value,
+                      fmt_value(self.entry.salience),
+                      f"seq {p.produced_by.seq} · {p.produced_by.hash}",
+                      "; ".join(f"seq {s.seq} · {s.hash[:16]}…" for s in p.sources),
+                      p.run_id, p.extractor_id, p.prompt_version, p.created_at.isoformat()],
+        })
+        parts = [f"<h4>Lesson</h4><p>{e(self.entry.text)}</p>", status,
+                 "<h4>Provenance</h4>", table_html(prov, "truss-provenance")]
+        j = self.journal_entry
+        if j is None:
+            parts.append(f"<p>journal entry {p.produced_by.seq} is missing</p>")
+        else:
+            pl = j["payload"] if isinstance(j["payload"], dict) else {}
+            head = (f"seq {j['seq']} · {j['kind']} · {j['ts']} · key {j['key_id']}<br>"
+                    f"hash {j['hash']}<br>prev {j['prev_hash']}")
+            summary = {k: pl.get(k) for k in ("contract_id", "run_id", "verdict", "goal",
+                                              "summary", "tags") if k in pl}
+            parts += ["<h4>Verdict journal entry</h4>", f"<p><code>{e(head)}</code></p>",
+                      table_html(pd.DataFrame({"field": list(summary),
+                                                "value": [json.dumps(v) if isinstance(v, list)
+                                                          else str(v) for v in summary.values()]}),
+                                  "truss-verdict")]
+            checks = pl.get("checks")
+            if isinstance(checks, list) and checks:
+                parts += ["<h4>Checks</h4>", table_html(pd.DataFrame(checks), "truss-checks")]
+        return "".join(parts)
+
+    def _ipython_display_(self) -> None:
+        display_widget(self.widget)
+
+    def __repr__(self) -> str:
+        cur = self.entry.entry_id if self.entry is not None else None
+        ok = self.status.get("ok")
+        return (f"LessonBrowser({len(self.lessons)} lessons, current={cur!r}, "
+                f"verified={ok})")
