@@ -113,16 +113,20 @@ class CompletionRecorder:
 
     def to_frame(self) -> pd.DataFrame:
         """The records as a completions frame (the columns :func:`read_completions` returns)."""
-        from ..ingest._completions import _columns_of, _completion_frame, _validate_columns
+        from ..ingest._completions import (
+            completion_columns,
+            completion_frame,
+            validate_completion_columns,
+        )
 
         values = self.records
-        cols, skip, problems = _columns_of(values)
-        cols, _, more = _validate_columns(cols, len(values), skip=skip)
+        cols, skip, problems = completion_columns(values)
+        cols, _, more = validate_completion_columns(cols, len(values), skip=skip)
         if problems or more:
             i, field, msg, reason = sorted(problems + more, key=lambda p: p[0])[0]
             raise BadInputError(f"record {i}: {msg}", source="<recorder>", field=field,
                                 reason=reason)
-        return _completion_frame(cols)
+        return completion_frame(cols)
 
     def write(self, path: str | os.PathLike[str]) -> int:
         """Write the records as §2 JSONL; returns the number of lines."""

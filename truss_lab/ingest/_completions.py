@@ -24,28 +24,37 @@ from pydantic import BaseModel, Field, StrictStr
 
 from ..core._canonical import MalformedJSON, canonical, loads_strict
 from ..core._errors import BadInputError
-from ._jsonl import (
-    _ESCAPE_BREAKS,
-    _LINE_BREAKS,
-    _MISSING,
-    _SURROGATE,
-    _check_count,
-    _check_latency,
-    _check_str,
-    _has_nested,
-    _json_kind,
-    _locate_field,
-    _parse_lines,
-    _Problem,
-    _split_lines,
+from ._strict import (
+    ESCAPE_BREAKS,
+    LINE_BREAKS,
+    MISSING,
+    SURROGATE,
+    Count,
+    Hex64,
+    NonEmpty,
+    Problem,
+    StrictRecord,
+    atomic_text_file,
+    check_count,
+    check_latency,
+    check_str,
+    dedupe,
+    has_nested,
+    input_error,
+    json_kind,
+    locate_field,
+    parse_lines,
+    split_lines,
 )
-from ._records import Count, Hex64, NonEmpty, _dedupe, _err, _Record, atomic_text_file
 
 __all__ = [
     "COMPLETION_FIELDS",
     "COMPLETION_KEY",
     "CompletionRecordModel",
+    "completion_columns",
+    "completion_frame",
     "read_completions",
+    "validate_completion_columns",
     "write_completions",
 ]
 
@@ -68,7 +77,7 @@ COMPLETION_KEY: tuple[str, ...] = ("verdict_hash", "extractor")
 _REQUIRED_COMPLETION = frozenset({"verdict_hash", "extractor", "model", "prompt_version", "text"})
 _ALLOWED_COMPLETION = frozenset(COMPLETION_FIELDS)
 
-class CompletionRecordModel(_Record):
+class CompletionRecordModel(StrictRecord):
     """One recorded extractor call: a line of a completions JSONL file (FORMATS.md §2)."""
 
     verdict_hash: Hex64
@@ -100,15 +109,15 @@ class CompletionRecordModel(_Record):
 
 
 _CHECKS: dict[str, Any] = {
-    "verdict_hash": lambda c: _check_str(c, nullable=False, non_empty=True, hex64=True),
-    "extractor": lambda c: _check_str(c, nullable=False, non_empty=True, hex64=False),
-    "model": lambda c: _check_str(c, nullable=False, non_empty=True, hex64=False),
-    "prompt_version": lambda c: _check_str(c, nullable=False, non_empty=True, hex64=False),
-    "request_hash": lambda c: _check_str(c, nullable=True, non_empty=True, hex64=True),
-    "text": lambda c: _check_str(c, nullable=False, non_empty=False, hex64=False),
-    "latency_ms": _check_latency,
-    "prompt_tokens": _check_count,
-    "completion_tokens": _check_count,
+    "verdict_hash": lambda c: check_str(c, nullable=False, non_empty=True, hex64=True),
+    "extractor": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False),
+    "model": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False),
+    "prompt_version": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False),
+    "request_hash": lambda c: check_str(c, nullable=True, non_empty=True, hex64=True),
+    "text": lambda c: check_str(c, nullable=False, non_empty=False, hex64=False),
+    "latency_ms": check_latency,
+    "prompt_tokens": check_count,
+    "completion_tokens": check_count,
 }
 
 
@@ -169,34 +178,34 @@ def _memo_key(value: Any) -> Any:
     return value
 
 
-def _validate_columns(
+def validate_completion_columns(
     cols: dict[str, list[Any]], n: int, *, skip: np.ndarray | None = None
-) -> tuple[dict[str, list[Any]], np.ndarray, list[_Problem]]:
-    """Check §2 columns (``_MISSING`` marks an absent field; ``skip`` rows are
+) -> tuple[dict[str, list[Any]], np.ndarray, list[Problem]]:
+    """Check §2 columns (``MISSING`` marks an absent field; ``skip`` rows are
     already known bad). Returns the columns with absent values as None, the bad
     mask and the problems, in row then field order."""
-    problems: list[_Problem] = []
+    problems: list[Problem] = []
     skip = np.zeros(n, dtype=bool) if skip is None else skip
     out: dict[str, list[Any]] = {}
     for name in COMPLETION_FIELDS:
         col = cols.get(name)
         if col is None:
-            col = [_MISSING] * n
-        missing = np.fromiter((x is _MISSING for x in col), dtype=bool, count=n)
+            col = [MISSING] * n
+        missing = np.fromiter((x is MISSING for x in col), dtype=bool, count=n)
         if missing.any():
             if name in _REQUIRED_COMPLETION:
                 problems.extend(
                     (int(i), name, "required field is missing", "missing")
                     for i in np.flatnonzero(missing & ~skip)
                 )
-            col = [None if x is _MISSING else x for x in col]
+            col = [None if x is MISSING else x for x in col]
         if name == "config":
             col, msgs = _config_texts(col)
         else:
             msgs = _CHECKS[name](col)
         for i, msg in msgs.items():
             if not skip[i] and not (missing[i] and name in _REQUIRED_COMPLETION):
-                reason = "bad_unicode" if msg.startswith(_SURROGATE) else "bad_value"
+                reason = "bad_unicode" if msg.startswith(SURROGATE) else "bad_value"
                 problems.append((i, name, msg, reason))
         out[name] = col
     bad = skip.copy()
@@ -206,24 +215,24 @@ def _validate_columns(
     return out, bad, problems
 
 
-def _columns_of(values: list[Any]) -> tuple[dict[str, list[Any]], np.ndarray, list[_Problem]]:
+def completion_columns(values: list[Any]) -> tuple[dict[str, list[Any]], np.ndarray, list[Problem]]:
     """Columns of a list of parsed lines, plus the rows that are not objects or
     carry unexpected fields."""
     n = len(values)
-    problems: list[_Problem] = []
+    problems: list[Problem] = []
     is_dict = np.fromiter((type(v) is dict for v in values), dtype=bool, count=n)
     recs = values
     if not is_dict.all():
         recs = [v if ok else {} for v, ok in zip(values, is_dict, strict=True)]
         problems.extend(
-            (int(i), None, f"expected a JSON object, got {_json_kind(values[i])}", "not_object")
+            (int(i), None, f"expected a JSON object, got {json_kind(values[i])}", "not_object")
             for i in np.flatnonzero(~is_dict)
         )
-    cols = {name: [r.get(name, _MISSING) for r in recs] for name in COMPLETION_FIELDS}
+    cols = {name: [r.get(name, MISSING) for r in recs] for name in COMPLETION_FIELDS}
     lens = np.fromiter(map(len, recs), dtype=np.int64, count=n)
     known = np.zeros(n, dtype=np.int64)
     for col in cols.values():
-        known += np.fromiter((x is not _MISSING for x in col), dtype=bool, count=n)
+        known += np.fromiter((x is not MISSING for x in col), dtype=bool, count=n)
     for i in np.flatnonzero(lens != known):
         for k in sorted(recs[i].keys() - _ALLOWED_COMPLETION):
             msg = f"unexpected field (allowed: {', '.join(COMPLETION_FIELDS)})"
@@ -243,7 +252,7 @@ _PANDAS_TYPES = {
 }
 
 
-def _completion_frame(cols: dict[str, list[Any]], rows: np.ndarray | None = None) -> pd.DataFrame:
+def completion_frame(cols: dict[str, list[Any]], rows: np.ndarray | None = None) -> pd.DataFrame:
     """A frame of §2 columns; ``rows`` selects rows (all when None)."""
     arrays = []
     for name in COMPLETION_FIELDS:
@@ -277,16 +286,16 @@ def read_completions(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[B
         data = Path(path).read_bytes()
     except OSError as exc:
         raise BadInputError(f"cannot read completions file: {exc.strerror}", source=source) from exc
-    lines, errors = _split_lines(data, source)
+    lines, errors = split_lines(data, source)
     texts = [t for _, t in lines]
     numbers = np.asarray([i for i, _ in lines], dtype=np.int64)
-    values, fast = _parse_lines(texts)
-    cols, skip, problems = _columns_of(values)
-    if fast and _has_nested(cols, values, skip):
+    values, fast = parse_lines(texts)
+    cols, skip, problems = completion_columns(values)
+    if fast and has_nested(cols, values, skip):
         # A nested value could hide an element spanning lines: parse line by line.
-        values, _ = _parse_lines(texts, per_line=True)
-        cols, skip, problems = _columns_of(values)
-    cols, bad, more = _validate_columns(cols, len(values), skip=skip)
+        values, _ = parse_lines(texts, per_line=True)
+        cols, skip, problems = completion_columns(values)
+    cols, bad, more = validate_completion_columns(cols, len(values), skip=skip)
     problems = sorted(problems + more, key=lambda p: p[0])
     # Every failing row is parsed again strictly: a JSON-level fault wins.
     json_errors: dict[int, BadInputError] = {}
@@ -294,22 +303,22 @@ def read_completions(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[B
         try:
             loads_strict(texts[i])
         except MalformedJSON as exc:
-            field = _locate_field(texts[i], exc.reason, exc.field)
-            json_errors[int(i)] = _err(str(exc), source, int(numbers[i]), field, exc.reason)
+            field = locate_field(texts[i], exc.reason, exc.field)
+            json_errors[int(i)] = input_error(str(exc), source, int(numbers[i]), field, exc.reason)
     for i, field, msg, reason in problems:
         if i not in json_errors:
-            errors.append(_err(msg, source, int(numbers[i]), field, reason))
+            errors.append(input_error(msg, source, int(numbers[i]), field, reason))
     errors.extend(json_errors.values())
     good = np.flatnonzero(~bad)
-    df = _completion_frame(cols, None if len(good) == len(values) else good)
-    df, dup_errors = _dedupe(df, numbers[good], COMPLETION_KEY, source)
+    df = completion_frame(cols, None if len(good) == len(values) else good)
+    df, dup_errors = dedupe(df, numbers[good], COMPLETION_KEY, source)
     errors += dup_errors
     errors.sort(key=lambda e: e.line or 0)
     return df, errors
 
 
 def _frame_columns(df: pd.DataFrame) -> dict[str, list[Any]]:
-    """Python-valued §2 columns of a frame (absent columns are ``_MISSING``)."""
+    """Python-valued §2 columns of a frame (absent columns are ``MISSING``)."""
     cols: dict[str, list[Any]] = {}
     for name in COMPLETION_FIELDS:
         if name not in df.columns:
@@ -343,8 +352,8 @@ def write_completions(
         values = [r.model_dump() if isinstance(r, BaseModel) else r for r in data]
         values = [dict(v) if isinstance(v, Mapping) else v for v in values]
         n = len(values)
-        cols, skip, problems = _columns_of(values)
-    cols, _, more = _validate_columns(cols, n, skip=skip)
+        cols, skip, problems = completion_columns(values)
+    cols, _, more = validate_completion_columns(cols, n, skip=skip)
     problems = sorted(problems + more, key=lambda p: p[0])
     if problems:
         i, field, msg, reason = problems[0]
@@ -352,8 +361,8 @@ def write_completions(
             f"record {i}: {msg} ({len(problems)} problem(s) in all; nothing written)",
             source=source, field=field, reason=reason,
         )
-    df = _completion_frame(cols)
-    df, dup_errors = _dedupe(df, np.arange(n, dtype=np.int64), COMPLETION_KEY, source,
+    df = completion_frame(cols)
+    df, dup_errors = dedupe(df, np.arange(n, dtype=np.int64), COMPLETION_KEY, source,
                              where="record")
     if dup_errors:
         e = dup_errors[0]
@@ -369,8 +378,8 @@ def write_completions(
             if config is not None:
                 rec["config"] = json.loads(config)
             line = dumps(rec)
-            if _LINE_BREAKS.search(line):
-                line = line.translate(_ESCAPE_BREAKS)
+            if LINE_BREAKS.search(line):
+                line = line.translate(ESCAPE_BREAKS)
             fh.write(line)
             fh.write("\n")
     return len(df)

@@ -19,8 +19,9 @@ from ..core._canonical import canonical_digest
 from ..core._errors import BadInputError
 from ..core._gc import full_collections_deferred
 from ..core._models import utcnow
+from ..store._ingested import label_problems, stored_conflicts
 from ..store._runs import record_extractor_config
-from ..store._store import Store, quote_ident
+from ..store._store import Store
 from ..store._tables import COMPLETIONS_SCHEMA, LABELS_SCHEMA, REFERENCES_SCHEMA
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
@@ -34,7 +35,6 @@ __all__ = [
     "ingest_completions",
     "ingest_labels",
     "ingest_references",
-    "label_problems",
 ]
 
 @dataclass
@@ -95,24 +95,13 @@ def _frame(df: pd.DataFrame, schema: pa.Schema, extra: dict[str, Any]) -> pa.Tab
 
 def _conflicts(store: Store, table: str, new: pa.Table, key: list[str], value: list[str],
                source: str) -> list[BadInputError]:
-    store.con.register("_incoming", new)
-    try:
-        q = quote_ident
-        on = " AND ".join(f"t.{q(k)} = n.{q(k)}" for k in key)
-        differ = " OR ".join(f"t.{q(v)} IS DISTINCT FROM n.{q(v)}" for v in value)
-        cols = ", ".join(f"n.{q(k)}" for k in key)
-        rows = store.con.execute(
-            f"SELECT {cols} FROM _incoming n JOIN {q(table)} t ON {on} WHERE {differ} LIMIT 1000"
-        ).fetchall()
-    finally:
-        store.con.unregister("_incoming")
     return [
         BadInputError(
             f"{dict(zip(key, r, strict=True))} is already stored with different content; "
             "kept the stored row",
             source=source, reason="conflict",
         )
-        for r in rows
+        for r in stored_conflicts(store, table, new, key, value)
     ]
 
 
@@ -162,56 +151,11 @@ def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     blank = int(df.attrs.get("blank_rows", 0))
     n_read = len(df) + len(errors) + blank
     added, conflicts = append_labels(store, df, source=source)
-    store.con.register("_incoming_labels", df.rename(columns=FILE_TO_TABLE))
-    try:
-        problems = label_problems(store, "_incoming_labels")
-    finally:
-        store.con.unregister("_incoming_labels")
+    problems = label_problems(store, df.rename(columns=FILE_TO_TABLE))
     warnings = [f"{source}: verdict {r.verdict_hash}, extractor {r.extractor_id!r}, lesson_index "
                 f"{r.lesson_index}: {r.problem}" for r in problems.itertuples()]
     return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts],
                         warnings, rows_blank=blank)
-
-
-_LABEL_RELATIONS = frozenset({"labels", "_incoming_labels"})
-
-
-def label_problems(store: Store, relation: str = "labels") -> pd.DataFrame:
-    """Labels that point at nothing known: a verdict the journal does not hold, or
-    a ``lesson_index`` beyond the lessons of the recorded completion (or of the
-    candidates, when no completion is recorded) of that verdict and extractor.
-
-    Columns ``verdict_hash``, ``extractor_id``, ``lesson_index``, ``problem``; the
-    ingest reports them and the audit flags them (one definition for both).
-    """
-    if relation not in _LABEL_RELATIONS:  # an identifier, never a user value
-        raise ValueError(f"unknown label relation {relation!r}")
-    return store.con.execute(f"""
-        WITH lbl AS (SELECT DISTINCT verdict_hash, extractor_id, lesson_index
-                     FROM {quote_ident(relation)}),
-        n_from_completions AS (
-            SELECT verdict_hash, extractor_id,
-                   CASE WHEN json_valid(text)
-                        AND json_type(json_extract(text, '$.lessons')) = 'ARRAY'
-                        THEN json_array_length(json_extract(text, '$.lessons')) END AS n
-            FROM completions),
-        n_from_candidates AS (
-            SELECT verdict_hash, extractor_id, max(lesson_index) + 1 AS n
-            FROM candidates GROUP BY ALL),
-        known AS (
-            SELECT l.*, coalesce(c.n, k.n) AS n,
-                   EXISTS (SELECT 1 FROM journal j WHERE j.hash = l.verdict_hash) AS in_journal
-            FROM lbl l
-            LEFT JOIN n_from_completions c USING (verdict_hash, extractor_id)
-            LEFT JOIN n_from_candidates k USING (verdict_hash, extractor_id))
-        SELECT verdict_hash, extractor_id, lesson_index,
-               CASE WHEN NOT in_journal THEN 'unknown verdict (not in the journal)'
-                    ELSE 'lesson_index out of range (the completion has ' || n
-                         || ' lesson(s))' END AS problem
-        FROM known
-        WHERE NOT in_journal OR lesson_index >= n
-        ORDER BY verdict_hash, extractor_id, lesson_index
-    """).df()
 
 
 def append_labels(

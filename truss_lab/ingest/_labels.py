@@ -29,17 +29,17 @@ import pyarrow as pa
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
-from ._records import (
-    _HEX64_COL_RE,
-    _HEX64_RE,
+from ._strict import (
+    HEX64_COL_RE,
+    HEX64_RE,
     Count,
     Hex64,
     NonEmpty,
-    _dedupe,
-    _err,
-    _Record,
-    _short,
+    StrictRecord,
     atomic_text_file,
+    dedupe,
+    input_error,
+    short,
 )
 
 __all__ = ["LABEL_FIELDS", "LABEL_KEY", "QUEUE_FIELDS", "LabelQueueRecordModel",
@@ -58,7 +58,7 @@ _USEFUL = LABEL_FIELDS.index("useful")
 #: (CSV injection): the queue writes them with a leading apostrophe.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
-class LabelRecordModel(_Record):
+class LabelRecordModel(StrictRecord):
     """One gold label: a row of a labels CSV file (FORMATS.md §3)."""
 
     verdict_hash: Hex64
@@ -134,7 +134,7 @@ def _csv_records(data: bytes, source: str,
             try:
                 good.append((number, raw.decode("utf-8")))
             except UnicodeDecodeError as exc:
-                errors.append(_err(f"not UTF-8: {exc.reason} at byte {exc.start}", source,
+                errors.append(input_error(f"not UTF-8: {exc.reason} at byte {exc.start}", source,
                                    number, None, "bad_unicode"))
     pos = 0
     while pos < len(good):
@@ -146,7 +146,7 @@ def _csv_records(data: bytes, source: str,
                 done = reader.line_num
             return
         except csv.Error as exc:
-            errors.append(_err(f"malformed CSV: {exc}", source, good[pos + done][0], None,
+            errors.append(input_error(f"malformed CSV: {exc}", source, good[pos + done][0], None,
                                "bad_csv"))
             pos += done + 1
 
@@ -190,7 +190,7 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
         if header is None:
             header = row
             if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4], QUEUE_FIELDS):
-                return empty, [_err(
+                return empty, [input_error(
                     f"wrong CSV header {','.join(header)!r}; expected "
                     f"{','.join(LABEL_FIELDS)!r} (annotator may be left out) or a labelling "
                     "queue's header (truss-lab schema label-queue)",
@@ -198,7 +198,7 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
                 )]
             continue
         if len(row) != len(header):
-            errors.append(_err(
+            errors.append(input_error(
                 f"expected {len(header)} fields ({','.join(header)}), got {len(row)}",
                 source, start, None, "wrong_field_count",
             ))
@@ -211,7 +211,7 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
         rows.append(row)
         row_lines.append(start)
     if header is None:
-        return empty, [_err(
+        return empty, [input_error(
             f"empty file; expected the header {','.join(LABEL_FIELDS)!r}",
             source, 1, None, "bad_header",
         )]
@@ -224,7 +224,7 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     an = [a or None for a in cols[4]] if len(cols) == 5 else [None] * len(rows)
     # Whole-column checks first (one regex over the joined column); only a
     # column that fails is walked value by value.
-    bad_vh = _bad_where(vh, _HEX64_COL_RE, _HEX64_RE)
+    bad_vh = _bad_where(vh, HEX64_COL_RE, HEX64_RE)
     bad_ex = [] if all(ex) else [i for i, v in enumerate(ex) if not v]
     bad_li = _bad_where(li, _DIGITS_COL_RE, _DIGITS_RE)
     li_num = [int(v) if len(v) <= 16 and v.isascii() and v.isdigit() else -1 for v in li]
@@ -240,7 +240,8 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     for name, idx, col, expected in checks:
         for i in idx:
             errors.append(
-                _err(f"{expected}, got {_short(col[i])}", source, int(lines[i]), name, "bad_value")
+                input_error(f"{expected}, got {short(col[i])}", source, int(lines[i]), name,
+                            "bad_value")
             )
         bad[idx] = True
     keep = np.flatnonzero(~bad)
@@ -255,7 +256,7 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
         }
     )
     keep_mask = ~bad
-    df, dup_errors = _dedupe(df, lines[keep_mask], LABEL_KEY, source)
+    df, dup_errors = dedupe(df, lines[keep_mask], LABEL_KEY, source)
     errors += dup_errors
     errors.sort(key=lambda e: e.line or 0)
     df.attrs["blank_rows"] = n_blank

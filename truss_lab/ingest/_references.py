@@ -27,8 +27,16 @@ from pydantic import Field, StrictStr, ValidationError, model_validator
 
 from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError
-from ._jsonl import _json_kind, _locate_field, _split_lines
-from ._records import Hex64, NonEmpty, _dedupe, _err, _Record
+from ._strict import (
+    Hex64,
+    NonEmpty,
+    StrictRecord,
+    dedupe,
+    input_error,
+    json_kind,
+    locate_field,
+    split_lines,
+)
 
 __all__ = [
     "NO_REFERENCE",
@@ -47,7 +55,7 @@ NO_REFERENCE = "none"
 """The ``reference_id`` of the line saying "this verdict teaches nothing"."""
 
 
-class ReferenceRecordModel(_Record):
+class ReferenceRecordModel(StrictRecord):
     """One reference lesson: a line of a references JSONL file (FORMATS.md §4)."""
 
     verdict_hash: Hex64
@@ -111,18 +119,18 @@ def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[Ba
     except OSError as exc:
         raise BadInputError(f"cannot read references file: {exc.strerror}",
                             source=source) from exc
-    lines, errors = _split_lines(data, source)
+    lines, errors = split_lines(data, source)
     rows: list[dict[str, Any]] = []
     numbers: list[int] = []
     for number, text in lines:
         try:
             value = loads_strict(text)
         except MalformedJSON as exc:
-            field = _locate_field(text, exc.reason, exc.field)
-            errors.append(_err(str(exc), source, number, field, exc.reason))
+            field = locate_field(text, exc.reason, exc.field)
+            errors.append(input_error(str(exc), source, number, field, exc.reason))
             continue
         if not isinstance(value, dict):
-            errors.append(_err(f"expected a JSON object, got {_json_kind(value)}", source,
+            errors.append(input_error(f"expected a JSON object, got {json_kind(value)}", source,
                                number, None, "not_object"))
             continue
         try:
@@ -135,7 +143,7 @@ def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[Ba
                 msg = ("required field is missing" if reason == "missing" else
                        f"unexpected field (allowed: {', '.join(REFERENCE_FIELDS)})"
                        if reason == "unexpected_field" else e["msg"])
-                errors.append(_err(msg, source, number, _field_of(dict(e)), reason))
+                errors.append(input_error(msg, source, number, _field_of(dict(e)), reason))
             continue
         row = rec.model_dump()
         row["annotator"] = row["annotator"] or ""
@@ -150,7 +158,7 @@ def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[Ba
     lines_arr = np.asarray(numbers, dtype=np.int64)
     # Lists are unhashable: compare evidence as a tuple while deduplicating.
     keyed = df.assign(evidence=df["evidence"].map(tuple))
-    keyed, dup_errors = _dedupe(keyed, lines_arr, REFERENCE_KEY, source)
+    keyed, dup_errors = dedupe(keyed, lines_arr, REFERENCE_KEY, source)
     errors += dup_errors
     keep_lines = _surviving_lines(df, lines_arr, keyed)
     df = keyed.assign(evidence=keyed["evidence"].map(list))
@@ -182,7 +190,7 @@ def _drop_contradicting_none(
     clash = df[key].merge(real.assign(_real=True), on=key, how="left")["_real"]
     bad = is_none & clash.fillna(False).to_numpy(dtype=bool)
     errors = [
-        _err("reference_id 'none' (teaches nothing) beside real references of the same "
+        input_error("reference_id 'none' (teaches nothing) beside real references of the same "
              "verdict and annotator; the 'none' line is dropped", source, int(lines[i]),
              "reference_id", "none_with_references")
         for i in np.flatnonzero(bad)

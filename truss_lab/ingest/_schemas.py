@@ -6,19 +6,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..core._config import MemoryConfig
 from ..core._errors import BadInputError
+from ..core._models import MemoryEntry, PolicyRecord
+from ..journal._spec import JournalEntryModel, VerdictPayloadModel
+from ._completions import CompletionRecordModel
+from ._labels import LabelQueueRecordModel, LabelRecordModel
+from ._references import ReferenceRecordModel
 
 __all__ = ["SCHEMA_NAMES", "json_schema"]
 
 
 def _models() -> dict[str, type[BaseModel]]:
-    from ..core._config import MemoryConfig
-    from ..core._models import MemoryEntry, PolicyRecord
-    from ..journal._spec import JournalEntryModel, VerdictPayloadModel
-    from ._completions import CompletionRecordModel
-    from ._labels import LabelQueueRecordModel, LabelRecordModel
-    from ._references import ReferenceRecordModel
-
     return {
         "journal": JournalEntryModel,
         "verdict": VerdictPayloadModel,

@@ -1,28 +1,153 @@
-"""The strict JSON-lines machinery behind the completions reader and writer.
+"""Strict reading of the unchained formats (FORMATS.md §2, §3, §4): what their readers
+and writers share.
 
-A file is split into numbered lines (undecodable ones become errors), parsed
-leniently in one C-speed pass where that is safe, and its columns are checked
-value by value only where a whole-column check fails; a line that fails is
-parsed again by :func:`~truss_lab.core._canonical.loads_strict`, whose verdict
-(duplicate key, NaN, unsafe integer...) wins, and :func:`_locate_field` names
-the culprit's path.
+The records: the pydantic field types of the record models and their strict base
+(:class:`StrictRecord`), the :class:`BadInputError` builder every reader uses
+(:func:`input_error`), the handling of duplicate keys (:func:`dedupe`: identical
+copies collapse, conflicting ones are dropped with an error naming both lines) and
+the all-or-nothing file write (:func:`atomic_text_file`).
+
+The JSON lines: a file is split into numbered lines (undecodable ones become
+errors), parsed leniently in one C-speed pass where that is safe, and its columns
+are checked value by value only where a whole-column check fails; a line that
+fails is parsed again by :func:`~truss_lab.core._canonical.loads_strict`, whose
+verdict (duplicate key, NaN, unsafe integer...) wins, and :func:`locate_field`
+names the culprit's path.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
-from typing import Any
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Annotated, Any
 
 import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
-from ._records import _HEX64_COL_RE, _HEX64_RE, _err, _short
+
+__all__ = [
+    "ESCAPE_BREAKS",
+    "HEX64",
+    "HEX64_COL_RE",
+    "HEX64_RE",
+    "LINE_BREAKS",
+    "MISSING",
+    "SURROGATE",
+    "Count",
+    "Hex64",
+    "NonEmpty",
+    "Problem",
+    "StrictRecord",
+    "atomic_text_file",
+    "check_count",
+    "check_latency",
+    "check_str",
+    "dedupe",
+    "has_nested",
+    "input_error",
+    "json_kind",
+    "locate_field",
+    "parse_lines",
+    "short",
+    "split_lines",
+]
+
+HEX64 = r"^[0-9a-f]{64}$"
+HEX64_RE = re.compile(r"[0-9a-f]{64}")
+# A whole column of hashes joined by newlines, checked with one match.
+HEX64_COL_RE = re.compile(r"(?:[0-9a-f]{64}\n)*[0-9a-f]{64}")
+
+Hex64 = Annotated[StrictStr, Field(pattern=HEX64)]
+NonEmpty = Annotated[StrictStr, Field(min_length=1)]
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INT)]
 
 
-def _json_kind(value: Any) -> str:
+class StrictRecord(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", strict=True, use_attribute_docstrings=True
+    )
+
+
+def input_error(
+    message: str, source: str, line: int | None, field: str | None, reason: str
+) -> BadInputError:
+    return BadInputError(message, source=source, line=line, field=field, reason=reason)
+
+
+@contextmanager
+def atomic_text_file(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
+    """A UTF-8 text handle whose content replaces ``path`` only when the block ends
+    without error: a reader never sees half a file, and a failure leaves none."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def dedupe(
+    df: pd.DataFrame, lines: np.ndarray, key: tuple[str, ...], source: str, where: str = "line"
+) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Collapse identical duplicates of ``key``; drop conflicting ones with an error each.
+
+    Exact copies go first (vectorized); what still shares a key then differs in
+    some field: every distinct row of such a key is dropped, and each one after
+    the first gets an error naming the first one's line.
+    """
+    if df.empty or len(set(zip(*(df[k].tolist() for k in key), strict=True))) == len(df):
+        return df, []
+    copies = df.duplicated(keep="first").to_numpy()
+    df, lines = df[~copies], lines[~copies]
+    dup = df.duplicated(subset=list(key), keep=False).to_numpy()
+    if not dup.any():
+        return df.reset_index(drop=True), []
+    errors: list[BadInputError] = []
+    sub = df[dup]
+    sub_lines = lines[dup]
+    cols = list(df.columns)
+    for members in sub.groupby(list(key), dropna=False, sort=False).indices.values():
+        first = sub.iloc[members[0]]
+        key_desc = ", ".join(f"{k}={short(first[k], 24)}" for k in key)
+        for m in members[1:]:
+            row = sub.iloc[m]
+            differ = [c for c in cols if not _same(first[c], row[c])]
+            errors.append(input_error(
+                f"conflicts with {where} {sub_lines[members[0]]} (same {key_desc}; "
+                f"differs in {', '.join(differ)}); every row with this key is dropped",
+                source, int(sub_lines[m]), differ[0], "conflicting_duplicate",
+            ))
+    return df[~dup].reset_index(drop=True), errors
+
+
+def _same(a: Any, b: Any) -> bool:
+    na, nb = pd.isna(a), pd.isna(b)
+    if na or nb:
+        return bool(na and nb)
+    return bool(a == b)
+
+
+# --- JSON lines ---------------------------------------------------------------------
+
+
+def json_kind(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -52,7 +177,7 @@ class _Obj(list):  # type: ignore[type-arg]
     """A JSON object as its (key, value) pairs, duplicates kept."""
 
 
-def _locate_field(text: str, reason: str, key: str | None) -> str | None:
+def locate_field(text: str, reason: str, key: str | None) -> str | None:
     """Best effort: the dotted path of the value loads_strict refused.
 
     loads_strict names only the duplicated key (not where it sits) and nothing
@@ -88,7 +213,7 @@ def _locate_field(text: str, reason: str, key: str | None) -> str | None:
     return ".".join(found) if found else key
 
 
-def _split_lines(data: bytes, source: str) -> tuple[list[tuple[int, str]], list[BadInputError]]:
+def split_lines(data: bytes, source: str) -> tuple[list[tuple[int, str]], list[BadInputError]]:
     """Non-blank lines with their 1-based numbers; undecodable lines become errors."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -101,7 +226,9 @@ def _split_lines(data: bytes, source: str) -> tuple[list[tuple[int, str]], list[
             try:
                 raw.append(chunk.decode("utf-8"))
             except UnicodeDecodeError as exc:
-                errors.append(_err(f"not UTF-8: {exc.reason}", source, i, None, "bad_unicode"))
+                errors.append(
+                    input_error(f"not UTF-8: {exc.reason}", source, i, None, "bad_unicode")
+                )
                 raw.append("")
     lines = [(i, s) for i, s in enumerate(raw, start=1) if s and not s.isspace()]
     return lines, errors
@@ -121,7 +248,7 @@ def _fast_objects(texts: list[str]) -> list[Any] | None:
     The batch is joined with ``"\\n,"``: a raw newline cannot sit inside a JSON
     string and every line starts with ``{``, so an element can span two lines
     only inside an array. Hence when every element is a flat object (checked
-    by :func:`_has_nested` afterwards) element ``i`` is exactly line ``i``.
+    by :func:`has_nested` afterwards) element ``i`` is exactly line ``i``.
     """
     if not texts or not all(t.lstrip().startswith("{") for t in texts):
         return None
@@ -134,7 +261,7 @@ def _fast_objects(texts: list[str]) -> list[Any] | None:
     return out
 
 
-def _parse_lines(texts: list[str], *, per_line: bool = False) -> tuple[list[Any], bool]:
+def parse_lines(texts: list[str], *, per_line: bool = False) -> tuple[list[Any], bool]:
     """Lenient parse: a dict per line, the value itself when a line is valid JSON but
     not an object, or None where loads_strict must decide.
 
@@ -171,7 +298,7 @@ def _holds_array(value: Any) -> bool:
     return type(value) is tuple and any(_holds_array(x) for x in value)
 
 
-def _has_nested(cols: dict[str, list[Any]], values: list[Any], rows: np.ndarray) -> bool:
+def has_nested(cols: dict[str, list[Any]], values: list[Any], rows: np.ndarray) -> bool:
     """Whether any record may hide an element spanning lines: an array anywhere, or
     any nested value in ``rows`` (those with unexpected fields). A nested object
     without an array cannot (after its ``,`` a key must follow, never a line's ``{``),
@@ -197,7 +324,7 @@ def _has_nested(cols: dict[str, list[Any]], values: list[Any], rows: np.ndarray)
 # ------------------------------------------------------- column validation
 
 
-def _check_str(
+def check_str(
     col: list[Any], *, nullable: bool, non_empty: bool, hex64: bool
 ) -> dict[int, str]:
     """Row -> what was expected, for the invalid values of a string column."""
@@ -211,7 +338,7 @@ def _check_str(
             if hex64:
                 # A value holding a newline could pass as two hashes: count them.
                 if not strs or (
-                    joined.count("\n") == len(strs) - 1 and _HEX64_COL_RE.fullmatch(joined)
+                    joined.count("\n") == len(strs) - 1 and HEX64_COL_RE.fullmatch(joined)
                 ):
                     return {}
             elif not non_empty or all(strs):
@@ -225,20 +352,20 @@ def _check_str(
     for i, v in enumerate(col):
         if type(v) is str:
             if not _utf8_ok(v):
-                out[i] = f"{_SURROGATE}; expected {what}"
+                out[i] = f"{SURROGATE}; expected {what}"
             elif hex64:
-                if len(v) != 64 or _HEX64_RE.fullmatch(v) is None:
-                    out[i] = f"expected {what}, got {_short(v)}"
+                if len(v) != 64 or HEX64_RE.fullmatch(v) is None:
+                    out[i] = f"expected {what}, got {short(v)}"
             elif non_empty and not v:
                 out[i] = f"expected {what}, got an empty string"
         elif v is None and nullable:
             continue
         else:
-            out[i] = f"expected {what}, got {_json_kind(v)}"
+            out[i] = f"expected {what}, got {json_kind(v)}"
     return out
 
 
-_SURROGATE = "string holds a lone surrogate (not valid Unicode)"
+SURROGATE = "string holds a lone surrogate (not valid Unicode)"
 
 
 def _utf8_ok(text: str) -> bool:
@@ -251,7 +378,7 @@ def _utf8_ok(text: str) -> bool:
     return True
 
 
-def _check_count(col: list[Any]) -> dict[int, str]:
+def check_count(col: list[Any]) -> dict[int, str]:
     types = set(map(type, col))
     if types <= {int, type(None)}:
         ints = col if type(None) not in types else [x for x in col if x is not None]
@@ -262,13 +389,13 @@ def _check_count(col: list[Any]) -> dict[int, str]:
         if v is None:
             continue
         if type(v) is not int:
-            out[i] = f"expected an integer >= 0 or null, got {_json_kind(v)}"
+            out[i] = f"expected an integer >= 0 or null, got {json_kind(v)}"
         elif not 0 <= v <= MAX_SAFE_INT:
             out[i] = f"expected an integer from 0 to 2^53 - 1, got {v}"
     return out
 
 
-def _check_latency(col: list[Any]) -> dict[int, str]:
+def check_latency(col: list[Any]) -> dict[int, str]:
     types = set(map(type, col))
     if types <= {int, float, type(None)}:
         nums = col if type(None) not in types else [x for x in col if x is not None]
@@ -281,19 +408,19 @@ def _check_latency(col: list[Any]) -> dict[int, str]:
             continue
         t = type(v)
         if t is not int and t is not float:
-            out[i] = f"expected a number >= 0 or null, got {_json_kind(v)}"
+            out[i] = f"expected a number >= 0 or null, got {json_kind(v)}"
         elif _is_bad_number(v) or not v >= 0:
             out[i] = f"expected a finite number >= 0, got {v}"
     return out
 
 
 # Marks a field absent from a record (None is a present null).
-_MISSING = object()
+MISSING = object()
 
 # A problem: (row, field or None, message, reason).
-_Problem = tuple[int, str | None, str, str]
+Problem = tuple[int, str | None, str, str]
 
 # Readers that split on str.splitlines() also break at these; json leaves them
 # raw under ensure_ascii=False. They can only sit inside strings, so escaping is safe.
-_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
-_ESCAPE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
+ESCAPE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})

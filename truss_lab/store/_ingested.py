@@ -1,0 +1,93 @@
+"""The tables loaded from the interchange files (completions, labels, reference lessons):
+the questions the ingest asks the store before and after a load, so that the SQL on
+those tables is here. The writes are :meth:`Store.append` with the Arrow schemas of
+:mod:`truss_lab.store._tables`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from ._store import Store, quote_ident
+
+__all__ = ["label_problems", "stored_conflicts"]
+
+
+def stored_conflicts(store: Store, table: str, new: pa.Table, key: Sequence[str],
+                     value: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The ``key`` values of rows of ``new`` that ``table`` holds already with a different
+    ``value`` column (at most 1000): the rows an append keeps as stored."""
+    store.con.register("_incoming", new)
+    try:
+        q = quote_ident
+        on = " AND ".join(f"t.{q(k)} = n.{q(k)}" for k in key)
+        differ = " OR ".join(f"t.{q(v)} IS DISTINCT FROM n.{q(v)}" for v in value)
+        cols = ", ".join(f"n.{q(k)}" for k in key)
+        return store.con.execute(
+            f"SELECT {cols} FROM _incoming n JOIN {q(table)} t ON {on} WHERE {differ} LIMIT 1000"
+        ).fetchall()
+    finally:
+        store.con.unregister("_incoming")
+
+
+def label_problems(store: Store, incoming: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Labels that point at nothing known: a verdict the journal does not hold, or
+    a ``lesson_index`` beyond the lessons of the recorded completion (or of the
+    candidates, when no completion is recorded) of that verdict and extractor.
+
+    The stored labels, or the ``incoming`` label rows (table columns: ``verdict_hash``,
+    ``extractor_id``, ``lesson_index``) when given. Columns ``verdict_hash``,
+    ``extractor_id``, ``lesson_index``, ``problem``; the ingest reports them and the
+    audit flags them (one definition for both).
+    """
+    if incoming is None:
+        return _label_problems(store, "labels")
+    store.con.register("_incoming_labels", incoming)
+    try:
+        return _label_problems(store, "_incoming_labels")
+    finally:
+        store.con.unregister("_incoming_labels")
+
+
+_LABEL_RELATIONS = frozenset({"labels", "_incoming_labels"})
+
+
+def _label_problems(store: Store, relation: str) -> pd.DataFrame:
+    """Labels that point at nothing known: a verdict the journal does not hold, or
+    a ``lesson_index`` beyond the lessons of the recorded completion (or of the
+    candidates, when no completion is recorded) of that verdict and extractor.
+
+    ``relation`` is ``labels`` or the registered incoming rows.
+    """
+    if relation not in _LABEL_RELATIONS:  # an identifier, never a user value
+        raise ValueError(f"unknown label relation {relation!r}")
+    return store.con.execute(f"""
+        WITH lbl AS (SELECT DISTINCT verdict_hash, extractor_id, lesson_index
+                     FROM {quote_ident(relation)}),
+        n_from_completions AS (
+            SELECT verdict_hash, extractor_id,
+                   CASE WHEN json_valid(text)
+                        AND json_type(json_extract(text, '$.lessons')) = 'ARRAY'
+                        THEN json_array_length(json_extract(text, '$.lessons')) END AS n
+            FROM completions),
+        n_from_candidates AS (
+            SELECT verdict_hash, extractor_id, max(lesson_index) + 1 AS n
+            FROM candidates GROUP BY ALL),
+        known AS (
+            SELECT l.*, coalesce(c.n, k.n) AS n,
+                   EXISTS (SELECT 1 FROM journal j WHERE j.hash = l.verdict_hash) AS in_journal
+            FROM lbl l
+            LEFT JOIN n_from_completions c USING (verdict_hash, extractor_id)
+            LEFT JOIN n_from_candidates k USING (verdict_hash, extractor_id))
+        SELECT verdict_hash, extractor_id, lesson_index,
+               CASE WHEN NOT in_journal THEN 'unknown verdict (not in the journal)'
+                    ELSE 'lesson_index out of range (the completion has ' || n
+                         || ' lesson(s))' END AS problem
+        FROM known
+        WHERE NOT in_journal OR lesson_index >= n
+        ORDER BY verdict_hash, extractor_id, lesson_index
+    """).df()
