@@ -21,7 +21,7 @@ from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
 from ..journal._ledger import import_journal
-from ..store._runs import recorded_extractors, run_info, summarize_runs
+from ..store._runs import get_run, recorded_extractors, run_info, summarize_runs
 from ..store._store import Store, open_store, quote_ident
 
 __all__ = [
@@ -142,10 +142,9 @@ def run_sample_extractions(
     for ex_id in extractors:
         run_id = sample_run_id(ex_id, config.lesson_extraction.value,
                                extraction_min_salience)
-        exists = bool(store.sql("SELECT count(*) FROM extraction_runs WHERE run_id = ?",
-                                [run_id]).fetchall()[0][0])
         out[ex_id] = run_extraction(
-            store, _extractor(store, ex_id), config, run_id=run_id, resume=exists,
+            store, _extractor(store, ex_id), config, run_id=run_id,
+            resume=get_run(store, run_id) is not None,
             progress=False, write_memory=write_memory,
         )
     return out
