@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ._salience import Scorer, _fingerprint
+from ._salience import Scorer, fingerprint
 
 __all__ = ["IsotonicCalibrator", "PlattCalibrator", "calibrated"]
 
@@ -92,7 +92,7 @@ class _Calibrator:
 
     def fingerprint(self) -> str:
         """A short hash of the fitted parameters and fitting set."""
-        return _fingerprint([self.kind, self._params(), sorted(self.fitted_verdicts or ())])
+        return fingerprint([self.kind, self._params(), sorted(self.fitted_verdicts or ())])
 
     def _params(self) -> Any:  # pragma: no cover - overridden
         return None

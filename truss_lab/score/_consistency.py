@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ._junk import _group_column, near_duplicate_pairs
+from ._junk import group_column, near_duplicate_pairs
 from ._salience import Scorer
 from ._similarity import TokenSets
 
@@ -84,7 +84,7 @@ def consistency_clusters(
     sample = c["sample_index"].fillna(0).to_numpy(dtype=np.int64)
     valid = (c["valid"].to_numpy(dtype=bool) if "valid" in c.columns
              else np.ones(n, dtype=bool))
-    group = (pd.Series(_group_column(c), dtype=object).astype(str) + "\x1f"
+    group = (pd.Series(group_column(c), dtype=object).astype(str) + "\x1f"
              + c["verdict_hash"].astype(str).reset_index(drop=True)).to_numpy(dtype=object)
     gcode, _ = pd.factorize(pd.Series(group))
     lesson = (c["lesson_index"].to_numpy(dtype=np.int64) if "lesson_index" in c.columns

@@ -51,7 +51,7 @@ from ..core._errors import BadInputError
 from ._similarity import TokenSets, similar_pairs
 from ._tokens import content_words
 
-__all__ = ["DETECTORS", "junk_flags", "junk_rates", "near_duplicate_pairs"]
+__all__ = ["DETECTORS", "group_column", "junk_flags", "junk_rates", "near_duplicate_pairs"]
 
 DETECTORS = (
     "duplicate_in_verdict",
@@ -227,7 +227,9 @@ def _grounding(cand: pd.DataFrame, v: pd.DataFrame) -> tuple[np.ndarray, np.ndar
 # -- public ------------------------------------------------------------------------
 
 
-def _group_column(c: pd.DataFrame) -> np.ndarray:
+def group_column(c: pd.DataFrame) -> np.ndarray:
+    """Per candidate, the group the duplicate detectors look within: its ``run_id``,
+    else its ``extractor_id`` (or §3 ``extractor``), else one group for all."""
     for col in ("run_id", "extractor_id", "extractor"):
         if col in c.columns:
             return c[col].astype(object).fillna("").to_numpy()
@@ -249,7 +251,7 @@ def junk_flags(
     (else ``extractor_id``) groups the duplicate detectors, ``verdict_seq`` and
     ``lesson_index`` order them, ``entry_id`` excludes a candidate's own memory
     entry. ``verdicts`` has ``verdict_hash`` (or ``hash``) and a ``payload``
-    (dict or JSON text, e.g. ``SELECT hash, payload FROM journal``) or
+    (dict or JSON text, as :func:`truss_lab.journal.verdict_payloads` gives them) or
     ``summary`` and ``checks``. ``memory`` (``text``, optional ``entry_id`` and
     ``run_id``) enables ``duplicate_of_memory``. The result has the candidates'
     index, so ``candidates.join(flags)`` lines up. Candidates whose verdict is
@@ -288,7 +290,7 @@ def junk_flags(
         all_sets = TokenSets(texts)
     cand_sets = TokenSets(texts) if mem is not None else all_sets
     rank = _order(c)
-    group = _group_column(c)
+    group = group_column(c)
     vh = c["verdict_hash"].astype(object).fillna("").to_numpy()
     verdict_group = (pd.Series(group, dtype=object).astype(str) + "\x1f"
                      + pd.Series(vh, dtype=object).astype(str)).to_numpy(dtype=object)

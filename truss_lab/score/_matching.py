@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ._similarity import TokenSets, _jaccard
+from ._similarity import TokenSets, jaccard
 
 __all__ = [
     "DEFAULT_MATCH_THRESHOLD",
@@ -108,7 +108,7 @@ class LexicalMatcher:
         """Similarity of lesson ``li[k]`` to reference ``ri[k]`` (row positions), for every k."""
         texts = pd.concat([lessons["text"], references["text"]], ignore_index=True)
         sets = TokenSets(texts)
-        sim = _jaccard(sets, np.asarray(li, np.int64), np.asarray(ri, np.int64) + len(lessons))
+        sim = jaccard(sets, np.asarray(li, np.int64), np.asarray(ri, np.int64) + len(lessons))
         if self.evidence_conflict < 1.0 and len(sim):
             ev_l = _evidence_sets(lessons["evidence"]) if "evidence" in lessons else None
             ev_r = _evidence_sets(references["evidence"]) if "evidence" in references else None

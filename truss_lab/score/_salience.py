@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError
 from ._tokens import informative_token_pairs
 
@@ -58,6 +59,7 @@ __all__ = [
     "VERDICT_OUTCOME",
     "Scorer",
     "failed_checks",
+    "fingerprint",
     "grounding",
     "model_salience",
     "novelty",
@@ -123,8 +125,6 @@ def verdict_table(verdicts: pd.DataFrame | Mapping[str, Mapping[str, Any]]) -> p
     failed: list[int] = []
     for h, cs in zip(hashes, checks, strict=True):
         if isinstance(cs, str | bytes):
-            from ..core._canonical import MalformedJSON, loads_strict
-
             try:
                 cs = loads_strict(cs)
             except MalformedJSON as exc:
@@ -351,7 +351,9 @@ def specificity(target: int = 12) -> Scorer:
     )
 
 
-def _fingerprint(obj: Any) -> str:
+def fingerprint(obj: Any) -> str:
+    """12 hex digits naming ``obj`` (its sorted JSON): the version of a scorer built from
+    data (a novelty corpus, a weighted sum's spec, a fitted calibrator)."""
     blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
@@ -403,7 +405,7 @@ def novelty(corpus: Iterable[str], *, name: str = "novelty") -> Scorer:
             np.maximum.at(best, ur, jac)
         return 1.0 - best
 
-    fp = _fingerprint(sorted(docs.tolist()))
+    fp = fingerprint(sorted(docs.tolist()))
     return Scorer(
         name, f"1+corpus-{fp}", fn, ("text",),
         description=f"1 - max token-Jaccard against {len(docs)} earlier lessons.",
@@ -435,7 +437,7 @@ def weighted_sum(
 
     spec = [[s.name, s.version, float(w)] for s, w in items]
     return Scorer(
-        name, f"1+{_fingerprint(spec)}", fn, requires, needs,
+        name, f"1+{fingerprint(spec)}", fn, requires, needs,
         " + ".join(f"{float(w):g}*{s.name}" for s, w in items) + ", clipped to [0, 1]",
     )
 

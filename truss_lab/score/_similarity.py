@@ -22,7 +22,7 @@ import pandas as pd
 
 from ._tokens import content_words
 
-__all__ = ["TokenSets", "similar_pairs", "token_sets"]
+__all__ = ["TokenSets", "jaccard", "similar_pairs", "token_sets"]
 
 _MAX_ALL_PAIRS = 3_000_000  # above this many within-group pairs, use MinHash/LSH
 
@@ -70,7 +70,7 @@ class TokenSets:
             np.add.at(self.ident_key, self.rows[m], tok_hash[self.toks[m]])
 
 
-def _jaccard(sets: TokenSets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def jaccard(sets: TokenSets, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact Jaccard of the token sets of rows a[k] and b[k], vectorized."""
     if len(a) == 0:
         return np.zeros(0)
@@ -168,6 +168,6 @@ def similar_pairs(
         pairs = np.unique(np.sort(np.concatenate(parts, axis=1), axis=0), axis=1)
         pi, pj = pairs[0], pairs[1]
     lo, hi = np.minimum(pi, pj), np.maximum(pi, pj)
-    j = _jaccard(sets, items[lo], items[hi])
+    j = jaccard(sets, items[lo], items[hi])
     keep = j >= threshold
     return lo[keep], hi[keep]
