@@ -21,7 +21,8 @@ from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
 from ..journal._ledger import import_journal
-from ..store._runs import get_run, recorded_extractors, run_info, summarize_runs
+from ..store._ingested import recorded_extractors
+from ..store._runs import get_run, run_info, summarize_runs
 from ..store._store import Store, open_store, quote_ident
 
 __all__ = [

@@ -49,7 +49,7 @@ from ..govern._audit import audit
 from ..journal._table import verdict_payloads
 from ..score._junk import junk_flags, junk_rates
 from ..score._matching import DEFAULT_MATCH_THRESHOLD
-from ..store._runs import run_info, summarize_runs
+from ..store._runs import run_info, summarize_runs, valid_candidates
 from ..store._store import Store
 from ._display import (
     CalibrationDisplay,
@@ -180,8 +180,7 @@ def _comparison_section(store: Store, run_ids: Sequence[str], truth: ReportTruth
 
 
 def _junk(store: Store, run_ids: Sequence[str]) -> tuple[str, pd.DataFrame | None]:
-    cands = store.sql("SELECT * FROM candidates WHERE run_id IN (SELECT unnest(?)) AND valid",
-                      [list(run_ids)]).df()
+    cands = valid_candidates(store, run_ids)
     if not len(cands):
         return '<p class="muted">no valid candidate</p>', None
     with warnings.catch_warnings():

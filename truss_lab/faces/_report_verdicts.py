@@ -20,6 +20,8 @@ import pandas as pd
 from ..core._errors import BadInputError
 from ..evaluate._references import reference_truth, run_references
 from ..evaluate._truth import labelled_candidates
+from ..store._ingested import completion_texts
+from ..store._runs import processed_verdicts, run_info, verdict_errors_of
 from ..store._store import Store
 from ._report_page import esc, fmt
 
@@ -37,21 +39,7 @@ def select_verdicts(store: Store, run_ids: Sequence[str], max_verdicts: int | No
     with an error (the first ones by seq) and the rest to the first verdicts
     by seq, so a list cut short still shows both failures and ordinary verdicts.
     """
-    df = store.sql(
-        "WITH v AS (SELECT DISTINCT verdict_seq, verdict_hash FROM run_verdicts "
-        "  WHERE run_id IN (SELECT unnest(?)) "
-        "  UNION SELECT DISTINCT verdict_seq, verdict_hash FROM candidates "
-        "  WHERE run_id IN (SELECT unnest(?)) "
-        "  UNION SELECT DISTINCT verdict_seq, verdict_hash FROM verdict_errors "
-        "  WHERE run_id IN (SELECT unnest(?))), "
-        "e AS (SELECT verdict_hash, count(*) AS n_errors FROM verdict_errors "
-        "  WHERE run_id IN (SELECT unnest(?)) GROUP BY verdict_hash) "
-        "SELECT v.verdict_seq, v.verdict_hash, coalesce(e.n_errors, 0) AS n_errors, "
-        "  j.payload::VARCHAR AS payload "
-        "FROM v LEFT JOIN e USING (verdict_hash) LEFT JOIN journal j ON j.hash = v.verdict_hash "
-        "ORDER BY v.verdict_seq",
-        [list(run_ids)] * 4,
-    ).df()
+    df = processed_verdicts(store, run_ids)
     n_total = len(df)
     if max_verdicts and n_total > max_verdicts:
         errors = df.index[df["n_errors"] > 0][: max_verdicts // 2]
@@ -67,17 +55,10 @@ def _run_rows(store: Store, run_id: str, hashes: list[str], flags: pd.DataFrame 
     if flags is not None and len(flags):
         cands = cands.merge(flags, on="candidate_id", how="left")
     cands = cands[cands["verdict_hash"].isin(hashes)]
-    extractor = store.sql("SELECT extractor_id FROM extraction_runs WHERE run_id = ?",
-                          [run_id]).fetchall()[0][0]
-    comps = store.sql(
-        "SELECT verdict_hash, text FROM completions WHERE extractor_id = ? "
-        "AND verdict_hash IN (SELECT unnest(?)) ORDER BY recorded_at",
-        [extractor, hashes],
-    ).df().drop_duplicates("verdict_hash", keep="last")
-    errs = store.sql(
-        "SELECT verdict_hash, stage, reason, message FROM verdict_errors WHERE run_id = ? "
-        "AND verdict_hash IN (SELECT unnest(?))", [run_id, hashes],
-    ).df()
+    extractor = run_info(store, run_id)["extractor_id"]
+    comps = completion_texts(store, extractor, hashes).drop_duplicates("verdict_hash",
+                                                                       keep="last")
+    errs = verdict_errors_of(store, run_id, hashes)
     return cands, comps, errs
 
 

@@ -91,3 +91,21 @@ def _label_problems(store: Store, relation: str) -> pd.DataFrame:
         WHERE NOT in_journal OR lesson_index >= n
         ORDER BY verdict_hash, extractor_id, lesson_index
     """).df()
+
+
+def recorded_extractors(store: Store) -> list[str]:
+    """The extractor ids that have recorded completions in the store, sorted: the ones
+    ``replay:EXTRACTOR_ID`` can replay."""
+    return [r[0] for r in store.sql(
+        "SELECT DISTINCT extractor_id FROM completions ORDER BY 1").fetchall()]
+
+
+def completion_texts(store: Store, extractor_id: str, verdict_hashes: Sequence[str]
+                     ) -> pd.DataFrame:
+    """The recorded completions of ``extractor_id`` on ``verdict_hashes`` (verdict_hash,
+    text), oldest first: a verdict recorded twice has two rows, the last the newest."""
+    return store.sql(
+        "SELECT verdict_hash, text FROM completions WHERE extractor_id = ? "
+        "AND verdict_hash IN (SELECT unnest(?)) ORDER BY recorded_at",
+        [extractor_id, list(verdict_hashes)],
+    ).df()

@@ -319,8 +319,39 @@ def run_content_hashes(store: Store, run_id: str) -> dict[str, str]:
     return out
 
 
-def recorded_extractors(store: Store) -> list[str]:
-    """The extractor ids that have recorded completions in the store, sorted: the ones
-    ``replay:EXTRACTOR_ID`` can replay."""
-    return [r[0] for r in store.sql(
-        "SELECT DISTINCT extractor_id FROM completions ORDER BY 1").fetchall()]
+
+def processed_verdicts(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
+    """Every verdict the runs processed (a run_verdicts, candidates or verdict_errors row
+    of one of ``run_ids``), in journal order: ``verdict_seq``, ``verdict_hash``,
+    ``n_errors`` (the runs' errors on it) and ``payload`` (its journal entry's payload
+    as JSON text, NULL when the journal lacks it)."""
+    return store.sql(
+        "WITH v AS (SELECT DISTINCT verdict_seq, verdict_hash FROM run_verdicts "
+        "  WHERE run_id IN (SELECT unnest(?)) "
+        "  UNION SELECT DISTINCT verdict_seq, verdict_hash FROM candidates "
+        "  WHERE run_id IN (SELECT unnest(?)) "
+        "  UNION SELECT DISTINCT verdict_seq, verdict_hash FROM verdict_errors "
+        "  WHERE run_id IN (SELECT unnest(?))), "
+        "e AS (SELECT verdict_hash, count(*) AS n_errors FROM verdict_errors "
+        "  WHERE run_id IN (SELECT unnest(?)) GROUP BY verdict_hash) "
+        "SELECT v.verdict_seq, v.verdict_hash, coalesce(e.n_errors, 0) AS n_errors, "
+        "  j.payload::VARCHAR AS payload "
+        "FROM v LEFT JOIN e USING (verdict_hash) LEFT JOIN journal j ON j.hash = v.verdict_hash "
+        "ORDER BY v.verdict_seq",
+        [list(run_ids)] * 4,
+    ).df()
+
+
+def verdict_errors_of(store: Store, run_id: str, verdict_hashes: Sequence[str]
+                      ) -> pd.DataFrame:
+    """Run ``run_id``'s errors on ``verdict_hashes``: verdict_hash, stage, reason, message."""
+    return store.sql(
+        "SELECT verdict_hash, stage, reason, message FROM verdict_errors WHERE run_id = ? "
+        "AND verdict_hash IN (SELECT unnest(?))", [run_id, list(verdict_hashes)],
+    ).df()
+
+
+def valid_candidates(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
+    """The valid candidates of ``run_ids`` (every column of the candidates table)."""
+    return store.sql("SELECT * FROM candidates WHERE run_id IN (SELECT unnest(?)) AND valid",
+                     [list(run_ids)]).df()

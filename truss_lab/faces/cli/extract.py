@@ -24,13 +24,8 @@ from ...extract._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...extract._config import MAX_SAMPLES, ExtractorConfig
 from ...extract._extractor import Extractor
 from ...ingest._completions import read_completions
-from ...store._runs import (
-    delete_run,
-    recorded_extractors,
-    run_errors,
-    run_info,
-    summarize_runs,
-)
+from ...store._ingested import recorded_extractors
+from ...store._runs import delete_run, run_errors, run_info, summarize_runs
 from ...store._store import open_store
 from ...store._usage import load_prices, run_usage
 from .._text import runs_text
