@@ -65,8 +65,6 @@ from typing import Any
 import orjson
 
 import truss_lab.extract._batch as batch
-import truss_lab.extract._executors as executors
-import truss_lab.extract._overlap as overlap
 from benchmarks._result import best_time, load_average, result
 from benchmarks.bench_verify import concurrent_rate, verify_all
 from tests.builders.stores import simulated_db
@@ -221,9 +219,9 @@ class HandedBack:
         self._args = (db, work / "given.duckdb", config, chunk_size)
         self._expect = expect
         self._rows: dict[int, bytes] = {}
-        real = executors.extract_chunk
+        real = batch.extract_chunk
 
-        def capture(extractor: Extractor, chunk: executors.Chunk) -> Any:
+        def capture(extractor: Extractor, chunk: batch.Chunk) -> Any:
             chunk = list(chunk)
             got = real(extractor, chunk)
             self._rows[chunk[0][0]] = pickle.dumps(got)
@@ -232,13 +230,13 @@ class HandedBack:
         self._seconds(capture)
 
     def _seconds(self, extract_chunk: Callable[..., Any]) -> float:
-        real = executors.extract_chunk
-        executors.extract_chunk = overlap.extract_chunk = extract_chunk
+        real = batch.extract_chunk
+        batch.extract_chunk = extract_chunk  # the executors and verify_while_extracting call it
         try:
             with _run(*self._args) as (_, got, secs, _):
                 pass
         finally:
-            executors.extract_chunk = overlap.extract_chunk = real
+            batch.extract_chunk = real
         if _counts(got) != self._expect:  # the rows handed back must make the same run
             raise SystemExit(f"without replay: counts {_counts(got)}, the run's {self._expect}")
         return secs

@@ -19,8 +19,12 @@ import time
 from pathlib import Path
 
 from benchmarks._result import result
-from truss_lab.extract._openai import CompletionRecorder, OpenAICompatibleProvider
-from truss_lab.extract._providers import ChatMessage, CompletionRequest
+from truss_lab.extract._providers import (
+    ChatMessage,
+    CompletionRecorder,
+    CompletionRequest,
+    OpenAICompatibleProvider,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.builder
 import truss_lab as tl
 from tests.builders.http_server import ScriptedServer
 from truss_lab.extract import Extractor
-from truss_lab.extract._config import ExtractorConfig
+from truss_lab.extract._extractor import ExtractorConfig
 from truss_lab.simulate._completions import structured_output_reply
 
 ARMS = ("none", "json_object", "json_schema")

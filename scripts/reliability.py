@@ -616,7 +616,7 @@ def secrets_row(tmp: Path) -> Row:
     from truss_lab.core._config import MemoryConfig
     from truss_lab.extract._batch import run_extraction
     from truss_lab.extract._extractor import Extractor
-    from truss_lab.extract._openai import CompletionRecorder
+    from truss_lab.extract._providers import CompletionRecorder
     from truss_lab.journal._crypto import save_keyring
     from truss_lab.journal._ledger import append_entries
     from truss_lab.journal._table import journal_columns

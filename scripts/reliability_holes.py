@@ -309,7 +309,7 @@ def lab_chain_row(row: Callable[..., Any], tmp: Path) -> Any:
 
 _DRIVER = """
 import time
-from truss_lab.extract._executors import make_executor
+from truss_lab.extract._batch import make_executor
 from truss_lab.extract._extractor import Extractor
 ex = make_executor("processes:2", Extractor.heuristic())
 for f in [ex.submit([]), ex.submit([])]:

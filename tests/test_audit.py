@@ -17,9 +17,8 @@ from click.testing import CliRunner
 from tests.builders.stores import SAMPLE
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._models import LedgerRef, Policy
-from truss_lab.extract._close import ContractCloseLearning
 from truss_lab.extract._extractor import Extractor, ensure_run, extract_verdicts
-from truss_lab.extract._gate import gated_tables, write_extraction
+from truss_lab.extract._gate import ContractCloseLearning, gated_tables, write_extraction
 from truss_lab.faces.cli import cli
 from truss_lab.faces.cli.data import register
 from truss_lab.govern._audit import CHECKS, AuditReport, audit

@@ -23,8 +23,13 @@ from tests.builders.profiles import examples
 from tests.builders.stores import SAMPLE, sample_template
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, ChainError, StoreError, TrussLabError
-from truss_lab.extract._batch import ExtractionRun, resolve_batch, run_extraction
-from truss_lab.extract._executors import _portable, extract_chunk
+from truss_lab.extract._batch import (
+    ExtractionRun,
+    _portable,
+    extract_chunk,
+    resolve_batch,
+    run_extraction,
+)
 from truss_lab.extract._extractor import Extractor
 from truss_lab.faces.cli.extract import register
 from truss_lab.journal._ledger import verify_chain

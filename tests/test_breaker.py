@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import truss_lab as tl
 from tests.builders.http_server import Reply, ScriptedServer
 from truss_lab.core._errors import ProviderError, ProviderUnavailableError
-from truss_lab.extract._breaker import CircuitBreaker, CircuitOpenError
+from truss_lab.extract._providers import CircuitBreaker, CircuitOpenError
 from truss_lab.faces.cli import cli
 
 

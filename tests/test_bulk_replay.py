@@ -11,10 +11,14 @@ import pandas as pd
 import pytest
 
 from tests.builders.stores import sample_store
-from truss_lab.extract._config import ExtractorConfig
-from truss_lab.extract._extractor import ExtractionRows, Extractor, extract_verdicts
+from truss_lab.extract._extractor import (
+    ExtractionRows,
+    Extractor,
+    ExtractorConfig,
+    ReplayProvider,
+    extract_verdicts,
+)
 from truss_lab.extract._providers import Completion, CompletionRequest
-from truss_lab.extract._replay import ReplayProvider
 from truss_lab.journal._table import entry_payloads, verdict_refs
 
 

@@ -9,9 +9,8 @@ import pytest
 
 from truss_lab import ChainError, MemoryConfig, MemoryQuery, Store, query_memory
 from truss_lab.core import LedgerRef
-from truss_lab.extract._close import ContractCloseLearning
 from truss_lab.extract._extractor import Extractor
-from truss_lab.extract._gate import apply_gate
+from truss_lab.extract._gate import ContractCloseLearning, apply_gate
 from truss_lab.extract._providers import Completion, CompletionRequest
 from truss_lab.journal._ledger import append_entry
 from truss_lab.store._memory import memory_write_events

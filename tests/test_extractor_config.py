@@ -13,8 +13,7 @@ from click.testing import CliRunner
 import truss_lab as tl
 from tests.builders.http_server import ScriptedServer
 from truss_lab.core._errors import BadInputError, ProviderError
-from truss_lab.extract._config import ExtractorConfig
-from truss_lab.extract._extractor import Extractor
+from truss_lab.extract._extractor import Extractor, ExtractorConfig
 from truss_lab.extract._parser import LESSONS_JSON_SCHEMA
 from truss_lab.faces.cli import cli
 from truss_lab.store._runs import run_content_hashes

@@ -24,9 +24,8 @@ from truss_lab.core._config import MemoryConfig
 from truss_lab.core._ids import candidate_id, derive_id, lesson_id
 from truss_lab.extract import _gate
 from truss_lab.extract._extractor import ExtractionRows, empty_candidates
-from truss_lab.extract._frames import candidates_frame
 from truss_lab.extract._gate import gated_tables
-from truss_lab.extract._parser import ParsedLesson, parse_completion
+from truss_lab.extract._parser import ParsedLesson, candidates_frame, parse_completion
 from truss_lab.store._governed import MEMORY_WRITE
 from truss_lab.store._memory import memory_event_rows
 
@@ -193,7 +192,7 @@ def test_a_missing_prompt_version_is_refused_as_before() -> None:
 def _column_rows(samples: int = 1, lessons: Any = None) -> ExtractionRows:
     """The rows of :func:`_rows` as replay's bulk path returns them: gathered columns,
     no frame (the gate reads the columns; the frame is built only when asked for)."""
-    from truss_lab.extract._frames import CandidateColumns
+    from truss_lab.extract._parser import CandidateColumns
 
     cols = CandidateColumns(("verdict_seq", "verdict_hash", "extractor_id", "sample_index"),
                             {"prompt_version": "lesson-v1", "n_samples": samples})

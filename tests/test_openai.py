@@ -16,13 +16,15 @@ import pytest
 
 from tests.builders.http_server import Reply, ScriptedServer, default_completion
 from truss_lab.core._errors import ConfigError, ProviderError
-from truss_lab.extract._openai import (
+from truss_lab.extract._extractor import ReplayProvider
+from truss_lab.extract._providers import (
+    ChatMessage,
     CompletionRecorder,
+    CompletionRequest,
     OpenAICompatibleProvider,
+    Provider,
     parse_retry_after,
 )
-from truss_lab.extract._providers import ChatMessage, CompletionRequest, Provider
-from truss_lab.extract._replay import ReplayProvider
 from truss_lab.ingest._completions import COMPLETION_FIELDS, CompletionRecordModel, read_completions
 
 KEY_ENV = "TRUSS_LAB_TEST_API_KEY"

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 DRIVER = """
 import sys, time
-from truss_lab.extract._executors import make_executor
+from truss_lab.extract._batch import make_executor
 from truss_lab.extract._extractor import Extractor
 
 ex = make_executor("processes:2", Extractor.heuristic())

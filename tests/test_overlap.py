@@ -10,7 +10,7 @@ import pytest
 from tests.builders.stores import sample_template
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import ChainError
-from truss_lab.extract import _batch, _overlap, _writes
+from truss_lab.extract import _batch, _gate
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.store._runs import run_content_hashes
@@ -55,19 +55,19 @@ def test_early_extraction_and_grouped_writes_match_the_chunk_by_chunk_run(
 def _spy_held(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
     """Record each held write (the chunks it wrote, uncommitted) and each commit."""
     seen: dict[str, list] = {"writes": [], "commits": []}
-    flush, commit = _writes.HeldWrites.flush, _writes.HeldWrites.commit
+    flush, commit = _gate.HeldWrites.flush, _gate.HeldWrites.commit
 
-    def spy_flush(self: _writes.HeldWrites) -> None:
+    def spy_flush(self: _gate.HeldWrites) -> None:
         seen["writes"].append([g.index for g in self._group])
         flush(self)
 
-    def spy_commit(self: _writes.HeldWrites) -> set[int]:
+    def spy_commit(self: _gate.HeldWrites) -> set[int]:
         got = commit(self)
         seen["commits"].append(got)
         return got
 
-    monkeypatch.setattr(_writes.HeldWrites, "flush", spy_flush)
-    monkeypatch.setattr(_writes.HeldWrites, "commit", spy_commit)
+    monkeypatch.setattr(_gate.HeldWrites, "flush", spy_flush)
+    monkeypatch.setattr(_gate.HeldWrites, "commit", spy_commit)
     return seen
 
 
@@ -120,7 +120,7 @@ def test_a_failed_held_write_falls_back_to_writing_after_verification(
     template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     want, seen = _chunk_by_chunk_then_held(template, tmp_path, monkeypatch)
-    real = _writes.write_group
+    real = _gate.write_group
     calls = {"n": 0}
 
     def second_fails(store: Store, run_id: str, group: list) -> None:
@@ -129,7 +129,7 @@ def test_a_failed_held_write_falls_back_to_writing_after_verification(
         if calls["n"] == 2:  # after its rows went in: the rollback must take them out
             raise OSError("disk full")
 
-    monkeypatch.setattr(_writes, "write_group", second_fails)
+    monkeypatch.setattr(_gate, "write_group", second_fails)
     assert _run(template, tmp_path, "fallback", "inline") == want
     assert seen["commits"] == [set()]
 
@@ -138,7 +138,7 @@ def test_an_error_during_verification_rolls_back_the_held_writes(
     template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 50)
-    real = _overlap.extract_chunk
+    real = _batch.extract_chunk
     calls = {"n": 0}
 
     def fails_late(runner: object, chunk: list) -> object:
@@ -147,7 +147,7 @@ def test_an_error_during_verification_rolls_back_the_held_writes(
             raise RuntimeError("worker lost")
         return real(runner, chunk)
 
-    monkeypatch.setattr(_overlap, "extract_chunk", fails_late)
+    monkeypatch.setattr(_batch, "extract_chunk", fails_late)
     p = tmp_path / "err.duckdb"
     shutil.copy(template, p)
     with Store(p) as s:
@@ -159,7 +159,7 @@ def test_an_error_during_verification_rolls_back_the_held_writes(
         assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs"}
         assert s.sql("SELECT status FROM extraction_runs").fetchall() == [("failed",)]
         # the store is whole: the same run resumes and ends as an uninterrupted one
-        monkeypatch.setattr(_overlap, "extract_chunk", real)
+        monkeypatch.setattr(_batch, "extract_chunk", real)
         run_extraction(s, ext, SCORED, run_id="r", progress=False, chunk_size=25,
                        resume=True)
         got = run_content_hashes(s, "r")

@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from tests.builders.profiles import examples
 from truss_lab.core._canonical import MAX_SAFE_INT
 from truss_lab.core._errors import BadInputError
-from truss_lab.extract._frames import candidates_frame, parse_errors_frame
 from truss_lab.extract._parser import (
     COMPLETION_ERRORS,
     DROP_REASONS,
     ParseResult,
+    candidates_frame,
     parse_completion,
+    parse_errors_frame,
 )
 
 GOOD = {"text": "Verify DST handling", "salience": 0.82, "evidence": ["check:tz_regression"]}

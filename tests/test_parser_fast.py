@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders.profiles import examples
-from truss_lab.extract._fastparse import fast_lessons
 from truss_lab.extract._parser import (
     ParsedLesson,
     ParseResult,
     _all_valid,
     _parse_exact,
+    fast_lessons,
     parse_completion,
 )
 

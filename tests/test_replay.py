@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from truss_lab.core._errors import BadInputError, ProviderError
+from truss_lab.extract._extractor import ReplayProvider
 from truss_lab.extract._providers import ChatMessage, CompletionRequest, Provider
-from truss_lab.extract._replay import ReplayProvider
 from truss_lab.ingest._completions import read_completions, write_completions
 
 

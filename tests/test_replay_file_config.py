@@ -14,10 +14,8 @@ from click.testing import CliRunner
 import truss_lab as tl
 from tests.builders.http_server import ScriptedServer
 from truss_lab.core._errors import BadInputError
-from truss_lab.extract._config import ExtractorConfig
-from truss_lab.extract._extractor import Extractor
-from truss_lab.extract._openai import CompletionRecorder
-from truss_lab.extract._replay import ReplayProvider
+from truss_lab.extract._extractor import Extractor, ExtractorConfig, ReplayProvider
+from truss_lab.extract._providers import CompletionRecorder
 from truss_lab.faces.cli import cli
 from truss_lab.ingest._completions import read_completions, write_completions
 from truss_lab.store._runs import run_content_hashes

@@ -15,8 +15,7 @@ from click.testing import CliRunner
 import truss_lab as tl
 from tests.builders.http_server import Reply, ScriptedServer, default_completion
 from truss_lab.core._ids import derive_id
-from truss_lab.extract._config import ExtractorConfig
-from truss_lab.extract._extractor import Extractor, extract_verdicts
+from truss_lab.extract._extractor import Extractor, ExtractorConfig, extract_verdicts
 from truss_lab.faces.cli import cli
 from truss_lab.score._consistency import consistency_clusters, self_consistency
 from truss_lab.store._runs import run_content_hashes

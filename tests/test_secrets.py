@@ -94,7 +94,7 @@ def test_credentials_in_base_url_are_not_stored(
 def test_provider_errors_and_recordings_are_redacted(
         server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from tests.test_openai import request
-    from truss_lab.extract._openai import CompletionRecorder, OpenAICompatibleProvider
+    from truss_lab.extract._providers import CompletionRecorder, OpenAICompatibleProvider
 
     monkeypatch.setenv("H10_TEST_API_KEY", KEY)
     rec = CompletionRecorder()

@@ -10,8 +10,7 @@ import pytest
 
 import truss_lab as tl
 from tests.builders.http_server import ScriptedServer
-from truss_lab.extract._config import ExtractorConfig
-from truss_lab.extract._extractor import Extractor
+from truss_lab.extract._extractor import Extractor, ExtractorConfig
 from truss_lab.simulate._completions import structured_output_reply
 
 

@@ -21,10 +21,9 @@ from click.testing import CliRunner
 import truss_lab as tl
 from tests.realserver.conftest import COOLDOWN_SECONDS, LESSON, LiteLLMProxy
 from truss_lab.core._errors import ProviderError, ProviderUnavailableError
-from truss_lab.extract._breaker import CircuitOpenError
-from truss_lab.extract._config import ExtractorConfig
-from truss_lab.extract._extractor import Extractor
-from truss_lab.extract._openai import (
+from truss_lab.extract._extractor import Extractor, ExtractorConfig
+from truss_lab.extract._providers import (
+    CircuitOpenError,
     CompletionRecorder,
     OpenAICompatibleProvider,
     parse_retry_after,

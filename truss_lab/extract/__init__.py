@@ -3,14 +3,12 @@ ADR 0011 gate, live extraction when a contract closes, and the batch runner."""
 
 from __future__ import annotations
 
-from ._batch import run_extraction
-from ._close import CloseResult, ContractCloseLearning
-from ._extractor import Extractor
-from ._gate import apply_gate
+from ._batch import ExtractionRun, run_extraction
+from ._extractor import Extractor, ReplayProvider
+from ._gate import CloseResult, ContractCloseLearning, apply_gate
 from ._heuristic import HeuristicProvider
 from ._judge import Judge, JudgeRun, parse_judgement, run_judge
 from ._match_judge import JudgeMatcher, match_run, parse_similarities
-from ._openai import OpenAICompatibleProvider
 from ._parser import ParseResult, parse_completion
 from ._prompts import (
     PromptTemplate,
@@ -19,9 +17,13 @@ from ._prompts import (
     build_request,
     get_template,
 )
-from ._providers import ChatMessage, Completion, CompletionRequest, Provider
-from ._replay import ReplayProvider
-from ._result import ExtractionRun
+from ._providers import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    OpenAICompatibleProvider,
+    Provider,
+)
 
 __all__ = [
     "ChatMessage",

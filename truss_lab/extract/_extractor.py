@@ -1,4 +1,17 @@
-"""An extractor and what it produces: a provider + prompt + model, run over verdicts.
+"""The extractor configuration: one frozen, hashed object a live run is recorded under.
+
+:class:`ExtractorConfig` holds every knob that changes what a model is asked
+(provider, model, prompt version, ``response_format``, sampling parameters,
+samples per verdict). Its :attr:`~ExtractorConfig.config_hash` is part of each
+request's hash, so a recording answers only the configuration that made it; the
+store keeps the configuration beside the recordings (``extractor_configs``,
+``completions.config_hash``) and on the run record, so ``replay:EXTRACTOR_ID``
+rebuilds the same requests without the researcher re-typing them.
+
+The extractor
+-------------
+
+An extractor and what it produces: a provider + prompt + model, run over verdicts.
 
 :class:`Extractor` names the configuration every row carries (``extractor_id``);
 :func:`extract_verdicts` runs it over ``(seq, hash, payload)`` verdicts and
@@ -7,19 +20,58 @@ received), before any gate or write: workers on other processes return them to
 the single writer, which gates them in :mod:`truss_lab.extract._gate`.
 :func:`ensure_run` files the run record (:mod:`truss_lab.store._runs`) from an
 extractor and a config, for the batch and the live learner alike.
+
+The replay provider
+-------------------
+
+The replay provider: recorded completions, the offline default.
+
+A replay answers a :class:`CompletionRequest` from a recording keyed by
+(``verdict_hash``, ``extractor``, ``sample_index``; a recording without a
+sample index is sample 0, as is a request of a one-sample extractor). It never
+answers a changed prompt with an old recording: when the recording carries a
+``request_hash`` it must equal the
+request's. Recordings made elsewhere may lack one; those are answered (their
+prompt version must still match) and counted in :attr:`ReplayProvider.unchecked_requests`.
+Recordings that carry their extractor configuration (FORMATS.md §2 ``config``) give
+it back through :meth:`ReplayProvider.config_of`, so a file replays by itself.
+
+Replay in bulk
+--------------
+
+Replay extraction in bulk: :func:`extract_verdicts`' rows, without per-verdict objects.
+
+A replay answers from recordings, so per verdict the work is: check the payload,
+render the user message, look the recording up (hashing the request only when
+the recording carries a request hash to compare), parse the completion. This
+module does exactly that, with the request hash computed from a canonical text
+prepared once per run (the request body is the same for every verdict but the
+user message), and returns the same :class:`ExtractionRows`, row for row, as
+the per-verdict path (tests/test_bulk_replay.py compares them). A verdict whose
+values fall outside the plain case (a recording with odd types, text that
+cannot be UTF-8) goes through the per-verdict path itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 import pandas as pd
 import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
 
+from ..core._canonical import canonical, canonical_digest, jcs_string
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, ProviderError
+from ..ingest._completions import read_completions
+from ..ingest._ingest import FILE_TO_TABLE
+from ..journal._spec import plainly_valid_payload, validate_verdict_payload
 from ..store._runs import (
     create_run,
     extractor_config,
@@ -27,24 +79,139 @@ from ..store._runs import (
     record_prompt_template,
 )
 from ..store._store import Store
-from ._breaker import CircuitOpenError
-from ._config import ExtractorConfig
-from ._frames import CandidateColumns, candidates_frame
-from ._parser import parse_completion
-from ._prompts import PromptTemplate, build_request, get_template
-from ._providers import Completion, CompletionRequest, Provider, provider_name, supports_n
+from ._heuristic import HeuristicProvider
+from ._parser import (
+    LESSONS_JSON_SCHEMA,
+    CandidateColumns,
+    ParseResult,
+    candidates_frame,
+    parse_completion,
+    parse_fast_or_exact,
+)
+from ._prompts import PromptTemplate, build_request, get_template, render_user
+from ._providers import (
+    ChatMessage,
+    CircuitOpenError,
+    Completion,
+    CompletionRequest,
+    OpenAICompatibleProvider,
+    Provider,
+    provider_name,
+    supports_n,
+)
 
 __all__ = [
+    "DEFAULT_TEMPERATURE",
     "ERROR_SCHEMA",
+    "MAX_SAMPLES",
     "ExtractionRows",
     "Extractor",
+    "ExtractorConfig",
+    "ReplayProvider",
+    "ResponseFormat",
     "completion_record",
     "empty_candidates",
     "ensure_run",
     "error_row",
     "extract_verdicts",
+    "replay_verdicts",
 ]
 
+
+# --- the extractor configuration ------------------------------------------------------------------
+
+ResponseFormat = Literal["none", "json_object", "json_schema"]
+DEFAULT_TEMPERATURE = 0.0
+#: Most samples per verdict: k calls per verdict is the cost; beyond this it is a typo.
+MAX_SAMPLES = 64
+# The sampling knobs that travel in the request body under their own names.
+_SAMPLING = ("temperature", "top_p", "seed", "max_tokens")
+
+
+class ExtractorConfig(BaseModel):
+    """What a live extractor asks a model, as one recorded, hashed value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    provider: str = "openai-compatible"
+    """The provider kind (``provider_id`` of the provider that made the calls)."""
+    model: str = Field(min_length=1)
+    """The model name sent in each request."""
+    prompt_version: str = "lesson-v1"
+    """The prompt template version that renders the messages."""
+    response_format: ResponseFormat = "none"
+    """Structured output: ``none`` (free text), ``json_object`` (any JSON object) or
+    ``json_schema`` (the lessons schema, :data:`LESSONS_JSON_SCHEMA`)."""
+    temperature: float | None = Field(default=DEFAULT_TEMPERATURE, ge=0, allow_inf_nan=False)
+    """Sampling temperature; ``None`` leaves it to the server."""
+    top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    """Nucleus sampling mass; ``None`` leaves it to the server."""
+    seed: int | None = None
+    """Sampling seed, for servers that honour it."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Most tokens in one completion; ``None`` leaves it to the server."""
+    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
+    """Completions (samples) per verdict. With k > 1 each sample is its own request
+    (``sample_index`` in its hash; a set ``seed`` becomes ``seed + sample_index``), sent
+    as one call with ``n=k`` to a provider that supports it, else as k calls; the gate
+    keeps one lesson per cluster of near-duplicates across the samples, scored for
+    self-consistency (README "Several samples per verdict")."""
+
+    @property
+    def config_hash(self) -> str:
+        """Lowercase hex SHA-256 of the canonical JSON of every field."""
+        return canonical_digest(canonical(self.model_dump(mode="json")))
+
+    @property
+    def is_default(self) -> bool:
+        """Whether only provider, model and prompt version differ from the defaults:
+        such an extractor keeps the plain ``MODEL@PROMPT_VERSION`` id."""
+        plain = ExtractorConfig(provider=self.provider, model=self.model,
+                                prompt_version=self.prompt_version)
+        return self == plain
+
+    def default_extractor_id(self) -> str:
+        """``MODEL@PROMPT_VERSION``, plus ``+`` and 8 hex digits of the config hash
+        when any other knob is set, so two configurations never share an id (and so
+        never share recordings)."""
+        base = f"{self.model}@{self.prompt_version}"
+        return base if self.is_default else f"{base}+{self.config_hash[:8]}"
+
+    def request_parameters(self) -> dict[str, Any]:
+        """The request-body fields besides model and messages (OpenAI chat-completions
+        names): the sampling knobs that are set, and ``response_format`` unless none."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in _SAMPLING
+                               if getattr(self, k) is not None}
+        if self.response_format == "json_object":
+            out["response_format"] = {"type": "json_object"}
+        elif self.response_format == "json_schema":
+            out["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "lessons", "strict": True,
+                                "schema": LESSONS_JSON_SCHEMA},
+            }
+        return out
+
+    @classmethod
+    def from_parameters(cls, model: str, prompt_version: str,
+                        parameters: Mapping[str, Any] | None = None,
+                        **fields: Any) -> ExtractorConfig:
+        """A config from request parameters in the older ``parameters`` form
+        (``{"temperature": 0}``): only the sampling knobs are accepted, so a
+        parameter that would escape the recorded configuration is refused."""
+        params = dict(parameters or {})
+        unknown = sorted(set(params) - set(_SAMPLING))
+        if unknown:
+            raise BadInputError(
+                f"unknown request parameter(s) {unknown}; the extractor configuration "
+                f"records {', '.join(_SAMPLING)} (response_format and samples are fields "
+                "of ExtractorConfig)", field="parameters", reason="unknown_parameter")
+        if "temperature" not in params:
+            params["temperature"] = None
+        return cls(model=model, prompt_version=prompt_version, **params, **fields)
+
+
+# --- the extractor --------------------------------------------------------------------------------
 
 ERROR_SCHEMA = pa.schema(
     [
@@ -106,8 +273,6 @@ class Extractor:
         ``samples``: samples per verdict of recordings made elsewhere (their
         ``sample_index`` 0..k-1); a stored configuration brings its own.
         """
-        from ._replay import ReplayProvider
-
         config = None
         if isinstance(recordings, Store):
             stored = extractor_config(recordings, extractor_id)
@@ -130,8 +295,6 @@ class Extractor:
     @classmethod
     def heuristic(cls, *, max_lessons: int = 5) -> Extractor:
         """The deterministic, model-free baseline (``heuristic-v1``)."""
-        from ._heuristic import HeuristicProvider
-
         h = HeuristicProvider(max_lessons=max_lessons)
         return cls(h.extractor_id, h, get_template("lesson-v1"), h.model)
 
@@ -154,8 +317,6 @@ class Extractor:
         sampling ``parameters`` (default ``{"temperature": 0}``). The default
         ``extractor_id`` is :meth:`ExtractorConfig.default_extractor_id`.
         """
-        from ._openai import OpenAICompatibleProvider
-
         tpl = get_template(template) if isinstance(template, str) else template
         if config is None:
             config = ExtractorConfig.from_parameters(
@@ -262,12 +423,8 @@ def extract_verdicts(
 ) -> ExtractionRows:
     """Run the extractor over ``(seq, hash, payload)`` verdicts (read once, in order);
     never raises for one bad verdict: its provider or parse failure becomes an error row."""
-    from ._replay import ReplayProvider
-
     # The bulk path replays one sample per verdict; k samples take the general path.
     if type(extractor.provider) is ReplayProvider and extractor.n_samples == 1:
-        from ._bulk import replay_verdicts
-
         return replay_verdicts(extractor, verdicts)
     results: list[tuple[dict[str, Any], Any]] = []
     errors: list[dict[str, Any]] = []
@@ -413,3 +570,304 @@ def ensure_run(
     )
     if templates:
         record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)
+
+
+# --- the replay provider --------------------------------------------------------------------------
+
+_REQUIRED = ("verdict_hash", "extractor", "model", "prompt_version", "request_hash", "text")
+_OPTIONAL = ("latency_ms", "prompt_tokens", "completion_tokens")
+
+
+def _column(df: pd.DataFrame, name: str) -> list[Any]:
+    """A column as plain Python values, missing values as None."""
+    if name not in df.columns:
+        return [None] * len(df)
+    ser = df[name]
+    values = ser.astype(object).tolist()
+    na = ser.isna().to_numpy()
+    if na.any():
+        values = [None if m else v for v, m in zip(values, na, strict=True)]
+    return [v.item() if hasattr(v, "item") else v for v in values]
+
+
+class ReplayProvider:
+    """Answer requests from recorded completions (FORMATS.md §2).
+
+    ``recordings`` is a frame with the completions columns (from
+    :func:`read_completions` or the store's ``completions`` table; extra
+    columns are ignored) or the path of a §2 JSONL file (which must read
+    without a single bad line). Lookups are O(1) and thread-safe.
+    """
+
+    provider_id: str = "replay"
+    live: bool = False  # its completions are recordings already
+
+    def __init__(self, recordings: pd.DataFrame | str | os.PathLike[str]) -> None:
+        if isinstance(recordings, pd.DataFrame):
+            # The store's table names the extractor ``extractor_id``; §2 ``extractor``.
+            df = recordings if "extractor" in recordings.columns else recordings.rename(
+                columns={t: f for f, t in FILE_TO_TABLE.items()})
+            source = "<frame>"
+        else:
+            source = str(recordings)
+            df, errors = read_completions(recordings)
+            if errors:
+                raise BadInputError(
+                    f"{len(errors)} bad line(s) in the recordings, the first: {errors[0]}; "
+                    "read it with read_completions() and pass the good rows to replay them",
+                    source=source,
+                    reason="bad_recordings",
+                )
+        missing = [c for c in _REQUIRED if c not in df.columns]
+        if missing:
+            raise BadInputError(
+                f"recordings lack column(s) {', '.join(missing)}; expected the completions "
+                f"columns {', '.join(_REQUIRED + _OPTIONAL)}",
+                source=source,
+                reason="missing_column",
+            )
+        cols = {name: _column(df, name) for name in _REQUIRED + _OPTIONAL}
+        samples = [0 if s is None else int(s) for s in _column(df, "sample_index")]
+        keys = list(zip(cols["verdict_hash"], cols["extractor"], samples, strict=True))
+        values = list(
+            zip(*(cols[name] for name in _REQUIRED[2:] + _OPTIONAL), strict=True)
+        )
+        self._table: dict[tuple[str, str, int], tuple[Any, ...]] = dict(
+            zip(keys, values, strict=True))
+        if len(self._table) != len(keys):
+            # Identical rows are harmless; two different answers to one key are not.
+            seen: dict[tuple[str, str, int], tuple[Any, ...]] = {}
+            for k, v in zip(keys, values, strict=True):
+                if k in seen and seen[k] != v:
+                    raise BadInputError(
+                        f"two different recordings for verdict_hash={k[0]} extractor={k[1]!r}"
+                        + (f" sample_index={k[2]}" if k[2] else ""),
+                        source=source,
+                        reason="conflicting_duplicate",
+                    )
+                seen[k] = v
+        self._configs: dict[str, set[str]] = {}
+        for ext, config in zip(cols["extractor"], _column(df, "config"), strict=True):
+            if config is not None:
+                self._configs.setdefault(ext, set()).add(config)
+        self._source = source
+        self._lock = threading.Lock()
+        self._unchecked = 0
+        self._calls = 0
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __repr__(self) -> str:
+        return f"ReplayProvider({len(self._table)} recordings)"
+
+    def config_of(self, extractor_id: str) -> ExtractorConfig | None:
+        """The configuration ``extractor_id``'s recordings were made under, when they
+        carry one (None otherwise); two different ones are refused."""
+        texts = sorted(self._configs.get(extractor_id, ()))
+        if len(texts) > 1:
+            raise BadInputError(
+                f"the recordings of extractor {extractor_id!r} carry {len(texts)} different "
+                "configurations; a replay needs one (an extractor id names one configuration)",
+                source=self._source, field="config", reason="config_conflict")
+        if not texts:
+            return None
+        try:
+            return ExtractorConfig.model_validate_json(texts[0])
+        except ValueError as exc:  # pydantic's ValidationError names the field
+            raise BadInputError(f"not an extractor configuration: {exc}", source=self._source,
+                                field="config", reason="bad_value") from None
+
+    @property
+    def unchecked_requests(self) -> int:
+        """Requests answered from a recording without a ``request_hash`` to check."""
+        with self._lock:
+            return self._unchecked
+
+    @property
+    def calls(self) -> int:
+        """Requests answered so far."""
+        with self._lock:
+            return self._calls
+
+    def _tally(self) -> tuple[int, int]:
+        # (calls, unchecked): the batch puts them back when it drops answers it took
+        # early for a journal that then failed to verify (_batch.verify_while_extracting)
+        with self._lock:
+            return self._calls, self._unchecked
+
+    def _set_tally(self, tally: tuple[int, int]) -> None:
+        with self._lock:
+            self._calls, self._unchecked = tally
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """The recorded completion for ``request``; :class:`ProviderError` when there
+        is none or when it was recorded for a different request."""
+        text, model, recorded_hash, latency, p_tokens, c_tokens = self.answer(
+            request.verdict_hash, request.extractor, request.prompt_version,
+            lambda: request.request_hash, sample_index=request.sample_index)
+        return Completion(
+            text=text,
+            model=model,
+            prompt_tokens=p_tokens,
+            completion_tokens=c_tokens,
+            latency_ms=latency,
+            request_hash=recorded_hash,
+            replayed=True,
+        )
+
+    def answer(self, verdict_hash: str, extractor: str, prompt_version: str,
+               request_hash: Callable[[], str], *,
+               sample_index: int | None = None) -> tuple[Any, ...]:
+        """What :meth:`complete` answers, as ``(text, model, recorded request_hash,
+        latency_ms, prompt_tokens, completion_tokens)``: the one place a recording is
+        matched to a request (the batch's bulk path calls it without building
+        requests). ``request_hash()`` is called only when the recording has one.
+        ``sample_index`` names one of a k-sample extractor's samples (None: sample 0)."""
+        key = (verdict_hash, extractor, sample_index or 0)
+        rec = self._table.get(key)
+        if rec is None:
+            sample = f" sample {key[2]}" if sample_index is not None else ""
+            raise ProviderError(
+                f"no recording for verdict {verdict_hash}{sample} with extractor "
+                f"{extractor!r} ({len(self._table)} recordings loaded)"
+            )
+        model, recorded_prompt, recorded_hash, text, latency, p_tokens, c_tokens = rec
+        if recorded_hash is None:
+            # Nothing to check the messages against; a different prompt version
+            # is still a changed prompt.
+            if recorded_prompt != prompt_version:
+                raise ProviderError(
+                    f"recording for verdict {verdict_hash}, extractor "
+                    f"{extractor!r} was made with prompt_version {recorded_prompt!r}; "
+                    f"the request uses {prompt_version!r}"
+                )
+            with self._lock:
+                self._unchecked += 1
+                self._calls += 1
+        else:
+            got = request_hash()
+            if got != recorded_hash:
+                raise ProviderError(
+                    f"recording for verdict {verdict_hash}, extractor "
+                    f"{extractor!r} answers a different request: expected "
+                    f"request_hash {recorded_hash}, got {got} (the prompt, model or "
+                    "parameters changed; record a new run)"
+                )
+            with self._lock:
+                self._calls += 1
+        return text, model, recorded_hash, latency, p_tokens, c_tokens
+
+
+# --- replay in bulk -------------------------------------------------------------------------------
+
+# Stands for the user message in the request body; private-use characters, which
+# canonical JSON writes as themselves, so the body's text splits around it.
+_MARK = "\ue000truss-user-message\ue000"
+
+
+def _hash_parts(extractor: Extractor, payload: Mapping[str, Any],
+                vhash: str) -> tuple[Any, bytes] | None:
+    """The canonical request text before the user message's JSON string, already fed
+    to a SHA-256 (each verdict copies it: ~1 KB less to hash per verdict), and after it."""
+    req = extractor.request(vhash, payload)
+    marked = req.model_copy(update={"messages": (
+        req.messages[0], ChatMessage(role="user", content=_MARK))})
+    text = marked.hashed_text()
+    mark = jcs_string(_MARK)
+    if text.count(mark) != 1 or req.messages[0].role != "system" or len(req.messages) != 2:
+        return None
+    before, after = text.split(mark)
+    return hashlib.sha256(before.encode("utf-8")), after.encode("utf-8")
+
+
+def _request_hash(parts: tuple[Any, bytes], user: str) -> str:
+    # == CompletionRequest.request_hash of this verdict's request (tests compare them)
+    h = parts[0].copy()
+    h.update(jcs_string(user).encode("utf-8"))
+    h.update(parts[1])
+    return h.hexdigest()
+
+
+def _plain(rec: tuple[Any, ...]) -> bool:
+    """The recorded values are what :class:`Completion` would store unchanged."""
+    text, model, rhash, latency, pt, ct = rec
+    return (type(text) is str and type(model) is str and (rhash is None or type(rhash) is str)
+            and (latency is None or type(latency) is float)
+            and (pt is None or type(pt) is int) and (ct is None or type(ct) is int))
+
+
+def replay_verdicts(extractor: Extractor,
+                    verdicts: Iterable[tuple[int, str, Mapping[str, Any]]]) -> ExtractionRows:
+    """:func:`extract_verdicts` for a :class:`ReplayProvider` extractor, in bulk."""
+    provider: Any = extractor.provider
+    tpl = extractor.template
+    ext_id, version = extractor.extractor_id, tpl.version
+    config_hash = None if extractor.config is None else extractor.config.config_hash
+    parts: tuple[Any, bytes] | bool | None = False  # False: not prepared yet
+    # n_samples: the bulk path replays one-sample extractors only
+    cols = CandidateColumns(("verdict_seq", "verdict_hash", "extractor_id", "sample_index"),
+                            {"prompt_version": version, "n_samples": 1})
+    errors: list[dict[str, Any]] = []
+    completions: list[dict[str, Any]] = []
+    calls = 0
+    for seq, vhash, payload in verdicts:
+        if plainly_valid_payload(payload):
+            p = payload  # rendered as it is: validation would only copy it
+        else:
+            try:
+                p = validate_verdict_payload(payload)
+            except BadInputError as exc:
+                errors.append(error_row(seq, vhash, "prompt", "bad_verdict", str(exc)))
+                continue
+        if parts is False:
+            parts = _hash_parts(extractor, p, vhash)
+        user = render_user(tpl, p)
+        try:
+            user.encode("utf-8")
+        except UnicodeEncodeError:
+            parts_ok = False
+        else:
+            parts_ok = parts is not None
+        if not parts_ok:
+            # Not the plain case: the per-verdict path decides (and raises as it does).
+            one = extract_verdicts_one(extractor, seq, vhash, p)
+            calls += one[0]
+            errors += one[1]
+            completions += one[2]
+            for keys, res in one[3]:
+                cols.add([keys[k] for k in cols.key_names], res.lessons)
+            continue
+        calls += 1
+        try:
+            rec = provider.answer(vhash, ext_id, version, partial(_request_hash, parts, user))
+        except ProviderError as exc:
+            errors.append(error_row(seq, vhash, "provider", "provider_error", str(exc)))
+            continue
+        text, model, rhash, latency, pt, ct = rec
+        if type(latency) is int:
+            latency = float(latency)  # what Completion stores for a whole number
+            rec = (text, model, rhash, latency, pt, ct)
+        if not _plain(rec):
+            c = Completion(text=text, model=model, prompt_tokens=pt, completion_tokens=ct,
+                           latency_ms=latency, request_hash=rhash, replayed=True)
+            text, model, rhash, latency, pt, ct = (c.text, c.model, c.request_hash,
+                                                   c.latency_ms, c.prompt_tokens,
+                                                   c.completion_tokens)
+        completions.append({
+            "verdict_hash": vhash, "extractor": ext_id, "model": model,
+            "prompt_version": version, "request_hash": rhash, "text": text,
+            "latency_ms": latency, "prompt_tokens": pt, "completion_tokens": ct,
+            "replayed": True, "config_hash": config_hash, "sample_index": 0,
+        })
+        parsed = parse_fast_or_exact(text)
+        if type(parsed) is not ParseResult:
+            cols.add_valid((seq, vhash, ext_id, 0), parsed)
+        elif parsed.error is not None:
+            errors.append(error_row(seq, vhash, "parse", parsed.error, parsed.detail))
+        else:
+            cols.add((seq, vhash, ext_id, 0), parsed.lessons)
+    # The gate reads the columns as they are; an empty frame is built its own way.
+    cands = cols if len(cols) else empty_candidates()
+    return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
+                          calls, completions, 1)

@@ -50,8 +50,8 @@ import time
 from typing import Any
 
 from ..core._errors import ProviderError
+from ..journal._spec import validate_verdict_payload
 from ..score._tokens import informative_tokens
-from ._prompts import validate_verdict_payload
 from ._providers import Completion, CompletionRequest
 
 __all__ = ["HEURISTIC_ID", "HeuristicProvider", "heuristic_lessons"]

@@ -43,7 +43,7 @@ def replay_provider(recordings: Any, prefix: str) -> Any:
     """A :class:`~truss_lab.extract._replay.ReplayProvider` of a judge's recorded calls:
     from a Store (its ``completions`` rows whose extractor starts with ``prefix``,
     ``<kind>:<model>@<prompt>/``), a §2 JSONL path or a frame."""
-    from ._replay import ReplayProvider
+    from ._extractor import ReplayProvider
 
     if isinstance(recordings, Store):
         recordings = recordings.sql(
@@ -57,7 +57,7 @@ def replay_provider(recordings: Any, prefix: str) -> Any:
 def record_calls(store: Store, records: list[dict[str, Any]]) -> int:
     """Append a judge's live calls to ``completions`` (in one transaction); their count."""
     if records:
-        from ._writes import record_completions
+        from ._gate import record_completions
 
         with store.transaction():
             record_completions(store, records)
@@ -79,7 +79,7 @@ class ModelJudge:
                **provider_options: Any) -> Any:
         """A live OpenAI-compatible endpoint as the model (temperature 0 by default);
         ``template`` defaults to the class's prompt (``judge-v1``, ``match-v1``)."""
-        from ._openai import OpenAICompatibleProvider
+        from ._providers import OpenAICompatibleProvider
 
         return cls(OpenAICompatibleProvider(base_url, model, **provider_options),
                    model, get_template(template or cls._TEMPLATE),

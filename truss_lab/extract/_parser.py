@@ -43,31 +43,79 @@ Every lesson keeps its 0-based ``lesson_index`` in the ``lessons`` array,
 dropped or not (FORMATS.md §3).
 
 The common completion (one plain object, bare or fenced, every lesson valid) is
-parsed by :mod:`._fastparse` with orjson; it declines anything it could decide
-differently, and :func:`_parse_exact` (the rules above) decides those.
+parsed by :func:`fast_lessons` with orjson ("The fast path" below); it declines
+anything it could decide differently, and :func:`_parse_exact` (the rules above)
+decides those.
+
+The fast path
+-------------
+
+The common completion, parsed fast: one plain JSON object, bare or in a ``` fence,
+whose every lesson is valid.
+
+:func:`fast_lessons` either returns what :func:`truss_lab.extract._parser._parse_exact`
+would return for the text (as ``(text, salience, evidence)`` triples of valid lessons)
+or ``None``; it never decides a case differently, it only declines. It declines
+whenever orjson and the exact path could part ways:
+
+- orjson is strict RFC 8259 (no NaN/Infinity, no trailing content, no lone
+  surrogates), a subset of what :mod:`json` accepts, so a text it decodes is decoded
+  by the exact path to the same values — except where orjson is lossy: duplicate keys
+  (last wins; the exact path keeps the first and flags it) and integers beyond 64 bits
+  (orjson returns floats). Duplicates are ruled out by counting keys (see
+  :data:`_KEY_END`); every number must lie within +-MAX_SAFE_INT, which also rules out
+  those floats, NaN and infinities, i.e. everything the exact path would taint.
+- escaped surrogates (``\\ud...``) decline: whether a pair or a lone one, the exact
+  path decides ``bad_unicode`` itself.
+- deep nesting declines (:data:`_MAX_CONTAINERS`): :mod:`json` recurses and can hit
+  the interpreter's recursion limit where orjson (limit 1024) succeeds.
+- a fence is taken only when no ``{`` precedes the object, so the exact path's scan
+  for the first top-level object finds this same object.
+
+Parse results as frames
+-----------------------
+
+Parse results as frames: the candidates table a chunk of verdicts yields.
+
+:class:`CandidateColumns` gathers candidate rows column by column, from parse results or,
+on replay's fast path (:func:`truss_lab.extract._extractor.replay_verdicts`), straight
+from :func:`fast_lessons`' triples; :func:`candidates_frame` and :func:`parse_errors_frame`
+are the frames of many parse results (what :meth:`ParseResult.to_frame` gives for one).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import orjson
 import pandas as pd
 
 from ..core._canonical import MAX_SAFE_INT
-from ._fastparse import Lessons, all_valid_builder, fast_lessons
+from ..core._errors import BadInputError
 
 __all__ = [
     "COMPLETION_ERRORS",
     "DROP_REASONS",
     "LESSONS_JSON_SCHEMA",
+    "CandidateColumns",
     "ParseResult",
     "ParsedLesson",
+    "all_valid_builder",
+    "candidates_frame",
+    "fast_lessons",
     "parse_completion",
+    "parse_errors_frame",
     "parse_fast_or_exact",
 ]
+
+
+# --- the exact parser -----------------------------------------------------------------------------
 
 # The expected shape as a JSON Schema, for servers that constrain decoding to it
 # (``response_format: json_schema``). Strict-mode servers (OpenAI) need every
@@ -148,12 +196,7 @@ class ParseResult:
     def to_frame(self) -> pd.DataFrame:
         """One row per lesson: lesson_index, text, salience (NaN when invalid),
         evidence (list[str]), valid (bool), drop_reason (str, missing when valid)."""
-        from ._frames import candidates_frame
-
         return candidates_frame([({}, self)])
-
-
-_all_valid = all_valid_builder(ParsedLesson, ParseResult)
 
 
 # ---------------------------------------------------------------------------
@@ -419,3 +462,288 @@ def _kind_any(value: Any) -> str:
     if isinstance(value, _Taint):
         return "non-finite or unsafe number"
     return _kind(value)
+
+
+# --- the fast path --------------------------------------------------------------------------------
+
+Lessons = list[tuple[str, float, tuple[str, ...]]]
+
+# The end of every key: its closing quote, JSON whitespace, a colon. Each real key
+# (duplicates included) yields one match, and strings may add more, so
+# keys kept after decoding <= keys in the text <= matches; equality proves no key
+# repeats in any object.
+_KEY_END = re.compile(r'"\s*:')
+# Containers bound the nesting depth; a real completion has a handful.
+_MAX_CONTAINERS = 128
+_LESSON_FIELDS = frozenset({"text", "salience", "evidence"})
+_ABSENT = object()
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+
+
+def _object_text(text: str) -> str | None:
+    """The candidate JSON object text, or None when the shape is not the common one."""
+    s = text.strip()
+    if s.startswith("```"):
+        nl = s.find("\n")
+        if nl < 0 or not s.endswith("```") or "{" in s[:nl]:
+            return None
+        s = s[nl + 1 : -3].strip()
+    if not (s.startswith("{") and s.endswith("}")):
+        return None
+    if "\\u" in s and ("\\ud" in s or "\\uD" in s):
+        return None
+    return s
+
+
+def _walk(stack: list[Any]) -> tuple[int, int] | None:
+    """(keys, containers) in the values on ``stack``; None when a number is out of
+    range (NaN included)."""
+    keys = 0
+    containers = 0
+    pop = stack.pop
+    push = stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is dict:
+            keys += len(v)
+            containers += 1
+            push(v.values())
+        elif t is list:
+            containers += 1
+            push(v)
+        elif (t is float or t is int) and not -MAX_SAFE_INT <= v <= MAX_SAFE_INT:
+            return None
+    return keys, containers
+
+
+def fast_lessons(text: str) -> Lessons | None:
+    """Every lesson of ``text`` as (stripped text, salience, evidence) when the text
+    is the common case and all its lessons are valid; None when the exact path must
+    decide."""
+    s = _object_text(text)
+    if s is None:
+        return None
+    try:
+        root = _loads(s)
+    except _JSONDecodeError:
+        return None
+    if type(root) is not dict:
+        return None
+    lessons = root.get("lessons", _ABSENT)
+    if type(lessons) is not list:
+        return None
+    # The lesson fields are checked below; every other value is walked for its
+    # keys, containers and numbers.
+    keys = len(root)
+    containers = 2
+    others = [v for k, v in root.items() if k != "lessons"] if keys > 1 else []
+    out = []
+    for raw in lessons:
+        if type(raw) is not dict:
+            return None
+        body = raw.get("text")
+        sal = raw.get("salience")
+        ev = raw.get("evidence", _ABSENT)
+        if type(body) is not str or (type(sal) is not float and type(sal) is not int):
+            return None
+        body = body.strip()
+        # Also rules out NaN; a salience in [0, 1] needs no range check of its own.
+        if not body or not 0.0 <= sal <= 1.0:
+            return None
+        if ev is _ABSENT:
+            evidence: tuple[str, ...] = ()
+            known = 2
+        elif ev is None:
+            evidence = ()
+            known = 3
+        elif type(ev) is list:
+            for e in ev:
+                if type(e) is not str:
+                    return None
+            evidence = tuple(ev)
+            known = 3
+            containers += 1
+        else:
+            return None
+        n = len(raw)
+        if n != known:
+            others.extend([v for k, v in raw.items() if k not in _LESSON_FIELDS])
+        keys += n
+        containers += 1
+        out.append((body, float(sal), evidence))
+    if others:
+        got = _walk(others)
+        if got is None:
+            return None
+        keys += got[0]
+        containers += got[1]
+    if containers > _MAX_CONTAINERS or keys != len(_KEY_END.findall(s)):
+        return None
+    return out
+
+
+def all_valid_builder(lesson_cls: type, result_cls: type) -> Callable[[Lessons], Any]:
+    """``build(got) == result_cls(tuple(lesson_cls(i, text, salience, evidence, True,
+    None) for i, (text, salience, evidence) in enumerate(got)))``, for the parser's
+    frozen, slotted ParsedLesson and ParseResult.
+
+    Their generated ``__init__`` sets each field through ``object.__setattr__``, a
+    third of a fast-path parse; the slot descriptors set the same fields directly.
+    """
+    set_index, set_text, set_salience, set_evidence, set_valid, set_drop = (
+        getattr(lesson_cls, f).__set__
+        for f in ("lesson_index", "text", "salience", "evidence", "valid", "drop_reason")
+    )
+    set_lessons, set_error, set_detail = (
+        getattr(result_cls, f).__set__ for f in ("lessons", "error", "detail")
+    )
+    new = object.__new__
+
+    def build(got: Lessons) -> Any:
+        lessons = []
+        for i, (text, salience, evidence) in enumerate(got):
+            le = new(lesson_cls)
+            set_index(le, i)
+            set_text(le, text)
+            set_salience(le, salience)
+            set_evidence(le, evidence)
+            set_valid(le, True)
+            set_drop(le, None)
+            lessons.append(le)
+        res = new(result_cls)
+        set_lessons(res, tuple(lessons))
+        set_error(res, None)
+        set_detail(res, None)
+        return res
+
+    return build
+
+
+_all_valid = all_valid_builder(ParsedLesson, ParseResult)
+
+
+# --- parse results as frames ----------------------------------------------------------------------
+
+class CandidateColumns:
+    """Candidate rows gathered column by column: what :func:`candidates_frame` builds
+    its frame from, fed parse results (:meth:`add`) or, on replay's fast path, the
+    ``(text, salience, evidence)`` triples of :func:`fast_lessons` (:meth:`add_valid`,
+    the rows ``add`` would give for their all-valid result, without its objects).
+    ``constants`` (name -> value) are columns holding one value on every row (see
+    :func:`candidates_frame`), added by :meth:`frame`."""
+
+    def __init__(self, key_names: tuple[str, ...],
+                 constants: Mapping[str, Any] | None = None) -> None:
+        self.key_names = key_names
+        self.constants: dict[str, Any] = dict(constants or {})
+        # Each add's key values and row count; the key columns are spelled out once,
+        # when read (four list extends per verdict were ~5% of a replay's driver time).
+        self._key_values: list[Sequence[Any]] = []
+        self._key_rows: list[int] = []
+        self.lesson_index: list[int] = []
+        self.text: list[Any] = []
+        self.salience: list[float] = []
+        self.evidence: list[list[str]] = []
+        self.valid: list[bool] = []
+        self.drop_reason: list[str | None] = []
+
+    def __len__(self) -> int:
+        return len(self.valid)
+
+    def _keys(self, values: Sequence[Any], n: int) -> None:
+        if len(values) != len(self.key_names):
+            raise ValueError(f"expected {len(self.key_names)} key values, got {len(values)}")
+        self._key_values.append(values)
+        self._key_rows.append(n)
+
+    def key_columns(self) -> dict[str, list[Any]]:
+        """Per key name, its value on every row (the objects given, repeated); built
+        anew on each call."""
+        names = self.key_names
+        # Row i holds the values of add number which[i] (map runs the loop in C).
+        which = np.repeat(np.arange(len(self._key_rows)), self._key_rows).tolist()
+        per_add = list(zip(*self._key_values, strict=True)) or [()] * len(names)
+        return {k: list(map(per_add[j].__getitem__, which)) for j, k in enumerate(names)}
+
+    def add(self, values: Sequence[Any], lessons: Sequence[ParsedLesson]) -> None:
+        """Rows for ``lessons``, each with the key ``values`` (in ``key_names`` order)."""
+        self._keys(values, len(lessons))
+        self.lesson_index += [le.lesson_index for le in lessons]
+        self.text += [le.text for le in lessons]
+        self.salience += [np.nan if le.salience is None else le.salience for le in lessons]
+        self.evidence += [list(le.evidence) for le in lessons]
+        self.valid += [le.valid for le in lessons]
+        self.drop_reason += [le.drop_reason for le in lessons]
+
+    def add_valid(self, values: Sequence[Any], lessons: Lessons) -> None:
+        n = len(lessons)
+        self._keys(values, n)
+        self.lesson_index += range(n)
+        for text, salience, evidence in lessons:
+            self.text.append(text)
+            self.salience.append(salience)
+            self.evidence.append(list(evidence))
+        self.valid += [True] * n
+        self.drop_reason += [None] * n
+
+    def frame(self) -> pd.DataFrame:
+        data: dict[str, Any] = self.key_columns()
+        data["lesson_index"] = np.asarray(self.lesson_index, dtype=np.int64)
+        data["text"] = pd.array(self.text, dtype="str")
+        data["salience"] = np.asarray(self.salience, dtype=np.float64)
+        ev = np.empty(len(self.evidence), dtype=object)
+        ev[:] = self.evidence
+        data["evidence"] = ev
+        data["valid"] = np.asarray(self.valid, dtype=bool)
+        data["drop_reason"] = pd.array(self.drop_reason, dtype="str")
+        n = len(self)
+        for name, value in self.constants.items():
+            # A list of one str or int value infers the dtype its scalar assignment does
+            # (tests/test_bulk_replay.py compares the frames); an empty frame is left to
+            # the assignment itself.
+            data[name] = [value] * n if n and type(value) in (str, int) else value
+        return pd.DataFrame(data)
+
+
+def candidates_frame(
+    results: Iterable[tuple[Mapping[str, Any], ParseResult]],
+    constants: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Many parse results as one candidates DataFrame.
+
+    ``results`` yields ``(keys, result)``; ``keys`` (e.g. ``{"verdict_hash": …,
+    "extractor": …}``) become leading columns repeated on each lesson row, and
+    every ``keys`` mapping must have the same key names. Columns after the
+    keys: lesson_index (int64), text (str, missing when not a string),
+    salience (float64, NaN when invalid), evidence (list[str]), valid (bool),
+    drop_reason (str, missing when valid). Results with a completion-level
+    error contribute no rows (see :func:`parse_errors_frame`). ``constants``
+    (name -> value) are last columns holding one value on every row, the frame
+    ``frame[name] = value`` would make, built with the others (one construction).
+    """
+    cols: CandidateColumns | None = None
+    for keys, res in results:
+        names = tuple(keys)
+        if cols is None:
+            cols = CandidateColumns(names, constants)
+        elif names != cols.key_names:
+            raise BadInputError(
+                f"every result needs the same key columns: expected {list(cols.key_names)}, "
+                f"got {list(names)}",
+                field="keys",
+            )
+        if res.lessons:
+            cols.add([keys[k] for k in names], res.lessons)
+    return (cols or CandidateColumns((), constants)).frame()
+
+
+def parse_errors_frame(
+    results: Iterable[tuple[Mapping[str, Any], ParseResult]],
+) -> pd.DataFrame:
+    """One row per result with a completion-level error: the key columns, error, detail."""
+    rows = [{**dict(keys), "error": r.error, "detail": r.detail} for keys, r in results if r.error]
+    if not rows:
+        return pd.DataFrame({"error": pd.array([], dtype="str"), "detail": pd.array([], "str")})
+    return pd.DataFrame(rows)

@@ -56,8 +56,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
-from ..extract._frames import candidates_frame
-from ..extract._parser import parse_completion
+from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
 from ..journal._spec import VERDICT_KIND
 from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE

@@ -20,9 +20,8 @@ from ...core._errors import BadInputError
 from ...core._models import LessonExtractionPolicy
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
-from ...extract._breaker import DEFAULT_MAX_CONSECUTIVE_FAILURES
-from ...extract._config import MAX_SAMPLES, ExtractorConfig
-from ...extract._extractor import Extractor
+from ...extract._extractor import MAX_SAMPLES, Extractor, ExtractorConfig
+from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...ingest._completions import read_completions
 from ...store._ingested import recorded_extractors
 from ...store._runs import delete_run, run_errors, run_info, summarize_runs
