@@ -21,12 +21,11 @@ in ``run_chunks`` and adds its counts to the run's ``extraction_runs`` row.
 Executors
 ---------
 
-Where a batch's chunks are extracted: inline, threads, processes or Dask.
-
-An executor takes chunks of ``(seq, hash, payload text)`` verdicts and returns
-futures of :class:`ExtractionRows`; the driver in :mod:`truss_lab.extract._batch`
-writes them as they complete. Processes and Dask workers get the extractor
-pickled once per run (with fresh locks), not once per chunk.
+Where a batch's chunks are extracted: inline, threads, processes or Dask. An
+executor takes chunks of ``(seq, hash, payload text)`` verdicts and returns
+futures of :class:`ExtractionRows`; the driver writes them as they complete. Processes
+and Dask workers get the extractor pickled once per run (with fresh locks), not once
+per chunk.
 
 Verification and extraction at once
 -----------------------------------
@@ -37,8 +36,8 @@ A batch writes nothing until the journal up to its last verdict verifies. With
 recorded answers (replay, heuristic: no model is called, nothing is paid for)
 and the inline executor, the driver need not wait idle for that: while the
 signatures of one batch of journal entries are checked (by worker processes for
-a long chain: journal/_verify.py), the driver extracts the chunks that batch completes,
-from the same rows (one read of the journal serves both). The chunks extracted
+a long chain: journal/_verify.py), the driver extracts the chunks that batch
+completes, from the same rows (one read of the journal serves both). The chunks extracted
 so are held, unwritten, until the whole prefix has verified; on a bad chain
 they are dropped (and the replay's call counts put back) and the run fails as
 before. At most ``max_chunks`` are held, so memory stays bounded; the rest are
@@ -58,13 +57,19 @@ import html
 import io
 import itertools
 import json
+import multiprocessing
 import os
 import pickle
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+)
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,7 +163,7 @@ def _refs_from_frame(df: pd.DataFrame, source: str) -> pd.DataFrame:
 def _read_refs_file(path: Path) -> pd.DataFrame:
     source = str(path)
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # a refs file in Parquet is rare: loaded when given
 
         try:
             return _refs_from_frame(pq.read_table(path).to_pandas(), source)
@@ -264,7 +269,7 @@ def _load_chunk(store: Store, seqs: np.ndarray) -> Chunk:
 
 
 def _progress_bar(total: int, initial: int, enabled: bool, run_id: str) -> Any:
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # it probes for a notebook on import: loaded when a run starts
 
     return tqdm(total=total, initial=initial, unit="verdict", disable=not enabled,
                 desc=f"extract {run_id}", smoothing=0.1, dynamic_ncols=True)
@@ -581,8 +586,6 @@ _PARENT_POLL_S = 0.5
 
 
 def _exit_when_orphaned(driver_pid: int) -> None:
-    import time
-
     while os.getppid() == driver_pid:
         time.sleep(_PARENT_POLL_S)
     os._exit(1)
@@ -623,8 +626,6 @@ class _Inline(Executor):
         self.extractor = extractor
 
     def submit(self, chunk: Chunk) -> Any:
-        from concurrent.futures import Future
-
         fut: Future[ExtractionRows] = Future()
         fut.set_result(extract_chunk(self.extractor, chunk))
         return fut
@@ -644,7 +645,7 @@ class _Pool(Executor):
 class _Dask(Executor):
     def __init__(self, extractor: Extractor, spec: Any) -> None:
         try:
-            import distributed
+            import distributed  # the optional [dask] extra
         except ImportError:
             raise BadInputError(
                 f"the Dask executor needs dask.distributed: {_DASK_HINT}", field="executor"
@@ -715,13 +716,8 @@ def make_executor(spec: Any, extractor: Extractor) -> Executor:
     if name == "dask":
         return _Dask(extractor, spec)
     if name == "threads":
-        from concurrent.futures import ThreadPoolExecutor
-
         tp = ThreadPoolExecutor(workers, thread_name_prefix="truss-extract")
         return _Pool(tp, lambda c: tp.submit(extract_chunk, extractor, c), workers)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     token = uuid.uuid4().hex
     # spawn, not fork: the driver holds a DuckDB connection and threads.
     pp = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),

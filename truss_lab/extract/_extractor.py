@@ -1,17 +1,20 @@
-"""The extractor configuration: one frozen, hashed object a live run is recorded under.
+"""Extractors: a provider, a prompt and a model under one recorded configuration, run
+over verdicts one by one or, for a replay of recordings, in bulk.
 
-:class:`ExtractorConfig` holds every knob that changes what a model is asked
-(provider, model, prompt version, ``response_format``, sampling parameters,
-samples per verdict). Its :attr:`~ExtractorConfig.config_hash` is part of each
-request's hash, so a recording answers only the configuration that made it; the
-store keeps the configuration beside the recordings (``extractor_configs``,
-``completions.config_hash``) and on the run record, so ``replay:EXTRACTOR_ID``
-rebuilds the same requests without the researcher re-typing them.
+The configuration
+-----------------
+
+One frozen, hashed object a live run is recorded under. :class:`ExtractorConfig` holds
+every knob that changes what a model is asked (provider, model, prompt version,
+``response_format``, sampling parameters, samples per verdict). Its
+:attr:`~ExtractorConfig.config_hash` is part of each request's hash, so a recording
+answers only the configuration that made it; the store keeps the configuration beside
+the recordings (``extractor_configs``, ``completions.config_hash``) and on the run
+record, so ``replay:EXTRACTOR_ID`` rebuilds the same requests without the researcher
+re-typing them.
 
 The extractor
 -------------
-
-An extractor and what it produces: a provider + prompt + model, run over verdicts.
 
 :class:`Extractor` names the configuration every row carries (``extractor_id``);
 :func:`extract_verdicts` runs it over ``(seq, hash, payload)`` verdicts and
@@ -24,27 +27,24 @@ extractor and a config, for the batch and the live learner alike.
 The replay provider
 -------------------
 
-The replay provider: recorded completions, the offline default.
-
-A replay answers a :class:`CompletionRequest` from a recording keyed by
-(``verdict_hash``, ``extractor``, ``sample_index``; a recording without a
-sample index is sample 0, as is a request of a one-sample extractor). It never
-answers a changed prompt with an old recording: when the recording carries a
-``request_hash`` it must equal the
-request's. Recordings made elsewhere may lack one; those are answered (their
-prompt version must still match) and counted in :attr:`ReplayProvider.unchecked_requests`.
-Recordings that carry their extractor configuration (FORMATS.md §2 ``config``) give
-it back through :meth:`ReplayProvider.config_of`, so a file replays by itself.
+Recorded completions, the offline default. A replay answers a :class:`CompletionRequest`
+from a recording keyed by (``verdict_hash``, ``extractor``, ``sample_index``; a
+recording without a sample index is sample 0, as is a request of a one-sample
+extractor). It never answers a changed prompt with an old recording: when the recording
+carries a ``request_hash`` it must equal the request's. Recordings made elsewhere may
+lack one; those are answered (their prompt version must still match) and counted in
+:attr:`ReplayProvider.unchecked_requests`. Recordings that carry their extractor
+configuration (FORMATS.md §2 ``config``) give it back through
+:meth:`ReplayProvider.config_of`, so a file replays by itself.
 
 Replay in bulk
 --------------
 
-Replay extraction in bulk: :func:`extract_verdicts`' rows, without per-verdict objects.
-
+:func:`replay_verdicts` gives :func:`extract_verdicts`' rows without per-verdict objects.
 A replay answers from recordings, so per verdict the work is: check the payload,
 render the user message, look the recording up (hashing the request only when
-the recording carries a request hash to compare), parse the completion. This
-module does exactly that, with the request hash computed from a canonical text
+the recording carries a request hash to compare), parse the completion. It does
+exactly that, with the request hash computed from a canonical text
 prepared once per run (the request body is the same for every verdict but the
 user message), and returns the same :class:`ExtractionRows`, row for row, as
 the per-verdict path (tests/test_bulk_replay.py compares them). A verdict whose

@@ -1,9 +1,10 @@
 """The ADR 0011 policy gate: which candidates become lessons, and their write.
 
-This module is the one place the gate is applied: :class:`ContractCloseLearning`
-(one verdict, as Truss does it live) and :func:`truss_lab.run_extraction`
-(a batch) both gate :class:`ExtractionRows` with :func:`gated_tables` (which
-calls :func:`apply_gate`) and write them with :func:`write_extraction`.
+This module is the one place the gate is applied and its rows written:
+:class:`ContractCloseLearning` (one verdict, as Truss does it live) and
+:func:`truss_lab.run_extraction` (a batch) both gate :class:`ExtractionRows` with
+:func:`gated_tables` (which calls :func:`apply_gate`) and write them with
+:func:`write_extraction`.
 
 1. ``off`` writes nothing (the callers return before the provider is touched).
 2. ``on`` writes every valid lesson; ``model-scored`` those whose score is
@@ -21,13 +22,11 @@ calls :func:`apply_gate`) and write them with :func:`write_extraction`.
 The batch's writes
 ------------------
 
-Where a batch's extracted chunks are written: gated, then appended in groups.
-
-The driver of :mod:`truss_lab.extract._batch` gates each chunk as it completes
-(:func:`gate_chunk`) and writes gated chunks with :func:`write_group`: one
-transaction, one append per table, and per chunk the ``run_chunks`` row and the
-counts its own write would have recorded, so a resumed or regrouped run ends
-with the same rows.
+Gated, then appended in groups. The driver of :mod:`truss_lab.extract._batch` gates each
+chunk as it completes (:func:`gate_chunk`) and writes gated chunks with
+:func:`write_group`: one transaction, one append per table, and per chunk the
+``run_chunks`` row and the counts its own write would have recorded, so a resumed or
+regrouped run ends with the same rows.
 
 Live extraction when a contract closes
 --------------------------------------
@@ -36,7 +35,7 @@ Lesson extraction after a verdict lands (ADR 0011), one verdict at a time.
 
 1. ``off`` returns before the provider is touched (0 calls, 0 writes, 0 events).
 2. The verdict must be in the journal and verify, else nothing is written.
-3. Its lessons go through the one gate (:mod:`truss_lab.extract._gate`); one
+3. Its lessons go through the one gate (above); one
    verdict's writes land in one transaction.
 """
 
@@ -54,6 +53,7 @@ from ..core._config import MemoryConfig
 from ..core._errors import StoreError
 from ..core._ids import derive_id, key_digests
 from ..core._models import LedgerRef, LessonExtractionPolicy, utcnow
+from ..ingest._ingest import COMPLETIONS_KEY, FILE_TO_TABLE
 from ..journal._table import verified_verdict
 from ..score._consistency import consistency_clusters
 from ..store._memory import lesson_rows, write_memory_table
@@ -519,9 +519,9 @@ class HeldWrites:
 
 
 def record_completions(store: Store, records: list[dict[str, Any]],
-                        run_id: str | None = None) -> None:
-    from ..ingest._ingest import COMPLETIONS_KEY, FILE_TO_TABLE
-
+                       run_id: str | None = None) -> None:
+    """Append live completion records (FORMATS.md §2) to ``completions``, with the
+    configuration hash and the run that made each call (None for a judge's)."""
     df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
     now = utcnow()
     cols = {}

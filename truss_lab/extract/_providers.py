@@ -1,15 +1,17 @@
-"""The provider seam: one method, ``complete(request) -> Completion``.
+"""Providers: the seam (one method, ``complete(request) -> Completion``), the circuit
+breaker around a live one, and the OpenAI-compatible provider.
 
 Implementations: :class:`ReplayProvider` (recorded completions, the offline
-default), :class:`OpenAICompatibleProvider` (vLLM, llama.cpp server, Ollama,
-OpenAI) and :class:`HeuristicProvider` (a deterministic baseline, no model).
+default; :mod:`truss_lab.extract._extractor`), :class:`OpenAICompatibleProvider`
+(vLLM, llama.cpp server, Ollama, OpenAI; below) and :class:`HeuristicProvider`
+(a deterministic baseline, no model; :mod:`truss_lab.extract._heuristic`).
 
 The circuit breaker
 -------------------
 
-A circuit breaker around a provider: a run stops when the endpoint is down.
+A run stops when the endpoint is down.
 
-A live provider already retries each call (:mod:`truss_lab.extract._openai`);
+A live provider already retries each call (:class:`OpenAICompatibleProvider`);
 when the retries run out it raises :class:`ProviderUnavailableError` and the
 batch records a per-verdict error and goes on. Against a dead endpoint that
 means every verdict of the batch waits through its retries and the run ends
@@ -24,8 +26,6 @@ own error and resets nothing.
 
 The OpenAI-compatible provider
 ------------------------------
-
-An OpenAI-compatible chat-completions provider (vLLM, llama.cpp server, Ollama, OpenAI).
 
 ``POST {base_url}/chat/completions`` with ``{"model", "messages", **parameters}``.
 The key is read from an environment variable at call time and never leaves
