@@ -34,7 +34,7 @@ retried with exponential backoff and full jitter on 429, 5xx, connection
 errors and timeouts, honouring ``Retry-After``; concurrency is bounded by a
 semaphore shared by every thread that uses the provider. Every successful
 call is handed to ``recorder`` as a FORMATS.md §2 record, so the run can be
-replayed by :class:`truss_lab.extract._replay.ReplayProvider`.
+replayed by :class:`truss_lab.extract._extractor.ReplayProvider`.
 
 httpx is imported lazily: ``pip install 'truss_lab[openai]'``.
 """
@@ -118,7 +118,7 @@ class CompletionRequest(_Frozen):
     """The verdict payload, for providers that work on it directly (heuristic);
     not part of the hash (the messages already render it)."""
     config_hash: str | None = None
-    """The :class:`~truss_lab.extract._config.ExtractorConfig` hash of the extractor
+    """The :class:`~truss_lab.extract._extractor.ExtractorConfig` hash of the extractor
     that built the request (None for extractors without one: heuristic, replay of
     recordings made elsewhere). Part of :attr:`request_hash` when set."""
     sample_index: int | None = Field(default=None, ge=0)
