@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.builders.profiles import examples
 from tests.builders.stores import SAMPLE, sample_store
-from truss_lab.core._canonical import canonical, loads_strict
+from truss_lab.core._canonical import canonical, json_safe, loads_strict
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, PolicyError
 from truss_lab.core._models import PolicyTarget, Trust
@@ -22,7 +22,7 @@ from truss_lab.evaluate._runs import choose_run_threshold
 from truss_lab.evaluate._truth import scored_candidates
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
-from truss_lab.govern._decision import EVIDENCE_KIND, json_safe, labels_hash, propose_threshold
+from truss_lab.govern._decision import EVIDENCE_KIND, labels_hash, propose_threshold
 from truss_lab.govern._policies import check_policy_chains, current_policy, policy_history
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import verify_chain

@@ -17,13 +17,16 @@ import json
 import json.encoder
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import rfc8785
 
 __all__ = [
     "MAX_DEPTH", "MalformedJSON", "canonical", "canonical_bytes", "canonical_digest", "jcs_string",
-    "loads_strict",
+    "json_safe", "loads_strict",
 ]
 
 MAX_DEPTH = 200
@@ -288,3 +291,32 @@ def jcs_string(s: str) -> str:
     """A JSON string literal exactly as RFC 8785 writes it."""
     # same output as json.dumps(s, ensure_ascii=False), without its per-call overhead
     return _encode_basestring(s)
+
+
+JSON_SAFE_DIGITS = 6
+"""Significant decimals :func:`json_safe` keeps of a float by default."""
+
+
+def json_safe(value: Any, *, digits: int = JSON_SAFE_DIGITS) -> Any:
+    """``value`` with numpy scalars made plain, floats rounded to ``digits`` significant
+    decimals, and ``None`` for what RFC 8785 JSON cannot carry faithfully: NaN,
+    infinity, integers beyond 2^53 and floats it would write as such integers."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v, digits=digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray, pd.Index, pd.Series)):
+        return [json_safe(v, digits=digits) for v in list(value)]
+    if value is None or value is pd.NA or isinstance(value, (bool, np.bool_)):
+        return None if value is None or value is pd.NA else bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value) if abs(int(value)) <= MAX_SAFE_INT else None
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        if not math.isfinite(f):
+            return None
+        f = float(f"{f:.{digits}g}") if f else 0.0
+        # JCS writes integral doubles below 1e21 as plain integers; past 2^53 a
+        # strict reader refuses those, so they cannot go into the journal.
+        return None if MAX_SAFE_INT < abs(f) < 1e21 and f.is_integer() else f
+    if isinstance(value, str):
+        return value
+    return str(value)

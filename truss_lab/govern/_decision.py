@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..core._canonical import json_safe
 from ..core._errors import BadInputError, ConfigError, PolicyError
 from ..core._models import Policy, PolicyRecord, PolicyTarget, Trust
 from ..core._threshold import check_threshold
@@ -40,7 +40,6 @@ from ._policies import write_policy
 
 __all__ = [
     "EVIDENCE_KIND",
-    "json_safe",
     "labels_hash",
     "propose_threshold",
     "references_hash",
@@ -49,35 +48,6 @@ __all__ = [
 
 #: ``evidence["kind"]`` of a threshold decision.
 EVIDENCE_KIND = "salience_threshold_decision"
-
-_DIGITS = 6
-_MAX_SAFE = 2**53 - 1
-
-
-def json_safe(value: Any, *, digits: int = _DIGITS) -> Any:
-    """``value`` with numpy scalars made plain, floats rounded to ``digits`` significant
-    decimals, and ``None`` for what RFC 8785 JSON cannot carry faithfully: NaN,
-    infinity, integers beyond 2^53 and floats it would write as such integers."""
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v, digits=digits) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray, pd.Index, pd.Series)):
-        return [json_safe(v, digits=digits) for v in list(value)]
-    if value is None or value is pd.NA or isinstance(value, (bool, np.bool_)):
-        return None if value is None or value is pd.NA else bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value) if abs(int(value)) <= _MAX_SAFE else None
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        if not math.isfinite(f):
-            return None
-        f = float(f"{f:.{digits}g}") if f else 0.0
-        # JCS writes integral doubles below 1e21 as plain integers; past 2^53 a
-        # strict reader refuses those, so they cannot go into the journal.
-        return None if _MAX_SAFE < abs(f) < 1e21 and f.is_integer() else f
-    if isinstance(value, str):
-        return value
-    return str(value)
-
 
 def labels_hash(
     store: Store, run_ids: Sequence[str], *, labels: Any = None, score: str = "salience"

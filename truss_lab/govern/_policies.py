@@ -20,7 +20,12 @@ from ..core._ids import derive_id
 from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust, utcnow
 from ..journal._crypto import SigningKey
 from ..journal._ledger import append_lab_entry
-from ..store._policy_records import policy_frame, policy_records, write_policy_record
+from ..store._policy_records import (
+    policy_frame,
+    policy_pointers,
+    policy_records,
+    write_policy_record,
+)
 from ..store._store import Store
 
 __all__ = [
@@ -122,9 +127,7 @@ def check_policy_chains(store: Store) -> pd.DataFrame:
 
     One row per problem: record_id, policy_id, problem.
     """
-    df = store.con.execute(
-        "SELECT record_id, policy_id, target, supersedes, superseded_by FROM policy_records"
-    ).df()
+    df = policy_pointers(store)
     problems: list[tuple[str, str, str]] = []
     valid = {t.value for t in PolicyTarget}
     by_id = {r.record_id: r for r in df.itertuples()}

@@ -24,7 +24,7 @@ from ._governed import (
 from ._store import Store
 from ._tables import EVENT_SCHEMA, POLICY_COLUMNS, POLICY_SCHEMA
 
-__all__ = ["policy_frame", "policy_records", "write_policy_record"]
+__all__ = ["policy_frame", "policy_pointers", "policy_records", "write_policy_record"]
 
 def _policy_event_rows(recs: Sequence[PolicyRecord]) -> pa.Table:
     return pa.table(
@@ -102,3 +102,12 @@ def policy_frame(store: Store, *, policy_id: str | None = None,
     order = "version" if policy_id is not None else "policy_id"
     return store.con.execute(
         f"SELECT * FROM policy_records WHERE {where} ORDER BY {order}", params).df()
+
+
+def policy_pointers(store: Store) -> pd.DataFrame:
+    """Every policy record's ``record_id, policy_id, target, supersedes, superseded_by``:
+    what the supersession-chain check reads
+    (:func:`truss_lab.govern._policies.check_policy_chains`)."""
+    return store.con.execute(
+        "SELECT record_id, policy_id, target, supersedes, superseded_by FROM policy_records"
+    ).df()

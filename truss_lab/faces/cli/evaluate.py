@@ -13,13 +13,14 @@ from typing import Any
 
 import click
 
+from ...core._canonical import json_safe
 from ...core._errors import BadInputError
 from ...core._paths import check_output_file
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...evaluate._run_calibration import calibration_run
 from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, sweep_run
 from ...evaluate._truth_source import resolve_truth
-from ...govern._decision import json_safe, propose_threshold
+from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
 from ...store._store import open_store
 from .._display import save_calibration_plot, save_comparison_plot, save_sweep_plot
