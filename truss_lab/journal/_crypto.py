@@ -10,6 +10,7 @@ A keyring (``keys.json``) maps ``key_id`` to the standard base64 of the raw
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
 import os
@@ -26,7 +27,6 @@ import nacl.signing
 
 from ..core._canonical import canonical, jcs_string
 from ..core._errors import BadInputError
-from ..core._paths import write_private_file
 
 __all__ = [
     "GENESIS_HASH",
@@ -115,6 +115,28 @@ def verify_signature(public_key: bytes, msg: bytes, sig: bytes) -> bool:
     return True
 
 
+def _write_private_file(path: str | os.PathLike[str], data: str) -> Path:
+    """Write ``data`` to a new or regular file with mode 0600, never through a symlink.
+
+    ``O_NOFOLLOW`` makes the open fail on a link (dangling or not), so a link
+    planted at the key's path cannot send the secret somewhere else.
+    """
+    p = Path(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        if p.is_symlink():  # also where O_NOFOLLOW does not exist
+            raise OSError(errno.ELOOP, "is a symbolic link")
+        fd = os.open(p, flags, 0o600)
+    except OSError as exc:
+        why = ("is a symbolic link; refusing to write a private key through it"
+               if exc.errno == errno.ELOOP else f"cannot write: {exc.strerror}")
+        raise BadInputError(why, source=str(p)) from None
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o600)  # an existing file keeps its old mode through O_CREAT
+        fh.write(data)
+    return p
+
+
 @dataclass(frozen=True)
 class SigningKey:
     """An Ed25519 private key with its id. Never stored in the database."""
@@ -163,7 +185,7 @@ class SigningKey:
         data = json.dumps(
             {"key_id": self.key_id, "ed25519_seed": base64.b64encode(self.seed).decode("ascii")}
         )
-        return write_private_file(path, data + "\n")
+        return _write_private_file(path, data + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SigningKey:

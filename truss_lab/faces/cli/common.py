@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ...core._errors import ChainError, TrussLabError
+from ...core._errors import BadInputError, ChainError, TrussLabError
 from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
 from ...store._store import Store, open_store
 
@@ -19,6 +21,7 @@ __all__ = [
     "EXIT_BAD_LINES",
     "EXIT_USER_ERROR",
     "add_commands",
+    "check_output_file",
     "db_option",
     "emit",
     "friendly",
@@ -142,3 +145,30 @@ def int_counts(metrics: Any) -> Any:
         if (k in _COUNT_KEYS or k.startswith("n_")) and isinstance(v, float) and v.is_integer():
             out[k] = int(v)
     return out
+
+
+def check_output_file(path: str | os.PathLike[str], *, field: str,
+                      overwrite: bool = True) -> Path:
+    """``path`` if a file can be written there, else :class:`BadInputError` saying why.
+
+    Every command that writes a file the user named (a key, a keyring, a sweep CSV,
+    a plot) checks all of them first, so a bad second path never leaves the first
+    file written.
+
+    Its folder must exist (a mistyped folder is not created silently); the path
+    must not be a folder, nor (with ``overwrite=False``) an existing file or link.
+    """
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise BadInputError("is a folder; expected a file name", source=str(p), field=field)
+    if not parent.exists():
+        raise BadInputError(f"no such folder {parent} (create it first)", source=str(p),
+                            field=field)
+    if not parent.is_dir():
+        raise BadInputError(f"{parent} is not a folder", source=str(p), field=field)
+    if not os.access(parent, os.W_OK):
+        raise BadInputError(f"folder {parent} is not writable", source=str(p), field=field)
+    if not overwrite and (p.exists() or p.is_symlink()):
+        raise BadInputError("exists; refusing to overwrite it", source=str(p), field=field)
+    return p

@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 
 from ...core._errors import BadInputError, TrussLabError
-from ...core._paths import check_output_file
 from ...govern._audit import audit as audit_store
 from ...ingest._ingest import ingest_completions, ingest_labels, ingest_references
 from ...ingest._schemas import SCHEMA_NAMES, json_schema
@@ -23,7 +22,16 @@ from ...simulate import simulate as run_simulation
 from ...store._export import export_store
 from ...store._store import SCHEMA_VERSION, open_store
 from .._notebook import copy_sample
-from .common import EXIT_BAD_LINES, add_commands, db_option, emit, friendly, json_option, read_store
+from .common import (
+    EXIT_BAD_LINES,
+    add_commands,
+    check_output_file,
+    db_option,
+    emit,
+    friendly,
+    json_option,
+    read_store,
+)
 
 __all__ = ["COMMANDS", "register"]
 

@@ -15,7 +15,6 @@ import click
 
 from ...core._canonical import json_safe
 from ...core._errors import BadInputError
-from ...core._paths import check_output_file
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...evaluate._run_calibration import calibration_run
 from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, sweep_run
@@ -29,6 +28,7 @@ from .._report_truth import TRUTH_HELP, check_report_truth
 from .._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
 from .common import (
     add_commands,
+    check_output_file,
     db_option,
     emit,
     friendly,

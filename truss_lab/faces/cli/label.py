@@ -17,7 +17,6 @@ from typing import Any
 import click
 
 from ...core._errors import BadInputError
-from ...core._paths import check_output_file
 from ...core._threshold import DEFAULT_MIN_SALIENCE
 from ...evaluate._judge_agreement import judge_agreement as agreement_of
 from ...evaluate._objective import OBJECTIVE_HELP
@@ -37,6 +36,7 @@ from ...store._store import open_store
 from .._notebook import SAMPLE
 from .common import (
     add_commands,
+    check_output_file,
     db_option,
     emit,
     friendly,
