@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.builders import profiles
-from tests.builders.stores import fresh_store
+from tests.builders.stores import fresh_store, sample_template
+from truss_lab.faces._notebook import load_sample
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.store._store import Store
 
@@ -19,6 +21,32 @@ def store() -> Iterator[Store]:
     s = fresh_store()
     yield s
     s.close()
+
+
+# -- the bundled sample, ingested once per session ----------------------------------------
+# Three closed database files, templates for the whole session: a test (or a module
+# fixture) copies one with tests.builders.stores.copy_db before writing, or opens it
+# read-only. Never open a template for writing: every other test sees what it holds.
+
+
+@pytest.fixture(scope="session")
+def sample_unlabelled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Template: the sample's signed journal and its completions (no labels, no references)."""
+    return sample_template(tmp_path_factory.mktemp("sample") / "unlabelled.duckdb")
+
+
+@pytest.fixture(scope="session")
+def sample_labelled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Template: the sample's journal, completions and gold labels (no references)."""
+    return sample_template(tmp_path_factory.mktemp("sample") / "labelled.duckdb", labels=True)
+
+
+@pytest.fixture(scope="session")
+def sample_full(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Template: what ``load_sample`` ingests (journal, completions, labels, references)."""
+    path = tmp_path_factory.mktemp("sample") / "full.duckdb"
+    load_sample(path).close()
+    return path
 
 
 @pytest.fixture

@@ -7,14 +7,13 @@ different policies, an off run, three policy records) and copied per test.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tests.builders.stores import SAMPLE
+from tests.builders.cli import invoke
+from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._models import LedgerRef, Policy
 from truss_lab.extract._extractor import Extractor, ensure_run, extract_verdicts
@@ -97,7 +96,7 @@ def good_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def db(good_db: Path, tmp_path: Path) -> Iterator[Store]:
     """A writable copy of the good database."""
     path = tmp_path / "copy.duckdb"
-    shutil.copy(good_db, path)
+    copy_db(good_db, path)
     st = Store(path)
     yield st
     st.close()
@@ -443,27 +442,26 @@ def test_repr_and_html_escape(db: Store) -> None:
 def test_cli_audit(good_db: Path, tmp_path: Path) -> None:
     register(cli)
     register(cli)  # idempotent
-    runner = CliRunner()
-    res = runner.invoke(cli, ["audit", "--db", str(good_db)])
+    res = invoke("audit", "--db", str(good_db))
     assert res.exit_code == 0, res.output
     assert "ok: all checks passed" in res.output
 
     bad = tmp_path / "bad.duckdb"
-    shutil.copy(good_db, bad)
+    copy_db(good_db, bad)
     with Store(bad) as st:
         st.sql("UPDATE policy_records SET target = 'core_identity' WHERE policy_id = 'router'")
-    res = runner.invoke(cli, ["audit", "--db", str(bad), "--json"])
+    res = invoke("audit", "--db", str(bad), "--json")
     assert res.exit_code == 1
     doc = json.loads(res.output)
     assert doc["ok"] is False
     assert [c["name"] for c in doc["checks"] if not c["passed"]] == ["policy_targets_valid"]
 
-    res = runner.invoke(cli, ["audit", "--db", str(tmp_path / "none.duckdb")])
+    res = invoke("audit", "--db", str(tmp_path / "none.duckdb"))
     assert res.exit_code == 2
     assert "no such database" in res.output and "Traceback" not in res.output
 
 
 def test_cli_audit_has_help() -> None:
     register(cli)
-    res = CliRunner().invoke(cli, ["audit", "--help"])
+    res = invoke("audit", "--help")
     assert res.exit_code == 0 and "ADR 0011" in res.output

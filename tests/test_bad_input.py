@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import StoreError
-from truss_lab.faces.cli import cli
 from truss_lab.store._store import Store, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +35,8 @@ def test_db_naming_a_data_file_is_refused(tmp_path: Path, name: str) -> None:
     if name == "keys.json":
         target.write_bytes((SAMPLE / "keys.json").read_bytes())
     before = target.read_bytes() if target.exists() else None
-    r = CliRunner().invoke(cli, ["ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys",
-                                 str(SAMPLE / "keys.json"), "--db", str(target)])
+    r = invoke("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys",
+               str(SAMPLE / "keys.json"), "--db", str(target))
     assert "not a database" in _one_line_error(r)
     assert (target.read_bytes() if target.exists() else None) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ([name] if before else [])
@@ -47,7 +47,7 @@ def test_db_naming_a_data_file_is_refused(tmp_path: Path, name: str) -> None:
 def test_db_whose_bytes_are_not_duckdb_is_refused(tmp_path: Path) -> None:
     fake = tmp_path / "lab.duckdb"
     fake.write_text("seq,hash\n1,abc\n")
-    r = CliRunner().invoke(cli, ["init", "--db", str(fake)])
+    r = invoke("init", "--db", str(fake))
     assert "not a DuckDB database" in _one_line_error(r)
     assert fake.read_text() == "seq,hash\n1,abc\n"
     real = tmp_path / "real.duckdb"
@@ -73,32 +73,16 @@ def test_deeply_nested_journal_line_is_malformed_not_a_traceback(tmp_path: Path,
     path, keys = tmp_path / "j.jsonl", tmp_path / "keys.json"
     path.write_text("\n".join(lines) + "\n")
     save_keyring(RING, keys)
-    r = CliRunner().invoke(cli, ["ingest", "journal", str(path), "--keys", str(keys), "--db",
-                                 str(tmp_path / "lab.duckdb")])
+    r = invoke("ingest", "journal", str(path), "--keys", str(keys), "--db",
+               str(tmp_path / "lab.duckdb"))
     assert r.exit_code == 1, r.output
     assert "line 2: malformed" in r.output and "200 levels" in r.output, r.output
     assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
 
 
-@pytest.fixture(scope="module")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from truss_lab.ingest._ingest import ingest_completions
-    from truss_lab.journal._ledger import import_journal
-
-    path = tmp_path_factory.mktemp("sample") / "sample.duckdb"
-    with Store(path) as s:
-        import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
-        ingest_completions(s, SAMPLE / "completions.jsonl")
-    return path
-
-
 @pytest.fixture
-def db(sample_db: Path, tmp_path: Path) -> Path:
-    import shutil
-
-    p = tmp_path / "lab.duckdb"
-    shutil.copy(sample_db, p)
-    return p
+def db(sample_unlabelled: Path, tmp_path: Path) -> Path:
+    return copy_db(sample_unlabelled, tmp_path / "lab.duckdb")
 
 
 GOOD = (SAMPLE / "labels.csv").read_text().splitlines()
@@ -129,20 +113,19 @@ def test_labels_reader_reports_every_bad_row_and_keeps_every_good_one(tmp_path: 
 def test_ingest_exit_codes(db: Path, tmp_path: Path) -> None:
     h = GOOD[1].split(",")[0]
     bad = _labels(tmp_path, (f'{GOOD[1]}\n{h},"x"y,0,1,a\n{GOOD[2]}\n').encode())
-    run = CliRunner().invoke
-    r = run(cli, ["ingest", "labels", str(bad), "--db", str(db)])
+    r = invoke("ingest", "labels", str(bad), "--db", str(db))
     assert r.exit_code == 3 and "2 added" in r.output and "line 3" in r.output, r.output
-    r = run(cli, ["ingest", "labels", str(bad), "--db", str(db), "--allow-bad-lines"])
+    r = invoke("ingest", "labels", str(bad), "--db", str(db), "--allow-bad-lines")
     assert r.exit_code == 0, r.output
     wrong = tmp_path / "wrong.csv"
     wrong.write_text("hash,who\n" + GOOD[1] + "\n")
     allbad = _labels(tmp_path, b"nothing,good,here,at,all\n")
     for path in (wrong, allbad):
-        r = run(cli, ["ingest", "labels", str(path), "--db", str(db), "--allow-bad-lines"])
+        r = invoke("ingest", "labels", str(path), "--db", str(db), "--allow-bad-lines")
         assert r.exit_code == 3, r.output
     comp = tmp_path / "c.jsonl"
     comp.write_text('[1, 2]\n42\n"text"\n')
-    r = run(cli, ["ingest", "completions", str(comp), "--db", str(db), "--allow-bad-lines"])
+    r = invoke("ingest", "completions", str(comp), "--db", str(db), "--allow-bad-lines")
     assert r.exit_code == 3, r.output
     assert "got an array" in r.output and "got an integer" in r.output
     assert "got a string" in r.output and "got null" not in r.output
@@ -154,8 +137,8 @@ def test_labels_for_unknown_verdicts_or_lessons_are_reported_and_audited(
 
     h, ext = GOOD[1].split(",")[:2]
     body = (f"{GOOD[1]}\n{'ab' * 32},{ext},0,1,a\n{h},{ext},97,1,a\n").encode()
-    r = CliRunner().invoke(cli, ["ingest", "labels", str(_labels(tmp_path, body)), "--db",
-                                 str(db)])
+    r = invoke("ingest", "labels", str(_labels(tmp_path, body)), "--db",
+               str(db))
     assert r.exit_code == 0, r.output  # they land: a warning, not a rejected line
     assert "unknown verdict" in r.output and "lesson_index out of range" in r.output
     with Store(db) as s:
@@ -167,16 +150,15 @@ def test_labels_for_unknown_verdicts_or_lessons_are_reported_and_audited(
 
 
 def test_keys_generate_refuses_bad_paths_before_writing_anything(tmp_path: Path) -> None:
-    run = CliRunner().invoke
-    r = run(cli, ["keys", "generate", "--key-id", "me", "--out", "/nonexistent/k.key"])
+    r = invoke("keys", "generate", "--key-id", "me", "--out", "/nonexistent/k.key")
     assert "no such folder /nonexistent" in _one_line_error(r)
     key = tmp_path / "k.key"
-    r = run(cli, ["keys", "generate", "--key-id", "me", "--out", str(key), "--keyring",
-                  str(tmp_path / "missing" / "keys.json")])
+    r = invoke("keys", "generate", "--key-id", "me", "--out", str(key), "--keyring",
+               str(tmp_path / "missing" / "keys.json"))
     assert "no such folder" in _one_line_error(r)
     assert not key.exists()  # the key is not written when the keyring cannot be
-    r = run(cli, ["keys", "generate", "--key-id", "me", "--out", str(tmp_path), "--keyring",
-                  str(tmp_path / "keys.json")])
+    r = invoke("keys", "generate", "--key-id", "me", "--out", str(tmp_path), "--keyring",
+               str(tmp_path / "keys.json"))
     assert r.exit_code == 2 and "is a directory" in r.output  # click's own usage error
     assert list(tmp_path.iterdir()) == []
 
@@ -188,7 +170,7 @@ def test_private_key_never_written_through_a_symlink(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.txt"
     link = tmp_path / "k.key"
     link.symlink_to(target)  # dangling
-    r = CliRunner().invoke(cli, ["keys", "generate", "--key-id", "me", "--out", str(link)])
+    r = invoke("keys", "generate", "--key-id", "me", "--out", str(link))
     _one_line_error(r)
     with pytest.raises(BadInputError, match="symbolic link"):
         SigningKey.generate("me").save(link)
@@ -215,8 +197,8 @@ def test_keyring_with_a_duplicated_key_id_is_refused(tmp_path: Path) -> None:
 def test_config_naming_a_folder_is_one_line(db: Path, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRUSS_LAB_CONFIG", str(tmp_path))
-    r = CliRunner().invoke(cli, ["extract", "--db", str(db), "--extractor", "heuristic",
-                                 "--quiet"])
+    r = invoke("extract", "--db", str(db), "--extractor", "heuristic",
+               "--quiet")
     assert "is a folder" in _one_line_error(r)
 
 
@@ -225,7 +207,7 @@ def test_sweep_output_in_a_missing_folder_is_refused_first(db: Path, tmp_path: P
                                                            option: str) -> None:
     other = "--plot" if option == "--csv" else "--csv"
     good = tmp_path / ("ok.png" if other == "--plot" else "ok.csv")
-    r = CliRunner().invoke(cli, ["sweep", "--db", str(db), "--run", "nope", option,
-                                 str(tmp_path / "missing" / "out"), other, str(good)])
+    r = invoke("sweep", "--db", str(db), "--run", "nope", option,
+               str(tmp_path / "missing" / "out"), other, str(good))
     assert "no such folder" in _one_line_error(r) and option in r.output
     assert not good.exists()

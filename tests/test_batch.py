@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,12 +14,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.cli import invoke
 from tests.builders.profiles import examples
-from tests.builders.stores import SAMPLE, sample_template
+from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, ChainError, StoreError, TrussLabError
 from truss_lab.extract._batch import (
@@ -40,17 +39,9 @@ SCORED = MemoryConfig(lesson_extraction="model-scored")
 SUBSET = "seq <= 400"  # extraction runs ~300 verdicts/s inline; keep the suite fast
 
 
-@pytest.fixture(scope="module")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database file holding the bundled sample's journal and completions."""
-    return sample_template(tmp_path_factory.mktemp("sample") / "sample.duckdb")
-
-
 @pytest.fixture
-def db_path(sample_db: Path, tmp_path: Path) -> Path:
-    p = tmp_path / "t.duckdb"
-    shutil.copy(sample_db, p)
-    return p
+def db_path(sample_unlabelled: Path, tmp_path: Path) -> Path:
+    return copy_db(sample_unlabelled, tmp_path / "t.duckdb")
 
 
 @pytest.fixture
@@ -61,9 +52,9 @@ def sample(db_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture(scope="module")
-def inline_hashes(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    p = tmp_path_factory.mktemp("inline") / "i.duckdb"
-    shutil.copy(sample_db, p)
+def inline_hashes(sample_unlabelled: Path, tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, str]:
+    p = copy_db(sample_unlabelled, tmp_path_factory.mktemp("inline") / "i.duckdb")
     with Store(p) as s:
         run = run_extraction(s, Extractor.replay(s, "sim-good-v1"), SCORED, progress=False,
                              chunk_size=300, verdicts=SUBSET)
@@ -347,23 +338,23 @@ def cli() -> click.Group:
 
 
 def test_cli_extract_runs_and_errors(cli: click.Group, db_path: Path, tmp_path: Path) -> None:
-    r = CliRunner().invoke(cli, ["extract", "--db", str(db_path), "--extractor",
-                                 "replay:sim-good-v1", "--policy", "model-scored",
-                                 "--verdicts", "seq <= 100", "--run-id", "c1", "--json"])
+    r = invoke("extract", "--db", str(db_path), "--extractor",
+               "replay:sim-good-v1", "--policy", "model-scored",
+               "--verdicts", "seq <= 100", "--run-id", "c1", "--json", cli=cli)
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["run_id"] == "c1" and out["n_verdicts"] == 100 and out["status"] == "finished"
-    r = CliRunner().invoke(cli, ["extract", "--db", str(db_path), "--resume", "c1", "--json"])
+    r = invoke("extract", "--db", str(db_path), "--resume", "c1", "--json", cli=cli)
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["verdicts_this_call"] == 0
     sub = tmp_path / "one.jsonl"
     lines = (SAMPLE / "completions.jsonl").read_text().splitlines()
     sub.write_text("\n".join(ln for ln in lines if "sim-overconfident-v1" in ln) + "\n")
-    r = CliRunner().invoke(cli, ["extract", "--db", str(db_path), "--extractor",
-                                 f"replay:{sub}", "--policy", "on", "--dry-run", "--quiet",
-                                 "--verdicts", "seq <= 100"])
+    r = invoke("extract", "--db", str(db_path), "--extractor",
+               f"replay:{sub}", "--policy", "on", "--dry-run", "--quiet",
+               "--verdicts", "seq <= 100", cli=cli)
     assert r.exit_code == 0 and "sim-overconfident-v1" in r.output, r.output
-    r = CliRunner().invoke(cli, ["runs", "--db", str(db_path), "--json"])
+    r = invoke("runs", "--db", str(db_path), "--json", cli=cli)
     assert r.exit_code == 0
     assert next(x["run_id"] for x in json.loads(r.stdout)) == "c1"
     for args in (["--extractor", "replay:nope"], ["--extractor", "gpt"],
@@ -371,7 +362,7 @@ def test_cli_extract_runs_and_errors(cli: click.Group, db_path: Path, tmp_path: 
                  ["--extractor", "heuristic", "--min-salience", "2"],
                  ["--extractor", "heuristic", "--run-id", "c1"],
                  ["--resume", "missing"]):
-        r = CliRunner().invoke(cli, ["extract", "--db", str(db_path), *args])
+        r = invoke("extract", "--db", str(db_path), *args, cli=cli)
         assert r.exit_code == 2, (args, r.output)
         assert r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1
 
@@ -379,15 +370,15 @@ def test_cli_extract_runs_and_errors(cli: click.Group, db_path: Path, tmp_path: 
 def test_cli_tampered_journal_exits_non_zero(cli: click.Group, db_path: Path) -> None:
     with Store(db_path) as s:
         s.sql("UPDATE journal SET signature = 'AAAA' WHERE seq = 7")
-    r = CliRunner().invoke(cli, ["extract", "--db", str(db_path), "--extractor", "heuristic",
-                                 "--policy", "on", "--quiet"])
+    r = invoke("extract", "--db", str(db_path), "--extractor", "heuristic",
+               "--policy", "on", "--quiet", cli=cli)
     assert r.exit_code == 1 and "does not verify" in r.output and "seq 7" in r.output
 
 
 def test_every_command_has_help(cli: click.Group) -> None:
     for name, cmd in cli.commands.items():
         assert cmd.help, name
-        assert CliRunner().invoke(cli, [name, "--help"]).exit_code == 0
+        assert invoke(name, "--help", cli=cli).exit_code == 0
 
 
 def test_live_provider_with_threads_records_calls_for_replay(sample: Store) -> None:

@@ -9,20 +9,18 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import truss_lab as tl
+from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import ProviderError, ProviderUnavailableError
 from truss_lab.extract._providers import CircuitBreaker, CircuitOpenError
-from truss_lab.faces.cli import cli
 
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("breaker") / "sample.duckdb"
-    tl.load_sample(path).close()
-    return path
+def sample_db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_db(sample_full, tmp_path_factory.mktemp("breaker") / "sample.duckdb")
 
 
 def closed_port() -> int:
@@ -33,7 +31,7 @@ def closed_port() -> int:
 
 
 def extract(db: Path, *args: str):
-    return CliRunner().invoke(cli, ["extract", "--db", str(db), "--quiet", *args])
+    return invoke("extract", "--db", str(db), "--quiet", *args)
 
 
 def test_dead_endpoint_stops_within_the_limit_and_resume_finishes(sample_db: Path) -> None:
@@ -95,8 +93,9 @@ def test_breaker_counts_only_consecutive_transport_failures() -> None:
     assert b.inner.script == ["x"]
 
 
-def test_breaker_stops_a_run_mid_way_and_keeps_what_was_written(tmp_path: Path) -> None:
-    store = tl.load_sample(tmp_path / "s.duckdb")
+def test_breaker_stops_a_run_mid_way_and_keeps_what_was_written(
+        sample_full: Path, tmp_path: Path) -> None:
+    store = tl.Store(copy_db(sample_full, tmp_path / "s.duckdb"))
     with ScriptedServer() as srv:
         srv.add(*[Reply() for _ in range(10)], *[Reply(status=503) for _ in range(40)])
         ex = tl.Extractor.openai(srv.base_url, "tiny", max_retries=0)
@@ -123,10 +122,10 @@ def test_error_share_above_the_limit_exits_1_and_errors_lists_them(sample_db: Pa
     assert r.exit_code == 1, r.output
     assert "10 of 10 verdicts (100.0%) have errors" in r.output
     assert "truss-lab errors bad" in r.output
-    r = CliRunner().invoke(cli, ["errors", "bad", "--db", str(sample_db)])
+    r = invoke("errors", "bad", "--db", str(sample_db))
     assert r.exit_code == 0 and "10 errors (10 provider/provider_error)" in r.output
     assert "HTTP 400" in r.output
-    r = CliRunner().invoke(cli, ["errors", "bad", "--db", str(sample_db), "--json"])
+    r = invoke("errors", "bad", "--db", str(sample_db), "--json")
     rows = json.loads(r.stdout)
     assert len(rows) == 10 and [x["verdict_seq"] for x in rows] == list(range(1, 11))
     # The limit is an option: 1.0 accepts any share.

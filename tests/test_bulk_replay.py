@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.builders.stores import sample_store
 from truss_lab.extract._extractor import (
     ExtractionRows,
     Extractor,
@@ -20,6 +20,7 @@ from truss_lab.extract._extractor import (
 )
 from truss_lab.extract._providers import Completion, CompletionRequest
 from truss_lab.journal._table import entry_payloads, verdict_refs
+from truss_lab.store._store import Store
 
 
 class _Forward:
@@ -58,8 +59,8 @@ def _same(a: ExtractionRows, b: ExtractionRows) -> None:
 
 
 @pytest.fixture(scope="module")
-def sample() -> tuple[pd.DataFrame, list[tuple[int, str, dict[str, Any]]]]:
-    with sample_store() as s:
+def sample(sample_labelled: Path) -> tuple[pd.DataFrame, list[tuple[int, str, dict[str, Any]]]]:
+    with Store(sample_labelled, read_only=True) as s:
         rec = s.sql("SELECT * FROM completions").df()
         seqs = verdict_refs(s)["seq"].tolist()
         verdicts = [(q, h, json.loads(p)) for q, h, p in entry_payloads(s, seqs)]

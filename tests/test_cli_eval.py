@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import click
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from tests.builders.stores import SAMPLE, sample_store
+from tests.builders.cli import invoke
+from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core._config import MemoryConfig
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
@@ -35,18 +34,14 @@ def cli() -> click.Group:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("eval") / "sample.duckdb"
-    with sample_store(path) as s:
+def db(sample_labelled: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = copy_db(sample_labelled, tmp_path_factory.mktemp("eval") / "sample.duckdb")
+    with Store(path) as s:
         for ext in (GOOD, OVER):
             run_extraction(s, Extractor.replay(s, ext),
                            MemoryConfig(lesson_extraction="model-scored"), progress=False,
                            write_memory=False, run_id=ext)
     return path
-
-
-def invoke(cli: click.Group, args: list[str]) -> object:
-    return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
 def test_every_command_has_help(cli):
@@ -56,14 +51,14 @@ def test_every_command_has_help(cli):
         for p in cmd.params:
             if isinstance(p, click.Option):
                 assert p.help, f"{name} {p.opts}"
-        res = invoke(cli, [name, "--help"])
+        res = invoke(name, "--help", cli=cli, catch_exceptions=False)
         assert res.exit_code == 0 and "Usage" in res.output
 
 
 def test_sweep_text_csv_plot_json(cli, db, tmp_path):
     csv, png = tmp_path / "s.csv", tmp_path / "s.png"
-    res = invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--csv", str(csv),
-                       "--plot", str(png), "--n-boot", "200"])
+    res = invoke("sweep", "--db", str(db), "--run", GOOD, "--csv", str(csv),
+                 "--plot", str(png), "--n-boot", "200", cli=cli, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "chosen threshold" in res.output and "held-out" in res.output
     assert "bootstrap interval of the choice" in res.output
@@ -71,8 +66,8 @@ def test_sweep_text_csv_plot_json(cli, db, tmp_path):
     assert {"threshold", "precision", "recall", "f1", "kept_per_verdict"} <= set(full.columns)
     assert full["threshold"].is_monotonic_decreasing
     assert png.read_bytes()[:4] == b"\x89PNG"
-    res = invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--json",
-                       "--objective", "precision:0.8", "--n-boot", "100"])
+    res = invoke("sweep", "--db", str(db), "--run", GOOD, "--json",
+                 "--objective", "precision:0.8", "--n-boot", "100", cli=cli, catch_exceptions=False)
     out = json.loads(res.output)
     assert out["choice"]["objective"] == "max recall s.t. precision >= 0.8"
     assert out["choice"]["train"]["precision"] >= 0.8
@@ -80,21 +75,22 @@ def test_sweep_text_csv_plot_json(cli, db, tmp_path):
 
 
 def test_sweep_with_a_labels_file(cli, db):
-    res = invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--labels",
-                       str(SAMPLE / "labels.csv"), "--n-boot", "50", "--json"])
+    res = invoke("sweep", "--db", str(db), "--run", GOOD, "--labels",
+                 str(SAMPLE / "labels.csv"), "--n-boot", "50", "--json",
+                 cli=cli, catch_exceptions=False)
     assert res.exit_code == 0
     assert json.loads(res.output)["run_id"] == GOOD
 
 
 def test_compare(cli, db, tmp_path):
     png = tmp_path / "c.png"
-    res = invoke(cli, ["compare", GOOD, OVER, "--db", str(db), "--threshold", "0.8",
-                       "--n-boot", "200", "--plot", str(png)])
+    res = invoke("compare", GOOD, OVER, "--db", str(db), "--threshold", "0.8",
+                 "--n-boot", "200", "--plot", str(png), cli=cli, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "common verdicts" in res.output and "McNemar" in res.output
     assert png.exists()
-    out = json.loads(invoke(cli, ["compare", GOOD, OVER, "--db", str(db), "--json",
-                                  "--n-boot", "100"]).output)
+    out = json.loads(invoke("compare", GOOD, OVER, "--db", str(db), "--json",
+                            "--n-boot", "100", cli=cli, catch_exceptions=False).output)
     assert out["names"] == [GOOD, OVER] and out["only_in_a"] == out["only_in_b"] == []
     assert out["table"][0]["threshold_a"] == 0.7
 
@@ -102,28 +98,30 @@ def test_compare(cli, db, tmp_path):
 @pytest.mark.parametrize("method", ["isotonic", "platt", "none"])
 def test_calibrate(cli, db, tmp_path, method):
     png = tmp_path / "cal.png"
-    res = invoke(cli, ["calibrate", OVER, "--db", str(db), "--method", method,
-                       "--plot", str(png)])
+    res = invoke("calibrate", OVER, "--db", str(db), "--method", method,
+                 "--plot", str(png), cli=cli, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "ECE" in res.output and png.exists()
-    out = json.loads(invoke(cli, ["calibrate", OVER, "--db", str(db), "--method", method,
-                                  "--json"]).output)
+    out = json.loads(invoke("calibrate", OVER, "--db", str(db), "--method", method,
+                            "--json", cli=cli, catch_exceptions=False).output)
     rows = [r["scores"] for r in out["summary"]]
     assert rows == (["before"] if method == "none" else ["before", "after"])
 
 
 def test_propose_twice(cli, db, tmp_path):
     work = tmp_path / "w.duckdb"
-    shutil.copy(db, work)
+    copy_db(db, work)
     key = tmp_path / "op.key"
-    res = invoke(cli, ["keys", "generate", "--key-id", "lab-op", "--out", str(key)])
+    res = invoke("keys", "generate", "--key-id", "lab-op", "--out", str(key),
+                 cli=cli, catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    res = invoke(cli, ["propose", "--db", str(work), "--run", GOOD, "--key", str(key),
-                       "--n-boot", "100"])
+    res = invoke("propose", "--db", str(work), "--run", GOOD, "--key", str(key),
+                 "--n-boot", "100", cli=cli, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "extraction_min_salience" in res.output and "not applied" in res.output
-    res = invoke(cli, ["propose", "--db", str(work), "--run", OVER, "--key", str(key),
-                       "--objective", "fbeta:0.5", "--n-boot", "100", "--json"])
+    res = invoke("propose", "--db", str(work), "--run", OVER, "--key", str(key),
+                 "--objective", "fbeta:0.5", "--n-boot", "100", "--json",
+                 cli=cli, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     rec = json.loads(res.output)
     assert rec["trust"] == "unverified" and rec["policy"]["target"] == "salience"
@@ -144,7 +142,7 @@ def test_propose_twice(cli, db, tmp_path):
     ],
 )
 def test_user_errors_are_one_line_exit_2(cli, db, args):
-    res = CliRunner().invoke(cli, [*args, "--db", str(db)])
+    res = invoke(*args, "--db", str(db), cli=cli)
     assert res.exit_code == 2, res.output
     err = res.stderr.strip()
     assert err.startswith("error:") and "\n" not in err
@@ -152,6 +150,6 @@ def test_user_errors_are_one_line_exit_2(cli, db, args):
 
 
 def test_missing_database_is_a_user_error(cli, tmp_path):
-    res = CliRunner().invoke(cli, ["sweep", "--db", str(tmp_path / "x.duckdb"), "--run", GOOD])
+    res = invoke("sweep", "--db", str(tmp_path / "x.duckdb"), "--run", GOOD, cli=cli)
     assert res.exit_code == 2 and "no such database" in res.stderr
     assert not (tmp_path / "x.duckdb").exists()

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
 
 import truss_lab as tl
+from tests.builders.cli import invoke
+from tests.builders.stores import copy_db
 from truss_lab.faces.cli import cli
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("cli") / "lab.duckdb"
-    tl.load_sample(path).close()
+def db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = copy_db(sample_full, tmp_path_factory.mktemp("cli") / "lab.duckdb")
     for args in (["--extractor", "replay:sim-good-v1", "--policy", "model-scored",
                   "--run-id", "good", "--name", "good at 0.70", "--tag", "a", "--tag", "b"],
                  ["--extractor", "replay:sim-overconfident-v1", "--policy", "model-scored",
@@ -28,10 +28,6 @@ def db(tmp_path_factory) -> Path:
         r = invoke("extract", "--db", str(path), "--quiet", *args)
         assert r.exit_code == 0, r.output
     return path
-
-
-def invoke(*args: str) -> click.testing.Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def one_line_error(r: click.testing.Result, code: int = 2) -> str:

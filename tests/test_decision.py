@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.builders.profiles import examples
-from tests.builders.stores import SAMPLE, sample_store
+from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core._canonical import canonical, json_safe, loads_strict
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError, PolicyError
@@ -34,9 +35,9 @@ KEY = SigningKey.from_seed("lab-operator", bytes(range(32)))  # public test mate
 
 
 @pytest.fixture(scope="module")
-def dec() -> Iterator[Store]:
+def dec(sample_labelled: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """The sample with labels and dry runs of both extractors (proposals accumulate here)."""
-    s = sample_store()
+    s = Store(copy_db(sample_labelled, tmp_path_factory.mktemp("dec") / "dec.duckdb"))
     cfg = MemoryConfig(lesson_extraction="on")
     for ext in (GOOD, OVER):
         run_extraction(s, Extractor.replay(s, ext), cfg, progress=False, write_memory=False,

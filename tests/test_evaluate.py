@@ -6,6 +6,7 @@ import dataclasses
 import math
 from collections.abc import Iterator
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,8 +16,9 @@ from hypothesis import strategies as st
 from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import brier_score_loss, cohen_kappa_score
 
+from tests.builders.cli import invoke
 from tests.builders.profiles import examples
-from tests.builders.stores import SAMPLE, sample_store
+from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._choose import choose_threshold, split_by_verdict
@@ -50,9 +52,9 @@ GOOD, OVER, SUB = "sim-good-v1", "sim-overconfident-v1", "good-subset"
 
 
 @pytest.fixture(scope="module")
-def ev() -> Iterator[Store]:
+def ev(sample_labelled: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """The sample with labels and three dry runs: good, overconfident, good on seq <= 400."""
-    s = sample_store()
+    s = Store(copy_db(sample_labelled, tmp_path_factory.mktemp("ev") / "ev.duckdb"))
     cfg = MemoryConfig(lesson_extraction="model-scored")
     for run_id, ext, verdicts in ((GOOD, GOOD, None), (OVER, OVER, None),
                                   (SUB, GOOD, "seq <= 400")):
@@ -406,15 +408,11 @@ def test_without_labels(ev, raw_labels):
         sweep_run(ev, GOOD, labels=none)
 
 
-def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path):
+def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(sample_labelled, tmp_path):
     # Issue #12: sweep_run, compare_runs and the CLI report agree with the lessons a
     # model-scored run at 0.70 actually wrote, per verdict it processed.
-    from click.testing import CliRunner
-
-    from truss_lab.faces.cli import cli
-
-    db = tmp_path / "w.duckdb"
-    s = sample_store(str(db))
+    db = copy_db(sample_labelled, tmp_path / "w.duckdb")
+    s = Store(db)
     cfg = MemoryConfig(lesson_extraction="model-scored", extraction_min_salience=0.7)
     for rid in (GOOD, OVER):
         run_extraction(s, Extractor.replay(s, rid), cfg, progress=False, run_id=rid)
@@ -439,8 +437,7 @@ def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(tmp_path)
         sp = choose_run_threshold(s, rid, objective=budget, n_boot=0).split
         assert sp["n_train_verdicts"] + sp["n_test_verdicts"] == processed
     s.close()
-    out = CliRunner().invoke(cli, ["sweep", "--db", str(db), "--run", GOOD, "--n-boot", "10",
-                                   "--json"])
+    out = invoke("sweep", "--db", str(db), "--run", GOOD, "--n-boot", "10", "--json")
     assert out.exit_code == 0, out.output
     import json
 

@@ -7,20 +7,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import truss_lab as tl
+from tests.builders.cli import invoke
+from tests.builders.stores import copy_db
 from truss_lab.faces._notebook import sample_run_id
-from truss_lab.faces.cli import cli
 from truss_lab.store._export import content_hash, relations
 
 RUNS = ("sim-good-v1", "sim-overconfident-v1")
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("export") / "lab.duckdb"
-    store = tl.load_sample(path)
+def db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = copy_db(sample_full, tmp_path_factory.mktemp("export") / "lab.duckdb")
+    store = tl.Store(path)
     tl.run_sample_extractions(store, extractors=RUNS)
     key = tl.SigningKey.generate("tester")
     tl.propose_threshold(store, sample_run_id(RUNS[0]), key, n_boot=20)
@@ -29,7 +29,7 @@ def db(tmp_path_factory) -> Path:
 
 
 def test_parquet_export_round_trips_every_table_and_view(db: Path, tmp_path: Path) -> None:
-    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--out", str(tmp_path / "x")])
+    r = invoke("export", "--db", str(db), "--out", str(tmp_path / "x"))
     assert r.exit_code == 0, r.output
     manifest = json.loads((tmp_path / "x" / "manifest.json").read_text())
     with tl.Store(db, read_only=True) as store:
@@ -47,7 +47,7 @@ def test_parquet_export_round_trips_every_table_and_view(db: Path, tmp_path: Pat
                    if e["name"] in ("journal", "candidates", "memory_entries",
                                     "policy_records", "labelled_candidates"))
     # An export is written whole into a new folder, never over another one.
-    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--out", str(tmp_path / "x")])
+    r = invoke("export", "--db", str(db), "--out", str(tmp_path / "x"))
     assert r.exit_code == 2 and "already holds an export" in r.output
 
 
@@ -62,8 +62,8 @@ def test_content_hash_ignores_order_and_sees_every_value(store) -> None:
 
 
 def test_csv_export_writes_every_relation(db: Path, tmp_path: Path) -> None:
-    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--format", "csv",
-                                 "--out", str(tmp_path / "c"), "--json"])
+    r = invoke("export", "--db", str(db), "--format", "csv",
+               "--out", str(tmp_path / "c"), "--json")
     assert r.exit_code == 0, r.output
     manifest = json.loads(r.stdout)
     for e in manifest["relations"]:

@@ -5,31 +5,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import truss_lab as tl
+from tests.builders.cli import invoke
 from tests.builders.http_server import ScriptedServer
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError, ProviderError
 from truss_lab.extract._extractor import Extractor, ExtractorConfig
 from truss_lab.extract._parser import LESSONS_JSON_SCHEMA
-from truss_lab.faces.cli import cli
 from truss_lab.store._runs import run_content_hashes
 
 VERDICTS = "seq <= 30"
 
 
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
-
-
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("cfg") / "lab.duckdb"
-    tl.load_sample(path).close()
-    return path
+def db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_db(sample_full, tmp_path_factory.mktemp("cfg") / "lab.duckdb")
 
 
 def test_config_hashes_are_pinned() -> None:

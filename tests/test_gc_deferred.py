@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import shutil
 import threading
 import weakref
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.builders.stores import sample_template
+from tests.builders.stores import copy_db
 from truss_lab.core import _gc
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._gc import full_collections_deferred
@@ -130,9 +129,8 @@ def test_a_threshold_changed_inside_is_kept(_thresholds: tuple[int, int, int]) -
 
 
 def test_run_extraction_runs_with_full_collections_deferred(
-        tmp_path: Path, _thresholds: tuple[int, int, int]) -> None:
-    db = tmp_path / "s.duckdb"
-    shutil.copy(sample_template(tmp_path / "template.duckdb"), db)
+        sample_unlabelled: Path, tmp_path: Path, _thresholds: tuple[int, int, int]) -> None:
+    db = copy_db(sample_unlabelled, tmp_path / "s.duckdb")
     during = []
 
     def score(c: pd.DataFrame) -> np.ndarray:

@@ -9,14 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer
-from tests.builders.stores import SAMPLE, sample_store
+from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core import BadInputError, MemoryConfig
 from truss_lab.evaluate import cohen_kappa, judge_agreement, labelled_candidates
 from truss_lab.extract import Extractor, Judge, parse_judgement, run_extraction, run_judge
-from truss_lab.faces.cli import cli
 from truss_lab.simulate._providers import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
 from truss_lab.store import Store
 
@@ -34,8 +33,9 @@ def test_parse_judgement() -> None:
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, str]]:
-    store = sample_store(tmp_path_factory.mktemp("judge") / "s.duckdb")
+def small(sample_labelled: Path, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[tuple[Store, str]]:
+    store = Store(copy_db(sample_labelled, tmp_path_factory.mktemp("judge") / "s.duckdb"))
     run = run_extraction(store, Extractor.replay(store, "sim-good-v1"), CONFIG,
                          verdicts="seq <= ?", params=[120], progress=False, write_memory=False)
     yield store, run.run_id
@@ -105,23 +105,23 @@ def test_agreement_of_a_perfect_and_a_simulated_judge(small: tuple[Store, str]) 
         judge_agreement(store, "judge:nobody@judge-v1")
 
 
-def test_cli_judge_simulated_then_replay_and_agreement(tmp_path: Path) -> None:
-    db = tmp_path / "c.duckdb"
-    with sample_store(db) as store:
+def test_cli_judge_simulated_then_replay_and_agreement(sample_labelled: Path,
+                                                      tmp_path: Path) -> None:
+    db = copy_db(sample_labelled, tmp_path / "c.duckdb")
+    with Store(db) as store:
         run_id = run_extraction(store, Extractor.replay(store, "sim-good-v1"), CONFIG,
                                 verdicts="seq <= ?", params=[60], progress=False,
                                 write_memory=False).run_id
-    runner = CliRunner()
-    r = runner.invoke(cli, ["judge", run_id, "--db", str(db), "--extractor", "simulated:"
-                            + str(SAMPLE / "lesson_truth.csv"), "--json"])
+    r = invoke("judge", run_id, "--db", str(db), "--extractor", "simulated:"
+               + str(SAMPLE / "lesson_truth.csv"), "--json")
     assert r.exit_code == 0, r.output
-    r = runner.invoke(cli, ["judge", run_id, "--db", str(db), "--extractor",
-                            "replay:" + SIMULATED_JUDGE_MODEL, "--json"])
+    r = invoke("judge", run_id, "--db", str(db), "--extractor",
+               "replay:" + SIMULATED_JUDGE_MODEL, "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["recorded"] == 0
-    r = runner.invoke(cli, ["judge-agreement", run_id, "--db", str(db), "--judge",
-                            f"{SIMULATED_JUDGE_MODEL}@judge-v1", "--n-boot", "50"])
+    r = invoke("judge-agreement", run_id, "--db", str(db), "--judge",
+               f"{SIMULATED_JUDGE_MODEL}@judge-v1", "--n-boot", "50")
     assert r.exit_code == 0, r.output
     assert "kappa" in r.output and "precision" in r.output
-    r = runner.invoke(cli, ["judge", run_id, "--db", str(db), "--extractor", "bogus"])
+    r = invoke("judge", run_id, "--db", str(db), "--extractor", "bogus")
     assert r.exit_code == 2 and "unknown judge" in r.output

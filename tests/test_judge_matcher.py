@@ -4,7 +4,6 @@ parsed strictly, recorded and replayed, assigned by the same greedy code as the 
 from __future__ import annotations
 
 import json
-import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer
+from tests.builders.stores import copy_db
 from truss_lab.core import BadInputError
 from truss_lab.evaluate import reference_truth, sweep_run
 from truss_lab.extract import JudgeMatcher, match_run, parse_similarities
 from truss_lab.extract._providers import Completion, CompletionRequest
-from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
-from truss_lab.faces.cli import cli
+from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
 from truss_lab.score import LexicalMatcher
 from truss_lab.simulate import SimulatedMatchProvider
 from truss_lab.simulate._providers import _LINE, SIMULATED_MATCH_MODEL
@@ -65,9 +64,9 @@ def test_parse_similarities_is_strict() -> None:
 
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("jm") / "s.duckdb"
-    with load_sample(path) as store:
+def sample_db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = copy_db(sample_full, tmp_path_factory.mktemp("jm") / "s.duckdb")
+    with Store(path) as store:
         run_sample_extractions(store, extractors=("sim-good-v1",), write_memory=False)
     return path
 
@@ -75,9 +74,7 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def store(sample_db: Path, tmp_path: Path) -> Iterator[Store]:
     # A copy per test: the live runs write recordings.
-    path = tmp_path / "s.duckdb"
-    shutil.copy(sample_db, path)
-    with Store(path) as s:
+    with Store(copy_db(sample_db, tmp_path / "s.duckdb")) as s:
         yield s
 
 
@@ -196,9 +193,8 @@ def test_the_simulated_matcher_without_noise_reproduces_the_truth(store) -> None
 def test_cli_match_then_evaluate_by_replay(store) -> None:
     db = store.path
     store.close()
-    runner = CliRunner()
     spec = "simulated:" + str(SAMPLE / "lesson_truth.csv")
-    r = runner.invoke(cli, ["match", RUN, "--db", str(db), "--extractor", spec, "--json"])
+    r = invoke("match", RUN, "--db", str(db), "--extractor", spec, "--json")
     assert r.exit_code == 0, r.output
     made = json.loads(r.output)
     assert made["recorded"] == made["requests"] > 50 and made["errors"] == {}
@@ -206,14 +202,14 @@ def test_cli_match_then_evaluate_by_replay(store) -> None:
     judged = ["--matcher", "judge", "--match-judge", "replay:" + SIMULATED_MATCH_MODEL]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no verdict left out
-        r = runner.invoke(cli, ["sweep", RUN, *base, *judged])
+        r = invoke("sweep", RUN, *base, *judged)
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["matcher"] == "judge:sim-match-v1@match-v1"
-    r = runner.invoke(cli, ["compare", RUN, RUN, *base, *judged])
+    r = invoke("compare", RUN, RUN, *base, *judged)
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["matcher"] == "judge:sim-match-v1@match-v1"
-    r = runner.invoke(cli, ["sweep", RUN, *base, "--matcher", "judge"])
+    r = invoke("sweep", RUN, *base, "--matcher", "judge")
     assert r.exit_code == 2 and "--match-judge" in r.output
-    r = runner.invoke(cli, ["sweep", RUN, *base, *judged[:2], "--match-judge", "bogus"])
+    r = invoke("sweep", RUN, *base, *judged[:2], "--match-judge", "bogus")
     assert r.exit_code == 2 and "unknown judge" in r.output

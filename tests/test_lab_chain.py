@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from truss_lab.faces.cli import cli
+from tests.builders.cli import invoke
 from truss_lab.journal._ledger import verify_chain
 from truss_lab.journal._table import get_entry, journal_head
 from truss_lab.simulate._simulate import simulate
@@ -31,10 +30,9 @@ def test_import_extract_propose_then_the_full_export_still_appends(
         sim: tuple[Path, Path, Path, Path], tmp_path: Path) -> None:
     full, first, keys, out = sim
     db = str(tmp_path / "lab.duckdb")
-    run = CliRunner().invoke
 
     def ok(*args: str) -> str:
-        r = run(cli, list(args))
+        r = invoke(*args)
         assert r.exit_code == 0, (args, r.output)
         return r.output
 

@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
+from truss_lab.faces._notebook import run_sample_extractions
 from truss_lab.score._matching import DEFAULT_MATCH_THRESHOLD, LexicalMatcher, match_lessons
+from truss_lab.store._store import Store
 
 V1, V2 = "1" * 64, "2" * 64
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,10 +105,8 @@ def test_bad_input() -> None:
 
 
 @pytest.fixture(scope="module")
-def sample_store(tmp_path_factory: pytest.TempPathFactory):
-    from truss_lab.faces._notebook import load_sample, run_sample_extractions
-
-    store = load_sample(tmp_path_factory.mktemp("match") / "s.duckdb")
+def sample_store(sample_full: Path, tmp_path_factory: pytest.TempPathFactory):
+    store = Store(copy_db(sample_full, tmp_path_factory.mktemp("match") / "s.duckdb"))
     run_sample_extractions(store, extractors=("sim-good-v1", "sim-overconfident-v1",
                                               "sim-paraphrase-v1"), write_memory=False)
     yield store

@@ -14,6 +14,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError, StoreError
 from truss_lab.faces._notebook import (
     SAMPLE,
@@ -36,9 +37,9 @@ SAMPLE_ROWS = {"journal": 1200, "completions": 3600, "labels": 4385, "signing_ke
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+def loaded(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """The sample in a file, with the three sample runs (shared, read-mostly)."""
-    s = load_sample(tmp_path_factory.mktemp("nb") / "sample.duckdb")
+    s = Store(copy_db(sample_full, tmp_path_factory.mktemp("nb") / "sample.duckdb"))
     run_sample_extractions(s)
     yield s
     s.close()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.builders.stores import sample_template
+from tests.builders.stores import copy_db
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import ChainError
 from truss_lab.extract import _batch, _gate
@@ -21,14 +20,9 @@ CHUNKS = "SELECT chunk_index, first_seq, last_seq, n_verdicts, n_candidates, n_l
          "n_lessons_new, n_errors, provider_calls FROM run_chunks ORDER BY ALL"
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return sample_template(tmp_path_factory.mktemp("ov") / "t.duckdb")
-
-
-def _run(template: Path, tmp: Path, name: str, executor: str, **kw: object) -> tuple:
+def _run(sample_unlabelled: Path, tmp: Path, name: str, executor: str, **kw: object) -> tuple:
     p = tmp / f"{name}.duckdb"
-    shutil.copy(template, p)
+    copy_db(sample_unlabelled, p)
     with Store(p) as s:
         ext = Extractor.replay(s, "sim-good-v1")
         run_extraction(s, ext, SCORED, run_id="r", progress=False, executor=executor,
@@ -40,14 +34,14 @@ def _run(template: Path, tmp: Path, name: str, executor: str, **kw: object) -> t
 
 
 def test_early_extraction_and_grouped_writes_match_the_chunk_by_chunk_run(
-    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # threads:1 extracts nothing early; with groups of one chunk it writes chunk by chunk
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 1)
-    want = _run(template, tmp_path, "plain", "threads:1")
+    want = _run(sample_unlabelled, tmp_path, "plain", "threads:1")
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 110)  # groups of 4 chunks
     monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 260)  # 10 chunks early, 38 after
-    got = _run(template, tmp_path, "overlap", "inline")
+    got = _run(sample_unlabelled, tmp_path, "overlap", "inline")
     assert got == want
     assert want[2][0][0] == 1200 and len(want[1]) == 48
 
@@ -71,12 +65,12 @@ def _spy_held(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
     return seen
 
 
-def _chunk_by_chunk_then_held(template: Path, tmp_path: Path,
+def _chunk_by_chunk_then_held(sample_unlabelled: Path, tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, dict]:
     """The results of a run written chunk by chunk after verification; then set up
     10 chunks extracted early and written in groups of 4, with the held writes spied."""
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 1)
-    want = _run(template, tmp_path, "plain", "threads:1")
+    want = _run(sample_unlabelled, tmp_path, "plain", "threads:1")
     seen = _spy_held(monkeypatch)
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 110)  # groups of 4 chunks
     monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 260)  # 10 chunks early
@@ -84,23 +78,23 @@ def _chunk_by_chunk_then_held(template: Path, tmp_path: Path,
 
 
 def test_the_early_chunks_are_written_during_verification_and_committed_after(
-    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    want, seen = _chunk_by_chunk_then_held(template, tmp_path, monkeypatch)
-    assert _run(template, tmp_path, "held", "inline") == want
+    want, seen = _chunk_by_chunk_then_held(sample_unlabelled, tmp_path, monkeypatch)
+    assert _run(sample_unlabelled, tmp_path, "held", "inline") == want
     # 4 + 4 while the journal was read, the last 2 once it was; all committed
     assert [w for w in seen["writes"] if w] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert seen["commits"] == [set(range(10))]
 
 
 def test_a_bad_chain_after_the_early_chunks_writes_nothing(
-    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = _spy_held(monkeypatch)
     monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 100)  # 4 chunks extracted early
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 50)  # and written in groups of 2
     p = tmp_path / "bad.duckdb"
-    shutil.copy(template, p)
+    copy_db(sample_unlabelled, p)
     with Store(p) as s:
         s.sql("UPDATE journal SET payload = json_object('tampered', true) WHERE seq = 900")
         before = s.counts()
@@ -117,9 +111,9 @@ def test_a_bad_chain_after_the_early_chunks_writes_nothing(
 
 
 def test_a_failed_held_write_falls_back_to_writing_after_verification(
-    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    want, seen = _chunk_by_chunk_then_held(template, tmp_path, monkeypatch)
+    want, seen = _chunk_by_chunk_then_held(sample_unlabelled, tmp_path, monkeypatch)
     real = _gate.write_group
     calls = {"n": 0}
 
@@ -130,12 +124,12 @@ def test_a_failed_held_write_falls_back_to_writing_after_verification(
             raise OSError("disk full")
 
     monkeypatch.setattr(_gate, "write_group", second_fails)
-    assert _run(template, tmp_path, "fallback", "inline") == want
+    assert _run(sample_unlabelled, tmp_path, "fallback", "inline") == want
     assert seen["commits"] == [set()]
 
 
 def test_an_error_during_verification_rolls_back_the_held_writes(
-    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 50)
     real = _batch.extract_chunk
@@ -149,7 +143,7 @@ def test_an_error_during_verification_rolls_back_the_held_writes(
 
     monkeypatch.setattr(_batch, "extract_chunk", fails_late)
     p = tmp_path / "err.duckdb"
-    shutil.copy(template, p)
+    copy_db(sample_unlabelled, p)
     with Store(p) as s:
         before = s.counts()
         ext = Extractor.replay(s, "sim-good-v1")
@@ -164,4 +158,4 @@ def test_an_error_during_verification_rolls_back_the_held_writes(
                        resume=True)
         got = run_content_hashes(s, "r")
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 1)
-    assert got == _run(template, tmp_path, "plain", "threads:1")[0]
+    assert got == _run(sample_unlabelled, tmp_path, "plain", "threads:1")[0]

@@ -9,24 +9,23 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders.cli import invoke
 from tests.builders.profiles import examples
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._queue import DEFAULT_BAND, MIN_LABELLED_VERDICTS, labelling_queue
 from truss_lab.evaluate._runs import choose_run_threshold
 from truss_lab.evaluate._truth import labelled_candidates
-from truss_lab.faces._notebook import load_sample, run_sample_extractions, sample_run_id
-from truss_lab.faces.cli import cli
+from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
 from truss_lab.ingest._ingest import ingest_labels
 from truss_lab.ingest._labels import QUEUE_FIELDS, read_labels, write_label_queue
 from truss_lab.store._store import Store
@@ -36,9 +35,9 @@ PARA = sample_run_id("sim-paraphrase-v1")
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("queue") / "template.duckdb"
-    s = load_sample(path)
+def template(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = copy_db(sample_full, tmp_path_factory.mktemp("queue") / "template.duckdb")
+    s = Store(path)
     run_sample_extractions(s, extractors=["sim-good-v1", "sim-paraphrase-v1"],
                            write_memory=False)
     s.close()
@@ -48,9 +47,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def db(template: Path, tmp_path: Path) -> Path:
     """A writable copy of the template database file."""
-    path = tmp_path / "lab.duckdb"
-    shutil.copy(template, path)
-    return path
+    return copy_db(template, tmp_path / "lab.duckdb")
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +58,7 @@ def store(template: Path) -> Iterator[Store]:
 
 
 def _cli(*argv: str) -> tuple[int, str]:
-    r = CliRunner().invoke(cli, list(argv))
+    r = invoke(*argv)
     return r.exit_code, r.output
 
 

@@ -13,10 +13,10 @@ import shlex
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
 from tests.builders.http_server import ScriptedServer
-from truss_lab.faces.cli import cli
+from tests.builders.stores import copy_db
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
@@ -35,7 +35,7 @@ def shell_lines(block: str) -> list[list[str]]:
 
 
 def run_cli(argv: list[str]) -> str:
-    r = CliRunner().invoke(cli, argv[1:])
+    r = invoke(*argv[1:])
     assert r.exit_code == 0, (" ".join(argv), r.output)
     return r.output
 
@@ -95,12 +95,8 @@ def test_local_endpoint_snippets_run(lang, sample_store_path, tmp_path, monkeypa
 
 
 @pytest.fixture
-def sample_store_path(tmp_path) -> Path:
-    import truss_lab as tl
-
-    path = tmp_path / "sample.duckdb"
-    tl.load_sample(path).close()
-    return path
+def sample_store_path(sample_full: Path, tmp_path: Path) -> Path:
+    return copy_db(sample_full, tmp_path / "sample.duckdb")
 
 
 def test_live_extraction_section_runs(sample_store_path, tmp_path, monkeypatch) -> None:

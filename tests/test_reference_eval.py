@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._references import (
     ReferenceTruth,
@@ -19,8 +20,7 @@ from truss_lab.evaluate._references import (
     run_references,
 )
 from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, sweep_run
-from truss_lab.faces._notebook import load_sample, run_sample_extractions, sample_run_id
-from truss_lab.faces.cli import cli
+from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
 from truss_lab.score._matching import match_lessons
 from truss_lab.store._store import Store
 
@@ -86,9 +86,9 @@ def test_duplicates_cost_precision() -> None:
 
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("refeval") / "s.duckdb"
-    with load_sample(path) as store:
+def sample_db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = copy_db(sample_full, tmp_path_factory.mktemp("refeval") / "s.duckdb")
+    with Store(path) as store:
         run_sample_extractions(store, extractors=("sim-good-v1", "heuristic-v1"),
                                write_memory=False)
     return path
@@ -181,15 +181,15 @@ def test_one_evaluation_any_truth(sample) -> None:
 def test_cli_compare_model_and_heuristic_without_labels(sample_db) -> None:
     """The README's `truss-lab compare <model run> <heuristic run>` on the sample."""
     good, heur = sample_run_id("sim-good-v1"), sample_run_id("heuristic-v1")
-    run = CliRunner().invoke(cli, ["compare", good, heur, "--db", str(sample_db),
-                                   "--n-boot", "50"])
+    run = invoke("compare", good, heur, "--db", str(sample_db),
+                 "--n-boot", "50")
     assert run.exit_code == 0, run.output
     assert "truth: references (run 'sample-heuristic-v1" in run.output
     assert "402 common verdicts" in run.output
-    run = CliRunner().invoke(cli, ["compare", good, heur, "--db", str(sample_db),
-                                   "--truth", "labels", "--n-boot", "50"])
+    run = invoke("compare", good, heur, "--db", str(sample_db),
+                 "--truth", "labels", "--n-boot", "50")
     assert run.exit_code != 0 and "no labelled" in run.output
-    run = CliRunner().invoke(cli, ["sweep", "--run", good, "--db", str(sample_db),
-                                   "--truth", "references", "--n-boot", "20", "--json"])
+    run = invoke("sweep", "--run", good, "--db", str(sample_db),
+                 "--truth", "references", "--n-boot", "20", "--json")
     assert run.exit_code == 0, run.output
     assert '"truth": "references"' in run.output

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
 from truss_lab.evaluate._references import reference_agreement, run_references
-from truss_lab.faces.cli import cli
 from truss_lab.ingest._ingest import ingest_references
 from truss_lab.ingest._references import REFERENCE_FIELDS, read_references
 from truss_lab.ingest._schemas import json_schema
@@ -86,7 +85,7 @@ def test_schema_and_reader_agree() -> None:
     schema = json_schema("references")
     assert set(schema["properties"]) == set(REFERENCE_FIELDS)
     assert set(schema["required"]) == {"verdict_hash", "reference_id", "text"}
-    out = CliRunner().invoke(cli, ["schema", "references"])
+    out = invoke("schema", "references")
     assert out.exit_code == 0 and json.loads(out.output)["title"] == "ReferenceRecordModel"
 
 
@@ -106,14 +105,14 @@ def test_ingest_is_idempotent_and_reports_conflicts(store, tmp_path) -> None:
 
 def test_cli_ingest_references(tmp_path) -> None:
     db = str(tmp_path / "t.duckdb")
-    r = CliRunner().invoke(cli, ["init", "--db", db])
+    r = invoke("init", "--db", db)
     assert r.exit_code == 0, r.output
     bad = _write(tmp_path, [_line(), _line(verdict_hash="zz")])
-    r = CliRunner().invoke(cli, ["ingest", "references", "--db", db, str(bad)])
+    r = invoke("ingest", "references", "--db", db, str(bad))
     assert r.exit_code == 3, r.output  # a rejected line: exit 3 (issue #15), the good one lands
     assert "1 added" in r.output and "1 bad lines" in r.output and "line 2" in r.output
-    r = CliRunner().invoke(cli, ["ingest", "references", "--db", db, str(bad),
-                                 "--allow-bad-lines"])
+    r = invoke("ingest", "references", "--db", db, str(bad),
+               "--allow-bad-lines")
     assert r.exit_code == 0, r.output
 
 

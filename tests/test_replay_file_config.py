@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import truss_lab as tl
+from tests.builders.cli import invoke
 from tests.builders.http_server import ScriptedServer
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
 from truss_lab.extract._extractor import Extractor, ExtractorConfig, ReplayProvider
 from truss_lab.extract._providers import CompletionRecorder
-from truss_lab.faces.cli import cli
 from truss_lab.ingest._completions import read_completions, write_completions
 from truss_lab.store._runs import run_content_hashes
 
@@ -25,17 +24,14 @@ CONFIG = ExtractorConfig(model="tiny", response_format="json_schema", temperatur
                          seed=7, max_tokens=300)
 
 
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
-
-
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+def recorded(sample_full: Path, tmp_path_factory: pytest.TempPathFactory
+             ) -> tuple[Path, Path, str]:
     """A live run against a local server, its calls recorded to a §2 file:
     (database, recordings file, extractor id)."""
     folder = tmp_path_factory.mktemp("filecfg")
     db, path = folder / "lab.duckdb", folder / "live.jsonl"
-    tl.load_sample(db).close()
+    copy_db(sample_full, db)
     rec = CompletionRecorder()
     with ScriptedServer() as srv:
         ex = Extractor.openai(srv.base_url, "tiny", config=CONFIG, recorder=rec)
@@ -62,7 +58,7 @@ def test_every_recorded_line_carries_the_configuration(recorded: tuple[Path, Pat
 
 
 def test_replay_from_the_file_on_the_cli_zero_live_calls_same_candidates(
-        recorded: tuple[Path, Path, str], tmp_path: Path) -> None:
+        recorded: tuple[Path, Path, str], sample_full: Path, tmp_path: Path) -> None:
     db, path, _ = recorded
     with ScriptedServer() as srv:  # where a live call would go, were one made
         r = invoke("extract", "--db", str(db), "--extractor", f"replay:{path}", "--base-url",
@@ -87,8 +83,7 @@ def test_replay_from_the_file_on_the_cli_zero_live_calls_same_candidates(
     r = invoke("errors", "bare", "--db", str(db), "--json")
     assert all("answers a different request" in e["message"] for e in json.loads(r.stdout))
     # Ingested into another database, the file replays from there by extractor id.
-    other = tmp_path / "other.duckdb"
-    tl.load_sample(other).close()
+    other = copy_db(sample_full, tmp_path / "other.duckdb")
     r = invoke("ingest", "completions", str(path), "--db", str(other), "--json")
     assert r.exit_code == 0, r.output
     ext_id = json.loads(path.read_text().splitlines()[0])["extractor"]

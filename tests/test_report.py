@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
 from tests.builders.report import HOSTILE, HOSTILE_ANNOTATOR, HOSTILE_REF, hostile_sample
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate import (
@@ -24,7 +24,6 @@ from truss_lab.faces import write_report
 from truss_lab.faces._report import _judged_rows
 from truss_lab.faces._report_truth import report_truth
 from truss_lab.faces._report_verdicts import reference_matches
-from truss_lab.faces.cli import cli
 from truss_lab.ingest._ingest import append_labels
 from truss_lab.store._store import Store
 
@@ -209,23 +208,23 @@ def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
     db = store.path
     store.close()
     out = tmp_path / "r.html"
-    res = CliRunner().invoke(cli, ["report", run_ids[0], "--db", db, "--out", str(out),
-                                   "--n-boot", "20", "--max-verdicts", "5"])
+    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
+                 "--n-boot", "20", "--max-verdicts", "5")
     assert res.exit_code == 0, res.output
     assert "report of 1 run(s)" in res.output
     text = out.read_text(encoding="utf-8")
     assert '<section id="comparison">' not in text  # one run: nothing to compare
     assert text.count('<details class="verdict"') == 5
-    res = CliRunner().invoke(cli, ["report", "no-such-run", "--db", db, "--out", str(out)])
+    res = invoke("report", "no-such-run", "--db", db, "--out", str(out))
     assert res.exit_code == 2 and res.output.startswith("error:")
     with Store(db, read_only=True) as ro, pytest.raises(BadInputError):
         write_report(ro, [], tmp_path / "x.html")
-    res = CliRunner().invoke(cli, ["report", run_ids[0], "--db", db, "--out", str(out),
-                                   "--truth", "gold"])
+    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
+                 "--truth", "gold")
     assert res.exit_code == 2 and "truth must be auto, labels, references or judge:NAME" \
         in res.output and "Traceback" not in res.output
-    res = CliRunner().invoke(cli, ["report", run_ids[0], "--db", db, "--out", str(out),
-                                   "--truth", "references", "--n-boot", "20",
-                                   "--max-verdicts", "5"])
+    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
+                 "--truth", "references", "--n-boot", "20",
+                 "--max-verdicts", "5")
     assert res.exit_code == 0, res.output
     assert "lessons judged by references (as asked)" in out.read_text(encoding="utf-8")

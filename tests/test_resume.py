@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pandas as pd
 import pytest
 
 from benchmarks import resume_torture as torture_mod
-from tests.builders.stores import sample_template
+from tests.builders.stores import copy_db
 from truss_lab.core._config import MemoryConfig
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
@@ -24,14 +23,9 @@ SUBSET = "seq <= 300"
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return sample_template(tmp_path_factory.mktemp("tpl") / "template.duckdb")
-
-
-@pytest.fixture(scope="module")
-def reference(template: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def reference(sample_unlabelled: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     p = tmp_path_factory.mktemp("ref") / "ref.duckdb"
-    shutil.copy(template, p)
+    copy_db(sample_unlabelled, p)
     with Store(p) as s:
         run_extraction(s, Extractor.replay(s, "sim-good-v1"), SCORED, verdicts=SUBSET,
                        chunk_size=25, run_id="r", progress=False)
@@ -56,10 +50,10 @@ def _crashing_score(after_calls: int) -> Callable[[pd.DataFrame], np.ndarray]:
 
 @pytest.mark.parametrize("crash_after", [0, 1, 5, 11])
 def test_resume_after_a_crash_writes_exactly_the_uninterrupted_rows(
-    template: Path, tmp_path: Path, reference: dict[str, str], crash_after: int
+    sample_unlabelled: Path, tmp_path: Path, reference: dict[str, str], crash_after: int
 ) -> None:
     p = tmp_path / "c.duckdb"
-    shutil.copy(template, p)
+    copy_db(sample_unlabelled, p)
     with Store(p) as s:
         ext = Extractor.replay(s, "sim-good-v1")
         with pytest.raises(Crash):
@@ -80,10 +74,10 @@ def test_resume_after_a_crash_writes_exactly_the_uninterrupted_rows(
         assert verify_chain(s).ok
 
 
-def test_resume_uses_the_runs_chunk_size(template: Path, tmp_path: Path,
+def test_resume_uses_the_runs_chunk_size(sample_unlabelled: Path, tmp_path: Path,
                                          reference: dict[str, str]) -> None:
     p = tmp_path / "c.duckdb"
-    shutil.copy(template, p)
+    copy_db(sample_unlabelled, p)
     with Store(p) as s:
         ext = Extractor.replay(s, "sim-good-v1")
         with pytest.raises(Crash):
@@ -95,8 +89,8 @@ def test_resume_uses_the_runs_chunk_size(template: Path, tmp_path: Path,
         assert run_content_hashes(s, "r") == reference
 
 
-def test_sigkill_at_10_random_points_then_resume(template: Path, tmp_path: Path) -> None:
-    res = torture_mod.torture(template, tmp_path, kills=10, seed=20261202,
+def test_sigkill_at_10_random_points_then_resume(sample_unlabelled: Path, tmp_path: Path) -> None:
+    res = torture_mod.torture(sample_unlabelled, tmp_path, kills=10, seed=20261202,
                               verdicts="seq <= 500", chunk_size=10, delay=(0.2, 3.0))
     assert res["final_rc"] == 0, res["final_stderr"]
     assert res["same_hashes"], res
@@ -107,6 +101,6 @@ def test_sigkill_at_10_random_points_then_resume(template: Path, tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_sigkill_at_50_random_points_then_resume(template: Path, tmp_path: Path) -> None:
-    res = torture_mod.torture(template, tmp_path, kills=50, seed=50)
+def test_sigkill_at_50_random_points_then_resume(sample_unlabelled: Path, tmp_path: Path) -> None:
+    res = torture_mod.torture(sample_unlabelled, tmp_path, kills=50, seed=50)
     assert res["ok"], res

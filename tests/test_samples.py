@@ -10,28 +10,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import truss_lab as tl
+from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer, default_completion
+from tests.builders.stores import copy_db
 from truss_lab.core._ids import derive_id
 from truss_lab.extract._extractor import Extractor, ExtractorConfig, extract_verdicts
-from truss_lab.faces.cli import cli
 from truss_lab.score._consistency import consistency_clusters, self_consistency
 from truss_lab.store._runs import run_content_hashes
 
 VERDICTS = "seq <= 12"
 
 
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
-
-
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("samples") / "lab.duckdb"
-    tl.load_sample(path).close()
-    return path
+def db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_db(sample_full, tmp_path_factory.mktemp("samples") / "lab.duckdb")
 
 
 def _sampled(body: Any) -> dict[str, Any]:

@@ -11,12 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer
 from truss_lab.core._errors import ProviderError
 from truss_lab.core._secrets import MASK, redact, redact_many
-from truss_lab.faces.cli import cli
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import append_entries
 from truss_lab.store._store import Store
@@ -46,9 +45,9 @@ def _everything(path: Path) -> str:
 
 
 def _extract(db: Path, url: str, *extra: str) -> object:
-    return CliRunner().invoke(cli, ["extract", "--db", str(db), "--extractor", "openai:m",
-                                    "--base-url", url, "--policy", "on", "--quiet",
-                                    "--verdicts", "seq<=2", *extra])
+    return invoke("extract", "--db", str(db), "--extractor", "openai:m",
+                  "--base-url", url, "--policy", "on", "--quiet",
+                  "--verdicts", "seq<=2", *extra)
 
 
 def test_key_with_a_carriage_return_is_refused_before_any_request(

@@ -10,11 +10,10 @@ import ast
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from tests.builders.cli import invoke
 from truss_lab.core._errors import BadInputError
 from truss_lab.faces._notebook import copy_store
-from truss_lab.faces.cli import cli
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import append_entries
 from truss_lab.journal._table import verdict_refs
@@ -126,7 +125,7 @@ def test_cli_verdicts_cannot_read_files(tmp_path: Path, key: SigningKey, verdict
     db = tmp_path / "lab.duckdb"
     with Store(db) as s:
         append_entries(s, "contract_verdict", [verdict], key)
-    r = CliRunner().invoke(cli, ["extract", "--db", str(db), "--extractor", "heuristic",
-                                 "--policy", "on", "--quiet", "--verdicts",
-                                 "seq IN (SELECT 1 FROM read_text('/etc/hostname'))"])
+    r = invoke("extract", "--db", str(db), "--extractor", "heuristic",
+               "--policy", "on", "--quiet", "--verdicts",
+               "seq IN (SELECT 1 FROM read_text('/etc/hostname'))")
     assert r.exit_code == 2 and "Permission Error" in r.output, r.output

@@ -5,22 +5,25 @@ prompts under ``response_format: json_schema`` parse."""
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
 import truss_lab as tl
 from tests.builders.http_server import ScriptedServer
+from tests.builders.stores import copy_db
 from truss_lab.extract._extractor import Extractor, ExtractorConfig
 from truss_lab.simulate._completions import structured_output_reply
 
 
 @pytest.fixture(scope="module")
-def failures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+def failures(sample_full: Path, tmp_path_factory: pytest.TempPathFactory
+             ) -> dict[str, dict[str, str]]:
     """Per response_format arm: verdict_hash -> parse-failure reason."""
-    path = tmp_path_factory.mktemp("rf") / "lab.duckdb"
+    path = copy_db(sample_full, tmp_path_factory.mktemp("rf") / "lab.duckdb")
     reply = functools.partial(structured_output_reply, malformed_rate=0.3)
     out: dict[str, dict[str, str]] = {}
-    with ScriptedServer(responder=reply) as srv, tl.load_sample(path) as store:
+    with ScriptedServer(responder=reply) as srv, tl.Store(path) as store:
         for arm in ("none", "json_object", "json_schema"):
             config = ExtractorConfig(model="sim", response_format=arm)
             ext = Extractor.openai(srv.base_url, "sim", config=config, max_retries=0)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.builders.stores import copy_db
 from truss_lab.core import BadInputError
 from truss_lab.evaluate import label_report, labelled_candidates, sweep_run
 from truss_lab.evaluate._transfer import (
@@ -15,6 +17,7 @@ from truss_lab.evaluate._transfer import (
     transfer_label_rows,
     transfer_report,
 )
+from truss_lab.faces._notebook import run_sample_extractions
 from truss_lab.store import Store
 
 
@@ -66,10 +69,8 @@ def test_never_from_the_same_extractor_and_bad_modes() -> None:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    from truss_lab.faces._notebook import load_sample, run_sample_extractions
-
-    store = load_sample(tmp_path_factory.mktemp("transfer") / "s.duckdb")
+def sample(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    store = Store(copy_db(sample_full, tmp_path_factory.mktemp("transfer") / "s.duckdb"))
     run_sample_extractions(store, extractors=("sim-good-v1", "sim-overconfident-v1",
                                               "sim-paraphrase-v1"), write_memory=False)
     yield store

@@ -8,7 +8,6 @@ evaluate call with the same truth; a judge's truth is its labels alone.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +15,9 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from tests.builders.stores import SAMPLE, sample_store
+from tests.builders.cli import invoke, invoke_json
+from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core import BadInputError, MemoryConfig
 from truss_lab.evaluate._run_calibration import calibration_run
 from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, rank_runs, sweep_run
@@ -33,7 +32,6 @@ from truss_lab.faces._display import (
 )
 from truss_lab.faces._text import SUMMARY_THRESHOLDS
 from truss_lab.faces._threshold_explorer import ThresholdExplorer
-from truss_lab.faces.cli import cli
 from truss_lab.faces.demo import demo_references
 from truss_lab.govern._decision import propose_threshold, references_hash
 from truss_lab.ingest._ingest import ingest_references
@@ -51,10 +49,10 @@ GOOD, OVER, HEUR, PARA = "good", "over", "heur", "para"
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def db(sample_labelled: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample's first 250 verdicts: labels, references, four runs, a judge on three."""
-    path = tmp_path_factory.mktemp("truths") / "t.duckdb"
-    with sample_store(path) as store:
+    path = copy_db(sample_labelled, tmp_path_factory.mktemp("truths") / "t.duckdb")
+    with Store(path) as store:
         ingest_references(store, SAMPLE / "references.jsonl")
         for rid, ex in ((GOOD, Extractor.replay(store, "sim-good-v1")),
                         (OVER, Extractor.replay(store, "sim-overconfident-v1")),
@@ -73,12 +71,6 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def store(db: Path) -> Iterator[Store]:
     with Store(db, read_only=True) as s:
         yield s
-
-
-def _cli(*args: str) -> dict:
-    run = CliRunner().invoke(cli, [*args, "--json"])
-    assert run.exit_code == 0, run.output
-    return json.loads(run.output)
 
 
 def _pair(truth: str) -> tuple[str, str]:
@@ -119,10 +111,10 @@ def test_an_unknown_truth_lists_the_valid_ones(store: Store, bad: str, db: Path)
 
 
 def test_the_cli_refuses_an_unknown_truth(db: Path) -> None:
-    run = CliRunner().invoke(cli, ["sweep", GOOD, "--db", str(db), "--truth", "gold"])
+    run = invoke("sweep", GOOD, "--db", str(db), "--truth", "gold")
     assert run.exit_code == 2 and "judge:NAME" in run.output
-    run = CliRunner().invoke(cli, ["calibrate", GOOD, "--db", str(db), "--truth",
-                                   "judge:nobody"])
+    run = invoke("calibrate", GOOD, "--db", str(db), "--truth",
+                 "judge:nobody")
     assert run.exit_code == 2 and JUDGE in run.output and "Traceback" not in run.output
 
 
@@ -131,7 +123,7 @@ def test_cli_sweep_and_choice_equal_the_direct_calls(db: Path, truth: str) -> No
     with Store(db, read_only=True) as s:
         at = sweep_run(s, GOOD, truth=truth, thresholds=list(SUMMARY_THRESHOLDS))
         choice = choose_run_threshold(s, GOOD, truth=truth, cv="auto", n_boot=30)
-    got = _cli("sweep", GOOD, "--db", str(db), "--truth", truth, "--n-boot", "30")
+    got = invoke_json("sweep", GOOD, "--db", str(db), "--truth", truth, "--n-boot", "30")
     assert got["truth"] == truth
     assert pd.DataFrame(got["sweep"])[at.columns].to_numpy(float) == pytest.approx(
         at.to_numpy(float), abs=1e-6, nan_ok=True)
@@ -145,7 +137,7 @@ def test_cli_sweep_and_choice_equal_the_direct_calls(db: Path, truth: str) -> No
 def test_cli_calibrate_equals_the_direct_call(db: Path, truth: str) -> None:
     with Store(db, read_only=True) as s:
         rep = calibration_run(s, GOOD, truth=truth)
-    got = _cli("calibrate", GOOD, "--db", str(db), "--truth", truth)
+    got = invoke_json("calibrate", GOOD, "--db", str(db), "--truth", truth)
     assert got["truth"] == truth and rep.truth == truth
     summary = pd.DataFrame(got["summary"]).set_index("scores")[rep.summary.columns]
     assert summary.to_numpy(float) == pytest.approx(rep.summary.to_numpy(float), abs=1e-6,
@@ -158,7 +150,7 @@ def test_cli_compare_equals_the_direct_call(db: Path, truth: str) -> None:
     a, b = _pair(truth)
     with Store(db, read_only=True) as s:
         res = compare_runs(s, a, b, truth=truth, n_boot=50)
-    got = _cli("compare", a, b, "--db", str(db), "--truth", truth, "--n-boot", "50")
+    got = invoke_json("compare", a, b, "--db", str(db), "--truth", truth, "--n-boot", "50")
     assert got["truth"] == truth and got["n_common"] == res.n_common
     table = pd.DataFrame(got["table"])[res.table.columns]
     assert table.to_numpy(float) == pytest.approx(res.table.to_numpy(float), abs=1e-6)
@@ -175,7 +167,7 @@ def test_compare_without_any_label_on_either_run(db: Path, store: Store) -> None
     assert res.table["delta_f1"][0] > 0  # the paraphrases beat the baseline
     with pytest.raises(BadInputError, match="no labelled candidate"):
         compare_runs(store, HEUR, PARA, truth="labels", n_boot=50)
-    run = CliRunner().invoke(cli, ["compare", HEUR, PARA, "--db", str(db), "--n-boot", "50"])
+    run = invoke("compare", HEUR, PARA, "--db", str(db), "--n-boot", "50")
     assert run.exit_code == 0, run.output
     assert f"truth: references (run {HEUR!r} has no gold labels)" in run.output
 
@@ -240,7 +232,7 @@ def test_propose_by_references_records_its_truth_and_verifies(db: Path, tmp_path
         assert report.ok, report
         by_cli = choose_run_threshold(s, PARA, truth="references", cv="auto", n_boot=40)
     # The CLI: same choice as the direct call, the truth in the signed evidence.
-    got = _cli("propose", PARA, "--db", str(db), "--key", str(key_path), "--n-boot", "40")
+    got = invoke_json("propose", PARA, "--db", str(db), "--key", str(key_path), "--n-boot", "40")
     seq = got["provenance"]["produced_by"]["seq"]
     with Store(db, read_only=True) as s:
         ev3 = get_entry(s, seq, table="lab_journal")["payload"]["evidence"]

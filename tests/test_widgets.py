@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,10 +19,11 @@ from hypothesis import strategies as st
 from sklearn.metrics import f1_score, precision_score, recall_score
 
 from tests.builders.profiles import examples
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._models import MemoryQuery
 from truss_lab.evaluate._truth import labelled_candidates
-from truss_lab.faces._notebook import copy_store, load_sample, run_sample_extractions
+from truss_lab.faces._notebook import copy_store, run_sample_extractions
 from truss_lab.faces._threshold_explorer import ThresholdExplorer
 from truss_lab.faces._widgets import LabellingWidget, LessonBrowser
 from truss_lab.store._memory import query_memory
@@ -29,9 +31,9 @@ from truss_lab.store._store import Store
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+def sample(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """The sample with one replay run of sim-good-v1 (model-scored at 0.70)."""
-    s = load_sample(tmp_path_factory.mktemp("w") / "sample.duckdb")
+    s = Store(copy_db(sample_full, tmp_path_factory.mktemp("w") / "sample.duckdb"))
     run_sample_extractions(s, extractors=["sim-good-v1"])
     yield s
     s.close()
