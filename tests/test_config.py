@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import ConfigError
 from truss_lab.core._models import LessonExtractionPolicy
+from truss_lab.extract._gate import apply_gate
 
 
 def test_defaults_are_off_and_070() -> None:
@@ -76,5 +78,9 @@ def test_bad_policy_and_unknown_setting(tmp_path) -> None:
         ("model-scored", None, False),
     ],
 )
-def test_passes(policy, salience, written) -> None:
-    assert MemoryConfig(lesson_extraction=policy).passes(salience) is written
+def test_the_gate_at_the_default_threshold(policy, salience, written) -> None:
+    # apply_gate is the one gate (MemoryConfig has no second one); a missing salience
+    # is NaN there, which never passes
+    score = np.array([np.nan if salience is None else salience])
+    got = apply_gate(score, np.array([True]), MemoryConfig(lesson_extraction=policy))
+    assert bool(got[0]) is written

@@ -186,8 +186,9 @@ def test_run_record(store) -> None:
     assert create_run(store, "r1", **kw) == 0  # a second create is a no-op
     row = run_info(store, "r1")
     assert (row["status"], row["n_lessons"], row["seconds"]) == ("running", 0, 0.0)
-    assert row["config"] == ('{"chunk_size": 10, "extraction_min_salience": 0.7, '
-                             '"lesson_extraction": "on"}')
+    # policy and threshold are columns only (one fact each), not copied into config
+    assert row["config"] == '{"chunk_size": 10}'
+    assert (row["policy"], row["extraction_min_salience"]) == ("on", 0.7)
     create_run(store, "live", status="live", counted=False, **kw)
     assert get_run(store, "live")["n_lessons"] is None
     assert "recent runs: " in str(missing_run_error(store, "nope"))

@@ -108,11 +108,3 @@ class MemoryConfig(BaseModel):
             if v is not None:
                 values[k] = _check(k, v, "arguments")
         return cls(**values)
-
-    def passes(self, salience: float | None) -> bool:
-        """Whether one lesson with ``salience`` is written under this config."""
-        if self.lesson_extraction is LessonExtractionPolicy.off:
-            return False
-        if self.lesson_extraction is LessonExtractionPolicy.on:
-            return True
-        return salience is not None and salience >= self.extraction_min_salience

@@ -31,9 +31,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core._config import MemoryConfig
 from ..core._errors import BadInputError
-from ..core._threshold import check_threshold
+from ..core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ..ingest._labels import QUEUE_FIELDS
 from ..journal._table import verdict_payloads
 from ..store._runs import run_info
@@ -50,7 +49,6 @@ DEFAULT_BAND = 0.10
 #: Verdicts with a labelled lesson needed before the choice's interval is used: the
 #: number ``cv="auto"`` needs to cross-validate the choice.
 MIN_LABELLED_VERDICTS = AUTO_FOLDS * MIN_FOLD_VERDICTS
-_DEFAULT_THRESHOLD = float(MemoryConfig.model_fields["extraction_min_salience"].default)
 
 
 def _count(value: Any, name: str) -> int:
@@ -79,23 +77,24 @@ def _decision_interval(store: Store, run_id: str, lc: pd.DataFrame, *,
                 "centre": (lo + hi) / 2, "objective": None, "why": "the interval given"}
     values = set(lab["label"].astype("int64").tolist())
     if n_verdicts < MIN_LABELLED_VERDICTS or values != {0, 1}:
-        lo, hi = _band(_DEFAULT_THRESHOLD)
+        lo, hi = _band(DEFAULT_MIN_SALIENCE)
         why = (f"too few labels to choose: {n_verdicts} verdict(s) with a labelled lesson "
                f"(at least {MIN_LABELLED_VERDICTS} needed)" if n_verdicts < MIN_LABELLED_VERDICTS
                else "too few labels to choose: every labelled lesson has the same label")
         return {**info, "source": "default-band", "low": lo, "high": hi,
-                "threshold": _DEFAULT_THRESHOLD, "centre": _DEFAULT_THRESHOLD, "objective": None,
-                "why": f"{why}; the ADR default {_DEFAULT_THRESHOLD:.2f} ± {DEFAULT_BAND:.2f}"}
+                "threshold": DEFAULT_MIN_SALIENCE, "centre": DEFAULT_MIN_SALIENCE,
+                "objective": None,
+                "why": f"{why}; the ADR default {DEFAULT_MIN_SALIENCE:.2f} ± {DEFAULT_BAND:.2f}"}
     choice = choose_run_threshold(store, run_id, objective=objective, cv="auto",
                                   n_boot=n_boot, random_state=random_state)
     t = choice.threshold
     if choice.threshold_interval is None or not math.isfinite(t):
-        lo, hi = _band(_DEFAULT_THRESHOLD)
+        lo, hi = _band(DEFAULT_MIN_SALIENCE)
         return {**info, "source": "default-band", "low": lo, "high": hi,
-                "threshold": _DEFAULT_THRESHOLD, "centre": _DEFAULT_THRESHOLD,
+                "threshold": DEFAULT_MIN_SALIENCE, "centre": DEFAULT_MIN_SALIENCE,
                 "objective": choice.objective,
                 "why": f"no threshold satisfies {choice.objective} (choice {t}); the ADR "
-                       f"default {_DEFAULT_THRESHOLD:.2f} ± {DEFAULT_BAND:.2f}"}
+                       f"default {DEFAULT_MIN_SALIENCE:.2f} ± {DEFAULT_BAND:.2f}"}
     lo, hi = (float(v) for v in choice.threshold_interval)
     conf = f"{choice.confidence:.0%}" if choice.confidence is not None else ""
     return {**info, "source": "bootstrap", "low": lo, "high": hi, "threshold": float(t),

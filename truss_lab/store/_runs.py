@@ -67,7 +67,10 @@ def create_run(
 ) -> int:
     """Create the extraction_runs row of ``run_id`` unless it exists; return rows added.
 
-    The stored ``config`` JSON is the policy and threshold plus ``config``.
+    The stored ``config`` JSON is ``config`` (what the caller adds: chunk size, batch,
+    the CLI's extractor spec); the policy and the threshold are the row's columns
+    ``policy`` and ``extraction_min_salience``, stored once (runs recorded before also
+    copied them into the JSON; readers take the columns).
     ``counted``: a batch keeps its counts in the row (they start at 0 and
     ``seconds`` at 0.0); a live run does not (they stay NULL). ``name`` and
     ``tags`` are for people (``truss-lab runs`` shows them). ``config_hash``:
@@ -75,8 +78,7 @@ def create_run(
     """
     from .. import __version__
 
-    cfg = {"lesson_extraction": policy, "extraction_min_salience": extraction_min_salience,
-           **(config or {})}
+    cfg = dict(config or {})
     start = 0 if counted else None
     cols: dict[str, Any] = {
         "run_id": [run_id], "extractor_id": [extractor_id], "provider": [provider],

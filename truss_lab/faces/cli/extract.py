@@ -185,7 +185,10 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
         prior: dict[str, Any] = {}
         if resume_id:
             row = run_info(store, resume_id)
-            prior = json.loads(row["config"])
+            # The run's policy and threshold are its columns (stored once), the rest
+            # of what it was started with is its config.
+            prior = {**json.loads(row["config"]), "lesson_extraction": row["policy"],
+                     "extraction_min_salience": row["extraction_min_salience"]}
             dry_run = dry_run or not row["write_memory"]
         spec = extractor_spec or prior.get("extractor_spec")
         if spec is None:
