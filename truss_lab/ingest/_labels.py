@@ -134,8 +134,8 @@ def _csv_records(data: bytes, source: str,
             try:
                 good.append((number, raw.decode("utf-8")))
             except UnicodeDecodeError as exc:
-                errors.append(input_error(f"not UTF-8: {exc.reason} at byte {exc.start}", source,
-                                   number, None, "bad_unicode"))
+                errors.append(input_error(f"not UTF-8: {exc.reason} at byte {exc.start}",
+                                          source, number, None, "bad_unicode"))
     pos = 0
     while pos < len(good):
         reader = csv.reader((t for _, t in itertools.islice(good, pos, None)), strict=True)
@@ -146,31 +146,13 @@ def _csv_records(data: bytes, source: str,
                 done = reader.line_num
             return
         except csv.Error as exc:
-            errors.append(input_error(f"malformed CSV: {exc}", source, good[pos + done][0], None,
-                               "bad_csv"))
+            errors.append(input_error(f"malformed CSV: {exc}", source, good[pos + done][0],
+                                      None, "bad_csv"))
             pos += done + 1
 
 
-def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
-    """Read a §3 gold-labels CSV file: ``(good rows, errors)``.
-
-    The header must be exactly ``verdict_hash,extractor,lesson_index,useful,annotator``
-    (``annotator`` may be left out), or a labelling queue's (:data:`QUEUE_FIELDS`:
-    its context columns are not read, and a row whose ``useful`` is empty is
-    skipped, not an error, and counted in ``frame.attrs["blank_rows"]``);
-    otherwise the only error names the header found and nothing is read. The frame
-    has the columns of :data:`LABEL_FIELDS`
-    (``lesson_index`` and ``useful`` as ``int64``, ``annotator`` ``<NA>`` when
-    empty). Each bad row gives a :class:`BadInputError` naming its line and
-    field; identical duplicates of (verdict_hash, extractor, lesson_index,
-    annotator) collapse, conflicting ones are all dropped with an error naming both lines.
-    """
-    source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise BadInputError(f"cannot read labels file: {exc.strerror}", source=source) from exc
-    empty = pd.DataFrame(
+def _empty_labels() -> pd.DataFrame:
+    return pd.DataFrame(
         {
             "verdict_hash": pd.array([], dtype="string"),
             "extractor": pd.array([], dtype="string"),
@@ -179,7 +161,15 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
             "annotator": pd.array([], dtype="string"),
         }
     )
-    errors: list[BadInputError] = []
+
+
+def _label_records(
+    data: bytes, source: str, errors: list[BadInputError]
+) -> BadInputError | tuple[list[list[str]], list[int], int]:
+    """The data rows of a labels CSV (queue rows cut to :data:`LABEL_FIELDS`), the first
+    line of each and the count of queue rows left without a label; or the one
+    ``bad_header`` error when the header is wrong or missing. Rows of the wrong width
+    are reported in ``errors`` and skipped."""
     rows: list[list[str]] = []
     row_lines: list[int] = []
     header: list[str] | None = None
@@ -190,12 +180,12 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
         if header is None:
             header = row
             if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4], QUEUE_FIELDS):
-                return empty, [input_error(
+                return input_error(
                     f"wrong CSV header {','.join(header)!r}; expected "
                     f"{','.join(LABEL_FIELDS)!r} (annotator may be left out) or a labelling "
                     "queue's header (truss-lab schema label-queue)",
                     source, start, None, "bad_header",
-                )]
+                )
             continue
         if len(row) != len(header):
             errors.append(input_error(
@@ -211,14 +201,17 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
         rows.append(row)
         row_lines.append(start)
     if header is None:
-        return empty, [input_error(
+        return input_error(
             f"empty file; expected the header {','.join(LABEL_FIELDS)!r}",
             source, 1, None, "bad_header",
-        )]
-    if not rows:
-        empty.attrs["blank_rows"] = n_blank
-        return empty, errors
-    lines = np.asarray(row_lines, dtype=np.int64)
+        )
+    return rows, row_lines, n_blank
+
+
+def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
+                    errors: list[BadInputError]) -> tuple[pd.DataFrame, np.ndarray]:
+    """The frame of the valid ``rows`` and the mask of those kept; each bad value is
+    reported in ``errors`` with its line and field."""
     cols = list(zip(*rows, strict=True))
     vh, ex, li, us = (list(c) for c in cols[:4])
     an = [a or None for a in cols[4]] if len(cols) == 5 else [None] * len(rows)
@@ -255,7 +248,39 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
             "annotator": pd.array(pa.array(take(an), type=pa.string()), dtype="string"),
         }
     )
-    keep_mask = ~bad
+    return df, ~bad
+
+
+def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Read a §3 gold-labels CSV file: ``(good rows, errors)``.
+
+    The header must be exactly ``verdict_hash,extractor,lesson_index,useful,annotator``
+    (``annotator`` may be left out), or a labelling queue's (:data:`QUEUE_FIELDS`:
+    its context columns are not read, and a row whose ``useful`` is empty is
+    skipped, not an error, and counted in ``frame.attrs["blank_rows"]``);
+    otherwise the only error names the header found and nothing is read. The frame
+    has the columns of :data:`LABEL_FIELDS`
+    (``lesson_index`` and ``useful`` as ``int64``, ``annotator`` ``<NA>`` when
+    empty). Each bad row gives a :class:`BadInputError` naming its line and
+    field; identical duplicates of (verdict_hash, extractor, lesson_index,
+    annotator) collapse, conflicting ones are all dropped with an error naming both lines.
+    """
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BadInputError(f"cannot read labels file: {exc.strerror}", source=source) from exc
+    errors: list[BadInputError] = []
+    records = _label_records(data, source, errors)
+    if isinstance(records, BadInputError):
+        return _empty_labels(), [records]
+    rows, row_lines, n_blank = records
+    if not rows:
+        empty = _empty_labels()
+        empty.attrs["blank_rows"] = n_blank
+        return empty, errors
+    lines = np.asarray(row_lines, dtype=np.int64)
+    df, keep_mask = _checked_labels(rows, lines, source, errors)
     df, dup_errors = dedupe(df, lines[keep_mask], LABEL_KEY, source)
     errors += dup_errors
     errors.sort(key=lambda e: e.line or 0)

@@ -20,9 +20,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import __version__  # set by truss_lab/__init__ before it imports any stage
 from ..core._errors import BadInputError
 from ..core._models import utcnow
-from ._store import Store, quote_ident
+from ._store import SCHEMA_VERSION, Store, quote_ident
 
 __all__ = ["EXPORT_FORMATS", "content_hash", "export_store", "relations"]
 
@@ -61,9 +62,6 @@ def export_store(store: Store, out: str | os.PathLike[str], *,
         raise BadInputError("already holds an export (manifest.json); choose a new folder",
                             source=str(dest))
     dest.mkdir(parents=True, exist_ok=True)
-    from .. import __version__
-    from ._store import SCHEMA_VERSION
-
     entries = []
     for name, kind in relations(store):
         path = dest / f"{name}.{format}"

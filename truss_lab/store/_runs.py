@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .. import __version__  # set by truss_lab/__init__ before it imports any stage
 from ..core._errors import BadInputError
 from ..core._models import utcnow
 from ..core._secrets import redact
@@ -76,8 +77,6 @@ def create_run(
     ``tags`` are for people (``truss-lab runs`` shows them). ``config_hash``:
     the extractor configuration (``extractor_configs``), when it has one.
     """
-    from .. import __version__
-
     cfg = dict(config or {})
     start = 0 if counted else None
     cols: dict[str, Any] = {
