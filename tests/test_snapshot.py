@@ -4,9 +4,9 @@ holding DuckDB's write lock) and has committed data that is only in its WAL."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,8 +14,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from click.testing import Result
 
 import truss_lab as tl
+from tests.builders.cli import invoke
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import StoreError, StoreLockedError
 from truss_lab.store._snapshot import take_snapshot
 from truss_lab.store._store import open_store
@@ -37,10 +40,9 @@ def holder(code: str) -> Iterator[subprocess.Popen[str]]:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("snap") / "lab.duckdb"
-    tl.load_sample(path).close()  # closed: everything checkpointed into the file
-    return path
+def db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # a copy of a closed file: everything checkpointed into it
+    return copy_db(sample_full, tmp_path_factory.mktemp("snap") / "lab.duckdb")
 
 
 # The notebook of the story: it opens the store for writing and commits a run
@@ -57,11 +59,13 @@ _NOTEBOOK = """
 """
 
 
-def _cli(db: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
-    # TMPDIR: the snapshot's folder lands where the test can see that it is gone.
-    env = {**os.environ, "TMPDIR": str(tmp)}
-    return subprocess.run([sys.executable, "-m", "truss_lab.faces.cli", *args, "--db", str(db)],
-                          capture_output=True, text=True, env=env, timeout=300)
+def _cli(db: Path, *args: str, tmp: Path) -> Result:
+    """``truss-lab ARGS --db DB`` in this process: the lock is the holder's, another
+    process, which is all a snapshot needs (a CLI process would cost a Python start-up each).
+    The snapshot's folder lands in ``tmp``, where the test can see that it is gone."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(tmp))
+        return invoke(*args, "--db", db, catch_exceptions=False)
 
 
 def test_read_only_commands_read_a_snapshot_and_say_so(db: Path, tmp_path: Path) -> None:
@@ -72,7 +76,7 @@ def test_read_only_commands_read_a_snapshot_and_say_so(db: Path, tmp_path: Path)
         assert Path(f"{db}.wal").stat().st_size > 0  # the held run is in the WAL only
         for cmd in (["runs"], ["verify"], ["audit"], ["errors", "held-run"]):
             r = _cli(db, *cmd, tmp=scratch)
-            assert r.returncode == 0, (cmd, r.stderr)
+            assert r.exit_code == 0, (cmd, r.stderr)
             note = r.stderr.strip().splitlines()
             assert len(note) == 1 and note[0].startswith("note: "), (cmd, r.stderr)
             assert f"PID {proc.pid}" in note[0] and "snapshot" in note[0]
@@ -82,20 +86,20 @@ def test_read_only_commands_read_a_snapshot_and_say_so(db: Path, tmp_path: Path)
         assert "held-run" in r.stdout  # committed in the WAL, read from the copied WAL
         out = scratch.parent / "held.html"
         r = _cli(db, "report", "held-run", "--out", str(out), "--n-boot", "5", tmp=scratch)
-        assert r.returncode == 0 and r.stderr.startswith("note: "), r.stderr
+        assert r.exit_code == 0 and r.stderr.startswith("note: "), r.stderr
         assert (f"database {db} (a snapshot copied at " in out.read_text(encoding="utf-8"))
         assert list(scratch.iterdir()) == []
         assert "ok: 1200 entries verified" in _cli(db, "verify", tmp=scratch).stdout
         # Writers are still refused, clearly, and write nothing.
         for cmd in (["init"], ["ingest", "labels", str(tl.SAMPLE_DIR / "labels.csv")]):
             w = _cli(db, *cmd, tmp=scratch)
-            assert w.returncode == 2, (cmd, w.stderr)
+            assert w.exit_code == 2, (cmd, w.stderr)
             assert w.stderr.startswith("error:") and "Traceback" not in w.stderr
             assert f"PID {proc.pid}" in w.stderr and "locked by another process" in w.stderr
             assert list(scratch.iterdir()) == []
     # Once the notebook has closed, the file is read directly: no note.
     r = _cli(db, "runs", tmp=scratch)
-    assert r.returncode == 0 and r.stderr == "" and "held-run" in r.stdout
+    assert r.exit_code == 0 and r.stderr == "" and "held-run" in r.stdout
 
 
 def test_open_store_snapshot_in_python(db: Path) -> None:

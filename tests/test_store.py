@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pyarrow as pa
 import pytest
 
+from tests.builders.cli import invoke
 from tests.builders.stores import lock_holder
 from truss_lab.core._errors import StoreError, StoreLockedError
 from truss_lab.store._store import SCHEMA_VERSION, Store, _migrations, open_store
@@ -142,11 +140,8 @@ def test_second_writer_gets_a_clear_lock_error(tmp_path) -> None:
         assert f"PID {holder.pid}" in msg and "locked by another process" in msg
         assert "\n" not in msg
         # The CLI turns it into one line and a non-zero exit, no traceback.
-        r = subprocess.run(
-            [sys.executable, "-m", "truss_lab.faces.cli", "init", "--db", str(path)],
-            capture_output=True, text=True,
-        )
-        assert r.returncode == 2
+        r = invoke("init", "--db", path, catch_exceptions=False)
+        assert r.exit_code == 2
         assert r.stderr.startswith("error:") and "Traceback" not in r.stderr
         assert f"PID {holder.pid}" in r.stderr
 
