@@ -189,7 +189,7 @@ def test_verified_superseded_lesson_is_only_a_governance_failure(db: Store) -> N
 def test_default_query_verified_only(db: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     # From data alone this check cannot fail without lessons_governed (above); it
     # also guards the query code: a query that forgets its trust filter fails it alone.
-    import truss_lab.govern._checks as audit_mod
+    import truss_lab.govern._audit as audit_mod
 
     monkeypatch.setattr(audit_mod, "query_memory",
                         lambda store, q=None: store.sql("SELECT * FROM memory_entries").df())

@@ -31,8 +31,8 @@ REVIEWED: dict[str, set[str]] = {
     "evaluate/_transfer.py": {"where"},  # the same literal "run_id = ?" or "TRUE"
     # s, y: quote_ident of the column names; src: a literal read_parquet(?) call
     "evaluate/_sweep_parquet.py": {"s", "src", "y"},
-    "govern/_checks.py": {"sql"},  # the checks' literal SQL, $names bound
-    "ingest/_ingest.py": {"cols", "differ", "on"},  # from quote_ident over our key names
+    "govern/_audit.py": {"sql"},  # the checks' literal SQL, $names bound
+    "store/_ingested.py": {"cols", "differ", "on"},  # from quote_ident over our key names
     "journal/_ledger.py": {"LAB_JOURNAL", "VERDICT_HEAD"},  # module constants
     # where: --verdicts, run in the sandbox (no file access); _table: quote_ident of
     # one of JOURNAL_TABLES

@@ -10,7 +10,7 @@ silent drift. Every write validates its
 rows in bulk, vectorised (no model per row on the hot path), against the same
 definitions: enum values, required fields, ``produced_by`` among ``sources``,
 lessons unverified, one event per record written. The audit
-(:mod:`truss_lab.govern._checks`) reads the same constants.
+(:mod:`truss_lab.govern._audit`) reads the same constants.
 """
 
 from __future__ import annotations
