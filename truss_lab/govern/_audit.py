@@ -468,6 +468,35 @@ def _default_query_verified_only(store: Store) -> tuple[pd.DataFrame, str]:
 _KEYS = ["run_id", "verdict_hash", "lesson_index", "text", "salience", "valid"]
 
 
+def _reparsed(known: pd.DataFrame) -> pa.Table:
+    """The candidate rows (:data:`_KEYS`) that re-parsing the completions of ``known``
+    (``run_id``, ``verdict_hash``, ``extractor_id``, ``text``) gives, each distinct
+    completion parsed once."""
+    texts = known[["verdict_hash", "extractor_id", "text"]].drop_duplicates(
+        ["verdict_hash", "extractor_id"]
+    )
+    parsed = candidates_frame(
+        ({"verdict_hash": v, "extractor_id": e}, parse_completion(t))
+        for v, e, t in zip(texts["verdict_hash"], texts["extractor_id"], texts["text"],
+                           strict=True)
+    )
+    expected = known[["run_id", "verdict_hash", "extractor_id"]].merge(
+        parsed, on=["verdict_hash", "extractor_id"]
+    )
+    exp = pa.table(
+        {
+            "run_id": pa.array(expected["run_id"].astype(object), pa.string()),
+            "verdict_hash": pa.array(expected["verdict_hash"].astype(object), pa.string()),
+            "lesson_index": pa.array(expected["lesson_index"].to_numpy(), pa.int32()),
+            "text": pa.array(expected["text"].astype(object), pa.string(), from_pandas=True),
+            "salience": pa.array(expected["salience"].to_numpy(), pa.float64(),
+                                 from_pandas=True),
+            "valid": pa.array(expected["valid"].to_numpy(), pa.bool_()),
+        }
+    )
+    return exp
+
+
 def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
     # 1. The completions behind each checked (run, verdict): runs whose extractor
     #    has recordings; verdicts the run produced candidates or a parse error for.
@@ -494,28 +523,7 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
     known = scope[scope["text"].notna()]
     n_unknown = int(len(scope) - len(known))
     # 2. Parse each distinct completion once (parsing is Python; the rest is joins).
-    texts = known[["verdict_hash", "extractor_id", "text"]].drop_duplicates(
-        ["verdict_hash", "extractor_id"]
-    )
-    parsed = candidates_frame(
-        ({"verdict_hash": v, "extractor_id": e}, parse_completion(t))
-        for v, e, t in zip(texts["verdict_hash"], texts["extractor_id"], texts["text"],
-                           strict=True)
-    )
-    expected = known[["run_id", "verdict_hash", "extractor_id"]].merge(
-        parsed, on=["verdict_hash", "extractor_id"]
-    )
-    exp = pa.table(
-        {
-            "run_id": pa.array(expected["run_id"].astype(object), pa.string()),
-            "verdict_hash": pa.array(expected["verdict_hash"].astype(object), pa.string()),
-            "lesson_index": pa.array(expected["lesson_index"].to_numpy(), pa.int32()),
-            "text": pa.array(expected["text"].astype(object), pa.string(), from_pandas=True),
-            "salience": pa.array(expected["salience"].to_numpy(), pa.float64(),
-                                 from_pandas=True),
-            "valid": pa.array(expected["valid"].to_numpy(), pa.bool_()),
-        }
-    )
+    exp = _reparsed(known)
     scope_t = pa.table(
         {
             "run_id": pa.array(known["run_id"].astype(object), pa.string()),

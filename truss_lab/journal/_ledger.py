@@ -267,6 +267,42 @@ def _slice(cols: JournalColumns, a: int, b: int) -> JournalColumns:
     return JournalColumns.from_mapping(data)
 
 
+def _import_keyring(
+    store: Store, keyring: Mapping[str, bytes] | str | os.PathLike[str] | None
+) -> dict[str, bytes]:
+    """The stored keys plus ``keyring``'s; a key id stored with another key is refused."""
+    given = _keyring_arg(keyring)
+    have = stored_keyring(store)
+    for kid, pub in given.items():
+        if kid in have and have[kid] != pub:
+            raise BadInputError(
+                "key id is already registered with a different public key",
+                source=str(keyring), field=kid,
+            )
+    return {**have, **given}
+
+
+def _n_present(store: Store, cols: JournalColumns, head: LedgerRef | None, good: int,
+               source: str) -> int:
+    """How many of the first ``good`` (verified) entries the store holds already; each
+    must be identical to the stored one: another hash at a stored seq is a fork, refused."""
+    n_present = 0
+    if head is not None and good and cols.seq[0] <= head.seq:
+        stored = entry_hashes(store, cols.seq[0], head.seq)
+        while n_present < good and cols.seq[n_present] <= head.seq:
+            s = cols.seq[n_present]
+            if stored.get(s) != cols.hash[n_present]:
+                line = cols.line[n_present] if cols.line else None
+                raise ChainError(
+                    f"{source}, line {line}: fork: entry {s} differs from the stored entry "
+                    f"(stored hash {str(stored.get(s))[:16]}…, file {cols.hash[n_present][:16]}…); "
+                    "a journal that forks the stored chain is refused (nothing was imported)",
+                    seq=s, reason="fork", line=line,
+                )
+            n_present += 1
+    return n_present
+
+
 def import_journal(
     store: Store,
     path: str | os.PathLike[str],
@@ -286,15 +322,7 @@ def import_journal(
     source = str(path)
     if not Path(path).is_file():
         raise BadInputError("no such journal file", source=source)
-    given = _keyring_arg(keyring)
-    have = stored_keyring(store)
-    for kid, pub in given.items():
-        if kid in have and have[kid] != pub:
-            raise BadInputError(
-                "key id is already registered with a different public key",
-                source=str(keyring), field=kid,
-            )
-    ring = {**have, **given}
+    ring = _import_keyring(store, keyring)
     parsed = read_journal(path)
     cols = parsed.columns
 
@@ -320,20 +348,7 @@ def import_journal(
     # 2. Of the verified entries, those the store holds must be identical (they
     #    are skipped); one with the same seq and another hash forks the chain,
     #    which is refused whatever keep_verified_prefix says.
-    n_present = 0
-    if head is not None and good and cols.seq[0] <= head.seq:
-        stored = entry_hashes(store, cols.seq[0], head.seq)
-        while n_present < good and cols.seq[n_present] <= head.seq:
-            s = cols.seq[n_present]
-            if stored.get(s) != cols.hash[n_present]:
-                line = cols.line[n_present] if cols.line else None
-                raise ChainError(
-                    f"{source}, line {line}: fork: entry {s} differs from the stored entry "
-                    f"(stored hash {str(stored.get(s))[:16]}…, file {cols.hash[n_present][:16]}…); "
-                    "a journal that forks the stored chain is refused (nothing was imported)",
-                    seq=s, reason="fork", line=line,
-                )
-            n_present += 1
+    n_present = _n_present(store, cols, head, good, source)
     new = _slice(cols, n_present, good)
 
     # 3. One transaction: the keys the new entries use, then the entries.

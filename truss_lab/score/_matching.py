@@ -147,6 +147,37 @@ def _require(df: pd.DataFrame, cols: Sequence[str], name: str) -> None:
         raise BadInputError(f"{name} lack column(s) {', '.join(missing)}", field=name)
 
 
+def _greedy_claims(cand: pd.DataFrame, les: pd.DataFrame,
+                   s: np.ndarray) -> tuple[dict[int, str], dict[int, float]]:
+    """The claims of :func:`match_lessons`' greedy pass over the candidate pairs
+    ``cand`` (``li``, ``reference_id``, ``sim``, all above the threshold): per lesson
+    row that claimed one, its reference id and the similarity. ``s`` is the score."""
+    bl = cand["li"].to_numpy(np.int64)
+    # Greedy order: score descending, then lesson_index, then similarity
+    # descending (then reference id, so equal similarities resolve the same way).
+    order = np.lexsort((cand["reference_id"].to_numpy(dtype=str), -cand["sim"].to_numpy(),
+                        les["lesson_index"].to_numpy(np.int64)[bl], -s[bl]))
+    verdict = les["verdict_hash"].astype(str).to_numpy(dtype=object)
+    claimed: set[tuple[str, str]] = set()
+    done: set[int] = set()
+    ref_ids = cand["reference_id"].to_numpy(dtype=object)[order].tolist()
+    sims = cand["sim"].to_numpy()[order].tolist()
+    match_ref: dict[int, str] = {}
+    match_sim: dict[int, float] = {}
+    # Only pairs above the match threshold are walked (a few per lesson); the
+    # claims are sequential by nature, so this is the one Python loop.
+    for i, r, sm in zip(bl[order].tolist(), ref_ids, sims, strict=True):
+        if i in done:
+            continue
+        key = (verdict[i], r)
+        if key in claimed:
+            continue
+        claimed.add(key)
+        done.add(i)
+        match_ref[i], match_sim[i] = r, sm
+    return match_ref, match_sim
+
+
 def match_lessons(
     lessons: pd.DataFrame,
     references: pd.DataFrame,
@@ -206,29 +237,7 @@ def match_lessons(
     cand = best[(best["sim"].to_numpy() >= threshold) & ~np.isnan(s[best["li"].to_numpy()])]
     if cand.empty:
         return out
-    bl = cand["li"].to_numpy(np.int64)
-    # Greedy order: score descending, then lesson_index, then similarity
-    # descending (then reference id, so equal similarities resolve the same way).
-    order = np.lexsort((cand["reference_id"].to_numpy(dtype=str), -cand["sim"].to_numpy(),
-                        les["lesson_index"].to_numpy(np.int64)[bl], -s[bl]))
-    verdict = les["verdict_hash"].astype(str).to_numpy(dtype=object)
-    claimed: set[tuple[str, str]] = set()
-    done: set[int] = set()
-    ref_ids = cand["reference_id"].to_numpy(dtype=object)[order].tolist()
-    sims = cand["sim"].to_numpy()[order].tolist()
-    match_ref: dict[int, str] = {}
-    match_sim: dict[int, float] = {}
-    # Only pairs above the match threshold are walked (a few per lesson); the
-    # claims are sequential by nature, so this is the one Python loop.
-    for i, r, sm in zip(bl[order].tolist(), ref_ids, sims, strict=True):
-        if i in done:
-            continue
-        key = (verdict[i], r)
-        if key in claimed:
-            continue
-        claimed.add(key)
-        done.add(i)
-        match_ref[i], match_sim[i] = r, sm
+    match_ref, match_sim = _greedy_claims(cand, les, s)
     if match_ref:
         idx = np.fromiter(match_ref, dtype=np.int64, count=len(match_ref))
         out.loc[idx, "reference_id"] = list(match_ref.values())

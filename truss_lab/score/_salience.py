@@ -120,6 +120,33 @@ def verdict_table(verdicts: pd.DataFrame | Mapping[str, Mapping[str, Any]]) -> p
             f"verdicts must be a DataFrame or a mapping of payloads, got {type(verdicts).__name__}",
             field="verdicts",
         )
+    names, failed = _check_lists(hashes, checks)
+    bad = sorted({str(o) for o in outcomes if o not in _OUTCOME})
+    if bad:
+        raise BadInputError(
+            f"unknown verdict outcomes {bad}; expected pass, fail or partial", field="verdict"
+        )
+    out = pd.DataFrame(
+        {
+            "verdict": pd.array(outcomes, dtype="str"),
+            "n_checks": np.fromiter((len(n) for n in names), np.int64, len(names)),
+            "n_failed": np.asarray(failed, dtype=np.int64),
+            "check_names": pd.Series(names, dtype=object).to_numpy(),
+            "tags": pd.Series([tuple(t) if t is not None else () for t in tags],
+                              dtype=object).to_numpy(),
+        },
+        index=pd.Index(hashes, name="verdict_hash", dtype="str"),
+    )
+    if out.index.has_duplicates:
+        dup = out.index[out.index.duplicated()][0]
+        raise BadInputError(f"verdict_hash {dup!r} appears twice", field="verdict_hash")
+    return out
+
+
+def _check_lists(hashes: Sequence[Any], checks: Sequence[Any]) -> tuple[
+        list[tuple[str, ...]], list[int]]:
+    """Per verdict, its check names and how many failed; ``checks`` are lists of
+    ``{name, passed, evidence}`` or their JSON text."""
     # Nested per-verdict check lists: one pass over verdicts (far fewer than candidates).
     names: list[tuple[str, ...]] = []
     failed: list[int] = []
@@ -141,26 +168,7 @@ def verdict_table(verdicts: pd.DataFrame | Mapping[str, Mapping[str, Any]]) -> p
                 source=str(h),
                 field="checks",
             ) from None
-    bad = sorted({str(o) for o in outcomes if o not in _OUTCOME})
-    if bad:
-        raise BadInputError(
-            f"unknown verdict outcomes {bad}; expected pass, fail or partial", field="verdict"
-        )
-    out = pd.DataFrame(
-        {
-            "verdict": pd.array(outcomes, dtype="str"),
-            "n_checks": np.fromiter((len(n) for n in names), np.int64, len(names)),
-            "n_failed": np.asarray(failed, dtype=np.int64),
-            "check_names": pd.Series(names, dtype=object).to_numpy(),
-            "tags": pd.Series([tuple(t) if t is not None else () for t in tags],
-                              dtype=object).to_numpy(),
-        },
-        index=pd.Index(hashes, name="verdict_hash", dtype="str"),
-    )
-    if out.index.has_duplicates:
-        dup = out.index[out.index.duplicated()][0]
-        raise BadInputError(f"verdict_hash {dup!r} appears twice", field="verdict_hash")
-    return out
+    return names, failed
 
 
 def _per_candidate(cands: pd.DataFrame, vt: pd.DataFrame, column: str) -> np.ndarray:
