@@ -34,9 +34,8 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.evaluate._bootstrap import bootstrap_metrics
-from truss_lab.evaluate._references import reference_truth
 from truss_lab.evaluate._sweep import UndefinedMetricWarning
-from truss_lab.evaluate._truth import scored_candidates
+from truss_lab.evaluate._truth import reference_truth, scored_candidates
 from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
 
 EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1", "heuristic-v1")
@@ -132,7 +131,7 @@ def label_vs_match(store) -> pd.DataFrame:
 
 def judge_figures(store, noise: float) -> None:
     """Record the simulated judge matcher on the simulated runs, replay it, measure it."""
-    from truss_lab.extract import JudgeMatcher, match_run
+    from truss_lab.evaluate import JudgeMatcher, match_run
     from truss_lab.simulate import SimulatedMatchProvider
     from truss_lab.simulate._providers import SIMULATED_MATCH_MODEL
 

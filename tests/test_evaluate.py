@@ -30,7 +30,6 @@ from truss_lab.evaluate._objective import (
     objective_spec,
     parse_objective,
 )
-from truss_lab.evaluate._run_truth import labels_truth
 from truss_lab.evaluate._runs import (
     CalibrationReport,
     LabelReport,
@@ -42,7 +41,7 @@ from truss_lab.evaluate._runs import (
     sweep_run,
 )
 from truss_lab.evaluate._sweep import sweep
-from truss_lab.evaluate._truth import labelled_candidates, scored_candidates
+from truss_lab.evaluate._truth import labelled_candidates, labels_truth, scored_candidates
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.faces.demo import demo_evaluation

@@ -14,8 +14,15 @@ from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer
 from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core import BadInputError, MemoryConfig
-from truss_lab.evaluate import cohen_kappa, judge_agreement, labelled_candidates
-from truss_lab.extract import Extractor, Judge, parse_judgement, run_extraction, run_judge
+from truss_lab.evaluate import (
+    Judge,
+    cohen_kappa,
+    judge_agreement,
+    labelled_candidates,
+    parse_judgement,
+    run_judge,
+)
+from truss_lab.extract import Extractor, run_extraction
 from truss_lab.simulate._providers import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
 from truss_lab.store import Store
 

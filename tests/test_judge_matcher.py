@@ -16,8 +16,13 @@ from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer
 from tests.builders.stores import copy_db
 from truss_lab.core import BadInputError
-from truss_lab.evaluate import reference_truth, sweep_run
-from truss_lab.extract import JudgeMatcher, match_run, parse_similarities
+from truss_lab.evaluate import (
+    JudgeMatcher,
+    match_run,
+    parse_similarities,
+    reference_truth,
+    sweep_run,
+)
 from truss_lab.extract._providers import Completion, CompletionRequest
 from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
 from truss_lab.score import LexicalMatcher

@@ -11,7 +11,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "truss_lab"
 
 # Lowest first. A module of a stage may import from its own stage and any earlier one.
-ORDER = ("core", "store", "journal", "ingest", "score", "evaluate", "extract", "govern",
+ORDER = ("core", "store", "journal", "ingest", "score", "extract", "evaluate", "govern",
          "simulate", "faces")
 
 

@@ -16,7 +16,7 @@ from truss_lab.faces.cli import cli
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
-STAGES = ("core", "store", "journal", "ingest", "score", "evaluate", "extract", "govern",
+STAGES = ("core", "store", "journal", "ingest", "score", "extract", "evaluate", "govern",
           "simulate", "faces")
 SUBPACKAGES = {s: importlib.import_module(f"truss_lab.{s}") for s in STAGES}
 

@@ -1,4 +1,4 @@
-"""evaluate._references: a run judged by reference lessons (greedy sweep, misses, exclusions)."""
+"""evaluate._truth: a run judged by reference lessons (greedy sweep, misses, exclusions)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import pytest
 from tests.builders.cli import invoke
 from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
-from truss_lab.evaluate._references import (
+from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, sweep_run
+from truss_lab.evaluate._truth import (
     ReferenceTruth,
     judge_lessons,
     reference_sweep,
     reference_truth,
     run_references,
 )
-from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, sweep_run
 from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
 from truss_lab.score._matching import match_lessons
 from truss_lab.store._store import Store

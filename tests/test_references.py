@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from tests.builders.cli import invoke
-from truss_lab.evaluate._references import reference_agreement, run_references
+from truss_lab.evaluate._agreement import reference_agreement
+from truss_lab.evaluate._truth import run_references
 from truss_lab.ingest._ingest import ingest_references
 from truss_lab.ingest._references import REFERENCE_FIELDS, read_references
 from truss_lab.ingest._schemas import json_schema

@@ -14,15 +14,16 @@ from tests.builders.cli import invoke
 from tests.builders.report import HOSTILE, HOSTILE_ANNOTATOR, HOSTILE_REF, hostile_sample
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate import (
+    Truth,
     labelled_candidates,
     reference_truth,
     run_references,
     sweep,
     sweep_run,
 )
+from truss_lab.evaluate._truth import check_truth_spec
 from truss_lab.faces import write_report
 from truss_lab.faces._report import _judged_rows
-from truss_lab.faces._report_truth import report_truth
 from truss_lab.faces._report_verdicts import reference_matches
 from truss_lab.ingest._ingest import append_labels
 from truss_lab.store._store import Store
@@ -138,16 +139,17 @@ def test_report_by_references(sample, by_references: str) -> None:
     assert text.count('src="data:image/png;base64,') >= 5  # 2 sweeps, 2 PR, 1 comparison
 
 
-def test_report_truth_is_one_place(sample) -> None:
+def test_report_truth_is_the_one_truth(sample) -> None:
     store, run_ids, _, _ = sample
-    assert report_truth(store, run_ids, "auto").kw() == {"truth": "labels"}
-    assert report_truth(store, run_ids, "references").kw() == {"truth": "references"}
+    auto = Truth.resolve(store, "auto", run_ids)
+    assert (auto.name, auto.why) == ("labels", "every run has gold labels")
+    assert Truth.resolve(store, "references", run_ids).kind == "references"
     for bad in ("gold", "judge:", "Labels", ""):
         with pytest.raises(BadInputError, match="truth must be auto, labels, references or "
                                                 "judge:NAME"):
-            report_truth(store, run_ids, bad)
-    with pytest.raises(BadInputError, match="no label rows of judge 'judge:nobody@v1'"):
-        report_truth(store, run_ids, "judge:nobody@v1")
+            check_truth_spec(bad)
+    with pytest.raises(BadInputError, match=r"judge:NAME; no judge has labels.*judge:nobody@v1"):
+        Truth.resolve(store, "judge:nobody@v1", run_ids)
 
 
 @pytest.mark.parametrize("truth", ["labels", "references"])
@@ -155,12 +157,12 @@ def test_bands_and_ap_count_what_the_sweep_counts(sample, truth: str) -> None:
     """The rows behind the bands and the AP give the sweep's own precision and recall
     (misses included: a dropped useful lesson, an unmatched reference)."""
     store, run_ids, _, _ = sample
-    rt = report_truth(store, run_ids, truth)
+    rt = Truth.resolve(store, truth, run_ids)
     for rid in run_ids:
-        d = _judged_rows(store, rid, rt)
+        d = _judged_rows(rid, rt)
         at = [0.3, 0.5, 0.7, 0.9]
         mine = sweep(d["y"].to_numpy(), d["s"].to_numpy(), thresholds=at)
-        full = sweep_run(store, rid, thresholds=at, **rt.kw())
+        full = sweep_run(store, rid, thresholds=at, truth=rt)
         for c in ("tp", "fp", "fn", "precision", "recall"):
             np.testing.assert_allclose(mine[c].to_numpy(float), full[c].to_numpy(float))
         assert d["s"].isna().any()  # the misses are there, never kept
@@ -186,9 +188,9 @@ def test_report_by_a_judge(sample, tmp_path: Path) -> None:
     rid = run_ids[0]
     labels = sweep_run(store, rid, thresholds=[0.5, 0.7])
     copied = sweep_run(store, rid, thresholds=[0.5, 0.7],
-                       **report_truth(store, run_ids, "judge:copy@v1").kw())
+                       truth=Truth.resolve(store, "judge:copy@v1", run_ids))
     flipped = sweep_run(store, rid, thresholds=[0.5, 0.7],
-                        **report_truth(store, run_ids, "judge:flip@v1").kw())
+                        truth=Truth.resolve(store, "judge:flip@v1", run_ids))
     ties = int(labelled_candidates(store, rid)["tie"].sum())
     assert ties > 0
     assert (copied["kept"] == labels["kept"]).all()

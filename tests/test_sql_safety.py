@@ -27,8 +27,6 @@ IDENT_HELPERS = {"quote_ident", "q"}  # q = quote_ident, a local alias
 # was read and is built from literals of our own SQL or from quote_ident: a new
 # one fails this test until it is read and added.
 REVIEWED: dict[str, set[str]] = {
-    "evaluate/_label_report.py": {"where"},  # where: a literal "run_id = ?" or "TRUE"
-    "evaluate/_transfer.py": {"where"},  # the same literal "run_id = ?" or "TRUE"
     # s, y: quote_ident of the column names; src: a literal read_parquet(?) call
     "evaluate/_sweep_parquet.py": {"s", "src", "y"},
     "govern/_audit.py": {"sql"},  # the checks' literal SQL, $names bound
@@ -37,6 +35,7 @@ REVIEWED: dict[str, set[str]] = {
     # where: --verdicts, run in the sandbox (no file access); _table: quote_ident of
     # one of JOURNAL_TABLES
     "journal/_table.py": {"_SELECT", "sql", "where", "_table(table)"},
+    "store/_labels.py": {"where"},  # where: a literal "run_id = ?" or "TRUE"
     "store/_memory.py": {"sql"},
     "store/_policy_records.py": {"cols", "order", "where"},
     # sql: the literal queries of _HASHED; where: "" or a literal IN (SELECT unnest(?))

@@ -11,7 +11,7 @@ import pytest
 from tests.builders.stores import copy_db
 from truss_lab.core import BadInputError
 from truss_lab.evaluate import label_report, labelled_candidates, sweep_run
-from truss_lab.evaluate._transfer import (
+from truss_lab.evaluate._truth import (
     check_transfer,
     normalise_text,
     transfer_label_rows,

@@ -10,19 +10,22 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
 
+import truss_lab.evaluate._truth as truth_module
 from tests.builders.cli import invoke, invoke_json
 from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core import BadInputError, MemoryConfig
+from truss_lab.evaluate._judges import Judge, run_judge
 from truss_lab.evaluate._run_calibration import calibration_run
 from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, rank_runs, sweep_run
-from truss_lab.evaluate._truth_source import judge_labels, resolve
-from truss_lab.extract import Extractor, Judge, run_extraction, run_judge
+from truss_lab.evaluate._truth import Truth, judge_labels
+from truss_lab.extract import Extractor, run_extraction
 from truss_lab.extract._prompts import get_template
 from truss_lab.faces._display import (
     CalibrationDisplay,
@@ -96,7 +99,7 @@ def test_the_judge_truth_is_the_judges_labels_alone(store: Store) -> None:
 
 @pytest.mark.parametrize("name", [JUDGE, JUDGE.removeprefix("judge:"), SIMULATED_JUDGE_MODEL])
 def test_a_judge_is_named_in_full_after_judge_or_by_its_model(store: Store, name: str) -> None:
-    t = resolve(store, f"judge:{name}")
+    t = Truth.resolve(store, f"judge:{name}")
     assert (t.name, t.kind, t.judge) == (JUDGE, "labels", JUDGE)
     pd.testing.assert_frame_equal(t.labels, judge_labels(store, JUDGE))
     assert sweep_run(store, GOOD, truth=f"judge:{name}").equals(
@@ -258,3 +261,27 @@ def test_rank_runs_is_sweep_run_and_compare_runs_per_row(store: Store, tmp_path:
     text = demo_references(store, [GOOD, PARA, HEUR], HEUR, tmp_path, n_boot=30)
     assert "sim-paraphrase-v1" in text and (tmp_path / f"compare_{HEUR}_vs_{GOOD}_references.png"
                                             ).is_file()
+
+
+@pytest.mark.parametrize("plot", [False, True])
+def test_the_cli_reads_and_matches_the_references_once(
+        db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plot: bool) -> None:
+    """`truss-lab sweep RUN --truth references` resolves the truth once: the store's
+    references are read once and the run matched once, though it is swept twice, a
+    threshold chosen (with its bootstraps) and, with --plot, its bands drawn."""
+    calls = {"reference_rows": 0, "match_lessons": 0}
+
+    def counted(name: str) -> Any:
+        real = getattr(truth_module, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    for name in calls:
+        monkeypatch.setattr(truth_module, name, counted(name))
+    args = ["sweep", GOOD, "--db", str(db), "--truth", "references", "--n-boot", "20"]
+    out = invoke_json(*args, *(["--plot", str(tmp_path / "s.png")] if plot else []))
+    assert out["truth"] == "references"
+    assert calls == {"reference_rows": 1, "match_lessons": 1}

@@ -1,10 +1,17 @@
 """Evaluation: the maths over arrays and frames (sweep, threshold choice, calibration,
-bootstrap, comparison, agreement) and the same over a run in the store (_truth, _runs),
-judged by gold labels or by reference lessons (_references)."""
+bootstrap, comparison, agreement), the truth a run is judged by (_truth: gold labels,
+reference lessons or a judge's labels, resolved once by ``Truth.resolve``), the judges
+that produce truth (_judges), and the same maths over a run in the store (_runs)."""
 
 from __future__ import annotations
 
-from ._agreement import annotator_agreement, cohen_kappa, label_coverage, majority_labels
+from ._agreement import (
+    annotator_agreement,
+    cohen_kappa,
+    label_coverage,
+    majority_labels,
+    reference_agreement,
+)
 from ._bootstrap import BootstrapResult, bootstrap_metrics
 from ._calibration import (
     brier_score,
@@ -14,33 +21,49 @@ from ._calibration import (
 )
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
 from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
-from ._judge_agreement import JudgeAgreement, judge_agreement, judge_names
+from ._judges import (
+    Judge,
+    JudgeAgreement,
+    JudgeMatcher,
+    JudgeRun,
+    judge_agreement,
+    judge_names,
+    match_run,
+    parse_judgement,
+    parse_similarities,
+    run_judge,
+)
 from ._label_report import LabelReport, label_report
 from ._objective import Objective
 from ._queue import labelling_queue
-from ._references import (
-    ReferenceTruth,
-    judge_lessons,
-    reference_agreement,
-    reference_sweep,
-    reference_truth,
-    run_references,
-)
 from ._run_calibration import CalibrationReport, calibration_run
 from ._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
-from ._transfer import transfer_report
-from ._truth import labelled_candidates, scored_candidates
+from ._truth import (
+    ReferenceTruth,
+    Truth,
+    judge_lessons,
+    labelled_candidates,
+    reference_sweep,
+    reference_truth,
+    run_references,
+    scored_candidates,
+    transfer_report,
+)
 
 __all__ = [
     "BootstrapResult",
     "CalibrationReport",
     "ComparisonResult",
+    "Judge",
     "JudgeAgreement",
+    "JudgeMatcher",
+    "JudgeRun",
     "LabelReport",
     "Objective",
     "ReferenceTruth",
     "ThresholdChoice",
+    "Truth",
     "UndefinedMetricWarning",
     "annotator_agreement",
     "average_precision",
@@ -62,13 +85,17 @@ __all__ = [
     "labelled_candidates",
     "labelling_queue",
     "majority_labels",
+    "match_run",
     "max_calibration_error",
     "mcnemar_exact",
+    "parse_judgement",
+    "parse_similarities",
     "rank_runs",
     "reference_agreement",
     "reference_sweep",
     "reference_truth",
     "reliability_table",
+    "run_judge",
     "run_references",
     "scored_candidates",
     "split_by_verdict",

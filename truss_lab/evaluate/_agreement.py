@@ -1,4 +1,5 @@
-"""Gold labels: majority vote, annotator agreement (Cohen's and Fleiss' kappa), coverage.
+"""Gold labels: majority vote, annotator agreement (Cohen's and Fleiss' kappa), coverage;
+and how far annotators of reference lessons agree (:func:`reference_agreement`).
 
 Labels come as a DataFrame with columns ``verdict_hash, extractor,
 lesson_index, useful, annotator`` (FORMATS.md section 3). A candidate lesson is
@@ -31,6 +32,7 @@ __all__ = [
     "fleiss_kappa",
     "label_coverage",
     "majority_labels",
+    "reference_agreement",
 ]
 
 #: The columns that identify one candidate lesson.
@@ -303,3 +305,45 @@ def label_coverage(candidates: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFra
             per["n_candidates"] > 0, per["n_labelled"] / per["n_candidates"], np.nan
         )
     return per.reset_index()
+
+
+def reference_agreement(references: pd.DataFrame) -> pd.DataFrame:
+    """How far annotators agree on what each verdict teaches, per annotator pair.
+
+    On the verdicts both annotators of a pair annotated, compares the SETS of
+    reference ids each wrote (a ``"none"`` line is the empty set), which
+    assumes ids name the lesson across annotators (as in the bundled sample).
+    One row per pair: ``annotator_a, annotator_b, n_common`` (verdicts both
+    annotated), ``both_none`` (both say it teaches nothing),
+    ``same_set`` (share of common verdicts with identical id sets),
+    ``n_a, n_b`` (references each wrote there), ``n_both`` (ids both wrote)
+    and ``id_agreement`` = n_both / (ids either wrote), NaN without any.
+    """
+    refs = references.assign(annotator=references["annotator"].fillna("").astype(str),
+                             reference_id=references["reference_id"].astype(str),
+                             verdict_hash=references["verdict_hash"].astype(str))
+    real = refs[refs["reference_id"] != "none"]
+    sets = {a: g.groupby("verdict_hash")["reference_id"].agg(frozenset).to_dict()
+            for a, g in real.groupby("annotator")}
+    annotated = {a: set(g["verdict_hash"]) for a, g in refs.groupby("annotator")}
+    names = sorted(annotated)
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = annotated[a] & annotated[b]
+            empty: frozenset[str] = frozenset()
+            sa = [sets.get(a, {}).get(v, empty) for v in common]
+            sb = [sets.get(b, {}).get(v, empty) for v in common]
+            n_both = sum(len(x & y) for x, y in zip(sa, sb, strict=True))
+            n_either = sum(len(x | y) for x, y in zip(sa, sb, strict=True))
+            rows.append({
+                "annotator_a": a, "annotator_b": b, "n_common": len(common),
+                "both_none": sum(not x and not y for x, y in zip(sa, sb, strict=True)),
+                "same_set": (np.mean([x == y for x, y in zip(sa, sb, strict=True)])
+                             if common else np.nan),
+                "n_a": sum(map(len, sa)), "n_b": sum(map(len, sb)), "n_both": n_both,
+                "id_agreement": n_both / n_either if n_either else np.nan,
+            })
+    cols = ["annotator_a", "annotator_b", "n_common", "both_none", "same_set", "n_a", "n_b",
+            "n_both", "id_agreement"]
+    return pd.DataFrame(rows, columns=cols)

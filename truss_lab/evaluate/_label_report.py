@@ -9,14 +9,14 @@ from typing import Any
 
 import pandas as pd
 
+from ..store._labels import lesson_keys
 from ..store._runs import run_info
 from ..store._store import Store
 from ._agreement import annotator_agreement, fleiss_agreement, label_coverage
 from ._sweep import UndefinedMetricWarning
-from ._transfer import DEFAULT_TRANSFER, transfer_report
-from ._truth import run_labels
+from ._truth import DEFAULT_TRANSFER, run_labels, transfer_report
 
-__all__ = ["LabelReport", "label_report"]
+__all__ = ["LabelReport", "fmt_number", "label_report"]
 
 @dataclass(frozen=True, eq=False)
 class LabelReport:
@@ -26,7 +26,7 @@ class LabelReport:
     extractor: n_candidates, n_labelled, n_ties, n_unlabelled, n_orphan_labels,
     coverage); ``agreement`` is :func:`~truss_lab.evaluate._agreement.annotator_agreement`
     (one row per annotator pair: n_common, raw_agreement, kappa); ``transfer`` is
-    :func:`~truss_lab.evaluate._transfer.transfer_report` (per extractor: direct
+    :func:`~truss_lab.evaluate._truth.transfer_report` (per extractor: direct
     and transferred labels, and how often they agree where both exist); ``fleiss``
     is :func:`~truss_lab.evaluate._agreement.fleiss_agreement` (kappa over
     every annotator at once, on the candidates labelled by the most common
@@ -75,12 +75,13 @@ class LabelReport:
                            f"{self.n_ties} ties"
                            + (f"; {self._fleiss_line().strip()}" if self.fleiss else ""))
         return (f"<div><p><b>LabelReport</b>: {head}</p>"
-                f"{self.coverage.to_html(index=False, float_format=_fmt)}"
-                f"{self.agreement.to_html(index=False, float_format=_fmt)}"
-                f"{self.transfer.to_html(index=False, float_format=_fmt)}</div>")
+                f"{self.coverage.to_html(index=False, float_format=fmt_number)}"
+                f"{self.agreement.to_html(index=False, float_format=fmt_number)}"
+                f"{self.transfer.to_html(index=False, float_format=fmt_number)}</div>")
 
 
-def _fmt(v: float) -> str:
+def fmt_number(v: float) -> str:
+    """A float in the HTML tables of the evaluation reports: four significant digits."""
     return f"{v:.4g}"
 
 
@@ -94,13 +95,9 @@ def label_report(
     :func:`~truss_lab.evaluate._truth.labelled_candidates`). Without ``run_id``:
     every candidate of every run, all labels."""
     lab = run_labels(store, labels)
-    where, params = ("run_id = ?", [run_id]) if run_id is not None else ("TRUE", [])
     if run_id is not None:
         run_info(store, run_id)
-    cands = store.sql(
-        "SELECT DISTINCT verdict_hash, extractor_id AS extractor, lesson_index FROM candidates "
-        f"WHERE {where}" + (" AND valid" if valid_only else ""), params,
-    ).df()
+    cands = lesson_keys(store, run_id, valid_only=valid_only)
     if run_id is not None and len(lab):
         extractors = set(cands["extractor"]) or {
             str(run_info(store, run_id)["extractor_id"])}

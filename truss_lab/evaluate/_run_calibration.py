@@ -22,11 +22,9 @@ from ._calibration import (
     reliability_table,
 )
 from ._choose import split_by_verdict
-from ._label_report import _fmt
-from ._references import reference_truth
-from ._run_truth import DEFAULT_TIES, labels_truth, whole_lessons
+from ._label_report import fmt_number
 from ._sweep import UndefinedMetricWarning
-from ._truth_source import resolve
+from ._truth import DEFAULT_TIES, ReferenceTruth, Truth, whole_lessons
 
 __all__ = ["CalibrationReport", "calibration_run"]
 
@@ -73,7 +71,7 @@ class CalibrationReport:
     def _repr_html_(self) -> str:
         head = html.escape(repr(self).splitlines()[0])
         return (f"<div><p><b>CalibrationReport</b>: {head}</p>"
-                f"{self.summary.to_html(float_format=_fmt)}</div>")
+                f"{self.summary.to_html(float_format=fmt_number)}</div>")
 
 
 def _calib_row(y: np.ndarray, p: np.ndarray, verdicts: np.ndarray, n_bins: int,
@@ -107,7 +105,7 @@ def calibration_run(
     allow_in_sample: bool = False,
     ties: str = DEFAULT_TIES,
     min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
-    truth: str = "labels",
+    truth: str | Truth = "labels",
     references: Any = None,
 ) -> CalibrationReport:
     """Reliability, ECE, MCE and Brier of a run's score before and after calibration.
@@ -130,14 +128,15 @@ def calibration_run(
         raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
                             field="method")
     whole_lessons(ties, "a calibrator fits 0/1 labels; it")
-    t = resolve(store, truth, labels=labels)
+    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
     if t.kind == "references":
-        ref = reference_truth(store, run_id, references=references, score=score)
+        ref = t.judged(run_id, score=score)
+        assert isinstance(ref, ReferenceTruth)
         # Lessons only (a miss has no score); "useful" = matched a reference.
         d = ref.lessons.assign(judged=True)
         verdicts = ref.verdicts
     else:
-        rt = labels_truth(store, run_id, labels=t.labels, score=score, ties=ties)
+        rt = t.counted(run_id, score=score, ties=ties)
         d, verdicts = rt.candidates, rt.verdicts
     # Calibration needs a truth and a score: judged, scored candidates only. The
     # split is over every processed verdict, as the threshold choice splits them.

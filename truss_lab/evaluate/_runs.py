@@ -1,11 +1,12 @@
 """Evaluation of runs over the store: sweep, bands, threshold choice and comparison.
 
 The maths lives in pure modules (:mod:`truss_lab.evaluate._sweep`, ``_choose``,
-``_bootstrap``, ``_compare``); this module only takes a run's truth from
-:mod:`truss_lab.evaluate._run_truth` / ``_references`` and hands arrays to them.
-``truth=`` is resolved once by
-:func:`~truss_lab.evaluate._truth_source.resolve` (labels, references or a
-judge), so every function here has the same outputs whatever the truth.
+``_bootstrap``, ``_compare``); this module only takes a run judged by its truth
+(:meth:`~truss_lab.evaluate._truth.Truth.judged`) and hands arrays to them.
+``truth=`` is a spec (labels, references, judge:NAME, auto) resolved here by
+:meth:`~truss_lab.evaluate._truth.Truth.resolve`, or a :class:`Truth` already
+resolved, which every call of one command shares: its rows are read and each run
+matched once. Every function here has the same outputs whatever the truth.
 Label coverage is :mod:`~truss_lab.evaluate._label_report`, calibration
 :mod:`~truss_lab.evaluate._run_calibration` (both re-exported here, where they
 used to live). Text and plots of the results are the faces' job
@@ -28,12 +29,16 @@ from ._choose import ThresholdChoice, choose_threshold
 from ._compare import ComparisonResult, compare_extractors
 from ._label_report import LabelReport, label_report
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
-from ._references import ReferenceTruth, reference_sweep, reference_truth
 from ._run_calibration import CalibrationReport, calibration_run
-from ._run_truth import DEFAULT_TIES, RunTruth, whole_lessons
 from ._sweep import sweep
-from ._truth import scored_candidates
-from ._truth_source import judged_by, resolve
+from ._truth import (
+    DEFAULT_TIES,
+    ReferenceTruth,
+    RunTruth,
+    Truth,
+    reference_sweep,
+    whole_lessons,
+)
 
 __all__ = [
     "CalibrationReport",
@@ -60,28 +65,27 @@ def sweep_run(
     score: str = "salience",
     thresholds: Any = None,
     ties: str = DEFAULT_TIES,
-    truth: str = "labels",
+    truth: str | Truth = "labels",
     references: Any = None, matcher: Any = None,
 ) -> pd.DataFrame:
     """:func:`~truss_lab.evaluate._sweep.sweep` of one run with the counts of
-    :mod:`~truss_lab.evaluate._run_truth`: ``kept`` is what the gate would write
+    :class:`~truss_lab.evaluate._truth.RunTruth`: ``kept`` is what the gate would write
     (labelled or not), ``kept_per_verdict`` divides by every processed verdict,
     recall counts useful lessons the parser dropped as misses. ``score`` names
     the candidates column (``salience``, ``score``). ``df.attrs["counts"]`` holds
     the candidates unlabelled, tied and dropped and the ``ties`` policy,
     ``df.attrs["truth"]`` the truth's name. ``truth="references"`` judges the run
     by reference lessons instead
-    (:func:`~truss_lab.evaluate._references.reference_sweep`, same columns);
+    (:func:`~truss_lab.evaluate._truth.reference_sweep`, same columns);
     ``truth="judge:NAME"`` by one judge's labels, counted as gold labels are."""
-    t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
-                      score=score, ties=ties, matcher=matcher)
-    df = sweep_judged(jr, thresholds)
+    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
+    df = sweep_judged(t.judged(run_id, score=score, ties=ties, matcher=matcher), thresholds)
     df.attrs["truth"] = t.name
     return df
 
 
 def sweep_judged(judged: RunTruth | ReferenceTruth, thresholds: Any = None) -> pd.DataFrame:
-    """The sweep of a run already judged (:func:`~truss_lab.evaluate._truth_source.judged_by`),
+    """The sweep of a run already judged (:meth:`~truss_lab.evaluate._truth.Truth.judged`),
     without the store: what :func:`sweep_run` returns, and what the
     :class:`~truss_lab.faces._threshold_explorer.ThresholdExplorer` recomputes on
     every move of its slider."""
@@ -104,8 +108,9 @@ def bootstrap_run(
     confidence: float = 0.95,
     random_state: Any = 0,
     objective: str | Objective = DEFAULT_OBJECTIVE,
-    truth: str = "labels",
+    truth: str | Truth = "labels",
     references: Any = None,
+    matcher: Any = None,
 ) -> BootstrapResult:
     """:func:`~truss_lab.evaluate._bootstrap.bootstrap_metrics` of one run's judged
     lessons, resampling verdicts, on ``thresholds`` (default: 0, 0.01, ..., 1). Its
@@ -114,14 +119,15 @@ def bootstrap_run(
     (:func:`~truss_lab.evaluate._truth.scored_candidates`), so its kept per verdict
     and recall are over those (the sweep of :func:`sweep_run` also counts
     unlabelled, dropped and empty verdicts); with references, the rows of
-    :class:`~truss_lab.evaluate._references.ReferenceTruth` (misses included)."""
-    t = resolve(store, truth, labels=labels)
+    :class:`~truss_lab.evaluate._truth.ReferenceTruth` (misses included), matched
+    by ``matcher`` (default lexical)."""
+    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
     if t.kind == "references":
-        y, s, g = reference_truth(store, run_id, references=references, score=score).arrays()
+        jr = t.judged(run_id, score=score, matcher=matcher)
+        assert isinstance(jr, ReferenceTruth)
+        y, s, g = jr.arrays()
     else:
-        if t.judge:  # the judge's own message when it labelled nothing of the run
-            judged_by(store, run_id, t, score=score)
-        d = scored_candidates(store, run_id, labels=t.labels, score=score)
+        d = t.scored(run_id, score=score)
         y, s, g = (d["y"].to_numpy(), d["s"].to_numpy(),
                    d["verdict_hash"].to_numpy(dtype=object))
     grid = np.round(np.linspace(0.0, 1.0, 101), 2) if thresholds is None else thresholds
@@ -163,11 +169,11 @@ def choose_run_threshold(
     n_boot: int = 1000,
     confidence: float = 0.95,
     ties: str = DEFAULT_TIES,
-    truth: str = "labels",
+    truth: str | Truth = "labels",
     references: Any = None, matcher: Any = None,
 ) -> ThresholdChoice:
     """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run, counted as
-    :func:`sweep_run` counts (:mod:`~truss_lab.evaluate._run_truth`: kept is what
+    :func:`sweep_run` counts (:class:`~truss_lab.evaluate._truth.RunTruth`: kept is what
     the gate would write, every processed verdict is split and counts in kept
     per verdict). One split (``test_size``) by default; ``cv=k`` cross-validates
     over k folds of verdicts (``cv_repeats`` times), ``cv="auto"`` does so with
@@ -179,8 +185,8 @@ def choose_run_threshold(
     processed are split); ``truth="judge:NAME"`` by one judge's labels."""
     obj = parse_objective(objective)
     whole_lessons(ties, "the threshold choice")
-    t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
-                      score=score, ties=ties, matcher=matcher)
+    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
+    jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
     if cv == "auto":
         cv = auto_cv(jr)
     opts = {"objective": obj, "test_size": test_size, "cv": cv, "cv_repeats": cv_repeats,
@@ -214,22 +220,21 @@ def compare_runs(
     confidence: float = 0.95,
     random_state: Any = 0,
     ties: str = DEFAULT_TIES,
-    truth: str = "labels",
+    truth: str | Truth = "labels",
     references: Any = None, matcher: Any = None,
 ) -> ComparisonResult:
     """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs, counted as in
-    :mod:`~truss_lab.evaluate._run_truth` (kept = what the gate would write). The
+    :class:`~truss_lab.evaluate._truth.RunTruth` (kept = what the gate would write). The
     paired analysis uses the verdicts both runs processed (``run_verdicts``);
     verdicts present in one run only are listed in the result (``only_in_a`` /
     ``only_in_b``), never dropped silently. ``truth="references"`` judges both
     runs by reference lessons, on the annotated verdicts both processed: no
     labels needed; ``truth="judge:NAME"`` by one judge's labels of both runs."""
     whole_lessons(ties, "the paired comparison")
-    t = resolve(store, truth, labels=labels)
+    t = Truth.resolve(store, truth, [run_a, run_b], labels=labels, references=references)
     frames, processed = [], []
     for rid in (run_a, run_b):
-        _, jr = judged_by(store, rid, t, references=references, score=score, ties=ties,
-                          matcher=matcher)
+        jr = t.judged(rid, score=score, ties=ties, matcher=matcher)
         if isinstance(jr, ReferenceTruth):
             d = jr.rows
             frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
@@ -256,7 +261,7 @@ def rank_runs(
     store: Store,
     run_ids: Any,
     *,
-    truth: str = "references",
+    truth: str | Truth = "references",
     threshold: float = DEFAULT_MIN_SALIENCE,
     baseline: str | None = None,
     labels: Any = None,
@@ -282,11 +287,10 @@ def rank_runs(
         ids = [baseline, *ids]
     if not ids:
         raise BadInputError("rank_runs needs at least one run id", field="run_ids")
-    t = resolve(store, truth, labels=labels)
+    t = Truth.resolve(store, truth, ids, labels=labels, references=references)
     rows = []
     for rid in ids:
-        sw = sweep_run(store, rid, truth=t.name, labels=labels, references=references,
-                       score=score, thresholds=[threshold])
+        sw = sweep_run(store, rid, truth=t, score=score, thresholds=[threshold])
         row: dict[str, Any] = {"run_id": rid,
                                "extractor_id": str(run_info(store, rid)["extractor_id"]),
                                "truth": t.name,
@@ -298,8 +302,7 @@ def rank_runs(
                "success": np.nan, "baseline_success": np.nan, "mcnemar_p": np.nan,
                "n_common": np.nan}
         if baseline is not None and rid != baseline:
-            res = compare_runs(store, baseline, rid, truth=t.name, labels=labels,
-                               references=references, score=score, threshold=threshold,
+            res = compare_runs(store, baseline, rid, truth=t, score=score, threshold=threshold,
                                n_boot=n_boot, random_state=random_state)
             r = res.table.iloc[0]
             cmp = {"delta_f1": r["delta_f1"], "delta_f1_low": r["delta_f1_low"],

@@ -1,30 +1,180 @@
-"""What a run is judged against: its candidates joined to the gold labels.
+"""The truth a run is judged by: one concept, one entry, :meth:`Truth.resolve`.
 
-Store reads only: the labels (from the store, a CSV or a frame), a run's
-candidates with their majority label, and the score a sweep thresholds (a
-candidates column). The
-per-run evaluations in :mod:`truss_lab.evaluate._runs` start from here.
+Every per-run evaluation (sweep, choice, calibration, bootstrap bands,
+comparison, the threshold proposal, the Displays, the explorer, the report,
+the CLI's ``--truth``) is judged by a :class:`Truth`, resolved once per
+command from a spec and passed along:
+
+- ``"labels"``: the human gold labels (majority; judges left out);
+- ``"references"``: the reference lessons of the run's verdicts, matched to
+  its lessons (:class:`ReferenceTruth`);
+- ``"judge:<name>"``: the labels of ONE judge annotator, alone, as the truth.
+  ``<name>`` is the annotator as stored (``judge:sim-judge-v1@judge-v1``), the
+  part after ``judge:`` (``sim-judge-v1@judge-v1``), or the model alone when one
+  prompt version of it labelled. A judge's labels are then counted exactly as
+  gold labels are (:class:`RunTruth`: kept, positives, ties, transfer to equal
+  lessons), so every output has the same columns;
+- ``"auto"`` (or None): labels when every run has a directly labelled
+  candidate, else references; :attr:`Truth.why` says which.
+
+A :class:`Truth` reads its rows (labels or references) once and judges each
+run once (:meth:`Truth.judged`, memoised per run, score, ties and matcher), so
+a command that sweeps, chooses and bootstraps a run reads and matches its truth
+once. An unknown name is a :class:`BadInputError` listing the valid ones,
+including the judges that have labels.
+
+**Labels** (FORMATS.md §3) are counted by :class:`RunTruth`, written once:
+
+- **kept** at threshold t: every candidate the gate would write, i.e. valid
+  with ``score >= t`` -- labelled, tied or unlabelled alike;
+- **tp / fp**: kept candidates whose truth is useful / not useful
+  (unlabelled ones, and ties under ``ties="exclude"``, have no truth);
+- **positives** (recall's denominator): every candidate whose truth is useful,
+  including those the parser dropped (they can never be written: a miss);
+- **kept per verdict** = kept / every verdict the run processed (table
+  ``run_verdicts``, also verdicts that yielded no candidate);
+- **write rate** = kept / every candidate the run proposed (dropped ones too).
+
+Ties (annotators split evenly) follow ``ties``: ``"exclude"`` (default: no
+truth, still kept), ``"adjudicate"`` (the label of the annotator named
+:data:`ADJUDICATOR` decides; a tie it did not label stays without truth) or
+``"half"`` (a tie counts half useful, half not). ``"half"`` keeps every count
+a whole number by counting in half-lessons: each candidate becomes two rows of
+the same verdict and score -- a tie one useful and one not, any other two
+equal copies -- and :attr:`RunTruth.count_scale` is 2, by which the reported
+counts (kept, tp, fp, fn, kept per verdict) are divided; ratios (precision,
+recall, F1, write rate) are unchanged by the doubling, and a verdict's two
+copies always travel together (they share the verdict).
+:attr:`RunTruth.counts` says how many candidates were unlabelled, tied and
+dropped, and the policy used, in every result built from it.
+
+**Labels follow content.** A gold label names a lesson by position, so only the
+extractor it was written for can use it; but two extractors often write the
+same lesson, and then the label is about the text and should travel:
+
+- **Exact** (the default, ``transfer="exact"``): the two texts are equal after
+  :func:`normalise_text` (case folded, punctuation dropped, whitespace collapsed).
+  Similarity 1.0.
+- **Matched** (opt-in, ``transfer=<float>``): the lexical matcher
+  (:class:`~truss_lab.score._matching.LexicalMatcher`, the one reference lessons
+  use) scores at least that threshold; exact equals still count with 1.0.
+- ``transfer=None`` switches it off.
+
+Each target lesson takes the labels of ONE source lesson: the most similar
+labelled lesson of another extractor on its verdict (ties: extractor id, then
+lesson index), every annotator's row copied with the key replaced, so the
+majority vote counts transferred annotators as it counts direct ones. A
+transferred label **never overrides a direct one**: a lesson with any direct
+label row (a tie included) keeps its own. Transferred rows carry
+``transferred=True``, ``similarity``, ``from_extractor`` and ``from_lesson_index``.
+Source texts come from the store's ``candidates`` table (any run of the
+labelled extractor), so a labelled extractor must have been run in the store
+for its labels to travel.
+
+**Reference lessons** (FORMATS.md §4; README, "Reference lessons"):
+
+- A verdict is **annotated** when at least one annotator wrote a reference
+  line for it (a ``"none"`` line counts: the verdict teaches nothing). Only
+  annotated verdicts the run processed are evaluated; the rest are left out.
+- A verdict's **references** are the union over annotators of their reference
+  ids (ids name the lesson, so ``r2`` of two annotators is one reference
+  worded twice; a lesson's similarity to it is its best over the wordings).
+  ``annotator=`` keeps one annotator's references instead.
+- Each valid lesson is **matched** or not by
+  :func:`~truss_lab.score._matching.match_lessons` (greedy in descending score,
+  ties by lesson index, one-to-one): the flag is the same at every threshold.
+- At threshold t: **kept** = valid lessons with score >= t (NaN never kept);
+  **precision(t)** = matched kept / kept; **recall(t)** = matched kept /
+  references of the annotated verdicts. A reference no kept lesson matches
+  is a **miss**, also on a verdict where the extractor wrote nothing or whose
+  completion did not parse; a duplicate of a matched lesson is a false
+  positive.
+- A verdict the matcher could not score (a NaN similarity: a judge matcher's
+  malformed answer) is **left out** like an unannotated one and counted
+  (``counts["verdicts_unmatched"]``), never scored as if judged.
+
+So the sweep stays one sort plus cumulative sums: :class:`ReferenceTruth`
+holds one row per valid lesson (``y`` = matched) plus one row per reference
+nobody matched (``y`` = 1, score NaN: never kept, so always a miss), and
+:func:`~truss_lab.evaluate._sweep.sweep` of those rows gives exactly the
+definitions above. Every other evaluation of (y, score, verdict) arrays
+(threshold choice, bootstrap, comparison) takes the same rows.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ..store._runs import run_info
+from ..ingest._labels import read_labels
+from ..ingest._references import read_references
+from ..score._matching import LexicalMatcher, Matcher, match_lessons, match_threshold_of
+from ..store._labels import JUDGE_PREFIX, label_rows, lesson_texts, reference_rows
+from ..store._runs import (
+    run_candidates,
+    run_info,
+    run_processed_verdicts,
+    run_verdict_hashes,
+)
 from ..store._store import Store
-from ._agreement import majority_labels
-from ._transfer import DEFAULT_TRANSFER, transferred_labels
+from ._agreement import CANDIDATE_KEY, majority_labels
+from ._sweep import UndefinedMetricWarning, sweep
 
-__all__ = ["labelled_candidates", "run_labels", "scored_candidates"]
+__all__ = [
+    "ADJUDICATOR",
+    "DEFAULT_TIES",
+    "DEFAULT_TRANSFER",
+    "TIES",
+    "TRUTH_HELP",
+    "ReferenceTruth",
+    "RunTruth",
+    "Truth",
+    "check_transfer",
+    "check_truth_spec",
+    "judge_labels",
+    "judge_lessons",
+    "labelled_candidates",
+    "labels_truth",
+    "normalise_text",
+    "reference_sweep",
+    "reference_truth",
+    "run_labels",
+    "run_references",
+    "score_values",
+    "scored_candidates",
+    "transfer_label_rows",
+    "transfer_report",
+    "transferred_labels",
+    "whole_lessons",
+]
+
+#: What ``--truth`` / ``truth=`` accepts, as the CLI's help says it.
+TRUTH_HELP = ("What the lessons are judged by: labels (gold labels on them), references "
+              "(reference lessons of their verdicts, `truss-lab schema references`) or "
+              "judge:NAME (one judge's labels, e.g. judge:sim-judge-v1@judge-v1; see "
+              "`truss-lab judge`). auto: labels when every run has some, else references "
+              "(the output says which). README: Truth sources.")
+
+# The named truths besides judge:NAME, in the order errors list them.
+_TRUTHS = ("labels", "references")
+
+TiesPolicy = Literal["exclude", "half", "adjudicate"]
+TIES: tuple[str, ...] = get_args(TiesPolicy)
+DEFAULT_TIES: TiesPolicy = "exclude"
+#: The annotator whose label settles a tie under ``ties="adjudicate"``.
+ADJUDICATOR = "adjudicator"
+
+#: Labels follow equal texts by default; a float opts in to lexical matches.
+DEFAULT_TRANSFER = "exact"
 
 
-#: Annotators whose name starts with this are judges (models), not people.
-JUDGE_PREFIX = "judge:"
+# --------------------------------------------------------------------------- label rows
 
 
 def run_labels(store: Store, labels: Any = None, *,
@@ -34,15 +184,10 @@ def run_labels(store: Store, labels: Any = None, *,
     (``judge:<model>@<prompt>``) are left out unless ``include_judges``: a judge
     never joins the human majority unless asked."""
     if labels is None:
-        df = store.sql(
-            "SELECT verdict_hash, extractor_id AS extractor, lesson_index, useful, "
-            "NULLIF(annotator, '') AS annotator FROM labels"
-        ).df()
+        df = label_rows(store)
     elif isinstance(labels, pd.DataFrame):
         df = labels
     elif isinstance(labels, str | os.PathLike):
-        from ..ingest._labels import read_labels
-
         df, errors = read_labels(labels)
         if errors:
             raise BadInputError(
@@ -50,10 +195,245 @@ def run_labels(store: Store, labels: Any = None, *,
             )
     else:
         raise BadInputError(f"labels must be None, a path or a DataFrame, got {type(labels)}")
-    if not include_judges and "annotator" in df.columns and len(df):
+    if not include_judges:
+        df = _without_judges(df)
+    return df
+
+
+def _without_judges(df: pd.DataFrame) -> pd.DataFrame:
+    if "annotator" in df.columns and len(df):
         df = df[~df["annotator"].astype("string").str.startswith(JUDGE_PREFIX).fillna(False)
                 .to_numpy(dtype=bool)].reset_index(drop=True)
     return df
+
+
+def _judges_in(rows: pd.DataFrame) -> list[str]:
+    """The judge annotators with rows in ``rows`` (every label row, judges included)."""
+    if "annotator" not in rows.columns or rows.empty:
+        return []
+    ann = rows["annotator"].dropna().astype(str)
+    return sorted(set(ann[ann.str.startswith(JUDGE_PREFIX)]))
+
+
+def _judge_rows(rows: pd.DataFrame, judge: str) -> pd.DataFrame:
+    if "annotator" not in rows.columns:
+        return rows.iloc[:0]
+    mine = rows[rows["annotator"].astype("string").eq(judge).fillna(False).to_numpy(dtype=bool)]
+    # Dropping the name keeps the rows out of the judge filter of run_labels; they
+    # are the only voice, so the majority is the judge's label.
+    return mine.drop(columns="annotator").reset_index(drop=True)
+
+
+def judge_labels(store: Store, judge: str, labels: Any = None) -> pd.DataFrame:
+    """The label rows of annotator ``judge`` (from the store or ``labels``) as a
+    FORMATS.md §3 frame without the annotator: one voice, the truth of ``truth="judge:…"``."""
+    return _judge_rows(run_labels(store, labels, include_judges=True), judge)
+
+
+def run_references(store: Store, references: Any = None) -> pd.DataFrame:
+    """Reference lessons as a FORMATS.md §4 frame: from the store's
+    ``reference_lessons`` table (default), a JSONL path, or a DataFrame.
+    ``annotator`` is ``""`` where none was given."""
+    if references is None:
+        df = reference_rows(store)
+    elif isinstance(references, pd.DataFrame):
+        df = references.copy()
+        if "annotator" not in df.columns:
+            df["annotator"] = ""
+        if "evidence" not in df.columns:
+            df["evidence"] = [[] for _ in range(len(df))]
+    elif isinstance(references, str | os.PathLike):
+        df, errors = read_references(references)
+        if errors:
+            raise BadInputError(f"{len(errors)} bad reference line(s); the first: {errors[0]}",
+                                source=str(references))
+    else:
+        raise BadInputError(
+            f"references must be None, a path or a DataFrame, got {type(references)}")
+    df["annotator"] = df["annotator"].fillna("").astype(str)
+    return df
+
+
+# --------------------------------------------------------------------------- label transfer
+
+
+_LESSON_COLS = ["verdict_hash", "extractor", "lesson_index", "text"]
+
+
+def normalise_text(texts: pd.Series) -> pd.Series:
+    """What "equal texts" compares: case folded, every run of non-word characters
+    a single space, trimmed (``"Check DST!"`` equals ``"check  dst"``)."""
+    return (texts.fillna("").astype(str).str.casefold()
+            .str.replace(r"[\W_]+", " ", regex=True).str.strip())
+
+
+def check_transfer(transfer: Any) -> str | float | None:
+    """``transfer`` if valid: None, ``"exact"`` or a threshold in (0, 1]."""
+    if transfer is None or transfer == "exact":
+        return transfer
+    if isinstance(transfer, bool) or not isinstance(transfer, int | float) or not (
+            0.0 < float(transfer) <= 1.0):
+        raise BadInputError(f"transfer must be None, 'exact' or a similarity in (0, 1], "
+                            f"got {transfer!r}", field="transfer")
+    return float(transfer)
+
+
+def transfer_label_rows(
+    targets: pd.DataFrame,
+    sources: pd.DataFrame,
+    labels: pd.DataFrame,
+    *,
+    transfer: str | float | None = DEFAULT_TRANSFER,
+) -> pd.DataFrame:
+    """Label rows transferred to ``targets`` from labelled ``sources`` (pure: no store).
+
+    ``targets`` and ``sources``: lessons with ``verdict_hash, extractor,
+    lesson_index, text`` (and optionally ``evidence``). ``labels``: §3 rows keyed
+    like the sources. Returns §3 rows (``verdict_hash, extractor, lesson_index,
+    useful, annotator``) keyed by the TARGET lesson, plus ``transferred`` (True),
+    ``similarity``, ``from_extractor`` and ``from_lesson_index``; one source per
+    target, never a source of the target's own extractor. Targets that have
+    direct labels are included (the caller decides; :func:`transferred_labels`
+    drops them), so agreement between the two can be measured.
+    """
+    mode = check_transfer(transfer)
+    cols = [*CANDIDATE_KEY, "useful", "annotator", "transferred", "similarity",
+            "from_extractor", "from_lesson_index"]
+    empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in cols})
+    if mode is None or targets.empty or sources.empty or labels.empty:
+        return empty
+    lab = labels.assign(verdict_hash=labels["verdict_hash"].astype(str),
+                        extractor=labels["extractor"].astype(str),
+                        lesson_index=pd.to_numeric(labels["lesson_index"]).astype("int64"))
+    if "annotator" not in lab.columns:
+        lab = lab.assign(annotator=None)
+    keys = lab[CANDIDATE_KEY].drop_duplicates()
+    src = _lessons(sources).merge(keys, on=CANDIDATE_KEY, how="inner")
+    tgt = _lessons(targets)
+    if src.empty:
+        return empty
+    pairs = tgt.reset_index(names="ti").merge(
+        src.reset_index(names="si"), on="verdict_hash", suffixes=("", "_src"))
+    pairs = pairs[pairs["extractor"] != pairs["extractor_src"]].reset_index(drop=True)
+    if pairs.empty:
+        return empty
+    sim = (pairs["norm"] == pairs["norm_src"]).to_numpy(dtype=np.float64)
+    if isinstance(mode, float):
+        lexical = LexicalMatcher().pairs(tgt, src, pairs["ti"].to_numpy(np.int64),
+                                         pairs["si"].to_numpy(np.int64))
+        sim = np.maximum(sim, lexical)
+        ok = sim >= mode
+    else:
+        ok = sim >= 1.0
+    pairs = pairs.assign(similarity=sim)[ok]
+    if pairs.empty:
+        return empty
+    best = (pairs.sort_values(["ti", "similarity", "extractor_src", "lesson_index_src"],
+                              ascending=[True, False, True, True], kind="stable")
+            .drop_duplicates("ti"))
+    link = best[[*CANDIDATE_KEY, "extractor_src", "lesson_index_src", "similarity"]].rename(
+        columns={"extractor_src": "from_extractor", "lesson_index_src": "from_lesson_index"})
+    out = link.merge(
+        lab[[*CANDIDATE_KEY, "useful", "annotator"]].rename(
+            columns={"verdict_hash": "verdict_hash", "extractor": "from_extractor",
+                     "lesson_index": "from_lesson_index"}),
+        on=["verdict_hash", "from_extractor", "from_lesson_index"], how="inner")
+    out["transferred"] = True
+    return out[cols].reset_index(drop=True)
+
+
+def _lessons(df: pd.DataFrame) -> pd.DataFrame:
+    d = df.rename(columns={"extractor_id": "extractor"})
+    missing = [c for c in _LESSON_COLS if c not in d.columns]
+    if missing:
+        raise BadInputError(f"lessons lack column(s) {', '.join(missing)}", field=missing[0])
+    out = pd.DataFrame({
+        "verdict_hash": d["verdict_hash"].astype(str), "extractor": d["extractor"].astype(str),
+        "lesson_index": pd.to_numeric(d["lesson_index"]).astype("int64"),
+        "text": d["text"].fillna("").astype(str),
+        "evidence": d["evidence"] if "evidence" in d.columns else [[]] * len(d),
+    }).drop_duplicates(CANDIDATE_KEY).reset_index(drop=True)
+    out["norm"] = normalise_text(out["text"])
+    return out
+
+
+def _direct_keys(labels: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "verdict_hash": labels["verdict_hash"].astype(str),
+        "extractor": labels["extractor"].astype(str),
+        "lesson_index": pd.to_numeric(labels["lesson_index"]).astype("int64"),
+    }).drop_duplicates()
+
+
+def transferred_labels(
+    store: Store, run_id: str | None, labels: pd.DataFrame, *,
+    transfer: str | float | None = DEFAULT_TRANSFER,
+) -> pd.DataFrame:
+    """The label rows ``labels`` lend to the lessons of ``run_id`` (every run's when
+    None) that have no direct label: :func:`transfer_label_rows` over the store's
+    candidates, direct keys dropped (a transferred label never overrides a direct one)."""
+    if check_transfer(transfer) is None or labels.empty:
+        return transfer_label_rows(labels.iloc[:0], labels.iloc[:0], labels, transfer=None)
+    targets, sources = lesson_texts(store, run_id)
+    rows = transfer_label_rows(targets, sources, labels, transfer=transfer)
+    if rows.empty:
+        return rows
+    rows["lesson_index"] = rows["lesson_index"].astype("int64")
+    hit = rows[CANDIDATE_KEY].merge(_direct_keys(labels).assign(_d=True), on=CANDIDATE_KEY,
+                                    how="left")["_d"].notna().to_numpy()
+    return rows[~hit].reset_index(drop=True)
+
+
+
+def transfer_report(
+    store: Store, run_id: str | None = None, labels: pd.DataFrame | None = None, *,
+    transfer: str | float | None = DEFAULT_TRANSFER, valid_only: bool = True,
+) -> pd.DataFrame:
+    """Direct vs transferred labels per extractor, and how often they agree.
+
+    One row per extractor with candidates (of ``run_id``, or of every run):
+    ``n_lessons``, ``n_direct`` (lessons with a direct majority label),
+    ``n_transferred`` (lessons labelled only by transfer), ``n_both`` (lessons
+    with a direct majority label that a transfer would also label, with a
+    majority) and ``agreement`` = share of those where the two labels are equal
+    (NaN when none). ``labels``: §3 rows (default: the store's labels table);
+    ``valid_only``: count valid lessons only (as :func:`label_report` does).
+    """
+    lab = run_labels(store, labels)
+    cols = ["extractor", "n_lessons", "n_direct", "n_transferred", "n_both", "agreement"]
+    targets, sources = lesson_texts(store, run_id, valid_only=valid_only)
+    n_lessons = targets.groupby("extractor").size() if len(targets) else pd.Series(dtype=int)
+    if lab.empty or check_transfer(transfer) is None:
+        rows = transfer_label_rows(targets.iloc[:0], sources, lab.iloc[:0], transfer=None)
+    else:
+        rows = transfer_label_rows(targets, sources, lab, transfer=transfer)
+    key = CANDIDATE_KEY
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        direct = (majority_labels(lab)[[*key, "label"]] if len(lab)
+                  else pd.DataFrame(columns=[*key, "label"]))
+        moved = (majority_labels(rows[[*key, "useful", "annotator"]])[[*key, "label"]]
+                 if len(rows) else pd.DataFrame(columns=[*key, "label"]))
+    tkeys = _lessons(targets)[key] if len(targets) else pd.DataFrame(columns=key)
+    direct = direct.merge(tkeys, on=key, how="inner")
+    direct_any = _direct_keys(lab).merge(tkeys, on=key, how="inner") if len(lab) else tkeys[:0]
+    moved = moved.merge(tkeys, on=key, how="inner")
+    only = moved.merge(direct_any.assign(_d=True), on=key, how="left")
+    only = only[only["_d"].isna() & only["label"].notna()]
+    both = direct.merge(moved, on=key, suffixes=("_direct", "_moved"))
+    both = both[both["label_direct"].notna() & both["label_moved"].notna()]
+    out = []
+    for ext in sorted(n_lessons.index):
+        d = direct[(direct["extractor"] == ext) & direct["label"].notna()]
+        b = both[both["extractor"] == ext]
+        agree = (float((b["label_direct"].astype(int) == b["label_moved"].astype(int)).mean())
+                 if len(b) else np.nan)
+        out.append((ext, int(n_lessons[ext]), len(d), int((only["extractor"] == ext).sum()),
+                    len(b), agree))
+    return pd.DataFrame(out, columns=cols)
+
+
+# --------------------------------------------------------- labelled candidates and the labels truth
 
 
 def labelled_candidates(
@@ -72,18 +452,13 @@ def labelled_candidates(
     ``n_annotators``, ``labelled`` (bool), and where the label came from:
     ``transferred`` (bool), ``transfer_similarity`` and ``transferred_from``
     (the source extractor). Labels follow content
-    (:mod:`~truss_lab.evaluate._transfer`): ``transfer="exact"`` (default) lends
+    (the module docstring): ``transfer="exact"`` (default) lends
     a label to an equal text of another extractor on the same verdict, a float
     to a lexical match at least that similar, None never; a direct label always
     wins. Use ``df[df.labelled]`` for the rows a sweep can score.
     """
     run_info(store, run_id)  # an unknown run is an error naming the recent ones
-    cands = store.sql(
-        "SELECT * FROM candidates WHERE run_id = ?"
-        + (" AND valid" if valid_only else "")
-        + " ORDER BY verdict_seq, lesson_index",
-        [run_id],
-    ).df()
+    cands = run_candidates(store, run_id, valid_only=valid_only)
     lab = run_labels(store, labels)
     moved = transferred_labels(store, run_id, lab, transfer=transfer)
     if len(moved):
@@ -129,7 +504,7 @@ def labelled_candidates(
     return out
 
 
-def _score_values(run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:
+def score_values(run_id: str, df: pd.DataFrame, score: str) -> np.ndarray:
     """The score column ``score`` of ``df``: a numeric candidates column (``salience``,
     the model's own; ``score``, the one the gate used)."""
     if not isinstance(score, str) or not score:
@@ -162,7 +537,7 @@ def scored_candidates(
     NaN = unscored, never kept). Ordered by verdict seq and lesson index.
     """
     df = labelled_candidates(store, run_id, labels=labels)
-    s = _score_values(run_id, df, score)
+    s = score_values(run_id, df, score)
     keep = df["labelled"].to_numpy()
     out = df.loc[keep, ["candidate_id", "verdict_seq", "verdict_hash", "extractor_id",
                         "lesson_index"]].reset_index(drop=True)
@@ -175,3 +550,530 @@ def scored_candidates(
             field="labels",
         )
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class RunTruth:
+    """One run's candidates with their truth, and the counts every metric divides by.
+
+    ``candidates`` has one row per candidate the run proposed (valid or
+    dropped), ordered by verdict seq and lesson index: ``candidate_id,
+    verdict_hash, extractor_id, lesson_index, valid``, ``s`` (the thresholded
+    score; NaN for dropped or unscored candidates: never kept), ``y`` (uint8
+    truth, 0 where there is none) and ``judged`` (bool: has a truth value).
+    ``n_verdicts`` is every verdict the run processed. ``counts``: candidates,
+    valid, dropped, dropped_useful, labelled, tied, tied_judged, unlabelled,
+    verdicts, and the ``ties`` policy (all in lessons, never doubled).
+    ``count_scale`` is how many rows of ``candidates`` make one lesson: 1, or 2
+    under ``ties="half"`` (every candidate twice; a tie once useful, once not),
+    so a count over the rows divided by ``count_scale`` is in lessons.
+    """
+
+    run_id: str
+    candidates: pd.DataFrame = field(repr=False)
+    n_verdicts: int
+    verdicts: list[str] = field(repr=False)
+    counts: dict[str, Any]
+    count_scale: int = 1
+
+    def sweep_inputs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`~truss_lab.evaluate._sweep.sweep` for this run."""
+        c = self.candidates
+        return {"y_true": c["y"].to_numpy(), "salience": c["s"].to_numpy(),
+                "groups": c["verdict_hash"].to_numpy(dtype=object),
+                "judged": c["judged"].to_numpy(), "n_verdicts": self.n_verdicts}
+
+    def in_lessons(self, df: pd.DataFrame) -> pd.DataFrame:
+        """A sweep frame of :meth:`sweep_inputs` with its counts (kept, tp, fp, fn,
+        kept per verdict) in lessons: divided by :attr:`count_scale` (floats under
+        ``ties="half"``; ratios need no change)."""
+        if self.count_scale != 1:
+            for c in ("kept", "tp", "fp", "fn", "kept_per_verdict"):
+                if c in df.columns:
+                    df[c] = df[c] / self.count_scale
+        return df
+
+
+def check_ties(ties: str) -> TiesPolicy:
+    """``ties`` if it is a known policy, else :class:`BadInputError`."""
+    if ties not in TIES:
+        raise BadInputError(f"ties must be one of {', '.join(TIES)}, got {ties!r}", field="ties")
+    return ties  # type: ignore[return-value]
+
+
+def whole_lessons(ties: str, what: str) -> None:
+    """Refuse ``ties="half"`` where the counting needs whole lessons (README:
+    the budget objective, McNemar's per-verdict outcome, a calibrator's 0/1 fit)."""
+    if ties == "half":
+        raise BadInputError(
+            f'ties="half" is a counting rule of sweep_run, not a label: {what} needs whole '
+            'lessons (use ties="exclude" or "adjudicate")', field="ties")
+
+
+def _adjudicated(store: Store, labels: Any) -> pd.DataFrame:
+    """The adjudicator's labels keyed like the candidates (``label_adj``)."""
+    lab = run_labels(store, labels)
+    if "annotator" not in lab.columns:
+        lab = lab.assign(annotator=None)
+    adj = lab[lab["annotator"].astype("string") == ADJUDICATOR]
+    return pd.DataFrame({
+        "verdict_hash": adj["verdict_hash"].astype(str),
+        "extractor_id": adj["extractor"].astype(str),
+        "lesson_index": pd.to_numeric(adj["lesson_index"]).astype("int64"),
+        "label_adj": pd.to_numeric(adj["useful"]).astype("int64"),
+    }).drop_duplicates(["verdict_hash", "extractor_id", "lesson_index"], keep="last")
+
+
+def labels_truth(
+    store: Store, run_id: str, *, labels: Any = None, score: str = "salience",
+    ties: str = DEFAULT_TIES, transfer: str | float | None = DEFAULT_TRANSFER,
+) -> RunTruth:
+    """The truth source of gold labels: majority label per candidate, ties by ``ties``;
+    labels follow content to equal lessons of other extractors (``transfer``, see
+    :func:`~truss_lab.evaluate._truth.labelled_candidates`)."""
+    policy = check_ties(ties)
+    df = labelled_candidates(store, run_id, labels=labels, valid_only=False,
+                             transfer=transfer)
+    valid = df["valid"].to_numpy(dtype=bool)
+    s = score_values(run_id, df, score)
+    s = np.where(valid, s, np.nan)  # a dropped lesson is never written
+    label = df["label"]
+    judged = label.notna().to_numpy()
+    y = label.fillna(0).to_numpy(dtype=np.uint8)
+    tie = df["tie"].to_numpy(dtype=bool)
+    tied_judged = 0
+    if policy == "adjudicate" and tie.any():
+        key = ["verdict_hash", "extractor_id", "lesson_index"]
+        adj = df[key].assign(verdict_hash=df["verdict_hash"].astype(str),
+                             extractor_id=df["extractor_id"].astype(str)).merge(
+            _adjudicated(store, labels), on=key, how="left")["label_adj"].to_numpy()
+        settle = tie & ~np.isnan(adj.astype(np.float64))
+        y[settle] = adj[settle].astype(np.uint8)
+        judged = judged | settle
+        tied_judged = int(settle.sum())
+    verdicts = run_verdict_hashes(store, run_id)
+    # A run recorded before run_verdicts existed: its candidates' verdicts are all we know.
+    verdicts = verdicts or [str(v) for v in pd.unique(df["verdict_hash"])]
+    scale = 1
+    if policy == "half":  # every tie has a truth: half useful, half not
+        tied_judged, scale = int(tie.sum()), 2
+    cands = pd.DataFrame({
+        "candidate_id": df["candidate_id"], "verdict_hash": df["verdict_hash"].astype(str),
+        "extractor_id": df["extractor_id"], "lesson_index": df["lesson_index"],
+        "valid": valid, "s": s, "y": y, "judged": judged,
+    })
+    counts = {
+        "candidates": len(df), "valid": int(valid.sum()), "dropped": int((~valid).sum()),
+        "dropped_useful": int((~valid & judged & (y == 1)).sum()),
+        "labelled": int(label.notna().sum()), "tied": int(tie.sum()),
+        "tied_judged": tied_judged, "transferred": int(df["transferred"].sum()),
+        "unlabelled": int((~label.notna().to_numpy() & ~tie).sum()),
+        "verdicts": len(verdicts), "ties": policy,
+    }
+    if scale == 2:
+        cands = _halves(cands, tie)
+    return RunTruth(run_id=run_id, candidates=cands, n_verdicts=len(verdicts),
+                    verdicts=verdicts, counts=counts, count_scale=scale)
+
+
+def _halves(cands: pd.DataFrame, tie: np.ndarray) -> pd.DataFrame:
+    """``cands`` counted in half-lessons: every row twice, the second copy of a
+    tie judged not useful and the first useful (half of each), both judged.
+
+    The copies stay next to each other (a stable sort on the row number), so
+    the order by verdict seq and lesson index is kept."""
+    first = cands.copy()
+    first.loc[tie, "y"] = np.uint8(1)
+    first.loc[tie, "judged"] = True
+    second = first.copy()
+    second.loc[tie, "y"] = np.uint8(0)
+    both = pd.concat([first, second], keys=[0, 1], names=["copy", "row"]).reset_index()
+    both = both.sort_values(["row", "copy"], kind="stable").drop(columns=["copy", "row"])
+    return both.reset_index(drop=True)
+
+
+
+# --------------------------------------------------------------------------- the references truth
+
+
+@dataclass(frozen=True, eq=False)
+class ReferenceTruth:
+    """One run judged against reference lessons.
+
+    ``rows`` has one row per valid lesson of an annotated verdict (``kind``
+    ``"lesson"``), one per reference no lesson matched (``kind`` ``"miss"``) and
+    one for each annotated verdict with neither (``kind`` ``"verdict"``: y 0,
+    never kept, so it only counts in per-verdict rates), ordered by verdict
+    seq, then lessons by lesson index, then misses by reference id. Columns:
+    ``kind, candidate_id, verdict_seq, verdict_hash, extractor_id,
+    lesson_index`` (``<NA>`` but for a lesson), ``text``,
+    ``reference_id`` (what the lesson matched, or the missed reference),
+    ``similarity``, ``y`` (uint8: 1 for a matched lesson and for a miss) and
+    ``s`` (the score; NaN for a miss: never kept). ``n_references`` is recall's
+    denominator; ``n_verdicts`` the annotated verdicts the run processed;
+    ``n_lessons`` the valid lessons on them. ``counts`` adds: verdicts the run
+    processed, annotated ones with no lesson (empty or unparseable
+    completions), lessons of unannotated verdicts left out.
+    """
+
+    run_id: str
+    rows: pd.DataFrame = field(repr=False)
+    n_references: int
+    n_verdicts: int
+    n_lessons: int
+    match_threshold: float
+    counts: dict[str, Any]
+    verdicts: list[str] = field(default_factory=list, repr=False)
+    """The annotated verdicts the run processed, in verdict order."""
+
+    @property
+    def lessons(self) -> pd.DataFrame:
+        """The lesson rows only (one per valid lesson of an annotated verdict)."""
+        return self.rows[self.rows["kind"] == "lesson"].reset_index(drop=True)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(y, s, verdict_hash)`` of every row: what sweep, choice and bootstrap take."""
+        r = self.rows
+        return (r["y"].to_numpy(dtype=np.uint8), r["s"].to_numpy(dtype=np.float64),
+                r["verdict_hash"].to_numpy(dtype=object))
+
+def reference_truth(
+    store: Store,
+    run_id: str,
+    *,
+    references: Any = None,
+    score: str = "salience",
+    matcher: Matcher | None = None,
+    match_threshold: float | None = None,
+    annotator: str | None = None,
+) -> ReferenceTruth:
+    """Match the valid lessons of ``run_id`` to the reference lessons of its verdicts.
+
+    ``references``: None (the store's ``reference_lessons``), a §4 JSONL path or
+    a frame. ``score`` orders the greedy assignment and is what a sweep
+    thresholds (a candidates column or a stored scorer). ``matcher`` defaults
+    to :class:`~truss_lab.score._matching.LexicalMatcher`; ``match_threshold``
+    to the matcher's own (:func:`~truss_lab.score._matching.match_threshold_of`).
+    A verdict the matcher could not score is left out and counted
+    (``counts["verdicts_unmatched"]``, with a warning). ``annotator`` keeps
+    one annotator's references (default: the union over annotators). Raises
+    :class:`BadInputError` when no verdict of the run is annotated.
+    """
+    run_info(store, run_id)
+    refs = run_references(store, references)
+    if annotator is not None:
+        refs = refs[refs["annotator"] == annotator]
+    processed = run_processed_verdicts(store, run_id)
+    annotated = set(refs["verdict_hash"].astype(str))
+    verdicts = processed[processed["verdict_hash"].isin(annotated)]
+    if verdicts.empty:
+        who = f" by annotator {annotator!r}" if annotator is not None else ""
+        raise BadInputError(
+            f"run {run_id!r} has no verdict with reference lessons{who} to evaluate "
+            "(load them with `truss-lab ingest references`, or pass references=)",
+            field="references")
+    cands = run_candidates(store, run_id, valid_only=True)
+    s_all = score_values(run_id, cands, score)
+    in_ann = cands["verdict_hash"].isin(annotated).to_numpy()
+    les = cands[in_ann].reset_index(drop=True).assign(s=s_all[in_ann])
+    keep = set(verdicts["verdict_hash"])
+    extractor = str(run_info(store, run_id)["extractor_id"])
+    seq = dict(zip(verdicts["verdict_hash"], verdicts["verdict_seq"], strict=True))
+    rows, n_refs = judge_lessons(les, refs[refs["verdict_hash"].isin(keep)], verdict_seq=seq,
+                                 extractor_id=extractor, matcher=matcher,
+                                 match_threshold=match_threshold)
+    unmatched = set(rows.attrs.get("unmatched_verdicts", ()))
+    if unmatched:
+        warnings.warn(f"{len(unmatched)} verdict(s) of run {run_id!r} left out: the matcher "
+                      "could not score their lessons (see the matcher's errors)", stacklevel=2)
+        verdicts = verdicts[~verdicts["verdict_hash"].isin(unmatched)]
+        keep -= unmatched
+    lesson_rows = rows[rows["kind"] == "lesson"]
+    with_lessons = set(lesson_rows["verdict_hash"])
+    counts = {
+        "verdicts_processed": len(processed), "verdicts_annotated": len(verdicts),
+        "verdicts_without_lessons": len(keep - with_lessons),
+        "lessons": len(lesson_rows), "matched": int(lesson_rows["y"].sum()),
+        "references": n_refs, "lessons_unannotated": int((~in_ann).sum()),
+        "annotator": annotator or "union", "verdicts_unmatched": len(unmatched),
+        "matcher": str(getattr(matcher, "name", "lexical" if matcher is None else matcher)),
+    }
+    return ReferenceTruth(run_id=run_id, rows=rows, n_references=n_refs,
+                          n_verdicts=len(verdicts), n_lessons=len(lesson_rows),
+                          match_threshold=match_threshold_of(matcher, match_threshold),
+                          counts=counts,
+                          verdicts=verdicts.sort_values("verdict_seq")["verdict_hash"].tolist())
+
+
+def judge_lessons(
+    lessons: pd.DataFrame,
+    references: pd.DataFrame,
+    *,
+    verdict_seq: dict[str, int] | None = None,
+    extractor_id: str | None = None,
+    matcher: Matcher | None = None,
+    match_threshold: float | None = None,
+) -> tuple[pd.DataFrame, int]:
+    """The rows of :class:`ReferenceTruth` from one run's lessons and the references
+    of its annotated verdicts (pure: no store). Returns ``(rows, n_references)``.
+
+    ``lessons`` has ``verdict_hash, lesson_index, text, evidence, s`` (and
+    optionally ``candidate_id, verdict_seq, extractor_id``); ``references``
+    the §4 columns. ``verdict_seq`` orders verdicts (default: first seen).
+    A verdict with a lesson the matcher could not score (NaN similarity) is
+    left out; ``rows.attrs["unmatched_verdicts"]`` lists them.
+    """
+    les = lessons.reset_index(drop=True)
+    matched = match_lessons(les, references, matcher=matcher,
+                            threshold=match_threshold_of(matcher, match_threshold), score="s")
+    unmatched = sorted(set(matched.loc[matched["similarity"].isna(), "verdict_hash"].astype(str)))
+    if unmatched:
+        matched = matched[~matched["verdict_hash"].astype(str).isin(unmatched)]
+        matched = matched.reset_index(drop=True)
+        references = references[~references["verdict_hash"].astype(str).isin(unmatched)]
+    n = len(matched)
+    real = references[references["reference_id"].astype(str) != "none"]
+    all_refs = real[["verdict_hash", "reference_id"]].astype(str).drop_duplicates()
+    got = matched.loc[matched["matched"], ["verdict_hash", "reference_id"]].astype(str)
+    missed = all_refs.merge(got.assign(_m=True), on=["verdict_hash", "reference_id"],
+                            how="left")
+    missed = missed[missed["_m"].isna()].drop(columns="_m")
+    if verdict_seq is None:
+        order = pd.unique(pd.concat([les["verdict_hash"].astype(str),
+                                     references["verdict_hash"].astype(str)]))
+        verdict_seq = {v: i for i, v in enumerate(order)}
+
+    def col(name: str, default: Any) -> Any:
+        return matched[name].astype(object) if name in matched.columns else default
+
+    lesson_rows = pd.DataFrame({
+        "kind": "lesson", "candidate_id": col("candidate_id", None),
+        "verdict_seq": matched["verdict_hash"].astype(str).map(verdict_seq).astype("int64"),
+        "verdict_hash": matched["verdict_hash"].astype(str),
+        "extractor_id": col("extractor_id", extractor_id),
+        "lesson_index": pd.array(matched["lesson_index"], dtype="Int64"),
+        "text": matched["text"].astype(object),
+        "reference_id": matched["reference_id"].astype(object),
+        "similarity": matched["similarity"].astype(np.float64),
+        "y": matched["matched"].to_numpy(dtype=np.uint8),
+        "s": matched["s"].to_numpy(dtype=np.float64),
+    }, index=pd.RangeIndex(n))
+    miss_rows = pd.DataFrame({
+        "kind": "miss", "candidate_id": None,
+        "verdict_seq": missed["verdict_hash"].map(verdict_seq).astype("int64"),
+        "verdict_hash": missed["verdict_hash"], "extractor_id": extractor_id,
+        "lesson_index": pd.array([pd.NA] * len(missed), dtype="Int64"), "text": None,
+        "reference_id": missed["reference_id"].astype(object), "similarity": np.nan,
+        "y": np.ones(len(missed), dtype=np.uint8), "s": np.full(len(missed), np.nan),
+    })
+    # An annotated verdict with neither lessons nor references (it teaches
+    # nothing and the extractor wrote nothing) still counts in per-verdict
+    # rates and is resampled by the bootstrap: one placeholder row, never kept.
+    seen = set(lesson_rows["verdict_hash"]) | set(miss_rows["verdict_hash"])
+    quiet = [v for v in pd.unique(references["verdict_hash"].astype(str)) if v not in seen]
+    quiet_rows = pd.DataFrame({
+        "kind": "verdict", "candidate_id": None,
+        "verdict_seq": pd.Series(quiet, dtype=object).map(verdict_seq).astype("int64"),
+        "verdict_hash": pd.Series(quiet, dtype=object), "extractor_id": extractor_id,
+        "lesson_index": pd.array([pd.NA] * len(quiet), dtype="Int64"), "text": None,
+        "reference_id": None, "similarity": np.nan,
+        "y": np.zeros(len(quiet), dtype=np.uint8), "s": np.full(len(quiet), np.nan),
+    })
+    rows = pd.concat([lesson_rows, miss_rows, quiet_rows], ignore_index=True)
+    rows["_k"] = rows["kind"].map({"lesson": 0, "miss": 1, "verdict": 2})
+    rows = rows.sort_values(["verdict_seq", "_k", "lesson_index", "reference_id"],
+                            kind="stable").drop(columns="_k").reset_index(drop=True)
+    rows.attrs["unmatched_verdicts"] = unmatched
+    return rows, len(all_refs)
+
+
+def reference_sweep(truth: ReferenceTruth, *, thresholds: Any = None) -> pd.DataFrame:
+    """The sweep of :func:`~truss_lab.evaluate._sweep.sweep` judged by references.
+
+    Same columns; for threshold row ``i``: ``kept`` = lessons with score >=
+    threshold, ``tp`` = those matched, ``fp`` = kept - tp, ``fn`` = references
+    not matched by a kept lesson (misses), ``precision`` = tp / kept,
+    ``recall`` = tp / ``truth.n_references``, ``f1``; ``kept_per_verdict``
+    divides by the annotated verdicts the run processed (also those with no
+    lesson) and ``write_rate`` by the lessons on them.
+    """
+    y, s, g = truth.arrays()
+    with warnings.catch_warnings():
+        # Miss rows are NaN-scored positives: the sweep's "never kept" warning
+        # would only restate that; real degeneracies are warned below.
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        df = sweep(y, s, groups=g, thresholds=thresholds)
+    if truth.n_references == 0:
+        warnings.warn("no references on the annotated verdicts: recall is undefined (NaN)",
+                      UndefinedMetricWarning, stacklevel=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df["kept_per_verdict"] = df["kept"].to_numpy() / truth.n_verdicts
+        df["write_rate"] = df["kept"].to_numpy() / truth.n_lessons
+    return df
+
+
+# --------------------------------------------------------------------------- the truth
+
+
+def check_truth_spec(spec: Any) -> str:
+    """``spec`` if it is auto, labels, references or ``judge:NAME`` (the judge itself is
+    checked against the labels by :meth:`Truth.resolve`); else :class:`BadInputError`."""
+    if isinstance(spec, str) and (spec == "auto" or spec in _TRUTHS or (
+            spec.startswith(JUDGE_PREFIX) and len(spec) > len(JUDGE_PREFIX))):
+        return spec
+    raise BadInputError(f"truth must be auto, {', '.join(_TRUTHS)} or judge:NAME, got {spec!r}",
+                        field="truth")
+
+
+def _unknown(truth: Any, judges: list[str]) -> BadInputError:
+    have = (f"; judges with labels: {', '.join(judges)}" if judges
+            else "; no judge has labels (`truss-lab judge RUN` makes some)")
+    return BadInputError(f"truth must be one of labels, references or judge:NAME{have}; "
+                         f"got {truth!r}", field="truth")
+
+
+@dataclass(eq=False)
+class Truth:
+    """The truth runs are judged by, resolved once (:meth:`resolve`) and passed along.
+
+    ``name`` is what results and evidence record (``labels``, ``references`` or
+    the judge's full annotator ``judge:<model>@<prompt>``); ``kind`` is how it is
+    counted (``labels`` for gold labels and a judge, ``references``); ``why``
+    says how it was chosen (``as asked``, or the reason of ``auto``).
+    ``labels`` holds the §3 rows the label counting takes (the human rows, or the
+    judge's rows without the annotator: one voice), read once; ``references``
+    the §4 rows of a references truth, read once. :meth:`judged` judges a run by
+    it, once per run, score, ties policy and matcher.
+    """
+
+    name: str
+    kind: str
+    why: str = "as asked"
+    labels: pd.DataFrame | None = field(default=None, repr=False)
+    references: pd.DataFrame | None = field(default=None, repr=False)
+    store: Store | None = field(default=None, repr=False)
+    _judged: dict[tuple[Any, ...], tuple[Any, RunTruth | ReferenceTruth]] = field(
+        default_factory=dict, init=False, repr=False)
+
+    @classmethod
+    def resolve(cls, store: Store, spec: Any = "labels", runs: Any = (), *,
+                labels: Any = None, references: Any = None) -> Truth:
+        """The :class:`Truth` named by ``spec`` for ``runs`` (a run id or several).
+
+        ``spec``: ``labels``, ``references``, ``judge:NAME`` (see the module
+        docstring), ``auto`` or None (labels when every run of ``runs`` has a
+        directly labelled candidate, else references), or a Truth, returned as
+        it is (its rows were read when it was resolved; ``labels`` and
+        ``references`` are then not read again). ``labels``: the gold labels
+        (None: the store's table; a §3 CSV path or a frame); ``references``: the
+        reference lessons (None: the store's table; a §4 JSONL path or a frame).
+        """
+        if isinstance(spec, Truth):
+            return spec
+        ids = [runs] if isinstance(runs, str) else list(runs)
+        if spec == "references":
+            return cls("references", "references",
+                       references=run_references(store, references), store=store)
+        if spec is not None and spec != "auto" and spec != "labels" and not (
+                isinstance(spec, str) and spec.startswith(JUDGE_PREFIX)):
+            raise _unknown(spec, _judges_in(run_labels(store, labels, include_judges=True)))
+        rows = run_labels(store, labels, include_judges=True)
+        if spec == "labels":
+            return cls("labels", "labels", labels=_without_judges(rows), store=store)
+        if spec is None or spec == "auto":
+            return cls._auto(store, ids, _without_judges(rows), references)
+        return cls._judge(store, spec, rows)
+
+    @classmethod
+    def _auto(cls, store: Store, runs: list[str], humans: pd.DataFrame,
+              references: Any) -> Truth:
+        for rid in runs:
+            # Direct labels only: a run labelled by transfer alone is mostly unlabelled.
+            if not labelled_candidates(store, rid, labels=humans, transfer=None)["labelled"].any():
+                return cls("references", "references", f"run {rid!r} has no gold labels",
+                           labels=humans, references=run_references(store, references),
+                           store=store)
+        return cls("labels", "labels", "every run has gold labels", labels=humans, store=store)
+
+    @classmethod
+    def _judge(cls, store: Store, spec: str, rows: pd.DataFrame) -> Truth:
+        name = spec[len(JUDGE_PREFIX):]
+        full = name if name.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + name
+        judges = _judges_in(rows)
+        if full not in judges:
+            # The model alone, when one prompt version of it labelled.
+            same = [j for j in judges if j.startswith(full + "@")]
+            if len(same) != 1:
+                raise _unknown(spec, judges)
+            full = same[0]
+        return cls(full, "labels", labels=_judge_rows(rows, full), store=store)
+
+    @property
+    def judge(self) -> str | None:
+        """The judge annotator, or None for labels and references."""
+        return self.name if self.name.startswith(JUDGE_PREFIX) else None
+
+    @property
+    def label(self) -> str:
+        """The truth and why it was chosen: ``labels (every run has gold labels)``."""
+        return f"{self.name} ({self.why})"
+
+    def missing(self, run_id: str) -> str:
+        """The message of a run with nothing to evaluate by this truth."""
+        if self.judge:
+            return (f"run {run_id!r} has no lesson labelled by {self.judge} to evaluate "
+                    "(label them with `truss-lab judge RUN`)")
+        return (f"run {run_id!r} has no labelled candidate to evaluate "
+                "(load gold labels with `truss-lab ingest labels`, or pass labels=)")
+
+    def _store(self) -> Store:
+        if self.store is None:
+            raise BadInputError("this Truth has no store: build it with Truth.resolve",
+                                field="truth")
+        return self.store
+
+    def judged(self, run_id: str, *, score: str = "salience", ties: str = DEFAULT_TIES,
+               matcher: Matcher | None = None) -> RunTruth | ReferenceTruth:
+        """``run_id`` judged by this truth: a :class:`RunTruth` for gold labels or a
+        judge (counted alike; ``ties`` applies), a :class:`ReferenceTruth` for
+        references (matched by ``matcher``, default lexical). Judged once per run,
+        score, ties and matcher; refuses a run with nothing judged."""
+        store = self._store()
+        if self.kind == "references":
+            key: tuple[Any, ...] = (run_id, score, id(matcher))
+            if key not in self._judged:
+                self._judged[key] = (matcher, reference_truth(
+                    store, run_id, references=self.references, score=score, matcher=matcher))
+            return self._judged[key][1]
+        rt = self.counted(run_id, score=score, ties=ties)
+        if not rt.candidates["judged"].any():
+            raise BadInputError(self.missing(run_id),
+                                field="labels" if not self.judge else "truth")
+        return rt
+
+    def counted(self, run_id: str, *, score: str = "salience",
+                ties: str = DEFAULT_TIES) -> RunTruth:
+        """``run_id`` counted by this labels (or judge) truth, as :meth:`judged` gives
+        it but without refusing a run with nothing judged (calibration reports that
+        itself); once per run, score and ties."""
+        if self.kind == "references":
+            raise BadInputError("a references truth counts no labels; use judged()",
+                                field="truth")
+        key = (run_id, score, ties)
+        if key not in self._judged:
+            self._judged[key] = (None, labels_truth(self._store(), run_id, labels=self.labels,
+                                                    score=score, ties=ties))
+        rt = self._judged[key][1]
+        assert isinstance(rt, RunTruth)
+        return rt
+
+    def scored(self, run_id: str, *, score: str = "salience") -> pd.DataFrame:
+        """The labelled, untied valid candidates of ``run_id`` by this labels truth
+        (:func:`scored_candidates` of its rows: what the bootstrap bands and the
+        labels hash take); a judge that labelled nothing of the run says so."""
+        if self.kind == "references":
+            raise BadInputError("a references truth has no labelled candidates; use judged()",
+                                field="truth")
+        if self.judge:  # the judge's own message when it labelled nothing of the run
+            self.judged(run_id, score=score)
+        return scored_candidates(self._store(), run_id, labels=self.labels, score=score)

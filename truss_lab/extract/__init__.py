@@ -1,5 +1,6 @@
 """Extraction: providers (replay, OpenAI-compatible, heuristic), prompts, the parser, the
-ADR 0011 gate, live extraction when a contract closes, and the batch runner."""
+ADR 0011 gate, live extraction when a contract closes, and the batch runner. The judges
+(models that produce truth) are evaluate's."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from ._batch import ExtractionRun, run_extraction
 from ._extractor import Extractor, ReplayProvider
 from ._gate import CloseResult, ContractCloseLearning, apply_gate
 from ._heuristic import HeuristicProvider
-from ._judge import Judge, JudgeRun, parse_judgement, run_judge
-from ._match_judge import JudgeMatcher, match_run, parse_similarities
 from ._parser import ParseResult, parse_completion
 from ._prompts import (
     PromptTemplate,
@@ -34,9 +33,6 @@ __all__ = [
     "ExtractionRun",
     "Extractor",
     "HeuristicProvider",
-    "Judge",
-    "JudgeMatcher",
-    "JudgeRun",
     "OpenAICompatibleProvider",
     "ParseResult",
     "PromptTemplate",
@@ -47,10 +43,6 @@ __all__ = [
     "build_match_request",
     "build_request",
     "get_template",
-    "match_run",
     "parse_completion",
-    "parse_judgement",
-    "parse_similarities",
     "run_extraction",
-    "run_judge",
 ]

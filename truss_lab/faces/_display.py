@@ -96,7 +96,7 @@ class SweepDisplay:
         name: str | None = None,
         default_threshold: float | None = DEFAULT_THRESHOLD,
         ax: Any = None,
-        truth: str = "labels",
+        truth: Any = "labels",
         references: Any = None,
         score: str = "salience",
     ) -> SweepDisplay:
@@ -106,11 +106,12 @@ class SweepDisplay:
         chosen one (e.g. ``choose_run_threshold(...).threshold``). The default name
         is the run id and the truth."""
         from truss_lab.evaluate._runs import bootstrap_run, sweep_run
+        from truss_lab.evaluate._truth import Truth
 
-        df = sweep_run(store, run_id, labels=labels, truth=truth, references=references,
-                       score=score)
-        iv = (bootstrap_run(store, run_id, labels=labels, n_boot=n_boot,
-                            random_state=random_state, truth=truth, references=references,
+        # Resolved once: the sweep and its bands read and match the truth once.
+        t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
+        df = sweep_run(store, run_id, truth=t, score=score)
+        iv = (bootstrap_run(store, run_id, n_boot=n_boot, random_state=random_state, truth=t,
                             score=score).table if n_boot else None)
         return cls(df, threshold=threshold, intervals=iv,
                    name=name if name else f"{run_id} (truth: {df.attrs['truth']})",
@@ -244,7 +245,7 @@ class PrecisionRecallDisplay:
 
     @classmethod
     def from_run(
-        cls, store: Any, run_id: str, *, truth: str = "labels", labels: Any = None,
+        cls, store: Any, run_id: str, *, truth: Any = "labels", labels: Any = None,
         references: Any = None, score: str = "salience", threshold: float | None = None,
         name: str | None = None, ax: Any = None,
     ) -> PrecisionRecallDisplay:
@@ -345,7 +346,7 @@ class CalibrationDisplay:
 
     @classmethod
     def from_run(
-        cls, store: Any, run_id: str, *, truth: str = "labels", labels: Any = None,
+        cls, store: Any, run_id: str, *, truth: Any = "labels", labels: Any = None,
         references: Any = None, score: str = "salience",
         method: Literal["isotonic", "platt"] | None = None,
         scores: str | None = None, random_state: Any = 0, n_bins: int = 10,

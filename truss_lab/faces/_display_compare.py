@@ -34,7 +34,7 @@ class ComparisonDisplay:
         return cls(result, row=row).plot(ax=ax)
 
     @classmethod
-    def from_runs(cls, store: Any, run_a: str, run_b: str, *, truth: str = "labels",
+    def from_runs(cls, store: Any, run_a: str, run_b: str, *, truth: Any = "labels",
                   threshold: Any = 0.7, row: int = 0, ax: Any = None,
                   **options: Any) -> ComparisonDisplay:
         """Plot :func:`~truss_lab.evaluate._runs.compare_runs` of two runs judged by
@@ -44,7 +44,7 @@ class ComparisonDisplay:
 
         res = compare_runs(store, run_a, run_b, truth=truth, threshold=threshold, **options)
         out = cls(res, row=row)
-        out.truth = truth
+        out.truth = getattr(truth, "name", truth)  # a resolved Truth shows its name
         return out.plot(ax=ax)
 
     @classmethod

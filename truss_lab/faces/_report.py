@@ -5,7 +5,8 @@ and script are inline, and its Content-Security-Policy forbids any request.
 Sections: the runs and their config; per run the sweep (verdict-bootstrap
 bands, chosen and default thresholds), precision-recall with the operating
 point, and calibration, judged by one truth named in the header (gold
-labels, reference lessons or a judge's labels: :mod:`._report_truth`); the
+labels, reference lessons or a judge's labels: one
+:class:`~truss_lab.evaluate._truth.Truth`, resolved once and passed to every section); the
 comparison of every run with the first; junk rates; the audit; and a
 filterable verdict list (completion, lessons, saliences, gate outcome,
 labels, reference lessons with the lesson each was matched to, junk flags,
@@ -35,8 +36,6 @@ import pandas as pd
 from ..core._errors import BadInputError, TrussLabError
 from ..evaluate._bootstrap import bootstrap_metrics
 from ..evaluate._objective import DEFAULT_OBJECTIVE, parse_objective
-from ..evaluate._references import reference_truth
-from ..evaluate._run_truth import labels_truth
 from ..evaluate._runs import (
     calibration_run,
     choose_run_threshold,
@@ -45,6 +44,7 @@ from ..evaluate._runs import (
     sweep_run,
 )
 from ..evaluate._sweep import UndefinedMetricWarning, average_precision
+from ..evaluate._truth import ReferenceTruth, Truth, check_truth_spec
 from ..govern._audit import audit
 from ..journal._table import verdict_payloads
 from ..score._junk import junk_flags, junk_rates
@@ -59,7 +59,6 @@ from ._display import (
 )
 from ._plotting import DEFAULT_THRESHOLD, _figure
 from ._report_page import esc, page, png_img, table
-from ._report_truth import ReportTruth, report_truth
 from ._report_verdicts import verdict_list
 
 __all__ = ["report_html", "write_report"]
@@ -85,13 +84,14 @@ def _runs_section(store: Store, run_ids: Sequence[str]) -> str:
     return table(summary) + "".join(configs)
 
 
-def _judged_rows(store: Store, rid: str, truth: ReportTruth) -> pd.DataFrame:
+def _judged_rows(rid: str, truth: Truth) -> pd.DataFrame:
     """The rows :func:`sweep_run` judges (``y``, ``s``, ``verdict_hash``): candidates with
     a truth value (dropped useful ones too: NaN score, a miss), or the reference rows
-    (matched lessons and misses)."""
-    if truth.name == "references":
-        return reference_truth(store, rid).rows
-    c = labels_truth(store, rid, labels=truth.judge_labels).candidates
+    (matched lessons and misses). The run as the truth judged it for the sweep."""
+    jr = truth.judged(rid)
+    if isinstance(jr, ReferenceTruth):
+        return jr.rows
+    c = jr.candidates
     return c[c["judged"].to_numpy(dtype=bool)]
 
 
@@ -104,7 +104,7 @@ def _bands(d: pd.DataFrame, *, objective: str, n_boot: int, random_state: int) -
         random_state=random_state, objective=parse_objective(objective)).table
 
 
-def _truth_counts(store: Store, rid: str, truth: ReportTruth, counts: dict[str, Any]) -> str:
+def _truth_counts(store: Store, rid: str, truth: Truth, counts: dict[str, Any]) -> str:
     """What the run is judged on: label coverage and agreement, or the reference counts."""
     if truth.name == "labels":
         return label_report(store, rid)._repr_html_()
@@ -115,17 +115,16 @@ def _truth_counts(store: Store, rid: str, truth: ReportTruth, counts: dict[str, 
             + table(pd.DataFrame([dict(counts)])))
 
 
-def _evaluation(store: Store, rid: str, truth: ReportTruth, *, objective: str, n_boot: int,
+def _evaluation(store: Store, rid: str, truth: Truth, *, objective: str, n_boot: int,
                 random_state: int) -> tuple[str, float | None]:
     """The sweep, PR and calibration of one run; its chosen threshold (None without truth)."""
-    kw = truth.kw()
     try:
-        full = sweep_run(store, rid, **kw)
+        full = sweep_run(store, rid, truth=truth)
     except BadInputError as exc:
         return f'<h3>{esc(rid)}</h3><p class="muted">{esc(exc)}</p>', None
     choice = choose_run_threshold(store, rid, objective=objective, n_boot=n_boot,
-                                  random_state=random_state, **kw)
-    judged = _judged_rows(store, rid, truth)
+                                  random_state=random_state, truth=truth)
+    judged = _judged_rows(rid, truth)
     bands = _bands(judged, objective=objective, n_boot=n_boot, random_state=random_state)
     fig = _figure((7.5, 4.6))
     SweepDisplay(full, threshold=choice.threshold, intervals=bands,
@@ -134,7 +133,7 @@ def _evaluation(store: Store, rid: str, truth: ReportTruth, *, objective: str, n
     parts = [f"<h3>{esc(rid)}</h3>", _truth_counts(store, rid, truth, full.attrs["counts"]),
              png_img(fig, f"sweep of {rid}")]
     at = sweep_run(store, rid, thresholds=[*_SUMMARY_AT, round(choice.threshold, 6)]
-                   if choice.threshold == choice.threshold else list(_SUMMARY_AT), **kw)
+                   if choice.threshold == choice.threshold else list(_SUMMARY_AT), truth=truth)
     parts.append(table(at.drop_duplicates("threshold")))
     parts.append(choice._repr_html_())
     fig = _figure((5.5, 4.4))
@@ -144,12 +143,14 @@ def _evaluation(store: Store, rid: str, truth: ReportTruth, *, objective: str, n
     PrecisionRecallDisplay.from_sweep(full, threshold=choice.threshold, ax=fig.subplots(),
                                       name=f"{rid} (AP = {ap:.3f})")
     parts.append(png_img(fig, f"precision-recall of {rid}"))
-    cal_kw = truth.calibration_kw()
-    if cal_kw is None:
+    if truth.kind == "references":
+        # The report calibrates scores against labels only (a references calibration
+        # would leave out the misses its sweep counts).
         parts.append(f"<h4>calibration</h4><p class=\"muted\">not judged by {esc(truth.name)}: "
                      "calibration_run fits gold labels only</p>")
         return "".join(parts), choice.threshold
-    cal = calibration_run(store, rid, method="isotonic", random_state=random_state, **cal_kw)
+    cal = calibration_run(store, rid, method="isotonic", random_state=random_state,
+                          truth=truth)
     names = list(cal.tables)
     fig = _figure((5.5 * len(names), 4.2))
     for ax, name in zip(fig.subplots(1, len(names), squeeze=False)[0], names, strict=True):
@@ -160,13 +161,13 @@ def _evaluation(store: Store, rid: str, truth: ReportTruth, *, objective: str, n
     return "".join(parts), choice.threshold
 
 
-def _comparison_section(store: Store, run_ids: Sequence[str], truth: ReportTruth, *,
+def _comparison_section(store: Store, run_ids: Sequence[str], truth: Truth, *,
                         n_boot: int, random_state: int) -> str:
     parts = []
     for other in run_ids[1:]:
         try:
             res = compare_runs(store, run_ids[0], other, threshold=DEFAULT_THRESHOLD,
-                               n_boot=n_boot, random_state=random_state, **truth.kw())
+                               n_boot=n_boot, random_state=random_state, truth=truth)
         except BadInputError as exc:
             parts.append(f'<p class="muted">{esc(run_ids[0])} vs {esc(other)}: {esc(exc)}</p>')
             continue
@@ -217,7 +218,7 @@ def report_html(
         raise BadInputError("a report needs at least one run id", field="run_ids")
     for rid in run_ids:
         run_info(store, rid)  # an unknown run is an error naming the recent ones
-    judged = report_truth(store, run_ids, truth)
+    judged = Truth.resolve(store, check_truth_spec(truth), run_ids)
     title = title or f"truss_lab report: {', '.join(run_ids)}"
     sections = [("runs", "Runs and their configuration", _runs_section(store, run_ids))]
     evals = []
@@ -235,7 +236,8 @@ def report_html(
     sections.append(("junk", "Junk rates", junk_body))
     sections.append(("audit", "Audit (ADR 0011)", _audit_section(store)))
     sections.append(("verdicts", "Verdicts",
-                     verdict_list(store, run_ids, flags=flags, max_verdicts=max_verdicts)))
+                     verdict_list(store, run_ids, flags=flags, max_verdicts=max_verdicts,
+                                  truth=judged)))
     from .. import __version__
 
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

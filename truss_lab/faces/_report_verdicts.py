@@ -2,11 +2,12 @@
 annotator's) and, per run, its completion, lessons, saliences, gate outcome,
 labels, the reference each lesson was matched to, junk flags and errors.
 
-The matching is the evaluation's own (:func:`~truss_lab.evaluate._references.reference_truth`:
-the lexical matcher's greedy one-to-one assignment by score), so the list shows
-the pairs the reference sweep counted. Store reads only (inline SQL and the
-evaluation's own readers); the HTML is escaped value by value with
-:func:`~truss_lab.faces._report_page.esc`.
+The matching is the evaluation's own (a references
+:class:`~truss_lab.evaluate._truth.Truth`: the lexical matcher's greedy one-to-one
+assignment by score; the report's own when it judges by references, so each run
+is matched once), so the list shows the pairs the reference sweep counted. Store
+reads only (the store's functions and the evaluation's readers); the HTML is
+escaped value by value with :func:`~truss_lab.faces._report_page.esc`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ..evaluate._references import reference_truth, run_references
-from ..evaluate._truth import labelled_candidates
+from ..evaluate._truth import ReferenceTruth, Truth, labelled_candidates
 from ..store._ingested import completion_texts
 from ..store._runs import processed_verdicts, run_info, verdict_errors_of
 from ..store._store import Store
@@ -62,23 +62,30 @@ def _run_rows(store: Store, run_id: str, hashes: list[str], flags: pd.DataFrame 
     return cands, comps, errs
 
 
-def reference_matches(store: Store, run_ids: Sequence[str], hashes: list[str]
+def reference_matches(store: Store, run_ids: Sequence[str], hashes: list[str],
+                      truth: Truth | None = None
                       ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """``(references, matches)``: the reference lessons of ``hashes`` (FORMATS.md §4
     rows, every annotator's) and, per run with an annotated verdict, its valid
     lessons on annotated verdicts among ``hashes`` with ``candidate_id,
     verdict_hash, lesson_index, reference_id`` (the reference the lesson claimed,
-    ``<NA>`` if none), ``similarity`` and ``y`` (1 when matched)."""
-    refs = run_references(store)
+    ``<NA>`` if none), ``similarity`` and ``y`` (1 when matched). ``truth``: the
+    report's truth, reused when it is the store's references (else they are read)."""
+    t = (truth if truth is not None and truth.kind == "references"
+         else Truth.resolve(store, "references", run_ids))
+    assert t.references is not None  # a references truth holds its rows
+    refs = t.references
     refs = refs[refs["verdict_hash"].astype(str).isin(hashes)].reset_index(drop=True)
     matches: dict[str, pd.DataFrame] = {}
     if refs.empty:
         return refs, matches
     for rid in run_ids:
         try:
-            les = reference_truth(store, rid).lessons
+            jr = t.judged(rid)
         except BadInputError:
             continue  # none of this run's verdicts is annotated
+        assert isinstance(jr, ReferenceTruth)
+        les = jr.lessons
         matches[rid] = les.loc[les["verdict_hash"].isin(hashes),
                                ["candidate_id", "verdict_hash", "lesson_index", "reference_id",
                                 "similarity", "y"]].reset_index(drop=True)
@@ -215,15 +222,16 @@ def _verdict_html(v: Any, per_run: dict[str, tuple[pd.DataFrame, pd.DataFrame, p
 
 
 def verdict_list(store: Store, run_ids: Sequence[str], *, flags: pd.DataFrame | None,
-                 max_verdicts: int | None) -> str:
+                 max_verdicts: int | None, truth: Truth | None = None) -> str:
     """The filterable verdict list (filters, pager, one ``<details>`` per verdict).
 
     ``flags`` holds :func:`~truss_lab.score._junk.junk_flags` columns keyed by
-    ``candidate_id`` (or None)."""
+    ``candidate_id`` (or None); ``truth`` is the report's (see
+    :func:`reference_matches`)."""
     verdicts, n_total = select_verdicts(store, run_ids, max_verdicts)
     hashes = [str(h) for h in verdicts["verdict_hash"]]
     per_run = {rid: _run_rows(store, rid, hashes, flags) for rid in run_ids}
-    refs, matches = reference_matches(store, run_ids, hashes)
+    refs, matches = reference_matches(store, run_ids, hashes, truth)
     outcomes = sorted({str(json.loads(p).get("verdict", "unknown")) if isinstance(p, str)
                        else "unknown" for p in verdicts["payload"]})
     options = "".join(f'<option value="{esc(o)}">{esc(o)}</option>' for o in outcomes)

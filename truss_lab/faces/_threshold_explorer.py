@@ -114,7 +114,7 @@ class ThresholdExplorer:
         store: Any,
         run_id: str,
         *,
-        truth: str = "labels",
+        truth: Any = "labels",
         labels: Any = None,
         references: Any = None,
         score: str = "salience",
@@ -122,17 +122,16 @@ class ThresholdExplorer:
         n_rows: int = 5,
         plot: bool = True,
     ) -> ThresholdExplorer:
-        """An explorer over ``run_id`` judged by ``truth`` (labels, references or
-        judge:NAME). The lessons listed at the cut are the judged ones (labelled
-        candidates; with references, the run's lessons on annotated verdicts, with
+        """An explorer over ``run_id`` judged by ``truth`` (labels, references,
+        judge:NAME or a resolved Truth). The lessons listed at the cut are the judged
+        ones (labelled candidates; with references, the run's lessons on annotated verdicts, with
         the reference each matched); the metrics count as
         :func:`~truss_lab.evaluate._runs.sweep_run` does."""
         from ..evaluate._runs import sweep_judged
-        from ..evaluate._truth import labelled_candidates
-        from ..evaluate._truth_source import judged_by
+        from ..evaluate._truth import Truth, labelled_candidates
 
-        t, jr = judged_by(store, run_id, truth, labels=labels, references=references,
-                          score=score)
+        t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
+        jr = t.judged(run_id, score=score)
         if t.kind == "references":
             view = jr.lessons.rename(columns={"s": score, "y": "label"})  # type: ignore[union-attr]
         else:

@@ -29,10 +29,8 @@ from ..core._models import Policy, PolicyRecord, PolicyTarget, Trust
 from ..core._threshold import check_threshold
 from ..evaluate._choose import ThresholdChoice
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
-from ..evaluate._references import reference_truth, run_references
 from ..evaluate._runs import choose_run_threshold
-from ..evaluate._truth import run_labels, scored_candidates
-from ..evaluate._truth_source import Truth, resolve
+from ..evaluate._truth import Truth, run_labels, scored_candidates
 from ..journal._crypto import SigningKey
 from ..store._runs import run_info
 from ..store._store import Store
@@ -83,16 +81,23 @@ def labels_hash(
 
 
 def references_hash(
-    store: Store, run_ids: Sequence[str], *, references: Any = None, score: str = "salience"
+    store: Store, run_ids: Sequence[str], *, references: Any = None, score: str = "salience",
+    truth: Truth | None = None,
 ) -> tuple[str, int]:
     """``(sha256 hex, n_rows)`` over the reference lessons a decision on ``run_ids``
     used: the rows (FORMATS.md §4) of the annotated verdicts the runs processed,
     each written as the JSON array ``[verdict_hash, reference_id, annotator, text,
-    evidence]``, sorted, joined by ``\\n``."""
+    evidence]``, sorted, joined by ``\\n``. ``truth``: the references truth the
+    decision was judged by (its rows and matches are reused; else ``references``
+    is read and matched here)."""
+    t = truth if truth is not None else Truth.resolve(store, "references", run_ids,
+                                                       references=references)
     judged: set[str] = set()
     for r in run_ids:
-        judged |= set(reference_truth(store, r, references=references, score=score).verdicts)
-    refs = run_references(store, references)
+        jr = t.judged(r, score=score)
+        judged |= set(jr.verdicts)
+    assert t.references is not None  # a references truth holds its rows
+    refs = t.references
     used = refs[refs["verdict_hash"].astype(str).isin(judged)]
     # evidence is a list, or a numpy array when read from the table
     lines = sorted(json.dumps([str(v), str(i), str(a), str(x),
@@ -105,10 +110,10 @@ def references_hash(
 
 
 def _truth_evidence(store: Store, truth: Truth, run_ids: Sequence[str], *,
-                    references: Any, score: str) -> dict[str, Any]:
+                    score: str) -> dict[str, Any]:
     """``truth``, ``truth_hash``, ``n_truth_rows`` and the labels keys of the evidence."""
     if truth.kind == "references":
-        h, n = references_hash(store, run_ids, references=references, score=score)
+        h, n = references_hash(store, run_ids, score=score, truth=truth)
         return {"truth": truth.name, "truth_hash": h, "n_truth_rows": n,
                 "labels_hash": None, "n_label_rows": 0}
     h, n = labels_hash(store, run_ids, labels=truth.labels, score=score)
@@ -174,8 +179,8 @@ def threshold_evidence(
                      "dataset_hash": info["dataset_hash"], "status": info["status"],
                      "scorer": info.get("scorer")})
     hashes = sorted({str(r["dataset_hash"]) for r in runs})
-    t = resolve(store, truth, labels=labels)
-    truth_keys = _truth_evidence(store, t, run_ids, references=references, score=score)
+    t = Truth.resolve(store, truth, run_ids, labels=labels, references=references)
+    truth_keys = _truth_evidence(store, t, run_ids, score=score)
     boot = choice.bootstrap
     spec: dict[str, Any] = (objective_spec(objective) if objective is not None
                             else {"description": choice.objective})
@@ -221,7 +226,7 @@ def propose_threshold(
     labels: Any = None,
     score: str = "salience",
     policy_id: str = "extraction_min_salience",
-    truth: str | None = None,
+    truth: str | Truth | None = None,
     references: Any = None,
     **choose_options: Any,
 ) -> PolicyRecord:
@@ -249,10 +254,10 @@ def propose_threshold(
             raise BadInputError(
                 f"run_ids {run_ids} must include the run the choice is made on "
                 f"({choice_or_run!r})", field="run_ids")
-        used = resolve(store, truth or "labels", labels=labels)
-        choice = choose_run_threshold(store, choice_or_run, objective=obj, labels=labels,
-                                      score=score, truth=used.name, references=references,
-                                      **choose_options)
+        used = Truth.resolve(store, truth or "labels", run_ids, labels=labels,
+                             references=references)
+        choice = choose_run_threshold(store, choice_or_run, objective=obj, score=score,
+                                      truth=used, **choose_options)
     elif isinstance(choice_or_run, ThresholdChoice):
         if not run_ids:
             raise BadInputError("run_ids must name the run(s) the choice was computed from",
@@ -268,7 +273,8 @@ def propose_threshold(
                 f"objective {obj.describe()!r} is not the one the choice used "
                 f"({choice.objective!r})", field="objective")
         made = str(choice.split.get("truth", "labels"))
-        used = resolve(store, truth or made, labels=labels)
+        used = Truth.resolve(store, truth or made, run_ids, labels=labels,
+                             references=references)
         if used.name != made:
             raise BadInputError(f"truth {used.name!r} is not the one the choice was judged by "
                                 f"({made!r})", field="truth")

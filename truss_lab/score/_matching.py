@@ -16,7 +16,7 @@ lesson finds its reference taken and stays unmatched (a false positive).
 Lessons without a score (NaN) are never written and claim nothing. A NaN
 similarity means the matcher could not score the pair (a judge matcher whose
 answer was malformed): it claims nothing, and evaluation leaves a verdict with
-such pairs out (``evaluate._references``) rather than count it as judged.
+such pairs out (``evaluate._truth``) rather than count it as judged.
 
 The lexical matcher: word-set Jaccard of the two texts, over the content words
 of :func:`~truss_lab.score._tokens.content_words` (the near-duplicate

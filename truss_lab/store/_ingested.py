@@ -109,3 +109,10 @@ def completion_texts(store: Store, extractor_id: str, verdict_hashes: Sequence[s
         "AND verdict_hash IN (SELECT unnest(?)) ORDER BY recorded_at",
         [extractor_id, list(verdict_hashes)],
     ).df()
+
+
+def judge_recordings(store: Store, prefix: str) -> pd.DataFrame:
+    """The recorded calls (``completions`` rows) of a judge or judge matcher: those
+    whose extractor starts with ``prefix`` (``<kind>:<model>@<prompt>/``)."""
+    return store.sql(
+        "SELECT * FROM completions WHERE starts_with(extractor_id, ?)", [prefix]).df()

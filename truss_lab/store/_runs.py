@@ -33,13 +33,20 @@ __all__ = [
     "finish_run",
     "get_run",
     "missing_run_error",
+    "processed_verdicts",
     "record_extractor_config",
     "record_prompt_template",
     "reopen_run",
+    "run_candidates",
     "run_content_hashes",
     "run_errors",
     "run_info",
+    "run_lessons",
+    "run_processed_verdicts",
+    "run_verdict_hashes",
     "summarize_runs",
+    "valid_candidates",
+    "verdict_errors_of",
 ]
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -356,3 +363,44 @@ def valid_candidates(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
     """The valid candidates of ``run_ids`` (every column of the candidates table)."""
     return store.sql("SELECT * FROM candidates WHERE run_id IN (SELECT unnest(?)) AND valid",
                      [list(run_ids)]).df()
+
+
+# --------------------------------------------------------------------------- evaluation reads
+
+
+def run_candidates(store: Store, run_id: str, *, valid_only: bool = False) -> pd.DataFrame:
+    """Every candidates column of ``run_id`` (valid ones only with ``valid_only``), by
+    verdict seq and lesson index."""
+    return store.sql(
+        "SELECT * FROM candidates WHERE run_id = ?"
+        + (" AND valid" if valid_only else "")
+        + " ORDER BY verdict_seq, lesson_index",
+        [run_id],
+    ).df()
+
+
+def run_lessons(store: Store, run_id: str) -> pd.DataFrame:
+    """The valid lessons of ``run_id`` as a judge reads them (``verdict_seq,
+    verdict_hash, lesson_index, text, evidence``), by verdict seq and lesson index."""
+    return store.sql(
+        "SELECT verdict_seq, verdict_hash, lesson_index, text, evidence FROM candidates "
+        "WHERE run_id = ? AND valid ORDER BY verdict_seq, lesson_index", [run_id]).df()
+
+
+def run_verdict_hashes(store: Store, run_id: str) -> list[str]:
+    """The verdicts ``run_id`` recorded in ``run_verdicts``, by verdict seq (empty for a
+    run recorded before that table existed)."""
+    return [r[0] for r in store.sql(
+        "SELECT verdict_hash FROM run_verdicts WHERE run_id = ? ORDER BY verdict_seq",
+        [run_id]).fetchall()]
+
+
+def run_processed_verdicts(store: Store, run_id: str) -> pd.DataFrame:
+    """Every verdict the run processed (``verdict_hash, verdict_seq``): its
+    run_verdicts, error rows and candidates."""
+    return store.sql(
+        "SELECT verdict_hash, min(verdict_seq) AS verdict_seq FROM ("
+        " SELECT verdict_hash, verdict_seq FROM run_verdicts WHERE run_id = ?"
+        " UNION ALL SELECT verdict_hash, verdict_seq FROM verdict_errors WHERE run_id = ?"
+        " UNION ALL SELECT verdict_hash, verdict_seq FROM candidates WHERE run_id = ?"
+        ") GROUP BY verdict_hash", [run_id, run_id, run_id]).df()

@@ -18,13 +18,12 @@ from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...evaluate._run_calibration import calibration_run
 from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, sweep_run
-from ...evaluate._truth_source import resolve_truth
+from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
 from ...store._store import open_store
 from .._display import save_calibration_plot, save_comparison_plot, save_sweep_plot
 from .._report import write_report
-from .._report_truth import TRUTH_HELP, check_report_truth
 from .._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
 from .common import (
     add_commands,
@@ -53,22 +52,17 @@ _score_option = click.option(
     help="Score to threshold: a candidates column (salience, score).")
 
 
-def _check_truth(ctx: click.Context, param: click.Parameter, value: str) -> str:
+def _check_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """``--truth`` is auto, labels, references or judge:NAME (the judge is checked
-    against the database's judges when the command runs)."""
-    if value in ("auto", "labels", "references") or (
-            value.startswith("judge:") and len(value) > len("judge:")):
-        return value
-    raise click.BadParameter(f"expected auto, labels, references or judge:NAME, got {value!r}")
+    against the database's judges when the command resolves it)."""
+    try:
+        return check_truth_spec(value)
+    except BadInputError as exc:
+        raise click.BadParameter(str(exc).removeprefix("field 'truth': ")) from None
 
 
-_truth_option = click.option(
-    "--truth", default="auto", show_default=True, callback=_check_truth,
-    help="What the lessons are judged by: labels (gold labels on them), references "
-         "(reference lessons of their verdicts, `truss-lab schema references`) or "
-         "judge:NAME (one judge's labels, e.g. judge:sim-judge-v1@judge-v1; see "
-         "`truss-lab judge`). auto: labels when every run has some, else references "
-         "(the output says which). README: Truth sources.")
+_truth_option = click.option("--truth", default="auto", show_default=True, callback=_check_truth,
+                             help=TRUTH_HELP)
 _matcher_option = click.option(
     "--matcher", type=click.Choice(["lexical", "judge"]), default="lexical", show_default=True,
     help="How lessons are matched to references (when judged by references): lexical word "
@@ -192,21 +186,21 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
             check_output_file(path, field=option)
     with _open(db, write=_live_matcher(matcher, match_spec)) as store:
         m = _matcher(store, matcher, match_spec, match_base_url)
-        truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
-        full = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
-                         matcher=m)
-        at = sweep_run(store, run_id, labels=labels_path, score=score, truth=truth,
+        # Resolved once: every evaluation below reads and matches the truth once.
+        t = Truth.resolve(store, truth, [run_id], labels=labels_path)
+        truth, why = t.name, t.why
+        full = sweep_run(store, run_id, score=score, truth=t, matcher=m)
+        at = sweep_run(store, run_id, score=score, truth=t,
                        thresholds=list(SUMMARY_THRESHOLDS), matcher=m)
-        choice = choose_run_threshold(store, run_id, objective=objective,
-                                      labels=labels_path, score=score,
+        choice = choose_run_threshold(store, run_id, objective=objective, score=score,
                                       test_size=test_size, cv=_cv(cv),
                                       cv_repeats=cv_repeats, random_state=random_state,
-                                      n_boot=n_boot, truth=truth, matcher=m)
+                                      n_boot=n_boot, truth=t, matcher=m)
         _record(store, m)
-        # The plot's bands: a verdict bootstrap of the judged lessons, same truth.
-        bands = (bootstrap_run(store, run_id, labels=labels_path, score=score,
-                               n_boot=n_boot, random_state=random_state,
-                               truth=truth).table
+        # The plot's bands: a verdict bootstrap of the judged lessons, same truth
+        # (matched lexically with references, as the bands always were).
+        bands = (bootstrap_run(store, run_id, score=score, n_boot=n_boot,
+                               random_state=random_state, truth=t).table
                  if plot_path and n_boot else None)
     if csv_path:
         full.to_csv(csv_path, index=False)
@@ -251,10 +245,10 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
     check_threshold(threshold, "--threshold", name="threshold")
     with _open(db, write=_live_matcher(matcher, match_spec)) as store:
         m = _matcher(store, matcher, match_spec, match_base_url)
-        truth, why = resolve_truth(store, [run_a, run_b], truth, labels=labels_path)
-        res = compare_runs(store, run_a, run_b, threshold=threshold, labels=labels_path,
-                           score=score, n_boot=n_boot, random_state=random_state,
-                           truth=truth, matcher=m)
+        t = Truth.resolve(store, truth, [run_a, run_b], labels=labels_path)
+        truth, why = t.name, t.why
+        res = compare_runs(store, run_a, run_b, threshold=threshold, score=score,
+                           n_boot=n_boot, random_state=random_state, truth=t, matcher=m)
         _record(store, m)
     if plot_path:
         save_comparison_plot(res, plot_path)
@@ -292,11 +286,12 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
     if plot_path:
         check_output_file(plot_path, field="--plot")
     with _open(db) as store:
-        truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
+        t = Truth.resolve(store, truth, [run_id], labels=labels_path)
+        truth, why = t.name, t.why
         rep = calibration_run(store, run_id, method=None if method == "none" else method,
-                              n_bins=n_bins, strategy=strategy, labels=labels_path,
-                              score=score, test_size=test_size, random_state=random_state,
-                              min_bin_count=min_bin_count, truth=truth)
+                              n_bins=n_bins, strategy=strategy, score=score,
+                              test_size=test_size, random_state=random_state,
+                              min_bin_count=min_bin_count, truth=t)
     if plot_path:
         save_calibration_plot(rep, plot_path)
     emit({"run_id": run_id, "score": score, "truth": truth, "method": rep.method,
@@ -332,12 +327,12 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
     """Sign a threshold decision and record it as an unverified salience policy."""
     key = SigningKey.load(key_path)
     with _open(db, write=True) as store:
-        truth, why = resolve_truth(store, [run_id], truth, labels=labels_path)
-        rec = propose_threshold(store, run_id, key, objective=objective,
-                                labels=labels_path, score=score, policy_id=policy_id,
-                                test_size=test_size, cv=_cv(cv),
+        t = Truth.resolve(store, truth, [run_id], labels=labels_path)
+        truth, why = t.name, t.why
+        rec = propose_threshold(store, run_id, key, objective=objective, score=score,
+                                policy_id=policy_id, test_size=test_size, cv=_cv(cv),
                                 cv_repeats=cv_repeats, random_state=random_state,
-                                n_boot=n_boot, truth=truth)
+                                n_boot=n_boot, truth=t)
     ref = rec.provenance.produced_by
     text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "
             f"{rec.policy.settings['extraction_min_salience']:.4g} (trust {rec.trust.value}"
@@ -346,13 +341,6 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
             f"evidence: lab journal entry seq {ref.seq} hash {ref.hash}\n"
             "not applied: policy records never change runtime behaviour")
     emit(rec.model_dump(mode="json"), as_json, text)
-
-
-def _report_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    try:
-        return check_report_truth(value)
-    except BadInputError as exc:
-        raise click.BadParameter(str(exc).removeprefix("field 'truth': ")) from None
 
 
 @click.command("report")
@@ -366,7 +354,7 @@ def _report_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> s
 @click.option("--max-verdicts", default=200, show_default=True, type=click.IntRange(0),
               help="Verdicts in the browsable list (up to half with errors); 0 lists all.")
 @click.option("--truth", default="auto", show_default=True, metavar="SOURCE",
-              callback=_report_truth, help=TRUTH_HELP)
+              callback=_check_truth, help=TRUTH_HELP)
 @friendly
 def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: int,
            random_state: int, max_verdicts: int, truth: str) -> None:

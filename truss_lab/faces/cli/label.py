@@ -3,9 +3,9 @@
 matches a run's lessons to reference lessons with a model (the judge matcher), and
 ``queue`` lists the lessons people should label next.
 
-No logic here: :func:`truss_lab.extract._judge.run_judge`,
-:func:`truss_lab.evaluate._judge_agreement.judge_agreement`,
-:func:`truss_lab.extract._match_judge.match_run` and
+No logic here: :func:`truss_lab.evaluate._judges.run_judge`,
+:func:`truss_lab.evaluate._judges.judge_agreement`,
+:func:`truss_lab.evaluate._judges.match_run` and
 :func:`truss_lab.evaluate._queue.labelling_queue` do the work.
 """
 
@@ -18,11 +18,10 @@ import click
 
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE
-from ...evaluate._judge_agreement import judge_agreement as agreement_of
+from ...evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
+from ...evaluate._judges import judge_agreement as agreement_of
 from ...evaluate._objective import OBJECTIVE_HELP
 from ...evaluate._queue import DEFAULT_BAND, labelling_queue
-from ...extract._judge import Judge, run_judge
-from ...extract._match_judge import JudgeMatcher, match_run
 from ...extract._prompts import get_template
 from ...ingest._completions import read_completions
 from ...ingest._labels import write_label_queue
@@ -89,7 +88,7 @@ def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
 
 def make_judge(spec: str, store: Any, *, base_url: str | None = None,
                template: str = "judge-v1") -> Any:
-    """A :class:`~truss_lab.extract._judge.Judge` from a CLI spec: ``openai:MODEL``
+    """A :class:`~truss_lab.evaluate._judges.Judge` from a CLI spec: ``openai:MODEL``
     (live, with ``base_url``), ``replay:MODEL`` (the store's recordings),
     ``replay:PATH.jsonl#MODEL`` or ``simulated[:LESSON_TRUTH.csv]`` (the
     simulator's synthetic judge, model ``sim-judge-v1``; its calls are recorded)."""
@@ -102,7 +101,7 @@ def make_judge(spec: str, store: Any, *, base_url: str | None = None,
 
 def make_matcher(spec: str, store: Any, *, base_url: str | None = None,
                  template: str = "match-v1", field: str = "--extractor") -> Any:
-    """A :class:`~truss_lab.extract._match_judge.JudgeMatcher` from a CLI spec, spelled
+    """A :class:`~truss_lab.evaluate._judges.JudgeMatcher` from a CLI spec, spelled
     as for :func:`make_judge`; ``simulated[:LESSON_TRUTH.csv]`` is the simulator's
     synthetic matcher (model ``sim-match-v1``, references.jsonl beside the truth)."""
     def simulated(truth: str) -> tuple[Any, str]:

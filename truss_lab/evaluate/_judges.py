@@ -1,0 +1,600 @@
+"""Judges: models that produce truth -- labels of a run's lessons (:class:`Judge`),
+similarities of lessons to reference lessons (:class:`JudgeMatcher`) -- and how far
+a judge agrees with people before anyone relies on it (:func:`judge_agreement`).
+
+Both judges go through the same Provider seam as extraction and are recorded
+and replayable like it: every live call is recorded into the ``completions``
+table keyed by (verdict_hash, ``<kind>:<model>@<prompt version>/<judged
+extractor_id>``) with its request hash; ``replay`` answers from those
+recordings (or a FORMATS.md §2 file) and refuses a changed request. They live
+in evaluate, above extract, because what they produce is truth.
+
+**The label judge.** :class:`Judge` is a provider, a versioned judge prompt
+(``judge-v1``) and a model. :func:`run_judge` sends it one request per verdict
+of a run (the verdict and the run's valid lessons on it), parses the answer
+(:func:`parse_judgement`) and appends the labels to the ``labels`` table under
+the annotator ``judge:<model>@<prompt version>`` (:attr:`Judge.annotator`)
+through the one writer of label rows,
+:func:`~truss_lab.ingest._ingest.append_labels`. Judge labels never join the
+human majority unless asked: the labels truth leaves out annotators starting
+with ``judge:`` (:data:`~truss_lab.store._labels.JUDGE_PREFIX`) by default.
+
+**The judge matcher.** :class:`JudgeMatcher` scores how far each lesson of a
+verdict expresses each reference lesson (prompt ``match-v1``). It is a matcher
+in the sense of :mod:`truss_lab.score._matching`: called on the lessons and the
+references of ONE verdict it returns their similarity matrix, so it plugs in
+wherever the lexical matcher does (``reference_truth(..., matcher=)``,
+``sweep_run``, ``choose_run_threshold``, ``compare_runs``, ``--matcher judge``
+on the CLI); the greedy one-to-one assignment stays
+:func:`~truss_lab.score._matching.match_lessons`. One request per verdict lists
+its lessons (``[L<lesson_index>] ...``) and its reference wordings (``[R1]``,
+``[R2]``, ...) and asks for ``{"pairs": [{"lesson": "L0", "reference": "R1",
+"similarity": 0.9}, ...]}``. The answer is parsed strictly
+(:func:`parse_similarities`): every pair exactly once, each similarity a number
+in [0, 1]. Anything else leaves that verdict's pairs without a similarity (NaN:
+evaluation leaves the verdict out and counts it) and the error is kept in
+:attr:`JudgeMatcher.errors`; it is never 0-filled as if judged. Its live calls
+are kept in memory until :meth:`JudgeMatcher.record` appends them; answers are
+memoised by request hash, so evaluating a run several times (a sweep, then a
+threshold choice) asks the model once per verdict.
+
+**Agreement.** On the lessons both labelled -- the human majority label (judges
+left out, ties left out) and the judge's label -- :func:`judge_agreement`
+reports Cohen's kappa, the judge's precision (of the lessons it calls useful,
+the share people call useful), recall (of the lessons people call useful, the
+share it calls useful) and raw accuracy, with percentile intervals from a
+bootstrap over verdicts (lessons of one verdict are correlated, so verdicts are
+resampled whole).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from ..core._errors import BadInputError, ProviderError
+from ..extract._extractor import ReplayProvider, completion_record
+from ..extract._gate import record_completions
+from ..extract._prompts import (
+    PromptTemplate,
+    build_judge_request,
+    build_match_request,
+    get_template,
+)
+from ..extract._providers import OpenAICompatibleProvider, Provider, is_live
+from ..ingest._ingest import append_labels
+from ..journal._table import verdict_payloads
+from ..store._ingested import judge_recordings
+from ..store._labels import JUDGE_PREFIX, judge_annotators, lesson_keys
+from ..store._runs import run_info, run_lessons
+from ..store._store import Store
+from ._agreement import CANDIDATE_KEY, majority_labels
+from ._bootstrap import check_boot, percentile_interval, stream, verdict_codes, weight_chunks
+from ._sweep import UndefinedMetricWarning
+from ._truth import reference_truth, run_labels
+
+__all__ = [
+    "DEFAULT_JUDGE_MATCH_THRESHOLD",
+    "MATCH_PREFIX",
+    "Judge",
+    "JudgeAgreement",
+    "JudgeMatcher",
+    "JudgeRun",
+    "judge_agreement",
+    "judge_names",
+    "match_run",
+    "parse_judgement",
+    "parse_similarities",
+    "run_judge",
+]
+
+
+# --------------------------------------------------------------------------- the label judge
+
+
+def replay_provider(recordings: Any, prefix: str) -> Any:
+    """A :class:`~truss_lab.extract._extractor.ReplayProvider` of a judge's recorded calls:
+    from a Store (its ``completions`` rows whose extractor starts with ``prefix``,
+    ``<kind>:<model>@<prompt>/``), a §2 JSONL path or a frame."""
+    if isinstance(recordings, Store):
+        recordings = judge_recordings(recordings, prefix)
+        if recordings.empty:
+            raise BadInputError(f"no recorded calls of judge {prefix[:-1]!r} in the store",
+                                field="--extractor")
+    return ReplayProvider(recordings)
+
+
+def record_calls(store: Store, records: list[dict[str, Any]]) -> int:
+    """Append a judge's live calls to ``completions`` (in one transaction); their count."""
+    if records:
+        with store.transaction():
+            record_completions(store, records)
+    return len(records)
+
+
+class ModelJudge:
+    """What a judge and a judge matcher share: built on a live OpenAI-compatible
+    endpoint or on recorded calls. A subclass names its replay-key prefix
+    (``_PREFIX``) and default prompt (``_TEMPLATE``) and takes (provider, model,
+    template, parameters)."""
+
+    _PREFIX: ClassVar[str]
+    _TEMPLATE: ClassVar[str]
+
+    @classmethod
+    def openai(cls, base_url: str, model: str, *, template: str | None = None,
+               parameters: Mapping[str, Any] | None = None,
+               **provider_options: Any) -> Any:
+        """A live OpenAI-compatible endpoint as the model (temperature 0 by default);
+        ``template`` defaults to the class's prompt (``judge-v1``, ``match-v1``)."""
+        return cls(OpenAICompatibleProvider(base_url, model, **provider_options),
+                   model, get_template(template or cls._TEMPLATE),
+                   dict(parameters or {"temperature": 0}))
+
+    @classmethod
+    def replay(cls, recordings: Any, model: str, *, template: str | None = None,
+               parameters: Mapping[str, Any] | None = None) -> Any:
+        """Replay the recorded calls: a Store (its ``completions`` table), a §2 JSONL
+        path or a frame. Give the ``parameters`` the live model used (the request
+        hash covers them; :meth:`openai` uses temperature 0)."""
+        tpl = get_template(template or cls._TEMPLATE)
+        params = dict(parameters) if parameters is not None else {"temperature": 0}
+        return cls(replay_provider(recordings, f"{cls._PREFIX}{model}@{tpl.version}/"),
+                   model, tpl, params)
+
+
+@dataclass(frozen=True)
+class Judge(ModelJudge):
+    """A judge configuration: a provider, a judge prompt template and a model.
+
+    Its labels are stored under :attr:`annotator` = ``judge:<model>@<prompt version>``.
+    """
+
+    _PREFIX: ClassVar[str] = JUDGE_PREFIX
+    _TEMPLATE: ClassVar[str] = "judge-v1"
+
+    provider: Provider
+    model: str
+    template: PromptTemplate = field(default_factory=lambda: get_template("judge-v1"))
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def annotator(self) -> str:
+        """The annotator name of this judge's label rows."""
+        return f"{JUDGE_PREFIX}{self.model}@{self.template.version}"
+
+    def replay_key(self, extractor_id: str) -> str:
+        """The recordings' ``extractor`` for this judge judging ``extractor_id``'s lessons."""
+        return f"{self.annotator}/{extractor_id}"
+
+
+@dataclass(frozen=True)
+class JudgeRun:
+    """What :func:`run_judge` did: label rows written, calls made, answers it could not use."""
+
+    run_id: str
+    annotator: str
+    n_verdicts: int
+    n_lessons: int
+    n_labels: int
+    labels_added: int
+    provider_calls: int
+    recorded: int
+    errors: list[str] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "annotator": self.annotator,
+                "n_verdicts": self.n_verdicts, "n_lessons": self.n_lessons,
+                "n_labels": self.n_labels, "labels_added": self.labels_added,
+                "provider_calls": self.provider_calls, "recorded": self.recorded,
+                "errors": self.errors}
+
+
+def parse_judgement(text: str, lesson_indices: set[int]) -> tuple[dict[int, int], str | None]:
+    """The labels in a judge's answer: ``({lesson_index: useful}, error or None)``.
+
+    Accepts the JSON object alone or inside prose / a code fence; keeps items
+    whose ``lesson`` is one of ``lesson_indices`` and whose ``useful`` is 0/1 or a
+    boolean; a lesson labelled twice keeps its first label. Never raises.
+    """
+    decoder = json.JSONDecoder()
+    root = None
+    pos = text.find("{")
+    while pos != -1 and root is None:
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except ValueError:
+            pos = text.find("{", pos + 1)
+            continue
+        if isinstance(value, dict) and isinstance(value.get("labels"), list):
+            root = value
+        pos = text.find("{", end)
+    if root is None:
+        return {}, "no JSON object with a 'labels' list"
+    out: dict[int, int] = {}
+    for item in root["labels"]:
+        if not isinstance(item, dict):
+            continue
+        i, u = item.get("lesson"), item.get("useful")
+        if type(i) is not int or i not in lesson_indices or i in out:
+            continue
+        if type(u) is bool or u in (0, 1):
+            out[i] = int(u)
+    missing = len(lesson_indices) - len(out)
+    return out, (f"{missing} lesson(s) not labelled" if missing else None)
+
+
+def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
+    """Label the valid lessons of ``run_id`` with ``judge``; append them as label rows.
+
+    One request per verdict with lessons, in verdict order. A provider error or
+    an unusable answer is listed in :attr:`JudgeRun.errors` and the run goes on.
+    Live calls (a provider whose ``live`` is true) are recorded into the
+    ``completions`` table first, so a rerun with :meth:`Judge.replay` makes zero
+    live calls. Re-judging adds nothing (label rows are keyed by annotator).
+    """
+    extractor_id = str(run_info(store, run_id)["extractor_id"])
+    cands = run_lessons(store, run_id)
+    payloads = verdict_payloads(store).set_index("verdict_hash")["payload"]
+    key = judge.replay_key(extractor_id)
+    rows: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    errors: list[str] = []
+    calls = 0
+    live = is_live(judge.provider)
+    for vhash, les in cands.groupby("verdict_hash", sort=False):
+        triples = list(zip(les["lesson_index"].astype(int), les["text"], les["evidence"],
+                           strict=True))
+        request = build_judge_request(
+            judge.template, json.loads(payloads[vhash]), triples, verdict_hash=str(vhash),
+            extractor=key, model=judge.model, parameters=dict(judge.parameters))
+        calls += 1
+        try:
+            completion = judge.provider.complete(request)
+        except ProviderError as exc:
+            errors.append(f"verdict {vhash}: {exc}")
+            continue
+        if live and not completion.replayed:
+            rec = completion_record(request, completion)
+            rec.pop("replayed")
+            records.append(rec)
+        got, err = parse_judgement(completion.text, {t[0] for t in triples})
+        if err:
+            errors.append(f"verdict {vhash}: {err}")
+        rows.extend({"verdict_hash": str(vhash), "extractor": extractor_id, "lesson_index": i,
+                     "useful": u, "annotator": judge.annotator} for i, u in got.items())
+    record_calls(store, records)
+    df = pd.DataFrame(rows, columns=["verdict_hash", "extractor", "lesson_index", "useful",
+                                     "annotator"])
+    added = append_labels(store, df, source=f"judge:{run_id}")[0] if len(df) else 0
+    return JudgeRun(run_id=run_id, annotator=judge.annotator,
+                    n_verdicts=int(cands["verdict_hash"].nunique()), n_lessons=len(cands),
+                    n_labels=len(df), labels_added=added, provider_calls=calls,
+                    recorded=len(records), errors=errors)
+
+# --------------------------------------------------------------------------- the judge matcher
+
+
+#: The replay keys of a judge matcher's calls start with this.
+MATCH_PREFIX = "match:"
+
+#: A judge's similarity is a degree of "says the same thing" in [0, 1]: half way.
+DEFAULT_JUDGE_MATCH_THRESHOLD = 0.5
+
+
+def _json_object(text: str) -> Any:
+    """The one JSON object of an answer, allowing only a code fence around it."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        body = body.rsplit("```", 1)[0].strip()
+    return json.loads(body)
+
+
+def parse_similarities(text: str, lessons: list[str],
+                       references: list[str]) -> tuple[np.ndarray | None, str | None]:
+    """The similarity matrix in a match answer, strictly: ``(matrix, None)`` or
+    ``(None, error)``.
+
+    ``lessons`` / ``references`` are the tags the request showed (``"L0"``,
+    ``"R1"``), in matrix order. The answer must be one JSON object (a code fence
+    around it is allowed) with a ``"pairs"`` list holding every (lesson,
+    reference) pair exactly once, each with a ``"similarity"`` number (not a
+    boolean) in [0, 1]. Never raises.
+    """
+    try:
+        root = _json_object(text)
+    except ValueError as exc:
+        return None, f"not one JSON object ({exc})"
+    if not isinstance(root, dict) or not isinstance(root.get("pairs"), list):
+        return None, "no 'pairs' list in the answer"
+    li = {t: k for k, t in enumerate(lessons)}
+    ri = {t: k for k, t in enumerate(references)}
+    mat = np.full((len(lessons), len(references)), np.nan)
+    for n, item in enumerate(root["pairs"]):
+        if not isinstance(item, dict):
+            return None, f"pairs[{n}] is not an object"
+        lesson, ref, sim = item.get("lesson"), item.get("reference"), item.get("similarity")
+        if lesson not in li or ref not in ri:
+            return None, f"pairs[{n}] names an unknown lesson or reference: {lesson!r}, {ref!r}"
+        if (type(sim) not in (int, float) or not math.isfinite(sim)
+                or not 0.0 <= sim <= 1.0):
+            return None, f"pairs[{n}] similarity {sim!r} is not a number in [0, 1]"
+        if not np.isnan(mat[li[lesson], ri[ref]]):
+            return None, f"pairs[{n}] repeats the pair ({lesson}, {ref})"
+        mat[li[lesson], ri[ref]] = float(sim)
+    missing = int(np.isnan(mat).sum())
+    if missing:
+        return None, f"{missing} of {mat.size} pair(s) not scored"
+    return mat, None
+
+
+def _triples(df: pd.DataFrame) -> list[tuple[int, str, Any]]:
+    """(lesson_index or position, text, evidence) of each row."""
+    ev = df["evidence"] if "evidence" in df.columns else [None] * len(df)
+    idx = (df["lesson_index"].astype(int).tolist() if "lesson_index" in df.columns
+           else list(range(len(df))))
+    return list(zip(idx, df["text"].fillna("").astype(str).tolist(), list(ev), strict=True))
+
+
+@dataclass(eq=False)
+class JudgeMatcher(ModelJudge):
+    """A matcher that asks a model: a provider, a match prompt template and a model.
+
+    ``match_threshold`` is the similarity a lesson needs to claim a reference
+    when evaluation is not given one (:data:`DEFAULT_JUDGE_MATCH_THRESHOLD`).
+    State after use: :attr:`errors` (``{"<extractor_id>/<verdict_hash>": why}``
+    for verdicts left without similarities), :attr:`requests` (verdicts asked,
+    memoised ones once), :attr:`pending` (live calls not yet recorded). Built
+    like a :class:`Judge`: :meth:`openai` (live) or
+    :meth:`replay` (its recorded calls in a Store, a §2 JSONL path or a frame).
+    """
+
+    _PREFIX: ClassVar[str] = MATCH_PREFIX
+    _TEMPLATE: ClassVar[str] = "match-v1"
+
+    provider: Provider
+    model: str
+    template: PromptTemplate = field(default_factory=lambda: get_template("match-v1"))
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    match_threshold: float = DEFAULT_JUDGE_MATCH_THRESHOLD
+    errors: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    pending: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    requests: int = field(default=0, init=False)
+    _memo: dict[str, tuple[np.ndarray | None, str | None]] = field(
+        default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.match_threshold) <= 1.0:
+            raise BadInputError(f"match_threshold must be in [0, 1], got "
+                                f"{self.match_threshold}", field="match_threshold")
+
+    @property
+    def name(self) -> str:
+        """``judge:<model>@<prompt version>``: what evaluation reports as the matcher."""
+        return f"judge:{self.model}@{self.template.version}"
+
+    def replay_key(self, extractor_id: str) -> str:
+        """The recordings' ``extractor`` for this matcher on ``extractor_id``'s lessons."""
+        return f"{MATCH_PREFIX}{self.model}@{self.template.version}/{extractor_id}"
+
+    def __call__(self, lessons: pd.DataFrame, references: pd.DataFrame) -> np.ndarray:
+        """Similarities of one verdict's lessons (rows) to its references (columns);
+        all NaN when the model's answer could not be used."""
+        n, m = len(lessons), len(references)
+        if n == 0 or m == 0:
+            return np.zeros((n, m))
+        if "verdict_hash" not in lessons.columns:
+            raise BadInputError("a judge matcher needs the lessons' verdict_hash (its "
+                                "recordings are keyed by it)", field="lessons")
+        verdicts = pd.unique(lessons["verdict_hash"].astype(str))
+        if len(verdicts) != 1:
+            raise BadInputError(f"a matcher scores one verdict at a time, got {len(verdicts)}",
+                                field="lessons")
+        vhash = str(verdicts[0])
+        extractor_id = (str(lessons["extractor_id"].iloc[0])
+                        if "extractor_id" in lessons.columns else "")
+        triples = _triples(lessons)
+        refs = [(t, e) for _, t, e in _triples(references)]
+        request = build_match_request(self.template, triples, refs, verdict_hash=vhash,
+                                      extractor=self.replay_key(extractor_id),
+                                      model=self.model, parameters=dict(self.parameters))
+        key = request.request_hash
+        if key not in self._memo:
+            self._memo[key] = self._ask(request, [f"L{t[0]}" for t in triples],
+                                        [f"R{k}" for k in range(1, m + 1)])
+        mat, err = self._memo[key]
+        if err is not None:
+            self.errors[f"{extractor_id}/{vhash}"] = err
+            return np.full((n, m), np.nan)
+        assert mat is not None
+        return mat.copy()
+
+    def _ask(self, request: Any, ltags: list[str],
+             rtags: list[str]) -> tuple[np.ndarray | None, str | None]:
+        self.requests += 1
+        try:
+            completion = self.provider.complete(request)
+        except ProviderError as exc:
+            return None, f"provider: {exc}"
+        if is_live(self.provider) and not completion.replayed:
+            rec = completion_record(request, completion)
+            rec.pop("replayed")
+            self.pending.append(rec)
+        return parse_similarities(completion.text, ltags, rtags)
+
+    def record(self, store: Store) -> int:
+        """Append the live calls made so far to ``completions``; how many were written."""
+        n = record_calls(store, self.pending)
+        self.pending.clear()
+        return n
+
+
+def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
+              references: Any = None, match_threshold: float | None = None,
+              score: str = "salience") -> dict[str, Any]:
+    """Match the valid lessons of ``run_id`` to their verdicts' references with a judge
+    matcher, record its live calls, and say what it did (integer counts).
+
+    What ``truss-lab match`` runs before evaluating by replay: the returned dict
+    has the matcher's name, requests made, live calls recorded, verdicts and
+    lessons judged, lessons matched, references, and ``errors`` (the verdicts
+    left without similarities, with why).
+    """
+    asked = matcher.requests
+    truth = reference_truth(store, run_id, references=references, score=score,
+                            matcher=matcher, match_threshold=match_threshold)
+    recorded = matcher.record(store)
+    prefix = f"{run_info(store, run_id)['extractor_id']}/"
+    errors = {k: v for k, v in matcher.errors.items() if k.startswith(prefix)}
+    c = truth.counts
+    return {"run_id": run_id, "matcher": matcher.name, "requests": matcher.requests - asked,
+            "recorded": recorded, "verdicts": truth.n_verdicts,
+            "verdicts_unmatched": int(c.get("verdicts_unmatched", 0)),
+            "lessons": truth.n_lessons, "matched": int(c["matched"]),
+            "references": truth.n_references, "match_threshold": truth.match_threshold,
+            "errors": errors}
+
+# --------------------------------------------------------------------------- agreement with people
+
+
+_METRICS = ("kappa", "precision", "recall", "accuracy")
+
+
+@dataclass(frozen=True, eq=False)
+class JudgeAgreement:
+    """A judge against the human majority on the lessons both labelled.
+
+    ``table`` has one row per metric (kappa, precision, recall, accuracy) with
+    ``value``, ``low`` and ``high`` (the verdict-bootstrap percentile interval at
+    ``confidence``). ``counts``: ``n`` lessons both labelled, ``tp`` (both say
+    useful), ``fp`` (judge useful, people not), ``fn``, ``tn``, ``verdicts``;
+    ``n_judge_only`` and ``n_human_only`` lessons only one side labelled.
+    """
+
+    judge: str
+    run_id: str | None
+    table: pd.DataFrame
+    counts: dict[str, int]
+    confidence: float
+    n_boot: int
+    pairs: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+
+    def __repr__(self) -> str:
+        c = self.counts
+        lines = [f"JudgeAgreement(judge={self.judge!r}, run={self.run_id!r}: {c['n']} lessons "
+                 f"both labelled on {c['verdicts']} verdicts; tp={c['tp']} fp={c['fp']} "
+                 f"fn={c['fn']} tn={c['tn']})"]
+        pct = f"{self.confidence:.0%}"
+        for name, r in self.table.iterrows():
+            lines.append(f"  {name:<9} {r['value']:.3f}  [{r['low']:.3f}, {r['high']:.3f}] "
+                         f"({pct}, {self.n_boot} verdict resamples)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = html.escape(repr(self).splitlines()[0])
+        return (f"<div><p><b>JudgeAgreement</b>: {head}</p>"
+                f"{self.table.to_html(float_format=lambda v: f'{v:.3f}')}</div>")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"judge": self.judge, "run_id": self.run_id, "counts": self.counts,
+                "confidence": self.confidence, "n_boot": self.n_boot,
+                "metrics": {k: {c: float(v) for c, v in r.items()}
+                            for k, r in self.table.iterrows()}}
+
+
+def judge_names(store: Store) -> list[str]:
+    """The judge annotators with label rows in the store."""
+    return judge_annotators(store)
+
+
+def _metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
+    """(4, ...) kappa, precision, recall, accuracy of 2x2 counts (NaN where undefined)."""
+    n = tp + fp + fn + tn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_o = (tp + tn) / n
+        p_e = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
+        kappa = np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan)
+        precision = tp / (tp + fp)
+        recall = tp / (tp + fn)
+    return np.stack([kappa, precision, recall, p_o])
+
+
+def judge_agreement(
+    store: Store,
+    judge: str,
+    run_id: str | None = None,
+    *,
+    labels: Any = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    random_state: Any = 0,
+) -> JudgeAgreement:
+    """Cohen's kappa, precision and recall of ``judge`` against the human majority.
+
+    ``judge``: the annotator name (``judge:<model>@<prompt>``; the ``judge:``
+    prefix may be left out). ``run_id`` limits it to that run's extractor and
+    verdicts. ``labels``: §3 rows (default: the store's labels table) holding
+    both the judge's and the people's rows. Lessons with a tied or no human
+    label, or no judge label, are left out (and counted). Raises
+    :class:`BadInputError` when no lesson has both.
+    """
+    check_boot(n_boot, confidence)
+    name = judge if judge.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + judge
+    lab = run_labels(store, labels, include_judges=True)
+    if "annotator" not in lab.columns:
+        lab = lab.assign(annotator=None)
+    is_judge = lab["annotator"].astype("string").fillna("") == name
+    j = lab[is_judge.to_numpy(dtype=bool)]
+    humans = run_labels(store, lab)  # the same rows, judges left out
+    if run_id is not None:
+        run_info(store, run_id)  # an unknown run is an error naming the recent ones
+        keys = lesson_keys(store, run_id)
+        j = j.merge(keys, on=CANDIDATE_KEY, how="inner") if len(j) else j
+        humans = humans.merge(keys, on=CANDIDATE_KEY, how="inner") if len(humans) else humans
+    if j.empty:
+        known = ", ".join(judge_names(store)) or "none"
+        raise BadInputError(f"no label rows of judge {name!r} (judges in the store: {known}); "
+                            "label a run with `truss-lab judge`", field="judge")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        hm = majority_labels(humans) if len(humans) else None
+        jm = majority_labels(j)
+    if hm is None:
+        raise BadInputError("no human labels to compare the judge with", field="labels")
+    pairs = hm[hm["label"].notna()][[*CANDIDATE_KEY, "label"]].merge(
+        jm[jm["label"].notna()][[*CANDIDATE_KEY, "label"]], on=CANDIDATE_KEY,
+        suffixes=("_human", "_judge"))
+    if pairs.empty:
+        raise BadInputError(f"no lesson has both a human majority label and a label of {name!r}",
+                            field="judge")
+    h = pairs["label_human"].to_numpy(dtype=np.int64)
+    g = pairs["label_judge"].to_numpy(dtype=np.int64)
+    cell = np.stack([(g == 1) & (h == 1), (g == 1) & (h == 0), (g == 0) & (h == 1),
+                     (g == 0) & (h == 0)]).astype(np.float64)
+    codes, verdicts = verdict_codes(pairs["verdict_hash"].to_numpy(dtype=object))
+    per_v = np.stack([np.bincount(codes, weights=c, minlength=len(verdicts)) for c in cell])
+    values = _metrics(*per_v.sum(axis=1))
+    reps = []
+    for w in weight_chunks(n_boot, len(verdicts), stream(random_state, "bootstrap")):
+        counts = w.astype(np.float64) @ per_v.T  # (replicates, 4)
+        reps.append(_metrics(*counts.T).T)
+    low, high = percentile_interval(np.concatenate(reps), confidence)
+    table = pd.DataFrame({"value": values, "low": low, "high": high}, index=list(_METRICS))
+    table.index.name = "metric"
+    tp, fp, fn, tn = (int(x) for x in per_v.sum(axis=1))
+    counted = {
+        "n": len(pairs), "tp": tp, "fp": fp, "fn": fn, "tn": tn, "verdicts": len(verdicts),
+        "n_judge_only": int(len(jm) - len(pairs)), "n_human_only": int(
+            hm["label"].notna().sum() - len(pairs)),
+    }
+    return JudgeAgreement(judge=name, run_id=run_id, table=table, counts=counted,
+                          confidence=confidence, n_boot=n_boot, pairs=pairs)
