@@ -147,7 +147,8 @@ def _applicable() -> list[tuple[int, str, str]]:
 
 @pytest.mark.parametrize(("n", "where", "tamper"), _applicable())
 def test_tamper_is_detected(
-    chains: dict[int, list[dict]], n: int, where: str, tamper: str
+    chains: dict[int, list[dict]], monkeypatch: pytest.MonkeyPatch, n: int, where: str,
+    tamper: str,
 ) -> None:
     made = TAMPERS[tamper](chains[n], POSITIONS[where](n))
     assert made is not None, "applicability must not depend on the chain's length past 9"
@@ -168,6 +169,26 @@ def test_tamper_is_detected(
     with pytest.raises(ChainError) as info:
         rep.raise_for_error()
     assert (info.value.seq, info.value.reason, info.value.line) == (seq, reason, line)
+    # Streamed in batches of uneven sizes, checked in tiny tasks on threads: a failure
+    # in any batch, found in any order, gives the report verify_columns gives.
+    monkeypatch.setattr(_verify, "_CHUNK", 5)
+    cols, parts = _in_batches(lines, n, tamper)
+    want = verify_columns(cols, RING, workers=1)
+    for workers in (1, 2):
+        assert _verify.verify_stream(iter(parts), RING, workers=workers) == want
+
+
+def _in_batches(lines: list[str], n: int, tamper: str) -> tuple[JournalColumns,
+                                                                list[JournalColumns]]:
+    """The chain's columns, and the same columns cut into up to four uneven batches."""
+    cols = read_journal_lines(lines, source="t.jsonl").columns
+    cols = JournalColumns.from_mapping({k: v for k, v in cols.to_pydict().items() if k != "line"})
+    rng = random.Random(n * 31 + len(tamper))
+    cuts = sorted({0, len(cols), *rng.sample(range(len(cols) + 1), min(3, len(cols)))})
+    batches = [cols.prefix(b).to_pydict() for b in cuts[1:]]
+    parts = [JournalColumns.from_mapping({k: v[a:] for k, v in batches[i].items()})
+             for i, a in enumerate(cuts[:-1])]
+    return cols, parts
 
 
 def test_every_reason_is_exercised() -> None:
@@ -565,24 +586,23 @@ def test_keys_and_keyring_round_trip(tmp_path: Path) -> None:
         sign_bytes(b"short", b"m")
 
 
-@pytest.mark.parametrize(("n", "where", "tamper"), _applicable())
-def test_streamed_verification_reports_what_verify_columns_reports(
+# The worker processes' path (long chains), taken here by short ones too. It costs two
+# process start-ups per chain (a quarter of a second): make test takes it for every
+# tamper at every position of the 9- and the 1000-entry chains, make test-slow for
+# every size as well. The threads' path runs on the whole grid in test_tamper_is_detected.
+_WORKER_SIZES = (9, 1000)
+
+
+@pytest.mark.parametrize(("n", "where", "tamper"), [
+    pytest.param(*case, marks=() if case[0] in _WORKER_SIZES else pytest.mark.slow)
+    for case in _applicable()])
+def test_worker_processes_report_what_verify_columns_reports(
     chains: dict[int, list[dict]], monkeypatch: pytest.MonkeyPatch, n: int, where: str,
     tamper: str,
 ) -> None:
-    # Batches of uneven sizes and tiny tasks: a failure in any batch, found in any order.
     monkeypatch.setattr(_verify, "_CHUNK", 5)
-    lines, *_ = TAMPERS[tamper](chains[n], POSITIONS[where](n))
-    cols = read_journal_lines(lines, source="t.jsonl").columns
-    cols = JournalColumns.from_mapping({k: v for k, v in cols.to_pydict().items() if k != "line"})
-    rng = random.Random(n * 31 + len(tamper))
-    cuts = sorted({0, len(cols), *rng.sample(range(len(cols) + 1), min(3, len(cols)))})
-    batches = [cols.prefix(b).to_pydict() for b in cuts[1:]]
-    parts = [JournalColumns.from_mapping({k: v[a:] for k, v in batches[i].items()})
-             for i, a in enumerate(cuts[:-1])]
-    want = verify_columns(cols, RING, workers=1)
-    for workers in (1, 2):
-        assert _verify.verify_stream(iter(parts), RING, workers=workers) == want
-    # The worker processes' path (long chains), taken here by every chain.
     monkeypatch.setattr(_verify, "_POOL_MIN", 1)
+    lines, *_ = TAMPERS[tamper](chains[n], POSITIONS[where](n))
+    cols, parts = _in_batches(lines, n, tamper)
+    want = verify_columns(cols, RING, workers=1)
     assert _verify.verify_stream(iter(parts), RING, workers=2) == want
