@@ -13,7 +13,7 @@ from truss_lab.extract._extractor import Extractor
 from truss_lab.extract._gate import ContractCloseLearning, apply_gate
 from truss_lab.extract._providers import Completion, CompletionRequest
 from truss_lab.journal._ledger import append_entry
-from truss_lab.store._memory import memory_write_events
+from truss_lab.store._governed import memory_write_events
 
 
 class CountingProvider:
@@ -148,7 +148,7 @@ def test_verdict_kind_is_checked(store, key) -> None:
 
 def test_one_transaction_per_verdict(store, recorded, monkeypatch) -> None:
     # A failure while writing the events must leave no candidate or lesson behind.
-    import truss_lab.store._memory as memory
+    import truss_lab.store._governed as memory
 
     def boom(*a, **k):
         raise RuntimeError("disk full")

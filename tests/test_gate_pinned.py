@@ -26,8 +26,7 @@ from truss_lab.extract import _gate
 from truss_lab.extract._extractor import ExtractionRows, empty_candidates
 from truss_lab.extract._gate import gated_tables
 from truss_lab.extract._parser import ParsedLesson, candidates_frame, parse_completion
-from truss_lab.store._governed import MEMORY_WRITE
-from truss_lab.store._memory import memory_event_rows
+from truss_lab.store._governed import MEMORY_WRITE, memory_event_rows
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 H = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(6)]

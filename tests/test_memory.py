@@ -9,7 +9,7 @@ import pytest
 from truss_lab.core import EntryKind, LedgerRef, MemoryEntry, MemoryQuery, Provenance, Trust
 from truss_lab.core._errors import BadInputError
 from truss_lab.store import query_memory
-from truss_lab.store._memory import (
+from truss_lab.store._governed import (
     entries_to_table,
     get_memory_entry,
     memory_write_events,

@@ -36,8 +36,7 @@ REVIEWED: dict[str, set[str]] = {
     # one of JOURNAL_TABLES
     "journal/_table.py": {"_SELECT", "sql", "where", "_table(table)"},
     "store/_labels.py": {"where"},  # where: a literal "run_id = ?" or "TRUE"
-    "store/_memory.py": {"sql"},
-    "store/_policy_records.py": {"cols", "order", "where"},
+    "store/_governed.py": {"sql", "cols", "order", "where"},
     # sql: the literal queries of _HASHED; where: "" or a literal IN (SELECT unnest(?))
     # t: a name from a literal tuple of table names; _CONFIG_HASHES a literal query
     "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES"},

@@ -56,7 +56,7 @@ from ..core._models import LedgerRef, LessonExtractionPolicy, utcnow
 from ..ingest._ingest import COMPLETIONS_KEY, FILE_TO_TABLE
 from ..journal._table import verified_verdict
 from ..score._consistency import consistency_clusters
-from ..store._memory import lesson_rows, write_memory_table
+from ..store._governed import lesson_rows, write_memory_table
 from ..store._runs import add_run_counts, record_prompt_template
 from ..store._store import Store
 from ..store._tables import COMPLETIONS_SCHEMA

@@ -31,7 +31,7 @@ from ..core._models import MemoryQuery
 from ..evaluate._queue import labelling_queue
 from ..ingest._ingest import append_labels
 from ..journal._table import get_entry, payload_by_hash, verified_verdict
-from ..store._memory import get_memory_entry, query_memory
+from ..store._governed import get_memory_entry, query_memory
 from ..store._store import Store
 
 __all__ = ["LabellingWidget", "LessonBrowser", "display_widget", "fmt_value",

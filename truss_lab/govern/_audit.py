@@ -69,9 +69,8 @@ from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
 from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
 from ..journal._spec import VERDICT_KIND
-from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE
+from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE, query_memory
 from ..store._ingested import label_problems
-from ..store._memory import query_memory
 from ..store._store import Store
 from ._policies import POLICY_ENTRY_KIND, check_policy_chains
 

@@ -20,7 +20,7 @@ from ..core._ids import derive_id
 from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust, utcnow
 from ..journal._crypto import SigningKey
 from ..journal._ledger import append_lab_entry
-from ..store._policy_records import (
+from ..store._governed import (
     policy_frame,
     policy_pointers,
     policy_records,

@@ -1,10 +1,11 @@
-"""The DuckDB store: schema and migrations (schema.sql), transactions and bulk appends,
-and the one module per record: the run record (_runs), governed memory and events
-(_memory, _governed), policy records (_policy_records)."""
+"""The DuckDB store: schema and migrations (schema.sql), transactions and bulk appends
+(_store), the Arrow schemas of its tables (_tables), and the one module per record: the
+run record (_runs), governed memory entries, policy records and their events (_governed),
+the ingested interchange tables (_ingested)."""
 
 from __future__ import annotations
 
-from ._memory import query_memory
+from ._governed import query_memory
 from ._runs import summarize_runs
 from ._store import SCHEMA_VERSION, Store, open_store
 
