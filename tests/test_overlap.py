@@ -33,12 +33,20 @@ def _run(sample_unlabelled: Path, tmp: Path, name: str, executor: str, **kw: obj
                 ext.provider.calls)  # type: ignore[attr-defined]
 
 
+@pytest.fixture(scope="module")
+def plain(sample_unlabelled: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """The run written chunk by chunk after verification, what every other way must
+    give: threads:1 extracts nothing early, and groups of one chunk write chunk by chunk.
+    Once per module (the tests compared against it each ran it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_batch, "_GROUP_VERDICTS", 1)
+        return _run(sample_unlabelled, tmp_path_factory.mktemp("plain"), "plain", "threads:1")
+
+
 def test_early_extraction_and_grouped_writes_match_the_chunk_by_chunk_run(
-    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: tuple
 ) -> None:
-    # threads:1 extracts nothing early; with groups of one chunk it writes chunk by chunk
-    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 1)
-    want = _run(sample_unlabelled, tmp_path, "plain", "threads:1")
+    want = plain
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 110)  # groups of 4 chunks
     monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 260)  # 10 chunks early, 38 after
     got = _run(sample_unlabelled, tmp_path, "overlap", "inline")
@@ -65,23 +73,20 @@ def _spy_held(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
     return seen
 
 
-def _chunk_by_chunk_then_held(sample_unlabelled: Path, tmp_path: Path,
-                              monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, dict]:
-    """The results of a run written chunk by chunk after verification; then set up
-    10 chunks extracted early and written in groups of 4, with the held writes spied."""
-    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 1)
-    want = _run(sample_unlabelled, tmp_path, "plain", "threads:1")
+def _held_in_groups(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
+    """Set up 10 chunks extracted early and written in groups of 4, with the held
+    writes spied."""
     seen = _spy_held(monkeypatch)
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 110)  # groups of 4 chunks
     monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 260)  # 10 chunks early
-    return want, seen
+    return seen
 
 
 def test_the_early_chunks_are_written_during_verification_and_committed_after(
-    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: tuple
 ) -> None:
-    want, seen = _chunk_by_chunk_then_held(sample_unlabelled, tmp_path, monkeypatch)
-    assert _run(sample_unlabelled, tmp_path, "held", "inline") == want
+    seen = _held_in_groups(monkeypatch)
+    assert _run(sample_unlabelled, tmp_path, "held", "inline") == plain
     # 4 + 4 while the journal was read, the last 2 once it was; all committed
     assert [w for w in seen["writes"] if w] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert seen["commits"] == [set(range(10))]
@@ -111,9 +116,9 @@ def test_a_bad_chain_after_the_early_chunks_writes_nothing(
 
 
 def test_a_failed_held_write_falls_back_to_writing_after_verification(
-    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: tuple
 ) -> None:
-    want, seen = _chunk_by_chunk_then_held(sample_unlabelled, tmp_path, monkeypatch)
+    seen = _held_in_groups(monkeypatch)
     real = _gate.write_group
     calls = {"n": 0}
 
@@ -124,12 +129,12 @@ def test_a_failed_held_write_falls_back_to_writing_after_verification(
             raise OSError("disk full")
 
     monkeypatch.setattr(_gate, "write_group", second_fails)
-    assert _run(sample_unlabelled, tmp_path, "fallback", "inline") == want
+    assert _run(sample_unlabelled, tmp_path, "fallback", "inline") == plain
     assert seen["commits"] == [set()]
 
 
 def test_an_error_during_verification_rolls_back_the_held_writes(
-    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: tuple
 ) -> None:
     monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 50)
     real = _batch.extract_chunk
@@ -157,5 +162,4 @@ def test_an_error_during_verification_rolls_back_the_held_writes(
         run_extraction(s, ext, SCORED, run_id="r", progress=False, chunk_size=25,
                        resume=True)
         got = run_content_hashes(s, "r")
-    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 1)
-    assert got == _run(sample_unlabelled, tmp_path, "plain", "threads:1")[0]
+    assert got == plain[0]
