@@ -22,14 +22,14 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ._junk import group_column, near_duplicate_pairs
+from ._junk import NEAR_DUPLICATE_THRESHOLD, group_column, near_duplicate_pairs
 from ._salience import Scorer
 from ._similarity import TokenSets
 
 __all__ = ["DEFAULT_CONSISTENCY_THRESHOLD", "consistency_clusters", "self_consistency"]
 
 #: The junk detectors' near-duplicate threshold: one notion of "the same lesson".
-DEFAULT_CONSISTENCY_THRESHOLD = 0.7
+DEFAULT_CONSISTENCY_THRESHOLD = NEAR_DUPLICATE_THRESHOLD
 
 
 def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -51,7 +51,18 @@ from ..core._errors import BadInputError
 from ._similarity import TokenSets, similar_pairs
 from ._tokens import content_words
 
-__all__ = ["DETECTORS", "group_column", "junk_flags", "junk_rates", "near_duplicate_pairs"]
+__all__ = [
+    "DETECTORS",
+    "NEAR_DUPLICATE_THRESHOLD",
+    "group_column",
+    "junk_flags",
+    "junk_rates",
+    "near_duplicate_pairs",
+]
+
+NEAR_DUPLICATE_THRESHOLD = 0.7
+"""Content-word Jaccard from which two lessons are near-duplicates (the same lesson):
+the default of the duplicate detectors and of self-consistency's clusters."""
 
 DETECTORS = (
     "duplicate_in_verdict",
@@ -241,7 +252,7 @@ def junk_flags(
     verdicts: pd.DataFrame,
     *,
     memory: pd.DataFrame | None = None,
-    threshold: float = 0.7,
+    threshold: float = NEAR_DUPLICATE_THRESHOLD,
     restate_containment: float = 0.8,
     method: str = "auto",
 ) -> pd.DataFrame:
