@@ -28,12 +28,12 @@ from truss_lab.evaluate._truth import Truth, judge_labels
 from truss_lab.extract import Extractor, run_extraction
 from truss_lab.extract._prompts import get_template
 from truss_lab.faces._display import (
+    SUMMARY_THRESHOLDS,
     CalibrationDisplay,
     ComparisonDisplay,
     PrecisionRecallDisplay,
     SweepDisplay,
 )
-from truss_lab.faces._text import SUMMARY_THRESHOLDS
 from truss_lab.faces._threshold_explorer import ThresholdExplorer
 from truss_lab.faces.demo import demo_references
 from truss_lab.govern._decision import propose_threshold, references_hash

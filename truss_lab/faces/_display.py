@@ -1,9 +1,13 @@
-"""Plots of sweeps, precision-recall, calibration and comparisons (scikit-learn style).
+"""How an evaluation is shown: plots of sweeps, precision-recall, calibration and
+comparisons (scikit-learn style), their PNG files, and the same numbers as text for the
+terminal.
 
 Each Display holds the numbers, ``plot(ax=None)`` draws them, keeps ``ax_``
 and ``figure_`` and returns ``self``; ``from_predictions`` / ``from_*``
 constructors compute and plot in one call. matplotlib is imported only when
-plotting (``pip install 'truss_lab[notebook]'``).
+plotting (``pip install 'truss_lab[notebook]'``). The text (a sweep as a
+fixed-width table, a threshold choice, a table of runs) is what the CLI
+(``truss-lab sweep``, ``truss-lab runs``) and ``make demo`` print.
 """
 
 from __future__ import annotations
@@ -14,24 +18,71 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
-
-from ._display_compare import ComparisonDisplay
-from ._plotting import DEFAULT_THRESHOLD, _axes, _figure, _row_at
+from truss_lab.core._threshold import DEFAULT_MIN_SALIENCE
+from truss_lab.evaluate._choose import ThresholdChoice
 
 if TYPE_CHECKING:
     from truss_lab.evaluate._compare import ComparisonResult
     from truss_lab.evaluate._runs import CalibrationReport
 
 __all__ = [
-    "DEFAULT_THRESHOLD",
+    "SUMMARY_THRESHOLDS",
     "CalibrationDisplay",
     "ComparisonDisplay",
     "PrecisionRecallDisplay",
     "SweepDisplay",
+    "bare_figure",
+    "format_choice",
+    "format_sweep",
+    "runs_text",
     "save_calibration_plot",
     "save_comparison_plot",
     "save_sweep_plot",
 ]
+
+# -- what every plot shares: lazy matplotlib, figures that never cut labels off ---------------
+
+_HINT = "pip install 'truss_lab[notebook]'"
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"plotting needs matplotlib: {_HINT}") from exc
+    return plt
+
+
+def bare_figure(figsize: tuple[float, float], *, dpi: float | None = None) -> Any:
+    """A bare matplotlib Figure, for PNGs and widget images.
+
+    A bare Figure renders through Agg without pyplot, so no display (and no
+    global backend switch or figure list) is ever needed, and nothing is shown
+    twice inline in a notebook.
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"plotting needs matplotlib: {_HINT}") from exc
+    return Figure(figsize=figsize, dpi=dpi, layout="constrained")
+
+
+def _axes(ax: Any) -> Any:
+    if ax is None:
+        # constrained layout: axis labels and legends are never cut off.
+        _, ax = _pyplot().subplots(layout="constrained")
+    return ax
+
+
+def _row_at(df: pd.DataFrame, threshold: float) -> pd.Series | None:
+    """The sweep row whose kept set is the one at ``threshold``: the smallest sweep
+    threshold >= it (no candidate scores in between). None when nothing is kept."""
+    at = df[df["threshold"] >= threshold]
+    if not len(at):
+        return None
+    return at.loc[at["threshold"].idxmin()]
+
+
+# -- the displays ----------------------------------------------------------------------------
 
 
 class SweepDisplay:
@@ -39,7 +90,8 @@ class SweepDisplay:
 
     ``sweep`` is a :func:`~truss_lab.evaluate._sweep.sweep` frame. ``threshold``
     (optional) is the chosen threshold, a solid black line labelled
-    ``threshold_label`` ("chosen"); ``default_threshold`` (the ADR default, 0.70;
+    ``threshold_label`` ("chosen"); ``default_threshold`` (the ADR default,
+    :data:`~truss_lab.core.DEFAULT_MIN_SALIENCE`;
     None hides it) is a dashed red line labelled "default": two facts, two lines.
     ``intervals`` (optional) is a frame with ``threshold`` and
     ``<metric>_low``/``<metric>_high`` columns (e.g. ``BootstrapResult.table``,
@@ -53,7 +105,7 @@ class SweepDisplay:
         threshold: float | None = None,
         intervals: pd.DataFrame | None = None,
         name: str | None = None,
-        default_threshold: float | None = DEFAULT_THRESHOLD,
+        default_threshold: float | None = DEFAULT_MIN_SALIENCE,
         threshold_label: str = "chosen",
     ) -> None:
         missing = {"threshold", "precision", "recall", "f1"} - set(sweep.columns)
@@ -76,7 +128,7 @@ class SweepDisplay:
         threshold: float | None = None,
         intervals: pd.DataFrame | None = None,
         name: str | None = None,
-        default_threshold: float | None = DEFAULT_THRESHOLD,
+        default_threshold: float | None = DEFAULT_MIN_SALIENCE,
         ax: Any = None,
     ) -> SweepDisplay:
         """Plot an existing sweep frame."""
@@ -94,7 +146,7 @@ class SweepDisplay:
         random_state: Any = 0,
         labels: Any = None,
         name: str | None = None,
-        default_threshold: float | None = DEFAULT_THRESHOLD,
+        default_threshold: float | None = DEFAULT_MIN_SALIENCE,
         ax: Any = None,
         truth: Any = "labels",
         references: Any = None,
@@ -128,7 +180,7 @@ class SweepDisplay:
         threshold: float | None = None,
         intervals: pd.DataFrame | None = None,
         name: str | None = None,
-        default_threshold: float | None = DEFAULT_THRESHOLD,
+        default_threshold: float | None = DEFAULT_MIN_SALIENCE,
         ax: Any = None,
     ) -> SweepDisplay:
         """Sweep the predictions (see :func:`~truss_lab.evaluate._sweep.sweep`) and plot."""
@@ -423,6 +475,110 @@ class CalibrationDisplay:
         return self
 
 
+class ComparisonDisplay:
+    """Two runs side by side: each run's values on top, the differences B - A with
+    their bootstrap intervals below; rates (precision, recall, F1, in [0, 1]) on
+    the left, the count (lessons kept per verdict) on the right, so a count never
+    shares an axis with a rate.
+    """
+
+    #: Panel names, in the order of a sequence of axes passed to :meth:`plot`.
+    PANELS = ("rates", "counts", "rate_deltas", "count_deltas")
+
+    def __init__(self, result: Any, *, row: int = 0) -> None:
+        self.result = result
+        self.row = row
+        self.truth: str | None = None  # set by from_runs, shown in the title
+
+    @classmethod
+    def from_result(cls, result: Any, *, row: int = 0, ax: Any = None) -> ComparisonDisplay:
+        """Plot a :class:`~truss_lab.evaluate._compare.ComparisonResult` (threshold row ``row``)."""
+        return cls(result, row=row).plot(ax=ax)
+
+    @classmethod
+    def from_runs(cls, store: Any, run_a: str, run_b: str, *, truth: Any = "labels",
+                  threshold: Any = DEFAULT_MIN_SALIENCE, row: int = 0, ax: Any = None,
+                  **options: Any) -> ComparisonDisplay:
+        """Plot :func:`~truss_lab.evaluate._runs.compare_runs` of two runs judged by
+        ``truth`` (labels, references, judge:NAME; ``options``: its other keywords,
+        e.g. ``n_boot``, ``random_state``, ``labels``, ``references``)."""
+        from truss_lab.evaluate._runs import compare_runs
+
+        res = compare_runs(store, run_a, run_b, truth=truth, threshold=threshold, **options)
+        out = cls(res, row=row)
+        out.truth = getattr(truth, "name", truth)  # a resolved Truth shows its name
+        return out.plot(ax=ax)
+
+    @classmethod
+    def _panels(cls, ax: Any) -> dict[str, Any]:
+        if ax is None:
+            fig = _pyplot().figure(figsize=(10, 5.5), layout="constrained")
+            ax = fig
+        if hasattr(ax, "subplots") and not hasattr(ax, "plot"):  # a Figure or SubFigure
+            grid = ax.subplots(2, 2, gridspec_kw={"width_ratios": [3, 1]})
+            return dict(zip(cls.PANELS, grid.ravel(), strict=True))
+        axes = list(np.ravel(ax)) if not hasattr(ax, "plot") else [ax]
+        if len(axes) != len(cls.PANELS):
+            raise BadInputError(
+                f"ComparisonDisplay draws {len(cls.PANELS)} panels ({', '.join(cls.PANELS)}): "
+                f"pass a Figure, 4 axes or None, got {len(axes)} axes", field="ax")
+        return dict(zip(cls.PANELS, axes, strict=True))
+
+    def plot(self, ax: Any = None) -> ComparisonDisplay:
+        """Draw into ``ax``: None (a new figure), a Figure / SubFigure, or 4 axes in the
+        order of :attr:`PANELS`. Sets ``axes_`` (dict by panel), ``ax_`` (the rate
+        deltas), ``figure_``, ``values_`` (by run name), ``errorbars_`` (by panel) and
+        ``title_``. Run A is ``result.names[0]``, B the other."""
+        from truss_lab.evaluate._compare import DELTA_METRICS
+
+        panels = self._panels(ax)
+        r = self.result.table.iloc[self.row]
+        a, b = self.result.names
+        rates = [m for m in DELTA_METRICS if m != "kept_per_verdict"]
+        groups = {"rates": rates, "counts": ["kept_per_verdict"]}
+        self.values_ = {}
+        self.errorbars_ = {}
+        for kind, metrics in groups.items():
+            y = np.arange(len(metrics))
+            val_ax, delta_ax = panels[kind], panels[f"{kind[:-1]}_deltas"]
+            for name, side, offset in ((a, "a", 0.15), (b, "b", -0.15)):
+                vals = np.array([r[f"{m}_{side}"] for m in metrics], dtype=float)
+                bars = val_ax.barh(y + offset, vals, height=0.3, label=name)
+                self.values_.setdefault(name, {}).update(dict(zip(metrics, vals, strict=True)))
+                val_ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=2)
+            est = np.array([r[f"delta_{m}"] for m in metrics], dtype=float)
+            lo = np.array([r[f"delta_{m}_low"] for m in metrics], dtype=float)
+            hi = np.array([r[f"delta_{m}_high"] for m in metrics], dtype=float)
+            err = np.nan_to_num(np.vstack([est - lo, hi - est]))
+            self.errorbars_[kind] = delta_ax.errorbar(est, y, xerr=err, fmt="o", capsize=4,
+                                                      color="black")
+            delta_ax.axvline(0.0, color="grey", lw=1)
+            ticks = [m.replace("_", " ") for m in metrics]
+            for axis in (val_ax, delta_ax):
+                axis.set_yticks(y, ticks)
+                axis.invert_yaxis()
+            val_ax.margins(x=0.3)  # room for the value labels
+        panels["rates"].set_xlim(0, 1.3)
+        panels["rates"].set_xlabel(f"value per run (thresholds {r['threshold_a']:.3g} / "
+                                   f"{r['threshold_b']:.3g})")
+        panels["counts"].set_xlabel("lessons kept per verdict")
+        # "A"/"B" in the legend, the run ids once in the title: a long run id in
+        # a legend or an axis label would squeeze or cut off the panels.
+        panels["rates"].legend(loc="center right", fontsize="small", labels=["A", "B"])
+        ci = f"{self.result.confidence:.0%} CI"
+        panels["rate_deltas"].set_xlabel(f"B - A (paired verdict bootstrap, {ci})")
+        panels["count_deltas"].set_xlabel(f"B - A ({ci})")
+        fig = panels["rates"].figure
+        by = f" (truth: {self.truth})" if self.truth else ""
+        self.title_ = fig.suptitle(
+            f"A = {a}, B = {b}{by}\nMcNemar p = {r['mcnemar_p']:.3g} (verdicts where one run "
+            "succeeds and the other does not)", fontsize="medium")
+        self.axes_ = panels
+        self.ax_ = panels["rate_deltas"]
+        self.figure_ = fig
+        return self
+
+
 # -- PNG files (the CLI's --plot and make demo) ----------------------------------------------
 
 
@@ -435,7 +591,7 @@ def save_sweep_plot(df: pd.DataFrame, path: Any, *, threshold: float | None = No
                     name: str | None = None, intervals: pd.DataFrame | None = None) -> str:
     """Draw a :class:`SweepDisplay` of ``df`` (chosen ``threshold``, the default, bands
     from ``intervals``) into a PNG at ``path``; returns the path."""
-    fig = _figure((7, 4.5))
+    fig = bare_figure((7, 4.5))
     SweepDisplay(df, threshold=threshold, name=name, intervals=intervals).plot(
         ax=fig.subplots())
     return _save(fig, path)
@@ -445,7 +601,7 @@ def save_calibration_plot(report: CalibrationReport, path: Any) -> str:
     """Reliability diagrams of a calibration report (before / after, side by side)
     into a PNG; returns the path."""
     names = list(report.tables)
-    fig = _figure((6.5 * (len(names) or 1), 4.5))
+    fig = bare_figure((6.5 * (len(names) or 1), 4.5))
     axes = np.atleast_1d(fig.subplots(1, len(names) or 1))
     for ax, name in zip(axes, names, strict=False):
         label = f"{report.score} ({name})" if name == "before" else f"{report.method} ({name})"
@@ -458,6 +614,73 @@ def save_calibration_plot(report: CalibrationReport, path: Any) -> str:
 def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0) -> str:
     """A :class:`ComparisonDisplay` of ``result`` (threshold row ``row``) into a PNG;
     returns the path."""
-    fig = _figure((10, 5.5))
+    fig = bare_figure((10, 5.5))
     ComparisonDisplay(result, row=row).plot(ax=fig)
     return _save(fig, path)
+
+
+# -- text for the terminal ----------------------------------------------------------------
+
+#: Thresholds at which text summaries show a sweep.
+SUMMARY_THRESHOLDS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def format_sweep(df: pd.DataFrame) -> str:
+    """A fixed-width text table of a sweep frame (threshold, kept, precision, recall, F1,
+    kept per verdict)."""
+    cols = [c for c in ("threshold", "kept", "tp", "fp", "precision", "recall", "f1",
+                        "kept_per_verdict") if c in df.columns]
+    head = "  ".join(f"{c:>16}" if c == "kept_per_verdict" else f"{c:>9}" for c in cols)
+    lines = [head]
+    for r in df[cols].itertuples(index=False):
+        cells = []
+        for c, v in zip(cols, r, strict=True):
+            width = 16 if c == "kept_per_verdict" else 9
+            cells.append(f"{int(v):>{width}d}" if c in ("kept", "tp", "fp")
+                         else f"{v:>{width}.3f}")
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+def format_choice(choice: ThresholdChoice) -> str:
+    """The chosen threshold, its bootstrap interval, its train / held-out metrics and the
+    held-out intervals, each saying what it covers (threshold fixed; choice re-made)."""
+    sp = choice.split
+    ci = ""
+    if choice.threshold_interval is not None:
+        lo, hi = choice.threshold_interval
+        ci = f"  (bootstrap interval of the choice [{lo:.3f}, {hi:.3f}])"
+    if choice.cv:
+        reps = f" x {sp['cv_repeats']} repeats" if sp.get("cv_repeats", 1) > 1 else ""
+        how = (f"cross-validated by verdict: {sp['cv']} folds{reps} of {sp['n_verdicts']} "
+               f"verdicts (random_state={sp['random_state']})")
+        sides = ("in-sample", "held-out (out-of-fold)")
+    else:
+        how = (f"split by verdict: {sp['n_train_verdicts']} train / {sp['n_test_verdicts']} "
+               f"held-out verdicts (test_size={sp['test_size']}, "
+               f"random_state={sp['random_state']})")
+        sides = ("train", "held-out")
+    lines = [f"chosen threshold: {choice.threshold:.4g}{ci}",
+             f"objective: {choice.objective}; {how}"]
+    if choice.folds is not None:
+        spread = choice.threshold_spread
+        lines.append("thresholds per fold: " + ", ".join(
+            f"{t:.4g}" for t in choice.fold_thresholds)
+            + (f" (min {spread['min']:.4g}, max {spread['max']:.4g}, sd {spread['std']:.3g})"
+               if spread else ""))
+    iv = choice.test_intervals.iloc[0] if choice.test_intervals is not None else None
+    for m in ("precision", "recall", "f1", "kept_per_verdict"):
+        tr, te = choice.train.get(m, np.nan), choice.test.get(m, np.nan)
+        band = ""
+        if iv is not None and f"{m}_low" in iv.index:
+            band = f" [{iv[f'{m}_low']:.3f}, {iv[f'{m}_high']:.3f}]"
+        lines.append(f"  {m:<17} {sides[0]} {tr:.3f}   {sides[1]} {te:.3f}{band}")
+    lines += choice.interval_lines()
+    return "\n".join(lines)
+
+
+def runs_text(runs: pd.DataFrame, cols: list[str]) -> str:
+    """``cols`` of a :func:`summarize_runs` frame as a text table for people: the
+    counts' ``n_`` prefix (the column names in tables and JSON) is dropped."""
+    shown = runs[cols]
+    return shown.rename(columns=lambda c: c.removeprefix("n_")).to_string(index=False)

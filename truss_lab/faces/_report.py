@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError, TrussLabError
+from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..evaluate._bootstrap import bootstrap_metrics
 from ..evaluate._objective import DEFAULT_OBJECTIVE, parse_objective
 from ..evaluate._runs import (
@@ -56,8 +57,8 @@ from ._display import (
     ComparisonDisplay,
     PrecisionRecallDisplay,
     SweepDisplay,
+    bare_figure,
 )
-from ._plotting import DEFAULT_THRESHOLD, _figure
 from ._report_page import esc, page, png_img, table
 from ._report_verdicts import verdict_list
 
@@ -126,7 +127,7 @@ def _evaluation(store: Store, rid: str, truth: Truth, *, objective: str, n_boot:
                                   random_state=random_state, truth=truth)
     judged = _judged_rows(rid, truth)
     bands = _bands(judged, objective=objective, n_boot=n_boot, random_state=random_state)
-    fig = _figure((7.5, 4.6))
+    fig = bare_figure((7.5, 4.6))
     SweepDisplay(full, threshold=choice.threshold, intervals=bands,
                  name=f"{rid}: metrics vs threshold, by {truth.name} "
                       "(95% verdict-bootstrap bands)").plot(ax=fig.subplots())
@@ -136,7 +137,7 @@ def _evaluation(store: Store, rid: str, truth: Truth, *, objective: str, n_boot:
                    if choice.threshold == choice.threshold else list(_SUMMARY_AT), truth=truth)
     parts.append(table(at.drop_duplicates("threshold")))
     parts.append(choice._repr_html_())
-    fig = _figure((5.5, 4.4))
+    fig = bare_figure((5.5, 4.4))
     # The curve of the run's own sweep (misses count in recall), with the
     # average precision of the same rows.
     ap = average_precision(judged["y"], judged["s"])
@@ -152,7 +153,7 @@ def _evaluation(store: Store, rid: str, truth: Truth, *, objective: str, n_boot:
     cal = calibration_run(store, rid, method="isotonic", random_state=random_state,
                           truth=truth)
     names = list(cal.tables)
-    fig = _figure((5.5 * len(names), 4.2))
+    fig = bare_figure((5.5 * len(names), 4.2))
     for ax, name in zip(fig.subplots(1, len(names), squeeze=False)[0], names, strict=True):
         CalibrationDisplay(cal.tables[name], name=f"{name} (held-out verdicts)",
                            title=f"ECE {cal.summary.loc[name, 'ece']:.3f}").plot(ax=ax)
@@ -166,15 +167,15 @@ def _comparison_section(store: Store, run_ids: Sequence[str], truth: Truth, *,
     parts = []
     for other in run_ids[1:]:
         try:
-            res = compare_runs(store, run_ids[0], other, threshold=DEFAULT_THRESHOLD,
+            res = compare_runs(store, run_ids[0], other, threshold=DEFAULT_MIN_SALIENCE,
                                n_boot=n_boot, random_state=random_state, truth=truth)
         except BadInputError as exc:
             parts.append(f'<p class="muted">{esc(run_ids[0])} vs {esc(other)}: {esc(exc)}</p>')
             continue
-        fig = _figure((10, 5.5))
+        fig = bare_figure((10, 5.5))
         ComparisonDisplay(res).plot(ax=fig)
         parts += [f"<h3>{esc(run_ids[0])} (A) vs {esc(other)} (B) at the default "
-                  f"{DEFAULT_THRESHOLD:.2f}, by {esc(truth.name)}</h3>",
+                  f"{DEFAULT_MIN_SALIENCE:.2f}, by {esc(truth.name)}</h3>",
                   png_img(fig, f"comparison with {other}"),
                   table(res.table.T.reset_index().set_axis(["metric", "value"], axis=1))]
     return "".join(parts)

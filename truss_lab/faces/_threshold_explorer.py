@@ -212,10 +212,10 @@ class ThresholdExplorer:
         return f"<table class='truss-metrics-table'><tr>{cells}</tr></table>"
 
     def _make_plot(self) -> None:
-        from ._display import SweepDisplay, _figure
+        from ._display import SweepDisplay, bare_figure
 
         # A bare Figure (not pyplot): no global figure list, nothing shown twice inline.
-        self._figure = _figure((7, 3.6), dpi=90)
+        self._figure = bare_figure((7, 3.6), dpi=90)
         ax = self._figure.subplots()
         self.display_ = SweepDisplay(self.sweep, threshold=self.slider.value,
                                      threshold_label="slider",

@@ -31,9 +31,16 @@ from ..ingest._ingest import ingest_completions, ingest_labels, ingest_reference
 from ..journal._ledger import import_journal, verify_chain
 from ..store._runs import get_run, summarize_runs
 from ..store._store import Store, open_store
-from ._display import save_calibration_plot, save_comparison_plot, save_sweep_plot
+from ._display import (
+    SUMMARY_THRESHOLDS,
+    format_choice,
+    format_sweep,
+    runs_text,
+    save_calibration_plot,
+    save_comparison_plot,
+    save_sweep_plot,
+)
 from ._notebook import SAMPLE
-from ._text import SUMMARY_THRESHOLDS, format_choice, format_sweep, runs_text
 
 __all__ = ["demo_evaluation", "demo_references", "main", "run"]
 

@@ -3,7 +3,7 @@
 
 No logic lives here: every number comes from :mod:`truss_lab.evaluate` or
 :mod:`truss_lab.govern._decision`; text, plots and the report come from
-:mod:`truss_lab.faces._text`, :mod:`truss_lab.faces._display` and
+:mod:`truss_lab.faces._display` and
 :mod:`truss_lab.faces._report`.
 """
 
@@ -22,9 +22,15 @@ from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
 from ...store._store import open_store
-from .._display import save_calibration_plot, save_comparison_plot, save_sweep_plot
+from .._display import (
+    SUMMARY_THRESHOLDS,
+    format_choice,
+    format_sweep,
+    save_calibration_plot,
+    save_comparison_plot,
+    save_sweep_plot,
+)
 from .._report import write_report
-from .._text import SUMMARY_THRESHOLDS, format_choice, format_sweep
 from .common import (
     add_commands,
     check_output_file,

@@ -27,7 +27,7 @@ from ...store._ingested import recorded_extractors
 from ...store._runs import delete_run, run_errors, run_info, summarize_runs
 from ...store._store import open_store
 from ...store._usage import load_prices, run_usage
-from .._text import runs_text
+from .._display import runs_text
 from .common import add_commands, db_option, emit, friendly, json_option, read_store, run_argument
 
 __all__ = ["COMMANDS", "make_extractor", "register"]
