@@ -734,8 +734,7 @@ def html_row() -> Row:
     rendered["VerifyReport"] = verify_columns(bad, RING)._repr_html_
 
     try:
-        from truss_lab.faces._threshold_explorer import ThresholdExplorer
-        from truss_lab.faces._widgets import LessonBrowser
+        from truss_lab.faces._widgets import LessonBrowser, ThresholdExplorer
 
         browser = LessonBrowser(store)
         rendered["LessonBrowser"] = lambda: browser.details.value

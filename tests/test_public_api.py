@@ -66,8 +66,8 @@ def test_every_public_name_is_in_the_readme() -> None:
 
 def test_widgets_load_lazily() -> None:
     explorer = truss_lab.ThresholdExplorer
-    assert explorer.__module__ == "truss_lab.faces._threshold_explorer"
-    assert importlib.import_module("truss_lab.faces._threshold_explorer").ThresholdExplorer \
+    assert explorer.__module__ == "truss_lab.faces._widgets"
+    assert importlib.import_module("truss_lab.faces._widgets").ThresholdExplorer \
         is explorer
     assert truss_lab.LabellingWidget.__module__ == "truss_lab.faces._widgets"
     assert truss_lab.LessonBrowser.__module__ == "truss_lab.faces._widgets"

@@ -34,7 +34,7 @@ from truss_lab.faces._display import (
     PrecisionRecallDisplay,
     SweepDisplay,
 )
-from truss_lab.faces._threshold_explorer import ThresholdExplorer
+from truss_lab.faces._widgets import ThresholdExplorer
 from truss_lab.faces.demo import demo_references
 from truss_lab.govern._decision import propose_threshold, references_hash
 from truss_lab.ingest._ingest import ingest_references

@@ -24,8 +24,7 @@ from truss_lab.core._errors import BadInputError
 from truss_lab.core._models import MemoryQuery
 from truss_lab.evaluate._truth import labelled_candidates
 from truss_lab.faces._notebook import copy_store, run_sample_extractions
-from truss_lab.faces._threshold_explorer import ThresholdExplorer
-from truss_lab.faces._widgets import LabellingWidget, LessonBrowser
+from truss_lab.faces._widgets import LabellingWidget, LessonBrowser, ThresholdExplorer
 from truss_lab.store._governed import query_memory
 from truss_lab.store._store import Store
 

@@ -10,7 +10,7 @@ matched once. Every function here has the same outputs whatever the truth.
 Label coverage is :mod:`~truss_lab.evaluate._label_report`, calibration
 :mod:`~truss_lab.evaluate._run_calibration` (both re-exported here, where they
 used to live). Text and plots of the results are the faces' job
-(:mod:`truss_lab.faces._text`, :mod:`truss_lab.faces._display`).
+(:mod:`truss_lab.faces._display`).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def sweep_run(
 def sweep_judged(judged: RunTruth | ReferenceTruth, thresholds: Any = None) -> pd.DataFrame:
     """The sweep of a run already judged (:meth:`~truss_lab.evaluate._truth.Truth.judged`),
     without the store: what :func:`sweep_run` returns, and what the
-    :class:`~truss_lab.faces._threshold_explorer.ThresholdExplorer` recomputes on
+    :class:`~truss_lab.faces._widgets.ThresholdExplorer` recomputes on
     every move of its slider."""
     if isinstance(judged, ReferenceTruth):
         df = reference_sweep(judged, thresholds=thresholds)

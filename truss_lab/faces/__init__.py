@@ -16,7 +16,7 @@ from ._report import write_report
 WIDGETS = {
     "LabellingWidget": "_widgets",
     "LessonBrowser": "_widgets",
-    "ThresholdExplorer": "_threshold_explorer",
+    "ThresholdExplorer": "_widgets",
 }
 
 

@@ -19,7 +19,13 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._threshold import DEFAULT_MIN_SALIENCE
+from truss_lab.evaluate._calibration import DEFAULT_MIN_BIN_COUNT, reliability_table
 from truss_lab.evaluate._choose import ThresholdChoice
+from truss_lab.evaluate._compare import DELTA_METRICS
+from truss_lab.evaluate._run_calibration import calibration_run
+from truss_lab.evaluate._runs import bootstrap_run, compare_runs, sweep_run
+from truss_lab.evaluate._sweep import average_precision, sweep
+from truss_lab.evaluate._truth import Truth
 
 if TYPE_CHECKING:
     from truss_lab.evaluate._compare import ComparisonResult
@@ -157,9 +163,6 @@ class SweepDisplay:
         judged by ``truth`` (labels, references, judge:NAME); ``threshold`` is the
         chosen one (e.g. ``choose_run_threshold(...).threshold``). The default name
         is the run id and the truth."""
-        from truss_lab.evaluate._runs import bootstrap_run, sweep_run
-        from truss_lab.evaluate._truth import Truth
-
         # Resolved once: the sweep and its bands read and match the truth once.
         t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
         df = sweep_run(store, run_id, truth=t, score=score)
@@ -184,8 +187,6 @@ class SweepDisplay:
         ax: Any = None,
     ) -> SweepDisplay:
         """Sweep the predictions (see :func:`~truss_lab.evaluate._sweep.sweep`) and plot."""
-        from truss_lab.evaluate._sweep import sweep
-
         df = sweep(y_true, salience, groups=groups, thresholds=thresholds)
         return cls.from_sweep(df, threshold=threshold, intervals=intervals, name=name,
                               default_threshold=default_threshold, ax=ax)
@@ -304,8 +305,6 @@ class PrecisionRecallDisplay:
         """The curve of :func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` judged by
         ``truth`` (labels, references, judge:NAME): kept is what the gate would
         write, and with references recall counts every missed reference."""
-        from truss_lab.evaluate._runs import sweep_run
-
         df = sweep_run(store, run_id, labels=labels, truth=truth, references=references,
                        score=score)
         return cls.from_sweep(df, threshold=threshold, ax=ax,
@@ -318,8 +317,6 @@ class PrecisionRecallDisplay:
     ) -> PrecisionRecallDisplay:
         """Sweep the predictions, compute average precision, plot; the chance level is
         the share of positive labels, ``threshold`` marks the operating point."""
-        from truss_lab.evaluate._sweep import average_precision, sweep
-
         df = sweep(y_true, salience)
         ap = average_precision(y_true, salience)
         y = np.asarray(y_true, dtype=float)
@@ -388,8 +385,6 @@ class CalibrationDisplay:
     ) -> CalibrationDisplay:
         """Bin with :func:`~truss_lab.evaluate._calibration.reliability_table` and plot
         (``min_bin_count`` None: its default)."""
-        from truss_lab.evaluate._calibration import DEFAULT_MIN_BIN_COUNT, reliability_table
-
         table = reliability_table(
             y_true, prob, n_bins=n_bins, strategy=strategy,  # type: ignore[arg-type]
             min_bin_count=DEFAULT_MIN_BIN_COUNT if min_bin_count is None else min_bin_count,
@@ -408,8 +403,6 @@ class CalibrationDisplay:
         ``"before"`` without) of :func:`~truss_lab.evaluate._run_calibration.calibration_run`
         of ``run_id`` judged by ``truth`` (labels, references, judge:NAME); the
         report is kept as ``report``."""
-        from truss_lab.evaluate._run_calibration import calibration_run
-
         rep = calibration_run(store, run_id, method=method, truth=truth, labels=labels,
                               references=references, score=score, random_state=random_state,
                               n_bins=n_bins)
@@ -502,8 +495,6 @@ class ComparisonDisplay:
         """Plot :func:`~truss_lab.evaluate._runs.compare_runs` of two runs judged by
         ``truth`` (labels, references, judge:NAME; ``options``: its other keywords,
         e.g. ``n_boot``, ``random_state``, ``labels``, ``references``)."""
-        from truss_lab.evaluate._runs import compare_runs
-
         res = compare_runs(store, run_a, run_b, truth=truth, threshold=threshold, **options)
         out = cls(res, row=row)
         out.truth = getattr(truth, "name", truth)  # a resolved Truth shows its name
@@ -529,8 +520,6 @@ class ComparisonDisplay:
         order of :attr:`PANELS`. Sets ``axes_`` (dict by panel), ``ax_`` (the rate
         deltas), ``figure_``, ``values_`` (by run name), ``errorbars_`` (by panel) and
         ``title_``. Run A is ``result.names[0]``, B the other."""
-        from truss_lab.evaluate._compare import DELTA_METRICS
-
         panels = self._panels(ax)
         r = self.result.table.iloc[self.row]
         a, b = self.result.names

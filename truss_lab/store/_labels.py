@@ -83,3 +83,13 @@ def lesson_texts(store: Store, run_id: str | None, *,
         params).df()
     return targets, sources
 
+
+
+def labelled_keys(store: Store, annotator: str) -> set[tuple[str, str, int]]:
+    """The label keys ``(verdict_hash, extractor_id, lesson_index)`` ``annotator`` has
+    labelled: the lessons a labelling session of theirs can skip."""
+    rows = store.sql(
+        "SELECT verdict_hash, extractor_id, lesson_index FROM labels WHERE annotator = ?",
+        [annotator],
+    ).fetchall()
+    return {(h, e, int(i)) for h, e, i in rows}
