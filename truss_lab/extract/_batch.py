@@ -96,6 +96,7 @@ from ..journal._table import (
 from ..journal._verify import VerifyReport, verify_stream
 from ..store._runs import (
     check_resumable,
+    done_chunks,
     finish_run,
     get_run,
     missing_run_error,
@@ -320,156 +321,19 @@ def run_extraction(
     parse_executor(executor)
     runner = with_breaker(extractor, max_consecutive_failures)  # what the workers call
     batch = resolve_batch(store, verdicts, params)
-    dataset_hash = _dataset_hash(batch)
-    existing = get_run(store, run_id) if run_id else None
-    if resume:
-        if run_id is None:
-            raise BadInputError("resume=True needs the run_id of the run to continue",
-                                field="run_id")
-        if existing is None:
-            raise missing_run_error(store, run_id)
-        _check_resumable(existing, extractor, config, write_memory, dataset_hash)
-        chunk_size = int(json.loads(existing["config"]).get("chunk_size", chunk_size))
-        reopen_run(store, run_id)
-    else:
-        if existing is not None:
-            raise StoreError(
-                f"run {run_id!r} already exists; pass resume=True (--resume {run_id}) to "
-                "continue it, or choose another run id")
-        run_id = run_id or (
-            f"run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}")
-        extra = {"chunk_size": chunk_size, "batch_size": len(batch),
-                 "executor": executor if isinstance(executor, str) else "dask-client",
-                 "verdicts": verdicts if isinstance(verdicts, str) else None,
-                 "params": list(params) if params else None, **(run_config or {})}
-        with store.transaction():
-            ensure_run(store, run_id, extractor, config, status="running",
-                       write_memory=write_memory, extra=extra, templates=False,
-                       scorer=scorer_name, dataset_hash=dataset_hash, counted=True,
-                       name=name, tags=tags)
-
-    n_chunks = -(-len(batch) // chunk_size)
-    bar: Any = None
+    run_id, chunk_size = _open_run(
+        store, run_id, extractor, config, batch, resume=resume, write_memory=write_memory,
+        chunk_size=chunk_size, extra={
+            "chunk_size": chunk_size, "batch_size": len(batch),
+            "executor": executor if isinstance(executor, str) else "dask-client",
+            "verdicts": verdicts if isinstance(verdicts, str) else None,
+            "params": list(params) if params else None, **(run_config or {})},
+        scorer_name=scorer_name, name=name, tags=tags)
+    run = _Run(store, run_id, extractor, runner, config, batch, chunk_size,
+               write_memory=write_memory, score=score, scorer_name=scorer_name,
+               progress=progress, t0=t0)
     try:
-        done = {int(r[0]) for r in store.con.execute(
-            "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
-        seqs_all = batch["seq"].to_numpy(dtype=np.int64)
-        todo = [i for i in range(n_chunks) if i not in done]
-        live = is_live(extractor.provider)
-        hashes_all = batch["hash"].tolist()
-        last = t0  # setup (batch, verification) counts toward the first chunk's time
-
-        def gated(index: int, seqs: np.ndarray, rows: ExtractionRows) -> Gated:
-            nonlocal last
-            now = time.perf_counter()
-            g = gate_chunk(
-                run_id, index, seqs, hashes_all[index * chunk_size:(index + 1) * chunk_size],
-                rows, config, write_memory=write_memory, score=score,
-                scorer_name=scorer_name, elapsed=now - last, live=live)
-            last = now  # this chunk's gate and write count with the next (or finish)
-            return g
-
-        gate_failed = False
-        # A live provider's chunks are written one by one (its answers cost money);
-        # recorded ones in groups of about _GROUP_VERDICTS, one append per table,
-        # since each append costs a scan of the table it checks keys against.
-        per_write = 1 if live else max(1, _GROUP_VERDICTS // chunk_size)
-        held: HeldWrites | None = None
-
-        def gated_early(index: int, seqs: np.ndarray,
-                        rows: ExtractionRows) -> Gated | ExtractionRows:
-            # A gate that raises here (a score function) must raise where it did
-            # before, after verification, so the chunks gated before it are written:
-            # from the first failure on, chunks stay ungated and the loop below gates
-            # (and fails) again.
-            nonlocal gate_failed
-            if gate_failed:
-                return rows
-            try:
-                g = gated(index, seqs, rows)
-            except Exception:
-                gate_failed = True
-                return rows
-            if held is not None:
-                held.add(g)
-            bar.update(len(seqs))  # a chunk gated here is counted here, not below
-            return g
-
-        early: list[tuple[int, np.ndarray, Gated | ExtractionRows]] = []
-        written: set[int] = set()  # chunks whose rows the held transaction stored
-        done_verdicts = len(batch) - sum(
-            len(seqs_all[i * chunk_size:(i + 1) * chunk_size]) for i in todo)
-        if len(batch):
-            last_seq = int(batch["seq"].iloc[-1])
-            if (executor == "inline" and not live and todo
-                    and config.lesson_extraction is not LessonExtractionPolicy.off):
-                # Recorded answers: extract, gate and write (uncommitted) while the
-                # signatures verify (verify_while_extracting, _gate.HeldWrites); the driver would
-                # wait for them anyway.
-                tpl = extractor.template
-                # The bar moves as chunks are extracted and written (uncommitted).
-                bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
-                held = HeldWrites(store, run_id, per_write,
-                                  (tpl.version, tpl.template_hash, tpl.text))
-                try:
-                    report, early = verify_while_extracting(
-                        store, runner, todo, seqs_all, chunk_size, last_seq,
-                        max_chunks=max(1, _EARLY_VERDICTS // chunk_size), then=gated_early,
-                        extracted=held.flush)
-                    if report.ok:
-                        written = held.commit()
-                finally:
-                    held.rollback()  # when not committed: a bad chain, or an error
-            else:
-                report = _verify_prefix(store, last_seq)
-            if not report.ok:
-                msg = (f"the journal does not verify at seq {report.first_bad_seq} "
-                       f"({report.reason}): {report.message}; nothing was extracted")
-                finish_run(store, run_id, "failed", time.perf_counter() - t0, error=msg)
-                raise ChainError(msg, seq=report.first_bad_seq, reason=report.reason or
-                                 "malformed")
-        if config.lesson_extraction is LessonExtractionPolicy.off:
-            # ADR 0011 invariant 1: no provider call, no write but the run record.
-            finish_run(store, run_id, "finished", time.perf_counter() - t0)
-            return run_result(store, run_id, time.perf_counter() - t0, 0, n_chunks, 0)
-        if todo and not written:  # a committed held write recorded it already
-            tpl = extractor.template
-            with store.transaction():
-                record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)
-        done_now = 0
-        errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
-        ex = make_executor(executor, runner) if todo else None
-        if bar is None:
-            bar = _progress_bar(len(batch), done_verdicts, progress, run_id)
-        group: list[Gated] = []
-        try:
-            rest = todo[len(early):]
-            for index, seqs, item in itertools.chain(
-                    early, _pipeline(store, ex, rest, seqs_all, chunk_size)):
-                done_now += len(seqs)
-                if index in written:  # stored with the verification (counted there too)
-                    continue
-                early_gated = isinstance(item, Gated)  # the bar counted it then
-                g = item if early_gated else gated(index, seqs, item)
-                group.append(g)
-                errors_seen += g.err.num_rows
-                if len(group) >= per_write:
-                    full, group = group, []  # a failed write is not retried below
-                    write_group(store, run_id, full)
-                if not early_gated:
-                    bar.update(len(seqs))
-                bar.set_postfix(errors=errors_seen, refresh=False)
-        finally:
-            try:
-                # Chunks extracted before a failure are kept, as if written one by one.
-                write_group(store, run_id, group)
-            finally:
-                if ex is not None:
-                    ex.close()
-        finish_run(store, run_id, "finished", time.perf_counter() - last)
-        store.checkpoint()
-        return run_result(store, run_id, time.perf_counter() - t0, done_now, n_chunks,
-                       n_chunks - len(todo))
+        return run.execute(executor)
     except ChainError:
         raise
     except CircuitOpenError as exc:
@@ -485,8 +349,211 @@ def run_extraction(
             pass
         raise
     finally:
-        if bar is not None:
-            bar.close()
+        if run.bar is not None:
+            run.bar.close()
+
+
+def _open_run(store: Store, run_id: str | None, extractor: Extractor, config: MemoryConfig,
+              batch: pd.DataFrame, *, resume: bool, write_memory: bool, chunk_size: int,
+              extra: dict[str, Any], scorer_name: str, name: str | None,
+              tags: Sequence[str]) -> tuple[str, int]:
+    """The run's id and chunk size: a new run's record created with ``extra`` in its
+    config, or (``resume``) the existing one checked against this call and reopened,
+    with the chunk size it was started with."""
+    dataset_hash = _dataset_hash(batch)
+    existing = get_run(store, run_id) if run_id else None
+    if resume:
+        if run_id is None:
+            raise BadInputError("resume=True needs the run_id of the run to continue",
+                                field="run_id")
+        if existing is None:
+            raise missing_run_error(store, run_id)
+        _check_resumable(existing, extractor, config, write_memory, dataset_hash)
+        chunk_size = int(json.loads(existing["config"]).get("chunk_size", chunk_size))
+        reopen_run(store, run_id)
+        return run_id, chunk_size
+    if existing is not None:
+        raise StoreError(
+            f"run {run_id!r} already exists; pass resume=True (--resume {run_id}) to "
+            "continue it, or choose another run id")
+    run_id = run_id or (
+        f"run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}")
+    with store.transaction():
+        ensure_run(store, run_id, extractor, config, status="running",
+                   write_memory=write_memory, extra=extra, templates=False,
+                   scorer=scorer_name, dataset_hash=dataset_hash, counted=True,
+                   name=name, tags=tags)
+    return run_id, chunk_size
+
+
+class _Run:
+    """One call of :func:`run_extraction` once its run record is open: the chunks not
+    yet in ``run_chunks``, extracted, gated and written as they complete (the steps are
+    :meth:`verify`, :meth:`extract_and_write`; :meth:`execute` runs them in order).
+
+    ``last`` is when the previous chunk was gated: setup (batch, verification) counts
+    toward the first chunk's time, a chunk's gate and write with the next (or finish).
+    """
+
+    def __init__(self, store: Store, run_id: str, extractor: Extractor, runner: Extractor,
+                 config: MemoryConfig, batch: pd.DataFrame, chunk_size: int, *,
+                 write_memory: bool, score: ScoreFunction | None, scorer_name: str,
+                 progress: bool, t0: float) -> None:
+        self.store, self.run_id, self.runner, self.config = store, run_id, runner, config
+        self.template = extractor.template
+        self.live = is_live(extractor.provider)
+        self.batch = batch
+        self.chunk_size = chunk_size
+        self.write_memory, self.score, self.scorer_name = write_memory, score, scorer_name
+        self.progress = progress
+        self.t0 = self.last = t0
+        self.n_chunks = -(-len(batch) // chunk_size)
+        self.seqs_all = batch["seq"].to_numpy(dtype=np.int64)
+        self.hashes_all = batch["hash"].tolist()
+        # A live provider's chunks are written one by one (its answers cost money);
+        # recorded ones in groups of about _GROUP_VERDICTS, one append per table,
+        # since each append costs a scan of the table it checks keys against.
+        self.per_write = 1 if self.live else max(1, _GROUP_VERDICTS // chunk_size)
+        self.bar: Any = None
+        self._gate_failed = False
+        self._held: HeldWrites | None = None
+
+    def seqs(self, index: int) -> np.ndarray:
+        """The seqs of chunk ``index``."""
+        return self.seqs_all[index * self.chunk_size:(index + 1) * self.chunk_size]
+
+    def execute(self, executor: Any) -> ExtractionRun:
+        """Verify, extract, gate and write the chunks still to do; finish the run."""
+        store, run_id = self.store, self.run_id
+        done = done_chunks(store, run_id)
+        todo = [i for i in range(self.n_chunks) if i not in done]
+        done_verdicts = len(self.batch) - sum(len(self.seqs(i)) for i in todo)
+        early, written = self.verify(executor, todo, done_verdicts)
+        if self.config.lesson_extraction is LessonExtractionPolicy.off:
+            # ADR 0011 invariant 1: no provider call, no write but the run record.
+            finish_run(store, run_id, "finished", time.perf_counter() - self.t0)
+            return run_result(store, run_id, time.perf_counter() - self.t0, 0,
+                              self.n_chunks, 0)
+        if todo and not written:  # a committed held write recorded it already
+            tpl = self.template
+            with store.transaction():
+                record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)
+        done_now = self.extract_and_write(executor, todo, early, written, done_verdicts)
+        finish_run(store, run_id, "finished", time.perf_counter() - self.last)
+        store.checkpoint()
+        return run_result(store, run_id, time.perf_counter() - self.t0, done_now,
+                          self.n_chunks, self.n_chunks - len(todo))
+
+    def gate(self, index: int, seqs: np.ndarray, rows: ExtractionRows) -> Gated:
+        """Chunk ``index``'s rows through the gate, timed since the previous one."""
+        now = time.perf_counter()
+        g = gate_chunk(
+            self.run_id, index, seqs,
+            self.hashes_all[index * self.chunk_size:(index + 1) * self.chunk_size],
+            rows, self.config, write_memory=self.write_memory, score=self.score,
+            scorer_name=self.scorer_name, elapsed=now - self.last, live=self.live)
+        self.last = now
+        return g
+
+    def gate_early(self, index: int, seqs: np.ndarray,
+                   rows: ExtractionRows) -> Gated | ExtractionRows:
+        """:meth:`gate` for a chunk extracted while the journal verifies, held for the
+        write that commits once it has."""
+        # A gate that raises here (a score function) must raise where it did
+        # before, after verification, so the chunks gated before it are written:
+        # from the first failure on, chunks stay ungated and the main loop gates
+        # (and fails) again.
+        if self._gate_failed:
+            return rows
+        try:
+            g = self.gate(index, seqs, rows)
+        except Exception:
+            self._gate_failed = True
+            return rows
+        if self._held is not None:
+            self._held.add(g)
+        self.bar.update(len(seqs))  # a chunk gated here is counted here, not below
+        return g
+
+    def verify(self, executor: Any, todo: list[int], done_verdicts: int,
+               ) -> tuple[list[tuple[int, np.ndarray, Gated | ExtractionRows]], set[int]]:
+        """Verify the journal up to the batch's last verdict: (the chunks extracted
+        meanwhile, those of them already stored). A bad chain fails the run
+        (:class:`ChainError`) with nothing written but its record."""
+        if not len(self.batch):
+            return [], set()
+        store, run_id = self.store, self.run_id
+        last_seq = int(self.batch["seq"].iloc[-1])
+        early: list[tuple[int, np.ndarray, Gated | ExtractionRows]] = []
+        written: set[int] = set()  # chunks whose rows the held transaction stored
+        if (executor == "inline" and not self.live and todo
+                and self.config.lesson_extraction is not LessonExtractionPolicy.off):
+            # Recorded answers: extract, gate and write (uncommitted) while the
+            # signatures verify (verify_while_extracting, _gate.HeldWrites); the driver
+            # would wait for them anyway.
+            tpl = self.template
+            # The bar moves as chunks are extracted and written (uncommitted).
+            self.bar = _progress_bar(len(self.batch), done_verdicts, self.progress, run_id)
+            held = self._held = HeldWrites(store, run_id, self.per_write,
+                                           (tpl.version, tpl.template_hash, tpl.text))
+            try:
+                report, early = verify_while_extracting(
+                    store, self.runner, todo, self.seqs_all, self.chunk_size, last_seq,
+                    max_chunks=max(1, _EARLY_VERDICTS // self.chunk_size),
+                    then=self.gate_early, extracted=held.flush)
+                if report.ok:
+                    written = held.commit()
+            finally:
+                held.rollback()  # when not committed: a bad chain, or an error
+        else:
+            report = _verify_prefix(store, last_seq)
+        if not report.ok:
+            msg = (f"the journal does not verify at seq {report.first_bad_seq} "
+                   f"({report.reason}): {report.message}; nothing was extracted")
+            finish_run(store, run_id, "failed", time.perf_counter() - self.t0, error=msg)
+            raise ChainError(msg, seq=report.first_bad_seq, reason=report.reason or
+                             "malformed")
+        return early, written
+
+    def extract_and_write(self, executor: Any, todo: list[int],
+                          early: list[tuple[int, np.ndarray, Gated | ExtractionRows]],
+                          written: set[int], done_verdicts: int) -> int:
+        """Gate and write the ``early`` chunks not yet ``written``, then extract the rest
+        of ``todo`` on ``executor``, gating and writing each as it completes (in groups
+        of :attr:`per_write`); the verdicts of this call."""
+        store, run_id = self.store, self.run_id
+        done_now = 0
+        errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
+        ex = make_executor(executor, self.runner) if todo else None
+        if self.bar is None:
+            self.bar = _progress_bar(len(self.batch), done_verdicts, self.progress, run_id)
+        bar = self.bar
+        group: list[Gated] = []
+        try:
+            rest = todo[len(early):]
+            for index, seqs, item in itertools.chain(
+                    early, _pipeline(store, ex, rest, self.seqs_all, self.chunk_size)):
+                done_now += len(seqs)
+                if index in written:  # stored with the verification (counted there too)
+                    continue
+                early_gated = isinstance(item, Gated)  # the bar counted it then
+                g = item if early_gated else self.gate(index, seqs, item)
+                group.append(g)
+                errors_seen += g.err.num_rows
+                if len(group) >= self.per_write:
+                    full, group = group, []  # a failed write is not retried below
+                    write_group(store, run_id, full)
+                if not early_gated:
+                    bar.update(len(seqs))
+                bar.set_postfix(errors=errors_seen, refresh=False)
+        finally:
+            try:
+                # Chunks extracted before a failure are kept, as if written one by one.
+                write_group(store, run_id, group)
+            finally:
+                if ex is not None:
+                    ex.close()
+        return done_now
 
 
 def _pipeline(store: Store, ex: Executor | None, todo: list[int], seqs_all: np.ndarray,

@@ -29,6 +29,7 @@ __all__ = [
     "check_resumable",
     "create_run",
     "delete_run",
+    "done_chunks",
     "extractor_config",
     "finish_run",
     "get_run",
@@ -195,6 +196,13 @@ def check_resumable(row: Mapping[str, Any], want: Mapping[str, Any]) -> None:
                 "or start a new run",
                 field=k,
             )
+
+
+def done_chunks(store: Store, run_id: str) -> set[int]:
+    """The chunk indexes ``run_id`` has written (its ``run_chunks`` rows): what a
+    resume skips."""
+    return {int(r[0]) for r in store.con.execute(
+        "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
 
 
 def reopen_run(store: Store, run_id: str) -> None:
