@@ -102,6 +102,9 @@ from ..store._runs import (
     missing_run_error,
     record_prompt_template,
     reopen_run,
+    run_candidates,
+    run_error_rows,
+    run_memory_entries,
 )
 from ..store._store import Store
 from ..store._usage import Prices, RunUsage, run_usage
@@ -919,19 +922,11 @@ class ExtractionRun:
 
     def candidates(self) -> pd.DataFrame:
         """Every candidate of the run (passed the gate or not), by verdict and index."""
-        return self._need_store().sql(
-            "SELECT * FROM candidates WHERE run_id = ? ORDER BY verdict_seq, lesson_index",
-            [self.run_id],
-        ).df()
+        return run_candidates(self._need_store(), self.run_id)
 
     def lessons(self) -> pd.DataFrame:
         """The memory entries (lessons) the run's candidates became."""
-        return self._need_store().sql(
-            "SELECT m.* FROM memory_entries m WHERE m.entry_id IN "
-            "(SELECT entry_id FROM candidates WHERE run_id = ? AND entry_id IS NOT NULL) "
-            "ORDER BY m.produced_by_seq, m.lesson_index",
-            [self.run_id],
-        ).df()
+        return run_memory_entries(self._need_store(), self.run_id)
 
     def usage(self, prices: Prices | None = None) -> RunUsage:
         """Calls, tokens, latency percentiles, errors by kind, time per verdict and,
@@ -940,10 +935,7 @@ class ExtractionRun:
 
     def errors(self) -> pd.DataFrame:
         """The run's per-verdict errors (provider, parse, prompt)."""
-        return self._need_store().sql(
-            "SELECT * FROM verdict_errors WHERE run_id = ? ORDER BY verdict_seq, stage",
-            [self.run_id],
-        ).df()
+        return run_error_rows(self._need_store(), self.run_id)
 
 
 def run_result(store: Store, run_id: str, seconds: float, done_now: int, chunks_total: int,

@@ -63,7 +63,6 @@ from functools import partial
 from typing import Any, Literal
 
 import pandas as pd
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core._canonical import canonical, canonical_digest, jcs_string
@@ -77,8 +76,10 @@ from ..store._runs import (
     extractor_config,
     record_extractor_config,
     record_prompt_template,
+    recorded_completions,
 )
 from ..store._store import Store
+from ..store._tables import VERDICT_ERRORS_SCHEMA
 from ._heuristic import HeuristicProvider
 from ._parser import (
     LESSONS_JSON_SCHEMA,
@@ -102,7 +103,6 @@ from ._providers import (
 
 __all__ = [
     "DEFAULT_TEMPERATURE",
-    "ERROR_SCHEMA",
     "MAX_SAMPLES",
     "ExtractionRows",
     "Extractor",
@@ -213,19 +213,6 @@ class ExtractorConfig(BaseModel):
 
 # --- the extractor --------------------------------------------------------------------------------
 
-ERROR_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("verdict_seq", pa.int64()),
-        ("verdict_hash", pa.string()),
-        ("stage", pa.string()),
-        ("reason", pa.string()),
-        ("message", pa.string()),
-        ("sample_index", pa.int32()),
-    ]
-)
-
-
 @dataclass(frozen=True)
 class Extractor:
     """An extractor configuration: a provider, a prompt template and a model.
@@ -277,9 +264,7 @@ class Extractor:
         if isinstance(recordings, Store):
             stored = extractor_config(recordings, extractor_id)
             config = None if stored is None else ExtractorConfig.model_validate(stored)
-            recordings = recordings.sql(
-                "SELECT * FROM completions WHERE extractor_id = ?", [extractor_id]
-            ).df()
+            recordings = recorded_completions(recordings, extractor_id)
         provider = ReplayProvider(recordings)
         config = config or provider.config_of(extractor_id)
         if config is not None:
@@ -443,7 +428,7 @@ def extract_verdicts(
         cands["n_samples"] = extractor.n_samples  # self-consistency's denominator
     else:
         cands = empty_candidates()
-    return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
+    return ExtractionRows(cands, pd.DataFrame(errors, columns=VERDICT_ERRORS_SCHEMA.names[1:]),
                           calls, completions, extractor.n_samples)
 
 
@@ -869,5 +854,5 @@ def replay_verdicts(extractor: Extractor,
             cols.add((seq, vhash, ext_id, 0), parsed.lessons)
     # The gate reads the columns as they are; an empty frame is built its own way.
     cands = cols if len(cols) else empty_candidates()
-    return ExtractionRows(cands, pd.DataFrame(errors, columns=list(ERROR_SCHEMA.names)[1:]),
+    return ExtractionRows(cands, pd.DataFrame(errors, columns=VERDICT_ERRORS_SCHEMA.names[1:]),
                           calls, completions, 1)

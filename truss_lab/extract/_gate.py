@@ -41,7 +41,7 @@ Lesson extraction after a verdict lands (ADR 0011), one verdict at a time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,14 +57,19 @@ from ..ingest._ingest import COMPLETIONS_KEY, FILE_TO_TABLE
 from ..journal._table import verified_verdict
 from ..score._consistency import consistency_clusters
 from ..store._governed import lesson_rows, write_memory_table
-from ..store._runs import add_run_counts, record_prompt_template
+from ..store._runs import (
+    add_run_counts,
+    lessons_stored,
+    record_chunks,
+    record_prompt_template,
+    record_run_verdicts,
+)
 from ..store._store import Store
-from ..store._tables import COMPLETIONS_SCHEMA
-from ._extractor import ERROR_SCHEMA, ExtractionRows, Extractor, ensure_run, extract_verdicts
+from ..store._tables import CANDIDATES_SCHEMA, COMPLETIONS_SCHEMA, VERDICT_ERRORS_SCHEMA
+from ._extractor import ExtractionRows, Extractor, ensure_run, extract_verdicts
 from ._parser import CandidateColumns
 
 __all__ = [
-    "CANDIDATE_SCHEMA",
     "CloseResult",
     "ContractCloseLearning",
     "Gated",
@@ -74,35 +79,12 @@ __all__ = [
     "gate_chunk",
     "gated_tables",
     "record_completions",
-    "record_run_verdicts",
     "write_extraction",
     "write_group",
 ]
 
 
 # --- the gate -------------------------------------------------------------------------------------
-
-CANDIDATE_SCHEMA = pa.schema(
-    [
-        ("candidate_id", pa.string()),
-        ("run_id", pa.string()),
-        ("verdict_seq", pa.int64()),
-        ("verdict_hash", pa.string()),
-        ("extractor_id", pa.string()),
-        ("lesson_index", pa.int32()),
-        ("text", pa.string()),
-        ("salience", pa.float64()),
-        ("evidence", pa.list_(pa.string())),
-        ("valid", pa.bool_()),
-        ("drop_reason", pa.string()),
-        ("score", pa.float64()),
-        ("scorer", pa.string()),
-        ("passed_gate", pa.bool_()),
-        ("entry_id", pa.string()),
-        ("sample_index", pa.int32()),
-        ("self_consistency", pa.float64()),
-    ]
-)
 
 
 def apply_gate(scores: np.ndarray, valid: np.ndarray, config: MemoryConfig) -> np.ndarray:
@@ -232,7 +214,7 @@ def gated_tables(
         {"candidate_id": ["cand-" + d for d in digests], "run_id": [run_id] * n,
          **got.columns, "scorer": [scorer_name] * n,
          "entry_id": pa.array(entry_ids, pa.string())},
-        schema=CANDIDATE_SCHEMA,
+        schema=CANDIDATES_SCHEMA,
     )
     # The written rows' key and evidence columns are the candidate table's own, taken:
     # the same values (evidence is list(e) in both).
@@ -262,7 +244,7 @@ def gated_tables(
             "sample_index": pa.array(e["sample_index"].fillna(0).astype("int64").tolist()
                                      if "sample_index" in e else [0] * len(e), pa.int32()),
         },
-        schema=ERROR_SCHEMA,
+        schema=VERDICT_ERRORS_SCHEMA,
     )
     return cand, mem, err
 
@@ -343,20 +325,7 @@ def write_extraction(store: Store, cand: pa.Table, mem: pa.Table, err: pa.Table)
     return n
 
 
-def record_run_verdicts(store: Store, run_id: str, seqs: Sequence[int],
-                        hashes: Sequence[str]) -> None:
-    """Record that ``run_id`` processed these verdicts (whatever they yielded)."""
-    store.append(
-        "run_verdicts",
-        pa.table({"run_id": [run_id] * len(seqs), "verdict_seq": pa.array(seqs, pa.int64()),
-                  "verdict_hash": list(hashes)}),
-        key=["run_id", "verdict_seq"],
-    )
-
-
 # --- the batch's writes ---------------------------------------------------------------------------
-
-_TS = pa.timestamp("us", tz="UTC")
 
 
 @dataclass
@@ -394,16 +363,9 @@ def _new_lessons(store: Store, group: list[Gated]) -> list[int]:
     each chunk's own append would have counted (ids are unique across verdicts)."""
     if len(group) == 1:
         return [-1]  # counted by the append itself
-    ids = pa.table({"entry_id": pa.concat_arrays(
+    have = lessons_stored(store, pa.concat_arrays(
         [g.mem.column("entry_id").combine_chunks() for g in group if g.mem.num_rows]
-        or [pa.array([], pa.string())])})
-    store.con.register("_new_lesson_ids", ids)
-    try:
-        have = {r[0] for r in store.con.execute(
-            "SELECT entry_id FROM memory_entries WHERE entry_id IN "
-            "(SELECT entry_id FROM _new_lesson_ids)").fetchall()}
-    finally:
-        store.con.unregister("_new_lesson_ids")
+        or [pa.array([], pa.string())]))
     return [sum(i not in have for i in g.mem.column("entry_id").to_pylist()) for g in group]
 
 
@@ -425,19 +387,15 @@ def write_group(store: Store, run_id: str, group: list[Gated]) -> None:
                             [h for g in group for h in g.hashes])
         if recorded:
             record_completions(store, recorded, run_id)
-        now = utcnow()
-        store.append("run_chunks", pa.table({
-            "run_id": [run_id] * len(group),
-            "chunk_index": pa.array([g.index for g in group], pa.int32()),
-            "first_seq": [int(g.seqs[0]) for g in group],
-            "last_seq": [int(g.seqs[-1]) for g in group],
-            "n_verdicts": [len(g.seqs) for g in group],
-            "n_candidates": [g.cand.num_rows for g in group],
-            "n_lessons": [g.mem.num_rows for g in group], "n_lessons_new": new,
-            "n_errors": [g.n_err for g in group],
-            "provider_calls": [g.provider_calls for g in group],
-            "finished_at": pa.array([now] * len(group), _TS),
-        }), key=["run_id", "chunk_index"])
+        record_chunks(
+            store, run_id, chunk_index=[g.index for g in group],
+            first_seq=[int(g.seqs[0]) for g in group],
+            last_seq=[int(g.seqs[-1]) for g in group],
+            n_verdicts=[len(g.seqs) for g in group],
+            n_candidates=[g.cand.num_rows for g in group],
+            n_lessons=[g.mem.num_rows for g in group], n_lessons_new=new,
+            n_errors=[g.n_err for g in group],
+            provider_calls=[g.provider_calls for g in group])
         add_run_counts(store, run_id, n_verdicts=sum(len(g.seqs) for g in group),
                        n_candidates=cand.num_rows, n_lessons=mem.num_rows,
                        n_errors=sum(g.n_err for g in group),

@@ -23,6 +23,7 @@ from ..core._errors import BadInputError
 from ..core._models import utcnow
 from ..core._secrets import redact
 from ._store import Store
+from ._tables import RUN_CHUNKS_SCHEMA, RUN_VERDICTS_SCHEMA
 
 __all__ = [
     "add_run_counts",
@@ -33,16 +34,23 @@ __all__ = [
     "extractor_config",
     "finish_run",
     "get_run",
+    "lessons_stored",
     "missing_run_error",
     "processed_verdicts",
+    "record_chunks",
     "record_extractor_config",
     "record_prompt_template",
+    "record_run_verdicts",
+    "recorded_completions",
     "reopen_run",
     "run_candidates",
     "run_content_hashes",
+    "run_error_rows",
     "run_errors",
+    "run_exists",
     "run_info",
     "run_lessons",
+    "run_memory_entries",
     "run_processed_verdicts",
     "run_verdict_hashes",
     "summarize_runs",
@@ -159,6 +167,12 @@ def extractor_config(store: Store, extractor_id: str) -> dict[str, Any] | None:
     return dict(json.loads(row[0][0]))
 
 
+def recorded_completions(store: Store, extractor_id: str) -> pd.DataFrame:
+    """Every recorded completion of ``extractor_id`` (its ``completions`` rows): what a
+    replay of it answers from."""
+    return store.sql("SELECT * FROM completions WHERE extractor_id = ?", [extractor_id]).df()
+
+
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
     """The extraction_runs row of ``run_id`` as a dict, or ``None``."""
     cur = store.con.execute("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
@@ -175,6 +189,11 @@ def missing_run_error(store: Store, run_id: str) -> BadInputError:
         f"no extraction run {run_id!r}; recent runs: {', '.join(known) or '(none)'}",
         field="run_id",
     )
+
+
+def run_exists(store: Store, run_id: str) -> bool:
+    """Whether ``extraction_runs`` has a row for ``run_id``."""
+    return get_run(store, run_id) is not None
 
 
 def run_info(store: Store, run_id: str) -> dict[str, Any]:
@@ -203,6 +222,47 @@ def done_chunks(store: Store, run_id: str) -> set[int]:
     resume skips."""
     return {int(r[0]) for r in store.con.execute(
         "SELECT chunk_index FROM run_chunks WHERE run_id = ?", [run_id]).fetchall()}
+
+
+def record_run_verdicts(store: Store, run_id: str, seqs: Sequence[int],
+                        hashes: Sequence[str]) -> None:
+    """Record that ``run_id`` processed these verdicts (whatever they yielded)."""
+    store.append(
+        "run_verdicts",
+        pa.table({"run_id": [run_id] * len(seqs), "verdict_seq": pa.array(seqs, pa.int64()),
+                  "verdict_hash": list(hashes)}, schema=RUN_VERDICTS_SCHEMA),
+        key=["run_id", "verdict_seq"],
+    )
+
+
+def record_chunks(store: Store, run_id: str, *, chunk_index: Sequence[int],
+                  first_seq: Sequence[int], last_seq: Sequence[int],
+                  n_verdicts: Sequence[int], n_candidates: Sequence[int],
+                  n_lessons: Sequence[int], n_lessons_new: Sequence[int],
+                  n_errors: Sequence[int], provider_calls: Sequence[int]) -> None:
+    """Record chunks of ``run_id`` as written (one ``run_chunks`` row each, finished now):
+    what a resume skips, with the counts each chunk's write added."""
+    now = utcnow()
+    n = len(chunk_index)
+    store.append("run_chunks", pa.table({
+        "run_id": [run_id] * n, "chunk_index": list(chunk_index),
+        "first_seq": list(first_seq), "last_seq": list(last_seq),
+        "n_verdicts": list(n_verdicts), "n_candidates": list(n_candidates),
+        "n_lessons": list(n_lessons), "n_lessons_new": list(n_lessons_new),
+        "n_errors": list(n_errors), "provider_calls": list(provider_calls),
+        "finished_at": [now] * n,
+    }, schema=RUN_CHUNKS_SCHEMA), key=["run_id", "chunk_index"])
+
+
+def lessons_stored(store: Store, entry_ids: pa.Array) -> set[str]:
+    """Of ``entry_ids``, those ``memory_entries`` holds already (a write adds the others)."""
+    store.con.register("_new_lesson_ids", pa.table({"entry_id": entry_ids}))
+    try:
+        return {r[0] for r in store.con.execute(
+            "SELECT entry_id FROM memory_entries WHERE entry_id IN "
+            "(SELECT entry_id FROM _new_lesson_ids)").fetchall()}
+    finally:
+        store.con.unregister("_new_lesson_ids")
 
 
 def reopen_run(store: Store, run_id: str) -> None:
@@ -300,6 +360,25 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
     df.insert(df.columns.get_loc("seconds") + 1, "verdicts_per_s",
               np.where(np.isfinite(vps), vps, np.nan))
     return df
+
+
+def run_memory_entries(store: Store, run_id: str) -> pd.DataFrame:
+    """The memory entries (lessons) the candidates of ``run_id`` became."""
+    return store.sql(
+        "SELECT m.* FROM memory_entries m WHERE m.entry_id IN "
+        "(SELECT entry_id FROM candidates WHERE run_id = ? AND entry_id IS NOT NULL) "
+        "ORDER BY m.produced_by_seq, m.lesson_index",
+        [run_id],
+    ).df()
+
+
+def run_error_rows(store: Store, run_id: str) -> pd.DataFrame:
+    """The ``verdict_errors`` rows of ``run_id``, every column, by verdict and stage
+    (:func:`run_errors` is the checked, narrower view the CLI prints)."""
+    return store.sql(
+        "SELECT * FROM verdict_errors WHERE run_id = ? ORDER BY verdict_seq, stage",
+        [run_id],
+    ).df()
 
 
 def run_errors(store: Store, run_id: str) -> pd.DataFrame:

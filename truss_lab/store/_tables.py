@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 __all__ = [
+    "CANDIDATES_SCHEMA",
     "COMPLETIONS_SCHEMA",
     "EVENT_COLUMNS",
     "EVENT_SCHEMA",
@@ -28,8 +29,11 @@ __all__ = [
     "POLICY_SCHEMA",
     "REFERENCES_SCHEMA",
     "REF_TYPE",
+    "RUN_CHUNKS_SCHEMA",
+    "RUN_VERDICTS_SCHEMA",
     "TABLE_SCHEMAS",
     "TS",
+    "VERDICT_ERRORS_SCHEMA",
 ]
 
 TS = pa.timestamp("us", tz="UTC")
@@ -171,6 +175,64 @@ EVENT_SCHEMA = _schema(EVENT_COLUMNS)
 """Arrow schema of ``events`` (:class:`MemoryWrite` and :class:`PolicyWrite`)."""
 
 
+# -- what an extraction run writes ----------------------------------------------------------
+
+CANDIDATES_SCHEMA = pa.schema(
+    [
+        ("candidate_id", pa.string()),
+        ("run_id", pa.string()),
+        ("verdict_seq", pa.int64()),
+        ("verdict_hash", pa.string()),
+        ("extractor_id", pa.string()),
+        ("lesson_index", pa.int32()),
+        ("text", pa.string()),
+        ("salience", pa.float64()),
+        ("evidence", pa.list_(pa.string())),
+        ("valid", pa.bool_()),
+        ("drop_reason", pa.string()),
+        ("score", pa.float64()),
+        ("scorer", pa.string()),
+        ("passed_gate", pa.bool_()),
+        ("entry_id", pa.string()),
+        ("sample_index", pa.int32()),
+        ("self_consistency", pa.float64()),
+    ]
+)
+"""Arrow schema of ``candidates``: every lesson a run proposed, with the gate's verdict."""
+VERDICT_ERRORS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("verdict_seq", pa.int64()),
+        ("verdict_hash", pa.string()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("message", pa.string()),
+        ("sample_index", pa.int32()),
+    ]
+)
+"""Arrow schema of ``verdict_errors``: a verdict whose prompt, provider call or parse failed."""
+RUN_VERDICTS_SCHEMA = pa.schema(
+    [("run_id", pa.string()), ("verdict_seq", pa.int64()), ("verdict_hash", pa.string())]
+)
+"""Arrow schema of ``run_verdicts``: the verdicts a run processed."""
+RUN_CHUNKS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("chunk_index", pa.int32()),
+        ("first_seq", pa.int64()),
+        ("last_seq", pa.int64()),
+        ("n_verdicts", pa.int64()),
+        ("n_candidates", pa.int64()),
+        ("n_lessons", pa.int64()),
+        ("n_lessons_new", pa.int64()),
+        ("n_errors", pa.int64()),
+        ("provider_calls", pa.int64()),
+        ("finished_at", TS),
+    ]
+)
+"""Arrow schema of ``run_chunks``: each chunk a batch run wrote, with its counts."""
+
+
 # -- every schema by table ----------------------------------------------------------------
 
 TABLE_SCHEMAS: dict[str, pa.Schema] = {
@@ -182,6 +244,10 @@ TABLE_SCHEMAS: dict[str, pa.Schema] = {
     "memory_entries": MEMORY_SCHEMA,
     "policy_records": POLICY_SCHEMA,
     "events": EVENT_SCHEMA,
+    "candidates": CANDIDATES_SCHEMA,
+    "verdict_errors": VERDICT_ERRORS_SCHEMA,
+    "run_verdicts": RUN_VERDICTS_SCHEMA,
+    "run_chunks": RUN_CHUNKS_SCHEMA,
 }
 """Table name -> the Arrow schema its writers append with (the table's first columns,
 in order; the test checks each against ``schema.sql``)."""
