@@ -23,8 +23,7 @@ from truss_lab.evaluate import (
 )
 from truss_lab.evaluate._truth import check_truth_spec
 from truss_lab.faces import write_report
-from truss_lab.faces._report import _judged_rows
-from truss_lab.faces._report_verdicts import reference_matches
+from truss_lab.faces._report import _judged_rows, reference_matches
 from truss_lab.ingest._ingest import append_labels
 from truss_lab.store._store import Store
 

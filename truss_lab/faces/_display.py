@@ -610,8 +610,9 @@ def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0) -
 
 # -- text for the terminal ----------------------------------------------------------------
 
-#: Thresholds at which text summaries show a sweep.
-SUMMARY_THRESHOLDS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: Thresholds at which text summaries (the CLI's, the demo's, the report's) show a sweep:
+#: a grid around the ADR default.
+SUMMARY_THRESHOLDS = (0.3, 0.5, 0.6, DEFAULT_MIN_SALIENCE, 0.8, 0.9)
 
 
 def format_sweep(df: pd.DataFrame) -> str:
