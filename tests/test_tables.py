@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from truss_lab.journal._spec import ENTRY_FIELDS
 from truss_lab.store._store import Store
 from truss_lab.store._tables import TABLE_SCHEMAS
 
@@ -52,4 +53,12 @@ def test_whole_tables_are_whole(tables: dict[str, list[tuple[str, str]]]) -> Non
     """Every schema covers its whole table except completions, whose later columns
     (config_hash, run_id, sample_index) their writers append."""
     partial = {t for t, s in TABLE_SCHEMAS.items() if len(s) != len(tables[t])}
-    assert partial == {"completions"}
+    # A schema that covers only its table's first columns says so in its docstring
+    # (who fills the rest) and is listed here.
+    assert partial == {"completions"}, f"schemas covering part of their table: {partial}"
+
+
+def test_journal_table_holds_the_format_fields_in_order() -> None:
+    """The journal tables' first columns are the FORMATS.md §1 fields, in their order:
+    the store writes and reads entries by those names (journal/_ledger, journal/_table)."""
+    assert tuple(TABLE_SCHEMAS["journal"].names[: len(ENTRY_FIELDS)]) == ENTRY_FIELDS
