@@ -30,13 +30,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from benchmarks._result import load_average, result
-from truss_lab.evaluate._sweep import sweep
-from truss_lab.evaluate._sweep_parquet import sweep_parquet
+from truss_lab.evaluate._sweep import sweep, sweep_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 _CHILD = """
 import json, resource, sys, time
-from truss_lab.evaluate._sweep_parquet import sweep_parquet
+from truss_lab.evaluate._sweep import sweep_parquet
 glob, limit, tmp = sys.argv[1:4]
 with open("/proc/self/statm") as f:  # resident pages after the imports
     before = int(f.read().split()[1]) * resource.getpagesize() / 2**20

@@ -12,8 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from truss_lab.core._errors import BadInputError
-from truss_lab.evaluate._sweep import sweep
-from truss_lab.evaluate._sweep_parquet import sweep_parquet
+from truss_lab.evaluate._sweep import sweep, sweep_parquet
 
 
 def _write(folder: Path, y: np.ndarray, s: np.ndarray, parts: int) -> str:

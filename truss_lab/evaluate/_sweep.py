@@ -23,28 +23,90 @@ the nearly sorted keys; same result). Given thresholds need no sort at all.
 kept at any threshold (as if its salience were -inf), but it still counts in
 ``n`` (so in ``write_rate``) and, when useful, in the positives (so it costs
 recall). It never appears as a threshold.
+
+**Given thresholds mean what they show**: the gate compares ``salience >=
+threshold`` exactly, so a grid point of 0.7000000000000001
+(``np.linspace(0, 1, 101)[70]``) would drop every salience of exactly 0.70 while
+its row reads "0.7". :func:`snap_thresholds` rounds such points, with a
+:class:`ThresholdGridWarning`, and leaves the data's own saliences alone.
+
+**Past memory**, :func:`sweep_parquet` gives the frame of :func:`sweep` with
+default thresholds (every distinct salience, descending) for candidates stored
+as (partitioned) Parquet, computed in DuckDB: one ``GROUP BY salience`` of
+counts and positives, then cumulative sums over the groups in descending order.
+DuckDB streams the files and spills to disk past ``memory_limit``, so the memory
+needed grows with the number of distinct saliences, not of candidates. The same
+conventions as :func:`sweep`: NaN (or NULL) salience is never kept but counts in
+``n`` and, when labelled 1, in the positives; -0.0 and 0.0 are one threshold.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from typing import Any
 
+import duckdb
 import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
-from truss_lab.evaluate._grid import ThresholdGridWarning, snap_thresholds
 from truss_lab.evaluate._sort_u64 import sort_u64 as _sort_u64
+from truss_lab.store._store import quote_ident
 
 __all__ = [
     "SWEEP_COLUMNS",
+    "THRESHOLD_DIGITS",
     "ThresholdGridWarning",
     "UndefinedMetricWarning",
     "average_precision",
+    "snap_thresholds",
     "sweep",
+    "sweep_parquet",
 ]
+
+class ThresholdGridWarning(UserWarning):
+    """A given threshold is not the decimal it was meant to be (e.g. ``np.linspace``'s
+    0.7000000000000001) and was rounded to it."""
+
+
+#: Significant digits a given threshold is rounded to. A double holds 15-17; grids
+#: built by arithmetic (``np.linspace(0, 1, 101)``, ``0.1 * 7``) are off in the last
+#: one or two, which would move the gate past every salience exactly at 0.70.
+THRESHOLD_DIGITS = 12
+
+
+def snap_thresholds(
+    thresholds: np.ndarray, data: Any = None, name: str = "thresholds"
+) -> np.ndarray:
+    """``thresholds`` rounded to :data:`THRESHOLD_DIGITS` significant digits, with a
+    :class:`ThresholdGridWarning` naming the values that changed. A threshold equal
+    to one of the ``data`` saliences is the data's own value and stays as it is.
+
+    The gate compares ``salience >= threshold`` exactly, so a grid point of
+    0.7000000000000001 drops every salience of exactly 0.70 while its row reads
+    "0.7". Rounding makes the grid mean what it shows.
+    """
+    t = np.asarray(thresholds, dtype=np.float64)
+    snapped = np.array([float(f"{v:.{THRESHOLD_DIGITS}g}") if np.isfinite(v) else v
+                        for v in t.ravel()], dtype=np.float64).reshape(t.shape)
+    off = (snapped != t) & np.isfinite(t)
+    if data is not None and off.any():
+        off &= ~np.isin(t, np.asarray(data, dtype=np.float64))
+        snapped = np.where(off, snapped, t)
+    moved = np.flatnonzero(off)
+    if len(moved):
+        shown = ", ".join(f"{float(t.flat[i])!r} -> {float(snapped.flat[i])!r}"
+                          for i in moved[:3])
+        warnings.warn(
+            f"{len(moved)} {name} not representable as typed, rounded to "
+            f"{THRESHOLD_DIGITS} significant digits: {shown}"
+            + (" ..." if len(moved) > 3 else "")
+            + " (build grids with np.round(..., 2) to silence this)",
+            ThresholdGridWarning, stacklevel=3)
+    return snapped
+
 
 #: Columns of :func:`sweep`'s frame, in order (``kept_per_verdict`` only with groups).
 SWEEP_COLUMNS = (
@@ -455,3 +517,67 @@ def average_precision(y_true: Any, salience: Any) -> float:
         return 0.0
     recall_step = np.diff(np.r_[0, tp]) / n_pos
     return float(np.sum(recall_step * (tp / kept)))
+
+
+def sweep_parquet(
+    files: str | os.PathLike[str] | list[str],
+    *,
+    salience: str = "salience",
+    label: str = "y_true",
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """:func:`sweep` (default thresholds, no groups) of the candidates in Parquet ``files``.
+
+    ``files``: a path, a glob (``"cands/**/*.parquet"``, hive partitions allowed) or
+    a list of them; ``salience`` and ``label`` name the columns (label 0/1 or
+    boolean). ``memory_limit`` (e.g. ``"1GB"``), ``threads`` and ``temp_directory``
+    (where DuckDB spills) set DuckDB for this call, on a connection of its own
+    unless ``con`` is given.
+    """
+    sources = [str(f) for f in files] if isinstance(files, list) else [str(files)]
+    own = con is None
+    c = duckdb.connect() if own else con
+    try:
+        if memory_limit is not None:
+            c.execute("SET memory_limit = ?", [str(memory_limit)])
+        if threads is not None:
+            c.execute("SET threads = ?", [int(threads)])
+        if temp_directory is not None:
+            c.execute("SET temp_directory = ?", [str(temp_directory)])
+        s, y = quote_ident(salience), quote_ident(label)
+        src = "read_parquet(?, hive_partitioning = true)"
+        try:
+            n, n_pos = c.execute(
+                f"SELECT count(*), coalesce(sum({y}::BIGINT), 0) FROM {src}", [sources]
+            ).fetchall()[0]
+            # Every distinct scored salience with its counts, then running sums from the
+            # top: kept / tp at each threshold. 0.0 stands for -0.0 (one threshold).
+            rows = c.execute(f"""
+                WITH g AS (
+                    SELECT CASE WHEN {s} = 0 THEN 0.0::DOUBLE ELSE {s}::DOUBLE END AS t,
+                           count(*) AS k, sum({y}::BIGINT) AS p
+                    FROM {src}
+                    WHERE {s} IS NOT NULL AND NOT isnan({s}::DOUBLE)
+                    GROUP BY 1)
+                SELECT t, sum(k) OVER w AS kept, sum(p) OVER w AS tp FROM g
+                WINDOW w AS (ORDER BY t DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+                ORDER BY t DESC""", [sources]).fetchnumpy()
+        except duckdb.Error as exc:
+            raise BadInputError(f"cannot sweep the Parquet candidates: {exc}",
+                                source=", ".join(sources), field=f"{salience}, {label}") from None
+    finally:
+        if own:
+            c.close()
+    thr = np.asarray(rows["t"], dtype=np.float64)
+    kept = np.asarray(rows["kept"], dtype=np.int64)
+    tp = np.asarray(rows["tp"], dtype=np.int64)
+    n, n_pos = int(n), int(n_pos)
+    _warn_degenerate(n, n_pos, int(kept[-1]) if len(kept) else 0)
+    m = metrics_from_counts(kept, tp, n, n_pos)
+    cols: dict[str, Any] = {"threshold": thr, "kept": kept, "tp": tp, "fp": kept - tp,
+                            "fn": n_pos - tp, **{k: m[k] for k in ("precision", "recall", "f1",
+                                                                   "write_rate")}}
+    return pd.DataFrame(cols, copy=False)
