@@ -125,7 +125,7 @@ def test_chunking_and_float64_path_do_not_change_results(monkeypatch):
     y, s, g = make_data(5, 40)
     grid = np.round(np.linspace(0, 1, 6), 2)  # typed grid values: no rounding warning
     base = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=97, random_state=3)
-    monkeypatch.setattr(_bootstrap, "_MAX_W_CELLS", 40 * 7)  # 7 replicates per chunk
+    monkeypatch.setattr(_bootstrap, "MAX_W_CELLS", 40 * 7)  # 7 replicates per chunk
     monkeypatch.setattr(_bootstrap, "_W_MAX_F32", 0)  # force the float64 matmul
     other = bootstrap_metrics(y, s, g, thresholds=grid, n_boot=97, random_state=3)
     pd.testing.assert_frame_equal(base.table, other.table)

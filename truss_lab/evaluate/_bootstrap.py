@@ -46,9 +46,9 @@ __all__ = ["STREAMS", "BootstrapResult", "bootstrap_metrics", "seed_streams"]
 #: Metrics that get an interval, in the order of :attr:`BootstrapResult.table`.
 BOOT_METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
 
-# W chunks hold at most this many cells: small enough that the allocator
-# reuses the buffers between chunks instead of faulting in fresh pages.
-_MAX_W_CELLS = 1 << 21
+#: W chunks hold at most this many cells: small enough that the allocator
+#: reuses the buffers between chunks instead of faulting in fresh pages.
+MAX_W_CELLS = 1 << 21
 # Float32 sums of integer counts are exact below 2**24; a verdict drawn more
 # than this many times in one replicate (probability ~1e-89) switches to float64.
 _W_MAX_F32 = 64
@@ -139,7 +139,7 @@ def weight_chunks(
     draws are made in replicate order, so the stream equals a Python loop that
     draws one replicate at a time.
     """
-    rows = max(1, min(n_boot, _MAX_W_CELLS // max(n_groups, 1)))
+    rows = max(1, min(n_boot, MAX_W_CELLS // max(n_groups, 1)))
     for lo in range(0, n_boot, rows):
         c = min(rows, n_boot - lo)
         idx = rng.integers(0, n_groups, size=(c, n_groups))

@@ -14,13 +14,38 @@ candidates with a truth value, ``verdicts`` lists every verdict the run
 processed (those that yielded nothing are split, folded and resampled too, and
 count in kept per verdict). The split, the folds and the bootstraps draw from
 independent streams of one seed (:func:`~truss_lab.evaluate._bootstrap.seed_streams`).
+
+**Intervals of the held-out metrics** (:func:`choice_intervals`, carried by
+:class:`ThresholdChoice`): threshold fixed, or choice re-made. A choice is one or
+more *sides*: verdicts the threshold is chosen on and verdicts it is judged on
+(one train/test split, or the folds of a cross-validation). Both intervals come
+from the same replicates, which resample verdicts with replacement within each
+*stratum* (one split: the training and the held-out verdicts each among
+themselves, so both sides keep their size; cross-validation: all verdicts, each
+copy keeping its fold):
+
+- **fixed**: every side's held-out verdicts at the threshold that side chose
+  on the data, held fixed: the interval of the held-out metrics given the choice;
+- **procedure**: every replicate re-makes each side's choice on its resampled
+  training verdicts and scores its resampled held-out verdicts with it: the
+  interval of the whole choose-then-evaluate procedure, which also covers the
+  choice of threshold.
+
+Counts are pooled over sides (out-of-fold metrics) and read as
+:func:`~truss_lab.evaluate._sweep.sweep` reads them (``judged``, every processed
+verdict). The choices are made on a grid of thresholds (at most a few hundred
+data values plus each side's choice, see :func:`boot_grid`), all replicates at
+once as in :mod:`~truss_lab.evaluate._bootstrap`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import html
 import math
 import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,20 +53,24 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._bootstrap import (
+    BOOT_METRICS,
+    MAX_W_CELLS,
+    BootstrapResult,
+    WeightedCounter,
+    bin_counts,
     bootstrap_metrics,
     check_boot,
+    percentile_interval,
     seed_streams,
     stream,
     verdict_codes,
 )
-from truss_lab.evaluate._choice import ThresholdChoice
 from truss_lab.evaluate._objective import (
     DEFAULT_OBJECTIVE,
     KEEP_NOTHING,
     Objective,
     make_objective,
 )
-from truss_lab.evaluate._procedure import Side, boot_grid, choice_intervals
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
     as_labels,
@@ -53,7 +82,289 @@ from truss_lab.evaluate._sweep import (
     threshold_counts,
 )
 
-__all__ = ["ThresholdChoice", "choose_threshold", "split_by_verdict", "verdict_kfold"]
+__all__ = [
+    "INTERVAL_LABELS",
+    "Side",
+    "ThresholdChoice",
+    "boot_grid",
+    "choice_intervals",
+    "choose_threshold",
+    "draw_weights",
+    "split_by_verdict",
+    "verdict_kfold",
+]
+
+# --------------------------------------------------------------------------- the result
+
+
+#: What each held-out interval covers, as every result and its repr say it.
+INTERVAL_LABELS = {
+    "fixed": "threshold held fixed at the choice",
+    "procedure": "choice re-made on every replicate (covers the choice of threshold)",
+}
+
+_SHOWN = ("precision", "recall", "f1", "kept_per_verdict")
+
+
+@dataclass(frozen=True, eq=False)
+class ThresholdChoice:
+    """A threshold chosen on training verdicts, with its metrics on train and held-out verdicts.
+
+    ``train``/``test`` map the :func:`~truss_lab.evaluate._sweep.sweep` columns
+    (threshold, kept, tp, fp, fn, precision, recall, f1, kept_per_verdict,
+    write_rate) to their values. With one split, ``train`` is the training side
+    and ``test`` the held-out side at the chosen threshold. With
+    cross-validation (``split["cv"]``), ``threshold`` is the choice on every
+    verdict, ``train`` its in-sample metrics and ``test`` the *out-of-fold*
+    metrics: each fold's held-out verdicts at the threshold chosen without them,
+    counts pooled over folds (and repeats); ``folds`` has one row per fold
+    (repeat, fold, threshold, verdict counts and held-out metrics).
+
+    Intervals (with ``n_boot``), both percentile intervals over replicates that
+    resample verdicts (one split: training and held-out verdicts each among
+    themselves; cross-validation: all verdicts, each copy keeping its fold):
+    ``test_intervals`` holds the threshold fixed (:data:`INTERVAL_LABELS` ``fixed``);
+    ``procedure_intervals`` re-makes the choice on every replicate's training
+    side and scores its held-out side (``procedure``), so it also covers the
+    choice. ``threshold_interval`` is the interval of the choice re-made on
+    resampled training verdicts (``bootstrap`` holds that bootstrap).
+    ``split`` describes the split or folds (verdict and candidate counts,
+    test_size or cv/cv_repeats, random_state).
+    """
+
+    threshold: float
+    objective: str
+    train: dict[str, float]
+    test: dict[str, float]
+    split: dict[str, Any]
+    test_intervals: pd.DataFrame | None = field(default=None, repr=False)
+    threshold_interval: tuple[float, float] | None = None
+    bootstrap: BootstrapResult | None = field(default=None, repr=False)
+    procedure_intervals: pd.DataFrame | None = field(default=None, repr=False)
+    folds: pd.DataFrame | None = field(default=None, repr=False)
+    confidence: float | None = None
+
+    @property
+    def cv(self) -> bool:
+        """Whether the held-out metrics are out-of-fold (cross-validation)."""
+        return bool(self.split.get("cv"))
+
+    @property
+    def fold_thresholds(self) -> np.ndarray:
+        """The threshold chosen in each fold (cross-validation; empty otherwise)."""
+        if self.folds is None:
+            return np.empty(0)
+        return self.folds["threshold"].to_numpy(dtype=np.float64)
+
+    @property
+    def threshold_spread(self) -> dict[str, float]:
+        """Spread of the per-fold thresholds: ``min``, ``max``, ``mean``, ``std`` (ddof=1)."""
+        t = self.fold_thresholds
+        t = t[np.isfinite(t)]
+        if len(t) == 0:
+            return {}
+        return {"min": float(t.min()), "max": float(t.max()), "mean": float(t.mean()),
+                "std": float(t.std(ddof=1)) if len(t) > 1 else 0.0}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per metric: ``train``, ``test`` and each interval's bounds
+        (``test_low``/``test_high``: threshold fixed; ``procedure_low``/``procedure_high``:
+        choice re-made)."""
+        df = pd.DataFrame({"train": pd.Series(self.train), "test": pd.Series(self.test)})
+        for name, table in (("test", self.test_intervals),
+                            ("procedure", self.procedure_intervals)):
+            if table is not None:
+                row = table.iloc[0]
+                df[f"{name}_low"] = [row.get(f"{m}_low", np.nan) for m in df.index]
+                df[f"{name}_high"] = [row.get(f"{m}_high", np.nan) for m in df.index]
+        df.index.name = "metric"
+        return df
+
+    def _sides(self) -> tuple[str, str]:
+        sp = self.split
+        if self.cv:
+            reps = sp.get("cv_repeats", 1)
+            rep = f" x {reps} repeats" if reps > 1 else ""
+            return (f"all {sp['n_verdicts']} verdicts, in-sample",
+                    f"out-of-fold, {sp['cv']} folds{rep}")
+        return (f"{sp['n_train_verdicts']} verdicts", f"{sp['n_test_verdicts']} verdicts")
+
+    def interval_lines(self) -> list[str]:
+        """One line per held-out interval, each saying what it covers."""
+        lines = []
+        conf = f"{self.confidence:.0%} " if self.confidence is not None else ""
+        for key, table in (("fixed", self.test_intervals),
+                           ("procedure", self.procedure_intervals)):
+            if table is None:
+                continue
+            row = table.iloc[0]
+            cells = ", ".join(f"{m} [{row[f'{m}_low']:.3f}, {row[f'{m}_high']:.3f}]"
+                              for m in _SHOWN if f"{m}_low" in row.index)
+            lines.append(f"{conf}interval, {INTERVAL_LABELS[key]}: {cells}")
+        return lines
+
+    def __repr__(self) -> str:
+        def fmt(d: dict[str, float]) -> str:
+            return ", ".join(f"{k}={d[k]:.3f}" for k in _SHOWN if k in d)
+
+        ci = ""
+        if self.threshold_interval is not None:
+            lo, hi = self.threshold_interval
+            ci = f" [{lo:.4g}, {hi:.4g}]"
+        train_side, test_side = self._sides()
+        lines = [
+            f"ThresholdChoice(threshold={self.threshold:.4g}{ci}, objective={self.objective!r},",
+            f"  train ({train_side}): {fmt(self.train)},",
+            f"  test ({test_side}): {fmt(self.test)}",
+        ]
+        if self.folds is not None:
+            sp = self.threshold_spread
+            shown = ", ".join(f"{t:.4g}" for t in self.fold_thresholds)
+            spread = (f"; spread min {sp['min']:.4g}, max {sp['max']:.4g}, sd {sp['std']:.3g}"
+                      if sp else "")
+            lines.append(f"  thresholds per fold: {shown}{spread}")
+        lines += [f"  {line}" for line in self.interval_lines()]
+        return "\n".join(lines) + ")"
+
+    def _repr_html_(self) -> str:
+        head = html.escape(
+            f"threshold = {self.threshold:.4g} ({self.objective}); split: "
+            + ", ".join(f"{k}={v}" for k, v in self.split.items())
+        )
+        if self.threshold_interval is not None:
+            lo, hi = self.threshold_interval
+            head += html.escape(f"; bootstrap interval of the choice: [{lo:.4g}, {hi:.4g}]")
+        notes = "".join(f"<br>{html.escape(line)}" for line in self.interval_lines())
+        table = self.to_frame().to_html(float_format=lambda v: f"{v:.4g}")
+        folds = ("" if self.folds is None
+                 else self.folds.to_html(index=False, float_format=lambda v: f"{v:.4g}"))
+        return f"<div><p><b>ThresholdChoice</b>: {head}{notes}</p>{table}{folds}</div>"
+
+
+# ---------------------------------------------------------- intervals of the held-out metrics
+
+
+# Beyond this many distinct saliences the replicates' choices run on their quantiles.
+MAX_BOOT_GRID = 256
+
+
+@dataclass(frozen=True)
+class Side:
+    """One choice: verdicts it is made on (``train``) and judged on (``test``), as
+    boolean masks over the verdicts, and the threshold chosen on the data."""
+
+    train: np.ndarray
+    test: np.ndarray
+    threshold: float
+
+
+def boot_grid(s: np.ndarray, chosen: Sequence[float], obj: Objective | None = None,
+              ) -> np.ndarray:
+    """Thresholds the replicates choose among: the distinct saliences of ``s`` (their
+    ``inverted_cdf`` quantiles -- data values -- beyond :data:`MAX_BOOT_GRID`) plus
+    the thresholds ``chosen`` on the data, plus :data:`KEEP_NOTHING` when ``obj``
+    considers it (ascending)."""
+    vals = np.unique(s[~np.isnan(s)])
+    if len(vals) > MAX_BOOT_GRID:
+        vals = np.unique(np.quantile(vals, np.linspace(0, 1, MAX_BOOT_GRID),
+                                     method="inverted_cdf"))
+    extra = [c for c in chosen if not np.isnan(c)]
+    if obj is not None and obj.considers_nothing:
+        extra.append(KEEP_NOTHING)
+    return np.union1d(vals, extra) if extra else vals
+
+
+def draw_weights(
+    rng: np.random.Generator, n_boot: int, strata: Sequence[np.ndarray], n_verdicts: int
+) -> Iterator[np.ndarray]:
+    """Verdict weights (replicates x verdicts, float32 counts) in chunks: each
+    replicate draws, within every stratum (array of verdict positions), as many
+    verdicts as it holds, with replacement, in replicate order."""
+    rows = max(1, min(n_boot, MAX_W_CELLS // max(n_verdicts, 1)))
+    for lo in range(0, n_boot, rows):
+        c = min(rows, n_boot - lo)
+        w = np.zeros((c, n_verdicts), dtype=np.float32)
+        for members in strata:
+            m = len(members)
+            if m == 0:
+                continue
+            idx = rng.integers(0, m, size=(c, m))
+            idx += (np.arange(c, dtype=np.int64) * m)[:, None]
+            w[:, members] = np.bincount(idx.ravel(), minlength=c * m).reshape(c, m)
+        yield w
+
+
+def _fixed_counts(y: np.ndarray, s: np.ndarray, jm: np.ndarray, codes: np.ndarray,
+                  n_verdicts: int, sides: Sequence[Side]) -> np.ndarray:
+    """Per verdict: held-out ``kept, tp, judged, n, n_pos, times held out`` at each
+    side's own threshold, summed over sides (shape ``(verdicts, 6)``)."""
+    out = np.zeros((n_verdicts, 6))
+    yb, jb = y.astype(bool), jm.astype(bool)
+    with np.errstate(invalid="ignore"):
+        for side in sides:
+            on = side.test[codes]
+            kept = on & (s >= side.threshold)  # NaN salience or threshold: never kept
+            for i, mask in enumerate((kept, kept & yb, kept & jb, on, on & yb)):
+                out[:, i] += np.bincount(codes, weights=mask, minlength=n_verdicts)
+            out[:, 5] += side.test
+    return out
+
+
+def _metrics(c: np.ndarray) -> dict[str, np.ndarray]:
+    return metrics_from_counts(c[:, 0], c[:, 1], c[:, 3], c[:, 4], c[:, 5], c[:, 2])
+
+
+def _table(threshold: float, point: dict[str, float], reps: dict[str, list[np.ndarray]],
+           confidence: float) -> pd.DataFrame:
+    row: dict[str, float] = {"threshold": threshold}
+    for m in BOOT_METRICS:
+        lo, hi = percentile_interval(np.concatenate(reps[m])[:, None], confidence)
+        row[m] = float(point.get(m, np.nan))
+        row[f"{m}_low"], row[f"{m}_high"] = float(lo[0]), float(hi[0])
+    return pd.DataFrame([row])
+
+
+def choice_intervals(
+    y: np.ndarray, s: np.ndarray, jm: np.ndarray, codes: np.ndarray, n_verdicts: int, *,
+    sides: Sequence[Side], strata: Sequence[np.ndarray], obj: Objective, threshold: float,
+    point: dict[str, float], n_boot: int, confidence: float, rng: np.random.Generator,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(fixed, procedure)``: one-row tables (``threshold``, each metric of
+    :data:`~truss_lab.evaluate._bootstrap.BOOT_METRICS` with ``_low``/``_high``).
+
+    ``y`` (positives, already 0 where unjudged), ``s`` (NaN: never kept), ``jm``
+    (judged) and ``codes`` (verdict position of each candidate) describe the
+    candidates; ``point`` holds the held-out values shown beside the bounds.
+    """
+    grid_desc = boot_grid(s, [side.threshold for side in sides], obj)[::-1].copy()
+    counter = WeightedCounter(bin_counts(y, s, codes, n_verdicts, grid_desc, judged=jm))
+    fixed = _fixed_counts(y, s, jm, codes, n_verdicts, sides)
+    reps_f: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
+    reps_p: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
+    for w in draw_weights(rng, n_boot, strata, n_verdicts):
+        mf = _metrics(w.astype(np.float64) @ fixed)
+        acc = np.zeros((len(w), 6))
+        ok = np.ones(len(w), dtype=bool)
+        for side in sides:
+            idx = counter.judged(w * side.train).best_index(obj)
+            ok &= idx >= 0
+            te = counter.judged(w * side.test)
+            at = np.maximum(idx, 0)[:, None]
+            for i, a in enumerate((te.kept, te.tp, te.judged)):
+                acc[:, i] += np.take_along_axis(a, at, axis=1)[:, 0]
+            acc[:, 3] += te.n[:, 0]
+            acc[:, 4] += te.n_pos[:, 0]
+            acc[:, 5] += te.n_verdicts[:, 0]
+        mp = _metrics(acc)
+        for m in BOOT_METRICS:
+            reps_f[m].append(mf[m])
+            reps_p[m].append(np.where(ok, mp[m], np.nan))  # a side chose nothing: undefined
+    return (_table(threshold, point, reps_f, confidence),
+            _table(threshold, point, reps_p, confidence))
+
+
+# --------------------------------------------------------------------------- the choice
+
 
 _METRICS = ("threshold", "kept", "tp", "fp", "fn", "precision", "recall", "f1",
             "kept_per_verdict", "write_rate")
@@ -221,7 +532,7 @@ def choose_threshold(
     fold's threshold and held-out metrics, and ``threshold`` is the choice on
     every verdict. With ``n_boot > 0`` the result also carries two labelled
     intervals of the held-out metrics (threshold fixed; choice re-made, see
-    :mod:`~truss_lab.evaluate._procedure`) and the interval of the choice.
+    :func:`choice_intervals`) and the interval of the choice.
     The split, folds and bootstraps use independent streams of ``random_state``.
     If no threshold satisfies the objective, warns and returns NaN metrics.
     """

@@ -7,7 +7,7 @@ without a truth (never labelled, or tied) whose salience lies inside the
 *interval where the threshold is being chosen*:
 
 - ``bootstrap``: the interval of the choice itself,
-  :attr:`~truss_lab.evaluate._choice.ThresholdChoice.threshold_interval`, from
+  :attr:`~truss_lab.evaluate._choose.ThresholdChoice.threshold_interval`, from
   :func:`~truss_lab.evaluate._runs.choose_run_threshold` as ``truss-lab
   sweep`` and ``propose`` make it (``cv="auto"``), once the run has labelled
   lessons on at least ``AUTO_FOLDS * MIN_FOLD_VERDICTS`` (50) verdicts, both
