@@ -21,8 +21,8 @@ import truss_lab.evaluate._truth as truth_module
 from tests.builders.cli import invoke, invoke_json
 from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core import BadInputError, MemoryConfig
+from truss_lab.evaluate._calibration import calibration_run
 from truss_lab.evaluate._judges import Judge, run_judge
-from truss_lab.evaluate._run_calibration import calibration_run
 from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, rank_runs, sweep_run
 from truss_lab.evaluate._truth import Truth, judge_labels
 from truss_lab.extract import Extractor, run_extraction

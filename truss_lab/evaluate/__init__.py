@@ -14,7 +14,9 @@ from ._agreement import (
 )
 from ._bootstrap import BootstrapResult, bootstrap_metrics
 from ._calibration import (
+    CalibrationReport,
     brier_score,
+    calibration_run,
     expected_calibration_error,
     max_calibration_error,
     reliability_table,
@@ -36,7 +38,6 @@ from ._judges import (
 from ._label_report import LabelReport, label_report
 from ._objective import Objective
 from ._queue import labelling_queue
-from ._run_calibration import CalibrationReport, calibration_run
 from ._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
 from ._truth import (

@@ -8,7 +8,7 @@ The maths lives in pure modules (:mod:`truss_lab.evaluate._sweep`, ``_choose``,
 resolved, which every call of one command shares: its rows are read and each run
 matched once. Every function here has the same outputs whatever the truth.
 Label coverage is :mod:`~truss_lab.evaluate._label_report`, calibration
-:mod:`~truss_lab.evaluate._run_calibration` (both re-exported here, where they
+:mod:`~truss_lab.evaluate._calibration` (both re-exported here, where they
 used to live). Text and plots of the results are the faces' job
 (:mod:`truss_lab.faces._display`).
 """
@@ -25,11 +25,11 @@ from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..store._runs import run_info
 from ..store._store import Store
 from ._bootstrap import BootstrapResult, bootstrap_metrics
+from ._calibration import CalibrationReport, calibration_run
 from ._choose import ThresholdChoice, choose_threshold
 from ._compare import ComparisonResult, compare_extractors
 from ._label_report import LabelReport, label_report
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
-from ._run_calibration import CalibrationReport, calibration_run
 from ._sweep import sweep
 from ._truth import (
     DEFAULT_TIES,

@@ -19,10 +19,13 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._threshold import DEFAULT_MIN_SALIENCE
-from truss_lab.evaluate._calibration import DEFAULT_MIN_BIN_COUNT, reliability_table
+from truss_lab.evaluate._calibration import (
+    DEFAULT_MIN_BIN_COUNT,
+    calibration_run,
+    reliability_table,
+)
 from truss_lab.evaluate._choose import ThresholdChoice
 from truss_lab.evaluate._compare import DELTA_METRICS
-from truss_lab.evaluate._run_calibration import calibration_run
 from truss_lab.evaluate._runs import bootstrap_run, compare_runs, sweep_run
 from truss_lab.evaluate._sweep import average_precision, sweep
 from truss_lab.evaluate._truth import Truth
@@ -400,7 +403,7 @@ class CalibrationDisplay:
         ax: Any = None,
     ) -> CalibrationDisplay:
         """The reliability table ``scores`` (default ``"after"`` with a ``method``,
-        ``"before"`` without) of :func:`~truss_lab.evaluate._run_calibration.calibration_run`
+        ``"before"`` without) of :func:`~truss_lab.evaluate._calibration.calibration_run`
         of ``run_id`` judged by ``truth`` (labels, references, judge:NAME); the
         report is kept as ``report``."""
         rep = calibration_run(store, run_id, method=method, truth=truth, labels=labels,

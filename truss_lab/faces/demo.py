@@ -21,9 +21,9 @@ from typing import Any
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, TrussLabError
 from ..core._threshold import DEFAULT_MIN_SALIENCE
+from ..evaluate._calibration import calibration_run
 from ..evaluate._label_report import label_report
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective
-from ..evaluate._run_calibration import calibration_run
 from ..evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
 from ..extract._batch import run_extraction
 from ..extract._extractor import Extractor

@@ -16,7 +16,7 @@ import click
 from ...core._canonical import json_safe
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
-from ...evaluate._run_calibration import calibration_run
+from ...evaluate._calibration import calibration_run
 from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, sweep_run
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
