@@ -32,11 +32,13 @@ lab: $(VENV)/.installed
 
 # The suite: ruff, the tests (slow ones, the browser test and the real-server test
 # are separate targets), then every notebook executed top to bottom by nbmake.
+# One pytest-xdist worker per core (-n auto); --dist loadfile keeps a file's tests on
+# one worker, so its module fixtures are built once.
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow and not realserver" \
-		--ignore=tests/browser --ignore=tests/realserver
-	$(BIN)/python -m pytest -q -p no:cacheprovider --nbmake notebooks
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile \
+		-m "not slow and not realserver" --ignore=tests/browser --ignore=tests/realserver
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --nbmake notebooks
 
 # The nightly run: the slow-marked tests, and every Hypothesis test with its full
 # example count (the thorough profile, tests/builders/profiles.py); make test runs
