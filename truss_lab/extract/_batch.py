@@ -843,12 +843,12 @@ def verify_while_extracting(
             extracted()
 
     provider = runner.provider
-    tally = provider._tally() if hasattr(provider, "_tally") else None
+    tally = provider.call_tally() if hasattr(provider, "call_tally") else None
     report = verify_stream(feed(), stored_keyring(store))
     if report.ok:
         return report, out
     if tally is not None:
-        provider._set_tally(tally)  # as if nothing had been asked: nothing was extracted
+        provider.restore_call_tally(tally)  # as if nothing had been asked: nothing was extracted
     return report, []
 
 

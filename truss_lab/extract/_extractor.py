@@ -675,13 +675,15 @@ class ReplayProvider:
         with self._lock:
             return self._calls
 
-    def _tally(self) -> tuple[int, int]:
-        # (calls, unchecked): the batch puts them back when it drops answers it took
-        # early for a journal that then failed to verify (_batch.verify_while_extracting)
+    def call_tally(self) -> tuple[int, int]:
+        """(:attr:`calls`, :attr:`unchecked_requests`), for :meth:`restore_call_tally`:
+        the batch puts them back when it drops answers it took early for a journal
+        that then failed to verify (:func:`truss_lab.extract._batch.verify_while_extracting`)."""
         with self._lock:
             return self._calls, self._unchecked
 
-    def _set_tally(self, tally: tuple[int, int]) -> None:
+    def restore_call_tally(self, tally: tuple[int, int]) -> None:
+        """Put back the counts :meth:`call_tally` read (the answers since were dropped)."""
         with self._lock:
             self._calls, self._unchecked = tally
 

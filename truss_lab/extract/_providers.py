@@ -60,6 +60,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core._canonical import canonical, canonical_digest
 from ..core._errors import BadInputError, ConfigError, ProviderError, ProviderUnavailableError
 from ..core._secrets import control_characters, redact, register_secret
+from ..ingest._completions import (
+    completion_columns,
+    completion_frame,
+    validate_completion_columns,
+    write_completions,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -359,12 +365,6 @@ class CompletionRecorder:
 
     def to_frame(self) -> pd.DataFrame:
         """The records as a completions frame (the columns :func:`read_completions` returns)."""
-        from ..ingest._completions import (
-            completion_columns,
-            completion_frame,
-            validate_completion_columns,
-        )
-
         values = self.records
         cols, skip, problems = completion_columns(values)
         cols, _, more = validate_completion_columns(cols, len(values), skip=skip)
@@ -376,8 +376,6 @@ class CompletionRecorder:
 
     def write(self, path: str | os.PathLike[str]) -> int:
         """Write the records as §2 JSONL; returns the number of lines."""
-        from ..ingest._completions import write_completions
-
         return write_completions(self.records, path)
 
 
