@@ -23,7 +23,7 @@ from ..ingest._ingest import ingest_completions, ingest_labels, ingest_reference
 from ..journal._ledger import import_journal
 from ..store._ingested import recorded_extractors
 from ..store._runs import get_run, run_info, summarize_runs
-from ..store._store import Store, open_store, quote_ident
+from ..store._store import Store, copy_database, open_store
 
 __all__ = [
     "SAMPLE",
@@ -162,13 +162,7 @@ def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Stor
     dest = Path(path) if path is not None else _scratch_dir("truss_lab_copy_") / "copy.duckdb"
     if dest.exists():
         raise StoreError(f"{dest} already exists; copy_store writes a new file")
-    src = store.con.execute("SELECT current_database()").fetchall()[0][0]
-    store.con.execute("ATTACH ? AS _truss_copy", [str(dest)])
-    try:
-        # The source database is named after its file: a name, quoted, never raw.
-        store.con.execute(f"COPY FROM DATABASE {quote_ident(src)} TO _truss_copy")
-    finally:
-        store.con.execute("DETACH _truss_copy")
+    copy_database(store, dest)
     return open_store(dest)
 
 

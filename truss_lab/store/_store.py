@@ -387,3 +387,15 @@ def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = 
             raise
         store.snapshot = snap
         return store
+
+
+def copy_database(store: Store, dest: str | Path) -> None:
+    """Copy every table of ``store`` into the new DuckDB file ``dest`` (DuckDB's
+    ``COPY FROM DATABASE``, so it works for in-memory stores too)."""
+    src = store.con.execute("SELECT current_database()").fetchall()[0][0]
+    store.con.execute("ATTACH ? AS _truss_copy", [str(dest)])
+    try:
+        # The source database is named after its file: a name, quoted, never raw.
+        store.con.execute(f"COPY FROM DATABASE {quote_ident(src)} TO _truss_copy")
+    finally:
+        store.con.execute("DETACH _truss_copy")
