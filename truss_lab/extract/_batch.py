@@ -127,7 +127,6 @@ __all__ = [
     "parse_executor",
     "resolve_batch",
     "run_extraction",
-    "run_result",
     "verify_while_extracting",
 ]
 
@@ -435,7 +434,7 @@ class _Run:
         if self.config.lesson_extraction is LessonExtractionPolicy.off:
             # ADR 0011 invariant 1: no provider call, no write but the run record.
             finish_run(store, run_id, "finished", time.perf_counter() - self.t0)
-            return run_result(store, run_id, time.perf_counter() - self.t0, 0,
+            return _run_result(store, run_id, time.perf_counter() - self.t0, 0,
                               self.n_chunks, 0)
         if todo and not written:  # a committed held write recorded it already
             tpl = self.template
@@ -444,7 +443,7 @@ class _Run:
         done_now = self.extract_and_write(executor, todo, early, written, done_verdicts)
         finish_run(store, run_id, "finished", time.perf_counter() - self.last)
         store.checkpoint()
-        return run_result(store, run_id, time.perf_counter() - self.t0, done_now,
+        return _run_result(store, run_id, time.perf_counter() - self.t0, done_now,
                           self.n_chunks, self.n_chunks - len(todo))
 
     def gate(self, index: int, seqs: np.ndarray, rows: ExtractionRows) -> Gated:
@@ -938,8 +937,10 @@ class ExtractionRun:
         return run_error_rows(self._need_store(), self.run_id)
 
 
-def run_result(store: Store, run_id: str, seconds: float, done_now: int, chunks_total: int,
-            skipped: int) -> ExtractionRun:
+def _run_result(store: Store, run_id: str, seconds: float, done_now: int, chunks_total: int,
+                skipped: int) -> ExtractionRun:
+    """The :class:`ExtractionRun` of this call: the run record's totals, this call's time,
+    verdicts and chunks."""
     r = get_run(store, run_id)
     assert r is not None
     return ExtractionRun(

@@ -346,9 +346,11 @@ class Gated:
 
 
 def gate_chunk(run_id: str, index: int, seqs: np.ndarray, hashes: list[str],
-                rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
-                score: ScoreFunction | None, scorer_name: str, elapsed: float,
-                live: bool = True) -> Gated:
+               rows: ExtractionRows, config: MemoryConfig, *, write_memory: bool,
+               score: ScoreFunction | None, scorer_name: str, elapsed: float,
+               live: bool = True) -> Gated:
+    """Chunk ``index``'s extracted rows through the gate, held for :func:`write_group`
+    with the completions to record (a live provider's only) and its counts."""
     cand, mem, err = gated_tables(rows, config, run_id=run_id, write_memory=write_memory,
                                   score=score, scorer_name=scorer_name)
     # Only a live provider's answers are recorded (replay and heuristic call no model).
