@@ -235,7 +235,7 @@ def functions() -> list[tuple[int, str, bool]]:
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
                 size = (n.end_lineno or n.lineno) - n.lineno + 1
                 doc = ast.get_docstring(n) or ""
-                out.append((size, f"{_rel(p)}:{n.lineno} {n.name}", "long because" in doc))
+                out.append((size, f"{_rel(p)}:{n.lineno} {n.name}", "long because" in doc.lower()))
     return sorted(out, key=lambda t: (-t[0], t[1]))
 
 

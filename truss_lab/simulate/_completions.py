@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -179,10 +179,28 @@ class Completions:
     has_evidence: np.ndarray  # the lesson carries a non-empty evidence list
 
 
+class _Wording(NamedTuple):
+    """The uniforms that word the lessons (drawn in :func:`make_completions`)."""
+
+    u_frame: np.ndarray
+    u_syn: np.ndarray
+    ug_n: np.ndarray
+    u_para: np.ndarray | None
+    u_syn2: np.ndarray | None
+    u_frame2: np.ndarray | None
+    tpl: np.ndarray
+    dvar: np.ndarray
+
+
 def make_completions(
     seed: int, prof: ExtractorProfile, v: Verdicts, hashes: list[str],
 ) -> Completions:
-    """The completion of extractor ``prof`` for every verdict of ``v`` (``hashes`` in order)."""
+    """The completion of extractor ``prof`` for every verdict of ``v`` (``hashes`` in order).
+
+    Long because it is the extractor's one stream of draws, in the order they are made:
+    that order fixes the dataset's bytes (the bundled sample is regenerated and compared in
+    the tests), so the draws read top to bottom here and the work that draws nothing (the
+    wording, the completion lines) is in helpers."""
     rng = stream(seed, 2, name_key(prof.name))
     runs = v.verdict.shape[0]
     is_pass = v.verdict == 0
@@ -297,13 +315,37 @@ def make_completions(
     u_frame = rng.random(n)
     u_syn = rng.random((n, N_SYNONYMS))
     ug_n = 2 + pick(rng, 60, n)
+    u_para = u_syn2 = u_frame2 = None
     if prof.paraphrase:
         u_para = rng.random(n)
         u_syn2 = rng.random((n, N_SYNONYMS))
         u_frame2 = rng.random(n)
 
-    # Text of every lesson (duplicates resolved after their sources, which come first),
-    # what it says (meaning) and which reference of its verdict it expresses.
+    wording = _Wording(u_frame, u_syn, ug_n, u_para, u_syn2, u_frame2, tpl, dvar)
+    texts, evid, meaning, ref_rank, para = _word_lessons(prof, v, kind, ref, comp, slot,
+                                                         text_defect, wording)
+    lines = _completion_lines(prof, v, hashes, texts, evid, sal, sal_defect, sal_pick,
+                              ev_missing, n_les, starts, text_kind, pretty, cut, wrap,
+                              tok_noise, lat_noise)
+
+    parseable = np.isin(text_kind, PARSEABLE)
+    candidate = parseable[comp] & (text_defect == 0)
+    has_evidence = ~ev_missing & np.array([len(e) > 0 for e in evid], dtype=bool)
+    return Completions(lines, text_kind, comp, index, kind, p_useful, useful, candidate,
+                       sal_defect, text_defect, sal, meaning, ref_rank, para, has_evidence)
+
+
+def _word_lessons(
+    prof: ExtractorProfile, v: Verdicts, kind: np.ndarray, ref: np.ndarray, comp: np.ndarray,
+    slot: np.ndarray, text_defect: np.ndarray, w: _Wording,
+) -> tuple[list[Any], list[list[str]], list[str], np.ndarray, np.ndarray]:
+    """Text, evidence, meaning, reference rank and paraphrase level of every lesson.
+
+    Duplicates are resolved after their sources, which come first. No draw is made here:
+    every uniform was drawn by :func:`make_completions`, in its fixed order."""
+    n = kind.shape[0]
+    u_frame, u_syn, ug_n, tpl, dvar = w.u_frame, w.u_syn, w.ug_n, w.tpl, w.dvar
+    u_para, u_syn2, u_frame2 = w.u_para, w.u_syn2, w.u_frame2
     texts: list[Any] = [None] * n
     evid: list[list[str]] = [[]] * n
     meaning = [""] * n
@@ -358,6 +400,19 @@ def make_completions(
         elif text_defect[i] == 2:
             texts[i] = None
 
+    return texts, evid, meaning, ref_rank, para
+
+
+def _completion_lines(
+    prof: ExtractorProfile, v: Verdicts, hashes: list[str], texts: list[Any],
+    evid: list[list[str]], sal: np.ndarray, sal_defect: np.ndarray, sal_pick: np.ndarray,
+    ev_missing: np.ndarray, n_les: np.ndarray, starts: np.ndarray, text_kind: np.ndarray,
+    pretty: np.ndarray, cut: np.ndarray, wrap: np.ndarray, tok_noise: np.ndarray,
+    lat_noise: np.ndarray,
+) -> list[str]:
+    """The §2 completion line of every verdict: its lessons as model text, in its shape."""
+    runs = n_les.shape[0]
+    n = len(texts)
     sal_l = sal.tolist()
     sd_l = sal_defect.tolist()
     sp_l = sal_pick.tolist()
@@ -417,13 +472,7 @@ def make_completions(
             "completion_tokens": completion_tokens,
         }
         lines.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
-
-    parseable = np.isin(text_kind, PARSEABLE)
-    candidate = parseable[comp] & (text_defect == 0)
-    has_evidence = ~ev_missing & np.array([len(e) > 0 for e in evid], dtype=bool)
-    return Completions(lines, text_kind, comp, index, kind, p_useful, useful, candidate,
-                       sal_defect, text_defect, sal, meaning, ref_rank, para, has_evidence)
-
+    return lines
 
 
 _SHAPES = ("truncated", "prose_only", "trailing_comma")

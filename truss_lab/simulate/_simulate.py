@@ -54,6 +54,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -174,6 +175,42 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _check_sizes(runs: Any, seed: Any, samples: Any) -> tuple[int, int, int]:
+    """``runs``, ``seed`` and ``samples`` as ints, or a BadInputError naming the field."""
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
+        raise BadInputError(f"samples must be a positive integer, got {samples!r}",
+                            field="samples")
+    if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
+        raise BadInputError(f"runs must be a positive integer, got {runs!r}", field="runs")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise BadInputError(f"seed must be a non-negative integer, got {seed!r}", field="seed")
+    return int(runs), int(seed), int(samples)
+
+
+def _signed_journal(v: Verdicts, key: SigningKey) -> tuple[list[str], list[str]]:
+    """The entry hashes and journal lines of the verdicts, chained and signed in order."""
+    prev = GENESIS_HASH
+    hashes: list[str] = []
+    jlines: list[str] = []
+    for i in range(len(v.payloads)):
+        e = build_entry(i + 1, "contract_verdict", v.payloads[i], key, prev, v.ts[i])
+        prev = e["hash"]
+        hashes.append(prev)
+        jlines.append(json.dumps(e, ensure_ascii=False, separators=(",", ":")))
+    return hashes, jlines
+
+
+def _write_samples(out: Path, seed: int, profiles: list[ExtractorProfile], v: Verdicts,
+                   hashes: list[str], comps: list[Any], samples: int) -> dict[str, Path | None]:
+    """Write the k-sample files; their paths by SimulationResult field."""
+    s_lines, s_truth = sample_lines(seed, profiles, v, hashes, comps, samples)
+    _write(out / SAMPLE_FILES[0], "\n".join(s_lines) + "\n")
+    _write(out / SAMPLE_FILES[1], TRUTH_SAMPLES_HEADER + "\n"
+           + "".join(r + "\n" for r in s_truth))
+    return {"completions_samples": out / SAMPLE_FILES[0],
+            "truth_samples": out / SAMPLE_FILES[1]}
+
+
 def simulate(
     out_dir: str | os.PathLike[str],
     *,
@@ -193,14 +230,7 @@ def simulate(
     ``truth_samples.csv``: k samples per verdict (below); the other files do
     not change with it.
     """
-    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
-        raise BadInputError(f"samples must be a positive integer, got {samples!r}",
-                            field="samples")
-    if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
-        raise BadInputError(f"runs must be a positive integer, got {runs!r}", field="runs")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise BadInputError(f"seed must be a non-negative integer, got {seed!r}", field="seed")
-    runs, seed = int(runs), int(seed)
+    runs, seed, samples = _check_sizes(runs, seed, samples)
     profiles = _resolve(extractors)
     out = Path(out_dir)
     try:
@@ -210,14 +240,7 @@ def simulate(
 
     v = make_verdicts(seed, runs)
     key = simulation_key(seed)
-    prev = GENESIS_HASH
-    hashes: list[str] = []
-    jlines: list[str] = []
-    for i in range(runs):
-        e = build_entry(i + 1, "contract_verdict", v.payloads[i], key, prev, v.ts[i])
-        prev = e["hash"]
-        hashes.append(prev)
-        jlines.append(json.dumps(e, ensure_ascii=False, separators=(",", ":")))
+    hashes, jlines = _signed_journal(v, key)
 
     comps = [make_completions(seed, p, v, hashes) for p in profiles]
     n_ext = len(profiles)
@@ -243,12 +266,7 @@ def simulate(
 
     sample_paths: dict[str, Path | None] = {}
     if samples > 1:
-        s_lines, s_truth = sample_lines(seed, profiles, v, hashes, comps, int(samples))
-        sample_paths = {"completions_samples": out / SAMPLE_FILES[0],
-                        "truth_samples": out / SAMPLE_FILES[1]}
-        _write(out / SAMPLE_FILES[0], "\n".join(s_lines) + "\n")
-        _write(out / SAMPLE_FILES[1], TRUTH_SAMPLES_HEADER + "\n"
-               + "".join(r + "\n" for r in s_truth))
+        sample_paths = _write_samples(out, seed, profiles, v, hashes, comps, samples)
     n_unparseable = sum(int(np.isin(c.text_kind, UNPARSEABLE).sum()) for c in comps)
     return SimulationResult(
         out_dir=out,

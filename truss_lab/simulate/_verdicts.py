@@ -85,6 +85,20 @@ def make_verdicts(seed: int, runs: int) -> Verdicts:
     gaps = 1 + np.floor(-np.log(1.0 - rng.random(runs)) * 900.0).astype(np.int64)
     secs = np.cumsum(gaps)
 
+    payloads, ts, objs_used = _payloads(dom, contract, attempt, verdict, c_obj, c_goal,
+                                        c_num, n_chk, chk, failed, ev_n, secs)
+    return Verdicts(dom, verdict, chk, failed, n_chk, failed.sum(axis=1), payloads, ts,
+                    objs_used)
+
+
+def _payloads(
+    dom: np.ndarray, contract: np.ndarray, attempt: np.ndarray, verdict: np.ndarray,
+    c_obj: np.ndarray, c_goal: np.ndarray, c_num: np.ndarray, n_chk: np.ndarray,
+    chk: np.ndarray, failed: np.ndarray, ev_n: np.ndarray, secs: np.ndarray,
+) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """Each verdict's FORMATS.md payload, timestamp and goal object, from the draws of
+    :func:`make_verdicts` (this draws nothing)."""
+    runs = verdict.shape[0]
     payloads: list[dict[str, Any]] = []
     ts: list[str] = []
     objs_used: list[str] = []
@@ -131,5 +145,4 @@ def make_verdicts(seed: int, runs: int) -> Verdicts:
             "tags": tags[:4],
         })
         ts.append((BASE_TS + timedelta(seconds=int(secs[i]))).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return Verdicts(dom, verdict, chk, failed, n_chk, failed.sum(axis=1), payloads, ts,
-                    objs_used)
+    return payloads, ts, objs_used
