@@ -455,6 +455,16 @@ class _Data:
         self.y, self.s, self.jm, self.codes, self.n_verdicts = y, s, jm, codes, n_verdicts
         self.all_judged = bool(jm.all())
 
+    @classmethod
+    def of(cls, y_true: Any, salience: Any, groups: Any, judged: Any, verdicts: Any) -> _Data:
+        """The candidates of :func:`choose_threshold`'s arguments, checked."""
+        y = as_labels(y_true)
+        s = as_scores(salience)
+        check_lengths(y_true=y, salience=s, groups=groups, judged=judged)
+        jm = np.ones(len(y), dtype=np.uint8) if judged is None else as_labels(judged, "judged")
+        codes, vlist = verdict_codes(groups, verdicts)
+        return cls(y & jm, s, jm, codes, len(vlist))  # an unjudged candidate is never a positive
+
     def on(self, verdict_mask: np.ndarray) -> tuple[np.ndarray, int]:
         """Positions of the candidates of the masked verdicts, and how many verdicts."""
         return np.flatnonzero(verdict_mask[self.codes]), int(verdict_mask.sum())
@@ -539,30 +549,80 @@ def choose_threshold(
     obj = make_objective(objective, **objective_options)
     if n_boot:
         check_boot(n_boot, confidence)
-    y = as_labels(y_true)
-    s = as_scores(salience)
-    check_lengths(y_true=y, salience=s, groups=groups, judged=judged)
-    jm = np.ones(len(y), dtype=np.uint8) if judged is None else as_labels(judged, "judged")
-    y = y & jm  # an unjudged candidate is never a positive
-    codes, vlist = verdict_codes(groups, verdicts)
-    data = _Data(y, s, jm, codes, len(vlist))
+    data = _Data.of(y_true, salience, groups, judged, verdicts)
+    y, n_v = data.y, data.n_verdicts
     streams = seed_streams(random_state)
-    every = np.ones(len(vlist), dtype=bool)
+    sides_masks, strata = _side_masks(n_v, test_size, cv, cv_repeats, streams)
+    sides, rows, fold_rows = _choose_sides(data, sides_masks, obj, cv)
     if cv is None:
-        is_test = _test_verdicts(len(vlist), test_size, streams["split"])
-        sides_masks = [(~is_test, is_test)]
-        strata = [np.flatnonzero(~is_test), np.flatnonzero(is_test)]
+        chosen, train, test, split, fit_idx = _one_split(data, sides_masks[0], sides[0],
+                                                         rows[0], test_size, random_state)
     else:
-        if (isinstance(cv_repeats, (bool, np.bool_))
-                or not isinstance(cv_repeats, (int, np.integer)) or cv_repeats < 1):
-            raise BadInputError(f"cv_repeats must be an int >= 1, got {cv_repeats!r}",
-                                field="cv_repeats")
-        sides_masks = []
-        for _ in range(cv_repeats):
-            fold = _verdict_folds(len(vlist), cv, streams["folds"])
-            sides_masks += [(fold != k, fold == k) for k in range(cv)]
-        strata = [np.flatnonzero(every)]
+        fit_idx = np.arange(len(y))
+        chosen = data.choose(fit_idx, n_v, obj)
+        train = data.at(fit_idx, n_v, chosen)
+        test = _pooled(rows, len(y) * cv_repeats, int(np.count_nonzero(y)) * cv_repeats,
+                       n_v * cv_repeats, chosen)
+        split = {"by": "verdict", "cv": int(cv), "cv_repeats": int(cv_repeats),
+                 "random_state": random_state, "n_verdicts": n_v, "n_candidates": len(y),
+                 "n_train_verdicts": n_v, "n_test_verdicts": n_v}
+    _warn_undefined(data, obj, chosen, sides, fit_idx, sides_masks)
+    boot = test_intervals = procedure_intervals = threshold_interval = None
+    if n_boot and not np.isnan(chosen):
+        fit_verdicts = np.flatnonzero(sides_masks[0][0] if cv is None
+                                      else np.ones(n_v, dtype=bool))
+        boot, test_intervals, procedure_intervals = _intervals(
+            data, obj, chosen, test, fit_idx, fit_verdicts, sides, strata, streams,
+            n_boot=n_boot, confidence=confidence)
+        threshold_interval = (boot.threshold_low, boot.threshold_high)
+        boot = dataclasses.replace(boot, random_state=random_state)  # the seed, not its stream
+    return ThresholdChoice(
+        threshold=chosen, objective=obj.describe(), train=train, test=test, split=split,
+        test_intervals=test_intervals, threshold_interval=threshold_interval, bootstrap=boot,
+        procedure_intervals=procedure_intervals,
+        folds=pd.DataFrame(fold_rows) if cv is not None else None,
+        confidence=float(confidence) if n_boot else None)
 
+
+def _side_masks(n_verdicts: int, test_size: float | int, cv: int | None, cv_repeats: int,
+                streams: dict[str, Any]
+                ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
+    """``(sides, strata)`` of a choice: the (train, test) verdict masks of one split or
+    of every fold of every repeat, and the verdicts the bootstraps resample within."""
+    if cv is None:
+        is_test = _test_verdicts(n_verdicts, test_size, streams["split"])
+        return [(~is_test, is_test)], [np.flatnonzero(~is_test), np.flatnonzero(is_test)]
+    if (isinstance(cv_repeats, (bool, np.bool_))
+            or not isinstance(cv_repeats, (int, np.integer)) or cv_repeats < 1):
+        raise BadInputError(f"cv_repeats must be an int >= 1, got {cv_repeats!r}",
+                            field="cv_repeats")
+    sides_masks = []
+    for _ in range(cv_repeats):
+        fold = _verdict_folds(n_verdicts, cv, streams["folds"])
+        sides_masks += [(fold != k, fold == k) for k in range(cv)]
+    return sides_masks, [np.flatnonzero(np.ones(n_verdicts, dtype=bool))]
+
+
+def _one_split(data: _Data, masks: tuple[np.ndarray, np.ndarray], side: Side,
+               held_out: dict[str, float], test_size: float | int, random_state: Any
+               ) -> tuple[float, dict[str, float], dict[str, float], dict[str, Any],
+                          np.ndarray]:
+    """``(threshold, train metrics, test metrics, split, training candidates)`` of a
+    choice on one train/test split: the side's own choice."""
+    tr_idx, n_tr = data.on(masks[0])
+    te_idx, n_te = data.on(masks[1])
+    split: dict[str, Any] = {
+        "by": "verdict", "test_size": test_size, "random_state": random_state,
+        "n_train_verdicts": n_tr, "n_test_verdicts": n_te,
+        "n_train_candidates": len(tr_idx), "n_test_candidates": len(te_idx)}
+    return side.threshold, data.at(tr_idx, n_tr, side.threshold), held_out, split, tr_idx
+
+
+def _choose_sides(data: _Data, sides_masks: list[tuple[np.ndarray, np.ndarray]],
+                  obj: Objective, cv: int | None
+                  ) -> tuple[list[Side], list[dict[str, float]], list[dict[str, Any]]]:
+    """Each side's choice on its training verdicts and its metrics on its held-out
+    ones: ``(sides, held-out rows, fold rows)`` (fold rows only with ``cv``)."""
     sides, rows, fold_rows = [], [], []
     for i, (tr_v, te_v) in enumerate(sides_masks):
         tr_idx, n_tr = data.on(tr_v)
@@ -574,71 +634,48 @@ def choose_threshold(
         if cv is not None:
             fold_rows.append({"repeat": i // cv, "fold": i % cv, "n_train_verdicts": n_tr,
                               "n_test_verdicts": n_te, **row})
-    if cv is None:
-        tr_idx, n_tr = data.on(sides_masks[0][0])
-        te_idx, n_te = data.on(sides_masks[0][1])
-        chosen = sides[0].threshold
-        train, test = data.at(tr_idx, n_tr, chosen), rows[0]
-        split: dict[str, Any] = {
-            "by": "verdict", "test_size": test_size, "random_state": random_state,
-            "n_train_verdicts": n_tr, "n_test_verdicts": n_te,
-            "n_train_candidates": len(tr_idx), "n_test_candidates": len(te_idx)}
-        fit_idx, fit_v = tr_idx, n_tr
-    else:
-        fit_idx, fit_v = np.arange(len(y)), len(vlist)
-        chosen = data.choose(fit_idx, fit_v, obj)
-        train = data.at(fit_idx, fit_v, chosen)
-        test = _pooled(rows, len(y) * cv_repeats, int(np.count_nonzero(y)) * cv_repeats,
-                       len(vlist) * cv_repeats, chosen)
-        split = {"by": "verdict", "cv": int(cv), "cv_repeats": int(cv_repeats),
-                 "random_state": random_state, "n_verdicts": len(vlist),
-                 "n_candidates": len(y), "n_train_verdicts": len(vlist),
-                 "n_test_verdicts": len(vlist)}
+    return sides, rows, fold_rows
+
+
+def _warn_undefined(data: _Data, obj: Objective, chosen: float, sides: list[Side],
+                    fit_idx: np.ndarray,
+                    sides_masks: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Warn (at :func:`choose_threshold`'s caller) of a NaN choice and of a side
+    without positives."""
     if np.isnan(chosen) or any(np.isnan(sd.threshold) for sd in sides):
         warnings.warn(
             f"no training threshold satisfies the objective ({obj.describe()}); "
             "the choice is NaN" + (" in some folds" if not np.isnan(chosen) else ""),
             UndefinedMetricWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     for side_name, idx in (("train", fit_idx), ("test", np.concatenate(
             [data.on(te)[0] for _, te in sides_masks]))):
-        if not y[idx].any():
+        if not data.y[idx].any():
             warnings.warn(
                 f"the {side_name} verdicts have no positive labels: recall is undefined (NaN)",
                 UndefinedMetricWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
 
-    test_intervals = procedure_intervals = None
-    threshold_interval = None
-    boot = None
-    if n_boot and not np.isnan(chosen):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UndefinedMetricWarning)
-            boot = bootstrap_metrics(
-                y[fit_idx], s[fit_idx], codes[fit_idx],
-                thresholds=boot_grid(s[fit_idx], [chosen], obj),
-                n_boot=n_boot, confidence=confidence, random_state=streams["choice"],
-                objective=obj, judged=jm[fit_idx],
-                verdicts=np.flatnonzero(sides_masks[0][0] if cv is None else every),
-            )
-            test_intervals, procedure_intervals = choice_intervals(
-                y, s, jm, codes, len(vlist), sides=sides, strata=strata, obj=obj,
-                threshold=chosen, point=test, n_boot=n_boot, confidence=confidence,
-                rng=streams["bootstrap"])
-        threshold_interval = (boot.threshold_low, boot.threshold_high)
-        boot = dataclasses.replace(boot, random_state=random_state)  # the seed, not its stream
-    return ThresholdChoice(
-        threshold=chosen,
-        objective=obj.describe(),
-        train=train,
-        test=test,
-        split=split,
-        test_intervals=test_intervals,
-        threshold_interval=threshold_interval,
-        bootstrap=boot,
-        procedure_intervals=procedure_intervals,
-        folds=pd.DataFrame(fold_rows) if cv is not None else None,
-        confidence=float(confidence) if n_boot else None,
-    )
+
+def _intervals(data: _Data, obj: Objective, chosen: float, test: dict[str, float],
+               fit_idx: np.ndarray, fit_verdicts: np.ndarray, sides: list[Side],
+               strata: list[np.ndarray], streams: dict[str, Any], *, n_boot: int,
+               confidence: float) -> tuple[BootstrapResult, pd.DataFrame, pd.DataFrame]:
+    """``(bootstrap of the fitting verdicts, held-out intervals with the threshold
+    fixed, with the choice re-made)`` of a choice (see :func:`choice_intervals`)."""
+    y, s, jm, codes = data.y, data.s, data.jm, data.codes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        boot = bootstrap_metrics(
+            y[fit_idx], s[fit_idx], codes[fit_idx],
+            thresholds=boot_grid(s[fit_idx], [chosen], obj),
+            n_boot=n_boot, confidence=confidence, random_state=streams["choice"],
+            objective=obj, judged=jm[fit_idx], verdicts=fit_verdicts,
+        )
+        test_intervals, procedure_intervals = choice_intervals(
+            y, s, jm, codes, data.n_verdicts, sides=sides, strata=strata, obj=obj,
+            threshold=chosen, point=test, n_boot=n_boot, confidence=confidence,
+            rng=streams["bootstrap"])
+    return boot, test_intervals, procedure_intervals
