@@ -185,32 +185,13 @@ def compare_extractors(
     check_boot(n_boot, confidence)
     ha, sa, ya, ja = _check_run(a, names[0])
     hb, sb, yb, jb = _check_run(b, names[1])
-    t_a = _thresholds(threshold, "threshold", sa)
-    t_b = (_thresholds(threshold, "threshold", sb) if threshold_b is None
-           else _thresholds(threshold_b, "threshold_b", sb))
-    if len(t_b) != len(t_a):
-        raise BadInputError(
-            f"threshold_b has {len(t_b)} values, threshold {len(t_a)}; expected as many",
-            field="threshold_b",
-        )
+    t_a, t_b = _threshold_pair(threshold, threshold_b, sa, sb)
     va = set(pd.unique(ha)) | set(() if verdicts_a is None else map(str, verdicts_a))
     vb = set(pd.unique(hb)) | set(() if verdicts_b is None else map(str, verdicts_b))
-    common = np.array(sorted(va & vb), dtype=object)
-    only_a = sorted(va - vb)
-    only_b = sorted(vb - va)
-    g = len(common)
-    index = pd.Index(common)
+    index = pd.Index(np.array(sorted(va & vb), dtype=object))
+    only_a, only_b, g = sorted(va - vb), sorted(vb - va), len(index)
 
-    hs = []
-    for hashes, s, y, j, t in ((ha, sa, ya, ja, t_a), (hb, sb, yb, jb, t_b)):
-        codes = index.get_indexer(hashes)
-        keep = codes >= 0
-        # B's thresholds need not be monotone with A's, so each run is binned
-        # on its own sorted grid and mapped back to the shared row order.
-        t_order = np.argsort(-t, kind="stable")
-        h = bin_counts(y[keep], s[keep], codes[keep].astype(np.int64), g, t[t_order],
-                       judged=j[keep])
-        hs.append((h, t_order))
+    hs = [_binned(index, g, *run) for run in ((ha, sa, ya, ja, t_a), (hb, sb, yb, jb, t_b))]
     # Stack (all, positive) counts of A and B: one matmul per chunk for both.
     counter = WeightedCounter(np.concatenate([hs[0][0], hs[1][0]], axis=1))
 
@@ -236,20 +217,67 @@ def compare_extractors(
             for m in DELTA_METRICS:
                 deltas[m].append(rep["b"][m] - rep["a"][m])
 
-    # Per-verdict success at each threshold: cumulate each verdict's own bins.
-    success = []
-    for h, t_order in hs:
-        back = np.empty_like(t_order)
-        back[t_order] = np.arange(len(t_order))
-        cs = np.cumsum(h, axis=2)[:, :, :-1][:, :, back]  # (g, 3, T), input order
-        kept, tp, judged = cs[:, 0, :], cs[:, 1, :], cs[:, 2, :]
-        # Every useful lesson of the verdict, also those never kept (NaN score).
-        positives = h[:, 1, :].sum(axis=1, keepdims=True)
-        silent = (kept == 0) & (positives == 0)
-        success.append((judged == tp) & ((tp >= 1) | silent))
+    success = [_verdict_success(h, t_order) for h, t_order in hs]
+    return ComparisonResult(
+        table=_table(t_a, t_b, point, deltas, success, confidence),
+        names=(str(names[0]), str(names[1])),
+        n_common=g,
+        only_in_a=[str(h) for h in only_a],
+        only_in_b=[str(h) for h in only_b],
+        n_boot=int(n_boot),
+        confidence=float(confidence),
+        random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
+    )
+
+
+def _threshold_pair(threshold: Any, threshold_b: Any, sa: np.ndarray, sb: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """A's and B's thresholds, as many of each (B's default: A's)."""
+    t_a = _thresholds(threshold, "threshold", sa)
+    t_b = (_thresholds(threshold, "threshold", sb) if threshold_b is None
+           else _thresholds(threshold_b, "threshold_b", sb))
+    if len(t_b) != len(t_a):
+        raise BadInputError(
+            f"threshold_b has {len(t_b)} values, threshold {len(t_a)}; expected as many",
+            field="threshold_b",
+        )
+    return t_a, t_b
+
+
+def _binned(index: pd.Index, g: int, hashes: np.ndarray, s: np.ndarray, y: np.ndarray,
+            j: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(bins, threshold order)`` of one run's candidates on the common verdicts
+    ``index`` (:func:`~truss_lab.evaluate._bootstrap.bin_counts` on its own grid)."""
+    codes = index.get_indexer(hashes)
+    keep = codes >= 0
+    # B's thresholds need not be monotone with A's, so each run is binned
+    # on its own sorted grid and mapped back to the shared row order.
+    t_order = np.argsort(-t, kind="stable")
+    h = bin_counts(y[keep], s[keep], codes[keep].astype(np.int64), g, t[t_order],
+                   judged=j[keep])
+    return h, t_order
+
+
+def _verdict_success(h: np.ndarray, t_order: np.ndarray) -> np.ndarray:
+    """(verdicts, thresholds) bool: each verdict's kept set is right at each threshold
+    (cumulating the verdict's own bins): every kept judged lesson useful, and at least
+    one kept unless the verdict has no useful lesson and nothing was kept."""
+    back = np.empty_like(t_order)
+    back[t_order] = np.arange(len(t_order))
+    cs = np.cumsum(h, axis=2)[:, :, :-1][:, :, back]  # (g, 3, T), input order
+    kept, tp, judged = cs[:, 0, :], cs[:, 1, :], cs[:, 2, :]
+    # Every useful lesson of the verdict, also those never kept (NaN score).
+    positives = h[:, 1, :].sum(axis=1, keepdims=True)
+    silent = (kept == 0) & (positives == 0)
+    return (judged == tp) & ((tp >= 1) | silent)
+
+
+def _table(t_a: np.ndarray, t_b: np.ndarray, point: dict[str, dict[str, np.ndarray]],
+           deltas: dict[str, list[np.ndarray]], success: list[np.ndarray],
+           confidence: float) -> pd.DataFrame:
+    """The :attr:`ComparisonResult.table`: one row per threshold pair."""
     a_only = np.count_nonzero(success[0] & ~success[1], axis=0)
     b_only = np.count_nonzero(~success[0] & success[1], axis=0)
-
     cols: dict[str, Any] = {"threshold_a": t_a, "threshold_b": t_b}
     for m in DELTA_METRICS:
         cols[f"{m}_a"] = point["a"][m][0]
@@ -266,14 +294,4 @@ def compare_extractors(
     cols["a_only"] = a_only
     cols["b_only"] = b_only
     cols["mcnemar_p"] = [mcnemar_exact(int(x), int(y)) for x, y in zip(a_only, b_only, strict=True)]
-    table = pd.DataFrame(cols)
-    return ComparisonResult(
-        table=table,
-        names=(str(names[0]), str(names[1])),
-        n_common=g,
-        only_in_a=[str(h) for h in only_a],
-        only_in_b=[str(h) for h in only_b],
-        n_boot=int(n_boot),
-        confidence=float(confidence),
-        random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
-    )
+    return pd.DataFrame(cols)
