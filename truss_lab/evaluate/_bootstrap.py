@@ -354,13 +354,9 @@ def bootstrap_metrics(
     y = as_labels(y_true)
     s = as_scores(salience)
     check_lengths(y_true=y, salience=s, groups=groups)
-    thr = as_scores(thresholds, "thresholds")
-    if thr.size == 0 or np.isnan(thr).any():
-        raise BadInputError(
-            "expected a non-empty grid of thresholds without NaN", field="thresholds"
-        )
+    thr = _grid(thresholds)
     if snap:  # False for thresholds chosen on other data (see sweep)
-        thr = snap_thresholds(thr, s)
+        thr = snap_thresholds(thr, s)  # here: its warning names bootstrap_metrics' caller
     jm = None
     if judged is not None:
         jm = as_labels(judged, "judged")
@@ -390,6 +386,38 @@ def bootstrap_metrics(
             stacklevel=2,
         )
 
+    reps, replicate_thresholds = _replicates(counter, obj, thr_desc, n_boot, n_groups, rng)
+    t_lo, t_hi = percentile_interval(replicate_thresholds[:, None], confidence)
+    return BootstrapResult(
+        table=_interval_table(thr, order, point, reps, confidence),
+        objective=obj.describe(),
+        threshold=chosen,
+        threshold_low=float(t_lo[0]),
+        threshold_high=float(t_hi[0]),
+        replicate_thresholds=replicate_thresholds,
+        n_boot=int(n_boot),
+        confidence=float(confidence),
+        random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
+        n_verdicts=n_groups,
+    )
+
+
+def _grid(thresholds: Any) -> np.ndarray:
+    """The threshold grid as floats: non-empty, without NaN."""
+    thr = as_scores(thresholds, "thresholds")
+    if thr.size == 0 or np.isnan(thr).any():
+        raise BadInputError(
+            "expected a non-empty grid of thresholds without NaN", field="thresholds"
+        )
+    return thr
+
+
+def _replicates(counter: WeightedCounter, obj: Objective, thr_desc: np.ndarray, n_boot: int,
+                n_groups: int, rng: np.random.Generator
+                ) -> tuple[dict[str, list[np.ndarray]], np.ndarray]:
+    """Every replicate's metrics on the descending grid ``thr_desc`` (chunks of
+    (replicates, thresholds) per metric) and the threshold each replicate chooses
+    (NaN: none; all NaN without verdicts)."""
     reps: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
     rep_thr: list[np.ndarray] = []
     if n_groups:
@@ -402,9 +430,15 @@ def bootstrap_metrics(
             rep_thr.append(np.where(idx >= 0, thr_desc[np.maximum(idx, 0)], np.nan))
     else:
         for name in BOOT_METRICS:
-            reps[name].append(np.full((n_boot, len(thr)), np.nan))
+            reps[name].append(np.full((n_boot, len(thr_desc)), np.nan))
         rep_thr.append(np.full(n_boot, np.nan))
+    return reps, np.concatenate(rep_thr)
 
+
+def _interval_table(thr: np.ndarray, order: np.ndarray, point: dict[str, np.ndarray],
+                    reps: dict[str, list[np.ndarray]], confidence: float) -> pd.DataFrame:
+    """:attr:`BootstrapResult.table`: the grid in input order with each metric's point
+    value and percentile interval (``point`` and ``reps`` are in descending order)."""
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     cols: dict[str, np.ndarray] = {"threshold": thr}
@@ -414,17 +448,4 @@ def bootstrap_metrics(
         cols[name] = point[name][inverse]
         cols[f"{name}_low"] = lo[inverse]
         cols[f"{name}_high"] = hi[inverse]
-    replicate_thresholds = np.concatenate(rep_thr)
-    t_lo, t_hi = percentile_interval(replicate_thresholds[:, None], confidence)
-    return BootstrapResult(
-        table=pd.DataFrame(cols),
-        objective=obj.describe(),
-        threshold=chosen,
-        threshold_low=float(t_lo[0]),
-        threshold_high=float(t_hi[0]),
-        replicate_thresholds=replicate_thresholds,
-        n_boot=int(n_boot),
-        confidence=float(confidence),
-        random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
-        n_verdicts=n_groups,
-    )
+    return pd.DataFrame(cols)
