@@ -336,19 +336,7 @@ def calibration_run(
                             field="method")
     whole_lessons(ties, "a calibrator fits 0/1 labels; it")
     t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    if t.kind == "references":
-        ref = t.judged(run_id, score=score)
-        assert isinstance(ref, ReferenceTruth)
-        # Lessons only (a miss has no score); "useful" = matched a reference.
-        d = ref.lessons.assign(judged=True)
-        verdicts = ref.verdicts
-    else:
-        rt = t.counted(run_id, score=score, ties=ties)
-        d, verdicts = rt.candidates, rt.verdicts
-    # Calibration needs a truth and a score: judged, scored candidates only. The
-    # split is over every processed verdict, as the threshold choice splits them.
-    d = d[d["judged"].to_numpy(dtype=bool) & ~np.isnan(d["s"].to_numpy())].reset_index(
-        drop=True)
+    d, verdicts = _judged_scores(t, run_id, score, ties)
     g = d["verdict_hash"].to_numpy(dtype=object)
     y, s = d["y"].to_numpy(), d["s"].to_numpy()
     train_idx, test_idx = split_by_verdict(g, test_size=test_size, random_state=random_state,
@@ -386,3 +374,22 @@ def calibration_run(
         split=split, fit_verdicts=fit_v, eval_verdicts=eval_v, calibrator=cal,
         n_bins=n_bins, strategy=strategy, min_bin_count=min_bin_count, truth=t.name,
     )
+
+
+def _judged_scores(t: Truth, run_id: str, score: str, ties: str) -> tuple[pd.DataFrame, list]:
+    """``(rows, verdicts)``: the lessons of ``run_id`` with a truth and a score
+    (``verdict_hash, y, s``) and every verdict the split is over (the processed
+    ones, as the threshold choice splits them; with references the annotated ones)."""
+    if t.kind == "references":
+        ref = t.judged(run_id, score=score)
+        assert isinstance(ref, ReferenceTruth)
+        # Lessons only (a miss has no score); "useful" = matched a reference.
+        d = ref.lessons.assign(judged=True)
+        verdicts = ref.verdicts
+    else:
+        rt = t.counted(run_id, score=score, ties=ties)
+        d, verdicts = rt.candidates, rt.verdicts
+    # Calibration needs a truth and a score: judged, scored candidates only.
+    d = d[d["judged"].to_numpy(dtype=bool) & ~np.isnan(d["s"].to_numpy())].reset_index(
+        drop=True)
+    return d, verdicts

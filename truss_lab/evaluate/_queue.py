@@ -175,24 +175,9 @@ def labelling_queue(
     s = lc["salience"].to_numpy(dtype=np.float64, na_value=np.nan)
     todo = ~lc["labelled"].to_numpy(dtype=bool) & (s >= info["low"]) & (s <= info["high"])
     if annotator is not None:
-        lab = run_labels(store)
-        mine = lab[(lab["annotator"] == annotator.strip()).fillna(False).to_numpy(dtype=bool)]
-        key = ["verdict_hash", "extractor_id", "lesson_index"]
-        done = lc[key].merge(
-            mine.rename(columns={"extractor": "extractor_id"})[key].astype(
-                {"lesson_index": "int64"}).drop_duplicates(),
-            on=key, how="left", indicator=True)["_merge"].eq("both").to_numpy()
-        todo &= ~done
-    pool = lc[todo].copy()
-    pool["_dist"] = (pool["salience"] - info["centre"]).abs()
-    # Verdicts in journal order, then shuffled: the same seed deals the same queue.
-    verdicts = pool.drop_duplicates("verdict_hash").sort_values("verdict_seq")["verdict_hash"]
-    order = pd.Series(rng.permutation(len(verdicts)), index=verdicts.to_numpy())
-    pool["_order"] = pool["verdict_hash"].map(order).to_numpy()
-    pool = pool.sort_values(["_order", "_dist", "lesson_index"], kind="stable")
-    pool["_rank"] = pool.groupby("_order", sort=False).cumcount()
-    chosen = pool[pool["_rank"] < per_verdict].sort_values(["_rank", "_order"], kind="stable")
-    chosen = chosen.head(n).reset_index(drop=True)
+        todo &= ~_labelled_by(store, lc, annotator.strip())
+    chosen, verdicts = _deal(lc[todo].copy(), info["centre"], rng, per_verdict=per_verdict,
+                             n=n)
     ctx = _verdict_context(store, chosen["verdict_hash"])
     out = chosen.merge(ctx, on="verdict_hash", how="left", validate="many_to_one")
     out = out.assign(
@@ -221,3 +206,30 @@ def labelling_queue(
         else None,
     }
     return out
+
+
+def _labelled_by(store: Store, lc: pd.DataFrame, annotator: str) -> np.ndarray:
+    """Which rows of ``lc`` (labelled candidates) ``annotator`` has labelled already."""
+    lab = run_labels(store)
+    mine = lab[(lab["annotator"] == annotator).fillna(False).to_numpy(dtype=bool)]
+    key = ["verdict_hash", "extractor_id", "lesson_index"]
+    return lc[key].merge(
+        mine.rename(columns={"extractor": "extractor_id"})[key].astype(
+            {"lesson_index": "int64"}).drop_duplicates(),
+        on=key, how="left", indicator=True)["_merge"].eq("both").to_numpy()
+
+
+def _deal(pool: pd.DataFrame, centre: float, rng: np.random.Generator, *, per_verdict: int,
+          n: int) -> tuple[pd.DataFrame, pd.Series]:
+    """``(queue, verdicts)``: the qualifying lessons ``pool`` dealt round-robin over
+    shuffled verdicts, at most ``per_verdict`` each, nearest ``centre`` first, the
+    first ``n``; and the verdicts that had one, in journal order."""
+    pool["_dist"] = (pool["salience"] - centre).abs()
+    # Verdicts in journal order, then shuffled: the same seed deals the same queue.
+    verdicts = pool.drop_duplicates("verdict_hash").sort_values("verdict_seq")["verdict_hash"]
+    order = pd.Series(rng.permutation(len(verdicts)), index=verdicts.to_numpy())
+    pool["_order"] = pool["verdict_hash"].map(order).to_numpy()
+    pool = pool.sort_values(["_order", "_dist", "lesson_index"], kind="stable")
+    pool["_rank"] = pool.groupby("_order", sort=False).cumcount()
+    chosen = pool[pool["_rank"] < per_verdict].sort_values(["_rank", "_order"], kind="stable")
+    return chosen.head(n).reset_index(drop=True), verdicts

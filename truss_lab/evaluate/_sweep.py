@@ -224,6 +224,11 @@ def distinct_counts(
     Returns ``(thresholds, kept, tp)``: element ``i`` is the i-th largest distinct
     salience, the number of candidates with salience >= it, and how many of
     those are positive.
+
+    It is long because it is one pass over one packed key array whose n-sized
+    buffers it frees as soon as it is done with them (``del``, reused scratch
+    slices): steps in functions of their own would keep them alive across the
+    calls, and the sweep's peak memory (bench_sweep) is what this is written for.
     """
     # One reduction answers both "any NaN?" and "any negative?" for the usual
     # input (min propagates NaN, and NaN >= 0 is False).
@@ -459,6 +464,9 @@ def sweep(
     With default thresholds, ``precision``, ``recall`` and ``threshold`` equal
     scikit-learn's ``precision_recall_curve`` without its final (recall 0,
     precision 1) point, in reverse order.
+
+    (It is long because this docstring is the reference of every parameter and
+    column; the code is some forty lines.)
     """
     y = as_labels(y_true)
     s = as_scores(salience)
