@@ -221,9 +221,20 @@ def sql_outside_store() -> list[str]:
 
 
 def literal_default_threshold() -> list[str]:
-    """Numeric literals 0.7 (the ADR's default threshold, or a number that reads like it)."""
-    return [f"{_rel(p)}:{n.lineno}" for p in modules() for n in ast.walk(_tree(p))
-            if isinstance(n, ast.Constant) and type(n.value) is float and n.value == 0.7]
+    """Numeric literals 0.7 (the ADR's default threshold, or a number that reads like it),
+    except as the value of a module-level named constant (``NAME = 0.7``): a constant is
+    the one home of its number, which is what the rule asks for."""
+    out = []
+    for p in modules():
+        tree = _tree(p)
+        named = {id(n.value) for n in tree.body
+                 if isinstance(n, ast.Assign | ast.AnnAssign) and n.value is not None
+                 and all(isinstance(t, ast.Name) and t.id.isupper()
+                         for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))}
+        out += [f"{_rel(p)}:{n.lineno}" for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and type(n.value) is float and n.value == 0.7
+                and id(n) not in named]
+    return out
 
 
 @cache

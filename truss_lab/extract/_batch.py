@@ -335,7 +335,7 @@ def run_extraction(
                write_memory=write_memory, score=score, scorer_name=scorer_name,
                progress=progress, t0=t0)
     try:
-        return run.execute(executor)
+        return run.carry_out(executor)
     except ChainError:
         raise
     except CircuitOpenError as exc:
@@ -391,7 +391,7 @@ def _open_run(store: Store, run_id: str | None, extractor: Extractor, config: Me
 class _Run:
     """One call of :func:`run_extraction` once its run record is open: the chunks not
     yet in ``run_chunks``, extracted, gated and written as they complete (the steps are
-    :meth:`verify`, :meth:`extract_and_write`; :meth:`execute` runs them in order).
+    :meth:`verify`, :meth:`extract_and_write`; :meth:`carry_out` runs them in order).
 
     ``last`` is when the previous chunk was gated: setup (batch, verification) counts
     toward the first chunk's time, a chunk's gate and write with the next (or finish).
@@ -424,7 +424,7 @@ class _Run:
         """The seqs of chunk ``index``."""
         return self.seqs_all[index * self.chunk_size:(index + 1) * self.chunk_size]
 
-    def execute(self, executor: Any) -> ExtractionRun:
+    def carry_out(self, executor: Any) -> ExtractionRun:
         """Verify, extract, gate and write the chunks still to do; finish the run."""
         store, run_id = self.store, self.run_id
         done = done_chunks(store, run_id)
