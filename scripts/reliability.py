@@ -26,7 +26,9 @@ scripted HTTP server of tests/builders/http_server.py):
 * the holes of issue #15 (scripts/reliability_holes.py): secrets (CRLF key,
   echoed key, URL userinfo), --db not DuckDB, deep nesting, labels recovery,
   ingest exit codes, SQL from names, output paths, the lab's own chain,
-  orphaned workers.
+  orphaned workers;
+* the silent-loss items of issue 28 (scripts/reliability_loss.py): the audit after a
+  k-sample run.
 
 Exit status 1 when any row fails.
 """
@@ -57,6 +59,7 @@ import pandas as pd
 
 from benchmarks import resume_torture
 from scripts.reliability_holes import holes_rows
+from scripts.reliability_loss import loss_rows
 from tests.builders.chains import KEYS, RING, make_chain, to_lines, verdict_payload
 from tests.builders.http_server import ScriptedServer
 from tests.builders.stores import lock_holder, sample_template
@@ -833,6 +836,7 @@ def main(argv: list[str] | None = None) -> int:
         section("secrets", lambda: [secrets_row(tmp)])
         section("html", lambda: [html_row()])
         section("holes (#15)", lambda: holes_rows(Row, tmp, quick))
+        section("silent loss (#28)", lambda: loss_rows(Row, tmp, quick))
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "

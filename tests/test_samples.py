@@ -4,6 +4,7 @@ with one lesson per cluster of near-duplicates and its self-consistency."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -278,3 +279,40 @@ def test_a_verdict_whose_k_samples_fail_counts_once(db: Path) -> None:
         rows = s.sql("SELECT sample_index FROM verdict_errors WHERE run_id = 'k3-errors' "
                      "ORDER BY 1").fetchall()
     assert run.n_errors == 1 and rows == [(0,), (1,), (2,)]
+
+
+def _one_lesson(body: Any) -> dict[str, Any]:
+    """A model stand-in that answers the same lesson in every sample."""
+    out = default_completion(body)
+    for choice in out["choices"]:
+        choice["message"]["content"] = json.dumps({"lessons": [
+            {"text": "Pin the scheduler timezone before the DST switch", "salience": 0.6,
+             "evidence": []}]})
+    return out
+
+
+@pytest.mark.parametrize("responder", [_one_lesson, _sampled], ids=["same", "varied"])
+def test_the_audit_agrees_with_the_k_sample_gate(sample_full: Path, tmp_path: Path,
+                                                 responder: Callable[[Any], Any]) -> None:
+    """Issue 28 item 11: after a clean k-sample run the audit passes. The gate lets one
+    lesson per cluster of near-duplicates through (its representative); the audit
+    expects that, and compares each sample's candidates with that sample's recording."""
+    db = copy_db(sample_full, tmp_path / "lab.duckdb")
+    with ScriptedServer(responder=responder) as srv:
+        r = invoke("extract", "--db", str(db), "--extractor", "openai:tiny", "--base-url",
+                   srv.base_url, "--samples", "3", "--seed", "10", "--policy", "on",
+                   "--verdicts", "seq <= 4", "--run-id", "k3", "--quiet")
+        assert r.exit_code == 0, r.output
+    r = invoke("audit", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    with tl.Store(db) as s:
+        n_lessons = s.sql("SELECT count(*) FROM memory_entries WHERE run_id = 'k3'").fetchall()
+        assert n_lessons == [(4 if responder is _one_lesson else 4 * 4,)]
+        # A non-representative let through, or a sample's candidate edited, is still caught.
+        s.sql("UPDATE candidates SET passed_gate = true WHERE run_id = 'k3' AND sample_index = 2 "
+              "AND lesson_index = 0")
+        s.sql("UPDATE candidates SET salience = 0.1 WHERE run_id = 'k3' AND sample_index = 1 "
+              "AND lesson_index = 0")
+        report = tl.audit(s, checks=["gate_respected", "candidates_match_completions"])
+    assert [c.passed for c in report.checks] == [False, False]
+    assert set(report["candidates_match_completions"].rows["sample_index"].dropna()) == {1}

@@ -34,7 +34,9 @@ name                                      inv.   fails when
                                                  run's threshold, from a candidate that
                                                  failed the gate or was invalid, or with no
                                                  passing candidate), or a candidate's
-                                                 passed_gate disagrees with the policy
+                                                 passed_gate disagrees with the policy (in a
+                                                 k-sample run only the representative of
+                                                 each cluster of near-duplicates may pass)
 ``policy_targets_valid``                  7      a policy record has a non-tunable target
 ``policy_provenance_signed``              8      a policy record's produced_by is not a
                                                  stored journal entry with that hash, or is
@@ -44,7 +46,8 @@ name                                      inv.   fails when
 ``default_query_verified_only``           5      ``query_memory(store)`` returns an entry
                                                  that is not verified, or a lesson
 ``candidates_match_completions``          2      re-parsing a run's recorded completions
-                                                 does not give its candidate rows
+                                                 (one per sample) does not give its
+                                                 candidate rows
 ``labels_point_at_lessons``               -      a gold label names a verdict the journal
                                                  does not hold, or a lesson_index beyond
                                                  the completion's lessons
@@ -69,6 +72,7 @@ from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
 from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
 from ..journal._spec import VERDICT_KIND
+from ..score._consistency import consistency_clusters
 from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE, query_memory
 from ..store._ingested import label_problems
 from ..store._store import Store
@@ -365,8 +369,46 @@ def _off_runs_silent(store: Store) -> tuple[pd.DataFrame, str]:
     return rows, f"{n} off run(s): no provider call, candidate, entry, event or error"
 
 
+def _not_representatives(store: Store) -> pa.Table:
+    """(run_id, candidate_id) of the valid candidates of k-sample runs that are not the
+    representative of their cluster of near-duplicates across the verdict's samples.
+
+    The gate lets only representatives pass in such a run (one lesson per cluster, not
+    k copies); they are found again here with the gate's own definition
+    (:func:`~truss_lab.score._consistency.consistency_clusters`, default threshold),
+    not read from the stored ``self_consistency``. A k-sample run is one whose
+    candidates name a sample other than 0 or carry a self-consistency (a one-sample
+    run sets neither).
+    """
+    c = _df(
+        store,
+        """
+        SELECT run_id, candidate_id, extractor_id, verdict_hash, sample_index, lesson_index,
+               text, valid
+        FROM candidates
+        WHERE run_id IN (SELECT run_id FROM candidates GROUP BY run_id
+                         HAVING bool_or(sample_index > 0 OR self_consistency IS NOT NULL))
+        ORDER BY run_id, verdict_hash, sample_index, lesson_index
+        """,
+    )
+    if len(c):
+        rep = consistency_clusters(c)["representative"].to_numpy(dtype=bool)
+        c = c[c["valid"].to_numpy(dtype=bool) & ~rep]
+    return pa.table({"run_id": pa.array(c["run_id"].astype(object), pa.string()),
+                     "candidate_id": pa.array(c["candidate_id"].astype(object), pa.string())})
+
+
 def _gate_respected(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
+    store.con.register("_audit_not_representative", _not_representatives(store))
+    try:
+        rows = _gate_offenders(store)
+    finally:
+        store.con.unregister("_audit_not_representative")
+    return rows, "every lesson passed its run's gate; every passed_gate matches the policy"
+
+
+def _gate_offenders(store: Store) -> pd.DataFrame:
+    return _df(
         store,
         """
         WITH l AS (SELECT m.entry_id, m.run_id, m.salience, r.policy, r.extraction_min_salience
@@ -399,13 +441,16 @@ def _gate_respected(store: Store) -> tuple[pd.DataFrame, str]:
         FROM candidates c JOIN extraction_runs r USING (run_id)
         WHERE r.policy IN ($on, $model_scored)
           AND c.passed_gate IS DISTINCT FROM (
-              c.valid AND (r.policy = $on
-                           OR coalesce(c.score >= r.extraction_min_salience
-                                       AND NOT isnan(c.score), false)))
+              c.valid
+              -- a k-sample run: one lesson per cluster of near-duplicates, its representative
+              AND NOT EXISTS (SELECT 1 FROM _audit_not_representative n
+                              WHERE n.run_id = c.run_id AND n.candidate_id = c.candidate_id)
+              AND (r.policy = $on
+                   OR coalesce(c.score >= r.extraction_min_salience
+                               AND NOT isnan(c.score), false)))
         ORDER BY run_id, entry_id, candidate_id
         """,
     )
-    return rows, "every lesson passed its run's gate; every passed_gate matches the policy"
 
 
 def _policy_targets_valid(store: Store) -> tuple[pd.DataFrame, str]:
@@ -464,28 +509,26 @@ def _default_query_verified_only(store: Store) -> tuple[pd.DataFrame, str]:
     )
 
 
-_KEYS = ["run_id", "verdict_hash", "lesson_index", "text", "salience", "valid"]
+_KEYS = ["run_id", "verdict_hash", "sample_index", "lesson_index", "text", "salience", "valid"]
 
 
 def _reparsed(known: pd.DataFrame) -> pa.Table:
     """The candidate rows (:data:`_KEYS`) that re-parsing the completions of ``known``
-    (``run_id``, ``verdict_hash``, ``extractor_id``, ``text``) gives, each distinct
-    completion parsed once."""
-    texts = known[["verdict_hash", "extractor_id", "text"]].drop_duplicates(
-        ["verdict_hash", "extractor_id"]
-    )
+    (``run_id``, ``verdict_hash``, ``extractor_id``, ``sample_index``, ``text``) gives,
+    each distinct completion (one per sample of a verdict) parsed once."""
+    on = ["verdict_hash", "extractor_id", "sample_index"]
+    texts = known[[*on, "text"]].drop_duplicates(on)
     parsed = candidates_frame(
-        ({"verdict_hash": v, "extractor_id": e}, parse_completion(t))
-        for v, e, t in zip(texts["verdict_hash"], texts["extractor_id"], texts["text"],
-                           strict=True)
+        ({"verdict_hash": v, "extractor_id": e, "sample_index": int(i)}, parse_completion(t))
+        for v, e, i, t in zip(texts["verdict_hash"], texts["extractor_id"],
+                              texts["sample_index"], texts["text"], strict=True)
     )
-    expected = known[["run_id", "verdict_hash", "extractor_id"]].merge(
-        parsed, on=["verdict_hash", "extractor_id"]
-    )
+    expected = known[["run_id", *on]].merge(parsed, on=on)
     exp = pa.table(
         {
             "run_id": pa.array(expected["run_id"].astype(object), pa.string()),
             "verdict_hash": pa.array(expected["verdict_hash"].astype(object), pa.string()),
+            "sample_index": pa.array(expected["sample_index"].to_numpy(), pa.int32()),
             "lesson_index": pa.array(expected["lesson_index"].to_numpy(), pa.int32()),
             "text": pa.array(expected["text"].astype(object), pa.string(), from_pandas=True),
             "salience": pa.array(expected["salience"].to_numpy(), pa.float64(),
@@ -497,36 +540,43 @@ def _reparsed(known: pd.DataFrame) -> pa.Table:
 
 
 def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
-    # 1. The completions behind each checked (run, verdict): runs whose extractor
-    #    has recordings; verdicts the run produced candidates or a parse error for.
+    # 1. The completions behind each checked (run, verdict, sample): runs whose
+    #    extractor has recordings; verdict samples the run produced candidates or a
+    #    parse error for (a k-sample run's recordings and candidates name their sample).
     scope = _df(
         store,
         """
         WITH runs AS (SELECT r.run_id, r.extractor_id FROM extraction_runs r
                       WHERE EXISTS (SELECT 1 FROM completions k
                                     WHERE k.extractor_id = r.extractor_id)),
-             v AS (SELECT DISTINCT c.run_id, c.verdict_hash FROM candidates c
+             v AS (SELECT DISTINCT c.run_id, c.verdict_hash, c.sample_index FROM candidates c
                    WHERE c.run_id IN (SELECT run_id FROM runs)
                    UNION
-                   SELECT e.run_id, e.verdict_hash FROM verdict_errors e
+                   SELECT e.run_id, e.verdict_hash, e.sample_index FROM verdict_errors e
                    WHERE e.stage = 'parse' AND e.run_id IN (SELECT run_id FROM runs)),
-             k AS (SELECT verdict_hash, extractor_id, arg_max(text, recorded_at) AS text
-                   FROM completions GROUP BY verdict_hash, extractor_id)
-        SELECT v.run_id, v.verdict_hash, runs.extractor_id, k.text
+             k AS (SELECT verdict_hash, extractor_id, sample_index,
+                          arg_max(text, recorded_at) AS text
+                   FROM completions GROUP BY verdict_hash, extractor_id, sample_index)
+        SELECT v.run_id, v.verdict_hash, runs.extractor_id, v.sample_index, k.text
         FROM v JOIN runs USING (run_id)
         LEFT JOIN k ON k.verdict_hash = v.verdict_hash AND k.extractor_id = runs.extractor_id
+                   AND k.sample_index = v.sample_index
         """,
     )
     if scope.empty:
         return pd.DataFrame(), "no run replays recorded completions: nothing to compare"
     known = scope[scope["text"].notna()]
-    n_unknown = int(len(scope) - len(known))
+    missing = scope[scope["text"].isna()]
+    n_unknown = len(missing[["run_id", "verdict_hash"]].drop_duplicates())
+    if known.empty:
+        return pd.DataFrame(), f"no recorded completion to compare; {n_unknown} pair(s) without one"
     # 2. Parse each distinct completion once (parsing is Python; the rest is joins).
     exp = _reparsed(known)
     scope_t = pa.table(
         {
             "run_id": pa.array(known["run_id"].astype(object), pa.string()),
             "verdict_hash": pa.array(known["verdict_hash"].astype(object), pa.string()),
+            "sample_index": pa.array(known["sample_index"].to_numpy(), pa.int32()),
         }
     )
     # 3. Anti-join both ways on every compared column (NULL-safe).
@@ -540,7 +590,8 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
             f"""
             WITH got AS (SELECT c.candidate_id, {", ".join("c." + k for k in _KEYS)}
                          FROM candidates c JOIN _audit_scope s
-                         ON s.run_id = c.run_id AND s.verdict_hash = c.verdict_hash)
+                         ON s.run_id = c.run_id AND s.verdict_hash = c.verdict_hash
+                            AND s.sample_index = c.sample_index)
             SELECT a.candidate_id, {cols},
                    'candidate row differs from the re-parsed completion' AS problem
             FROM got a WHERE NOT EXISTS (SELECT 1 FROM _audit_expected b WHERE {on})
@@ -553,7 +604,9 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
     finally:
         store.con.unregister("_audit_expected")
         store.con.unregister("_audit_scope")
-    detail = (f"{len(exp)} candidate rows of {len(known)} (run, verdict) pairs agree with "
+    # Counted by (run, verdict) as before samples: a verdict's k samples are one pair.
+    n_pairs = len(known[["run_id", "verdict_hash"]].drop_duplicates())
+    detail = (f"{len(exp)} candidate rows of {n_pairs} (run, verdict) pairs agree with "
               "their re-parsed completions")
     if n_unknown:
         detail += f"; {n_unknown} pair(s) without a recorded completion not compared"

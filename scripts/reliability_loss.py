@@ -1,0 +1,90 @@
+"""Rows of ``make reliability`` for issue 28's silent-loss items (11-14), one function each.
+
+Each row re-runs the issue's reproduction through the real CLI (against the real local
+HTTP server of the tests where a model answers) and counts what held.
+``scripts/reliability.py`` calls :func:`loss_rows`; the rows use its ``Row``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "datasets" / "sample"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "truss_lab.faces.cli", *args],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _tally(row: Callable[..., Any], name: str, checks: dict[str, bool]) -> Any:
+    bad = [k for k, v in checks.items() if not v]
+    return row(name, len(checks), len(checks) - len(bad),
+               ("failed: " + "; ".join(bad))[:160] if bad else ", ".join(checks)[:160])
+
+
+def _lab_db(tmp: Path, name: str) -> Path:
+    """A database holding the sample's journal and completions."""
+    from truss_lab.ingest._ingest import ingest_completions
+    from truss_lab.journal._ledger import import_journal
+    from truss_lab.store._store import Store
+
+    db = tmp / name
+    with Store(db) as s:
+        import_journal(s, SAMPLE / "journal.jsonl", keyring=SAMPLE / "keys.json")
+        ingest_completions(s, SAMPLE / "completions.jsonl")
+    return db
+
+
+def _same_lesson(body: Any) -> dict[str, Any]:
+    from tests.builders.http_server import default_completion
+
+    out = default_completion(body)
+    for choice in out["choices"]:
+        choice["message"]["content"] = json.dumps({"lessons": [
+            {"text": "Pin the scheduler timezone before the DST switch", "salience": 0.6}]})
+    return out
+
+
+def audit_k_samples_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 11: a clean ``extract --samples 3 --policy on`` passes the audit, whether the
+    samples repeat one lesson or differ; a non-representative let through is caught."""
+    from tests.builders.http_server import ScriptedServer, default_completion
+    from truss_lab.store._store import Store
+
+    checks: dict[str, bool] = {}
+    for name, responder in (("same lesson", _same_lesson), ("varied", default_completion)):
+        db = _lab_db(tmp, f"k3_{name.replace(' ', '_')}.duckdb")
+        with ScriptedServer(responder=responder) as srv:
+            p = _cli("extract", "--db", str(db), "--extractor", "openai:tiny", "--base-url",
+                     srv.base_url, "--samples", "3", "--seed", "3", "--policy", "on",
+                     "--verdicts", "seq <= 6", "--quiet")
+        checks[f"{name}: extract exit 0"] = p.returncode == 0
+        checks[f"{name}: audit passes"] = _cli("audit", "--db", str(db)).returncode == 0
+    with Store(db) as s:
+        s.sql("UPDATE candidates SET passed_gate = true WHERE sample_index = 2")
+    p = _cli("audit", "--db", str(db))
+    checks["a non-representative passed: gate_respected fails"] = (
+        p.returncode == 1 and "FAIL gate_respected" in p.stdout)
+    return _tally(row, "audit agrees with the k-sample gate (#28 item 11)", checks)
+
+
+def loss_rows(row: Callable[..., Any], tmp: Path, quick: bool) -> list[Any]:
+    """Every row of this module (``row`` is reliability.py's ``Row``)."""
+    sub = tmp / "loss"
+    sub.mkdir(exist_ok=True)
+    out = []
+    for fn in (audit_k_samples_row,):
+        try:
+            out.append(fn(row, sub))
+        except Exception as exc:  # a crashed check is a failed row
+            out.append(row(fn.__name__, 1, 0, f"crashed: {type(exc).__name__}: {exc}"[:160]))
+    return out
