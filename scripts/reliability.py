@@ -28,7 +28,8 @@ scripted HTTP server of tests/builders/http_server.py):
   ingest exit codes, SQL from names, output paths, the lab's own chain,
   orphaned workers;
 * the silent-loss items of issue 28 (scripts/reliability_loss.py): the audit after a
-  k-sample run.
+  k-sample run;
+* the edges of issue #28 (scripts/reliability_edges.py): a remote --db.
 
 Exit status 1 when any row fails.
 """
@@ -58,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import resume_torture
+from scripts.reliability_edges import edges_rows
 from scripts.reliability_holes import holes_rows
 from scripts.reliability_loss import loss_rows
 from tests.builders.chains import KEYS, RING, make_chain, to_lines, verdict_payload
@@ -837,6 +839,7 @@ def main(argv: list[str] | None = None) -> int:
         section("html", lambda: [html_row()])
         section("holes (#15)", lambda: holes_rows(Row, tmp, quick))
         section("silent loss (#28)", lambda: loss_rows(Row, tmp, quick))
+        section("edges (#28)", lambda: edges_rows(Row, tmp))
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "

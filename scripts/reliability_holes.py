@@ -22,18 +22,22 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 SAMPLE = ROOT / "datasets" / "sample"
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], env={**ENV, **(env or {})}, cwd=ROOT,
+def cli(*args: str, env: dict[str, str] | None = None,
+        cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``truss-lab *args`` in a subprocess, as a user runs it."""
+    return subprocess.run([*CLI, *args], env={**ENV, **(env or {})}, cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 
-def _one_line(p: subprocess.CompletedProcess[str], code: int = 2) -> bool:
+def one_line(p: subprocess.CompletedProcess[str], code: int = 2) -> bool:
+    """One ``error:`` line, exit ``code``, no traceback."""
     out = p.stderr + p.stdout
     return (p.returncode == code and out.startswith("error: ") and len(out.strip().splitlines())
             == 1 and "Traceback" not in out)
 
 
-def _tally(row: Callable[..., Any], name: str, checks: dict[str, bool]) -> Any:
+def tally(row: Callable[..., Any], name: str, checks: dict[str, bool]) -> Any:
+    """A row: how many of ``checks`` held, naming the ones that failed."""
     bad = [k for k, v in checks.items() if not v]
     return row(name, len(checks), len(checks) - len(bad),
                ("failed: " + "; ".join(bad))[:160] if bad else ", ".join(checks)[:160])
@@ -72,22 +76,22 @@ def secrets_holes_row(row: Callable[..., Any], tmp: Path) -> Any:
             "--verdicts", "seq<=2"]
     with ScriptedServer() as srv:
         db = _lab_db(tmp, "secrets_holes.duckdb")
-        p = _cli(*base, "--db", str(db), "--base-url", srv.base_url,
+        p = cli(*base, "--db", str(db), "--base-url", srv.base_url,
                  env={"OPENAI_API_KEY": key + "\r"})
         checks["CRLF key refused in one line, not printed, no request"] = (
-            _one_line(p) and key not in p.stderr and srv.count == 0)
+            one_line(p) and key not in p.stderr and srv.count == 0)
         body = {"error": {"message": f"Incorrect API key provided: {key}"}}
         srv.add(Reply(status=401, body=body), Reply(status=401, body=body))
-        p = _cli(*base, "--db", str(db), "--base-url", srv.base_url, "--max-error-share", "1",
+        p = cli(*base, "--db", str(db), "--base-url", srv.base_url, "--max-error-share", "1",
                  env={"OPENAI_API_KEY": key})
         checks["401 body echoing the key: error row kept, key masked"] = (
             p.returncode == 0 and "[REDACTED]" in _table_text(db) and key not in _table_text(db))
         url = srv.base_url.replace("http://", f"http://user:{key}@")
-        p = _cli(*base, "--db", str(db), "--base-url", url, "--run-id", "userinfo",
+        p = cli(*base, "--db", str(db), "--base-url", url, "--run-id", "userinfo",
                  env={"OPENAI_API_KEY": ""})
         checks["userinfo in --base-url not in extraction_runs.config"] = (
             p.returncode == 0 and key not in _table_text(db) and key not in p.stdout + p.stderr)
-    return _tally(row, "secrets: CRLF key, echoed key, URL userinfo", checks)
+    return tally(row, "secrets: CRLF key, echoed key, URL userinfo", checks)
 
 
 # -- 2. the database is a DuckDB file --------------------------------------------------------------
@@ -101,15 +105,15 @@ def db_path_row(row: Callable[..., Any], tmp: Path) -> Any:
         if name == "keys.json":
             target.write_bytes((SAMPLE / "keys.json").read_bytes())
         before = target.read_bytes() if target.exists() else None
-        p = _cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys",
+        p = cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys",
                  str(SAMPLE / "keys.json"), "--db", str(target))
         after = target.read_bytes() if target.exists() else None
-        checks[f"--db {name}"] = _one_line(p) and before == after
+        checks[f"--db {name}"] = one_line(p) and before == after
     fake = tmp / "dbpath" / "fake.duckdb"
     fake.write_text("seq,hash\n")
-    p = _cli("init", "--db", str(fake))
-    checks["not DuckDB bytes"] = _one_line(p) and fake.read_text() == "seq,hash\n"
-    return _tally(row, "--db not a DuckDB file refused, nothing written", checks)
+    p = cli("init", "--db", str(fake))
+    checks["not DuckDB bytes"] = one_line(p) and fake.read_text() == "seq,hash\n"
+    return tally(row, "--db not a DuckDB file refused, nothing written", checks)
 
 
 # -- 3. strict readers -------------------------------------------------------------------------
@@ -136,13 +140,13 @@ def deep_nesting_row(row: Callable[..., Any], tmp: Path) -> Any:
                                          + "[" * depth + "]" * depth + ", ", 1)
         path = tmp / f"deep_{depth}.jsonl"
         path.write_text("\n".join([lines[0], text, lines[2]]) + "\n")
-        p = _cli("ingest", "journal", str(path), "--keys", str(keys), "--db",
+        p = cli("ingest", "journal", str(path), "--keys", str(keys), "--db",
                  str(tmp / f"deep_{depth}.duckdb"))
         out = p.stdout + p.stderr
         want = "malformed" if depth > 200 else "bad_hash"  # shallow: parsed, hash differs
         checks[f"depth {depth}"] = (p.returncode == 1 and "Traceback" not in out
                                     and want in out)
-    return _tally(row, "deep nesting is malformed, never a RecursionError", checks)
+    return tally(row, "deep nesting is malformed, never a RecursionError", checks)
 
 
 def labels_recovery_row(row: Callable[..., Any], tmp: Path) -> Any:
@@ -168,7 +172,7 @@ def labels_recovery_row(row: Callable[..., Any], tmp: Path) -> Any:
     df, errors = read_labels(path)
     checks["invalid UTF-8 named by line"] = (
         len(df) == 29 and [(e.line, e.reason) for e in errors] == [(3, "bad_unicode")])
-    return _tally(row, "labels CSV: every bad row reported, every good one kept", checks)
+    return tally(row, "labels CSV: every bad row reported, every good one kept", checks)
 
 
 def ingest_exit_row(row: Callable[..., Any], tmp: Path) -> Any:
@@ -187,24 +191,24 @@ def ingest_exit_row(row: Callable[..., Any], tmp: Path) -> Any:
     comp = tmp / "notobjects.jsonl"
     comp.write_text('[1]\n42\n"s"\n')
     checks = {
-        "a rejected line: exit 3": _cli("ingest", "labels", str(mixed), "--db",
+        "a rejected line: exit 3": cli("ingest", "labels", str(mixed), "--db",
                                         str(db)).returncode == 3,
-        "--allow-bad-lines: exit 0": _cli("ingest", "labels", str(mixed), "--db", str(db),
+        "--allow-bad-lines: exit 0": cli("ingest", "labels", str(mixed), "--db", str(db),
                                           "--allow-bad-lines").returncode == 0,
-        "wrong header: exit 3 even allowed": _cli("ingest", "labels", str(header), "--db",
+        "wrong header: exit 3 even allowed": cli("ingest", "labels", str(header), "--db",
                                                   str(db), "--allow-bad-lines").returncode == 3,
-        "every line bad: exit 3 even allowed": _cli("ingest", "labels", str(allbad), "--db",
+        "every line bad: exit 3 even allowed": cli("ingest", "labels", str(allbad), "--db",
                                                     str(db), "--allow-bad-lines").returncode == 3,
     }
-    p = _cli("ingest", "labels", str(orphans), "--db", str(db))
+    p = cli("ingest", "labels", str(orphans), "--db", str(db))
     checks["unknown verdict / lesson warned"] = (
         "unknown verdict" in p.stdout and "out of range" in p.stdout)
-    checks["audit flags them"] = "labels_point_at_lessons" in _cli(
+    checks["audit flags them"] = "labels_point_at_lessons" in cli(
         "audit", "--db", str(db)).stdout
-    p = _cli("ingest", "completions", str(comp), "--db", str(db))
+    p = cli("ingest", "completions", str(comp), "--db", str(db))
     checks["array/number/string named"] = (
         p.returncode == 3 and all(w in p.stdout for w in ("an array", "an integer", "a string")))
-    return _tally(row, "ingest exit codes, orphan labels, line kinds", checks)
+    return tally(row, "ingest exit codes, orphan labels, line kinds", checks)
 
 
 # -- 4. SQL ----------------------------------------------------------------------------------------
@@ -227,10 +231,10 @@ def sql_row(row: Callable[..., Any], tmp: Path) -> Any:
     db = _lab_db(tmp, "verdicts_sql.duckdb")
     for fn in ("read_text('/etc/hostname')", "read_csv('/etc/passwd')",
                "read_blob('/etc/hostname')"):
-        p = _cli("extract", "--db", str(db), "--extractor", "heuristic", "--policy", "on",
+        p = cli("extract", "--db", str(db), "--extractor", "heuristic", "--policy", "on",
                  "--quiet", "--verdicts", f"seq IN (SELECT 1 FROM {fn})")
-        checks[f"--verdicts {fn.split('(')[0]}"] = _one_line(p) and "Permission" in p.stderr
-    return _tally(row, "SQL: no file name or --verdicts reads a file", checks)
+        checks[f"--verdicts {fn.split('(')[0]}"] = one_line(p) and "Permission" in p.stderr
+    return tally(row, "SQL: no file name or --verdicts reads a file", checks)
 
 
 # -- 5. paths ----------------------------------------------------------------------------------
@@ -241,31 +245,31 @@ def paths_row(row: Callable[..., Any], tmp: Path) -> Any:
     d.mkdir()
     key = d / "k.key"
     checks = {
-        "keys --out in a missing folder": _one_line(
-            _cli("keys", "generate", "--key-id", "me", "--out", "/nonexistent/k.key")),
-        "--keyring in a missing folder, key not written": _one_line(
-            _cli("keys", "generate", "--key-id", "me", "--out", str(key), "--keyring",
+        "keys --out in a missing folder": one_line(
+            cli("keys", "generate", "--key-id", "me", "--out", "/nonexistent/k.key")),
+        "--keyring in a missing folder, key not written": one_line(
+            cli("keys", "generate", "--key-id", "me", "--out", str(key), "--keyring",
                  str(d / "missing" / "keys.json"))) and not key.exists(),
     }
     link = d / "link.key"
     link.symlink_to(d / "elsewhere")
-    checks["key --out a dangling symlink"] = _one_line(
-        _cli("keys", "generate", "--key-id", "me", "--out", str(link))) and not (
+    checks["key --out a dangling symlink"] = one_line(
+        cli("keys", "generate", "--key-id", "me", "--out", str(link))) and not (
         d / "elsewhere").exists()
     ring = d / "dup.json"
     ring.write_text('{"a": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", '
                     '"a": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}')
-    checks["keyring with a duplicated key id"] = _one_line(
-        _cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys", str(ring), "--db",
+    checks["keyring with a duplicated key id"] = one_line(
+        cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys", str(ring), "--db",
              str(d / "dup.duckdb")))
     db = _lab_db(tmp, "paths.duckdb")
     for opt in ("--csv", "--plot"):
-        checks[f"sweep {opt} in a missing folder"] = _one_line(
-            _cli("sweep", "--db", str(db), "--run", "x", opt, str(d / "missing" / "o")))
-    checks["TRUSS_LAB_CONFIG a folder"] = _one_line(
-        _cli("extract", "--db", str(db), "--extractor", "heuristic", "--quiet",
+        checks[f"sweep {opt} in a missing folder"] = one_line(
+            cli("sweep", "--db", str(db), "--run", "x", opt, str(d / "missing" / "o")))
+    checks["TRUSS_LAB_CONFIG a folder"] = one_line(
+        cli("extract", "--db", str(db), "--extractor", "heuristic", "--quiet",
              env={"TRUSS_LAB_CONFIG": str(d)}))
-    return _tally(row, "paths refused in one line before any write", checks)
+    return tally(row, "paths refused in one line before any write", checks)
 
 
 # -- 6. the lab's own chain -------------------------------------------------------------------
@@ -290,19 +294,19 @@ def lab_chain_row(row: Callable[..., Any], tmp: Path) -> Any:
     ]
     checks: dict[str, bool] = {}
     for args in steps:
-        checks[" ".join(args[:2])] = _cli(*args).returncode == 0
-    p = _cli("ingest", "journal", str(sim.journal), "--keys", str(sim.keys), "--db", db)
+        checks[" ".join(args[:2])] = cli(*args).returncode == 0
+    p = cli("ingest", "journal", str(sim.journal), "--keys", str(sim.keys), "--db", db)
     checks["full export appends 2000 after the proposal"] = "2000 added" in p.stdout
     checks["verify clean (3000 verdicts + 1 lab entry)"] = (
-        "ok: 3001 entries verified, head seq 3000" in _cli("verify", "--db", db).stdout)
-    checks["audit clean, proposal intact"] = "FAIL" not in _cli("audit", "--db", db).stdout
+        "ok: 3001 entries verified, head seq 3000" in cli("verify", "--db", db).stdout)
+    checks["audit clean, proposal intact"] = "FAIL" not in cli("audit", "--db", db).stdout
     from truss_lab.store._store import Store
 
     with Store(db) as s:
         s.sql("UPDATE lab_journal SET payload = '{\"x\": 1}'")
-    p = _cli("verify", "--db", db)
+    p = cli("verify", "--db", db)
     checks["a tampered lab entry is caught"] = p.returncode == 1 and "lab journal" in p.stdout
-    return _tally(row, "lab chain: import 1000, propose, import 3000", checks)
+    return tally(row, "lab chain: import 1000, propose, import 3000", checks)
 
 
 # -- 7. orphans --------------------------------------------------------------------------------

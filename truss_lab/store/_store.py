@@ -78,11 +78,26 @@ _NOT_A_DATABASE = frozenset({
 })
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
 
+# DuckDB reads a path that starts with two or more letters, digits or "_" and a
+# colon as "extension:rest" (md:, sqlite:, postgres:) or, with "://", as a URL
+# (http, s3, gcs, az, hf): it then downloads and loads that extension, a network
+# call before any error. A store is a local file: refuse these before DuckDB
+# sees them ("./name:x.duckdb" still names a local file whose name has a colon).
+_REMOTE_PREFIX = re.compile(r"^([A-Za-z0-9_]{2,}):")
+
 
 def _check_database_path(path: str) -> None:
     """Refuse a path whose extension or first bytes say it is not a DuckDB database."""
     if path == ":memory:":
         return
+    remote = _REMOTE_PREFIX.match(path)
+    if remote:
+        url = path[remote.end():].startswith("//")
+        raise StoreError(
+            f"{path}: a {remote.group(1)}:{'//' if url else ''} address, not a local file; "
+            "truss_lab opens local DuckDB database files only"
+            + ("" if url else f" (a local file whose name has a colon: ./{path})")
+        )
     p = Path(path)
     if p.suffix.lower() in _NOT_A_DATABASE:
         raise StoreError(
@@ -370,6 +385,7 @@ def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = 
     ``snapshot`` then says so (its ``note`` is one line for the user) and the
     copy is deleted when the store closes.
     """
+    _check_database_path(str(path))  # a remote address is refused before "no such file"
     if must_exist:
         _require_file(str(path))
     if snapshot and not read_only:
@@ -392,6 +408,7 @@ def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = 
 def copy_database(store: Store, dest: str | Path) -> None:
     """Copy every table of ``store`` into the new DuckDB file ``dest`` (DuckDB's
     ``COPY FROM DATABASE``, so it works for in-memory stores too)."""
+    _check_database_path(str(dest))
     src = store.con.execute("SELECT current_database()").fetchall()[0][0]
     store.con.execute("ATTACH ? AS _truss_copy", [str(dest)])
     try:

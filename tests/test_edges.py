@@ -1,0 +1,60 @@
+"""Issue #28 items 5-8: the edges an attacker reached with a traceback, a network call or a
+lost write; each is refused in one line naming what and where, with a non-zero exit.
+
+Each test is a reproduction from the issue, through the real CLI, on real files.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.builders.cli import invoke
+from truss_lab.core._errors import StoreError
+from truss_lab.store._store import Store, open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "datasets" / "sample"
+
+
+def _one_line_error(r: object, code: int = 2) -> str:
+    out = r.output  # type: ignore[attr-defined]
+    assert r.exit_code == code, out  # type: ignore[attr-defined]
+    assert out.startswith("error: ") and len(out.strip().splitlines()) == 1, out
+    assert "Traceback" not in out
+    return out
+
+
+# -- item 5: a remote --db is refused before DuckDB (and its extension download) sees it -------
+
+
+@pytest.mark.parametrize("scheme", ["http://", "https://", "s3://", "md:", "motherduck:",
+                                    "sqlite:"])
+def test_remote_db_is_refused_without_a_connection(tmp_path: Path, monkeypatch,
+                                                   scheme: str) -> None:
+    # A real listener on 127.0.0.1: an http(s) address pointing at it would be connected to
+    # if DuckDB (httpfs) got the path; no connection may arrive.
+    monkeypatch.chdir(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        db = (f"{scheme}127.0.0.1:{port}/lab.duckdb" if scheme.endswith("//")
+              else f"{scheme}lab.duckdb")
+        for args in (("init", "--db", db), ("runs", "--db", db), ("verify", "--db", db)):
+            out = _one_line_error(invoke(*args))
+            assert "not a local file" in out and db in out
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    with pytest.raises(StoreError, match="not a local file"):
+        open_store(db, read_only=True, must_exist=True)
+    with pytest.raises(StoreError, match="not a local file"):
+        Store(db)
+    assert list(tmp_path.iterdir()) == []  # nothing created locally either
+
+
+def test_local_file_with_a_colon_still_opens(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert invoke("init", "--db", "./md:lab.duckdb").exit_code == 0
+    assert (tmp_path / "md:lab.duckdb").is_file()
