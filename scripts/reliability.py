@@ -28,7 +28,7 @@ scripted HTTP server of tests/builders/http_server.py):
   ingest exit codes, SQL from names, output paths, the lab's own chain,
   orphaned workers;
 * the silent-loss items of issue 28 (scripts/reliability_loss.py): the audit after a
-  k-sample run;
+  k-sample run, references re-ingested with changed text;
 * the edges of issue #28 (scripts/reliability_edges.py): a remote --db.
 
 Exit status 1 when any row fails.

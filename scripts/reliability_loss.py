@@ -77,12 +77,50 @@ def audit_k_samples_row(row: Callable[..., Any], tmp: Path) -> Any:
     return _tally(row, "audit agrees with the k-sample gate (#28 item 11)", checks)
 
 
+def reference_conflict_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 12: references re-ingested with the same keys and changed text are conflicts
+    (reported, exit 3, stored text kept, not "already present"), as labels are."""
+    from truss_lab.store._store import Store
+
+    db = _lab_db(tmp, "conflicts.duckdb")
+    refs = SAMPLE / "references.jsonl"
+    checks: dict[str, bool] = {}
+    p = _cli("ingest", "references", str(refs), "--db", str(db))
+    checks["first ingest: exit 0"] = p.returncode == 0
+    recs = [json.loads(x) for x in refs.read_text().splitlines()]
+    for r in recs:
+        r["text"] = r["text"] and r["text"] + " (revised)"
+    n_changed = sum(bool(r["text"]) for r in recs)
+    changed = tmp / "references_changed.jsonl"
+    changed.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    p = _cli("ingest", "references", str(changed), "--db", str(db), "--json")
+    rep = json.loads(p.stdout or "{}")
+    checks["changed text: exit 3"] = p.returncode == 3
+    checks["every changed row a conflict"] = (
+        sum("different content" in e for e in rep.get("errors", [])) == n_changed)
+    checks["conflicts not counted present"] = rep.get("rows_present") == len(recs) - n_changed
+    with Store(db, read_only=True) as s:
+        checks["stored text kept"] = s.sql(
+            "SELECT count(*) FROM reference_lessons WHERE text LIKE '%(revised)'"
+        ).fetchall() == [(0,)]
+    lines = (SAMPLE / "labels.csv").read_text().splitlines()
+    _cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
+    f = lines[1].split(",")
+    flipped = tmp / "labels_flipped.csv"
+    flipped.write_text("\n".join([lines[0], ",".join([*f[:3], str(1 - int(f[3])), *f[4:]])])
+                       + "\n")
+    p = _cli("ingest", "labels", str(flipped), "--db", str(db))
+    checks["labels: same report, exit 3"] = (p.returncode == 3
+                                             and "different content" in p.stdout)
+    return _tally(row, "re-ingest with changed content is a conflict (#28 item 12)", checks)
+
+
 def loss_rows(row: Callable[..., Any], tmp: Path, quick: bool) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``)."""
     sub = tmp / "loss"
     sub.mkdir(exist_ok=True)
     out = []
-    for fn in (audit_k_samples_row,):
+    for fn in (audit_k_samples_row, reference_conflict_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row

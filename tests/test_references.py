@@ -141,3 +141,39 @@ def test_load_sample_ingests_references(tmp_path) -> None:
 
     with load_sample(tmp_path / "s.duckdb") as s:
         assert s.sql("SELECT count(*) FROM reference_lessons").fetchall()[0][0] == 780
+
+
+def test_re_ingesting_changed_references_or_labels_is_a_conflict_not_present(
+        sample_full: Path, tmp_path: Path) -> None:
+    """Issue 28 item 12: the same keys with changed text (or a flipped label) keep the
+    stored rows, are each reported as a conflict (one report for both formats), are not
+    counted as already present, and fail the command (exit 3)."""
+    from tests.builders.stores import copy_db
+    from truss_lab.store._store import Store
+
+    db = str(copy_db(sample_full, tmp_path / "lab.duckdb"))
+    recs = [json.loads(x) for x in (SAMPLE / "references.jsonl").read_text().splitlines()]
+    for r in recs:
+        r["text"] = r["text"] and r["text"] + " (revised)"  # "none" lines stay empty
+    changed = _write(tmp_path, [json.dumps(r) for r in recs])
+    n_changed = sum(bool(r["text"]) for r in recs)
+    r = invoke("ingest", "references", "--db", db, str(changed), "--json")
+    assert r.exit_code == 3, r.output
+    rep = json.loads(r.stdout)
+    assert (rep["rows_added"], rep["rows_present"]) == (0, len(recs) - n_changed)
+    assert len(rep["errors"]) == n_changed and "different content" in rep["errors"][0]
+    with Store(db, read_only=True) as s:
+        assert s.sql("SELECT count(*) FROM reference_lessons WHERE text LIKE '%(revised)'"
+                     ).fetchall() == [(0,)]
+    # Labels: the same report; beyond the first 1000 conflicts, one line counts the rest.
+    lines = (SAMPLE / "labels.csv").read_text().splitlines()
+    flipped = [lines[0]] + [",".join([*f[:3], str(1 - int(f[3])), *f[4:]])
+                            for f in (x.split(",") for x in lines[1:])]
+    (tmp_path / "labels.csv").write_text("\n".join(flipped) + "\n")
+    r = invoke("ingest", "labels", "--db", db, str(tmp_path / "labels.csv"), "--json")
+    assert r.exit_code == 3, r.output
+    rep = json.loads(r.stdout)
+    assert (rep["rows_added"], rep["rows_present"]) == (0, 0)
+    assert len(rep["errors"]) == 1001
+    assert rep["errors"][-1].endswith(f"{len(flipped) - 1 - 1000} more row(s) already stored "
+                                      "with different content; kept the stored rows")

@@ -45,6 +45,8 @@ class IngestReport:
     rows_read: int
     rows_added: int
     rows_present: int
+    """Rows whose key was stored already with the same content. A row stored with other
+    content is a conflict: kept as stored, reported among ``errors``, not counted here."""
     errors: list[BadInputError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     """Rows that landed but point at nothing known (labels: an unknown verdict, a
@@ -94,15 +96,26 @@ def _frame(df: pd.DataFrame, schema: pa.Schema, extra: dict[str, Any]) -> pa.Tab
 
 
 def _conflicts(store: Store, table: str, new: pa.Table, key: list[str], value: list[str],
-               source: str) -> list[BadInputError]:
-    return [
+               source: str) -> tuple[int, list[BadInputError]]:
+    """The one conflict report of every unchained input (completions, labels, reference
+    lessons): rows whose key is stored already with other content are kept as stored,
+    each named by its key (the first :data:`~truss_lab.store._ingested.CONFLICTS_NAMED`,
+    then one line for the rest). Returns (rows in conflict, errors); ``truss-lab ingest``
+    exits 3 on them."""
+    n, keys = stored_conflicts(store, table, new, key, value)
+    errors = [
         BadInputError(
             f"{dict(zip(key, r, strict=True))} is already stored with different content; "
             "kept the stored row",
             source=source, reason="conflict",
         )
-        for r in stored_conflicts(store, table, new, key, value)
+        for r in keys
     ]
+    if n > len(keys):
+        errors.append(BadInputError(
+            f"{n - len(keys)} more row(s) already stored with different content; kept the "
+            "stored rows", source=source, reason="conflict"))
+    return n, errors
 
 
 def _config_hashes(df: pd.DataFrame) -> tuple[list[str | None], dict[str, tuple[str, str]]]:
@@ -130,7 +143,8 @@ def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestRepo
     new = new.append_column("config_hash", pa.array(hashes, pa.string()))
     key = COMPLETIONS_KEY
     n_read = len(df) + len(errors)
-    conflicts = _conflicts(store, "completions", new, key, ["text", "request_hash"], source)
+    n_conflicts, conflicts = _conflicts(store, "completions", new, key,
+                                        ["text", "request_hash"], source)
     with store.transaction():
         for ext, (h, config) in sorted(configs.items()):
             try:
@@ -139,7 +153,8 @@ def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestRepo
                 raise BadInputError(str(exc.message), source=source, field="config",
                                     reason="config_conflict") from None
         added = store.append("completions", new, key=key)
-    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])
+    return IngestReport(source, n_read, added, len(df) - added - n_conflicts,
+                        [*errors, *conflicts])
 
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
@@ -150,12 +165,12 @@ def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
     df, errors = read_labels(path)
     blank = int(df.attrs.get("blank_rows", 0))
     n_read = len(df) + len(errors) + blank
-    added, conflicts = append_labels(store, df, source=source)
+    added, n_conflicts, conflicts = _append_labels(store, df, source)
     problems = label_problems(store, df.rename(columns=FILE_TO_TABLE))
     warnings = [f"{source}: verdict {r.verdict_hash}, extractor {r.extractor_id!r}, lesson_index "
                 f"{r.lesson_index}: {r.problem}" for r in problems.itertuples()]
-    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts],
-                        warnings, rows_blank=blank)
+    return IngestReport(source, n_read, added, len(df) - added - n_conflicts,
+                        [*errors, *conflicts], warnings, rows_blank=blank)
 
 
 def append_labels(
@@ -171,6 +186,13 @@ def append_labels(
     already is never overwritten; one stored with a different ``useful`` is
     reported as a conflict. Returns (rows added, conflicts).
     """
+    added, _, conflicts = _append_labels(store, df, source)
+    return added, conflicts
+
+
+def _append_labels(store: Store, df: pd.DataFrame,
+                   source: str) -> tuple[int, int, list[BadInputError]]:
+    """:func:`append_labels`, with the number of rows in conflict."""
     missing = [c for c in LABEL_FIELDS[:4] if c not in df.columns]
     if missing:
         raise BadInputError(f"label rows lack column(s) {', '.join(missing)}", source=source,
@@ -179,10 +201,10 @@ def append_labels(
     df["annotator"] = df["annotator"].fillna("") if "annotator" in df.columns else ""
     new = _frame(df, LABELS_SCHEMA, {"source": source, "labelled_at": utcnow()})
     key = LABELS_KEY
-    conflicts = _conflicts(store, "labels", new, key, ["useful"], source)
+    n_conflicts, conflicts = _conflicts(store, "labels", new, key, ["useful"], source)
     with store.transaction():
         added = store.append("labels", new, key=key)
-    return added, conflicts
+    return added, n_conflicts, conflicts
 
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
@@ -191,7 +213,8 @@ def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestRepor
 
     Bad lines are reported (file, line, field) and the good ones land in one
     transaction; a row whose key (verdict_hash, reference_id, annotator) is
-    stored already is kept as stored, and reported when its text or evidence
+    stored already is kept as stored, and reported as a conflict (as labels and
+    completions are; not counted as already present) when its text or evidence
     differ.
     """
     source = str(path)
@@ -199,7 +222,9 @@ def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestRepor
     n_read = len(df) + len(errors)
     new = _frame(df, REFERENCES_SCHEMA, {"source": source, "annotated_at": utcnow()})
     key = list(REFERENCE_KEY)
-    conflicts = _conflicts(store, "reference_lessons", new, key, ["text", "evidence"], source)
+    n_conflicts, conflicts = _conflicts(store, "reference_lessons", new, key,
+                                        ["text", "evidence"], source)
     with store.transaction():
         added = store.append("reference_lessons", new, key=key)
-    return IngestReport(source, n_read, added, len(df) - added, [*errors, *conflicts])
+    return IngestReport(source, n_read, added, len(df) - added - n_conflicts,
+                        [*errors, *conflicts])

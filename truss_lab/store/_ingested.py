@@ -14,24 +14,31 @@ import pyarrow as pa
 
 from ._store import Store, quote_ident
 
-__all__ = ["label_problems", "stored_conflicts"]
+__all__ = ["CONFLICTS_NAMED", "label_problems", "stored_conflicts"]
+
+
+#: Most conflicting keys :func:`stored_conflicts` names (the rest are counted).
+CONFLICTS_NAMED = 1000
 
 
 def stored_conflicts(store: Store, table: str, new: pa.Table, key: Sequence[str],
-                     value: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The ``key`` values of rows of ``new`` that ``table`` holds already with a different
-    ``value`` column (at most 1000): the rows an append keeps as stored."""
+                     value: Sequence[str]) -> tuple[int, list[tuple[Any, ...]]]:
+    """The rows of ``new`` that ``table`` holds already with a different ``value`` column
+    (the rows an append keeps as stored): how many, and the ``key`` values of the first
+    :data:`CONFLICTS_NAMED`."""
     store.con.register("_incoming", new)
     try:
         q = quote_ident
         on = " AND ".join(f"t.{q(k)} = n.{q(k)}" for k in key)
         differ = " OR ".join(f"t.{q(v)} IS DISTINCT FROM n.{q(v)}" for v in value)
         cols = ", ".join(f"n.{q(k)}" for k in key)
-        return store.con.execute(
-            f"SELECT {cols} FROM _incoming n JOIN {q(table)} t ON {on} WHERE {differ} LIMIT 1000"
+        rows = store.con.execute(
+            f"SELECT {cols}, count(*) OVER () FROM _incoming n JOIN {q(table)} t ON {on} "
+            f"WHERE {differ} LIMIT {CONFLICTS_NAMED}"
         ).fetchall()
     finally:
         store.con.unregister("_incoming")
+    return (int(rows[0][-1]) if rows else 0), [r[:-1] for r in rows]
 
 
 def label_problems(store: Store, incoming: pd.DataFrame | None = None) -> pd.DataFrame:
