@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -275,6 +276,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--list", action="store_true", help="name every offender")
     args = ap.parse_args(argv)
+    # Piped into head: stop quietly when the reader goes, as a shell tool does.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     mods = [m for m in modules() if m.name != "__init__.py"]
     lines = sum(len(m.read_text(encoding="utf-8").splitlines()) for m in modules())
     rows = {
