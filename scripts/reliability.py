@@ -29,7 +29,8 @@ scripted HTTP server of tests/builders/http_server.py):
   orphaned workers;
 * the silent-loss items of issue 28 (scripts/reliability_loss.py): the audit after a
   k-sample run, references re-ingested with changed text;
-* the edges of issue #28 (scripts/reliability_edges.py): a remote --db.
+* the edges of issue #28 (scripts/reliability_edges.py): a remote --db, deep JSON in
+  every input.
 
 Exit status 1 when any row fails.
 """

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scripts.reliability_holes import cli, one_line, tally
+from scripts.reliability_holes import SAMPLE, cli, lab_db, one_line, tally
 
 # -- 5. a remote --db ---------------------------------------------------------------------------
 
@@ -38,12 +38,45 @@ def remote_db_row(row: Callable[..., Any], tmp: Path) -> Any:
     return tally(row, "--db http/s3/md: refused, no network", checks)
 
 
+# -- 6. deep JSON in every input -------------------------------------------------------------------
+
+
+def deep_inputs_row(row: Callable[..., Any], tmp: Path) -> Any:
+    from truss_lab.store._store import Store
+
+    d = tmp / "deep_inputs"
+    d.mkdir()
+    db = lab_db(d, "lab.duckdb")
+    with Store(db, read_only=True) as s:
+        seq, h = s.sql("SELECT seq, hash FROM journal ORDER BY seq LIMIT 1").fetchone()
+    checks: dict[str, bool] = {}
+    for depth in (1000, 3000, 100_000):
+        deep = "[" * depth + "]" * depth
+        ring = d / f"keys_{depth}.json"
+        ring.write_text('{"a": ' + deep + "}")
+        new_db = d / f"new_{depth}.duckdb"
+        p = cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys", str(ring),
+                "--db", str(new_db))
+        checks[f"--keys {depth} deep"] = (one_line(p) and "200 levels" in p.stderr
+                                          and not new_db.exists())
+        refs = d / f"refs_{depth}.jsonl"
+        refs.write_text(f'{{"seq": {seq}, "hash": "{h}", "x": {deep}}}\n')
+        p = cli("extract", "--db", str(db), "--extractor", "heuristic", "--policy", "on",
+                "--quiet", "--verdicts", str(refs))
+        checks[f"--verdicts FILE {depth} deep"] = one_line(p) and "line 1" in p.stderr
+        key = d / f"deep_{depth}.key"
+        key.write_text('{"key_id": "a", "ed25519_seed": ' + deep + "}")
+        p = cli("propose", "--db", str(db), "--run", "x", "--key", str(key))
+        checks[f"--key {depth} deep"] = one_line(p) and "200 levels" in p.stderr
+    return tally(row, "deep JSON in --keys, --verdicts FILE, --key", checks)
+
+
 def edges_rows(row: Callable[..., Any], tmp: Path) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``)."""
     sub = tmp / "edges"
     sub.mkdir(exist_ok=True)
     out = []
-    for fn in (remote_db_row,):
+    for fn in (remote_db_row, deep_inputs_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row

@@ -43,7 +43,8 @@ def tally(row: Callable[..., Any], name: str, checks: dict[str, bool]) -> Any:
                ("failed: " + "; ".join(bad))[:160] if bad else ", ".join(checks)[:160])
 
 
-def _lab_db(tmp: Path, name: str) -> Path:
+def lab_db(tmp: Path, name: str) -> Path:
+    """A database holding the sample's journal and completions."""
     from truss_lab.ingest._ingest import ingest_completions
     from truss_lab.journal._ledger import import_journal
     from truss_lab.store._store import Store
@@ -75,7 +76,7 @@ def secrets_holes_row(row: Callable[..., Any], tmp: Path) -> Any:
     base = ["extract", "--extractor", "openai:m", "--policy", "on", "--quiet",
             "--verdicts", "seq<=2"]
     with ScriptedServer() as srv:
-        db = _lab_db(tmp, "secrets_holes.duckdb")
+        db = lab_db(tmp, "secrets_holes.duckdb")
         p = cli(*base, "--db", str(db), "--base-url", srv.base_url,
                  env={"OPENAI_API_KEY": key + "\r"})
         checks["CRLF key refused in one line, not printed, no request"] = (
@@ -176,7 +177,7 @@ def labels_recovery_row(row: Callable[..., Any], tmp: Path) -> Any:
 
 
 def ingest_exit_row(row: Callable[..., Any], tmp: Path) -> Any:
-    db = _lab_db(tmp, "exit_codes.duckdb")
+    db = lab_db(tmp, "exit_codes.duckdb")
     good = (SAMPLE / "labels.csv").read_text().splitlines()
     h, ext = good[1].split(",")[:2]
     mixed = tmp / "mixed.csv"
@@ -228,7 +229,7 @@ def sql_row(row: Callable[..., Any], tmp: Path) -> Any:
             pass
         checks["copy_store of a hostile name drops nothing"] = s.sql(
             "SELECT count(*) FROM labels").fetchall() == [(1,)]
-    db = _lab_db(tmp, "verdicts_sql.duckdb")
+    db = lab_db(tmp, "verdicts_sql.duckdb")
     for fn in ("read_text('/etc/hostname')", "read_csv('/etc/passwd')",
                "read_blob('/etc/hostname')"):
         p = cli("extract", "--db", str(db), "--extractor", "heuristic", "--policy", "on",
@@ -262,7 +263,7 @@ def paths_row(row: Callable[..., Any], tmp: Path) -> Any:
     checks["keyring with a duplicated key id"] = one_line(
         cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys", str(ring), "--db",
              str(d / "dup.duckdb")))
-    db = _lab_db(tmp, "paths.duckdb")
+    db = lab_db(tmp, "paths.duckdb")
     for opt in ("--csv", "--plot"):
         checks[f"sweep {opt} in a missing folder"] = one_line(
             cli("sweep", "--db", str(db), "--run", "x", opt, str(d / "missing" / "o")))

@@ -58,3 +58,64 @@ def test_local_file_with_a_colon_still_opens(tmp_path: Path, monkeypatch) -> Non
     monkeypatch.chdir(tmp_path)
     assert invoke("init", "--db", "./md:lab.duckdb").exit_code == 0
     assert (tmp_path / "md:lab.duckdb").is_file()
+
+
+# -- item 6: every JSON input goes through the one strict reader (depth bounded) ----------------
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [1000, 3000, 100_000])
+def test_deep_keyring_is_one_line_and_creates_no_database(tmp_path: Path, depth: int) -> None:
+    ring = tmp_path / "keys.json"
+    ring.write_text('{"a": ' + _deep(depth) + "}")
+    db = tmp_path / "lab.duckdb"
+    r = invoke("ingest", "journal", SAMPLE / "journal.jsonl", "--keys", ring, "--db", db)
+    out = _one_line_error(r)
+    assert str(ring) in out and "nested deeper than 200 levels" in out
+    assert not db.exists()
+    r = invoke("keys", "generate", "--key-id", "me", "--out", tmp_path / "me.key",
+               "--keyring", ring)
+    assert "nested deeper than 200 levels" in _one_line_error(r)
+    assert not (tmp_path / "me.key").exists()
+
+
+def test_duplicated_key_id_still_named(tmp_path: Path) -> None:
+    ring = tmp_path / "dup.json"
+    ring.write_text('{"a": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", '
+                    '"a": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}')
+    r = invoke("ingest", "journal", SAMPLE / "journal.jsonl", "--keys", ring, "--db",
+               tmp_path / "lab.duckdb")
+    assert "field 'a': key id appears twice" in _one_line_error(r)
+
+
+@pytest.mark.parametrize("depth", [1000, 3000])
+def test_deep_refs_file_is_one_line_naming_the_line(sample_unlabelled: Path, tmp_path: Path,
+                                                    depth: int) -> None:
+    from tests.builders.stores import copy_db
+
+    db = copy_db(sample_unlabelled, tmp_path / "lab.duckdb")
+    with Store(db, read_only=True) as s:
+        seq, h = s.sql("SELECT seq, hash FROM journal ORDER BY seq LIMIT 1").fetchone()
+        runs = s.counts()["extraction_runs"]
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text(f'{{"seq": {seq}, "hash": "{h}"}}\n'
+                    f'{{"seq": {seq}, "hash": "{h}", "x": {_deep(depth)}}}\n')
+    r = invoke("extract", "--db", db, "--extractor", "heuristic", "--policy", "on", "--quiet",
+               "--verdicts", refs)
+    out = _one_line_error(r)
+    assert f"{refs}, line 2" in out and "nested deeper than 200 levels" in out
+    with Store(db, read_only=True) as s:
+        assert s.counts()["extraction_runs"] == runs
+
+
+def test_deep_key_file_is_one_line(sample_unlabelled: Path, tmp_path: Path) -> None:
+    from tests.builders.stores import copy_db
+
+    key = tmp_path / "deep.key"
+    key.write_text('{"key_id": "a", "ed25519_seed": ' + _deep(3000) + "}")
+    db = copy_db(sample_unlabelled, tmp_path / "lab.duckdb")
+    r = invoke("propose", "--db", db, "--run", "x", "--key", key)
+    assert "not a truss_lab key file (nested deeper than 200 levels)" in _one_line_error(r)

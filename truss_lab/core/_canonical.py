@@ -107,7 +107,9 @@ def loads_strict(text: str | bytes) -> Any:
         raise
     except UnicodeDecodeError as exc:
         raise MalformedJSON(f"not UTF-8: {exc.reason}", reason="bad_unicode") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except RecursionError:  # deeper than Python's parser goes: deeper than MAX_DEPTH too
+        raise MalformedJSON(f"nested deeper than {MAX_DEPTH} levels", reason="too_deep") from None
+    except json.JSONDecodeError as exc:
         raise MalformedJSON(f"not valid JSON: {exc}", reason="bad_json") from None
     # Cheap guard first: fewer opening brackets than MAX_DEPTH cannot nest deeper.
     if text.count("[") + text.count("{") > MAX_DEPTH:

@@ -80,6 +80,7 @@ import orjson
 import pandas as pd
 import pyarrow as pa
 
+from ..core._canonical import MalformedJSON, loads_strict
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, ChainError, ProviderError, StoreError
 from ..core._gc import full_collections_deferred
@@ -173,14 +174,15 @@ def _read_refs_file(path: Path) -> pd.DataFrame:
         except (OSError, pa.ArrowException) as exc:
             raise BadInputError(f"cannot read Parquet refs ({exc})", source=source) from None
     rows = []
-    with open(path, encoding="utf-8") as fh:
+    with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInputError(f"not JSON ({exc.msg})", source=source, line=lineno) from None
+                obj = loads_strict(line)  # the one strict JSON reader: depth bounded, UTF-8
+            except MalformedJSON as exc:
+                raise BadInputError(f"not JSON ({exc})", source=source, line=lineno,
+                                    field=exc.field) from None
             if not isinstance(obj, dict) or not isinstance(obj.get("seq"), int) or \
                     not isinstance(obj.get("hash"), str):
                 raise BadInputError('expected {"seq": <int>, "hash": "<hex>"}', source=source,

@@ -25,7 +25,7 @@ import nacl.bindings
 import nacl.exceptions
 import nacl.signing
 
-from ..core._canonical import canonical, jcs_string
+from ..core._canonical import MalformedJSON, canonical, jcs_string, loads_strict
 from ..core._errors import BadInputError
 
 __all__ = [
@@ -192,7 +192,7 @@ class SigningKey:
         """Read a key file written by :meth:`save`."""
         p = Path(path)
         try:
-            data = json.loads(p.read_text())
+            data = loads_strict(p.read_bytes())  # the one strict JSON reader: depth bounded
             seed = base64.b64decode(data["ed25519_seed"], validate=True)
             return cls.from_seed(str(data["key_id"]), seed)
         except FileNotFoundError:
@@ -227,33 +227,22 @@ def build_entry(
     }
 
 
-class _DuplicateKeyId(Exception):
-    pass
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKeyId(k)
-        out[k] = v
-    return out
-
-
 def load_keyring(path: str | os.PathLike[str]) -> dict[str, bytes]:
     """Read a keyring JSON (``key_id`` → standard base64 raw public key)."""
     p = Path(path)
     try:
-        raw = json.loads(p.read_text(), object_pairs_hook=_unique_pairs)
+        # The one strict JSON reader (the journal's): nesting is bounded, a duplicated
+        # key is refused (json would keep the last silently: a second entry could swap
+        # the key a reviewer read for another one).
+        raw = loads_strict(p.read_bytes())
     except FileNotFoundError:
         raise BadInputError("no such keyring file", source=str(p)) from None
-    except _DuplicateKeyId as exc:
-        # json keeps the last silently: a second entry could swap the key a
-        # reviewer read for another one.
-        raise BadInputError("key id appears twice; a keyring names each key once",
-                            source=str(p), field=str(exc)) from None
-    except ValueError as exc:
-        raise BadInputError(f"keyring is not JSON ({exc})", source=str(p)) from None
+    except MalformedJSON as exc:
+        if exc.reason == "duplicate_key":
+            raise BadInputError("key id appears twice; a keyring names each key once",
+                                source=str(p), field=exc.field) from None
+        raise BadInputError(f"keyring is not JSON ({exc})", source=str(p),
+                            field=exc.field) from None
     except OSError as exc:
         raise BadInputError(f"cannot read keyring: {exc.strerror}", source=str(p)) from None
     if not isinstance(raw, Mapping):

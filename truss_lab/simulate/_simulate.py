@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError, TrussLabError
 from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, save_keyring
 from ._annotations import (
@@ -366,13 +367,13 @@ def read_sample_completions(path: str | Path) -> pd.DataFrame:
     (``Extractor.replay(frame, EXTRACTOR, samples=K)``): the §2 columns and
     ``sample_index``; a line that is not such a record is an error naming it."""
     rows = []
-    with open(path, encoding="utf-8") as fh:
+    with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, 1):
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInputError(f"not JSON ({exc.msg})", source=str(path),
-                                    line=lineno) from None
+                rec = loads_strict(line)  # the one strict JSON reader: depth bounded, UTF-8
+            except MalformedJSON as exc:
+                raise BadInputError(f"not JSON ({exc})", source=str(path), line=lineno,
+                                    field=exc.field) from None
             if not isinstance(rec, dict) or not isinstance(rec.get("sample_index"), int):
                 raise BadInputError("expected a completion record with an integer "
                                     "sample_index", source=str(path), line=lineno,

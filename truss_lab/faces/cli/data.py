@@ -92,6 +92,8 @@ def ingest() -> None:
 def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_prefix: bool,
                    as_json: bool) -> None:
     """Import a journal export (all-or-nothing unless --keep-verified-prefix)."""
+    if keys_path is not None:
+        load_keyring(keys_path)  # a bad keyring is refused before the database is created
     with open_store(db) as store:
         rep = import_journal(store, path, keyring=keys_path,
                              keep_verified_prefix=keep_verified_prefix)
