@@ -27,8 +27,9 @@ scripted HTTP server of tests/builders/http_server.py):
   echoed key, URL userinfo), --db not DuckDB, deep nesting, labels recovery,
   ingest exit codes, SQL from names, output paths, the lab's own chain,
   orphaned workers;
-* the silent-loss items of issue 28 (scripts/reliability_loss.py): the audit after a
-  k-sample run, references re-ingested with changed text;
+* the silent-loss items of issue 28 (scripts/reliability_loss.py), one row per item
+  (11-14: the audit after a k-sample run, conflicting re-ingests, bounded references,
+  verify and policy provenance);
 * the edges of issue #28 (scripts/reliability_edges.py): a remote --db, deep JSON in
   every input.
 

@@ -115,12 +115,51 @@ def reference_conflict_row(row: Callable[..., Any], tmp: Path) -> Any:
     return _tally(row, "re-ingest with changed content is a conflict (#28 item 12)", checks)
 
 
+def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 13: a 20 MB reference text is a bad line named by line and field (the good
+    ones land); a reference to an unknown verdict is warned; a long text already in the
+    table is cut in the report."""
+    from truss_lab.ingest._references import MAX_REFERENCE_TEXT
+    from truss_lab.store._store import Store
+
+    db = _lab_db(tmp, "bounds.duckdb")
+    first = json.loads((SAMPLE / "references.jsonl").read_text().splitlines()[0])
+    ok = {**first, "reference_id": "r-ok", "text": "x" * MAX_REFERENCE_TEXT}
+    big = {**first, "reference_id": "r-big", "text": "x" * 20_000_000}
+    unknown = {**first, "verdict_hash": "ab" * 32, "reference_id": "r-unknown", "text": "ok"}
+    path = tmp / "references_big.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (ok, big, unknown)))
+    p = _cli("ingest", "references", str(path), "--db", str(db))
+    checks = {
+        "20 MB text: exit 3": p.returncode == 3,
+        "named by line and field": "line 2, field 'text'" in p.stdout,
+        "not echoed": len(p.stdout) + len(p.stderr) < 10_000,
+        "unknown verdict warned": "unknown verdict (not in the journal)" in p.stdout,
+    }
+    with Store(db) as s:
+        checks["good lines landed"] = s.sql(
+            "SELECT count(*) FROM reference_lessons").fetchall() == [(2,)]
+        s.sql("INSERT INTO reference_lessons SELECT hash, 'r-huge', ?, [], 'a', 't', now() "
+              "FROM journal WHERE seq = 1", ["y" * 20_000_000])
+    _cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
+    _cli("extract", "--db", str(db), "--extractor", "replay:sim-good-v1", "--policy", "on",
+         "--quiet", "--verdicts", "seq <= 100", "--run-id", "h")
+    out = tmp / "bounds_report.html"
+    p = _cli("report", "--db", str(db), "h", "--out", str(out), "--max-verdicts", "3",
+             "--n-boot", "10")
+    checks["report written"] = p.returncode == 0 and out.exists()
+    checks["report under 3 MB, text cut"] = (
+        out.exists() and out.stat().st_size < 3_000_000
+        and "of 20000000 characters)" in out.read_text(encoding="utf-8"))
+    return _tally(row, "reference text bounded, unknown verdict warned (#28 item 13)", checks)
+
+
 def loss_rows(row: Callable[..., Any], tmp: Path, quick: bool) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``)."""
     sub = tmp / "loss"
     sub.mkdir(exist_ok=True)
     out = []
-    for fn in (audit_k_samples_row, reference_conflict_row):
+    for fn in (audit_k_samples_row, reference_conflict_row, reference_bounds_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row

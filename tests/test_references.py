@@ -177,3 +177,42 @@ def test_re_ingesting_changed_references_or_labels_is_a_conflict_not_present(
     assert len(rep["errors"]) == 1001
     assert rep["errors"][-1].endswith(f"{len(flipped) - 1 - 1000} more row(s) already stored "
                                       "with different content; kept the stored rows")
+
+
+def test_references_are_bounded_and_unknown_verdicts_warned(sample_full: Path,
+                                                            tmp_path: Path) -> None:
+    """Issue 28 item 13: a 20 MB reference text (or an oversized id, annotator or evidence)
+    is a bad line named by line and field, the good lines land; a reference to a verdict
+    the journal does not hold lands with a warning, as a label does."""
+    from tests.builders.stores import copy_db
+    from truss_lab.ingest._references import (
+        MAX_REFERENCE_EVIDENCE,
+        MAX_REFERENCE_NAME,
+        MAX_REFERENCE_TEXT,
+    )
+
+    db = str(copy_db(sample_full, tmp_path / "lab.duckdb"))
+    known = json.loads((SAMPLE / "references.jsonl").read_text().splitlines()[0])["verdict_hash"]
+    lines = [
+        _line(verdict_hash=known, reference_id="r-ok", text="x" * MAX_REFERENCE_TEXT),
+        _line(verdict_hash=known, reference_id="r-big", text="x" * 20_000_000),
+        _line(verdict_hash=known, reference_id="r" * (MAX_REFERENCE_NAME + 1)),
+        _line(verdict_hash=known, reference_id="r-ann", annotator="a" * (MAX_REFERENCE_NAME + 1)),
+        _line(verdict_hash=known, reference_id="r-ev",
+              evidence=["summary"] * (MAX_REFERENCE_EVIDENCE + 1)),
+        _line(verdict_hash=known, reference_id="r-tok", evidence=["e" * (MAX_REFERENCE_NAME + 1)]),
+        _line(verdict_hash=H1, reference_id="r-unknown"),
+    ]
+    r = invoke("ingest", "references", "--db", db, str(_write(tmp_path, lines)), "--json")
+    assert r.exit_code == 3, r.output[:2000]
+    rep = json.loads(r.stdout)
+    assert rep["rows_added"] == 2
+    assert [e.split(": ")[0].split(", ", 1)[1] for e in rep["errors"]] == [
+        "line 2, field 'text'", "line 3, field 'reference_id'", "line 4, field 'annotator'",
+        "line 5, field 'evidence'", "line 6, field 'evidence.0'"]
+    assert f"at most {MAX_REFERENCE_TEXT} characters" in rep["errors"][0]
+    assert rep["warnings"] == [f"{_write(tmp_path, lines)}: verdict {H1}, 1 reference(s): "
+                               "unknown verdict (not in the journal)"]
+    assert len(r.output) < 10_000  # the 20 MB value is never echoed
+    schema = json_schema("references")["properties"]
+    assert schema["text"]["maxLength"] == MAX_REFERENCE_TEXT

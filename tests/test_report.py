@@ -69,6 +69,24 @@ def test_report_escapes_every_lesson(sample) -> None:
     assert text.count("<script>") == 1
 
 
+def test_report_cuts_long_text(sample) -> None:
+    """Issue 28 item 13: a reference lesson of 20 MB that reached the table (written
+    before its bound, or by SQL) is cut in the report, which says how long it was."""
+    from truss_lab.faces._report import TEXT_CHARS, table, verdict_list
+
+    store, run_ids, _, _ = sample
+    big = "y" * 20_000_000
+    store.sql("INSERT INTO reference_lessons SELECT hash, 'r-huge', ?, [], 'ann-a', 'test', "
+              "now() FROM journal WHERE seq = 1", [big])
+    try:
+        text = verdict_list(store, run_ids[:1], flags=None, max_verdicts=1)
+    finally:
+        store.sql("DELETE FROM reference_lessons WHERE reference_id = 'r-huge'")
+    note = f"… (first {TEXT_CHARS} of 20000000 characters)"
+    assert len(text) < 100_000 and f"{'y' * TEXT_CHARS}{note}" in text
+    assert note in table(pd.DataFrame({"text": [big]}))  # any table cell too
+
+
 def _verdict_block(text: str, verdict_hash: str) -> str:
     start = text.index(f'data-hash="{verdict_hash}"')
     return text[start:text.index("</details><details", start)]
@@ -229,3 +247,4 @@ def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
                  "--max-verdicts", "5")
     assert res.exit_code == 0, res.output
     assert "lessons judged by references (as asked)" in out.read_text(encoding="utf-8")
+

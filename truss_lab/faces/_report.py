@@ -15,8 +15,10 @@ errors). Every number comes from the library; every piece of text is escaped
 
 Size: the verdict list holds at most ``max_verdicts`` verdicts (up to half
 with errors, the rest the first by seq; the report says how many it left out),
-completions are cut at :data:`COMPLETION_CHARS` characters, and the page shows
-:data:`PAGE_SIZE` verdicts at a time.
+completions are cut at :data:`COMPLETION_CHARS` characters and any other piece of
+text (a lesson, a reference lesson, evidence, a summary, an error, a table cell) at
+:data:`TEXT_CHARS`, saying how long it was, and the page shows :data:`PAGE_SIZE`
+verdicts at a time.
 
 The page: everything it needs is in the file; no stylesheet, script or font is
 fetched, and the Content-Security-Policy forbids any request (images are
@@ -89,6 +91,8 @@ __all__ = [
     "COMPLETION_CHARS",
     "CSP",
     "PAGE_SIZE",
+    "TEXT_CHARS",
+    "cut",
     "esc",
     "fmt",
     "page",
@@ -110,20 +114,35 @@ CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
        "script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'")
 
 
+#: Any piece of text but a completion longer than this is cut in the report, saying how long
+#: it was: one oversized value (a reference lesson pasted from a file) must not make the
+#: page huge or unreadable.
+TEXT_CHARS = 2000
+
+
+def cut(value: Any, limit: int = TEXT_CHARS) -> str:
+    """``str(value)``, cut to ``limit`` characters with a note of its length when longer."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (first {limit} of {len(text)} characters)"
+
+
 def esc(value: Any) -> str:
     """``html.escape`` of ``str(value)`` (quotes too, so it is safe in attributes)."""
     return html.escape(str(value), quote=True)
 
 
 def fmt(value: Any) -> str:
-    """A cell as text: floats to 4 significant digits, NaN/None as an empty cell."""
+    """A cell as text: floats to 4 significant digits, NaN/None as an empty cell, text cut
+    at :data:`TEXT_CHARS`."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.4g}"
     if isinstance(value, (np.bool_, bool)):
         return "yes" if value else "no"
-    return str(value)
+    return cut(value)
 
 
 def table(df: pd.DataFrame, *, index: bool = False, cls: str = "") -> str:
@@ -225,7 +244,8 @@ def page(title: str, body: str) -> str:
 
 # -- the verdict list ---------------------------------------------------------------------------
 
-#: A completion longer than this is cut in the report (the lessons are listed in full).
+#: A completion longer than this is cut in the report (its lessons are listed, each cut
+#: at :data:`TEXT_CHARS`).
 COMPLETION_CHARS = 2000
 
 
@@ -309,16 +329,16 @@ def _references_table(refs: pd.DataFrame, matches: dict[str, pd.DataFrame]) -> s
         if rid == "none":
             text, ev, by = "(this verdict teaches nothing, says this annotator)", "", ""
         else:
-            text = str(r.text)
-            ev = ", ".join(map(str, r.evidence)) if r.evidence is not None else ""
+            text = cut(r.text)
+            ev = cut(", ".join(map(str, r.evidence))) if r.evidence is not None else ""
             claims = []
             for run, m in matches.items():
                 hit = m[(m["y"] == 1) & (m["reference_id"].astype("string") == rid)]
                 claims.append(f"{run}: " + ("; ".join(
                     f"lesson #{int(h.lesson_index)} ({h.similarity:.2f})"
                     for h in hit.itertuples(index=False)) or "missed"))
-            by = " · ".join(claims)
-        rows.append(f"<tr><td>{esc(rid)}</td><td>{esc(r.annotator or '')}</td>"
+            by = cut(" · ".join(claims))
+        rows.append(f"<tr><td>{esc(cut(rid))}</td><td>{esc(cut(r.annotator or ''))}</td>"
                     f"<td class=\"lesson-text\">{esc(text)}</td><td>{esc(ev)}</td>"
                     f"<td>{esc(by)}</td></tr>")
     return ("<h4>reference lessons</h4><table class=\"references\"><thead><tr><th>id</th>"
@@ -349,9 +369,10 @@ def _lessons_table(c: pd.DataFrame, matched: pd.DataFrame | None) -> str:
                                                 if not r.valid else "below threshold")
         junk = [k for k in ("duplicate_in_verdict", "duplicate_in_run", "ungrounded",
                             "no_evidence", "restates_summary") if bool(getattr(r, k, False))]
-        evidence = ", ".join(map(str, r.evidence)) if r.evidence is not None else ""
+        evidence = cut(", ".join(map(str, r.evidence))) if r.evidence is not None else ""
         rows.append(
-            f"<tr><td>{esc(r.lesson_index)}</td><td class=\"lesson-text\">{esc(r.text or '')}"
+            f"<tr><td>{esc(r.lesson_index)}</td><td class=\"lesson-text\">"
+            f"{esc(cut(r.text or ''))}"
             f"</td><td>{esc(fmt(r.salience))}</td><td>{esc(fmt(r.score))}</td>"
             f"<td>{esc(gate)}</td><td>{esc(_label(r))}</td>"
             f"<td>{esc(_match_text(by_id.get(r.candidate_id)))}</td>"
@@ -382,18 +403,19 @@ def _verdict_html(v: Any, per_run: dict[str, tuple[pd.DataFrame, pd.DataFrame, p
                 _lessons_table(c, v_matches.get(rid) if len(v_refs) else None)]
         if len(comp):
             text = str(comp["text"].iloc[0])
-            cut = (f" (first {COMPLETION_CHARS} of {len(text)} characters)"
-                   if len(text) > COMPLETION_CHARS else "")
-            part.append(f"<details><summary>completion{esc(cut)}</summary>"
+            note = (f" (first {COMPLETION_CHARS} of {len(text)} characters)"
+                    if len(text) > COMPLETION_CHARS else "")
+            part.append(f"<details><summary>completion{esc(note)}</summary>"
                         f"<pre>{esc(text[:COMPLETION_CHARS])}</pre></details>")
         for r in e.itertuples(index=False):
             part.append(f"<p class=\"bad\">error ({esc(r.stage)}): {esc(r.reason)}: "
-                        f"{esc(r.message or '')}</p>")
+                        f"{esc(cut(r.message or ''))}</p>")
         runs_html.append("".join(part))
     checks = payload.get("checks") or []
     check_rows = "".join(
-        f"<tr><td>{esc(ch.get('name', ''))}</td><td>{esc(fmt(ch.get('passed')))}</td>"
-        f"<td>{esc(ch.get('evidence', ''))}</td></tr>" for ch in checks if isinstance(ch, dict))
+        f"<tr><td>{esc(cut(ch.get('name', '')))}</td><td>{esc(fmt(ch.get('passed')))}</td>"
+        f"<td>{esc(cut(ch.get('evidence', '')))}</td></tr>" for ch in checks
+        if isinstance(ch, dict))
     badge = "pass" if outcome == "pass" else "fail" if outcome == "fail" else ""
     errs_badge = (f' <span class="badge err">{int(v.n_errors)} error(s)</span>'
                   if v.n_errors else "")
@@ -407,11 +429,11 @@ def _verdict_html(v: Any, per_run: dict[str, tuple[pd.DataFrame, pd.DataFrame, p
         f'data-refs="{len(v_refs)}" data-hash="{esc(v.verdict_hash)}">'
         f"<summary><code>seq {int(v.verdict_seq)}</code> "
         f'<span class="badge {badge}">{esc(outcome)}</span> '
-        f"<b>{esc(payload.get('contract_id', ''))}</b> {esc(goal[:90])} · "
+        f"<b>{esc(cut(payload.get('contract_id', ''), 90))}</b> {esc(goal[:90])} · "
         f"{n_lessons} lesson(s), {n_written} written{refs_badge}{errs_badge}</summary>"
-        f"<p><b>summary</b>: {esc(payload.get('summary', ''))}</p>"
-        f"<p class=\"muted\">run {esc(payload.get('run_id', ''))} · tags "
-        f"{esc(', '.join(map(str, payload.get('tags') or [])))} · verdict hash "
+        f"<p><b>summary</b>: {esc(cut(payload.get('summary', '')))}</p>"
+        f"<p class=\"muted\">run {esc(cut(payload.get('run_id', '')))} · tags "
+        f"{esc(cut(', '.join(map(str, payload.get('tags') or []))))} · verdict hash "
         f"<code>{esc(v.verdict_hash)}</code></p>"
         + (f"<table><thead><tr><th>check</th><th>passed</th><th>evidence</th></tr></thead>"
            f"<tbody>{check_rows}</tbody></table>" if check_rows else "")

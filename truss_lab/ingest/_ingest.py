@@ -19,7 +19,7 @@ from ..core._canonical import canonical_digest
 from ..core._errors import BadInputError
 from ..core._gc import full_collections_deferred
 from ..core._models import utcnow
-from ..store._ingested import label_problems, stored_conflicts
+from ..store._ingested import label_problems, reference_problems, stored_conflicts
 from ..store._runs import record_extractor_config
 from ..store._store import Store
 from ..store._tables import COMPLETIONS_SCHEMA, LABELS_SCHEMA, REFERENCES_SCHEMA
@@ -50,7 +50,8 @@ class IngestReport:
     errors: list[BadInputError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     """Rows that landed but point at nothing known (labels: an unknown verdict, a
-    lesson_index beyond the completion's lessons); ``audit`` flags them too."""
+    lesson_index beyond the completion's lessons, which ``audit`` flags too; reference
+    lessons: an unknown verdict)."""
     rows_blank: int = 0
     """Rows of a labelling queue file still without a label: skipped, not errors
     (counted in ``rows_read``)."""
@@ -153,8 +154,11 @@ def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestRepo
                 raise BadInputError(str(exc.message), source=source, field="config",
                                     reason="config_conflict") from None
         added = store.append("completions", new, key=key)
+    problems = reference_problems(store, df["verdict_hash"].astype(object).tolist())
+    warnings = [f"{source}: verdict {r.verdict_hash}, {r.n_references} reference(s): "
+                f"{r.problem}" for r in problems.itertuples()]
     return IngestReport(source, n_read, added, len(df) - added - n_conflicts,
-                        [*errors, *conflicts])
+                        [*errors, *conflicts], warnings)
 
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
@@ -215,7 +219,9 @@ def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestRepor
     transaction; a row whose key (verdict_hash, reference_id, annotator) is
     stored already is kept as stored, and reported as a conflict (as labels and
     completions are; not counted as already present) when its text or evidence
-    differ.
+    differ. A reference to a verdict the journal does not hold lands with a
+    warning, as a label does. A field beyond its bound
+    (:data:`~truss_lab.ingest._references.MAX_REFERENCE_TEXT` and the others) is a bad line.
     """
     source = str(path)
     df, errors = read_references(path)
@@ -226,5 +232,8 @@ def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestRepor
                                         ["text", "evidence"], source)
     with store.transaction():
         added = store.append("reference_lessons", new, key=key)
+    problems = reference_problems(store, df["verdict_hash"].astype(object).tolist())
+    warnings = [f"{source}: verdict {r.verdict_hash}, {r.n_references} reference(s): "
+                f"{r.problem}" for r in problems.itertuples()]
     return IngestReport(source, n_read, added, len(df) - added - n_conflicts,
-                        [*errors, *conflicts])
+                        [*errors, *conflicts], warnings)

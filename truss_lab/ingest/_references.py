@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,6 @@ from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError
 from ._strict import (
     Hex64,
-    NonEmpty,
     StrictRecord,
     dedupe,
     input_error,
@@ -39,6 +38,9 @@ from ._strict import (
 )
 
 __all__ = [
+    "MAX_REFERENCE_EVIDENCE",
+    "MAX_REFERENCE_NAME",
+    "MAX_REFERENCE_TEXT",
     "NO_REFERENCE",
     "REFERENCE_FIELDS",
     "REFERENCE_KEY",
@@ -54,20 +56,33 @@ REFERENCE_KEY: tuple[str, ...] = ("verdict_hash", "reference_id", "annotator")
 NO_REFERENCE = "none"
 """The ``reference_id`` of the line saying "this verdict teaches nothing"."""
 
+# Bounds on a line's fields (README "Formats"; ``truss-lab schema references`` shows
+# them): a reference is a sentence or a paragraph, so a far longer value is a mistake
+# (a pasted file, a generated blob) that would swell every table and report it reaches.
+# It is refused like any bad value: an error naming the line and the field.
+MAX_REFERENCE_TEXT = 16_384
+"""Most characters of a reference's ``text``."""
+MAX_REFERENCE_NAME = 256
+"""Most characters of a ``reference_id``, an ``annotator`` or one ``evidence`` token."""
+MAX_REFERENCE_EVIDENCE = 64
+"""Most ``evidence`` tokens on one reference."""
+
+_Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_REFERENCE_NAME)]
+
 
 class ReferenceRecordModel(StrictRecord):
     """One reference lesson: a line of a references JSONL file (FORMATS.md §4)."""
 
     verdict_hash: Hex64
     """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""
-    reference_id: NonEmpty
+    reference_id: _Name
     """The reference's id within its verdict (``r1``, ``r2`` ...); ``"none"``
     (with empty ``text``) says the annotator found nothing worth teaching."""
-    text: StrictStr
+    text: Annotated[StrictStr, Field(max_length=MAX_REFERENCE_TEXT)]
     """What the lesson should say; empty exactly when ``reference_id`` is ``"none"``."""
-    evidence: list[NonEmpty] = Field(default_factory=list)
+    evidence: list[_Name] = Field(default_factory=list, max_length=MAX_REFERENCE_EVIDENCE)
     """``check:<name>`` / ``summary`` / ``goal`` tokens, as in lesson evidence; may be empty."""
-    annotator: StrictStr | None = None
+    annotator: Annotated[StrictStr, Field(max_length=MAX_REFERENCE_NAME)] | None = None
     """Who wrote it; optional (absent, null or empty: one anonymous annotator)."""
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ._store import Store, quote_ident
 
-__all__ = ["CONFLICTS_NAMED", "label_problems", "stored_conflicts"]
+__all__ = ["CONFLICTS_NAMED", "label_problems", "reference_problems", "stored_conflicts"]
 
 
 #: Most conflicting keys :func:`stored_conflicts` names (the rest are counted).
@@ -58,6 +58,26 @@ def label_problems(store: Store, incoming: pd.DataFrame | None = None) -> pd.Dat
         return _label_problems(store, "_incoming_labels")
     finally:
         store.con.unregister("_incoming_labels")
+
+
+def reference_problems(store: Store, verdict_hashes: Sequence[str]) -> pd.DataFrame:
+    """The verdicts, among the ``verdict_hashes`` of incoming reference lessons (one per
+    reference), that the journal does not hold: columns ``verdict_hash``,
+    ``n_references`` and ``problem``. A reference to such a verdict lands (it may be
+    imported before its verdict) but no run can be judged on it yet; the ingest warns,
+    as it does for labels (:func:`label_problems`)."""
+    store.con.register("_incoming_references",
+                       pa.table({"verdict_hash": pa.array(list(verdict_hashes), pa.string())}))
+    try:
+        return store.con.execute("""
+            SELECT verdict_hash, count(*) AS n_references,
+                   'unknown verdict (not in the journal)' AS problem
+            FROM _incoming_references r
+            WHERE NOT EXISTS (SELECT 1 FROM journal j WHERE j.hash = r.verdict_hash)
+            GROUP BY verdict_hash ORDER BY verdict_hash
+        """).df()
+    finally:
+        store.con.unregister("_incoming_references")
 
 
 _LABEL_RELATIONS = frozenset({"labels", "_incoming_labels"})
