@@ -31,7 +31,9 @@ scripted HTTP server of tests/builders/http_server.py):
   (11-14: the audit after a k-sample run, conflicting re-ingests, bounded references,
   verify and policy provenance);
 * the edges of issue #28 (scripts/reliability_edges.py): a remote --db, deep JSON in
-  every input.
+  every input;
+* the secrets of issue #28 (scripts/reliability_secrets.py): a key echoed in a
+  completion's model or a lesson's evidence, a key in the --base-url query.
 
 Exit status 1 when any row fails.
 """
@@ -64,6 +66,7 @@ from benchmarks import resume_torture
 from scripts.reliability_edges import edges_rows
 from scripts.reliability_holes import holes_rows
 from scripts.reliability_loss import loss_rows
+from scripts.reliability_secrets import secrets_echo_rows
 from tests.builders.chains import KEYS, RING, make_chain, to_lines, verdict_payload
 from tests.builders.http_server import ScriptedServer
 from tests.builders.stores import lock_holder, sample_template
@@ -842,6 +845,7 @@ def main(argv: list[str] | None = None) -> int:
         section("holes (#15)", lambda: holes_rows(Row, tmp, quick))
         section("silent loss (#28)", lambda: loss_rows(Row, tmp, quick))
         section("edges (#28)", lambda: edges_rows(Row, tmp))
+        section("secrets (#28)", lambda: secrets_echo_rows(Row, tmp))
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "

@@ -13,6 +13,9 @@
   ``make test``, ``thorough`` for ``make test-slow``) and ``examples(N)``;
 - :mod:`tests.builders.http_server`: a scriptable OpenAI-compatible server
   on 127.0.0.1;
+- :mod:`tests.builders.echo`: that server echoing the caller's API key in the
+  answer's ``model`` or a lesson's ``evidence``, and ``leaks`` (the files that
+  hold a needle);
 - :mod:`tests.builders.report`: the sample with a ``<script>`` lesson, for the
   report tests.
 

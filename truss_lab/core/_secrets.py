@@ -9,12 +9,15 @@ before it is kept anywhere. Three kinds of secret are removed:
   the values of environment variables whose names say they are secret
   (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``);
 * ``Authorization`` values and ``Bearer``/``Basic`` credentials;
-* the userinfo of URLs (``http://user:KEY@host`` -> ``http://[REDACTED]@host``).
+* the userinfo of URLs (``http://user:KEY@host`` -> ``http://[REDACTED]@host``) and
+  the values of URL query parameters named like a credential (``?api-key=KEY``,
+  ``&access_token=KEY``, ``sig=``: Azure OpenAI and signed URLs carry the key there).
 
 Where the text lands decides nothing: :class:`~truss_lab.core._errors.TrussLabError`
-redacts its message, :class:`~truss_lab.store._store.Store` redacts the
-free-text columns of every append (``FREE_TEXT_COLUMNS``), and recordings go
-through the same function.
+redacts its message, :class:`~truss_lab.store._store.Store` redacts every column a
+server or the user's configuration can fill, on every append (``FREE_TEXT_COLUMNS``;
+list columns such as ``evidence`` element by element), and a recording is
+redacted whole (:func:`redact_json`) before the recorder sees it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 __all__ = [
     "MASK",
     "control_characters",
+    "is_secret_parameter",
     "redact",
     "redact_arrow",
     "redact_json",
@@ -40,6 +44,10 @@ MASK = "[REDACTED]"
 # Shorter values would mask ordinary words; no real key is this short.
 _MIN_SECRET = 8
 _SECRET_ENV = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.I)
+# Query parameter names (or their last ``-``/``_`` part) that carry a credential.
+_QUERY_SECRET = (r"(?:api[-_]?key|key|token|secret|password|passwd|sig|signature|"
+                 r"credential|auth|code)")
+_SECRET_PARAMETER = re.compile(r"(?i)(?:[a-z0-9_.-]*[_-])?" + _QUERY_SECRET)
 _PATTERNS = (
     # Authorization: <scheme> <credentials>, as a header line, a dict entry or JSON.
     (re.compile(r"""(?i)(authorization['"]?\s*[:=]\s*['"]?)(?:(?:bearer|basic|token)\s+)?"""
@@ -47,9 +55,13 @@ _PATTERNS = (
     (re.compile(r"(?i)\b(bearer|basic)(\s+)[^\s'\",}]+"), r"\1\2" + MASK),
     # userinfo in a URL: scheme://user[:password]@host
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]+@"), r"\1" + MASK + "@"),
+    # a credential in a URL query: ?api-key=KEY, &access_token=KEY, &sig=...
+    (re.compile(r"(?i)([?&](?:[a-z0-9_.-]*[_-])?" + _QUERY_SECRET + r"=)[^&#\s'\"]+"),
+     r"\1" + MASK),
 )
 
-_GUARD = r"(?i)authorization|bearer|basic|://[^/@\s]+@"
+_GUARD = (r"(?i)authorization|bearer|basic|://[^/@\s]+@|[?&](?:[a-z0-9_.-]*[_-])?"
+          + _QUERY_SECRET + "=")
 
 _lock = threading.Lock()
 _registered: set[str] = set()
@@ -61,6 +73,12 @@ def register_secret(value: str | None) -> None:
         with _lock:
             _registered.add(value)
             _registered.add(value.strip())
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether a URL query parameter called ``name`` carries a credential (``api-key``,
+    ``access_token``, ``sig``; not ``api-version``): a provider registers its value."""
+    return _SECRET_PARAMETER.fullmatch(name) is not None
 
 
 def control_characters(value: str) -> bool:
@@ -121,9 +139,22 @@ def redact_json(obj: Any) -> Any:
 
 
 def redact_arrow(array: Any) -> Any:
-    """:func:`redact` over a pyarrow string array, vectorized (bulk appends)."""
+    """:func:`redact` over a pyarrow string array, or every element of a list-of-strings
+    array (``evidence``), vectorized (bulk appends); a chunked array chunk by chunk."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
+    if isinstance(array, pa.ChunkedArray):
+        return pa.chunked_array([redact_arrow(c) for c in array.chunks], type=array.type)
+    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        # The elements are redacted in place; lengths and nulls stay as they were
+        # (offsets rebased to 0: a sliced array's offsets start further on).
+        cls = pa.ListArray if pa.types.is_list(array.type) else pa.LargeListArray
+        first, last = array.offsets[0].as_py(), array.offsets[-1].as_py()
+        offsets = pc.subtract(array.offsets, pa.scalar(first, array.offsets.type))
+        values = redact_arrow(array.values.slice(first, last - first))
+        return cls.from_arrays(offsets, values, type=array.type,
+                               mask=array.is_null() if array.null_count else None)
     for v in _secret_values():
         array = pc.replace_substring(array, v, MASK)
     # One guard pass (what every pattern needs) instead of three rewriting

@@ -59,7 +59,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core._canonical import canonical, canonical_digest
 from ..core._errors import BadInputError, ConfigError, ProviderError, ProviderUnavailableError
-from ..core._secrets import control_characters, redact, register_secret
+from ..core._secrets import (
+    control_characters,
+    is_secret_parameter,
+    redact,
+    redact_json,
+    register_secret,
+)
 from ..ingest._completions import (
     completion_columns,
     completion_frame,
@@ -438,11 +444,16 @@ class OpenAICompatibleProvider:
         # never shown: every message and record names the URL without them.
         register_secret(url.password or None)
         register_secret(url.username or None)
+        # So is a key in the query (Azure's ?api-key=), and the query stays after
+        # the path the provider adds.
+        for name, value in url.params.multi_items():
+            if is_secret_parameter(name):
+                register_secret(value)
         self._httpx = httpx
         self.api_key_env = api_key_env
         self._api_key()  # a bad key is refused here, before any request
         self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/chat/completions"
+        self.url = str(url.copy_with(path=url.path.rstrip("/") + "/chat/completions"))
         self.model = model
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -640,14 +651,16 @@ class OpenAICompatibleProvider:
                         "model": c.model,
                         "prompt_version": request.prompt_version,
                         "request_hash": c.request_hash,
-                        "text": redact(c.text),  # a recording is kept: no echoed key in it
+                        "text": c.text,
                         "latency_ms": c.latency_ms,
                         "prompt_tokens": c.prompt_tokens,
                         "completion_tokens": c.completion_tokens,
                     }
                     if request.sample_index is not None:
                         record["sample_index"] = request.sample_index
-                    self.recorder(record)
+                    # A recording is kept: no key the server echoed (in the text, the
+                    # model name or anywhere else) reaches it.
+                    self.recorder(redact_json(record))
             return out
         raise ProviderUnavailableError(
             f"{where}: gave up after {attempts} attempt(s) to {self.url}; last error: {last}"

@@ -27,14 +27,16 @@ from ._snapshot import Snapshot, take_snapshot
 
 __all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store", "quote_ident"]
 
-# Columns that hold text from outside (a server's reply, an exception, a
+# Columns that hold a value from outside (a server's reply, an exception, a
 # configuration): every append passes them through the one redaction point.
+# A server fills a completion's text AND its model name, and a lesson's evidence
+# list as well as its text: an echo of the key in any of them is masked.
 FREE_TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "verdict_errors": ("message",),
     "extraction_runs": ("config", "error"),
-    "completions": ("text",),
-    "candidates": ("text",),
-    "memory_entries": ("text",),
+    "completions": ("text", "model"),
+    "candidates": ("text", "evidence"),
+    "memory_entries": ("text", "evidence"),
 }
 
 _MIGRATION_RE = re.compile(r"^-- migration: (\d{3})_(\w+)\s*$", re.M)
@@ -364,9 +366,16 @@ class Store:
             self.con.execute("CHECKPOINT")
 
 
+def _is_text(t: pa.DataType) -> bool:
+    """A string column, or a list of strings (``evidence``)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
 def _redacted(table: str, tbl: pa.Table) -> pa.Table:
     for col in FREE_TEXT_COLUMNS.get(table, ()):
-        if col in tbl.column_names and pa.types.is_string(tbl.schema.field(col).type):
+        if col in tbl.column_names and _is_text(tbl.schema.field(col).type):
             i = tbl.column_names.index(col)
             tbl = tbl.set_column(i, tbl.schema.field(col), redact_arrow(tbl.column(col)))
     return tbl

@@ -1,0 +1,120 @@
+"""Issue #28 items 1-3: a server that echoes the API key where a secret was not looked for.
+
+A real local HTTP server (tests/builders/http_server.py) reads the ``Authorization``
+header of each request and puts its value in the answer's ``model`` field, or in
+the ``evidence`` list of the lesson it proposes; ``extract``, ``judge``, ``match``,
+``export`` and ``report`` then run through the real CLI, and every artefact (the
+database file, its WAL, the CSV export, the report, a Python recording) is
+grepped for the key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.builders.cli import invoke
+from tests.builders.echo import EchoServer, leaks
+from tests.builders.http_server import ScriptedServer
+from tests.builders.stores import copy_db
+from truss_lab.core._secrets import MASK, redact, redact_json
+from truss_lab.store._store import Store
+
+KEY = "sk-echo-28-" + "5f1d" * 6
+
+
+def _table_text(db: Path) -> str:
+    with Store(db, read_only=True) as s:
+        return "\n".join(repr(s.sql(f'SELECT * FROM "{t}"').fetchall()) for t in s.counts())
+
+
+@pytest.fixture
+def lab(sample_full: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    return copy_db(sample_full, tmp_path / "lab.duckdb")
+
+
+@pytest.mark.parametrize("mode", ["model", "evidence"])
+def test_a_key_echoed_in_model_or_evidence_reaches_no_artefact(
+        lab: Path, tmp_path: Path, mode: str) -> None:
+    with EchoServer(mode) as srv:
+        r = invoke("extract", "--db", lab, "--extractor", "openai:m", "--base-url",
+                   srv.base_url, "--policy", "on", "--verdicts", "seq IN (13, 14, 17)", "--json")
+        assert r.exit_code == 0, r.output
+        run_id = json.loads(r.output)["run_id"]
+        for cmd in ("judge", "match"):
+            r = invoke(cmd, run_id, "--db", lab, "--extractor", "openai:j", "--base-url",
+                       srv.base_url)
+            assert "Traceback" not in r.output and KEY not in r.output, r.output
+        sent = {s.headers.get("authorization") for s in srv.requests}
+        calls = srv.count
+    assert sent == {f"Bearer {KEY}"}  # the key went out on every call, and came back
+    r = invoke("export", "--db", lab, "--format", "csv", "--out", tmp_path / "export")
+    assert r.exit_code == 0, r.output
+    r = invoke("report", run_id, "--db", lab, "--out", tmp_path / "report.html")
+    assert r.exit_code == 0, r.output
+    with Store(lab, read_only=True) as s:
+        if mode == "model":
+            # extract, judge and match each recorded their calls, the model masked
+            kinds = s.sql("SELECT count(*), count(DISTINCT extractor_id) FROM completions "
+                          "WHERE model = ?", [MASK]).fetchall()[0]
+            assert kinds == (calls, 3)
+        else:
+            ev = s.sql("SELECT evidence FROM memory_entries WHERE run_id = ?",
+                       [run_id]).fetchall()
+            assert ev and all(e == ["check:a", MASK] for (e,) in ev)
+    assert not leaks(KEY, lab, tmp_path / "export", tmp_path / "report.html")
+    assert KEY not in _table_text(lab)
+
+
+def test_the_python_recorder_redacts_an_echoed_model(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    from tests.test_openai import request
+    from truss_lab.extract._providers import CompletionRecorder, OpenAICompatibleProvider
+
+    monkeypatch.setenv("ECHO28_API_KEY", KEY)
+    rec = CompletionRecorder()
+    with EchoServer("model") as srv:
+        p = OpenAICompatibleProvider(srv.base_url, "m-small", api_key_env="ECHO28_API_KEY",
+                                     max_retries=0, recorder=rec)
+        assert p.complete(request(1)).model == KEY  # the caller sees the reply ...
+        p.close()
+    assert rec.records[0]["model"] == MASK
+    rec.write(tmp_path / "rec.jsonl")
+    assert KEY not in (tmp_path / "rec.jsonl").read_text()  # ... the recording does not
+
+
+def test_a_key_in_the_base_url_query_is_not_stored(
+        lab: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Azure-style: the key rides in the query; nothing in the environment says it is one.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with ScriptedServer() as srv:
+        url = f"{srv.base_url}?api-key={KEY}"
+        r = invoke("extract", "--db", lab, "--extractor", "openai:m", "--base-url", url,
+                   "--policy", "on", "--verdicts", "seq<=2", "--json")
+        assert r.exit_code == 0, r.output
+        paths = {s.path for s in srv.requests}
+    assert paths == {f"/v1/chat/completions?api-key={KEY}"}  # sent where the user said
+    with Store(lab, read_only=True) as s:
+        config = json.loads(s.sql("SELECT config FROM extraction_runs WHERE run_id = ?",
+                                  [json.loads(r.output)["run_id"]]).fetchall()[0][0])
+    assert config["base_url"] == f"{srv.base_url}?api-key={MASK}"
+    assert KEY not in r.output and KEY not in _table_text(lab)
+    assert not leaks(KEY, lab)
+
+
+# A value no test registers as a secret: only the pattern can mask it.
+QUERY_KEY = "sk-query-only-0a1b2c3d4e5f"
+
+
+@pytest.mark.parametrize("text", [
+    f"https://h/v1?api-key={QUERY_KEY}", f"https://h/v1?x=1&access_token={QUERY_KEY}#f",
+    f'{{"base_url": "https://h/v1?key={QUERY_KEY}&api-version=2024"}}',
+])
+def test_secret_query_parameters_are_masked(text: str) -> None:
+    assert QUERY_KEY not in redact(text) and MASK in redact(text)
+    assert redact("https://h/v1?api-version=2024-02-01") == "https://h/v1?api-version=2024-02-01"
+    assert redact("a monkey=business") == "a monkey=business"
+    assert redact_json({"evidence": ["a", text]})["evidence"][1] == redact(text)
