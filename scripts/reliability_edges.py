@@ -9,11 +9,12 @@ the rows use its ``Row``.
 from __future__ import annotations
 
 import socket
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scripts.reliability_holes import SAMPLE, cli, lab_db, one_line, tally
+from scripts.reliability_holes import CLI, ENV, ROOT, SAMPLE, cli, lab_db, one_line, tally
 
 # -- 5. a remote --db ---------------------------------------------------------------------------
 
@@ -71,12 +72,45 @@ def deep_inputs_row(row: Callable[..., Any], tmp: Path) -> Any:
     return tally(row, "deep JSON in --keys, --verdicts FILE, --key", checks)
 
 
+# -- 7. a full disk, a failing device ------------------------------------------------------------
+
+# The CLI with writes past 1000 bytes failing (EFBIG), as on a full disk: Python ignores
+# SIGXFSZ, so the write itself fails.
+_LIMITED = ("import resource, sys; "
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (1000, resource.RLIM_INFINITY)); "
+            "from truss_lab.faces.cli import cli; sys.argv[0] = 'truss-lab'; cli()")
+
+
+def full_disk_row(row: Callable[..., Any], tmp: Path) -> Any:
+    d = tmp / "full_disk"
+    d.mkdir()
+    db = str(lab_db(d, "lab.duckdb"))
+    cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", db)
+    for run, ext in (("a", "sim-good-v1"), ("b", "sim-overconfident-v1")):
+        cli("extract", "--db", db, "--extractor", f"replay:{ext}", "--policy", "model-scored",
+            "--run-id", run, "--quiet")
+    checks: dict[str, bool] = {}
+    commands = {"sweep --csv": ("sweep", "a", "--csv"), "sweep --plot": ("sweep", "a", "--plot"),
+                "compare --plot": ("compare", "a", "b", "--plot"),
+                "calibrate --plot": ("calibrate", "a", "--plot")}
+    for name, args in commands.items():
+        p = cli(*args, "/dev/full", "--db", db)
+        checks[f"{name} /dev/full"] = one_line(p) and "not a regular file" in p.stderr
+        target = d / f"{name.replace(' --', '_')}.{'csv' if 'csv' in name else 'png'}"
+        p = subprocess.run([CLI[0], "-c", _LIMITED, *args, str(target), "--db", db], env=ENV,
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+        checks[f"{name} on a full disk"] = (one_line(p) and "nothing written" in p.stderr
+                                            and not target.exists())
+    checks["no temporary file left"] = sorted(x.name for x in d.iterdir()) == ["lab.duckdb"]
+    return tally(row, "full disk / failing device: sweep, compare, calibrate", checks)
+
+
 def edges_rows(row: Callable[..., Any], tmp: Path) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``)."""
     sub = tmp / "edges"
     sub.mkdir(exist_ok=True)
     out = []
-    for fn in (remote_db_row, deep_inputs_row):
+    for fn in (remote_db_row, deep_inputs_row, full_disk_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row

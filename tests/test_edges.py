@@ -6,7 +6,11 @@ Each test is a reproduction from the issue, through the real CLI, on real files.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import resource
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -119,3 +123,63 @@ def test_deep_key_file_is_one_line(sample_unlabelled: Path, tmp_path: Path) -> N
     db = copy_db(sample_unlabelled, tmp_path / "lab.duckdb")
     r = invoke("propose", "--db", db, "--run", "x", "--key", key)
     assert "not a truss_lab key file (nested deeper than 200 levels)" in _one_line_error(r)
+
+
+# -- item 7: a full disk or a failing device is one line and a non-zero exit -------------------
+
+
+@pytest.fixture(scope="module")
+def run_db(sample_labelled: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.builders.stores import copy_db
+    from truss_lab.core._config import MemoryConfig
+    from truss_lab.extract._batch import run_extraction
+    from truss_lab.extract._extractor import Extractor
+
+    path = copy_db(sample_labelled, tmp_path_factory.mktemp("edges") / "lab.duckdb")
+    with Store(path) as s:
+        run_extraction(s, Extractor.replay(s, "sim-good-v1"),
+                       MemoryConfig(lesson_extraction="model-scored"), progress=False,
+                       write_memory=False, run_id="r")
+    return path
+
+
+@contextlib.contextmanager
+def _file_size_limit(limit: int) -> Iterator[None]:
+    """Writes past ``limit`` bytes fail (EFBIG) as on a full disk: a real failing write on
+    a regular file, without a mount (Python ignores SIGXFSZ, so the write just fails)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+@pytest.mark.parametrize("option", ["--csv", "--plot"])
+def test_sweep_to_a_failing_device_is_refused(run_db: Path, option: str) -> None:
+    r = invoke("sweep", "--db", run_db, "--run", "r", "--n-boot", "20", option, "/dev/full")
+    out = _one_line_error(r)
+    assert f"/dev/full, field '{option}': is not a regular file" in out
+
+
+@pytest.mark.parametrize("option", ["--csv", "--plot"])
+def test_sweep_onto_a_full_disk_is_one_line_and_leaves_nothing(run_db: Path, tmp_path: Path,
+                                                               option: str) -> None:
+    out_file = tmp_path / ("s.csv" if option == "--csv" else "s.png")
+    out_file.write_bytes(b"before")  # an older file stays as it was
+    with _file_size_limit(1000):
+        r = invoke("sweep", "--db", run_db, "--run", "r", "--n-boot", "20", option, out_file)
+    out = _one_line_error(r)
+    assert f"{out_file}, field '{option}': cannot write: File too large; nothing written" in out
+    assert out_file.read_bytes() == b"before"
+    assert [p.name for p in tmp_path.iterdir()] == [out_file.name]  # no temporary left
+    r = invoke("sweep", "--db", run_db, "--run", "r", "--n-boot", "20", option, out_file)
+    assert r.exit_code == 0, r.output
+    assert out_file.stat().st_size > 1000
+    assert oct(out_file.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -45,6 +45,7 @@ from .common import (
     random_state_option,
     read_store,
     run_argument,
+    write_output,
 )
 from .label import MATCH_SPEC_HELP, make_matcher
 
@@ -209,10 +210,11 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
                                random_state=random_state, truth=t).table
                  if plot_path and n_boot else None)
     if csv_path:
-        full.to_csv(csv_path, index=False)
+        write_output(csv_path, lambda tmp: full.to_csv(tmp, index=False), field="--csv")
     if plot_path:
-        save_sweep_plot(full, plot_path, threshold=choice.threshold, name=run_id,
-                        intervals=bands)
+        write_output(plot_path, lambda tmp: save_sweep_plot(
+            full, tmp, threshold=choice.threshold, name=run_id, intervals=bands),
+            field="--plot")
     judged = ("labelled candidates" if truth != "references" else
               f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
               " references")
@@ -257,7 +259,7 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
                            n_boot=n_boot, random_state=random_state, truth=t, matcher=m)
         _record(store, m)
     if plot_path:
-        save_comparison_plot(res, plot_path)
+        write_output(plot_path, lambda tmp: save_comparison_plot(res, tmp), field="--plot")
     by = (getattr(m, "name", "lexical") if truth == "references" else None)
     emit({"names": list(res.names), "n_common": res.n_common, "truth": truth,
            "matcher": by,
@@ -299,7 +301,7 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
                               test_size=test_size, random_state=random_state,
                               min_bin_count=min_bin_count, truth=t)
     if plot_path:
-        save_calibration_plot(rep, plot_path)
+        write_output(plot_path, lambda tmp: save_calibration_plot(rep, tmp), field="--plot")
     emit({"run_id": run_id, "score": score, "truth": truth, "method": rep.method,
            "split": rep.split,
            "min_bin_count": rep.min_bin_count,

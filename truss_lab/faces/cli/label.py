@@ -46,6 +46,7 @@ from .common import (
     random_state_option,
     read_store,
     run_argument,
+    write_output,
 )
 
 __all__ = ["COMMANDS", "JUDGE_SPEC_HELP", "MATCH_SPEC_HELP", "make_judge", "make_matcher",
@@ -231,7 +232,7 @@ def queue(db: str, run_id: str, out: str, n: int, per_verdict: int,
                                 annotator=annotator, interval=interval or None,
                                 objective=objective, n_boot=n_boot,
                                 random_state=random_state)
-    write_label_queue(frame, out)
+    write_output(out, lambda tmp: write_label_queue(frame, tmp), field="--out")
     info = {**frame.attrs["queue"], "out": out}
     lo, hi = info["interval"]
     text = (f"{out}: {info['n_rows']} lesson(s) of run {run_id} on "
