@@ -33,7 +33,8 @@ scripted HTTP server of tests/builders/http_server.py):
 * the edges of issue #28 (scripts/reliability_edges.py): a remote --db, deep JSON in
   every input, a full disk or a failing device under sweep/compare/calibrate;
 * the secrets of issue #28 (scripts/reliability_secrets.py): a key echoed in a
-  completion's model or a lesson's evidence, a key in the --base-url query.
+  completion's model or a lesson's evidence, a key in the --base-url query, a
+  non-ASCII key.
 
 Exit status 1 when any row fails.
 """

@@ -1,4 +1,4 @@
-"""Rows of ``make reliability`` for issue 28's secret items (1-3), one function per item.
+"""Rows of ``make reliability`` for issue 28's secret items (1-4), one function per item.
 
 Each row re-runs the issue's reproduction through the real CLI (in a subprocess, as a
 user would) against a local server that echoes the caller's API key back
@@ -16,12 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scripts.reliability_holes import cli, tally
+from scripts.reliability_holes import cli, one_line, tally
 from tests.builders.echo import EchoServer, leaks
 from tests.builders.http_server import ScriptedServer
 from tests.test_openai import request
 from truss_lab.extract._providers import CompletionRecorder, OpenAICompatibleProvider
 from truss_lab.faces._notebook import load_sample
+from truss_lab.store._store import Store
 
 # Verdicts of the sample that have reference lessons (so `match` calls the model).
 _VERDICTS = "seq IN (13, 14, 17)"
@@ -103,10 +104,33 @@ def query_key_row(row: Callable[..., Any], tmp: Path) -> Any:
     return tally(row, "key in --base-url query not stored", checks)
 
 
+def non_ascii_key_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 4: a non-ASCII key is one line, exit 2, before any request, nothing written."""
+    d = tmp / "non_ascii_key"
+    d.mkdir()
+    db = _sample_db(d / "lab.duckdb")
+    with Store(db, read_only=True) as s:
+        before = s.counts()
+    checks: dict[str, bool] = {}
+    with ScriptedServer() as srv:
+        for cmd in (["extract", "--db", str(db), "--extractor", "openai:m", "--policy", "on"],
+                    ["judge", "r0", "--db", str(db), "--extractor", "openai:j"],
+                    ["match", "r0", "--db", str(db), "--extractor", "openai:j"]):
+            p = cli(*cmd, "--base-url", srv.base_url,
+                    env={"OPENAI_API_KEY": "sk-caf\u00e9-" + "7e" * 12})
+            checks[f"{cmd[0]}: one line naming OPENAI_API_KEY"] = (
+                one_line(p) and "OPENAI_API_KEY" in p.stderr and "7e7e" not in p.stderr)
+        checks["no request"] = srv.count == 0
+    with Store(db, read_only=True) as s:
+        checks["nothing written"] = s.counts() == before
+    return tally(row, "non-ASCII API key refused", checks)
+
+
 def secrets_echo_rows(row: Callable[..., Any], tmp: Path) -> list[Any]:
-    """The rows of items 1-3."""
+    """The rows of items 1-4."""
     return [
         _echo_row(row, tmp, "model", "key echoed in model: in no artefact"),
         _echo_row(row, tmp, "evidence", "key echoed in evidence: in no artefact"),
         query_key_row(row, tmp),
+        non_ascii_key_row(row, tmp),
     ]

@@ -1,4 +1,4 @@
-"""Issue #28 items 1-3: a server that echoes the API key where a secret was not looked for.
+"""Issue #28 items 1-4: a server that echoes the API key where a secret was not looked for.
 
 A real local HTTP server (tests/builders/http_server.py) reads the ``Authorization``
 header of each request and puts its value in the answer's ``model`` field, or in
@@ -118,3 +118,24 @@ def test_secret_query_parameters_are_masked(text: str) -> None:
     assert redact("https://h/v1?api-version=2024-02-01") == "https://h/v1?api-version=2024-02-01"
     assert redact("a monkey=business") == "a monkey=business"
     assert redact_json({"evidence": ["a", text]})["evidence"][1] == redact(text)
+
+
+def test_a_non_ascii_key_is_refused_in_one_line_before_any_request(
+        lab: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-caf\u00e9-" + "5f1d" * 6)
+    with Store(lab, read_only=True) as s:
+        before = s.counts()
+    with ScriptedServer() as srv:
+        for cmd in (["extract", "--db", lab, "--extractor", "openai:m", "--policy", "on",
+                     "--verdicts", "seq<=2"],
+                    ["judge", "r0", "--db", lab, "--extractor", "openai:j"],
+                    ["match", "r0", "--db", lab, "--extractor", "openai:j"]):
+            r = invoke(*cmd, "--base-url", srv.base_url)
+            assert r.exit_code == 2, r.output
+            assert r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1
+            assert "OPENAI_API_KEY" in r.output and "ASCII" in r.output
+            assert "5f1d" not in r.output
+        assert srv.count == 0
+    with Store(lab, read_only=True) as s:
+        assert s.counts() == before  # no run row, no error row: nothing was written
+

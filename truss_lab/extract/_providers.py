@@ -494,14 +494,21 @@ class OpenAICompatibleProvider:
 
     def _api_key(self) -> str | None:
         """The key from the environment, registered as a secret; one with a control
-        character (a CRLF file's ``\r``) is refused without printing it."""
+        character (a CRLF file's ``\r``) or a non-ASCII one (an HTTP header is ASCII:
+        the HTTP stack would fail on every call) is refused without printing it."""
         key = os.environ.get(self.api_key_env)
+        register_secret(key)
         if key and control_characters(key):
             raise ConfigError(
                 "holds a control character (a key read from a file with CRLF line "
                 "endings?); strip it and try again", layer="environment",
                 field=self.api_key_env)
-        register_secret(key)
+        if key and not key.isascii():
+            at = next(i for i, c in enumerate(key) if not c.isascii())
+            raise ConfigError(
+                f"holds a non-ASCII character at position {at + 1} of {len(key)} (a key "
+                "pasted with a typographic dash or quote?); an API key is ASCII",
+                layer="environment", field=self.api_key_env)
         return key
 
     def _headers(self) -> dict[str, str]:
