@@ -154,12 +154,39 @@ def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
     return _tally(row, "reference text bounded, unknown verdict warned (#28 item 13)", checks)
 
 
+def policy_provenance_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 14: after ``propose``, deleting the lab journal's last entry (a valid shorter
+    chain) fails ``verify`` as it fails ``audit``: a policy record points at it."""
+    from truss_lab.store._store import Store
+
+    db = _lab_db(tmp, "provenance.duckdb")
+    _cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
+    _cli("extract", "--db", str(db), "--extractor", "replay:sim-good-v1", "--policy",
+         "model-scored", "--quiet", "--verdicts", "seq <= 200", "--run-id", "r1")
+    key = tmp / "me.key"
+    _cli("keys", "generate", "--key-id", "me", "--out", str(key))
+    checks = {"propose: exit 0": _cli("propose", "--db", str(db), "--run", "r1", "--key",
+                                      str(key)).returncode == 0,
+              "verify clean before": _cli("verify", "--db", str(db)).returncode == 0}
+    with Store(db) as s:
+        s.sql("DELETE FROM lab_journal WHERE seq = (SELECT max(seq) FROM lab_journal)")
+    p = _cli("verify", "--db", str(db))
+    checks["last lab entry deleted: verify exit 1"] = (
+        p.returncode == 1 and "policy record" in p.stdout and "broken_link" in p.stdout)
+    p = _cli("audit", "--db", str(db))
+    checks["audit agrees"] = (p.returncode == 1 and "FAIL policy_provenance_signed" in p.stdout
+                              and "FAIL chain_verifies" in p.stdout)
+    return _tally(row, "verify: every policy record's provenance resolves (#28 item 14)",
+                  checks)
+
+
 def loss_rows(row: Callable[..., Any], tmp: Path, quick: bool) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``)."""
     sub = tmp / "loss"
     sub.mkdir(exist_ok=True)
     out = []
-    for fn in (audit_k_samples_row, reference_conflict_row, reference_bounds_row):
+    for fn in (audit_k_samples_row, reference_conflict_row, reference_bounds_row,
+               policy_provenance_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row

@@ -328,7 +328,8 @@ def test_policy_targets_valid(db: Store) -> None:
 def test_policy_provenance_signed(db: Store) -> None:
     db.sql("UPDATE policy_records SET produced_by_hash = ? WHERE policy_id = 'router'",
            ["f" * 64])
-    assert _failed(db) == {"policy_provenance_signed"}
+    # verify_chain checks every policy record's provenance too (issue 28 item 14)
+    assert _failed(db) == {"policy_provenance_signed", "chain_verifies"}
 
 
 def test_policy_provenance_missing_from_sources(db: Store) -> None:

@@ -78,3 +78,36 @@ def test_a_lab_entry_whose_verdict_head_is_gone_fails_verification(
         rep = verify_chain(s)
         # verdict journal 1..999 verifies; the lab entry names entry 1000, now gone
         assert not rep.ok and rep.reason == "broken_link" and "lab journal" in rep.message
+
+
+def test_verify_checks_that_every_policy_record_resolves(tmp_path: Path) -> None:
+    """Issue 28 item 14: deleting the lab journal's last entry leaves a valid shorter
+    chain, but a policy record points at it: verify fails (library and CLI), naming the
+    record and the seq, as the audit does."""
+    from tests.builders.chains import RING, make_chain, write_journal
+    from truss_lab.core._models import Policy
+    from truss_lab.govern._audit import audit
+    from truss_lab.govern._policies import write_policy
+    from truss_lab.journal._crypto import SigningKey
+    from truss_lab.journal._ledger import import_journal
+
+    db = tmp_path / "t.duckdb"
+    key = SigningKey.from_seed("me", bytes(32))
+    with Store(db) as s:
+        import_journal(s, write_journal(tmp_path / "j.jsonl", make_chain(5)), keyring=RING)
+        for v in (0.6, 0.8):
+            write_policy(s, Policy(policy_id=f"p{v}", target="salience",
+                                   settings={"extraction_min_salience": v}), key)
+        assert verify_chain(s).ok
+        (last,), = s.sql("SELECT max(seq) FROM lab_journal").fetchall()
+        s.sql("DELETE FROM lab_journal WHERE seq = ?", [last])
+        rep = verify_chain(s)
+        assert not rep.ok and (rep.reason, rep.first_bad_seq) == ("broken_link", last)
+        assert "policy record" in rep.message and "does not hold" in rep.message
+        assert not audit(s)["policy_provenance_signed"].passed
+    r = invoke("verify", "--db", str(db))
+    assert r.exit_code == 1 and f"TAMPERED: seq {last}: broken_link" in r.output, r.output
+    with Store(db) as s:  # every lab entry gone: still caught
+        s.sql("DELETE FROM lab_journal")
+        rep = verify_chain(s)
+        assert not rep.ok and "1 more record(s)" in rep.message

@@ -20,6 +20,7 @@ from ..core._ids import derive_id
 from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust, utcnow
 from ..journal._crypto import SigningKey
 from ..journal._ledger import append_lab_entry
+from ..journal._spec import POLICY_ENTRY_KIND
 from ..store._governed import (
     policy_frame,
     policy_pointers,
@@ -36,8 +37,6 @@ __all__ = [
     "policy_history",
     "write_policy",
 ]
-
-POLICY_ENTRY_KIND = "policy_record"
 
 
 def current_policy(store: Store, policy_id: str) -> PolicyRecord | None:

@@ -22,10 +22,11 @@ from pydantic import BaseModel, ConfigDict
 from ..core._canonical import canonical
 from ..core._errors import BadInputError, ChainError
 from ..core._models import LedgerRef, utcnow
+from ..store._governed import unresolved_policy_provenance
 from ..store._store import Store
 from ..store._tables import JOURNAL_SCHEMA
 from ._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring
-from ._spec import JournalColumns, read_journal
+from ._spec import POLICY_ENTRY_KIND, JournalColumns, read_journal
 from ._table import (
     entry_hashes,
     journal_batches,
@@ -114,7 +115,10 @@ def verify_chain(
     """Verify both chains: every verdict-journal entry (up to ``upto_seq`` when given),
     then (without ``upto_seq``) the lab journal: hash, chain link, sequence and
     Ed25519 signature of each entry, and each lab entry's ``verdict_head`` must be
-    a stored verdict-journal entry with that hash.
+    a stored verdict-journal entry with that hash. Last, every policy record's
+    provenance must resolve (DESIGN invariant 8): its ``produced_by`` is a stored lab
+    entry with that hash, so deleting the lab journal's last entries (which leaves a
+    valid shorter chain) does not pass.
 
     The report names the first bad entry and why (a lab entry's message starts
     with ``lab journal``); ``entries_checked`` counts both chains, ``head_*`` is
@@ -126,15 +130,32 @@ def verify_chain(
     if not report.ok or upto_seq is not None:
         return report
     lab = journal_columns(store, table=LAB_JOURNAL)
-    if not len(lab):
+    if len(lab):
+        bad = _verify_lab(store, lab, ring, workers)
+        if bad is not None:
+            return bad.model_copy(update={
+                "entries_checked": report.entries_checked + bad.entries_checked,
+                "message": f"lab journal: {bad.message}", "first_bad_line": None,
+                "head_seq": report.head_seq, "head_hash": report.head_hash})
+        report = report.model_copy(
+            update={"entries_checked": report.entries_checked + len(lab)})
+    return _policy_provenance(store, report)
+
+
+def _policy_provenance(store: Store, report: VerifyReport) -> VerifyReport:
+    """``report``, or the first policy record whose provenance does not resolve (at the
+    seq it names, as a broken link of the lab journal)."""
+    unresolved = unresolved_policy_provenance(store, POLICY_ENTRY_KIND)
+    if not unresolved:
         return report
-    bad = _verify_lab(store, lab, ring, workers)
-    if bad is None:
-        return report.model_copy(update={"entries_checked": report.entries_checked + len(lab)})
-    return bad.model_copy(update={
-        "entries_checked": report.entries_checked + bad.entries_checked,
-        "message": f"lab journal: {bad.message}", "first_bad_line": None,
-        "head_seq": report.head_seq, "head_hash": report.head_hash})
+    record_id, policy_id, seq, want, stored = unresolved[0]
+    held = ("which the lab journal does not hold" if stored is None else
+            f"but the lab journal's entry {seq} has hash {str(stored)[:16]}…")
+    more = f" ({len(unresolved) - 1} more record(s) alike)" if len(unresolved) > 1 else ""
+    return report.model_copy(update={
+        "ok": False, "first_bad_seq": int(seq), "reason": "broken_link",
+        "message": f"lab journal: policy record {record_id} (policy {policy_id!r}) was "
+                   f"signed as entry {seq} ({str(want)[:16]}…), {held}{more}"})
 
 
 def _verify_lab(store: Store, lab: JournalColumns, ring: Mapping[str, bytes],

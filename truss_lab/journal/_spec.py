@@ -44,6 +44,7 @@ from ..core._errors import BadInputError
 
 __all__ = [
     "ENTRY_FIELDS",
+    "POLICY_ENTRY_KIND",
     "VERDICT_KIND",
     "VERDICT_OUTCOMES",
     "CheckModel",
@@ -63,6 +64,10 @@ __all__ = [
 
 VERDICT_KIND = "contract_verdict"
 """The ``kind`` of a recorded contract verdict."""
+POLICY_ENTRY_KIND = "policy_record"
+"""The ``kind`` of the lab's entry a policy record's provenance points at
+(:func:`truss_lab.govern.write_policy` signs one per record; ``verify_chain`` checks
+that each record's entry is stored)."""
 
 VerdictOutcome = Literal["pass", "fail", "partial"]
 VERDICT_OUTCOMES: tuple[str, ...] = get_args(VerdictOutcome)

@@ -89,6 +89,7 @@ __all__ = [
     "policy_records",
     "provenance_from_row",
     "query_memory",
+    "unresolved_policy_provenance",
     "write_memory",
     "write_memory_table",
     "write_policy_record",
@@ -558,6 +559,26 @@ def policy_frame(store: Store, *, policy_id: str | None = None,
     order = "version" if policy_id is not None else "policy_id"
     return store.con.execute(
         f"SELECT * FROM policy_records WHERE {where} ORDER BY {order}", params).df()
+
+
+def unresolved_policy_provenance(store: Store, legacy_kind: str
+                                 ) -> list[tuple[str, str, int, str, str | None]]:
+    """The policy records whose provenance does not resolve, first by the seq they name:
+    ``(record_id, policy_id, produced_by_seq, produced_by_hash, stored_hash)`` for each
+    record whose ``produced_by`` is not a stored lab-journal entry with that hash (nor,
+    in a database older than the two chains, a verdict-journal entry of
+    ``legacy_kind``); ``stored_hash`` is the lab entry's hash at that seq, None when
+    there is none."""
+    return store.con.execute("""
+        SELECT p.record_id, p.policy_id, p.produced_by_seq, p.produced_by_hash,
+               (SELECT l.hash FROM lab_journal l WHERE l.seq = p.produced_by_seq)
+        FROM policy_records p
+        WHERE NOT EXISTS (SELECT 1 FROM lab_journal l
+                          WHERE l.seq = p.produced_by_seq AND l.hash = p.produced_by_hash)
+          AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.kind = ?
+                          AND j.seq = p.produced_by_seq AND j.hash = p.produced_by_hash)
+        ORDER BY p.produced_by_seq, p.record_id
+    """, [legacy_kind]).fetchall()
 
 
 def policy_pointers(store: Store) -> pd.DataFrame:
