@@ -34,7 +34,7 @@ def stored_conflicts(store: Store, table: str, new: pa.Table, key: Sequence[str]
         cols = ", ".join(f"n.{q(k)}" for k in key)
         rows = store.con.execute(
             f"SELECT {cols}, count(*) OVER () FROM _incoming n JOIN {q(table)} t ON {on} "
-            f"WHERE {differ} LIMIT {CONFLICTS_NAMED}"
+            f"WHERE {differ} LIMIT ?", [CONFLICTS_NAMED]
         ).fetchall()
     finally:
         store.con.unregister("_incoming")
