@@ -8,6 +8,7 @@ the rows use its ``Row``.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 from collections.abc import Callable
@@ -105,12 +106,54 @@ def full_disk_row(row: Callable[..., Any], tmp: Path) -> Any:
     return tally(row, "full disk / failing device: sweep, compare, calibrate", checks)
 
 
+# -- 8. output paths that are not regular files ---------------------------------------------------
+
+
+def output_paths_row(row: Callable[..., Any], tmp: Path) -> Any:
+
+    d = tmp / "out_paths"
+    d.mkdir()
+    db = str(lab_db(d, "lab.duckdb"))
+    cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", db)
+    cli("extract", "--db", db, "--extractor", "replay:sim-good-v1", "--policy", "model-scored",
+        "--run-id", "r", "--quiet")
+    mine = d / "mine.csv"
+    mine.write_text("mine\n")
+    link, dangling = d / "link.csv", d / "dangling.csv"
+    link.symlink_to(mine)
+    dangling.symlink_to(d / "nowhere.csv")
+    checks: dict[str, bool] = {}
+    for name, out in (("/dev/null", "/dev/null"), ("a symlink", str(link)),
+                      ("a dangling symlink", str(dangling))):
+        p = cli("queue", "r", "--db", db, "--out", out, "--n", "5", "--n-boot", "20")
+        checks[f"queue --out {name}"] = one_line(p)
+    checks["device and links left as they were"] = (
+        Path("/dev/null").is_char_device() and os.readlink(link) == str(mine)
+        and os.readlink(dangling) == str(d / "nowhere.csv") and mine.read_text() == "mine\n"
+        and not (d / "nowhere.csv").exists())
+    exp_link = d / "export_link"
+    exp_link.symlink_to(d / "export_nowhere")
+    checks["export --out a dangling symlink"] = one_line(
+        cli("export", "--db", db, "--out", str(exp_link))) and not (d / "export_nowhere").exists()
+    home = d / "home"
+    home.mkdir()
+    (home / "thesis.tex").write_text("mine")
+    checks["export --out a folder holding other files"] = one_line(
+        cli("export", "--db", db, "--out", str(home))) and len(list(home.iterdir())) == 1
+    p = subprocess.run([CLI[0], "-c", _LIMITED, "export", "--db", db, "--format", "csv",
+                        "--out", str(d / "full")], env=ENV, cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    checks["export onto a full disk: nothing left"] = one_line(p) and not any(
+        x.name.startswith((".full", "full")) for x in d.iterdir())
+    return tally(row, "queue/export onto a device, a symlink, a used folder", checks)
+
+
 def edges_rows(row: Callable[..., Any], tmp: Path) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``)."""
     sub = tmp / "edges"
     sub.mkdir(exist_ok=True)
     out = []
-    for fn in (remote_db_row, deep_inputs_row, full_disk_row):
+    for fn in (remote_db_row, deep_inputs_row, full_disk_row, output_paths_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row

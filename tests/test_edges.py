@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders.cli import invoke
-from truss_lab.core._errors import StoreError
+from truss_lab.core._errors import BadInputError, StoreError
 from truss_lab.store._store import Store, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,3 +183,88 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# -- item 8: an output path is a regular file or absent; an export goes into a new folder ------
+
+
+def _queue(db: Path, out: Path | str) -> object:
+    return invoke("queue", "r", "--db", db, "--out", out, "--n", "5", "--n-boot", "20")
+
+
+def test_queue_refuses_a_device_and_a_symlink(run_db: Path, tmp_path: Path) -> None:
+    out = _one_line_error(_queue(run_db, "/dev/null"))
+    assert "/dev/null, field '--out': is not a regular file" in out
+    assert Path("/dev/null").is_char_device()  # still the device, not a CSV file
+    target = tmp_path / "labels.csv"
+    target.write_text("mine\n")
+    for link, to in ((tmp_path / "q.csv", target), (tmp_path / "dangling.csv",
+                                                    tmp_path / "nowhere.csv")):
+        link.symlink_to(to)
+        out = _one_line_error(_queue(run_db, link))
+        assert f"{link}, field '--out': is a symbolic link (to {to})" in out
+        assert link.is_symlink() and os.readlink(link) == str(to)
+    assert target.read_text() == "mine\n" and not (tmp_path / "nowhere.csv").exists()
+    r = _queue(run_db, tmp_path / "new.csv")  # a regular file (or none) is written
+    assert r.exit_code == 0, r.output
+
+
+def test_queue_onto_a_full_disk_leaves_the_old_file(run_db: Path, tmp_path: Path) -> None:
+    out_file = tmp_path / "queue.csv"
+    out_file.write_text("before\n")
+    with _file_size_limit(200):
+        out = _one_line_error(_queue(run_db, out_file))
+    assert "cannot write: File too large; nothing written" in out
+    assert out_file.read_text() == "before\n" and len(list(tmp_path.iterdir())) == 1
+
+
+@pytest.fixture
+def export_db(sample_unlabelled: Path, tmp_path: Path) -> Path:
+    from tests.builders.stores import copy_db
+
+    return copy_db(sample_unlabelled, tmp_path / "lab.duckdb")
+
+
+def test_export_refuses_a_symlink_a_file_and_a_folder_that_holds_files(
+        export_db: Path, tmp_path: Path) -> None:
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    assert "is a symbolic link" in _one_line_error(invoke("export", "--db", export_db,
+                                                          "--out", dangling))
+    assert not (tmp_path / "nowhere").exists()
+    linked = tmp_path / "linked"
+    (tmp_path / "empty").mkdir()
+    linked.symlink_to(tmp_path / "empty")
+    assert "is a symbolic link" in _one_line_error(invoke("export", "--db", export_db,
+                                                          "--out", linked))
+    assert not any((tmp_path / "empty").iterdir())
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    from truss_lab.store._export import export_store
+
+    with Store(export_db, read_only=True) as s, pytest.raises(BadInputError,
+                                                               match="is not a folder"):
+        export_store(s, a_file)  # the CLI's click.Path refuses it before
+    assert a_file.read_text() == "x"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "thesis.tex").write_text("mine")
+    out = _one_line_error(invoke("export", "--db", export_db, "--out", home))
+    assert f"{home}: holds other files" in out
+    assert [p.name for p in home.iterdir()] == ["thesis.tex"]
+
+
+def test_export_into_an_empty_folder_and_whole_or_nothing(export_db: Path,
+                                                          tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = invoke("export", "--db", export_db, "--out", empty)
+    assert r.exit_code == 0, r.output
+    assert (empty / "manifest.json").is_file()
+    assert oct(empty.stat().st_mode & 0o777) == oct(0o777 & ~_umask())
+    full = tmp_path / "full"
+    with _file_size_limit(4000):
+        out = _one_line_error(invoke("export", "--db", export_db, "--format", "csv",
+                                     "--out", full))
+    assert f"{full}: cannot write the export" in out and "nothing written" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "lab.duckdb"]

@@ -17,8 +17,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
+
+import duckdb
 
 from .. import __version__  # set by truss_lab/__init__ before it imports any stage
 from ..core._errors import BadInputError
@@ -52,16 +57,59 @@ def content_hash(store: Store, relation_sql: str) -> str:
 def export_store(store: Store, out: str | os.PathLike[str], *,
                  format: str = "parquet") -> dict[str, Any]:
     """Write every table and view of ``store`` to ``out`` (``parquet`` or ``csv``) and
-    ``out/manifest.json``; return the manifest. Refuses a folder that already holds
-    a manifest (an export is written whole, never over another one)."""
+    ``out/manifest.json``; return the manifest.
+
+    ``out`` is a new folder (or an empty one): a folder that already holds an export
+    or other files, a file and a symbolic link are refused (an export is written
+    whole, never over or among other files). The files are written into a hidden
+    folder next to ``out``, renamed to ``out`` once all of them are written: a
+    failure (a full disk) leaves nothing behind and is one line."""
     if format not in EXPORT_FORMATS:
         raise BadInputError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got "
                             f"{format!r}", field="format")
     dest = Path(out)
+    _check_new_folder(dest)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".export",
+                                     dir=dest.parent))
+    except OSError as exc:
+        raise BadInputError(f"cannot create the export folder: {exc.strerror}",
+                            source=str(dest)) from None
+    try:
+        manifest = _write_export(store, work, format)
+        umask = os.umask(0)  # the mode a plain mkdir would give (mkdtemp's is 0700)
+        os.umask(umask)
+        work.chmod(0o777 & ~umask)
+        os.replace(work, dest)  # onto an absent or empty folder: the export appears whole
+    except (OSError, duckdb.Error) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise BadInputError(f"cannot write the export: {why}; nothing written",
+                            source=str(dest)) from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return manifest
+
+
+def _check_new_folder(dest: Path) -> None:
+    try:
+        mode = dest.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise BadInputError(f"is a symbolic link (to {os.readlink(dest)}); name a new folder",
+                            source=str(dest))
+    if not stat.S_ISDIR(mode):
+        raise BadInputError("exists and is not a folder; name a new folder", source=str(dest))
     if (dest / "manifest.json").exists():
         raise BadInputError("already holds an export (manifest.json); choose a new folder",
                             source=str(dest))
-    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise BadInputError("holds other files; an export goes into a new (or empty) folder",
+                            source=str(dest))
+
+
+def _write_export(store: Store, dest: Path, format: str) -> dict[str, Any]:
     entries = []
     for name, kind in relations(store):
         path = dest / f"{name}.{format}"
