@@ -35,7 +35,9 @@ scripted HTTP server of tests/builders/http_server.py):
   export onto a device, a symlink or a used folder;
 * the secrets of issue #28 (scripts/reliability_secrets.py): a key echoed in a
   completion's model or a lesson's evidence, a key in the --base-url query, a
-  non-ASCII key.
+  non-ASCII key;
+* the live calls of issue #28 (scripts/reliability_calls.py): a slow drip, a 429 asking
+  to wait 11 days, an 80 MB answer.
 
 Exit status 1 when any row fails.
 """
@@ -65,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import resume_torture
+from scripts.reliability_calls import calls_rows
 from scripts.reliability_edges import edges_rows
 from scripts.reliability_holes import holes_rows
 from scripts.reliability_loss import loss_rows
@@ -848,6 +851,7 @@ def main(argv: list[str] | None = None) -> int:
         section("silent loss (#28)", lambda: loss_rows(Row, tmp, quick))
         section("edges (#28)", lambda: edges_rows(Row, tmp))
         section("secrets (#28)", lambda: secrets_echo_rows(Row, tmp))
+        section("live calls (#28)", lambda: calls_rows(Row, tmp))
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "

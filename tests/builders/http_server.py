@@ -3,7 +3,9 @@
 Each test scripts the replies (status, headers, body, delay) in order; when
 the script runs out, the default reply is a chat completion that echoes the
 last message. The server records every request (path, headers, JSON body)
-and the highest number of requests it saw in flight at once.
+and the highest number of requests it saw in flight at once. A reply may drip
+(one byte every so many seconds) or leave out its Content-Length: the servers
+the call deadline and the answer-size cap are tested against.
 
 Run as a script (``python -m tests.builders.http_server --latency 0.1``) it serves the
 default reply with a fixed delay and prints its base URL on the first line of
@@ -33,6 +35,12 @@ class Reply:
     body: Any = None  # dict → JSON, str/bytes → raw, None → the default completion
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # > 0: a slow drip, one byte of the answer every ``drip`` seconds (from its status
+    # line on, or from its body on with ``drip_body``); the deadline tests' server.
+    drip: float = 0.0
+    drip_body: bool = False
+    # False: no Content-Length, the body ends when the connection closes.
+    length: bool = True
 
 
 @dataclass
@@ -163,6 +171,9 @@ class ScriptedServer:
             else json.dumps(payload).encode()
         )
         try:
+            if reply.drip or not reply.length:
+                _send_raw(h, reply, data)
+                return
             h.send_response(reply.status)
             h.send_header("Content-Type", "application/json")
             h.send_header("Content-Length", str(len(data)))
@@ -174,6 +185,26 @@ class ScriptedServer:
             h.flush_headers()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing to answer
+
+
+def _send_raw(h: BaseHTTPRequestHandler, reply: Reply, data: bytes) -> None:
+    """Answer ``reply`` byte by byte (a drip) or without Content-Length (close-delimited)."""
+    head = [f"HTTP/1.1 {reply.status} X", "Content-Type: application/json",
+            *(f"{k}: {v}" for k, v in reply.headers.items())]
+    head.append(f"Content-Length: {len(data)}" if reply.length else "Connection: close")
+    raw = ("\r\n".join(head) + "\r\n\r\n").encode() + data
+    if not reply.length:
+        h.close_connection = True
+    if not reply.drip:
+        h.wfile.write(raw)
+        return
+    at_once = len(raw) - len(data) if reply.drip_body else 0
+    h.wfile.write(raw[:at_once])
+    for i in range(at_once, len(raw)):
+        h.wfile.flush()
+        time.sleep(reply.drip)
+        h.wfile.write(raw[i:i + 1])
+    h.wfile.flush()
 
 
 def main() -> None:

@@ -69,7 +69,14 @@ from ..extract._prompts import (
     build_match_request,
     get_template,
 )
-from ..extract._providers import OpenAICompatibleProvider, Provider, is_live
+from ..extract._providers import (
+    DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    CircuitBreaker,
+    CircuitOpenError,
+    OpenAICompatibleProvider,
+    Provider,
+    is_live,
+)
 from ..ingest._ingest import append_labels
 from ..journal._table import verdict_payloads
 from ..store._ingested import judge_recordings
@@ -132,11 +139,21 @@ class ModelJudge:
     @classmethod
     def openai(cls, base_url: str, model: str, *, template: str | None = None,
                parameters: Mapping[str, Any] | None = None,
+               max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
                **provider_options: Any) -> Any:
         """A live OpenAI-compatible endpoint as the model (temperature 0 by default);
-        ``template`` defaults to the class's prompt (``judge-v1``, ``match-v1``)."""
-        return cls(OpenAICompatibleProvider(base_url, model, **provider_options),
-                   model, get_template(template or cls._TEMPLATE),
+        ``template`` defaults to the class's prompt (``judge-v1``, ``match-v1``).
+
+        Behind the circuit breaker extraction uses: after ``max_consecutive_failures``
+        calls in a row that fail after their retries (None: never) the next call raises
+        :class:`~truss_lab.extract._providers.CircuitOpenError`, which stops the judge
+        run or the match before anything is written. ``provider_options`` go to
+        :class:`~truss_lab.extract._providers.OpenAICompatibleProvider` (``deadline``,
+        ``max_retries``, ``max_response_bytes``, ...)."""
+        provider: Any = OpenAICompatibleProvider(base_url, model, **provider_options)
+        if max_consecutive_failures is not None:
+            provider = CircuitBreaker(provider, max_consecutive_failures)
+        return cls(provider, model, get_template(template or cls._TEMPLATE),
                    dict(parameters or {"temperature": 0}))
 
     @classmethod
@@ -259,6 +276,8 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
         calls += 1
         try:
             completion = judge.provider.complete(request)
+        except CircuitOpenError:
+            raise  # the endpoint is gone: stop before writing anything
         except ProviderError as exc:
             errors.append(f"verdict {vhash}: {exc}")
             continue
@@ -423,6 +442,8 @@ class JudgeMatcher(ModelJudge):
         self.requests += 1
         try:
             completion = self.provider.complete(request)
+        except CircuitOpenError:
+            raise  # the endpoint is gone: stop the evaluation, nothing is memoised
         except ProviderError as exc:
             return None, f"provider: {exc}"
         if is_live(self.provider) and not completion.replayed:

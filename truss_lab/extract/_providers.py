@@ -21,8 +21,9 @@ the batch does not swallow: the run is marked failed, the chunk in flight is
 not written, and ``--resume RUN`` redoes it once the endpoint answers.
 
 Only transport failures count (connection refused, timeouts, 429/5xx after
-every retry); a 4xx, a garbage body or a missing recording is the verdict's
-own error and resets nothing.
+every retry, a call past its deadline, an answer over the size cap); a 4xx, a
+garbage body or a missing recording is the verdict's own error and resets
+nothing.
 
 The OpenAI-compatible provider
 ------------------------------
@@ -32,7 +33,10 @@ The key is read from an environment variable at call time and never leaves
 the ``Authorization`` header (not in records, not in errors). Calls are
 retried with exponential backoff and full jitter on 429, 5xx, connection
 errors and timeouts, honouring ``Retry-After``; concurrency is bounded by a
-semaphore shared by every thread that uses the provider. Every successful
+semaphore shared by every thread that uses the provider. A call as a whole
+(its attempts and the waits between them) ends at its ``deadline`` and an
+answer may hold at most ``max_response_bytes`` (:mod:`truss_lab.extract._limits`);
+either is a :class:`ProviderUnavailableError`. Every successful
 call is handed to ``recorder`` as a FORMATS.md §2 record, so the run can be
 replayed by :class:`truss_lab.extract._extractor.ReplayProvider`.
 
@@ -71,6 +75,15 @@ from ..ingest._completions import (
     completion_frame,
     validate_completion_columns,
     write_completions,
+)
+from ._limits import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    CallClock,
+    ResponseTooLarge,
+    bound_client,
+    check_limits,
+    read_capped,
 )
 
 if TYPE_CHECKING:
@@ -416,6 +429,8 @@ class OpenAICompatibleProvider:
         recorder: Callable[[dict[str, Any]], Any] | None = None,
         extra_headers: Mapping[str, str] | None = None,
         supports_n: bool = False,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         layer = "OpenAICompatibleProvider"
         if max_concurrency < 1:
@@ -426,6 +441,7 @@ class OpenAICompatibleProvider:
         if not (math.isfinite(timeout) and timeout > 0):
             raise ConfigError(f"must be a finite number > 0, got {timeout}", layer=layer,
                               field="timeout")
+        check_limits(deadline, max_response_bytes, layer=layer)
         for name, value in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"must be a finite number >= 0, got {value}", layer=layer,
@@ -460,6 +476,8 @@ class OpenAICompatibleProvider:
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
         self.max_concurrency = int(max_concurrency)
+        self.deadline = None if deadline is None else float(deadline)
+        self.max_response_bytes = max_response_bytes
         self.recorder = recorder
         self.extra_headers = dict(extra_headers or {})
         # Off by default: llama.cpp server and Ollama ignore ``n`` and answer one
@@ -476,6 +494,7 @@ class OpenAICompatibleProvider:
                 max_keepalive_connections=self.max_concurrency,
             ),
         )
+        bound_client(self._client)  # socket waits end at the call's deadline
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider({redact(self.base_url)!r}, model={self.model!r})"
@@ -528,31 +547,40 @@ class OpenAICompatibleProvider:
         # Full jitter: uniform over [0, min(cap, base * 2^attempt)].
         return self._random.uniform(0.0, min(self.backoff_max, self.backoff_base * 2**attempt))
 
-    def _attempt(self, body: bytes, where: str) -> tuple[dict[str, Any], float]:
-        """One HTTP exchange: the decoded JSON body and its latency in ms."""
+    def _attempt(self, body: bytes, where: str,
+                 clock: CallClock) -> tuple[dict[str, Any], float]:
+        """One HTTP exchange within ``clock``: the decoded JSON body and its latency in ms."""
         httpx = self._httpx
         with self._semaphore:
             start = time.perf_counter()
             try:
-                resp = self._client.post(self.url, content=body, headers=self._headers())
-                content = resp.content
+                with clock.bounding(), self._client.stream(
+                        "POST", self.url, content=body, headers=self._headers()) as resp:
+                    content = read_capped(resp, self.max_response_bytes)
+            except ResponseTooLarge as exc:
+                said = "" if exc.declared is None else f" (Content-Length {exc.declared})"
+                raise ProviderUnavailableError(
+                    f"{where}: the answer of {self.url} is larger than {exc.cap} bytes{said}, "
+                    "the cap (max_response_bytes)") from None
             except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
                 # Our side is wrong; trying again cannot help.
                 raise ProviderError(f"{where}: cannot send to {self.url}: {exc}") from exc
             except httpx.TimeoutException as exc:
-                msg = f"timed out after {self.timeout:g}s ({type(exc).__name__})"
-                raise _Retryable(msg) from exc
+                msg = (f"the call's deadline of {self.deadline:g}s passed"
+                       if clock.passed() else f"timed out after {self.timeout:g}s")
+                raise _Retryable(f"{msg} ({type(exc).__name__})") from exc
             except httpx.TransportError as exc:
                 raise _Retryable(f"connection failed: {type(exc).__name__}: {exc}") from exc
             latency_ms = (time.perf_counter() - start) * 1000.0
         status = resp.status_code
+        text = content.decode("utf-8", "replace")
         if status == 429 or status >= 500:
             raise _Retryable(
-                f"HTTP {status}: {_excerpt(resp.text)}",
+                f"HTTP {status}: {_excerpt(text)}",
                 parse_retry_after(resp.headers.get("retry-after")),
             )
         if status >= 400:
-            raise ProviderError(f"{where}: HTTP {status} from {self.url}: {_excerpt(resp.text)}")
+            raise ProviderError(f"{where}: HTTP {status} from {self.url}: {_excerpt(text)}")
         if not 200 <= status < 300:
             raise ProviderError(f"{where}: unexpected HTTP {status} from {self.url}")
         try:
@@ -627,13 +655,21 @@ class OpenAICompatibleProvider:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         attempts = self.max_retries + 1
         last = ""
+        clock = CallClock(self.deadline)
         for attempt in range(attempts):
             try:
-                data, latency_ms = self._attempt(body, where)
+                data, latency_ms = self._attempt(body, where, clock)
             except _Retryable as exc:
                 last = str(exc)
                 if attempt + 1 < attempts:
-                    self._sleep(self._backoff(attempt, exc.retry_after))
+                    wait = self._backoff(attempt, exc.retry_after)
+                    # A Retry-After past the deadline: the server says it will not
+                    # answer in time, so the call ends now rather than retry in vain.
+                    asked = exc.retry_after or 0.0
+                    left = clock.left()
+                    if left is not None and max(wait, asked) >= left:
+                        raise self._out_of_time(where, attempt + 1, last, asked) from None
+                    self._sleep(wait)
                 continue
             got = len(data["choices"]) if isinstance(data, dict) and isinstance(
                 data.get("choices"), list) else 0
@@ -672,6 +708,15 @@ class OpenAICompatibleProvider:
         raise ProviderUnavailableError(
             f"{where}: gave up after {attempts} attempt(s) to {self.url}; last error: {last}"
         )
+
+    def _out_of_time(self, where: str, attempts: int, last: str,
+                     asked: float) -> ProviderUnavailableError:
+        """The error of a call whose deadline passes before its next attempt could end."""
+        why = (f"the server asks to wait {asked:g}s (Retry-After), past " if asked
+               else "no answer within ")
+        return ProviderUnavailableError(
+            f"{where}: {why}the call's deadline of {self.deadline:g}s after {attempts} "
+            f"attempt(s) to {self.url} (deadline=, --deadline); last error: {last}")
 
     def complete_many(
         self, requests: Iterable[CompletionRequest], *, concurrency: int | None = None

@@ -21,6 +21,7 @@ from ...core._models import LessonExtractionPolicy
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
 from ...extract._extractor import MAX_SAMPLES, Extractor, ExtractorConfig
+from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...ingest._completions import read_completions
 from ...store._ingested import recorded_extractors
@@ -35,11 +36,13 @@ __all__ = ["COMMANDS", "make_extractor", "register"]
 
 def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
                    max_retries: int | None = None,
-                   knobs: dict[str, Any] | None = None, supports_n: bool = False) -> Any:
+                   knobs: dict[str, Any] | None = None, supports_n: bool = False,
+                   deadline: float | None = None) -> Any:
     """An :class:`Extractor` from a CLI spec: ``heuristic``, ``replay:EXTRACTOR_ID``
     (the store's completions, replayed with their recorded configuration),
     ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL`` (``max_retries``: of
-    each live call, default the provider's; ``knobs``: :class:`ExtractorConfig`
+    each live call, default the provider's; ``deadline``: seconds one live call may
+    take, retries included, default the provider's; ``knobs``: :class:`ExtractorConfig`
     fields such as ``response_format`` or ``temperature``, for openai:MODEL only;
     ``supports_n``: the server draws a verdict's samples in one ``n=k`` call)."""
     kind, _, arg = spec.partition(":")
@@ -49,6 +52,8 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
             f"--{next(iter(knobs)).replace('_', '-')} sets a live extractor's configuration "
             "(openai:MODEL); a replay uses the configuration it was recorded with",
             field="--extractor")
+    if deadline is not None and kind != "openai":
+        raise BadInputError("--deadline bounds a live call (openai:MODEL)", field="--deadline")
     if supports_n and kind != "openai":
         raise BadInputError("--supports-n describes a live server (openai:MODEL)",
                             field="--supports-n")
@@ -70,6 +75,8 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
         options: dict[str, Any] = {} if max_retries is None else {"max_retries": max_retries}
         if supports_n:
             options["supports_n"] = True
+        if deadline is not None:
+            options["deadline"] = deadline
         try:
             config = ExtractorConfig(model=arg, **knobs)
         except ValueError as exc:  # pydantic's ValidationError: one line per bad knob
@@ -144,6 +151,11 @@ def _off_refused() -> BadInputError:
                    "whose live provider call failed after its retries.")
 @click.option("--max-retries", default=None, type=click.IntRange(0),
               help="Retries of one live provider call (openai:MODEL; default 5).")
+@click.option("--deadline", default=None, type=click.FloatRange(0, min_open=True),
+              metavar="SECONDS",
+              help="Most seconds one live provider call may take, its retries included "
+                   f"(openai:MODEL; default {DEFAULT_DEADLINE:g}); past it the call counts "
+                   "as a failure of the provider.")
 @click.option("--response-format", type=click.Choice(["none", "json_object", "json_schema"]),
               default=None, help="Structured output for openai:MODEL: none (default), "
               "json_object, or json_schema (the lessons schema).")
@@ -171,7 +183,8 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
             verdict_filter: str | None, chunk_size: int | None, run_id: str | None,
             name: str | None, tags: tuple[str, ...], resume_id: str | None,
             dry_run: bool, max_consecutive_failures: int, max_retries: int | None,
-            response_format: str | None, temperature: float | None, top_p: float | None,
+            deadline: float | None, response_format: str | None, temperature: float | None,
+            top_p: float | None,
             seed: int | None, max_tokens: int | None, samples: int | None,
             supports_n: bool, max_error_share: float, quiet: bool, as_json: bool) -> None:
     """Extract lessons from recorded verdicts (a resumable batch run).
@@ -205,13 +218,15 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
         if config.lesson_extraction is LessonExtractionPolicy.off and not allow_off:
             raise _off_refused()
         retries = max_retries if max_retries is not None else prior.get("max_retries")
+        deadline = deadline if deadline is not None else prior.get("deadline")
         knobs = {"response_format": response_format, "temperature": temperature,
                  "top_p": top_p, "seed": seed, "max_tokens": max_tokens, "samples": samples}
         if resume_id and not any(v is not None for v in knobs.values()):
             knobs = prior.get("extractor_knobs") or {}
         supports_n = supports_n or bool(prior.get("supports_n"))
         extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
-                                   max_retries=retries, knobs=knobs, supports_n=supports_n)
+                                   max_retries=retries, knobs=knobs, supports_n=supports_n,
+                                   deadline=deadline)
         verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
             "verdicts")
         run = run_extraction(
@@ -222,6 +237,9 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
                                                     "base_url": base_url,
                                                     "max_retries": max_retries,
                                                     "supports_n": supports_n,
+                                                    # only when set: older runs' config
+                                                    **({} if deadline is None else
+                                                       {"deadline": deadline}),
                                                     "extractor_knobs": {
                                                         k: v for k, v in knobs.items()
                                                         if v is not None}},

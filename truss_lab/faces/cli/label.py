@@ -11,6 +11,8 @@ No logic here: :func:`truss_lab.evaluate._judges.run_judge`,
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,9 @@ from ...evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
 from ...evaluate._judges import judge_agreement as agreement_of
 from ...evaluate._objective import OBJECTIVE_HELP
 from ...evaluate._queue import DEFAULT_BAND, labelling_queue
+from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._prompts import get_template
+from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...ingest._completions import read_completions
 from ...ingest._labels import write_label_queue
 from ...simulate._providers import (
@@ -62,14 +66,17 @@ MATCH_SPEC_HELP = (JUDGE_SPEC_HELP + "; simulated reads references.jsonl beside 
 
 
 def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
-                base_url: str | None, template: str, field: str) -> Any:
+                base_url: str | None, template: str, field: str,
+                live: Mapping[str, Any] | None = None) -> Any:
     """``cls`` (a Judge or a JudgeMatcher) from a CLI spec; ``simulated(truth_csv)``
-    returns the (provider, model) of the simulated one."""
+    returns the (provider, model) of the simulated one; ``live``: options of
+    :meth:`~truss_lab.evaluate._judges.ModelJudge.openai` (``deadline``,
+    ``max_consecutive_failures``) for ``openai:MODEL``."""
     kind, _, arg = spec.partition(":")
     if kind == "openai" and arg:
         if not base_url:
             raise BadInputError("openai:MODEL needs --base-url", field="--base-url")
-        return cls.openai(base_url, arg, template=template)
+        return cls.openai(base_url, arg, template=template, **(live or {}))
     if kind == "replay" and arg:
         path, _, model = arg.partition("#")
         if model:
@@ -88,7 +95,7 @@ def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
 
 
 def make_judge(spec: str, store: Any, *, base_url: str | None = None,
-               template: str = "judge-v1") -> Any:
+               template: str = "judge-v1", live: Mapping[str, Any] | None = None) -> Any:
     """A :class:`~truss_lab.evaluate._judges.Judge` from a CLI spec: ``openai:MODEL``
     (live, with ``base_url``), ``replay:MODEL`` (the store's recordings),
     ``replay:PATH.jsonl#MODEL`` or ``simulated[:LESSON_TRUTH.csv]`` (the
@@ -97,11 +104,12 @@ def make_judge(spec: str, store: Any, *, base_url: str | None = None,
         return SimulatedJudgeProvider(truth), SIMULATED_JUDGE_MODEL
 
     return _judge_from(spec, store, Judge, simulated, base_url=base_url, template=template,
-                       field="--extractor")
+                       field="--extractor", live=live)
 
 
 def make_matcher(spec: str, store: Any, *, base_url: str | None = None,
-                 template: str = "match-v1", field: str = "--extractor") -> Any:
+                 template: str = "match-v1", field: str = "--extractor",
+                 live: Mapping[str, Any] | None = None) -> Any:
     """A :class:`~truss_lab.evaluate._judges.JudgeMatcher` from a CLI spec, spelled
     as for :func:`make_judge`; ``simulated[:LESSON_TRUTH.csv]`` is the simulator's
     synthetic matcher (model ``sim-match-v1``, references.jsonl beside the truth)."""
@@ -110,13 +118,22 @@ def make_matcher(spec: str, store: Any, *, base_url: str | None = None,
                 SIMULATED_MATCH_MODEL)
 
     return _judge_from(spec, store, JudgeMatcher, simulated, base_url=base_url,
-                       template=template, field=field)
+                       template=template, field=field, live=live)
 
 
 def _model_options(what: str, spec_help: str, prompt: str) -> Any:
-    """RUN, --db, --extractor SPEC, --base-url and --prompt of a command that asks a model."""
+    """RUN, --db, --extractor SPEC, --base-url, --prompt, --deadline and
+    --max-consecutive-failures of a command that asks a model (the last two reach the
+    command as one ``live`` mapping)."""
 
     def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def command(*args: Any, deadline: float | None, max_consecutive_failures: int,
+                    **kwargs: Any) -> Any:
+            live = {"max_consecutive_failures": max_consecutive_failures,
+                    **({} if deadline is None else {"deadline": deadline})}
+            return fn(*args, live=live, **kwargs)
+
         for opt in reversed((
                 click.argument("run_id", metavar="RUN"), db_option,
                 click.option("--extractor", "spec", required=True,
@@ -124,9 +141,18 @@ def _model_options(what: str, spec_help: str, prompt: str) -> Any:
                 click.option("--base-url", default=None,
                              help="OpenAI-compatible endpoint (openai:MODEL)."),
                 click.option("--prompt", "template", default=prompt, show_default=True,
-                             help="Prompt version."))):
-            fn = opt(fn)
-        return fn
+                             help="Prompt version."),
+                click.option("--deadline", default=None,
+                             type=click.FloatRange(0, min_open=True), metavar="SECONDS",
+                             help="Most seconds one live call may take, its retries "
+                                  f"included (openai:MODEL; default {DEFAULT_DEADLINE:g})."),
+                click.option("--max-consecutive-failures",
+                             default=DEFAULT_MAX_CONSECUTIVE_FAILURES, show_default=True,
+                             type=click.IntRange(1),
+                             help="Stop (exit 2, nothing written) after this many live "
+                                  "calls in a row failed after their retries."))):
+            command = opt(command)
+        return command
 
     return wrap
 
@@ -137,11 +163,11 @@ def _model_options(what: str, spec_help: str, prompt: str) -> Any:
 @json_option
 @friendly
 def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
-          as_json: bool) -> None:
+          live: dict[str, Any], as_json: bool) -> None:
     """Label a run's lessons with a model, stored as judge:<model>@<prompt> labels."""
     with open_store(db, must_exist=True) as store:
         res = run_judge(store, run_id, make_judge(spec, store, base_url=base_url,
-                                                  template=template))
+                                                  template=template, live=live))
     text = (f"{res.annotator}: {res.n_labels} labels for {res.n_lessons} lessons of run "
             f"{run_id} on {res.n_verdicts} verdicts ({res.labels_added} new); "
             f"{res.provider_calls} requests, {res.recorded} live calls recorded for replay")
@@ -177,11 +203,11 @@ def judge_agreement(run_id: str | None, db: str, name: str, labels_path: str | N
 @json_option
 @friendly
 def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
-          references_path: str | None, as_json: bool) -> None:
+          live: dict[str, Any], references_path: str | None, as_json: bool) -> None:
     """Match a run's lessons to reference lessons with a model; record its calls."""
     with open_store(db, must_exist=True) as store:
         res = match_run(store, run_id, make_matcher(spec, store, base_url=base_url,
-                                                    template=template),
+                                                    template=template, live=live),
                         references=references_path)
     text = (f"{res['matcher']}: {res['matched']} of {res['lessons']} lessons of run "
             f"{run_id} matched {res['references']} references on {res['verdicts']} "
