@@ -8,27 +8,11 @@ HTTP server of the tests where a model answers) and counts what held.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "datasets" / "sample"
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "truss_lab.faces.cli", *args],
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-
-
-def _tally(row: Callable[..., Any], name: str, checks: dict[str, bool]) -> Any:
-    bad = [k for k, v in checks.items() if not v]
-    return row(name, len(checks), len(checks) - len(bad),
-               ("failed: " + "; ".join(bad))[:160] if bad else ", ".join(checks)[:160])
+from scripts.reliability_holes import SAMPLE, cli, tally
 
 
 def _lab_db(tmp: Path, name: str) -> Path:
@@ -64,17 +48,17 @@ def audit_k_samples_row(row: Callable[..., Any], tmp: Path) -> Any:
     for name, responder in (("same lesson", _same_lesson), ("varied", default_completion)):
         db = _lab_db(tmp, f"k3_{name.replace(' ', '_')}.duckdb")
         with ScriptedServer(responder=responder) as srv:
-            p = _cli("extract", "--db", str(db), "--extractor", "openai:tiny", "--base-url",
+            p = cli("extract", "--db", str(db), "--extractor", "openai:tiny", "--base-url",
                      srv.base_url, "--samples", "3", "--seed", "3", "--policy", "on",
                      "--verdicts", "seq <= 6", "--quiet")
         checks[f"{name}: extract exit 0"] = p.returncode == 0
-        checks[f"{name}: audit passes"] = _cli("audit", "--db", str(db)).returncode == 0
+        checks[f"{name}: audit passes"] = cli("audit", "--db", str(db)).returncode == 0
     with Store(db) as s:
         s.sql("UPDATE candidates SET passed_gate = true WHERE sample_index = 2")
-    p = _cli("audit", "--db", str(db))
+    p = cli("audit", "--db", str(db))
     checks["a non-representative passed: gate_respected fails"] = (
         p.returncode == 1 and "FAIL gate_respected" in p.stdout)
-    return _tally(row, "audit agrees with the k-sample gate (#28 item 11)", checks)
+    return tally(row, "audit agrees with the k-sample gate (#28 item 11)", checks)
 
 
 def reference_conflict_row(row: Callable[..., Any], tmp: Path) -> Any:
@@ -85,7 +69,7 @@ def reference_conflict_row(row: Callable[..., Any], tmp: Path) -> Any:
     db = _lab_db(tmp, "conflicts.duckdb")
     refs = SAMPLE / "references.jsonl"
     checks: dict[str, bool] = {}
-    p = _cli("ingest", "references", str(refs), "--db", str(db))
+    p = cli("ingest", "references", str(refs), "--db", str(db))
     checks["first ingest: exit 0"] = p.returncode == 0
     recs = [json.loads(x) for x in refs.read_text().splitlines()]
     for r in recs:
@@ -93,7 +77,7 @@ def reference_conflict_row(row: Callable[..., Any], tmp: Path) -> Any:
     n_changed = sum(bool(r["text"]) for r in recs)
     changed = tmp / "references_changed.jsonl"
     changed.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    p = _cli("ingest", "references", str(changed), "--db", str(db), "--json")
+    p = cli("ingest", "references", str(changed), "--db", str(db), "--json")
     rep = json.loads(p.stdout or "{}")
     checks["changed text: exit 3"] = p.returncode == 3
     checks["every changed row a conflict"] = (
@@ -104,15 +88,15 @@ def reference_conflict_row(row: Callable[..., Any], tmp: Path) -> Any:
             "SELECT count(*) FROM reference_lessons WHERE text LIKE '%(revised)'"
         ).fetchall() == [(0,)]
     lines = (SAMPLE / "labels.csv").read_text().splitlines()
-    _cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
+    cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
     f = lines[1].split(",")
     flipped = tmp / "labels_flipped.csv"
     flipped.write_text("\n".join([lines[0], ",".join([*f[:3], str(1 - int(f[3])), *f[4:]])])
                        + "\n")
-    p = _cli("ingest", "labels", str(flipped), "--db", str(db))
+    p = cli("ingest", "labels", str(flipped), "--db", str(db))
     checks["labels: same report, exit 3"] = (p.returncode == 3
                                              and "different content" in p.stdout)
-    return _tally(row, "re-ingest with changed content is a conflict (#28 item 12)", checks)
+    return tally(row, "re-ingest with changed content is a conflict (#28 item 12)", checks)
 
 
 def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
@@ -129,7 +113,7 @@ def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
     unknown = {**first, "verdict_hash": "ab" * 32, "reference_id": "r-unknown", "text": "ok"}
     path = tmp / "references_big.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in (ok, big, unknown)))
-    p = _cli("ingest", "references", str(path), "--db", str(db))
+    p = cli("ingest", "references", str(path), "--db", str(db))
     checks = {
         "20 MB text: exit 3": p.returncode == 3,
         "named by line and field": "line 2, field 'text'" in p.stdout,
@@ -141,17 +125,17 @@ def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
             "SELECT count(*) FROM reference_lessons").fetchall() == [(2,)]
         s.sql("INSERT INTO reference_lessons SELECT hash, 'r-huge', ?, [], 'a', 't', now() "
               "FROM journal WHERE seq = 1", ["y" * 20_000_000])
-    _cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
-    _cli("extract", "--db", str(db), "--extractor", "replay:sim-good-v1", "--policy", "on",
+    cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
+    cli("extract", "--db", str(db), "--extractor", "replay:sim-good-v1", "--policy", "on",
          "--quiet", "--verdicts", "seq <= 100", "--run-id", "h")
     out = tmp / "bounds_report.html"
-    p = _cli("report", "--db", str(db), "h", "--out", str(out), "--max-verdicts", "3",
+    p = cli("report", "--db", str(db), "h", "--out", str(out), "--max-verdicts", "3",
              "--n-boot", "10")
     checks["report written"] = p.returncode == 0 and out.exists()
     checks["report under 3 MB, text cut"] = (
         out.exists() and out.stat().st_size < 3_000_000
         and "of 20000000 characters)" in out.read_text(encoding="utf-8"))
-    return _tally(row, "reference text bounded, unknown verdict warned (#28 item 13)", checks)
+    return tally(row, "reference text bounded, unknown verdict warned (#28 item 13)", checks)
 
 
 def policy_provenance_row(row: Callable[..., Any], tmp: Path) -> Any:
@@ -160,23 +144,23 @@ def policy_provenance_row(row: Callable[..., Any], tmp: Path) -> Any:
     from truss_lab.store._store import Store
 
     db = _lab_db(tmp, "provenance.duckdb")
-    _cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
-    _cli("extract", "--db", str(db), "--extractor", "replay:sim-good-v1", "--policy",
+    cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))
+    cli("extract", "--db", str(db), "--extractor", "replay:sim-good-v1", "--policy",
          "model-scored", "--quiet", "--verdicts", "seq <= 200", "--run-id", "r1")
     key = tmp / "me.key"
-    _cli("keys", "generate", "--key-id", "me", "--out", str(key))
-    checks = {"propose: exit 0": _cli("propose", "--db", str(db), "--run", "r1", "--key",
+    cli("keys", "generate", "--key-id", "me", "--out", str(key))
+    checks = {"propose: exit 0": cli("propose", "--db", str(db), "--run", "r1", "--key",
                                       str(key)).returncode == 0,
-              "verify clean before": _cli("verify", "--db", str(db)).returncode == 0}
+              "verify clean before": cli("verify", "--db", str(db)).returncode == 0}
     with Store(db) as s:
         s.sql("DELETE FROM lab_journal WHERE seq = (SELECT max(seq) FROM lab_journal)")
-    p = _cli("verify", "--db", str(db))
+    p = cli("verify", "--db", str(db))
     checks["last lab entry deleted: verify exit 1"] = (
         p.returncode == 1 and "policy record" in p.stdout and "broken_link" in p.stdout)
-    p = _cli("audit", "--db", str(db))
+    p = cli("audit", "--db", str(db))
     checks["audit agrees"] = (p.returncode == 1 and "FAIL policy_provenance_signed" in p.stdout
                               and "FAIL chain_verifies" in p.stdout)
-    return _tally(row, "verify: every policy record's provenance resolves (#28 item 14)",
+    return tally(row, "verify: every policy record's provenance resolves (#28 item 14)",
                   checks)
 
 
