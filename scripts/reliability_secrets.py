@@ -93,13 +93,18 @@ def query_key_row(row: Callable[..., Any], tmp: Path) -> Any:
     with ScriptedServer() as srv:
         p = cli("extract", "--db", str(db), "--extractor", "openai:m", "--base-url",
                 f"{srv.base_url}?api-key={key}", "--policy", "on", "--verdicts", "seq<=2",
-                env={"OPENAI_API_KEY": ""})
+                "--json", env={"OPENAI_API_KEY": ""})
         paths = {r.path for r in srv.requests}
+        run_id = json.loads(p.stdout)["run_id"] if p.returncode == 0 else "none"
+        resumed = cli("extract", "--db", str(db), "--resume", run_id,
+                      env={"OPENAI_API_KEY": ""})
     checks = {
         "extract ran": p.returncode == 0,
         "the key was sent in the query": paths == {f"/v1/chat/completions?api-key={key}"},
         "no key in the output": key not in p.stdout + p.stderr,
         "no key in DB, WAL": not leaks(key, db),
+        "--resume asks for the masked --base-url": (
+            one_line(resumed) and "--base-url" in resumed.stderr),
     }
     return tally(row, "key in --base-url query not stored", checks)
 

@@ -139,3 +139,22 @@ def test_a_non_ascii_key_is_refused_in_one_line_before_any_request(
     with Store(lab, read_only=True) as s:
         assert s.counts() == before  # no run row, no error row: nothing was written
 
+
+
+def test_resume_asks_for_a_base_url_whose_credential_was_masked(
+        lab: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The stored URL says [REDACTED] where the key was: sending that would fail every call.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with ScriptedServer() as srv:
+        url = f"{srv.base_url}?api-key={KEY}"
+        run_id = json.loads(invoke("extract", "--db", lab, "--extractor", "openai:m",
+                                   "--base-url", url, "--policy", "on", "--verdicts", "seq<=2",
+                                   "--json").output)["run_id"]
+        before = srv.count
+        r = invoke("extract", "--db", lab, "--resume", run_id)
+        assert r.exit_code == 2, r.output
+        assert r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1
+        assert "--base-url" in r.output and KEY not in r.output
+        r = invoke("extract", "--db", lab, "--resume", run_id, "--base-url", url, "--json")
+        assert r.exit_code == 0, r.output
+        assert srv.count == before  # the run was complete: nothing to ask again

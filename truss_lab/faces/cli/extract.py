@@ -18,6 +18,7 @@ import click
 from ...core._config import MemoryConfig
 from ...core._errors import BadInputError
 from ...core._models import LessonExtractionPolicy
+from ...core._secrets import MASK
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
 from ...extract._extractor import MAX_SAMPLES, Extractor, ExtractorConfig
@@ -224,6 +225,12 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
         if resume_id and not any(v is not None for v in knobs.values()):
             knobs = prior.get("extractor_knobs") or {}
         supports_n = supports_n or bool(prior.get("supports_n"))
+        if base_url is None and MASK in (prior.get("base_url") or ""):
+            # The stored URL had a credential (user:key@, ?api-key=), masked when it
+            # was stored: sending the mask would fail every call of the resumed run.
+            raise BadInputError(
+                f"run {resume_id}'s base URL held a credential, stored masked "
+                f"({prior['base_url']}); give it again with --base-url", field="--base-url")
         extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
                                    max_retries=retries, knobs=knobs, supports_n=supports_n,
                                    deadline=deadline)
