@@ -17,7 +17,7 @@ import pytest
 
 from tests.builders.cli import invoke
 from tests.builders.echo import EchoServer, leaks
-from tests.builders.http_server import ScriptedServer
+from tests.builders.http_server import Reply, ScriptedServer
 from tests.builders.stores import copy_db
 from truss_lab.core._secrets import MASK, redact, redact_json
 from truss_lab.store._store import Store
@@ -158,3 +158,19 @@ def test_resume_asks_for_a_base_url_whose_credential_was_masked(
         r = invoke("extract", "--db", lab, "--resume", run_id, "--base-url", url, "--json")
         assert r.exit_code == 0, r.output
         assert srv.count == before  # the run was complete: nothing to ask again
+
+
+def test_a_match_answer_naming_the_key_is_not_printed(lab: Path) -> None:
+    # The matcher's error quotes what the server answered: that is text from outside too.
+    with ScriptedServer() as srv:
+        r = invoke("extract", "--db", lab, "--extractor", "openai:m", "--base-url",
+                   srv.base_url, "--policy", "on", "--verdicts", "seq IN (13, 14, 17)", "--json")
+        run_id = json.loads(r.output)["run_id"]
+        pairs = [{"lesson": KEY, "reference": "R1", "similarity": 1}]
+        answer = {"choices": [{"message": {"content": json.dumps({"pairs": pairs})}}]}
+        for as_json in ([], ["--json"]):
+            srv.add(*[Reply(body=answer)] * 3)
+            r = invoke("match", run_id, "--db", lab, "--extractor", "openai:j", "--base-url",
+                       srv.base_url, *as_json)
+            assert "names an unknown lesson" in r.output and MASK in r.output
+            assert KEY not in r.output

@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError, ProviderError
+from ..core._secrets import redact
 from ..extract._extractor import ReplayProvider, completion_record
 from ..extract._gate import record_completions
 from ..extract._prompts import (
@@ -432,7 +433,9 @@ class JudgeMatcher(ModelJudge):
                                         [f"R{k}" for k in range(1, m + 1)])
         mat, err = self._memo[key]
         if err is not None:
-            self.errors[f"{extractor_id}/{vhash}"] = err
+            # The error may quote the server's answer (an unknown lesson tag): redacted,
+            # as every text from outside is before it is kept or shown.
+            self.errors[f"{extractor_id}/{vhash}"] = redact(err)
             return np.full((n, m), np.nan)
         assert mat is not None
         return mat.copy()
