@@ -102,8 +102,14 @@ def full_disk_row(row: Callable[..., Any], tmp: Path) -> Any:
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
         checks[f"{name} on a full disk"] = (one_line(p) and "nothing written" in p.stderr
                                             and not target.exists())
+    key = d / "me.key"
+    p = subprocess.run([CLI[0], "-c", _LIMITED.replace("1000", "60"), "keys", "generate",
+                        "--key-id", "me", "--out", str(key), "--keyring", str(d / "keys.json")],
+                       env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    checks["keys generate on a full disk: no truncated key"] = (
+        one_line(p) and not key.exists() and not (d / "keys.json").exists())
     checks["no temporary file left"] = sorted(x.name for x in d.iterdir()) == ["lab.duckdb"]
-    return tally(row, "full disk / failing device: sweep, compare, calibrate", checks)
+    return tally(row, "full disk / failing device: sweep, compare, calibrate, keys", checks)
 
 
 # -- 8. output paths that are not regular files ---------------------------------------------------

@@ -268,3 +268,26 @@ def test_export_into_an_empty_folder_and_whole_or_nothing(export_db: Path,
                                      "--out", full))
     assert f"{full}: cannot write the export" in out and "nothing written" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "lab.duckdb"]
+
+
+def test_keys_generate_onto_a_full_disk_leaves_no_truncated_key(tmp_path: Path) -> None:
+    # Was an OSError traceback and a 60-byte key file holding half a seed.
+    key, ring = tmp_path / "me.key", tmp_path / "keys.json"
+    with _file_size_limit(60):
+        out = _one_line_error(invoke("keys", "generate", "--key-id", "me", "--out", key,
+                                     "--keyring", ring))
+    assert f"{key}: cannot write: File too large; nothing written" in out
+    assert list(tmp_path.iterdir()) == []
+    assert invoke("keys", "generate", "--key-id", "me", "--out", key, "--keyring",
+                  ring).exit_code == 0
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert ring.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    before = ring.read_text()
+    # The second key fits, the keyring naming both does not: the old ring stays, and the
+    # key it could not name is not left behind.
+    with _file_size_limit(key.stat().st_size + 8):
+        out = _one_line_error(invoke("keys", "generate", "--key-id", "you", "--out",
+                                     tmp_path / "you.key", "--keyring", ring))
+    assert f"{ring}: cannot write: File too large; nothing written" in out
+    assert ring.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.json", "me.key"]

@@ -10,10 +10,10 @@ A keyring (``keys.json``) maps ``key_id`` to the standard base64 of the raw
 from __future__ import annotations
 
 import base64
-import errno
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -116,24 +116,40 @@ def verify_signature(public_key: bytes, msg: bytes, sig: bytes) -> bool:
 
 
 def _write_private_file(path: str | os.PathLike[str], data: str) -> Path:
-    """Write ``data`` to a new or regular file with mode 0600, never through a symlink.
-
-    ``O_NOFOLLOW`` makes the open fail on a link (dangling or not), so a link
-    planted at the key's path cannot send the secret somewhere else.
-    """
+    """Write ``data`` to a new or regular file with mode 0600, never through a symlink."""
     p = Path(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    if p.is_symlink():  # a link planted at the key's path must not send the secret elsewhere
+        raise BadInputError("is a symbolic link; refusing to write a private key through it",
+                            source=str(p))
+    return _write_whole(p, data, 0o600)
+
+
+def _write_whole(p: Path, data: str, mode: int) -> Path:
+    """Write ``data`` to ``p`` whole or not at all, with file mode ``mode``.
+
+    The text goes to a new file next to ``p`` (created 0600, so a key is never
+    readable by others even for a moment), is flushed to disk, and is renamed over
+    ``p``: a full disk leaves the old file (or none), never a truncated key or
+    keyring, and is one line. The rename replaces a link at ``p``, never its target.
+    """
     try:
-        if p.is_symlink():  # also where O_NOFOLLOW does not exist
-            raise OSError(errno.ELOOP, "is a symbolic link")
-        fd = os.open(p, flags, 0o600)
+        fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp",
+                                    dir=p.parent if str(p.parent) else ".")
     except OSError as exc:
-        why = ("is a symbolic link; refusing to write a private key through it"
-               if exc.errno == errno.ELOOP else f"cannot write: {exc.strerror}")
-        raise BadInputError(why, source=str(p)) from None
-    with os.fdopen(fd, "w") as fh:
-        os.fchmod(fh.fileno(), 0o600)  # an existing file keeps its old mode through O_CREAT
-        fh.write(data)
+        raise BadInputError(f"cannot write: {exc.strerror}", source=str(p)) from None
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.chmod(mode)
+        os.replace(tmp, p)
+    except OSError as exc:
+        raise BadInputError(f"cannot write: {exc.strerror}; nothing written",
+                            source=str(p)) from None
+    finally:
+        tmp.unlink(missing_ok=True)
     return p
 
 
@@ -264,9 +280,9 @@ def load_keyring(path: str | os.PathLike[str]) -> dict[str, bytes]:
 def save_keyring(keys: Mapping[str, bytes], path: str | os.PathLike[str]) -> Path:
     """Write a keyring JSON of public keys, sorted by key id."""
     p = Path(path)
+    if p.is_symlink():  # the rename below would replace the link with a file
+        raise BadInputError("is a symbolic link; name the keyring file itself", source=str(p))
     data = {k: base64.b64encode(v).decode("ascii") for k, v in sorted(keys.items())}
-    try:
-        p.write_text(json.dumps(data, indent=2) + "\n")
-    except OSError as exc:
-        raise BadInputError(f"cannot write keyring: {exc.strerror}", source=str(p)) from None
-    return p
+    umask = os.umask(0)  # a keyring is public: the mode a plain open() would give
+    os.umask(umask)
+    return _write_whole(p, json.dumps(data, indent=2) + "\n", 0o666 & ~umask)

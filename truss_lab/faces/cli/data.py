@@ -244,7 +244,11 @@ def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
     key.save(out)
     if keyring:
         ring[key_id] = key.public_key
-        save_keyring(ring, keyring)
+        try:
+            save_keyring(ring, keyring)
+        except TrussLabError:
+            Path(out).unlink()  # new (checked above): no key left that no keyring names
+            raise
     click.echo(f"{key_id} {key.public_key_b64}")
 
 
