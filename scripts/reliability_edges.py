@@ -70,7 +70,16 @@ def deep_inputs_row(row: Callable[..., Any], tmp: Path) -> Any:
         key.write_text('{"key_id": "a", "ed25519_seed": ' + deep + "}")
         p = cli("propose", "--db", str(db), "--run", "x", "--key", str(key))
         checks[f"--key {depth} deep"] = one_line(p) and "200 levels" in p.stderr
-    return tally(row, "deep JSON in --keys, --verdicts FILE, --key", checks)
+    from tests.builders.http_server import Reply, ScriptedServer
+
+    with ScriptedServer() as srv:
+        srv.add(*[Reply(body='{"x": ' + "[" * 5000 + "]" * 5000 + "}")] * 4)
+        p = cli("extract", "--db", str(db), "--extractor", "openai:m", "--base-url",
+                srv.base_url, "--policy", "on", "--quiet", "--verdicts", "seq<=2",
+                "--max-error-share", "1", env={"OPENAI_API_KEY": "sk-deep"})
+    checks["a server body 5000 deep: a failed call"] = (
+        p.returncode == 0 and "Traceback" not in p.stdout + p.stderr)
+    return tally(row, "deep JSON in --keys, --verdicts FILE, --key, a server body", checks)
 
 
 # -- 7. a full disk, a failing device ------------------------------------------------------------

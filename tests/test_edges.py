@@ -291,3 +291,32 @@ def test_keys_generate_onto_a_full_disk_leaves_no_truncated_key(tmp_path: Path) 
     assert f"{ring}: cannot write: File too large; nothing written" in out
     assert ring.read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.json", "me.key"]
+
+
+# -- item 6, the same edge on the way in from a server: deep JSON in an answer ---------------------
+
+
+def test_a_deeply_nested_server_body_is_a_failed_call(sample_unlabelled: Path,
+                                                      tmp_path: Path) -> None:
+    from tests.builders.http_server import Reply, ScriptedServer
+    from tests.builders.stores import copy_db
+
+    db = copy_db(sample_unlabelled, tmp_path / "lab.duckdb")
+    deep = '{"x": ' + _deep(5000) + "}"
+    with ScriptedServer() as srv:
+        srv.add(*[Reply(body=deep)] * 4)
+        r = invoke("extract", "--db", db, "--extractor", "openai:m", "--base-url",
+                   srv.base_url, "--policy", "on", "--quiet", "--verdicts", "seq<=2",
+                   "--max-error-share", "1", env={"OPENAI_API_KEY": "sk-test"})
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    with Store(db, read_only=True) as s:
+        errors = s.sql("SELECT message FROM verdict_errors").fetchall()
+    assert len(errors) == 2 and all("expected a JSON chat-completions body" in e
+                                    for (e,) in errors), errors
+
+
+def test_a_deeply_nested_match_answer_is_a_parse_error() -> None:
+    from truss_lab.evaluate._judges import parse_similarities
+
+    mat, why = parse_similarities('{"pairs": ' + _deep(5000) + "}", ["L0"], ["R0"])
+    assert mat is None and why == "not one JSON object (nested too deep)"

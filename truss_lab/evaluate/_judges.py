@@ -332,6 +332,8 @@ def parse_similarities(text: str, lessons: list[str],
     """
     try:
         root = _json_object(text)
+    except RecursionError:  # a hostile answer nested past Python's parser
+        return None, "not one JSON object (nested too deep)"
     except ValueError as exc:
         return None, f"not one JSON object ({exc})"
     if not isinstance(root, dict) or not isinstance(root.get("pairs"), list):

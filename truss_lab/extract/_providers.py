@@ -585,7 +585,7 @@ class OpenAICompatibleProvider:
             raise ProviderError(f"{where}: unexpected HTTP {status} from {self.url}")
         try:
             data = json.loads(content)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's parser
             raise ProviderError(
                 f"{where}: expected a JSON chat-completions body from {self.url}, got "
                 f"{_excerpt(content.decode('utf-8', 'replace')) or 'an empty body'!r}"
