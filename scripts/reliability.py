@@ -37,7 +37,7 @@ scripted HTTP server of tests/builders/http_server.py):
   completion's model or a lesson's evidence, a key in the --base-url query, a
   non-ASCII key;
 * the live calls of issue #28 (scripts/reliability_calls.py): a slow drip, a 429 asking
-  to wait 11 days, an 80 MB answer.
+  to wait 11 days, an 80 MB answer; judge and match when every call fails.
 
 Exit status 1 when any row fails.
 """

@@ -9,6 +9,8 @@ what held. ``scripts/reliability.py`` calls :func:`calls_rows`; the rows use its
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
@@ -101,12 +103,51 @@ def limits_row(row: Callable[..., Any], tmp: Path) -> Any:
     return tally(row, "live calls: deadline, breaker on match/judge, body cap", checks)
 
 
+# -- 10. judge when every call failed, match with unusable answers --------------------------
+
+
+def _no_match(body: Any) -> dict[str, Any]:
+    """A usable match answer: every (lesson, reference) pair of the request, similarity 0."""
+    text = body["messages"][-1]["content"]
+    tags = [sorted(set(re.findall(rf"^\[({k}\d+)\]", text, re.M))) for k in "LR"]
+    pairs = [{"lesson": a, "reference": b, "similarity": 0.0} for a in tags[0] for b in tags[1]]
+    content = json.dumps({"pairs": pairs})
+    return {**ANSWER, "choices": [{"message": {"role": "assistant", "content": content}}]}
+
+
+def outcomes_row(row: Callable[..., Any], tmp: Path) -> Any:
+    db = _lab_run(tmp, "outcomes.duckdb")
+    checks: dict[str, bool] = {}
+    with ScriptedServer(responder=lambda body: "bad request") as srv:
+        srv.add(Reply(400, "no such model"))
+        p = cli("judge", RUN, "--db", str(db), "--extractor", "openai:m", "--base-url",
+                srv.base_url)
+        checks["judge, every call a 400: exit 1, one line"] = (
+            one_line(p, code=1) and f"every one of the {srv.count} calls failed" in p.stderr)
+    prose = {**ANSWER, "choices": [{"message": {"role": "assistant",
+                                                "content": "I think L0 matches R1."}}]}
+    with ScriptedServer(responder=lambda body: prose) as srv:
+        p = cli("match", RUN, "--db", str(db), "--extractor", "openai:m", "--base-url",
+                srv.base_url)
+        checks["match, every answer prose: exit 1, one line, no Python warning"] = (
+            one_line(p, code=1) and "Warning" not in p.stderr
+            and f"none of the {srv.count} answers could be used" in p.stderr)
+    with ScriptedServer(responder=_no_match) as srv:
+        srv.add(Reply(200, prose))
+        p = cli("match", RUN, "--db", str(db), "--extractor", "openai:m", "--base-url",
+                srv.base_url)
+        checks["match, one answer prose: counted in its own words, no warning"] = (
+            "Warning" not in p.stderr and ".py:" not in p.stderr
+            and "verdict(s) left out, answer not usable" in p.stdout)
+    return tally(row, "judge/match outcomes: all failed exits 1, no raw warning", checks)
+
+
 def calls_rows(row: Callable[..., Any], tmp: Path) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``)."""
     sub = tmp / "calls"
     sub.mkdir(exist_ok=True)
     out = []
-    for fn in (limits_row,):
+    for fn in (limits_row, outcomes_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row

@@ -87,7 +87,7 @@ from ..store._store import Store
 from ._agreement import CANDIDATE_KEY, majority_labels
 from ._bootstrap import check_boot, percentile_interval, stream, verdict_codes, weight_chunks
 from ._sweep import UndefinedMetricWarning
-from ._truth import reference_truth, run_labels
+from ._truth import MatcherLeftOutWarning, reference_truth, run_labels
 
 __all__ = [
     "DEFAULT_JUDGE_MATCH_THRESHOLD",
@@ -468,7 +468,8 @@ def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
               references: Any = None, match_threshold: float | None = None,
               score: str = "salience") -> dict[str, Any]:
     """Match the valid lessons of ``run_id`` to their verdicts' references with a judge
-    matcher, record its live calls, and say what it did (integer counts).
+    matcher, record its live calls, and say what it did (integer counts); the
+    verdicts it leaves out are in the result, not a warning.
 
     What ``truss-lab match`` runs before evaluating by replay: the returned dict
     has the matcher's name, requests made, live calls recorded, verdicts and
@@ -476,8 +477,11 @@ def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
     left without similarities, with why).
     """
     asked = matcher.requests
-    truth = reference_truth(store, run_id, references=references, score=score,
-                            matcher=matcher, match_threshold=match_threshold)
+    with warnings.catch_warnings():
+        # The verdicts left out are in the result (``errors``, ``verdicts_unmatched``).
+        warnings.simplefilter("ignore", MatcherLeftOutWarning)
+        truth = reference_truth(store, run_id, references=references, score=score,
+                                matcher=matcher, match_threshold=match_threshold)
     recorded = matcher.record(store)
     prefix = f"{run_info(store, run_id)['extractor_id']}/"
     errors = {k: v for k, v in matcher.errors.items() if k.startswith(prefix)}

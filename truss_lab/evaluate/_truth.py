@@ -132,6 +132,7 @@ __all__ = [
     "DEFAULT_TRANSFER",
     "TIES",
     "TRUTH_HELP",
+    "MatcherLeftOutWarning",
     "ReferenceTruth",
     "RunTruth",
     "Truth",
@@ -172,6 +173,12 @@ ADJUDICATOR = "adjudicator"
 
 #: Labels follow equal texts by default; a float opts in to lexical matches.
 DEFAULT_TRANSFER = "exact"
+
+
+class MatcherLeftOutWarning(UserWarning):
+    """Verdicts left out of an evaluation because the matcher could not score their
+    lessons (a judge matcher's unusable answers); a caller that reports them itself
+    (``truss-lab match``) silences it."""
 
 
 # --------------------------------------------------------------------------- label rows
@@ -785,7 +792,8 @@ def reference_truth(
     unmatched = set(rows.attrs.get("unmatched_verdicts", ()))
     if unmatched:
         warnings.warn(f"{len(unmatched)} verdict(s) of run {run_id!r} left out: the matcher "
-                      "could not score their lessons (see the matcher's errors)", stacklevel=2)
+                      "could not score their lessons (see the matcher's errors)",
+                      MatcherLeftOutWarning, stacklevel=2)
         verdicts = verdicts[~verdicts["verdict_hash"].isin(unmatched)]
         keep -= unmatched
     lesson_rows = rows[rows["kind"] == "lesson"]

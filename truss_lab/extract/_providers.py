@@ -269,6 +269,12 @@ class CircuitBreaker:
     def supports_n(self) -> bool:
         return supports_n(self.inner)
 
+    def close(self) -> None:
+        """Close the inner provider (its connection pool), when it has a ``close``."""
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
     def complete(self, request: CompletionRequest) -> Completion:
         """Forward ``request``; count transport failures; raise once open."""
         return self._guard(self.inner.complete, request)  # type: ignore[no-any-return]

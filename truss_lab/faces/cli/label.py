@@ -12,7 +12,9 @@ No logic here: :func:`truss_lab.evaluate._judges.run_judge`,
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -164,16 +166,43 @@ def _model_options(what: str, spec_help: str, prompt: str) -> Any:
 @friendly
 def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
           live: dict[str, Any], as_json: bool) -> None:
-    """Label a run's lessons with a model, stored as judge:<model>@<prompt> labels."""
+    """Label a run's lessons with a model, stored as judge:<model>@<prompt> labels.
+
+    Exits 1 with one line when no call gave a label (every one failed)."""
     with open_store(db, must_exist=True) as store:
-        res = run_judge(store, run_id, make_judge(spec, store, base_url=base_url,
-                                                  template=template, live=live))
+        made = make_judge(spec, store, base_url=base_url, template=template, live=live)
+        with _closing(made.provider):
+            res = run_judge(store, run_id, made)
+    if res.provider_calls and not res.n_labels and res.errors:
+        _every_call_failed(res.to_dict(), as_json,
+                           f"{res.annotator}: every one of the {res.provider_calls} calls "
+                           f"failed, no label written; the first: {res.errors[0]}")
     text = (f"{res.annotator}: {res.n_labels} labels for {res.n_lessons} lessons of run "
             f"{run_id} on {res.n_verdicts} verdicts ({res.labels_added} new); "
             f"{res.provider_calls} requests, {res.recorded} live calls recorded for replay")
     if res.errors:
         text += f"\n{len(res.errors)} answer(s) not fully usable; the first: {res.errors[0]}"
     emit(res.to_dict(), as_json, text)
+
+
+@contextmanager
+def _closing(provider: Any) -> Iterator[None]:
+    """Close ``provider``'s connections when done, if it has any (a live one)."""
+    try:
+        yield
+    finally:
+        close = getattr(provider, "close", None)
+        if callable(close):
+            close()
+
+
+def _every_call_failed(result: dict[str, Any], as_json: bool, line: str) -> None:
+    """Exit 1 saying ``line`` (one ``error:`` line on stderr); with ``--json`` the result
+    is printed first, as on success."""
+    if as_json:
+        emit(result, as_json, "")
+    click.echo(f"error: {line}", err=True)
+    sys.exit(1)
 
 
 @click.command("judge-agreement")
@@ -204,11 +233,18 @@ def judge_agreement(run_id: str | None, db: str, name: str, labels_path: str | N
 @friendly
 def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
           live: dict[str, Any], references_path: str | None, as_json: bool) -> None:
-    """Match a run's lessons to reference lessons with a model; record its calls."""
+    """Match a run's lessons to reference lessons with a model; record its calls.
+
+    Exits 1 with one line when no answer could be used (every call failed)."""
     with open_store(db, must_exist=True) as store:
-        res = match_run(store, run_id, make_matcher(spec, store, base_url=base_url,
-                                                    template=template, live=live),
-                        references=references_path)
+        made = make_matcher(spec, store, base_url=base_url, template=template, live=live)
+        with _closing(made.provider):
+            res = match_run(store, run_id, made, references=references_path)
+    if res["requests"] and len(res["errors"]) >= res["requests"]:
+        first = next(iter(res["errors"].items()))
+        _every_call_failed(res, as_json,
+                           f"{res['matcher']}: none of the {res['requests']} answers could be "
+                           f"used, no verdict matched; the first: {first[0]}: {first[1]}")
     text = (f"{res['matcher']}: {res['matched']} of {res['lessons']} lessons of run "
             f"{run_id} matched {res['references']} references on {res['verdicts']} "
             f"annotated verdicts (match threshold {res['match_threshold']:g}); "
