@@ -1,0 +1,228 @@
+"""Prediction-powered sweep (evaluate/_ppi.py) against the plain sweep, a brute force
+and an independent human-only implementation (issue 26, "what must be shown")."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.builders.profiles import examples
+from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._bootstrap import bootstrap_metrics
+from truss_lab.evaluate._ppi import check_correct, ppi_bootstrap, ppi_data, ppi_sweep
+from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
+
+GRID = np.round(np.linspace(0, 1, 21), 2)
+
+
+def population(seed: int, n_verdicts: int = 300, per: int = 4):
+    """Verdicts of ``per`` lessons each (scores in 0.05 steps, so ties) plus a miss row
+    (positive, NaN score) per verdict; ``y`` is the people's truth of every row."""
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.arange(n_verdicts), per + 1).astype(object)
+    s = np.round(rng.random(len(g)) * 20) / 20
+    s[per::per + 1] = np.nan
+    y = (rng.random(len(g)) < np.where(np.isnan(s), 0.3, 0.2 + 0.6 * np.nan_to_num(s)))
+    y = y.astype(np.uint8)
+    y[np.isnan(s)] = rng.random(n_verdicts) < 0.5
+    return y, s, g
+
+
+def sample_rows(y, s, g, verdicts):
+    keep = np.isin(g, verdicts)
+    return y[keep], s[keep], g[keep]
+
+
+# --------------------------------------------------------------------------- perfect matcher
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_perfect_matcher_equals_the_uncorrected_sweep(seed):
+    y, s, g = population(seed)
+    rng = np.random.default_rng(seed + 10)
+    picked = rng.choice(np.unique(g), size=40, replace=False)
+    data = ppi_data(y, s, g, *sample_rows(y, s, g, picked), sampled=picked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        plain = sweep(y, s, groups=g)
+        plain_given = sweep(y, s, groups=g, thresholds=GRID)
+    for got, want in ((ppi_sweep(data), plain), (ppi_sweep(data, thresholds=GRID), plain_given)):
+        np.testing.assert_array_equal(got["threshold"], want["threshold"])
+        np.testing.assert_array_equal(got["kept"], want["kept"])
+        for col in ("tp", "fp", "fn", "precision", "recall", "f1", "kept_per_verdict",
+                    "write_rate"):
+            np.testing.assert_allclose(got[col], want[col], rtol=1e-12, atol=1e-9, err_msg=col)
+    boot = ppi_bootstrap(data, thresholds=GRID, n_boot=50)
+    ref = bootstrap_metrics(y, s, g, thresholds=GRID, n_boot=50)
+    for col in ("precision", "recall", "f1", "kept_per_verdict"):
+        np.testing.assert_allclose(boot.table[col], ref.table[col], rtol=1e-12, atol=1e-9)
+    assert boot.threshold == ref.threshold
+
+
+# --------------------------------------------------------------------------- always-wrong matcher
+
+
+def human_only(y, s, g, picked, n_all, thresholds):
+    """Independent Horvitz-Thompson estimate from the people's sample alone: per
+    threshold, loop over the sampled verdicts, scale each by N / n."""
+    scale = n_all / len(picked)
+    out = []
+    for t in thresholds:
+        tp = kept = pos = 0.0
+        for v in picked:
+            rows = g == v
+            yv, sv = y[rows], s[rows]
+            kept_v = [bool(x >= t) if not np.isnan(x) else False for x in sv]
+            tp += scale * sum(int(a) for a, k in zip(yv, kept_v, strict=True) if k)
+            kept += scale * sum(kept_v)
+            pos += scale * int(yv.sum())
+        out.append((tp, kept, pos, tp / kept if kept else np.nan, tp / pos))
+    return np.array(out)
+
+
+def test_always_wrong_matcher_is_the_human_only_estimate_in_expectation():
+    y, s, g = population(5, n_verdicts=200)
+    wrong = (1 - y).astype(np.uint8)  # the matcher says the opposite of people, always
+    verdicts = np.unique(g)
+    thresholds = [0.3, 0.7]
+    rng = np.random.default_rng(11)
+    n, reps = 50, 300
+    ppi, human = [], []
+    for _ in range(reps):
+        picked = rng.choice(verdicts, size=n, replace=False)
+        data = ppi_data(wrong, s, g, *sample_rows(y, s, g, picked), sampled=picked)
+        df = ppi_sweep(data, thresholds=thresholds)
+        ppi.append(df[["tp", "precision", "recall"]].to_numpy())
+        ho = human_only(y, s, g, picked, len(verdicts), thresholds)
+        human.append(ho[:, [0, 3, 4]])
+        # lam = 0 is the people's sample alone, exactly
+        alone = ppi_sweep(data, thresholds=thresholds, lam=0.0)
+        np.testing.assert_allclose(alone[["tp", "precision", "recall"]].to_numpy(),
+                                   ho[:, [0, 3, 4]], rtol=1e-12)
+    ppi_a, human_a = np.array(ppi), np.array(human)
+    # The counts: both unbiased for the population's human total.
+    true_tp = np.array([np.sum(y[np.nan_to_num(s, nan=-1) >= t]) for t in thresholds])
+    for est in (ppi_a[:, :, 0], human_a[:, :, 0]):
+        se = est.std(axis=0, ddof=1) / np.sqrt(reps)
+        assert np.all(np.abs(est.mean(axis=0) - true_tp) < 4 * se + 1e-9)
+    # The ratios: the two estimators agree in expectation (paired over the same samples).
+    diff = ppi_a[:, :, 1:] - human_a[:, :, 1:]
+    se = diff.std(axis=0, ddof=1) / np.sqrt(reps)
+    assert np.all(np.abs(diff.mean(axis=0)) < 4 * se + 0.01)
+    # ... and the always-wrong automated truth alone is far off.
+    assert abs(ppi_a[:, 1, 1].mean() - sweep(wrong, s, thresholds=[0.7])["precision"][0]) > 0.2
+
+
+# --------------------------------------------------------------------------- brute force
+
+
+def brute(ya, sa, ga, ja, yh, sh, gh, jh, inv_pi, lam, thresholds):
+    """Per threshold, the estimate written out row by row (module docstring's formula)."""
+    out = []
+    for t in thresholds:
+        tp = judged = 0.0
+        for yy, ss, gg, jj in zip(ya, sa, ga, ja, strict=True):
+            w = lam * (1 - inv_pi.get(gg, 0.0))
+            if not np.isnan(ss) and ss >= t and jj:
+                judged += w
+                tp += w * yy
+        for yy, ss, gg, jj in zip(yh, sh, gh, jh, strict=True):
+            w = inv_pi[gg]
+            if not np.isnan(ss) and ss >= t and jj:
+                judged += w
+                tp += w * yy
+        out.append((tp, judged))
+    pos = sum(lam * (1 - inv_pi.get(gg, 0.0)) * yy * jj
+              for yy, gg, jj in zip(ya, ga, ja, strict=True))
+    pos += sum(inv_pi[gg] * yy * jj for yy, gg, jj in zip(yh, gh, jh, strict=True))
+    return np.array(out).reshape(-1, 2), pos
+
+
+scores = st.one_of(st.sampled_from([0.0, 0.25, 0.5, 0.7, 1.0, float("nan")]),
+                   st.floats(0, 1, allow_nan=False))
+row = st.tuples(st.integers(0, 1), scores, st.integers(0, 5), st.booleans())
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(auto=st.lists(row, min_size=1, max_size=40), human=st.lists(row, max_size=20),
+       extra=st.lists(st.integers(0, 5), min_size=1, max_size=3),
+       lam=st.sampled_from([0.0, 0.5, 1.0]), unequal=st.booleans())
+def test_one_sort_sweep_equals_per_threshold_brute_force(auto, human, extra, lam, unequal):
+    ya, sa, ga, ja = (np.array(c) for c in zip(*auto, strict=True))
+    ga = ga.astype(object)
+    pop = list(dict.fromkeys(ga.tolist()))
+    if human:
+        yh, sh, gh, jh = (np.array(c) for c in zip(*human, strict=True))
+        gh = gh.astype(object)
+    else:
+        yh, sh, gh, jh = (np.array([], dtype=t) for t in (int, float, object, bool))
+    pop = list(dict.fromkeys(pop + gh.tolist() + list(extra)))
+    sampled = list(dict.fromkeys(gh.tolist() + [e for e in extra if e in pop]))
+    p = ([0.2 + 0.7 * ((i * 37) % 10) / 10 for i in range(len(sampled))] if unequal else None)
+    data = ppi_data(ya, sa, ga, yh, sh, gh, judged_auto=ja, judged_human=jh, verdicts=pop,
+                    sampled=sampled, inclusion_probability=p)
+    inv_pi = ({v: 1 / q for v, q in zip(sampled, p, strict=True)} if unequal
+              else {v: len(pop) / len(sampled) for v in sampled})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        default = ppi_sweep(data, lam=lam)
+        given_t = ppi_sweep(data, thresholds=[0.7, 0.0, 0.5, 2.0], lam=lam)
+    for df in (default, given_t):
+        counts, pos = brute(ya, sa, ga, ja, yh, sh, gh, jh, inv_pi, lam, df["threshold"])
+        np.testing.assert_allclose(df["tp"], counts[:, 0], atol=1e-9)
+        np.testing.assert_allclose(df["fp"], counts[:, 1] - counts[:, 0], atol=1e-9)
+        if pos > 1e-9:
+            np.testing.assert_allclose(df["fn"], pos - counts[:, 0], atol=1e-9)
+        kept = [np.sum(np.nan_to_num(sa, nan=-np.inf) >= t) for t in df["threshold"]]
+        np.testing.assert_array_equal(df["kept"], kept)
+    want = sorted({float(x) for x in sa if not np.isnan(x)}, reverse=True)
+    np.testing.assert_array_equal(default["threshold"], want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        boot = ppi_bootstrap(data, thresholds=[0.7, 0.0, 0.5], n_boot=5, lam=lam)
+        at = ppi_sweep(data, thresholds=[0.7, 0.0, 0.5], lam=lam)
+    for col in ("precision", "recall", "f1", "kept_per_verdict", "write_rate"):
+        np.testing.assert_allclose(boot.table[col], at[col], atol=1e-9, equal_nan=True)
+
+
+# --------------------------------------------------------------------------- bootstrap and input
+
+
+def test_bootstrap_resamples_both_sets_and_is_seeded():
+    y, s, g = population(3)
+    wrong = y.copy()
+    wrong[::10] ^= 1  # a good matcher: wrong on one row in ten
+    picked = np.unique(g)[:60]
+    data = ppi_data(wrong, s, g, *sample_rows(y, s, g, picked), sampled=picked)
+    a = ppi_bootstrap(data, thresholds=[0.7], n_boot=300, random_state=4)
+    b = ppi_bootstrap(data, thresholds=[0.7], n_boot=300, random_state=4)
+    assert a.table.equals(b.table)
+    r = a.table.iloc[0]
+    assert r["precision_low"] < r["precision"] < r["precision_high"]
+    assert r["recall_low"] < r["recall"] < r["recall_high"]
+    # The people's sample alone (lam = 0) is noisier than the corrected estimate.
+    alone = ppi_bootstrap(data, thresholds=[0.7], n_boot=300, random_state=4, lam=0.0)
+    width = lambda t, m: float(t[f"{m}_high"].iloc[0] - t[f"{m}_low"].iloc[0])  # noqa: E731
+    assert width(a.table, "precision") < width(alone.table, "precision")
+
+
+def test_bad_input_is_one_clear_error():
+    y, s, g = population(0, n_verdicts=10)
+    with pytest.raises(BadInputError, match="people answered for no verdict"):
+        ppi_data(y, s, g, [], [], np.array([], dtype=object))
+    with pytest.raises(BadInputError, match="not among the sampled"):
+        ppi_data(y, s, g, y[:5], s[:5], g[:5], sampled=[7])
+    with pytest.raises(BadInputError, match="not among the verdicts"):
+        ppi_data(y, s, g, [1], [0.5], np.array(["zz"], dtype=object))
+    with pytest.raises(BadInputError, match="inclusion probability of verdict"):
+        ppi_data(y, s, g, y[:5], s[:5], g[:5], inclusion_probability=[0.0])
+    data = ppi_data(y, s, g, y[:5], s[:5], g[:5])
+    with pytest.raises(BadInputError, match="lam must be"):
+        ppi_sweep(data, lam=1.5)
+    assert check_correct(None) == "auto"
+    with pytest.raises(BadInputError, match="correct must be one of"):
+        check_correct("yes")
