@@ -27,8 +27,10 @@ RUN = "calls"
 
 # A child process making one call (the server's URL and the cap in argv) and printing its
 # peak RSS in MB and the error: the answer-size cap must bound the memory, not only say no.
+# VmHWM is the peak of this process's own memory since exec; ru_maxrss is not: after the
+# parent's vfork + exec it carries the parent's peak (the whole reliability run's).
 _CHILD = """
-import resource, sys
+import sys
 from truss_lab.extract._providers import (ChatMessage, CompletionRequest,
                                           OpenAICompatibleProvider)
 from truss_lab.core._errors import ProviderError
@@ -40,7 +42,9 @@ try:
     err = "none"
 except ProviderError as exc:
     err = str(exc)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, err)
+with open("/proc/self/status") as f:
+    hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+print(hwm // 1024, err)
 """
 
 
