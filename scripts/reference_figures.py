@@ -3,6 +3,11 @@
     .venv/bin/python scripts/reference_figures.py            # matcher + agreement figures
     .venv/bin/python scripts/reference_figures.py --grid     # also the match-threshold grid
     .venv/bin/python scripts/reference_figures.py --judge    # the judge matcher vs lexical
+    .venv/bin/python scripts/reference_figures.py --semantic # the semantic matcher vs lexical
+
+With ``--semantic``, the semantic matcher (``SemanticMatcher``, the ``semantic``
+extra) is measured like the lexical one in 1., at its default threshold and over
+a grid of match thresholds (how its default was chosen); ``--semantic`` alone skips 2.
 
 With ``--judge``, the simulated judge matcher (``SimulatedMatchProvider``,
 noise ``--noise``, default 0.05) is recorded on the three simulated extractors'
@@ -156,6 +161,31 @@ def judge_figures(store, noise: float) -> None:
           f"R={tot.correct / tot.should_match:.3f}")
 
 
+def _totals(acc: pd.DataFrame) -> str:
+    """Pair precision/recall of the light and heavy paraphrases and of all three extractors."""
+    tot = acc[acc["part"] == "all"][["matched", "correct", "should_match"]].sum()
+    lh = {r.part: f"{r.precision:.3f}/{r.recall:.3f}"
+          for r in acc[acc["part"].isin(["light", "heavy"])].itertuples()}
+    f1 = 2 * tot.correct / (tot.matched + tot.should_match)
+    return (f"all P={tot.correct / tot.matched:.3f} R={tot.correct / tot.should_match:.3f} "
+            f"F1={f1:.3f}  light P/R={lh.get('light', '-')}  heavy P/R={lh.get('heavy', '-')}")
+
+
+def semantic_figures(store) -> None:
+    """The semantic matcher against the simulator's truth: default threshold, then a grid."""
+    from truss_lab.score._matching import SemanticMatcher
+
+    sem = SemanticMatcher()
+    print(f"== semantic matcher vs lesson_truth.csv, match threshold {sem.match_threshold}")
+    acc = matcher_accuracy(store, matcher=sem)
+    print(acc.round(3).to_string(index=False))
+    print("semantic:", _totals(acc))
+    print("lexical: ", _totals(matcher_accuracy(store)))
+    print("== semantic match-threshold grid")
+    for t in (0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80):
+        print(f"  t={t:.2f}: {_totals(matcher_accuracy(store, t, matcher=sem))}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", action="store_true", help="also the match-threshold grid")
@@ -163,6 +193,8 @@ def main() -> None:
                     help="the simulated judge matcher (recorded, then replayed) vs lexical")
     ap.add_argument("--noise", type=float, default=0.05,
                     help="the simulated judge matcher's chance of flipping a pair's call")
+    ap.add_argument("--semantic", action="store_true",
+                    help="the semantic matcher (the semantic extra) vs lexical, and its grid")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = load_sample(Path(tmp) / "s.duckdb")
@@ -172,6 +204,10 @@ def main() -> None:
         print(matcher_accuracy(store).round(3).to_string(index=False))
         if args.judge:
             judge_figures(store, args.noise)
+            store.close()
+            return
+        if args.semantic:
+            semantic_figures(store)
             store.close()
             return
         if args.grid:

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import importlib.util
+import socket
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from tests.builders.cli import invoke, invoke_json
 from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._runs import sweep_run
 from truss_lab.faces._notebook import run_sample_extractions
-from truss_lab.score._matching import DEFAULT_MATCH_THRESHOLD, LexicalMatcher, match_lessons
+from truss_lab.score._matching import (
+    DEFAULT_MATCH_THRESHOLD,
+    SEMANTIC_MATCH_THRESHOLD,
+    LexicalMatcher,
+    SemanticMatcher,
+    _wordllama,
+    match_lessons,
+    match_threshold_of,
+)
 from truss_lab.store._store import Store
 
 V1, V2 = "1" * 64, "2" * 64
@@ -128,3 +140,80 @@ def test_matcher_against_the_simulators_truth(sample_store) -> None:
         assert acc.loc[(ex, "all")].precision >= 0.98 and acc.loc[(ex, "all")].recall >= 0.98
         assert acc.loc[(ex, "repeats")].matched == 0  # repeats of a matched lesson: unmatched
     assert DEFAULT_MATCH_THRESHOLD == 0.22
+
+
+# -- the semantic matcher (the optional [semantic] extra, in the dev extras) ----------------
+
+_PARA_L = ["Make a scheduled job idempotent before enabling automatic retries",
+           "Rotate the API keys every quarter",
+           "Disable the legacy cron entry when the new schedule goes live"]
+_PARA_R = ["Ensure that re-running a periodic task twice has no duplicate side effects "
+           "before turning on retrying",
+           "Rotating credentials quarterly is advisable",
+           "Turn off the old crontab line in the same change that switches on the new timetable"]
+
+
+@pytest.fixture
+def semantic(monkeypatch: pytest.MonkeyPatch) -> SemanticMatcher:
+    """A SemanticMatcher loaded with every network connection refused: a download
+    attempt would fail the test."""
+    def refuse(*_a: object, **_k: object) -> None:
+        raise AssertionError("the semantic matcher tried to connect to the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    _wordllama.cache_clear()
+    try:
+        yield SemanticMatcher()
+    finally:
+        _wordllama.cache_clear()
+
+
+def test_semantic_matcher_sees_paraphrases_offline(semantic: SemanticMatcher) -> None:
+    les = _lessons([(V1, i, t, 0.9) for i, t in enumerate(_PARA_L)] + [(V1, 3, "", 0.5)])
+    refs = _refs([(V1, f"r{i + 1}", t) for i, t in enumerate(_PARA_R)])
+    m = semantic(les, refs)
+    lex = LexicalMatcher()(les, refs)
+    assert m.shape == (4, 3) and ((m >= 0) & (m <= 1)).all()
+    # Each lesson is closest to its own paraphrase, which shares (almost) no content word.
+    assert m[:3].argmax(axis=1).tolist() == [0, 1, 2]
+    assert (np.diag(m[:3]) > np.diag(lex[:3]) + 0.1).all()
+    assert (m[3] == 0).all()  # an empty text is like nothing
+    # pairs() in bulk equals the per-verdict matrix, and the evidence conflict halves.
+    li, ri = np.array([0, 2, 1]), np.array([0, 2, 2])
+    np.testing.assert_allclose(semantic.pairs(les, refs, li, ri), m[li, ri])
+    les_e = les.assign(evidence=[["check:a"], [], [], []])
+    refs_e = refs.assign(evidence=[["check:b"], [], []])
+    np.testing.assert_allclose(semantic(les_e, refs_e)[0, 0], 0.5 * m[0, 0])
+    out = match_lessons(les, refs, matcher=semantic,
+                        threshold=match_threshold_of(semantic))
+    assert match_threshold_of(semantic) == SEMANTIC_MATCH_THRESHOLD
+    assert out["reference_id"].dropna().tolist() == [r for r, ok in zip(
+        ["r1", "r2", "r3"], np.diag(m[:3]) >= SEMANTIC_MATCH_THRESHOLD, strict=True) if ok]
+
+
+def test_semantic_matcher_without_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # import wordllama -> ImportError
+    _wordllama.cache_clear()
+    try:
+        with pytest.raises(BadInputError, match=r"pip install 'truss_lab\[semantic\]'"):
+            SemanticMatcher()
+    finally:
+        _wordllama.cache_clear()
+
+
+def test_cli_sweep_with_the_semantic_matcher(sample_full: Path, tmp_path: Path,
+                                             semantic: SemanticMatcher) -> None:
+    db = copy_db(sample_full, tmp_path / "s.duckdb")
+    with Store(db) as store:
+        runs = run_sample_extractions(store, extractors=("sim-paraphrase-v1",),
+                                      write_memory=False)
+        rid = runs["sim-paraphrase-v1"].run_id
+        want = sweep_run(store, rid, truth="references", matcher=semantic, thresholds=[0.7])
+    out = invoke_json("sweep", rid, "--db", db, "--truth", "references", "--matcher",
+                      "semantic", "--n-boot", "20")
+    assert out["matcher"] == "semantic"
+    row = next(r for r in out["sweep"] if r["threshold"] == pytest.approx(0.7))
+    assert row["precision"] == pytest.approx(float(want["precision"].iloc[0]))
+    r = invoke("sweep", rid, "--db", db, "--matcher", "semantic", "--match-judge", "replay:x")
+    assert r.exit_code == 2 and "--match-judge needs --matcher judge" in r.output

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ._calibrators import IsotonicCalibrator, PlattCalibrator
 from ._consistency import consistency_clusters, self_consistency
 from ._junk import junk_flags, junk_rates
-from ._matching import LexicalMatcher, match_lessons
+from ._matching import LexicalMatcher, SemanticMatcher, match_lessons
 from ._salience import (
     Scorer,
     failed_checks,
@@ -26,6 +26,7 @@ __all__ = [
     "LexicalMatcher",
     "PlattCalibrator",
     "Scorer",
+    "SemanticMatcher",
     "consistency_clusters",
     "failed_checks",
     "grounding",

@@ -4,7 +4,8 @@ A **matcher** is a function from the candidate lessons and the reference
 lessons of ONE verdict (two frames with ``text`` and ``evidence``) to a
 similarity matrix, element ``[i, j]`` the similarity of lesson ``i`` to
 reference ``j`` (higher is more alike). :class:`LexicalMatcher` is the default;
-any callable of that shape (an embedding model, a judge) plugs in.
+:class:`SemanticMatcher` (the optional ``semantic`` extra) scores by static
+sentence embeddings; any callable of that shape (a judge) plugs in.
 
 **Assignment** (:func:`match_lessons`) is one-to-one and greedy in descending
 score, ties broken by ``lesson_index``: each lesson in turn claims the most
@@ -29,11 +30,20 @@ sample against the simulator's truth (README, "Reference lessons"): adding
 evidence *agreement* as a bonus matched vague lessons that cite the right check
 and cost precision; the conflict factor is harmless there and guards against
 a lesson about one check matching another check's reference.
+
+The semantic matcher: cosine similarity (negative values clipped to 0) of
+WordLlama sentence embeddings (``l2_supercat``, 256 dimensions: token embeddings
+averaged, numpy only), with the same evidence-conflict factor. Its weights and
+tokenizer ship inside the ``wordllama`` wheel, and it is loaded from there with
+downloads disabled: nothing is fetched at run time (``pip install
+'truss_lab[semantic]'``). Chosen threshold: :data:`SEMANTIC_MATCH_THRESHOLD`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,8 +54,11 @@ from ._similarity import TokenSets, jaccard
 
 __all__ = [
     "DEFAULT_MATCH_THRESHOLD",
+    "SEMANTIC_HINT",
+    "SEMANTIC_MATCH_THRESHOLD",
     "LexicalMatcher",
     "Matcher",
+    "SemanticMatcher",
     "match_lessons",
     "match_threshold_of",
 ]
@@ -54,6 +67,13 @@ __all__ = [
 #: (README, "Reference lessons"): lexical precision and recall are flat from
 #: 0.20 to 0.25; heavy paraphrases start to be missed above 0.25.
 DEFAULT_MATCH_THRESHOLD = 0.22
+
+#: The semantic matcher's match threshold (cosine similarity of sentence
+#: embeddings), chosen on the bundled sample against the simulator's truth (README,
+#: "Matchers"): the best pair F1 over the three simulated extractors.
+SEMANTIC_MATCH_THRESHOLD = 0.6
+
+SEMANTIC_HINT = "pip install 'truss_lab[semantic]'"
 
 Matcher = Callable[[pd.DataFrame, pd.DataFrame], np.ndarray]
 """(lessons of one verdict, references of that verdict) -> similarity matrix
@@ -79,6 +99,26 @@ def _evidence_sets(col: pd.Series) -> list[frozenset[str]]:
     return out
 
 
+def _evidence_conflict(lessons: pd.DataFrame, references: pd.DataFrame,
+                       li: np.ndarray, ri: np.ndarray) -> np.ndarray:
+    """Per pair, whether both cite evidence and share none (the lesson is about another
+    check); all False when either frame has no ``evidence`` column."""
+    if "evidence" not in lessons or "evidence" not in references:
+        return np.zeros(len(li), dtype=bool)
+    ev_l, ev_r = _evidence_sets(lessons["evidence"]), _evidence_sets(references["evidence"])
+    return np.fromiter((bool(ev_l[a]) and bool(ev_r[b]) and ev_l[a].isdisjoint(ev_r[b])
+                        for a, b in zip(np.asarray(li).tolist(), np.asarray(ri).tolist(),
+                                        strict=True)),
+                       dtype=bool, count=len(li))
+
+
+def _check_conflict_factor(evidence_conflict: float) -> float:
+    if not 0.0 <= evidence_conflict <= 1.0:
+        raise BadInputError(f"evidence_conflict must be in [0, 1], got {evidence_conflict}",
+                            field="evidence_conflict")
+    return float(evidence_conflict)
+
+
 class LexicalMatcher:
     """Word-set Jaccard of lesson and reference texts, damped on conflicting evidence.
 
@@ -88,12 +128,10 @@ class LexicalMatcher:
     """
 
     name = "lexical"
+    match_threshold = DEFAULT_MATCH_THRESHOLD
 
     def __init__(self, *, evidence_conflict: float = 0.5) -> None:
-        if not 0.0 <= evidence_conflict <= 1.0:
-            raise BadInputError(f"evidence_conflict must be in [0, 1], got {evidence_conflict}",
-                                field="evidence_conflict")
-        self.evidence_conflict = evidence_conflict
+        self.evidence_conflict = _check_conflict_factor(evidence_conflict)
 
     def __repr__(self) -> str:
         return f"LexicalMatcher(evidence_conflict={self.evidence_conflict})"
@@ -110,14 +148,84 @@ class LexicalMatcher:
         sets = TokenSets(texts)
         sim = jaccard(sets, np.asarray(li, np.int64), np.asarray(ri, np.int64) + len(lessons))
         if self.evidence_conflict < 1.0 and len(sim):
-            ev_l = _evidence_sets(lessons["evidence"]) if "evidence" in lessons else None
-            ev_r = _evidence_sets(references["evidence"]) if "evidence" in references else None
-            if ev_l is not None and ev_r is not None:
-                conflict = np.fromiter(
-                    (bool(ev_l[a]) and bool(ev_r[b]) and ev_l[a].isdisjoint(ev_r[b])
-                     for a, b in zip(li.tolist(), ri.tolist(), strict=True)),
-                    dtype=bool, count=len(sim))
-                sim = np.where(conflict, sim * self.evidence_conflict, sim)
+            conflict = _evidence_conflict(lessons, references, li, ri)
+            sim = np.where(conflict, sim * self.evidence_conflict, sim)
+        return sim
+
+
+@functools.cache
+def _wordllama() -> Any:
+    """The WordLlama model of the wheel, loaded once per process with downloads disabled."""
+    try:
+        # The optional [semantic] extra: imported here, not at module top, so that
+        # truss_lab works without it and only the semantic matcher asks for it.
+        import wordllama
+    except ImportError:
+        raise BadInputError(f"the semantic matcher needs WordLlama: {SEMANTIC_HINT}",
+                            field="matcher") from None
+    # The wheel ships weights/l2_supercat_256.safetensors and
+    # tokenizers/l2_supercat_tokenizer_config.json; 0.4.0.post1 looks for the tokenizer
+    # under tokenizer/ and would then download it, so the package folder is also its
+    # cache (where it looks under tokenizers/) and downloads are off.
+    here = Path(wordllama.__file__).parent
+    try:
+        return wordllama.WordLlama.load(config="l2_supercat", dim=256, cache_dir=here,
+                                        disable_download=True)
+    except (FileNotFoundError, ValueError) as exc:
+        raise BadInputError(f"the semantic matcher cannot load WordLlama's bundled model "
+                            f"({exc}): {SEMANTIC_HINT}", field="matcher") from None
+
+
+class SemanticMatcher:
+    """Cosine similarity of static sentence embeddings (WordLlama), damped on conflicting
+    evidence: it sees "pin schedules to UTC" and "fix the timetable in universal time" as
+    close where word overlap sees nothing in common.
+
+    Same protocol as :class:`LexicalMatcher` (``__call__`` on one verdict, ``pairs`` in
+    bulk); each distinct text is embedded once per call. Needs the ``semantic`` extra.
+    """
+
+    name = "semantic"
+    match_threshold = SEMANTIC_MATCH_THRESHOLD
+
+    def __init__(self, *, evidence_conflict: float = 0.5) -> None:
+        self.evidence_conflict = _check_conflict_factor(evidence_conflict)
+        self._model = _wordllama()
+
+    def __repr__(self) -> str:
+        return f"SemanticMatcher(evidence_conflict={self.evidence_conflict})"
+
+    def __call__(self, lessons: pd.DataFrame, references: pd.DataFrame) -> np.ndarray:
+        n, m = len(lessons), len(references)
+        li, ri = np.repeat(np.arange(n), m), np.tile(np.arange(m), n)
+        return self.pairs(lessons, references, li, ri).reshape(n, m)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length embeddings of ``texts`` (rows); an empty text is the zero vector."""
+        texts = [str(t) for t in texts]
+        out = np.zeros((len(texts), int(self._model.embedding.shape[1])), dtype=np.float64)
+        idx = [i for i, t in enumerate(texts) if t.strip()]
+        if idx:
+            e = np.asarray(self._model.embed([texts[i] for i in idx]), dtype=np.float64)
+            norm = np.linalg.norm(e, axis=1, keepdims=True)
+            out[idx] = np.divide(e, norm, out=np.zeros_like(e), where=norm > 0)
+        return out
+
+    def pairs(self, lessons: pd.DataFrame, references: pd.DataFrame,
+              li: np.ndarray, ri: np.ndarray) -> np.ndarray:
+        """Similarity of lesson ``li[k]`` to reference ``ri[k]`` (row positions), for every k."""
+        li, ri = np.asarray(li, np.int64), np.asarray(ri, np.int64)
+        if not len(li):
+            return np.zeros(0)
+        texts = pd.concat([lessons["text"], references["text"]], ignore_index=True)
+        texts = texts.fillna("").astype(str)
+        uniq, inv = np.unique(texts.to_numpy(dtype=str), return_inverse=True)
+        emb = self.embed(uniq.tolist())
+        a, b = emb[inv[li]], emb[inv[ri + len(lessons)]]
+        sim = np.clip(np.einsum("ij,ij->i", a, b), 0.0, 1.0)
+        if self.evidence_conflict < 1.0:
+            conflict = _evidence_conflict(lessons, references, li, ri)
+            sim = np.where(conflict, sim * self.evidence_conflict, sim)
         return sim
 
 

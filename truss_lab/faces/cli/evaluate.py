@@ -21,6 +21,7 @@ from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs,
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
+from ...score._matching import SemanticMatcher
 from ...store._store import open_store
 from .._display import (
     SUMMARY_THRESHOLDS,
@@ -71,9 +72,11 @@ def _check_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> st
 _truth_option = click.option("--truth", default="auto", show_default=True, callback=_check_truth,
                              help=TRUTH_HELP)
 _matcher_option = click.option(
-    "--matcher", type=click.Choice(["lexical", "judge"]), default="lexical", show_default=True,
+    "--matcher", type=click.Choice(["lexical", "semantic", "judge"]), default="lexical",
+    show_default=True,
     help="How lessons are matched to references (when judged by references): lexical word "
-         "overlap, or a model given by --match-judge (README, Matchers).")
+         "overlap, semantic (sentence embeddings, offline: pip install 'truss_lab[semantic]'), "
+         "or a model given by --match-judge (README, Matchers).")
 _match_judge_option = click.option(
     "--match-judge", "match_spec", default=None,
     help="The judge matcher of --matcher judge: " + MATCH_SPEC_HELP)
@@ -88,7 +91,7 @@ def _match_options(fn: Any) -> Any:
 
 def _live_matcher(kind: str, spec: str | None) -> bool:
     """Whether the judge matcher calls a model, so the store is opened for its recordings."""
-    if kind == "lexical" or spec is None:
+    if kind in ("lexical", "semantic") or spec is None:
         if spec is not None:
             raise click.BadParameter("--match-judge needs --matcher judge",
                                      param_hint="--match-judge")
@@ -100,13 +103,15 @@ def _live_matcher(kind: str, spec: str | None) -> bool:
 
 
 def _matcher(store: Any, kind: str, spec: str | None, base_url: str | None) -> Any:
+    if kind == "semantic":
+        return SemanticMatcher()
     return None if kind == "lexical" else make_matcher(spec or "", store, base_url=base_url,
                                                        field="--match-judge")
 
 
 def _record(store: Any, matcher: Any) -> None:
     """Append a live judge matcher's calls, so the same command replays them next time."""
-    if matcher is not None and matcher.pending:
+    if getattr(matcher, "pending", None):
         matcher.record(store)
 
 
