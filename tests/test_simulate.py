@@ -524,3 +524,85 @@ def test_junk_detectors_match_the_truth_on_the_bundled_sample() -> None:
     # The story notebook 03 tells: the overconfident extractor repeats itself most.
     assert got.loc["sim-overconfident-v1", "duplicate_in_run"] > 0.6
     assert got.loc["sim-good-v1", "duplicate_in_run"] < 0.35
+
+
+# -- people's match labels and the true assignment (FORMATS §5) -------------------------------
+
+def _csv(p: Path) -> pd.DataFrame:
+    return pd.read_csv(p, keep_default_na=False, dtype={"reference_id": str})
+
+
+def test_match_labels_sample_annotated_verdicts_and_disagree_as_stated(
+        medium: tuple[Path, Any]) -> None:
+    d, res = medium
+    people, truth = _csv(d / "match_labels.csv"), _csv(d / "match_truth.csv")
+    header = ["verdict_hash", "extractor", "lesson_index", "reference_id", "annotator"]
+    assert list(people) == [*header, "inclusion_probability"] and list(truth) == header
+    refs = _jsonl(d / "references.jsonl")
+    ids: dict[str, set[str]] = {}
+    for r in refs:
+        ids.setdefault(r["verdict_hash"], set()).update(
+            [r["reference_id"]] if r["reference_id"] != "none" else [])
+    # The truth covers every lesson a reader sees on every annotated verdict, and only those.
+    seen = _lessons(_jsonl(d / "completions.jsonl"))
+    seen = seen[seen.verdict_hash.isin(ids)]
+    key = ["verdict_hash", "extractor", "lesson_index"]
+    assert sorted(map(tuple, truth[key].to_numpy().tolist())) == sorted(
+        map(tuple, seen[key].to_numpy().tolist()))
+    assert set(truth.annotator) == {"simulator-truth"}
+    # The true answer is the lesson truth's reference (a lesson without text expresses none).
+    lt = pd.read_csv(d / "lesson_truth.csv", keep_default_na=False)
+    m = truth.merge(lt, on=key, suffixes=("", "_lt"), validate="1:1")
+    want = m.reference_id_lt.where((m.reference_id_lt != "none") & (m.candidate == 1), "")
+    assert (m.reference_id == want).all()
+    assert all(r == "" or r in ids[h] for h, r in zip(truth.verdict_hash, truth.reference_id,
+                                                       strict=True))
+    # People: a random quarter of the annotated verdicts, every lesson of each, one person each.
+    # A drawn verdict where nobody wrote a lesson has no row, so the rows carry the
+    # sampling design: drawn over annotated verdicts, equal on every row.
+    sampled = people.verdict_hash.unique()
+    assert res.n_match_verdicts == round(0.25 * len(ids))
+    assert 0.75 * res.n_match_verdicts < len(sampled) <= res.n_match_verdicts
+    assert np.allclose(people.inclusion_probability, res.n_match_verdicts / len(ids))
+    assert set(people.annotator) == {"person-1", "person-2"}
+    assert people.groupby("verdict_hash").annotator.nunique().max() == 1
+    t_s = truth[truth.verdict_hash.isin(sampled)]
+    assert len(people) == len(t_s) == res.n_match_labels
+    j = people.merge(t_s, on=key, suffixes=("", "_t"), validate="1:1")
+    wrong = j.reference_id != j.reference_id_t
+    assert int(wrong.sum()) == res.n_match_wrong
+    assert all(r == "" or r in ids[h] for h, r in zip(j.verdict_hash, j.reference_id,
+                                                       strict=True))
+    assert 0.02 < wrong.mean() < 0.08  # stated: 0.05 of the answers that could be wrong
+
+
+def test_match_knobs_and_the_in_memory_study(tmp_path: Path) -> None:
+    from truss_lab.simulate import simulate_matching
+
+    a = simulate_matching(300, seed=5, match_verdicts=20, match_disagreement=0.0)
+    assert a.n_match_verdicts == 20 and a.match_labels.verdict_hash.nunique() <= 20
+    assert np.allclose(a.match_labels.inclusion_probability, 20 / a.verdicts.annotated.sum())
+    assert a.n_match_wrong == 0
+    assert (a.match_labels.merge(a.match_truth, on=["verdict_hash", "extractor",
+                                                    "lesson_index"], suffixes=("", "_t"))
+            .pipe(lambda j: (j.reference_id == j.reference_id_t).all()))
+    # The same seed writes the same data as files; a lesson's answer does not depend
+    # on the share, only on whether its verdict was drawn.
+    res = simulate(tmp_path, runs=300, seed=5, match_share=1.0, match_disagreement=0.3)
+    b = simulate_matching(300, seed=5, match_share=1.0, match_disagreement=0.3)
+    pd.testing.assert_frame_equal(_csv(res.match_labels), b.match_labels,
+                                  check_dtype=False)
+    pd.testing.assert_frame_equal(_csv(res.match_truth), b.match_truth, check_dtype=False)
+    assert len(b.lessons) == len(b.match_truth) and b.verdicts.annotated.sum() > 50
+    c = simulate_matching(300, seed=5, match_share=0.5, match_disagreement=0.3)
+    key = ["verdict_hash", "extractor", "lesson_index"]
+    both = c.match_labels.merge(b.match_labels, on=key, suffixes=("", "_b"))
+    assert len(both) == len(c.match_labels) and (both.reference_id == both.reference_id_b).all()
+    assert (b.match_labels.reference_id != b.match_truth.reference_id).mean() > 0.1
+    assert len(simulate_matching(300, seed=5, match_share=0.0).match_labels) == 0
+    for kw, field in (({"match_share": 1.5}, "match_share"),
+                      ({"match_verdicts": 10_000}, "match_verdicts"),
+                      ({"match_disagreement": -0.1}, "match_disagreement")):
+        with pytest.raises(BadInputError, match=field):
+            simulate(tmp_path / "bad", runs=50, seed=1, **kw)
+    assert not (tmp_path / "bad").exists()

@@ -25,6 +25,25 @@ truth's ``reference_id`` says which one an extractor's lesson expresses.
 
 All draws come from one stream (``stream(seed, 4)``), so references do not
 depend on which extractors are simulated.
+
+Simulated match labels (FORMATS.md §5): which reference a person says a lesson
+expresses. A simple random sample of the annotated verdicts (``match_verdicts``
+of them, or a share ``match_share``; ``stream(seed, 5)``) is matched by one of
+two simulated people each (``person-1``, ``person-2``): every lesson a reader
+sees of every extractor on it gets a row. A person gives the true answer,
+except that with probability ``match_disagreement`` they give a wrong one when
+one exists (another reference of the verdict, or none for a lesson that
+expresses one; a lesson without text is always answered none). The per-lesson
+draws come from a stream per extractor (``stream(seed, 5, name_key(name))``),
+drawn for every lesson whatever the share, so a lesson's answer does not change
+with the share, and adding an extractor leaves the others' rows unchanged. The
+true assignment of every such lesson of every annotated verdict is written the
+same way, annotator ``simulator-truth``.
+
+A drawn verdict on which no extractor wrote a lesson a reader sees has no row, yet
+it was drawn: so the people's file carries §5's ``inclusion_probability`` column,
+the drawn verdicts over the annotated ones, equal on every row (a simple random
+sample), and an estimate weighting by it counts those verdicts too.
 """
 
 from __future__ import annotations
@@ -45,16 +64,23 @@ from ._completions import (
     Completions,
 )
 from ._verdicts import Verdicts
-from ._words import CHECKS, N_SYNONYMS, PARAPHRASE_NAMES, reference_text, stream
+from ._words import CHECKS, N_SYNONYMS, PARAPHRASE_NAMES, name_key, reference_text, stream
 
 __all__ = [
     "ANNOTATED_SHARE",
     "BOTH_SHARE",
+    "DEFAULT_MATCH_DISAGREEMENT",
+    "DEFAULT_MATCH_SHARE",
     "LESSON_TRUTH_HEADER",
+    "MATCH_LABELS_HEADER",
+    "MATCH_PEOPLE",
+    "MATCH_PEOPLE_HEADER",
+    "MATCH_TRUTH_ANNOTATOR",
     "REFERENCE_ANNOTATORS",
     "defect_counts",
     "label_rows",
     "lesson_truth_rows",
+    "match_rows",
     "reference_lines",
 ]
 
@@ -196,3 +222,61 @@ def reference_lines(seed: int, v: Verdicts, hashes: Sequence[str]) -> list[str]:
             lines.extend(json.dumps(r, ensure_ascii=False, separators=(",", ":"))
                          for r in recs)
     return lines
+
+
+
+MATCH_LABELS_HEADER = "verdict_hash,extractor,lesson_index,reference_id,annotator"
+MATCH_PEOPLE_HEADER = MATCH_LABELS_HEADER + ",inclusion_probability"
+MATCH_PEOPLE = ("person-1", "person-2")
+MATCH_TRUTH_ANNOTATOR = "simulator-truth"
+DEFAULT_MATCH_SHARE = 0.25  # of the annotated verdicts, matched by a person
+DEFAULT_MATCH_DISAGREEMENT = 0.05  # P(a person's answer is wrong, when a wrong one exists)
+
+
+def match_rows(
+    seed: int, comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
+    references: dict[str, list[str]], *, n_matched: int, disagreement: float,
+) -> tuple[list[str], list[str], int]:
+    """CSV rows (without header) of match_labels.csv (:data:`MATCH_PEOPLE_HEADER`: the
+    people's answers on ``n_matched`` random annotated verdicts) and match_truth.csv
+    (:data:`MATCH_LABELS_HEADER`: the true answer for every annotated verdict), and the
+    number of answers that are wrong.
+
+    ``references`` maps each annotated verdict's hash to its reference ids (every
+    annotator's, without ``none``); both files are ordered by verdict, extractor, lesson.
+    """
+    annotated = np.array([h in references for h in hashes], dtype=bool)
+    ann_idx = np.flatnonzero(annotated)
+    rng = stream(seed, 5)
+    order = np.argsort(rng.random(ann_idx.shape[0]), kind="stable")
+    sampled = np.zeros(len(hashes), dtype=bool)
+    sampled[ann_idx[order[:n_matched]]] = True
+    person = np.full(len(hashes), -1, dtype=np.int64)
+    person[ann_idx] = (rng.random(ann_idx.shape[0]) < 0.5).astype(np.int64)
+    incl = f"{n_matched / max(ann_idx.shape[0], 1):.10g}"
+    people: list[tuple[int, int, int, str]] = []
+    truth: list[tuple[int, int, int, str]] = []
+    n_wrong = 0
+    for k, c in enumerate(comps):
+        r = stream(seed, 5, name_key(names[k]))
+        u_flip, u_pick = r.random(c.comp.shape[0]), r.random(c.comp.shape[0])
+        seen = np.isin(c.text_kind, PARSEABLE)[c.comp] & annotated[c.comp]
+        for i in np.flatnonzero(seen).tolist():
+            vi, li = int(c.comp[i]), int(c.index[i])
+            refs = references[hashes[vi]]
+            rank = int(c.ref_rank[i])
+            true = f"r{rank}" if rank and c.text_defect[i] == 0 and f"r{rank}" in refs else ""
+            key = (vi, k, li)
+            truth.append((*key, f"{hashes[vi]},{names[k]},{li},{true},{MATCH_TRUTH_ANNOTATOR}"))
+            if not sampled[vi]:
+                continue
+            answer = true
+            wrong = [x for x in refs if x != true] + ([""] if true else [])
+            if c.text_defect[i] == 0 and wrong and u_flip[i] < disagreement:
+                answer = wrong[int(u_pick[i] * len(wrong))]
+                n_wrong += 1
+            people.append((*key, f"{hashes[vi]},{names[k]},{li},{answer},"
+                                 f"{MATCH_PEOPLE[int(person[vi])]},{incl}"))
+    people.sort(key=lambda x: x[:3])
+    truth.sort(key=lambda x: x[:3])
+    return [x[3] for x in people], [x[3] for x in truth], n_wrong

@@ -61,12 +61,18 @@ import pandas as pd
 
 from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError, TrussLabError
+from ..extract._parser import parse_completion
 from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, save_keyring
 from ._annotations import (
+    DEFAULT_MATCH_DISAGREEMENT,
+    DEFAULT_MATCH_SHARE,
     LESSON_TRUTH_HEADER,
+    MATCH_LABELS_HEADER,
+    MATCH_PEOPLE_HEADER,
     defect_counts,
     label_rows,
     lesson_truth_rows,
+    match_rows,
     reference_lines,
 )
 from ._completions import (
@@ -86,11 +92,13 @@ __all__ = [
     "SAMPLE_FILES",
     "SIM_KEY_ID",
     "TRUTH_SAMPLES_HEADER",
+    "SimulatedMatching",
     "SimulationResult",
     "main",
     "read_sample_completions",
     "sample_lines",
     "simulate",
+    "simulate_matching",
     "simulation_key",
 ]
 
@@ -98,7 +106,7 @@ __all__ = [
 GENERATOR_VERSION = "truss_lab-sim-2"
 SIM_KEY_ID = "truss-sim-operator-1"
 FILES = ("journal.jsonl", "keys.json", "completions.jsonl", "labels.csv", "truth.csv",
-         "references.jsonl", "lesson_truth.csv")
+         "references.jsonl", "lesson_truth.csv", "match_labels.csv", "match_truth.csv")
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,12 @@ class SimulationResult:
     truth: Path
     references: Path
     lesson_truth: Path
+    match_labels: Path
+    """``match_labels.csv`` (FORMATS §5): simulated people's answers on a random share of
+    the annotated verdicts."""
+    match_truth: Path
+    """``match_truth.csv`` (§5, annotator ``simulator-truth``): the true lesson→reference
+    assignment of every lesson of every annotated verdict (simulator only)."""
     key_id: str
     n_verdicts: int
     n_completions: int
@@ -128,6 +142,11 @@ class SimulationResult:
     n_candidates: int
     n_labels: int
     n_references: int
+    n_match_verdicts: int
+    """Annotated verdicts a simulated person matched."""
+    n_match_labels: int
+    n_match_wrong: int
+    """People's answers that differ from the truth (the disagreement actually drawn)."""
     verdicts: dict[str, int] = field(default_factory=dict)
     defects: dict[str, dict[str, int]] = field(default_factory=dict)
     completions_samples: Path | None = None
@@ -139,7 +158,8 @@ class SimulationResult:
     def files(self) -> dict[str, Path]:
         """File name → path of every data file written."""
         return {p.name: p for p in (self.journal, self.keys, self.completions, self.labels,
-                                    self.truth, self.references, self.lesson_truth)}
+                                    self.truth, self.references, self.lesson_truth,
+                                    self.match_labels, self.match_truth)}
 
 
 def simulation_key(seed: int) -> SigningKey:
@@ -212,6 +232,94 @@ def _write_samples(out: Path, seed: int, profiles: list[ExtractorProfile], v: Ve
             "truth_samples": out / SAMPLE_FILES[1]}
 
 
+def _check_match(match_share: Any, match_verdicts: Any, disagreement: Any,
+                 n_annotated: int) -> int:
+    """How many annotated verdicts people match, or a BadInputError naming the field."""
+    if match_verdicts is not None:
+        if (isinstance(match_verdicts, bool) or not isinstance(match_verdicts, int | np.integer)
+                or not 0 <= match_verdicts <= n_annotated):
+            raise BadInputError(f"match_verdicts must be an integer in [0, {n_annotated}] (the "
+                                f"annotated verdicts), got {match_verdicts!r}",
+                                field="match_verdicts")
+    elif not isinstance(match_share, int | float) or not 0.0 <= float(match_share) <= 1.0:
+        raise BadInputError(f"match_share must be in [0, 1], got {match_share!r}",
+                            field="match_share")
+    if not isinstance(disagreement, int | float) or not 0.0 <= float(disagreement) <= 1.0:
+        raise BadInputError(f"match_disagreement must be in [0, 1], got {disagreement!r}",
+                            field="match_disagreement")
+    if match_verdicts is not None:
+        return int(match_verdicts)
+    return round(float(match_share) * n_annotated)
+
+
+@dataclass
+class _Built:
+    """Every file's text of one simulation, before anything is written."""
+
+    key: SigningKey
+    v: Verdicts
+    hashes: list[str]
+    profiles: list[ExtractorProfile]
+    comps: list[Completions]
+    jlines: list[str]
+    clines: list[str]
+    lab_rows: list[str]
+    truth_rows: list[str]
+    ref_lines: list[str]
+    match_people: list[str]
+    match_truth: list[str]
+    n_match_verdicts: int
+    n_match_wrong: int
+
+
+def _build(runs: int, seed: int, extractors: Sequence[str | ExtractorProfile],
+           match_share: float, match_verdicts: int | None,
+           match_disagreement: float) -> _Built:
+    profiles = _resolve(extractors)
+    v = make_verdicts(seed, runs)
+    key = simulation_key(seed)
+    hashes, jlines = _signed_journal(v, key)
+    comps = [make_completions(seed, p, v, hashes) for p in profiles]
+    clines = [comps[k].lines[i] for i in range(runs) for k in range(len(profiles))]
+    names = [p.name for p in profiles]
+    lab_rows, truth_rows = label_rows(seed, comps, names, hashes,
+                                      [p.labelled for p in profiles])
+    ref_lines = reference_lines(seed, v, hashes)
+    refs: dict[str, set[str]] = {}
+    for line in ref_lines:
+        rec = json.loads(line)
+        ids = refs.setdefault(rec["verdict_hash"], set())
+        if rec["reference_id"] != "none":
+            ids.add(rec["reference_id"])
+    n_matched = _check_match(match_share, match_verdicts, match_disagreement, len(refs))
+    people, mtruth, n_wrong = match_rows(
+        seed, comps, names, hashes, {h: sorted(ids) for h, ids in refs.items()},
+        n_matched=n_matched, disagreement=float(match_disagreement))
+    return _Built(key, v, hashes, profiles, comps, jlines, clines, lab_rows, truth_rows,
+                  ref_lines, people, mtruth, n_matched, n_wrong)
+
+
+def _write_files(out: Path, b: _Built) -> dict[str, Path]:
+    """Write every file of :data:`FILES` into ``out``; their paths by name."""
+    names = [p.name for p in b.profiles]
+    paths = {n: out / n for n in FILES}
+    _write(paths["journal.jsonl"], "\n".join(b.jlines) + "\n")
+    save_keyring({b.key.key_id: b.key.public_key}, paths["keys.json"])
+    _write(paths["completions.jsonl"], "\n".join(b.clines) + "\n")
+    _write(paths["labels.csv"], "verdict_hash,extractor,lesson_index,useful,annotator\n"
+           + "".join(r + "\n" for r in b.lab_rows))
+    _write(paths["truth.csv"], "verdict_hash,extractor,lesson_index,p_useful,useful_true,"
+           "lesson_kind\n" + "".join(r + "\n" for r in b.truth_rows))
+    _write(paths["references.jsonl"], "".join(r + "\n" for r in b.ref_lines))
+    _write(paths["lesson_truth.csv"], LESSON_TRUTH_HEADER + "\n" + "".join(
+        r + "\n" for r in lesson_truth_rows(b.comps, names, b.hashes)))
+    _write(paths["match_labels.csv"], MATCH_PEOPLE_HEADER + "\n"
+           + "".join(r + "\n" for r in b.match_people))
+    _write(paths["match_truth.csv"], MATCH_LABELS_HEADER + "\n"
+           + "".join(r + "\n" for r in b.match_truth))
+    return paths
+
+
 def simulate(
     out_dir: str | os.PathLike[str],
     *,
@@ -219,9 +327,12 @@ def simulate(
     seed: int,
     extractors: Sequence[str | ExtractorProfile] = DEFAULT_EXTRACTORS,
     samples: int = 1,
+    match_share: float = DEFAULT_MATCH_SHARE,
+    match_verdicts: int | None = None,
+    match_disagreement: float = DEFAULT_MATCH_DISAGREEMENT,
 ) -> SimulationResult:
     """Write a synthetic dataset (journal, keys, completions, labels, truth, references,
-    lesson truth) to ``out_dir``.
+    lesson truth, people's match labels and the true match assignment) to ``out_dir``.
 
     ``runs`` contract verdicts are signed with the public test key
     :func:`simulation_key`; each extractor answers every verdict once. The same
@@ -229,41 +340,24 @@ def simulate(
     same names are replaced; other files in ``out_dir`` are left alone.
     ``samples`` > 1 also writes ``completions_samples.jsonl`` and
     ``truth_samples.csv``: k samples per verdict (below); the other files do
-    not change with it.
+    not change with it. People match the lessons of ``match_verdicts`` annotated
+    verdicts (default: a share ``match_share`` of them), each answer wrong with
+    probability ``match_disagreement`` (``_annotations``); only the two match files
+    change with these.
     """
     runs, seed, samples = _check_sizes(runs, seed, samples)
-    profiles = _resolve(extractors)
+    # Everything is drawn before the folder is made: a bad argument writes nothing.
+    b = _build(runs, seed, extractors, match_share, match_verdicts, match_disagreement)
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BadInputError(f"cannot create output directory ({exc})", source=str(out)) from None
-
-    v = make_verdicts(seed, runs)
-    key = simulation_key(seed)
-    hashes, jlines = _signed_journal(v, key)
-
-    comps = [make_completions(seed, p, v, hashes) for p in profiles]
-    n_ext = len(profiles)
-    clines = [comps[k].lines[i] for i in range(runs) for k in range(n_ext)]
-
+    v, hashes, comps, key, profiles = b.v, b.hashes, b.comps, b.key, b.profiles
     names = [p.name for p in profiles]
-    lab_rows, truth_rows = label_rows(seed, comps, names, hashes,
-                                      [p.labelled for p in profiles])
-    ref_lines = reference_lines(seed, v, hashes)
     defects = {name: defect_counts(c) for name, c in zip(names, comps, strict=True)}
 
-    paths = {n: out / n for n in FILES}
-    _write(paths["journal.jsonl"], "\n".join(jlines) + "\n")
-    save_keyring({key.key_id: key.public_key}, paths["keys.json"])
-    _write(paths["completions.jsonl"], "\n".join(clines) + "\n")
-    _write(paths["labels.csv"], "verdict_hash,extractor,lesson_index,useful,annotator\n"
-           + "".join(r + "\n" for r in lab_rows))
-    _write(paths["truth.csv"], "verdict_hash,extractor,lesson_index,p_useful,useful_true,"
-           "lesson_kind\n" + "".join(r + "\n" for r in truth_rows))
-    _write(paths["references.jsonl"], "".join(r + "\n" for r in ref_lines))
-    _write(paths["lesson_truth.csv"], LESSON_TRUTH_HEADER + "\n" + "".join(
-        r + "\n" for r in lesson_truth_rows(comps, names, hashes)))
+    paths = _write_files(out, b)
 
     sample_paths: dict[str, Path | None] = {}
     if samples > 1:
@@ -278,18 +372,107 @@ def simulate(
         truth=paths["truth.csv"],
         references=paths["references.jsonl"],
         lesson_truth=paths["lesson_truth.csv"],
+        match_labels=paths["match_labels.csv"],
+        match_truth=paths["match_truth.csv"],
         key_id=key.key_id,
         n_verdicts=runs,
-        n_completions=len(clines),
+        n_completions=len(b.clines),
         n_unparseable=n_unparseable,
         n_lessons=sum(d["lessons"] for d in defects.values()),
         n_candidates=sum(int(c.candidate.sum()) for c in comps),
-        n_labels=len(lab_rows),
-        n_references=len(ref_lines),
+        n_labels=len(b.lab_rows),
+        n_references=len(b.ref_lines),
+        n_match_verdicts=b.n_match_verdicts,
+        n_match_labels=len(b.match_people),
+        n_match_wrong=b.n_match_wrong,
         verdicts={name: int((v.verdict == i).sum()) for i, name in enumerate(VERDICT_NAMES)},
         defects=defects,
         **sample_paths,  # type: ignore[arg-type]
     )
+
+
+@dataclass(frozen=True)
+class SimulatedMatching:
+    """One simulated dataset's matching problem, in memory (:func:`simulate_matching`).
+
+    Frames, every one ordered by verdict (journal order), extractor, lesson index:
+
+    - ``lessons``: every lesson a reader sees (a parseable completion) on an annotated
+      verdict, as the parser reads it: ``verdict_hash``, ``extractor``, ``lesson_index``,
+      ``text``, ``evidence`` (list), ``salience`` (NaN when the parser drops the lesson),
+      ``valid``;
+    - ``references``: the reference lessons (FORMATS §4 columns, ``"none"`` lines kept);
+    - ``match_labels``: the simulated people's answers (§5 columns; ``reference_id``
+      ``""`` = none; ``inclusion_probability`` = ``n_match_verdicts`` / annotated
+      verdicts), on ``n_match_verdicts`` random annotated verdicts (one drawn where no
+      extractor wrote a lesson has no row: weight by the inclusion probability);
+    - ``match_truth``: the true answer for every row of ``lessons`` (annotator
+      ``simulator-truth``);
+    - ``verdicts``: every verdict's hash (each extractor answered every one) and
+      ``annotated`` (bool).
+    """
+
+    lessons: pd.DataFrame
+    references: pd.DataFrame
+    match_labels: pd.DataFrame
+    match_truth: pd.DataFrame
+    verdicts: pd.DataFrame
+    n_match_verdicts: int
+    n_match_wrong: int
+    seed: int
+
+
+def _match_frame(rows: list[str], header: str) -> pd.DataFrame:
+    cols = header.split(",")
+    df = pd.DataFrame([r.split(",") for r in rows], columns=cols) if rows else pd.DataFrame(
+        {c: pd.Series(dtype=object) for c in cols})
+    df = df.astype({"lesson_index": "int64"})
+    if "inclusion_probability" in df:
+        df["inclusion_probability"] = df["inclusion_probability"].astype("float64")
+    return df
+
+
+def simulate_matching(
+    n_verdicts: int = 1200,
+    *,
+    seed: int,
+    match_share: float = DEFAULT_MATCH_SHARE,
+    match_verdicts: int | None = None,
+    match_disagreement: float = DEFAULT_MATCH_DISAGREEMENT,
+    extractors: Sequence[str | ExtractorProfile] = DEFAULT_EXTRACTORS,
+) -> SimulatedMatching:
+    """The data :func:`simulate` would write for these arguments, as frames and without
+    touching the disk: a replicate of a matcher or correction study (one per ``seed``;
+    ``simulate(out, runs=n_verdicts, seed=seed, ...)`` writes the same data as files).
+
+    ``match_verdicts`` (or ``match_share`` of the annotated verdicts) are matched by
+    simulated people, each answer wrong with probability ``match_disagreement``.
+    """
+    runs, seed, _ = _check_sizes(n_verdicts, seed, 1)
+    b = _build(runs, seed, extractors, match_share, match_verdicts, match_disagreement)
+    refs = pd.DataFrame([json.loads(x) for x in b.ref_lines],
+                        columns=["verdict_hash", "reference_id", "text", "evidence", "annotator"])
+    annotated = set(refs["verdict_hash"])
+    rows: list[dict[str, Any]] = []
+    for line in b.clines:
+        rec = json.loads(line)
+        if rec["verdict_hash"] not in annotated:
+            continue
+        for le in parse_completion(rec["text"]).lessons:
+            rows.append({"verdict_hash": rec["verdict_hash"], "extractor": rec["extractor"],
+                         "lesson_index": le.lesson_index, "text": le.text,
+                         "evidence": list(le.evidence),
+                         "salience": float(le.salience) if le.valid else np.nan,
+                         "valid": le.valid})
+    lessons = pd.DataFrame(rows, columns=["verdict_hash", "extractor", "lesson_index", "text",
+                                          "evidence", "salience", "valid"])
+    return SimulatedMatching(
+        lessons=lessons.astype({"lesson_index": "int64"}), references=refs,
+        match_labels=_match_frame(b.match_people, MATCH_PEOPLE_HEADER),
+        match_truth=_match_frame(b.match_truth, MATCH_LABELS_HEADER),
+        verdicts=pd.DataFrame({"verdict_hash": b.hashes,
+                               "annotated": [h in annotated for h in b.hashes]}),
+        n_match_verdicts=b.n_match_verdicts, n_match_wrong=b.n_match_wrong, seed=seed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -304,10 +487,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--samples", type=int, default=1,
                     help="samples per verdict; K > 1 also writes completions_samples.jsonl "
                          "and truth_samples.csv (README 'Several samples per verdict')")
+    ap.add_argument("--match-share", type=float, default=DEFAULT_MATCH_SHARE,
+                    help="share of the annotated verdicts whose lessons simulated people match")
+    ap.add_argument("--match-disagreement", type=float, default=DEFAULT_MATCH_DISAGREEMENT,
+                    help="probability that a person's match answer is wrong")
     args = ap.parse_args(argv)
     try:
         res = simulate(args.out, runs=args.runs, seed=args.seed,
-                       extractors=args.extractors or DEFAULT_EXTRACTORS, samples=args.samples)
+                       extractors=args.extractors or DEFAULT_EXTRACTORS, samples=args.samples,
+                       match_share=args.match_share, match_disagreement=args.match_disagreement)
     except TrussLabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -316,6 +504,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "completions": res.n_completions, "unparseable": res.n_unparseable,
         "lessons": res.n_lessons, "candidates": res.n_candidates, "labels": res.n_labels,
         "references": res.n_references,
+        "match_verdicts": res.n_match_verdicts, "match_labels": res.n_match_labels,
+        "match_wrong": res.n_match_wrong,
         "defects": res.defects,
     }, indent=2))
     return 0
