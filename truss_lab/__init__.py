@@ -20,13 +20,14 @@ from .evaluate import (
     choose_run_threshold,
     choose_threshold,
     compare_runs,
+    frontier,
     label_report,
     labelled_candidates,
     scored_candidates,
     sweep,
     sweep_run,
 )
-from .extract import ContractCloseLearning, Extractor, run_extraction
+from .extract import ContractCloseLearning, Extractor, run_extraction, run_grid
 from .faces import (
     SAMPLE_DIR,
     CalibrationDisplay,
@@ -84,6 +85,7 @@ __all__ = [
     "choose_threshold",
     "compare_runs",
     "copy_store",
+    "frontier",
     "import_journal",
     "ingest_completions",
     "ingest_labels",
@@ -96,6 +98,7 @@ __all__ = [
     "propose_threshold",
     "query_memory",
     "run_extraction",
+    "run_grid",
     "run_sample_extractions",
     "score_candidates",
     "scored_candidates",

@@ -23,6 +23,7 @@ from ._calibration import (
 )
 from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
 from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
+from ._frontier import Frontier, dominance, frontier
 from ._judges import (
     Judge,
     JudgeAgreement,
@@ -56,6 +57,7 @@ __all__ = [
     "BootstrapResult",
     "CalibrationReport",
     "ComparisonResult",
+    "Frontier",
     "Judge",
     "JudgeAgreement",
     "JudgeMatcher",
@@ -77,7 +79,9 @@ __all__ = [
     "cohen_kappa",
     "compare_extractors",
     "compare_runs",
+    "dominance",
     "expected_calibration_error",
+    "frontier",
     "judge_agreement",
     "judge_lessons",
     "judge_names",

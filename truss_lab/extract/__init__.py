@@ -7,6 +7,7 @@ from __future__ import annotations
 from ._batch import ExtractionRun, run_extraction
 from ._extractor import Extractor, ReplayProvider
 from ._gate import CloseResult, ContractCloseLearning, apply_gate
+from ._grid import Grid, GridCell, load_grid, run_grid
 from ._heuristic import HeuristicProvider
 from ._parser import ParseResult, parse_completion
 from ._prompts import (
@@ -32,6 +33,8 @@ __all__ = [
     "ContractCloseLearning",
     "ExtractionRun",
     "Extractor",
+    "Grid",
+    "GridCell",
     "HeuristicProvider",
     "OpenAICompatibleProvider",
     "ParseResult",
@@ -43,6 +46,8 @@ __all__ = [
     "build_match_request",
     "build_request",
     "get_template",
+    "load_grid",
     "parse_completion",
     "run_extraction",
+    "run_grid",
 ]

@@ -6,7 +6,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._display import CalibrationDisplay, ComparisonDisplay, PrecisionRecallDisplay, SweepDisplay
+from ._display import (
+    CalibrationDisplay,
+    ComparisonDisplay,
+    PrecisionRecallDisplay,
+    SweepDisplay,
+    frontier_plot,
+)
 from ._notebook import SAMPLE as SAMPLE_DIR
 from ._notebook import copy_store, load_sample, notebook_store, run_sample_extractions
 from ._report import write_report
@@ -36,6 +42,7 @@ __all__ = [
     "SweepDisplay",
     "ThresholdExplorer",
     "copy_store",
+    "frontier_plot",
     "load_sample",
     "notebook_store",
     "run_sample_extractions",

@@ -1,6 +1,6 @@
-"""How an evaluation is shown: plots of sweeps, precision-recall, calibration and
-comparisons (scikit-learn style), their PNG files, and the same numbers as text for the
-terminal.
+"""How an evaluation is shown: plots of sweeps, precision-recall, calibration,
+comparisons and the cost-quality frontier (scikit-learn style), their PNG files, and the
+same numbers as text for the terminal.
 
 Each Display holds the numbers, ``plot(ax=None)`` draws them, keeps ``ax_``
 and ``figure_`` and returns ``self``; ``from_predictions`` / ``from_*``
@@ -43,9 +43,11 @@ __all__ = [
     "bare_figure",
     "format_choice",
     "format_sweep",
+    "frontier_plot",
     "runs_text",
     "save_calibration_plot",
     "save_comparison_plot",
+    "save_frontier_plot",
     "save_sweep_plot",
 ]
 
@@ -571,6 +573,38 @@ class ComparisonDisplay:
         return self
 
 
+def frontier_plot(frontier: Any, ax: Any = None) -> Any:
+    """A :class:`~truss_lab.evaluate._frontier.Frontier`'s runs: cost per verdict against
+    F1 with its interval, each run named, dominated runs hollow and grey; runs without a
+    cost are left out (the title counts them). Returns the axes."""
+    t = frontier.table
+    shown = t[np.isfinite(t["cost_per_verdict"].to_numpy(dtype=float))]
+    if shown.empty:
+        raise BadInputError("no run has a cost to plot: give a price table (--prices, "
+                            "prices=) naming every model the runs called", field="prices")
+    ax = _axes(ax)
+    for dominated, style in ((False, {"color": "C0", "label": "not dominated"}),
+                             (True, {"color": "grey", "mfc": "none", "label": "dominated"})):
+        d = shown[shown["dominated"] == dominated]
+        if len(d):
+            f1 = d["f1"].to_numpy(dtype=float)
+            err = np.nan_to_num(np.vstack([f1 - d["f1_low"].to_numpy(dtype=float),
+                                           d["f1_high"].to_numpy(dtype=float) - f1]))
+            ax.errorbar(d["cost_per_verdict"], f1, yerr=err, fmt="o", capsize=3, **style)
+    for r in shown.itertuples(index=False):
+        ax.annotate(r.run_id, (r.cost_per_verdict, r.f1), textcoords="offset points",
+                    xytext=(5, 4), fontsize="x-small")
+    ax.margins(x=0.25, y=0.1)
+    ax.set_xlabel(f"cost per verdict ({frontier.currency})")
+    ax.set_ylabel(f"F1 at the run's threshold ({frontier.confidence:.0%} CI)")
+    left = len(t) - len(shown)
+    ax.set_title(f"cost and quality, truth: {frontier.truth}"
+                 + (f" ({left} run(s) without a cost not shown)" if left else ""),
+                 fontsize="medium")
+    ax.legend(fontsize="small")
+    return ax
+
+
 # -- PNG files (the CLI's --plot and make demo) ----------------------------------------------
 
 
@@ -608,6 +642,13 @@ def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0) -
     returns the path."""
     fig = bare_figure((10, 5.5))
     ComparisonDisplay(result, row=row).plot(ax=fig)
+    return _save(fig, path)
+
+
+def save_frontier_plot(frontier: Any, path: Any) -> str:
+    """:func:`frontier_plot` into a PNG at ``path``; returns the path."""
+    fig = bare_figure((7, 4.5))
+    frontier_plot(frontier, ax=fig.subplots())
     return _save(fig, path)
 
 

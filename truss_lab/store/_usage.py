@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..core._errors import BadInputError
+from ..core._toml import read_toml
 from ._runs import run_info
 from ._store import Store
 
@@ -48,14 +48,7 @@ def load_prices(path: str | os.PathLike[str]) -> Prices:
         output_per_million = 0.60             # per million completion tokens
     """
     source = str(path)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise BadInputError(f"cannot read the price table ({exc.strerror})",
-                            source=source) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInputError(f"not TOML ({exc})", source=source) from None
+    data = read_toml(path, what="the price table")
     models = data.get("models")
     if not isinstance(models, dict) or not models:
         raise BadInputError('expected [models."NAME"] tables with input_per_million and '

@@ -1,5 +1,5 @@
-"""The evaluation commands: ``sweep``, ``compare``, ``calibrate``, ``propose`` and
-``report`` (one self-contained HTML file).
+"""The evaluation commands: ``sweep``, ``compare``, ``frontier``, ``calibrate``,
+``propose`` and ``report`` (one self-contained HTML file).
 
 No logic lives here: every number comes from :mod:`truss_lab.evaluate` or
 :mod:`truss_lab.govern._decision`; text, plots and the report come from
@@ -17,18 +17,22 @@ from ...core._canonical import json_safe
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...evaluate._calibration import calibration_run
+from ...evaluate._frontier import format_frontier, frontier
 from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, sweep_run
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
 from ...score._matching import SemanticMatcher
+from ...store._runs import summarize_runs
 from ...store._store import open_store
+from ...store._usage import load_prices
 from .._display import (
     SUMMARY_THRESHOLDS,
     format_choice,
     format_sweep,
     save_calibration_plot,
     save_comparison_plot,
+    save_frontier_plot,
     save_sweep_plot,
 )
 from .._report import write_report
@@ -272,6 +276,59 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
            "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
           as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n{res!r}")
 
+@click.command("frontier")
+@click.argument("run_ids", nargs=-1, metavar="RUN...")
+@db_option
+@click.option("--tag", "tags", multiple=True,
+              help="Also every run with this tag (a grid's runs: grid:NAME); repeatable.")
+@click.option("--prices", "prices_path", default=None, metavar="PRICES.toml",
+              help='Price table: [models."NAME"] input_per_million, output_per_million '
+                   "(and currency); without it no cost, and nothing is dominated.")
+@click.option("--threshold", default=None, type=float,
+              help="Judge every run at this threshold (default: each run's own gate "
+                   f"threshold when model-scored, else {DEFAULT_MIN_SALIENCE:.2f}).")
+@_labels_option
+@_score_option
+@_boot_option
+@_seed_option("the verdict bootstrap of each run's F1 interval")
+@_truth_option
+@_plot_option
+@json_option
+@friendly
+def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
+                 prices_path: str | None, threshold: float | None, labels_path: str | None,
+                 score: str, n_boot: int, random_state: int, truth: str,
+                 plot_path: str | None, as_json: bool) -> None:
+    """Cost per verdict, latency p50/p95 and F1 (with its interval) of runs side by side;
+    a run is dominated only when another is cheaper and has an F1 above its interval."""
+    if plot_path:
+        check_output_file(plot_path, field="--plot")
+    if threshold is not None:
+        check_threshold(threshold, "--threshold", name="threshold")
+    prices = None if prices_path is None else load_prices(prices_path)
+    if plot_path and prices is None:
+        raise BadInputError("the plot's x axis is the cost per verdict: give --prices",
+                            field="--plot")
+    with _open(db) as store:
+        ids = list(run_ids)
+        if tags:
+            runs = summarize_runs(store)
+            ids += [r for r, ts in zip(runs["run_id"], runs["tags"], strict=True)
+                    if set(tags) & set(ts)]
+        if not ids:
+            raise BadInputError("no runs: give run ids, or --tag TAG naming some",
+                                field="RUN")
+        f = frontier(store, ids, truth=truth, prices=prices, threshold=threshold,
+                     score=score, n_boot=n_boot, random_state=random_state,
+                     labels=labels_path)
+    if plot_path:
+        write_output(plot_path, lambda tmp: save_frontier_plot(f, tmp), field="--plot")
+    emit({"truth": f.truth, "why": f.why, "currency": f.currency,
+          "confidence": f.confidence, "n_boot": f.n_boot,
+          "runs": json_safe(f.table.to_dict(orient="records"))},
+         as_json, format_frontier(f))
+
+
 @click.command()
 @run_argument
 @db_option
@@ -384,9 +441,11 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
     click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")
 
 
-COMMANDS: tuple[click.Command, ...] = (sweep, compare, calibrate, propose, report)
+COMMANDS: tuple[click.Command, ...] = (sweep, compare, frontier_cmd, calibrate, propose,
+                                       report)
 
 
 def register(group: click.Group) -> None:
-    """Add ``sweep``, ``compare``, ``calibrate``, ``propose`` and ``report`` to ``group``."""
+    """Add ``sweep``, ``compare``, ``frontier``, ``calibrate``, ``propose`` and ``report``
+    to ``group``."""
     add_commands(group, COMMANDS)

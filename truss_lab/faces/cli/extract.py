@@ -1,8 +1,9 @@
-"""The run commands: ``extract`` (the batch runner), ``runs`` (list, delete), ``errors``
-and ``usage``.
+"""The run commands: ``extract`` (the batch runner), ``grid`` (a grid of runs), ``runs``
+(list, delete), ``errors`` and ``usage``.
 
-No logic lives here: everything is a call to :func:`truss_lab.extract._batch.run_extraction`
-or to the store's run functions (:mod:`truss_lab.store._runs`, :mod:`truss_lab.store._usage`).
+No logic lives here: everything is a call to :func:`truss_lab.extract._batch.run_extraction`,
+:func:`truss_lab.extract._grid.run_grid` or to the store's run functions
+(:mod:`truss_lab.store._runs`, :mod:`truss_lab.store._usage`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ...core._secrets import MASK
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
 from ...extract._extractor import MAX_SAMPLES
+from ...extract._grid import load_grid, run_grid
 from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...extract._spec import make_extractor, spec_run_config
@@ -177,6 +179,40 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
                    f"`truss-lab errors {run.run_id}`", err=True)
         sys.exit(1)
 
+@click.command()
+@click.argument("grid_file", metavar="FILE.toml", type=click.Path(dir_okay=False))
+@db_option
+@click.option("--max-error-share", default=0.1, show_default=True, type=float,
+              help="Exit 1 when a run of the grid has errors on more than this share of "
+                   "its verdicts (see `truss-lab errors RUN`).")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+@json_option
+@friendly
+def grid(grid_file: str, db: str, max_error_share: float, quiet: bool, as_json: bool) -> None:
+    """Run a grid of extractions (extractor x prompt x model x sampling, README "Grids of
+    runs"): one named, tagged run per cell. Re-running it skips finished runs and
+    resumes unfinished ones."""
+    check_threshold(max_error_share, "--max-error-share", name="max_error_share")
+    g = load_grid(grid_file)  # the whole file is checked before the database is opened
+    with open_store(db) as store:
+        df = run_grid(store, g, progress=not quiet and not as_json)
+    if as_json:
+        emit(json.loads(df.to_json(orient="records", date_format="iso")), True, "")
+    else:
+        counts = df["action"].value_counts()
+        click.echo(f"grid {g.name}: {len(df)} runs ("
+                   + ", ".join(f"{counts.get(a, 0)} {a}" for a in
+                               ("started", "resumed", "skipped")) + ")")
+        click.echo(runs_text(df, ["run_id", "action", "extractor_id", "status", "n_verdicts",
+                                  "n_candidates", "n_lessons", "n_errors", "seconds"]))
+    share = df["n_errors"] / df["n_verdicts"].where(df["n_verdicts"] > 0)
+    over = df[share > max_error_share]
+    if len(over):
+        click.echo(f"error: {len(over)} run(s) have errors on more than {max_error_share:g} "
+                   f"of their verdicts ({', '.join(over['run_id'])}); list them with "
+                   "`truss-lab errors RUN`", err=True)
+        sys.exit(1)
+
 @click.group(invoke_without_command=True)
 @db_option
 @json_option
@@ -260,10 +296,10 @@ def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
     emit(u.to_dict(), as_json, str(u))
 
 
-COMMANDS: tuple[click.Command, ...] = (extract, runs, errors, usage)
+COMMANDS: tuple[click.Command, ...] = (extract, grid, runs, errors, usage)
 
 
 def register(group: click.Group) -> None:
-    """Add the ``extract``, ``runs`` (list, delete), ``errors`` and ``usage`` commands
+    """Add the ``extract``, ``grid``, ``runs`` (list, delete), ``errors`` and ``usage`` commands
     to ``group``."""
     add_commands(group, COMMANDS)
