@@ -37,8 +37,9 @@ from ._judges import (
     run_judge,
 )
 from ._label_report import LabelReport, label_report
+from ._matches import people_matches, run_match_labels
 from ._objective import Objective
-from ._queue import labelling_queue
+from ._queue import labelling_queue, match_queue
 from ._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
 from ._truth import (
@@ -90,17 +91,20 @@ __all__ = [
     "labelled_candidates",
     "labelling_queue",
     "majority_labels",
+    "match_queue",
     "match_run",
     "max_calibration_error",
     "mcnemar_exact",
     "parse_judgement",
     "parse_similarities",
+    "people_matches",
     "rank_runs",
     "reference_agreement",
     "reference_sweep",
     "reference_truth",
     "reliability_table",
     "run_judge",
+    "run_match_labels",
     "run_references",
     "scored_candidates",
     "split_by_verdict",

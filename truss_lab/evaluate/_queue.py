@@ -20,6 +20,17 @@ Inside it the queue is spread over verdicts: verdicts in a seeded random order,
 dealt round-robin (each verdict's lesson nearest the centre first, then its
 second...), at most ``per_verdict`` per verdict, so the first rows cover as many
 verdicts as possible. Each row carries the verdict's goal, summary and checks.
+
+**The match queue** (:func:`match_queue`, FORMATS.md §5) asks people which reference
+each lesson expresses, to check a matcher and to correct reference-based estimates.
+It draws ``n_verdicts`` verdicts by simple random sampling without replacement
+(seeded) from the run's *matchable* verdicts -- annotated (with reference lessons)
+and holding at least one valid lesson of the run: a verdict without lessons has
+nothing to match, and its misses are the same for people and any matcher -- and
+lists every valid lesson of each, with the verdict's references to choose from.
+Each verdict is drawn with probability ``n_verdicts / population``; the frame's
+``attrs["queue"]`` records the seed, the population, that probability and the
+verdicts drawn (``truss-lab queue --kind match`` writes it beside the CSV).
 """
 
 from __future__ import annotations
@@ -34,15 +45,17 @@ import pandas as pd
 from ..core._errors import BadInputError
 from ..core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ..ingest._labels import QUEUE_FIELDS
+from ..ingest._match_labels import MATCH_QUEUE_FIELDS
 from ..journal._table import verdict_payloads
-from ..store._runs import run_info
+from ..store._labels import reference_rows
+from ..store._runs import run_candidates, run_info, run_processed_verdicts
 from ..store._store import Store
 from ._bootstrap import as_rng
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._runs import AUTO_FOLDS, MIN_FOLD_VERDICTS, choose_run_threshold
 from ._truth import labelled_candidates, run_labels
 
-__all__ = ["DEFAULT_BAND", "labelling_queue"]
+__all__ = ["DEFAULT_BAND", "labelling_queue", "match_queue"]
 
 #: Half-width of the band around the ADR default used when the run has too few labels.
 DEFAULT_BAND = 0.10
@@ -233,3 +246,81 @@ def _deal(pool: pd.DataFrame, centre: float, rng: np.random.Generator, *, per_ve
     pool["_rank"] = pool.groupby("_order", sort=False).cumcount()
     chosen = pool[pool["_rank"] < per_verdict].sort_values(["_rank", "_order"], kind="stable")
     return chosen.head(n).reset_index(drop=True), verdicts
+
+
+def _reference_choices(refs: pd.DataFrame) -> dict[str, str]:
+    """Per verdict, its references one per line (``r1: text``), in id order; a reference
+    worded by several annotators is shown once, in its first annotator's words."""
+    real = refs[refs["reference_id"].astype(str) != "none"]
+    real = real.drop_duplicates(["verdict_hash", "reference_id"]).sort_values(
+        ["verdict_hash", "reference_id"], kind="stable")
+    out: dict[str, list[str]] = {}
+    for h, r, t in zip(real["verdict_hash"].astype(str), real["reference_id"].astype(str),
+                       real["text"].astype(str), strict=True):
+        out.setdefault(h, []).append(f"{r}: {t}")
+    return {h: "\n".join(lines) for h, lines in out.items()}
+
+
+def match_queue(store: Store, run_id: str, *, n_verdicts: int, annotator: str | None = None,
+                random_state: Any = 0) -> pd.DataFrame:
+    """Every valid lesson of ``n_verdicts`` matchable verdicts of ``run_id``, drawn at
+    random, for people to match to the verdict's references (module docstring).
+
+    Returns a frame with the columns of
+    :data:`~truss_lab.ingest._match_labels.MATCH_QUEUE_FIELDS` (``reference_id`` missing:
+    written as ``?``; ``annotator`` the one given or empty), by verdict seq and lesson
+    index; ``frame.attrs["queue"]`` records the run, the seed, the population of
+    matchable verdicts, ``n_verdicts`` drawn, each one's ``inclusion_probability`` and
+    the verdicts drawn. ``truss_lab.ingest.write_match_queue`` writes the CSV that
+    ``truss-lab ingest match-labels`` reads back once ``reference_id`` is filled in.
+    Fewer matchable verdicts than ``n_verdicts``: all of them are listed.
+    """
+    n_verdicts = _count(n_verdicts, "n_verdicts")
+    if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):
+        raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
+                            field="annotator")
+    rng = as_rng(random_state)
+    info = run_info(store, run_id)  # an unknown run is an error naming the recent ones
+    refs = reference_rows(store)
+    annotated = set(refs["verdict_hash"].astype(str))
+    processed = run_processed_verdicts(store, run_id)
+    lessons = run_candidates(store, run_id, valid_only=True)
+    with_lessons = set(lessons["verdict_hash"].astype(str))
+    population = processed[processed["verdict_hash"].astype(str).isin(annotated & with_lessons)]
+    if population.empty:
+        raise BadInputError(
+            f"run {run_id!r} has no annotated verdict with a valid lesson to match (load "
+            "reference lessons with `truss-lab ingest references`)", field="references")
+    population = population.sort_values("verdict_seq", kind="stable")
+    hashes = population["verdict_hash"].astype(str).to_numpy(dtype=object)
+    take = min(n_verdicts, len(hashes))
+    drawn = set(rng.choice(hashes, size=take, replace=False).tolist())
+    chosen = lessons[lessons["verdict_hash"].astype(str).isin(drawn)]
+    chosen = chosen.drop_duplicates(["verdict_hash", "lesson_index"]).sort_values(
+        ["verdict_seq", "lesson_index"], kind="stable")
+    ctx = _verdict_context(store, chosen["verdict_hash"])
+    out = chosen.merge(ctx, on="verdict_hash", how="left", validate="many_to_one")
+    choices = _reference_choices(refs[refs["verdict_hash"].astype(str).isin(drawn)])
+    out = out.assign(
+        extractor=out["extractor_id"],
+        reference_id=pd.array([pd.NA] * len(out), dtype="string"),
+        annotator=annotator.strip() if annotator is not None else "",
+        run_id=run_id,
+        references=out["verdict_hash"].astype(str).map(choices).fillna(""),
+    )
+    for c in ("verdict", "goal", "summary", "checks", "text"):
+        out[c] = out[c].fillna("").astype(str)
+    out = out[list(MATCH_QUEUE_FIELDS)].reset_index(drop=True)
+    out["lesson_index"] = out["lesson_index"].astype("int64")
+    out["verdict_seq"] = out["verdict_seq"].astype("int64")
+    order = population[population["verdict_hash"].astype(str).isin(drawn)]
+    out.attrs["queue"] = {
+        "kind": "match", "run_id": run_id, "extractor": str(info["extractor_id"]),
+        "n_verdicts": take, "n_verdicts_asked": n_verdicts, "population": len(hashes),
+        "inclusion_probability": take / len(hashes), "n_rows": len(out),
+        "annotator": annotator,
+        "random_state": random_state if not isinstance(random_state, np.random.Generator)
+        else None,
+        "verdicts": order["verdict_hash"].astype(str).tolist(),
+    }
+    return out

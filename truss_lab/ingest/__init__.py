@@ -1,11 +1,19 @@
-"""Bringing data in: strict readers of recorded completions, gold labels and reference
-lessons (bad lines named, good lines land), their JSON Schemas, and ingest into the store."""
+"""Bringing data in: strict readers of recorded completions, gold labels, reference
+lessons and match labels (bad lines named, good lines land), their JSON Schemas, and
+ingest into the store."""
 
 from __future__ import annotations
 
 from ._completions import read_completions, write_completions
-from ._ingest import IngestReport, ingest_completions, ingest_labels, ingest_references
+from ._ingest import (
+    IngestReport,
+    ingest_completions,
+    ingest_labels,
+    ingest_match_labels,
+    ingest_references,
+)
 from ._labels import read_labels, write_label_queue
+from ._match_labels import read_match_labels, write_match_queue
 from ._references import read_references
 from ._schemas import json_schema
 
@@ -13,11 +21,14 @@ __all__ = [
     "IngestReport",
     "ingest_completions",
     "ingest_labels",
+    "ingest_match_labels",
     "ingest_references",
     "json_schema",
     "read_completions",
     "read_labels",
+    "read_match_labels",
     "read_references",
     "write_completions",
     "write_label_queue",
+    "write_match_queue",
 ]

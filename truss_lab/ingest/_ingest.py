@@ -1,4 +1,5 @@
-"""Loading the unchained formats (completions, labels, reference lessons) into the store.
+"""Loading the unchained formats (completions, labels, reference lessons, match labels)
+into the store.
 
 Bad lines are reported with their file, line and field; the good ones land
 in one transaction. A row whose key is already stored with other content is
@@ -22,9 +23,15 @@ from ..core._models import utcnow
 from ..store._ingested import label_problems, reference_problems, stored_conflicts
 from ..store._runs import record_extractor_config
 from ..store._store import Store
-from ..store._tables import COMPLETIONS_SCHEMA, LABELS_SCHEMA, REFERENCES_SCHEMA
+from ..store._tables import (
+    COMPLETIONS_SCHEMA,
+    LABELS_SCHEMA,
+    MATCH_LABELS_SCHEMA,
+    REFERENCES_SCHEMA,
+)
 from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
+from ._match_labels import INCLUSION, MATCH_LABEL_KEY, check_match_labels, read_match_labels
 from ._references import REFERENCE_KEY, read_references
 
 __all__ = [
@@ -34,6 +41,7 @@ __all__ = [
     "append_labels",
     "ingest_completions",
     "ingest_labels",
+    "ingest_match_labels",
     "ingest_references",
 ]
 
@@ -53,8 +61,8 @@ class IngestReport:
     lesson_index beyond the completion's lessons, which ``audit`` flags too; reference
     lessons: an unknown verdict)."""
     rows_blank: int = 0
-    """Rows of a labelling queue file still without a label: skipped, not errors
-    (counted in ``rows_read``)."""
+    """Rows of a labelling queue file still without a label (of a match queue file: of a
+    verdict still wholly unanswered): skipped, not errors (counted in ``rows_read``)."""
 
     @property
     def header_ok(self) -> bool:
@@ -237,3 +245,39 @@ def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestRepor
                 f"{r.problem}" for r in problems.itertuples()]
     return IngestReport(source, n_read, added, len(df) - added - n_conflicts,
                         [*errors, *conflicts], warnings)
+
+
+@full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
+def ingest_match_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
+    """Load a FORMATS.md §5 match-labels CSV into ``match_labels``, or a match queue file
+    (``truss-lab queue RUN --kind match``) whose verdicts left unanswered are skipped and
+    counted (``rows_blank``).
+
+    Bad rows are reported with line and field
+    (:func:`~truss_lab.ingest._match_labels.read_match_labels`), and so are rows the
+    store refuses (:func:`~truss_lab.ingest._match_labels.check_match_labels`: a
+    ``reference_id`` that names no reference of the verdict, a lesson no run holds, a
+    sampled verdict with a lesson not matched); a verdict answered by one annotator
+    lands whole or not at all; the good ones land in one transaction. A row whose key
+    (verdict_hash, extractor, lesson_index, annotator) is stored already is kept as
+    stored, and reported as a conflict when its ``reference_id`` or
+    ``inclusion_probability`` differ (``truss-lab ingest`` exits 3, as for labels).
+    """
+    source = str(path)
+    df, errors = read_match_labels(path)
+    blank = int(df.attrs.get("blank_rows", 0))
+    n_read = len(df) + len(errors) + blank
+    checked = check_match_labels(store, df, source)
+    rows = checked.rows.drop(columns="line")
+    new = _frame(rows, MATCH_LABELS_SCHEMA, {"source": source, "labelled_at": utcnow()})
+    key = [FILE_TO_TABLE.get(k, k) for k in MATCH_LABEL_KEY]
+    n_conflicts, conflicts = _conflicts(store, "match_labels", new, key,
+                                        ["reference_id", INCLUSION], source)
+    with store.transaction():
+        added = store.append("match_labels", new, key=key)
+    problems = reference_problems(store, rows["verdict_hash"].astype(object).tolist())
+    warnings = [*checked.warnings,
+                *(f"{source}: verdict {r.verdict_hash}, {r.n_references} match label(s): "
+                  f"{r.problem}" for r in problems.itertuples())]
+    return IngestReport(source, n_read, added, len(rows) - added - n_conflicts,
+                        [*errors, *checked.errors, *conflicts], warnings, rows_blank=blank)

@@ -15,11 +15,7 @@ and counting the rows still left empty.
 from __future__ import annotations
 
 import csv
-import io
-import itertools
 import os
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +26,8 @@ import pyarrow as pa
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
 from ._strict import (
+    DIGITS_COL_RE,
+    DIGITS_RE,
     HEX64_COL_RE,
     HEX64_RE,
     Count,
@@ -37,9 +35,12 @@ from ._strict import (
     NonEmpty,
     StrictRecord,
     atomic_text_file,
+    bad_where,
+    csv_records,
     dedupe,
     input_error,
     short,
+    spreadsheet_cell,
 )
 
 __all__ = ["LABEL_FIELDS", "LABEL_KEY", "QUEUE_FIELDS", "LabelQueueRecordModel",
@@ -54,9 +55,6 @@ QUEUE_FIELDS: tuple[str, ...] = (*LABEL_FIELDS, "run_id", "verdict_seq", "n_anno
 """The header of a labelling queue file: the §3 fields, then context for the annotator
 (ignored when the file is read back)."""
 _USEFUL = LABEL_FIELDS.index("useful")
-#: Context cells a spreadsheet would run as a formula when they start with one of these
-#: (CSV injection): the queue writes them with a leading apostrophe.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 class LabelRecordModel(StrictRecord):
     """One gold label: a row of a labels CSV file (FORMATS.md §3)."""
@@ -102,55 +100,6 @@ class LabelQueueRecordModel(LabelRecordModel):
     """The verdict's checks, one per line: ``FAIL name: evidence`` or ``pass name: evidence``."""
 
 
-_DIGITS_RE = re.compile(r"[0-9]{1,16}")
-_DIGITS_COL_RE = re.compile(r"(?:[0-9]{1,16}\n)*[0-9]{1,16}")
-
-
-def _bad_where(col: list[str], col_re: re.Pattern[str], one_re: re.Pattern[str]) -> list[int]:
-    """Positions of values not matching ``one_re``; ``col_re`` checks all at once."""
-    joined = "\n".join(col)
-    # A value holding a newline would split in two and could pass as two.
-    if not col or (joined.count("\n") == len(col) - 1 and col_re.fullmatch(joined)):
-        return []
-    return [i for i, v in enumerate(col) if one_re.fullmatch(v) is None]
-
-
-def _csv_records(data: bytes, source: str,
-                 errors: list[BadInputError]) -> Iterator[tuple[int, list[str]]]:
-    """``(first line, fields)`` of every CSV record of ``data``, recovering per line.
-
-    A line that is not UTF-8 is reported (by number) and skipped; a record the
-    CSV reader refuses (a stray quote, a field over the csv module's limit, a
-    quote never closed) is reported at its first line, and reading starts
-    again on the next line: one bad row never hides the good rows after it.
-    """
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    good: list[tuple[int, str]] = []
-    try:  # the common case: the whole file decodes, split as the csv module would
-        good = list(enumerate(io.StringIO(data.decode("utf-8"), newline=""), start=1))
-    except UnicodeDecodeError:
-        for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-            try:
-                good.append((number, raw.decode("utf-8")))
-            except UnicodeDecodeError as exc:
-                errors.append(input_error(f"not UTF-8: {exc.reason} at byte {exc.start}",
-                                          source, number, None, "bad_unicode"))
-    pos = 0
-    while pos < len(good):
-        reader = csv.reader((t for _, t in itertools.islice(good, pos, None)), strict=True)
-        done = 0  # physical lines of this pass consumed by complete records
-        try:
-            for row in reader:
-                yield good[pos + done][0], row
-                done = reader.line_num
-            return
-        except csv.Error as exc:
-            errors.append(input_error(f"malformed CSV: {exc}", source, good[pos + done][0],
-                                      None, "bad_csv"))
-            pos += done + 1
-
-
 def _empty_labels() -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -174,7 +123,7 @@ def _label_records(
     row_lines: list[int] = []
     header: list[str] | None = None
     n_blank = 0
-    for start, row in _csv_records(data, source, errors):
+    for start, row in csv_records(data, source, errors):
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if header is None:
@@ -217,9 +166,9 @@ def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
     an = [a or None for a in cols[4]] if len(cols) == 5 else [None] * len(rows)
     # Whole-column checks first (one regex over the joined column); only a
     # column that fails is walked value by value.
-    bad_vh = _bad_where(vh, HEX64_COL_RE, HEX64_RE)
+    bad_vh = bad_where(vh, HEX64_COL_RE, HEX64_RE)
     bad_ex = [] if all(ex) else [i for i, v in enumerate(ex) if not v]
-    bad_li = _bad_where(li, _DIGITS_COL_RE, _DIGITS_RE)
+    bad_li = bad_where(li, DIGITS_COL_RE, DIGITS_RE)
     li_num = [int(v) if len(v) <= 16 and v.isascii() and v.isdigit() else -1 for v in li]
     bad_li = sorted(set(bad_li) | {i for i, v in enumerate(li_num) if v > MAX_SAFE_INT})
     bad_us = [] if set(us) <= {"0", "1"} else [i for i, v in enumerate(us) if v not in ("0", "1")]
@@ -288,12 +237,6 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     return df, errors
 
 
-def _cell(value: object) -> str:
-    """A context cell as text, never a spreadsheet formula."""
-    text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
-
-
 def write_label_queue(queue: pd.DataFrame, path: str | os.PathLike[str]) -> int:
     """Write a labelling queue (the columns of :data:`QUEUE_FIELDS`) as CSV; the rows written.
 
@@ -313,5 +256,5 @@ def write_label_queue(queue: pd.DataFrame, path: str | os.PathLike[str]) -> int:
         out.writerow(QUEUE_FIELDS)
         for row in zip(*columns, strict=True):
             out.writerow(["" if v is None else str(v) for v in row[:n_label]]
-                         + [_cell(v) for v in row[n_label:]])
+                         + [spreadsheet_cell(v) for v in row[n_label:]])
     return len(queue)

@@ -12,6 +12,7 @@ from ..core._models import MemoryEntry, PolicyRecord
 from ..journal._spec import JournalEntryModel, VerdictPayloadModel
 from ._completions import CompletionRecordModel
 from ._labels import LabelQueueRecordModel, LabelRecordModel
+from ._match_labels import MatchLabelRecordModel, MatchQueueRecordModel
 from ._references import ReferenceRecordModel
 
 __all__ = ["SCHEMA_NAMES", "json_schema"]
@@ -25,6 +26,8 @@ def _models() -> dict[str, type[BaseModel]]:
         "labels": LabelRecordModel,
         "label-queue": LabelQueueRecordModel,
         "references": ReferenceRecordModel,
+        "match-labels": MatchLabelRecordModel,
+        "match-queue": MatchQueueRecordModel,
         "policy-record": PolicyRecord,
         "memory-entry": MemoryEntry,
         "config": MemoryConfig,
@@ -32,7 +35,7 @@ def _models() -> dict[str, type[BaseModel]]:
 
 
 SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "label-queue", "references",
-                "policy-record", "memory-entry", "config")
+                "match-labels", "match-queue", "policy-record", "memory-entry", "config")
 
 
 def json_schema(name: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Strict reading of the unchained formats (FORMATS.md §2, §3, §4): what their readers
+"""Strict reading of the unchained formats (FORMATS.md §2, §3, §4, §5): what their readers
 and writers share.
 
 The records: the pydantic field types of the record models and their strict base
@@ -17,6 +17,9 @@ names the culprit's path.
 
 from __future__ import annotations
 
+import csv
+import io
+import itertools
 import json
 import math
 import os
@@ -35,7 +38,10 @@ from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
 
 __all__ = [
+    "DIGITS_COL_RE",
+    "DIGITS_RE",
     "ESCAPE_BREAKS",
+    "FORMULA_START",
     "HEX64",
     "HEX64_COL_RE",
     "HEX64_RE",
@@ -48,9 +54,11 @@ __all__ = [
     "Problem",
     "StrictRecord",
     "atomic_text_file",
+    "bad_where",
     "check_count",
     "check_latency",
     "check_str",
+    "csv_records",
     "dedupe",
     "has_nested",
     "input_error",
@@ -59,6 +67,7 @@ __all__ = [
     "parse_lines",
     "short",
     "split_lines",
+    "spreadsheet_cell",
 ]
 
 HEX64 = r"^[0-9a-f]{64}$"
@@ -424,3 +433,66 @@ Problem = tuple[int, str | None, str, str]
 # raw under ensure_ascii=False. They can only sit inside strings, so escaping is safe.
 LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
 ESCAPE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+# ------------------------------------------------------------------ CSV (§3, §5)
+
+#: A lesson_index cell: digits only (16 at most, checked against 2^53 - 1 after).
+DIGITS_RE = re.compile(r"[0-9]{1,16}")
+DIGITS_COL_RE = re.compile(r"(?:[0-9]{1,16}\n)*[0-9]{1,16}")
+
+
+def bad_where(col: list[str], col_re: re.Pattern[str], one_re: re.Pattern[str]) -> list[int]:
+    """Positions of values not matching ``one_re``; ``col_re`` checks all at once."""
+    joined = "\n".join(col)
+    # A value holding a newline would split in two and could pass as two.
+    if not col or (joined.count("\n") == len(col) - 1 and col_re.fullmatch(joined)):
+        return []
+    return [i for i, v in enumerate(col) if one_re.fullmatch(v) is None]
+
+
+def csv_records(data: bytes, source: str,
+                 errors: list[BadInputError]) -> Iterator[tuple[int, list[str]]]:
+    """``(first line, fields)`` of every CSV record of ``data``, recovering per line.
+
+    A line that is not UTF-8 is reported (by number) and skipped; a record the
+    CSV reader refuses (a stray quote, a field over the csv module's limit, a
+    quote never closed) is reported at its first line, and reading starts
+    again on the next line: one bad row never hides the good rows after it.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    good: list[tuple[int, str]] = []
+    try:  # the common case: the whole file decodes, split as the csv module would
+        good = list(enumerate(io.StringIO(data.decode("utf-8"), newline=""), start=1))
+    except UnicodeDecodeError:
+        for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+            try:
+                good.append((number, raw.decode("utf-8")))
+            except UnicodeDecodeError as exc:
+                errors.append(input_error(f"not UTF-8: {exc.reason} at byte {exc.start}",
+                                          source, number, None, "bad_unicode"))
+    pos = 0
+    while pos < len(good):
+        reader = csv.reader((t for _, t in itertools.islice(good, pos, None)), strict=True)
+        done = 0  # physical lines of this pass consumed by complete records
+        try:
+            for row in reader:
+                yield good[pos + done][0], row
+                done = reader.line_num
+            return
+        except csv.Error as exc:
+            errors.append(input_error(f"malformed CSV: {exc}", source, good[pos + done][0],
+                                      None, "bad_csv"))
+            pos += done + 1
+
+
+#: Context cells a spreadsheet would run as a formula when they start with one of these
+#: (CSV injection): the queue writes them with a leading apostrophe.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(value: object) -> str:
+    """A context cell as text, never a spreadsheet formula."""
+    text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text

@@ -14,7 +14,8 @@ import pyarrow as pa
 
 from ._store import Store, quote_ident
 
-__all__ = ["CONFLICTS_NAMED", "label_problems", "reference_problems", "stored_conflicts"]
+__all__ = ["CONFLICTS_NAMED", "label_problems", "match_label_lessons", "reference_problems",
+           "stored_conflicts", "verdict_reference_ids"]
 
 
 #: Most conflicting keys :func:`stored_conflicts` names (the rest are counted).
@@ -78,6 +79,29 @@ def reference_problems(store: Store, verdict_hashes: Sequence[str]) -> pd.DataFr
         """).df()
     finally:
         store.con.unregister("_incoming_references")
+
+
+def verdict_reference_ids(store: Store, verdict_hashes: Sequence[str]) -> pd.DataFrame:
+    """The reference ids (any annotator's, ``"none"`` left out) of the ``verdict_hashes``:
+    columns ``verdict_hash``, ``reference_id``, one row per pair, sorted. What a match
+    label's ``reference_id`` may name (FORMATS.md §5)."""
+    return store.sql(
+        "SELECT DISTINCT verdict_hash, reference_id FROM reference_lessons "
+        "WHERE reference_id <> 'none' AND verdict_hash IN (SELECT unnest(?)) ORDER BY ALL",
+        [sorted(set(verdict_hashes))],
+    ).df()
+
+
+def match_label_lessons(store: Store, verdict_hashes: Sequence[str]) -> pd.DataFrame:
+    """The lessons any run holds of the ``verdict_hashes``: columns ``verdict_hash``,
+    ``extractor_id``, ``lesson_index`` and ``valid`` (valid in some run), one row per
+    lesson, sorted. A match label must name one, and a verdict whose lessons a person
+    matched must have every valid one answered (FORMATS.md §5)."""
+    return store.sql(
+        "SELECT verdict_hash, extractor_id, lesson_index, bool_or(valid) AS valid "
+        "FROM candidates WHERE verdict_hash IN (SELECT unnest(?)) GROUP BY ALL ORDER BY ALL",
+        [sorted(set(verdict_hashes))],
+    ).df()
 
 
 _LABEL_RELATIONS = frozenset({"labels", "_incoming_labels"})

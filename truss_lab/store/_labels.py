@@ -22,6 +22,7 @@ __all__ = [
     "label_rows",
     "lesson_keys",
     "lesson_texts",
+    "match_label_rows",
     "reference_rows",
 ]
 
@@ -52,6 +53,17 @@ def reference_rows(store: Store) -> pd.DataFrame:
     return store.sql(
         "SELECT verdict_hash, reference_id, text, evidence, annotator "
         "FROM reference_lessons ORDER BY verdict_hash, annotator, reference_id"
+    ).df()
+
+
+def match_label_rows(store: Store) -> pd.DataFrame:
+    """Every match label as FORMATS.md §5 columns (``verdict_hash, extractor,
+    lesson_index, reference_id, annotator, inclusion_probability``; ``reference_id`` and
+    ``annotator`` ``""`` when none), by verdict, extractor, lesson, annotator."""
+    return store.sql(
+        "SELECT verdict_hash, extractor_id AS extractor, lesson_index, reference_id, "
+        "annotator, inclusion_probability FROM match_labels ORDER BY verdict_hash, "
+        "extractor_id, lesson_index, annotator"
     ).df()
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "EVENT_SCHEMA",
     "JOURNAL_SCHEMA",
     "LABELS_SCHEMA",
+    "MATCH_LABELS_SCHEMA",
     "MEMORY_COLUMNS",
     "MEMORY_SCHEMA",
     "POLICY_COLUMNS",
@@ -108,6 +109,21 @@ REFERENCES_SCHEMA = pa.schema(
     ]
 )
 """``reference_lessons``: a reference lesson (FORMATS.md §4), its source and load time."""
+
+MATCH_LABELS_SCHEMA = pa.schema(
+    [
+        ("verdict_hash", pa.string()),
+        ("extractor_id", pa.string()),
+        ("lesson_index", pa.int32()),
+        ("reference_id", pa.string()),
+        ("annotator", pa.string()),
+        ("inclusion_probability", pa.float64()),
+        ("source", pa.string()),
+        ("labelled_at", TS),
+    ]
+)
+"""``match_labels``: a person's match of a lesson to a reference (FORMATS.md §5), its
+source and load time."""
 
 
 # -- governed records, mapped onto the models ---------------------------------------------
@@ -241,6 +257,7 @@ TABLE_SCHEMAS: dict[str, pa.Schema] = {
     "completions": COMPLETIONS_SCHEMA,
     "labels": LABELS_SCHEMA,
     "reference_lessons": REFERENCES_SCHEMA,
+    "match_labels": MATCH_LABELS_SCHEMA,
     "memory_entries": MEMORY_SCHEMA,
     "policy_records": POLICY_SCHEMA,
     "events": EVENT_SCHEMA,

@@ -592,3 +592,30 @@ COMMENT ON COLUMN candidates.sample_index IS 'Which of the verdict''s k samples 
 COMMENT ON COLUMN candidates.self_consistency IS 'Share of the verdict''s samples holding a near-duplicate of this lesson, set on cluster representatives of a k>1 run (NULL otherwise)';
 COMMENT ON COLUMN completions.sample_index IS 'Which sample of the verdict the recording answers, 0-based (0 for one-sample extractors and files without the field)';
 COMMENT ON COLUMN verdict_errors.sample_index IS 'Which sample of the verdict failed, 0-based';
+
+-- migration: 010_match_labels
+-- Issue #26 item 1. People's answers to "which reference does this lesson
+-- express?" (FORMATS.md §5): the human truth a matcher (lexical, semantic, a
+-- judge) is checked against, and that corrects reference-based estimates. One
+-- row per (lesson, annotator); reference_id '' says the lesson expresses none
+-- of its verdict's references. The verdicts with rows are a sample; a sampled
+-- verdict has a row for every lesson (the ingest refuses a partial one).
+CREATE TABLE match_labels (
+    verdict_hash          VARCHAR NOT NULL,
+    extractor_id          VARCHAR NOT NULL,
+    lesson_index          INTEGER NOT NULL,
+    reference_id          VARCHAR NOT NULL,  -- '' when the lesson expresses none
+    annotator             VARCHAR NOT NULL,  -- '' when the file gave none
+    inclusion_probability DOUBLE,            -- NULL: a simple random sample
+    source                VARCHAR NOT NULL,
+    labelled_at           TIMESTAMPTZ NOT NULL
+);
+COMMENT ON TABLE match_labels IS 'Match labels: which reference of its verdict a person says a lesson expresses (truss-lab schema match-labels)';
+COMMENT ON COLUMN match_labels.verdict_hash IS 'The verdict';
+COMMENT ON COLUMN match_labels.extractor_id IS 'The extractor whose lesson it is';
+COMMENT ON COLUMN match_labels.lesson_index IS '0-based position of the lesson in the completion (as in labels)';
+COMMENT ON COLUMN match_labels.reference_id IS 'A reference_id of the verdict (reference_lessons), or empty: the lesson expresses none';
+COMMENT ON COLUMN match_labels.annotator IS 'Annotator name (empty when the file gave none)';
+COMMENT ON COLUMN match_labels.inclusion_probability IS 'Probability the verdict was drawn into the sample (equal within a verdict); NULL for a simple random sample';
+COMMENT ON COLUMN match_labels.source IS 'File it came from';
+COMMENT ON COLUMN match_labels.labelled_at IS 'When this database received it (UTC)';

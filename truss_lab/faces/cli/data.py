@@ -14,7 +14,12 @@ import click
 
 from ...core._errors import BadInputError, TrussLabError
 from ...govern._audit import audit as audit_store
-from ...ingest._ingest import ingest_completions, ingest_labels, ingest_references
+from ...ingest._ingest import (
+    ingest_completions,
+    ingest_labels,
+    ingest_match_labels,
+    ingest_references,
+)
 from ...ingest._schemas import SCHEMA_NAMES, json_schema
 from ...journal._crypto import SigningKey, load_keyring, save_keyring
 from ...journal._ledger import import_journal, verify_chain
@@ -108,7 +113,7 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
 
 
 _INGEST = {"completions": ingest_completions, "labels": ingest_labels,
-           "references": ingest_references}
+           "references": ingest_references, "match-labels": ingest_match_labels}
 
 
 def _ingest_table(kind: str, db: str, path: str, as_json: bool,
@@ -118,7 +123,8 @@ def _ingest_table(kind: str, db: str, path: str, as_json: bool,
     text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
            f"{len(rep.errors)} bad lines"
     if rep.rows_blank:
-        text += f", {rep.rows_blank} left without a label (skipped)"
+        text += (f", {rep.rows_blank} left unanswered ('?', skipped)" if kind == "match-labels"
+                 else f", {rep.rows_blank} left without a label (skipped)")
     for e in rep.errors[:10]:
         text += f"\n  {e}"
     if len(rep.errors) > 10:
@@ -141,14 +147,14 @@ allow_bad_lines_option = click.option(
 
 
 def _ingest_table_command(kind: str, what: str) -> click.Command:
-    """``ingest KIND``: the three non-chained inputs share one command shape; only the
+    """``ingest KIND``: the non-chained inputs share one command shape; only the
     kind and the help differ."""
 
     def command(db: str, path: str, allow_bad_lines: bool, as_json: bool) -> None:
         _ingest_table(kind, db, path, as_json, allow_bad_lines)
 
     command.__doc__ = f"Load {what} (bad lines reported, good ones land; exit 3 if any)."
-    command.__name__ = f"ingest_{kind}_cmd"
+    command.__name__ = f"ingest_{kind.replace('-', '_')}_cmd"
     for decorate in (friendly, json_option, allow_bad_lines_option,
                      click.argument("path", type=click.Path(dir_okay=False)), db_option,
                      ingest.command(kind)):
@@ -159,6 +165,8 @@ def _ingest_table_command(kind: str, what: str) -> click.Command:
 ingest_completions_cmd = _ingest_table_command("completions", "recorded completions")
 ingest_labels_cmd = _ingest_table_command("labels", "gold labels")
 ingest_references_cmd = _ingest_table_command("references", "reference lessons")
+ingest_match_labels_cmd = _ingest_table_command(
+    "match-labels", "match labels (a person's reference for each lesson; or a match queue)")
 
 
 @click.command()

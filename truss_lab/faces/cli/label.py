@@ -1,17 +1,19 @@
 """The labelling commands: ``judge`` labels a run's lessons with a model,
 ``judge-agreement`` checks the judge against people before relying on it, ``match``
 matches a run's lessons to reference lessons with a model (the judge matcher), and
-``queue`` lists the lessons people should label next.
+``queue`` lists the lessons people should label (or match to references) next.
 
 No logic here: :func:`truss_lab.evaluate._judges.run_judge`,
 :func:`truss_lab.evaluate._judges.judge_agreement`,
 :func:`truss_lab.evaluate._judges.match_run` and
-:func:`truss_lab.evaluate._queue.labelling_queue` do the work.
+:func:`truss_lab.evaluate._queue.labelling_queue` and
+:func:`truss_lab.evaluate._queue.match_queue` do the work.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,12 +27,13 @@ from ...core._threshold import DEFAULT_MIN_SALIENCE
 from ...evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
 from ...evaluate._judges import judge_agreement as agreement_of
 from ...evaluate._objective import OBJECTIVE_HELP
-from ...evaluate._queue import DEFAULT_BAND, labelling_queue
+from ...evaluate._queue import DEFAULT_BAND, labelling_queue, match_queue
 from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._prompts import get_template
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...ingest._completions import read_completions
 from ...ingest._labels import write_label_queue
+from ...ingest._match_labels import write_match_queue
 from ...simulate._providers import (
     SIMULATED_JUDGE_MODEL,
     SIMULATED_MATCH_MODEL,
@@ -256,38 +259,61 @@ def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
     emit(res, as_json, text)
 
 
+_LABEL_ONLY = ("n", "per_verdict", "interval", "objective", "n_boot")
+
+
 @click.command("queue")
 @db_option
 @run_argument
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
-              help="CSV file to write (`truss-lab schema label-queue`); fill in `useful` "
-                   "(1 or 0) and load it with `truss-lab ingest labels`.")
+              help="CSV file to write. label: `truss-lab schema label-queue`, fill in `useful` "
+                   "(1 or 0) and load it with `truss-lab ingest labels`. match: `truss-lab "
+                   "schema match-queue`, replace each `?` with a reference id (or empty: "
+                   "none) and load it with `truss-lab ingest match-labels`; the draw is "
+                   "recorded beside it in OUT.json.")
+@click.option("--kind", type=click.Choice(["label", "match"]), default="label",
+              show_default=True,
+              help="label: lessons to label useful or not, where the threshold is chosen. "
+                   "match: every lesson of --n-verdicts annotated verdicts drawn at random, "
+                   "to match to the verdict's references (README, Match labels).")
+@click.option("--n-verdicts", "n_verdicts", default=None, type=click.IntRange(1),
+              help="--kind match: how many verdicts to draw (required there).")
 @click.option("--n", "n", default=200, show_default=True, type=click.IntRange(1),
-              help="At most this many lessons.")
+              help="--kind label: at most this many lessons.")
 @click.option("--per-verdict", default=2, show_default=True, type=click.IntRange(1),
-              help="At most this many lessons of one verdict.")
+              help="--kind label: at most this many lessons of one verdict.")
 @click.option("--annotator", default=None,
-              help="Written into the annotator column; lessons this annotator already "
-                   "labelled are left out.")
+              help="Written into the annotator column; with --kind label, lessons this "
+                   "annotator already labelled are left out.")
 @click.option("--interval", nargs=2, type=float, default=None, metavar="LOW HIGH",
-              help="Salience interval to draw from, in [0, 1] (default: the bootstrap "
-                   f"interval of the chosen threshold, or {DEFAULT_MIN_SALIENCE:.2f} ± "
-                   f"{DEFAULT_BAND:.2f} with too few labels).")
-@objective_option(f"Of the threshold choice whose interval is used. {OBJECTIVE_HELP}")
-@n_boot_option(200, "Verdict-bootstrap replicates of the choice's interval.")
-@random_state_option("Seed of the choice's folds and bootstrap and of the verdict order: "
-                     "the same seed writes the same queue.")
+              help="--kind label: salience interval to draw from, in [0, 1] (default: the "
+                   "bootstrap interval of the chosen threshold, or "
+                   f"{DEFAULT_MIN_SALIENCE:.2f} ± {DEFAULT_BAND:.2f} with too few labels).")
+@objective_option(f"--kind label: of the threshold choice whose interval is used. "
+                  f"{OBJECTIVE_HELP}")
+@n_boot_option(200, "--kind label: verdict-bootstrap replicates of the choice's interval.")
+@random_state_option("Seed of the draw (match: which verdicts; label: the choice's folds "
+                     "and bootstrap and the verdict order): the same seed writes the same "
+                     "queue.")
 @json_option
 @friendly
-def queue(db: str, run_id: str, out: str, n: int, per_verdict: int,
-          annotator: str | None, interval: tuple[float, float] | None, objective: str,
-          n_boot: int, random_state: int, as_json: bool) -> None:
-    """List unlabelled lessons whose labels would most move the threshold choice.
+def queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | None, n: int,
+          per_verdict: int, annotator: str | None, interval: tuple[float, float] | None,
+          objective: str, n_boot: int, random_state: int, as_json: bool) -> None:
+    """List lessons for people: to label (--kind label) or to match (--kind match).
 
-    Lessons without a label (or with tied labels) whose salience lies where the
+    label: lessons without a label (or with tied labels) whose salience lies where the
     threshold is being chosen, spread over verdicts, each with its verdict's goal,
     summary and checks. See the README ("A labelling queue").
+    match: every valid lesson of --n-verdicts annotated verdicts drawn at random, with
+    the verdict's references to choose from. See the README ("Match labels").
     """
+    if kind == "match":
+        _match_queue(db, run_id, out, n_verdicts, annotator, random_state, as_json)
+        return
+    if n_verdicts is not None:
+        raise BadInputError("--n-verdicts is for --kind match; --kind label takes --n",
+                            field="--n-verdicts")
     check_output_file(out, field="--out")
     with open_store(db, read_only=True, must_exist=True) as store:
         frame = labelling_queue(store, run_id, n=n, per_verdict=per_verdict,
@@ -304,6 +330,40 @@ def queue(db: str, run_id: str, out: str, n: int, per_verdict: int,
             f"{info['n_verdicts']} verdict(s)\n"
             f"next: fill in `useful` (1 or 0) and `annotator`, then "
             f"`truss-lab ingest labels {out} --db {db}` (empty rows are skipped)")
+    emit(info, as_json, text)
+
+
+def _match_queue(db: str, run_id: str, out: str, n_verdicts: int | None,
+                 annotator: str | None, random_state: int, as_json: bool) -> None:
+    """``queue --kind match``: the CSV and, beside it, ``OUT.json`` recording the draw."""
+    ctx = click.get_current_context()
+    given = [f"--{p.replace('_', '-')}" for p in _LABEL_ONLY
+             if ctx.get_parameter_source(p) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        raise BadInputError(f"{', '.join(given)} is for --kind label, not --kind match",
+                            field=given[0])
+    if n_verdicts is None:
+        raise BadInputError("--kind match needs --n-verdicts N (how many verdicts to draw)",
+                            field="--n-verdicts")
+    meta = f"{out}.json"
+    check_output_file(out, field="--out")
+    check_output_file(meta, field="--out")
+    with open_store(db, read_only=True, must_exist=True) as store:
+        frame = match_queue(store, run_id, n_verdicts=n_verdicts, annotator=annotator,
+                            random_state=random_state)
+    info = {**frame.attrs["queue"], "out": out, "sidecar": meta}
+    write_output(out, lambda tmp: write_match_queue(frame, tmp), field="--out")
+    write_output(meta, lambda tmp: tmp.write_text(json.dumps(info, indent=2) + "\n",
+                                                  encoding="utf-8"), field="--out")
+    text = (f"{out}: {info['n_rows']} lesson(s) of run {run_id} on {info['n_verdicts']} "
+            f"verdict(s) drawn at random (seed {random_state}) from {info['population']} "
+            f"annotated verdict(s) with lessons; the draw is recorded in {meta}\n"
+            f"next: replace each `?` in reference_id with a reference id from `references` "
+            f"(or leave it empty: none of them), fill in `annotator`, then "
+            f"`truss-lab ingest match-labels {out} --db {db}`")
+    if info["n_verdicts"] < n_verdicts:
+        text += (f"\nonly {info['n_verdicts']} matchable verdict(s), fewer than the "
+                 f"{n_verdicts} asked: all listed")
     emit(info, as_json, text)
 
 
