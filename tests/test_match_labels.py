@@ -339,3 +339,14 @@ def test_queue_options_of_the_other_kind_are_refused(db: Path, tmp_path: Path) -
     r = invoke("queue", GOOD, "--db", db, "--n-verdicts", "3", "--out", tmp_path / "q.csv")
     assert r.exit_code == 2 and "--n-verdicts is for --kind match" in r.output
     assert not (tmp_path / "q.csv").exists()
+
+
+def test_the_bundled_sample_match_labels_land_clean(db: Path) -> None:
+    df, errors = read_match_labels(SAMPLE / "match_labels.csv")
+    assert errors == [] and len(df) > 0
+    assert df.groupby("verdict_hash")["inclusion_probability"].nunique().eq(1).all()
+    with Store(db) as s:
+        rep = ingest_match_labels(s, SAMPLE / "match_labels.csv")
+        assert (rep.errors, rep.rows_added) == ([], len(df))
+        pm = people_matches(s, run_id=GOOD)
+    assert len(pm) and set(pm["extractor"]) == {"sim-good-v1"}
