@@ -49,6 +49,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -109,21 +110,24 @@ def check_correct(correct: Any) -> str:
 class PPIData:
     """The automated rows of every verdict and the human rows of the sampled ones.
 
-    Rows as the sweep takes them (``y`` 0/1 truth, ``s`` score, NaN never kept,
-    ``judged`` has a truth value); ``code_*`` index :attr:`verdicts`.
-    ``inv_pi[v]`` is 1 / (v's inclusion probability) for a sampled verdict, 0
-    for the others. Build it with :func:`ppi_data`.
+    Rows as the sweep takes them (``y`` 0/1 truth, 0 where not judged; ``s``
+    score, NaN never kept; ``judged`` has a truth value) with their verdicts
+    (``groups_*``). :attr:`verdicts` is the population (every annotated
+    verdict), :attr:`sampled` the verdicts people answered for and
+    :attr:`inv_pi` 1 / the inclusion probability of each of them. Build it with
+    :func:`ppi_data`.
     """
 
     y_auto: np.ndarray = field(repr=False)
     s_auto: np.ndarray = field(repr=False)
     judged_auto: np.ndarray = field(repr=False)
-    code_auto: np.ndarray = field(repr=False)
+    groups_auto: np.ndarray = field(repr=False)
     y_human: np.ndarray = field(repr=False)
     s_human: np.ndarray = field(repr=False)
     judged_human: np.ndarray = field(repr=False)
-    code_human: np.ndarray = field(repr=False)
+    groups_human: np.ndarray = field(repr=False)
     verdicts: np.ndarray = field(repr=False)
+    sampled: np.ndarray = field(repr=False)
     inv_pi: np.ndarray = field(repr=False)
 
     @property
@@ -134,29 +138,55 @@ class PPIData:
     @property
     def n_sampled(self) -> int:
         """The verdicts people answered for."""
-        return int(np.count_nonzero(self.inv_pi))
+        return len(self.sampled)
 
-    @property
-    def sampled(self) -> np.ndarray:
-        """Bool per verdict: people answered for it."""
-        return self.inv_pi > 0
+    @cached_property
+    def _sample_index(self) -> pd.Index:
+        return pd.Index(self.sampled, dtype=object)
 
-    def weights(self, lam: float) -> tuple[np.ndarray, np.ndarray]:
-        """Per-row weights ``(automated, human)`` of the estimate (module docstring)."""
-        inv = self.inv_pi
-        return lam * (1.0 - inv[self.code_auto]), inv[self.code_human]
+    @cached_property
+    def auto_in_sample(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, inv_pi)``: the automated rows of sampled verdicts (bool) and, for
+        each of those, its verdict's 1 / inclusion probability. Hashes the rows' verdicts
+        once against the (small) sample, never the population: the sweep's cost."""
+        rows = pd.Series(self.groups_auto, dtype=object).isin(self._sample_index).to_numpy()
+        at = self._sample_index.get_indexer(self.groups_auto[rows])
+        return rows, self.inv_pi[at]
+
+    @cached_property
+    def inv_pi_human(self) -> np.ndarray:
+        """1 / inclusion probability of each human row's verdict."""
+        return self.inv_pi[self._sample_index.get_indexer(self.groups_human)]
+
+    @cached_property
+    def codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(auto, human, inv_pi)``: each row's verdict index into :attr:`verdicts`, and
+        per verdict 1 / its inclusion probability (0: not sampled). For the bootstrap."""
+        index = pd.Index(self.verdicts, dtype=object)
+        inv = np.zeros(len(index))
+        inv[index.get_indexer(self.sampled)] = self.inv_pi
+        auto = index.get_indexer(self.groups_auto).astype(np.int64)
+        if (auto < 0).any():
+            bad = int(np.flatnonzero(auto < 0)[0])
+            raise BadInputError(f"verdict {self.groups_auto[bad]!r} at position {bad} is not "
+                                "among the verdicts evaluated", field="groups_auto")
+        return auto, index.get_indexer(self.groups_human).astype(np.int64), inv
 
 
-def _codes(groups: Any, index: pd.Index, name: str) -> np.ndarray:
+def _groups(groups: Any, name: str) -> np.ndarray:
     arr = groups.to_numpy() if isinstance(groups, pd.Series | pd.Index) else np.asarray(groups)
     if arr.ndim != 1:
         raise BadInputError(f"expected a 1-D array, got shape {arr.shape}", field=name)
-    codes = index.get_indexer(arr.astype(object))
-    if (codes < 0).any():
-        bad = int(np.flatnonzero(codes < 0)[0])
-        raise BadInputError(f"verdict {arr[bad]!r} at position {bad} is not among the "
-                            "verdicts evaluated", field=name)
-    return codes.astype(np.int64)
+    return arr.astype(object, copy=False)
+
+
+def _outside(values: np.ndarray, within: np.ndarray, name: str, what: str) -> None:
+    """Raise naming the first of ``values`` that is not among ``within``."""
+    ok = pd.Series(values, dtype=object).isin(pd.Index(within, dtype=object)).to_numpy()
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise BadInputError(f"verdict {values[bad]!r} at position {bad} is not among {what}",
+                            field=name)
 
 
 def _judged(judged: Any, n: int, name: str) -> np.ndarray:
@@ -183,7 +213,7 @@ def ppi_data(
     ``*_auto``: every row by the automated truth (all annotated verdicts);
     ``*_human``: the rows of the sampled verdicts by the people's truth (the
     same lessons; misses and duplicates by the people's matches). ``verdicts``:
-    the population (default: the distinct automated groups, in order);
+    the population (default: the distinct automated groups);
     ``sampled``: the verdicts people answered for (default: the distinct human
     groups; a sampled verdict may have no row, e.g. nothing to match);
     ``inclusion_probability``: per sampled verdict, in ``sampled``'s order, its
@@ -192,29 +222,29 @@ def ppi_data(
     """
     ya, sa = as_labels(y_auto, "y_auto"), as_scores(s_auto, "s_auto")
     yh, sh = as_labels(y_human, "y_human"), as_scores(s_human, "s_human")
-    check_lengths(y_auto=ya, s_auto=sa, groups_auto=groups_auto)
-    check_lengths(y_human=yh, s_human=sh, groups_human=groups_human)
+    ga, gh = _groups(groups_auto, "groups_auto"), _groups(groups_human, "groups_human")
+    check_lengths(y_auto=ya, s_auto=sa, groups_auto=ga)
+    check_lengths(y_human=yh, s_human=sh, groups_human=gh)
     ja = _judged(judged_auto, len(ya), "judged_auto")
     jh = _judged(judged_human, len(yh), "judged_human")
-    pop = pd.unique(np.asarray(groups_auto, dtype=object)) if verdicts is None else (
-        pd.unique(np.asarray(list(verdicts), dtype=object)))
-    index = pd.Index(pop)
-    ca = _codes(groups_auto, index, "groups_auto")
-    ch = _codes(groups_human, index, "groups_human")
-    samp = (pd.unique(np.asarray(groups_human, dtype=object)) if sampled is None
-            else pd.unique(np.asarray(list(sampled), dtype=object)))
-    cs = _codes(samp, index, "sampled")
-    if len(cs) == 0:
+    if verdicts is None:
+        pop = pd.unique(ga)
+    else:
+        # Rows outside ``verdicts`` are refused by :attr:`PPIData.codes` (the bootstrap,
+        # which indexes every row anyway), not here: hashing every row against the
+        # population would double the sweep's cost.
+        pop = pd.unique(_groups(np.asarray(list(verdicts), dtype=object), "verdicts"))
+    samp = pd.unique(gh) if sampled is None else pd.unique(
+        _groups(np.asarray(list(sampled), dtype=object), "sampled"))
+    samp = np.asarray(samp, dtype=object)
+    if len(samp) == 0:
         raise BadInputError("people answered for no verdict of the run: nothing to correct "
                             "with (use correct='none')", field="sampled")
-    missing = np.setdiff1d(np.unique(ch), cs)
-    if len(missing):
-        raise BadInputError(f"human rows of verdict {index[missing[0]]!r}, which is not "
-                            "among the sampled verdicts", field="groups_human")
-    n, n_all = len(cs), len(index)
-    inv_pi = np.zeros(n_all, dtype=np.float64)
+    _outside(samp, pop, "sampled", "the verdicts evaluated")
+    _outside(gh, samp, "groups_human", "the sampled verdicts")
+    n, n_all = len(samp), len(pop)
     if inclusion_probability is None:
-        inv_pi[cs] = n_all / n
+        inv_pi = np.full(n, n_all / n)
     else:
         p = as_scores(inclusion_probability, "inclusion_probability")
         if len(p) != n:
@@ -225,10 +255,10 @@ def ppi_data(
             i = int(np.flatnonzero(bad)[0])
             raise BadInputError(f"inclusion probability of verdict {samp[i]!r} is {p[i]!r}; "
                                 "expected a number in (0, 1]", field="inclusion_probability")
-        inv_pi[cs] = 1.0 / p
-    return PPIData(y_auto=ya & ja, s_auto=sa, judged_auto=ja, code_auto=ca,
-                   y_human=yh & jh, s_human=sh, judged_human=jh, code_human=ch,
-                   verdicts=np.asarray(index, dtype=object), inv_pi=inv_pi)
+        inv_pi = 1.0 / p
+    return PPIData(y_auto=ya & ja, s_auto=sa, judged_auto=ja, groups_auto=ga,
+                   y_human=yh & jh, s_human=sh, judged_human=jh, groups_human=gh,
+                   verdicts=np.asarray(pop, dtype=object), sampled=samp, inv_pi=inv_pi)
 
 
 def _check_lam(lam: float) -> float:
@@ -293,10 +323,9 @@ def ppi_sweep(
         order = np.argsort(-thr, kind="stable")
         thr_desc = thr[order]
     # The correction rows: automated rows of sampled verdicts and the human rows.
-    in_s = data.sampled[data.code_auto]
-    inv_a = data.inv_pi[data.code_auto[in_s]]
+    in_s, inv_a = data.auto_in_sample
     s_c = np.concatenate([sa[in_s], data.s_human])
-    w_c = np.concatenate([-lam * inv_a, data.inv_pi[data.code_human]])
+    w_c = np.concatenate([-lam * inv_a, data.inv_pi_human])
     y_c = np.concatenate([ya[in_s], data.y_human]).astype(bool)
     j_c = np.concatenate([ja[in_s], data.judged_human]).astype(bool)
     tp_c, pos_c = _weighted_at(s_c[y_c], w_c[y_c], thr_desc)
@@ -328,7 +357,8 @@ def _histograms(data: PPIData, thr_desc: np.ndarray, lam: float) -> np.ndarray:
     true rows, 1 the weighted judged rows, 2 the automated rows (weight 1, for kept);
     bin j as in :func:`~truss_lab.evaluate._bootstrap.bin_counts`."""
     n_t, n_v = len(thr_desc), data.n_verdicts
-    wa, wh = data.weights(lam)
+    code_a, code_h, inv = data.codes
+    wa, wh = lam * (1.0 - inv[code_a]), inv[code_h]
     size = n_t + 1
 
     def bins(s: np.ndarray) -> np.ndarray:
@@ -337,7 +367,7 @@ def _histograms(data: PPIData, thr_desc: np.ndarray, lam: float) -> np.ndarray:
         return b
 
     ba, bh = bins(data.s_auto), bins(data.s_human)
-    fa, fh = data.code_auto * (3 * size) + ba, data.code_human * (3 * size) + bh
+    fa, fh = code_a * (3 * size) + ba, code_h * (3 * size) + bh
     ya, yh = data.y_auto.astype(bool), data.y_human.astype(bool)
     ja, jh = data.judged_auto.astype(bool), data.judged_human.astype(bool)
     flat = np.concatenate([fa[ya], fh[yh], fa[ja] + size, fh[jh] + size, fa + 2 * size])
@@ -359,7 +389,8 @@ def _stratified(n_boot: int, data: PPIData,
                 rng: np.random.Generator) -> Iterator[np.ndarray]:
     """Yield verdict weight chunks: the sampled verdicts drawn among themselves, the
     others among themselves, each as many as there are (with replacement)."""
-    strata = [np.flatnonzero(data.sampled), np.flatnonzero(~data.sampled)]
+    sampled = data.codes[2] > 0
+    strata = [np.flatnonzero(sampled), np.flatnonzero(~sampled)]
     n_v = data.n_verdicts
     rows = max(1, min(n_boot, _MAX_CELLS // max(n_v, 1)))
     for lo in range(0, n_boot, rows):
