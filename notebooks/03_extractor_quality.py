@@ -36,6 +36,9 @@ RUNS = None    # run ids; the first two (with gold labels) are compared by TRUTH
 TRUTH = "labels"  # truth of the labelled comparison and calibration: "labels",
                   # "references" or "judge:NAME" (a judge's labels)
 LABELS = None  # gold labels: None = the database's labels table; or a labels CSV path
+GRID = None    # a grid file (README "Grids of runs"); None: a replay of each run's extractor
+PRICES = None  # a price table (TOML, as `usage --prices`); None: illustrative prices of
+               # the sample's simulated models
 
 # %%
 import matplotlib.pyplot as plt
@@ -175,3 +178,46 @@ store.sql(
     "GROUP BY extractor_id ORDER BY extractor_id",
     [list(run_ids.values())],
 ).df()
+
+# %% [markdown]
+# ## Cost and quality: a grid of runs and its frontier
+#
+# A grid makes one run per cell (extractor × prompt × model × sampling settings); running
+# it again adds nothing. Here, unless `GRID` names a file, the grid replays each studied
+# run's extractor (no model call; dry runs, named `nb03-...`). The frontier then puts
+# cost per verdict (tokens × `PRICES`), latency and F1 at each run's gate threshold side
+# by side: a run is **dominated** only when another is cheaper *and* has an F1 above the
+# run's whole interval.
+
+# %%
+import json
+import tempfile
+from pathlib import Path
+
+from truss_lab import frontier, run_grid
+from truss_lab.faces import frontier_plot
+
+folder = Path(tempfile.mkdtemp())
+if GRID is None:
+    specs = ["heuristic" if x == "heuristic-v1" else f"replay:{x}"
+             for x in dict.fromkeys(summarize_runs(store, ids)["extractor_id"])]
+    GRID = folder / "grid.toml"
+    GRID.write_text(f'name = "nb03"\n[[axes]]\nextractor = {json.dumps(specs)}\n')
+if PRICES is None:  # per million tokens; illustrative, not any vendor's
+    PRICES = folder / "prices.toml"
+    PRICES.write_text("".join(
+        f'[models."{m}"]\ninput_per_million = {p}\noutput_per_million = {p}\n'
+        for m, p in (("sim-llm-70b-instruct", 0.9), ("sim-llm-34b-instruct", 0.6),
+                     ("sim-llm-8b-instruct", 0.1))))
+grid = run_grid(store, GRID, progress=False)
+grid[["run_id", "action", "extractor_id", "n_verdicts", "n_candidates", "n_errors"]]
+
+# %%
+front = frontier(store, grid["run_id"], truth="auto", prices=PRICES, n_boot=1000)
+front
+
+# %%
+if front.table["cost_per_verdict"].notna().any():  # a run is plotted once it has a cost
+    frontier_plot(front)
+    plt.show()
+
