@@ -88,8 +88,8 @@ model = "tiny"
 temperature = [0.0, 0.5]
 ''')
         cells = load_grid(grid).cells
-        assert [c.run_id for c in cells] == ["live-openai-tiny-temperature0.0",
-                                            "live-openai-tiny-temperature0.5"]
+        assert [c.run_id for c in cells] == ["live-openai-tiny-temperature=0.0",
+                                            "live-openai-tiny-temperature=0.5"]
         r = invoke("grid", grid, "--db", db, "--quiet")
         assert r.exit_code == 2 and r.output.startswith("error: ")
         assert len(r.output.strip().splitlines()) == 1, r.output
@@ -97,7 +97,7 @@ temperature = [0.0, 0.5]
         with tl.Store(db, read_only=True) as s:
             rows = s.sql("SELECT run_id, status, n_verdicts FROM extraction_runs "
                          "ORDER BY run_id").fetchall()
-        assert rows == [("live-openai-tiny-temperature0.0", "failed", 20)]
+        assert rows == [("live-openai-tiny-temperature=0.0", "failed", 20)]
         out = invoke_json("grid", grid, "--db", db, "--quiet")
         assert [r["action"] for r in out] == ["resumed", "started"]
         assert [(r["status"], r["n_verdicts"], r["n_errors"]) for r in out] == \
@@ -110,7 +110,7 @@ temperature = [0.0, 0.5]
         assert [r["action"] for r in again] == ["skipped", "skipped"]
         assert srv.count == 123 and n_runs(db) == 2
         # A grid's run is a normal run: `extract --resume` knows how to rebuild it.
-        r = invoke("extract", "--db", db, "--resume", "live-openai-tiny-temperature0.5",
+        r = invoke("extract", "--db", db, "--resume", "live-openai-tiny-temperature=0.5",
                    "--quiet")
         assert r.exit_code == 0, r.output
         assert srv.count == 123

@@ -125,3 +125,31 @@ def test_live_extraction_section_runs(sample_store_path, tmp_path, monkeypatch) 
         namespace = {"tl": tl, "store": store}
         exec(compile(py, "README.md", "exec"), namespace)
         assert namespace["live"].config == namespace["cfg"]
+
+
+def test_grid_and_frontier_section_runs(sample_store_path, tmp_path, monkeypatch) -> None:
+    # Issue 27 item 4: the grid file format parses as documented, and the sample's grid
+    # and frontier run as written; the frontier table printed in the README is what
+    # `frontier` prints.
+    from truss_lab.extract._grid import load_grid
+
+    monkeypatch.chdir(tmp_path)
+    section = "Grids of runs and the cost-quality frontier"
+    example, *files = blocks("toml", section)
+    (tmp_path / "example.toml").write_text(example)
+    cells = load_grid(tmp_path / "example.toml").cells
+    assert len(cells) == 2 + 2 * 2 and cells[-1].run_id == \
+        "models-openai-llama3.1-8b-prompt=lesson-v1-temperature=0.7-samples=3"
+    for text in files:
+        (tmp_path / text.splitlines()[0].removeprefix("# ")).write_text(text)
+    (sh,) = blocks("sh", section)
+    outs = [run_cli([a.replace("lab.duckdb", str(sample_store_path)) for a in argv])
+            for argv in shell_lines(sh)]
+    assert "(4 started, 0 resumed, 0 skipped)" in outs[0]
+    assert "(0 started, 0 resumed, 4 skipped)" in outs[1]
+    assert (tmp_path / "frontier.png").stat().st_size > 0
+    body = README.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    printed = re.findall(r"```text\n(.*?)```", body, flags=re.S)
+    for block in printed:  # the frontier's table as the README shows it
+        for line in block.strip().splitlines()[1:]:
+            assert line in outs[2], line

@@ -253,7 +253,7 @@ def _cell(values: dict[str, Any], at: str, grid_name: str, base_url: str | None,
         raise bad(f"{key} sets a live extractor's configuration (openai); {spec} uses the "
                   "configuration it was recorded with", f"{at}.{key}")
     shown = [f"extractor={spec}"] + [f"{k}={v}" for k, v in values.items()]
-    slug = "-".join([spec, *(f"{k}{v}" for k, v in values.items())])
+    slug = "-".join([spec, *(f"{k}={v}" for k, v in values.items())])
     run_id = f"{grid_name}-{_ID_UNSAFE.sub('-', slug).strip('-')}"
     return GridCell(run_id=run_id, name=" ".join(shown), extractor=spec, knobs=knobs,
                     base_url=base_url if spec.startswith("openai:") else None)
