@@ -66,10 +66,13 @@ def _free_port() -> int:
 
 
 def _litellm_bin() -> Path:
-    exe = Path(sys.executable).parent / "litellm"
+    # TRUSS_LAB_LITELLM: a proxy installed in an environment of its own (its pins would
+    # downgrade packages of the project's, e.g. huggingface_hub and python-dateutil).
+    exe = Path(os.environ.get("TRUSS_LAB_LITELLM") or Path(sys.executable).parent / "litellm")
     if not exe.exists():
         pytest.fail(f"no LiteLLM proxy at {exe}: install the extra with `make test-realserver` "
-                    "(pip install -e '.[dev,realserver]')")
+                    "(pip install -e '.[dev,realserver]'), or name one with "
+                    "TRUSS_LAB_LITELLM=PATH")
     return exe
 
 
