@@ -113,8 +113,10 @@ def test_live_extraction_section_runs(sample_store_path, tmp_path, monkeypatch) 
             if argv[1] == "extract":
                 argv += ["--verdicts", "seq <= 20", "--quiet"]
             out = run_cli(argv)
-            if argv[1] == "usage":
+            if argv[1:3] == ["usage", "live"]:
                 assert "(20 live)" in out and "cost 0.0" in out
+            elif argv[1] == "usage":  # the rerun: its own 0 calls, and live's recorded
+                assert "(0 live)" in out and "recorded: 20 calls replayed from run live" in out
         assert srv.count == 20  # the replay called nobody
     import truss_lab as tl
     from truss_lab.store._runs import run_content_hashes

@@ -12,6 +12,7 @@ import pytest
 from benchmarks import resume_torture as torture_mod
 from tests.builders.stores import copy_db
 from truss_lab.core._config import MemoryConfig
+from truss_lab.core._errors import BadInputError
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.journal._ledger import verify_chain
@@ -83,8 +84,13 @@ def test_resume_uses_the_runs_chunk_size(sample_unlabelled: Path, tmp_path: Path
         with pytest.raises(Crash):
             run_extraction(s, ext, SCORED, verdicts=SUBSET, chunk_size=25, run_id="r",
                            progress=False, score=_crashing_score(3))
-        run = run_extraction(s, ext, SCORED, verdicts=SUBSET, chunk_size=7, run_id="r",
-                             progress=False, resume=True)
+        # Its written chunks are numbered by its size: another one is refused, not
+        # silently replaced (issue 27 item 5); left out, the run's is used.
+        with pytest.raises(BadInputError, match="chunks of 25 verdicts"):
+            run_extraction(s, ext, SCORED, verdicts=SUBSET, chunk_size=7, run_id="r",
+                           progress=False, resume=True)
+        run = run_extraction(s, ext, SCORED, verdicts=SUBSET, run_id="r", progress=False,
+                             resume=True)
         assert run.chunks_total == 12 and run.chunks_skipped == 3
         assert run_content_hashes(s, "r") == reference
 

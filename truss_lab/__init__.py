@@ -27,7 +27,7 @@ from .evaluate import (
     sweep,
     sweep_run,
 )
-from .extract import ContractCloseLearning, Extractor, run_extraction, run_grid
+from .extract import ContractCloseLearning, Extractor, rerun, run_extraction, run_grid
 from .faces import (
     SAMPLE_DIR,
     CalibrationDisplay,
@@ -97,6 +97,7 @@ __all__ = [
     "policy_history",
     "propose_threshold",
     "query_memory",
+    "rerun",
     "run_extraction",
     "run_grid",
     "run_sample_extractions",

@@ -4,7 +4,7 @@ ADR 0011 gate, live extraction when a contract closes, and the batch runner. The
 
 from __future__ import annotations
 
-from ._batch import ExtractionRun, run_extraction
+from ._batch import ExtractionRun, rerun, run_extraction
 from ._extractor import Extractor, ReplayProvider
 from ._gate import CloseResult, ContractCloseLearning, apply_gate
 from ._grid import Grid, GridCell, load_grid, run_grid
@@ -48,6 +48,7 @@ __all__ = [
     "get_template",
     "load_grid",
     "parse_completion",
+    "rerun",
     "run_extraction",
     "run_grid",
 ]

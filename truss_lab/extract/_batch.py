@@ -105,7 +105,10 @@ from ..store._runs import (
     reopen_run,
     run_candidates,
     run_error_rows,
+    run_info,
     run_memory_entries,
+    run_processed_verdicts,
+    update_run_config,
 )
 from ..store._store import Store
 from ..store._usage import Prices, RunUsage, run_usage
@@ -126,6 +129,7 @@ __all__ = [
     "extract_chunk",
     "make_executor",
     "parse_executor",
+    "rerun",
     "resolve_batch",
     "run_extraction",
     "verify_while_extracting",
@@ -288,11 +292,11 @@ def run_extraction(
     *,
     verdicts: Any = None,
     params: Sequence[Any] | None = None,
-    executor: Any = "inline",
+    executor: Any = None,
     progress: bool = True,
     run_id: str | None = None,
     write_memory: bool = True,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_size: int | None = None,
     resume: bool = False,
     score: ScoreFunction | None = None,
     scorer_name: str = "model_salience@1",
@@ -304,11 +308,14 @@ def run_extraction(
     """Extract, gate and write lessons for a batch of recorded verdicts.
 
     ``verdicts`` selects the batch (see :func:`resolve_batch`; default: every
-    verdict). ``executor``: ``"inline"``, ``"threads:N"``, ``"processes:N"``,
+    verdict). ``executor``: ``"inline"`` (the default), ``"threads:N"``, ``"processes:N"``,
     ``"dask-local"``, ``"dask://host:port"`` or a ``distributed.Client``.
+    ``chunk_size``: verdicts per chunk (default :data:`DEFAULT_CHUNK_SIZE`).
     ``write_memory=False`` keeps candidates only (a dry run). ``resume=True``
     continues run ``run_id`` (killed, failed or finished) and writes exactly
-    what an uninterrupted run would have. Raises :class:`ChainError` (after
+    what an uninterrupted run would have, on the run's executor and chunk size unless
+    given others (see :func:`_run_settings`), recording in its config what changed
+    (:func:`_open_run`: a moved ``base_url``). Raises :class:`ChainError` (after
     recording a failed run) when the journal does not verify. ``run_config``
     adds JSON values to the run's stored config (the CLI keeps its extractor spec
     there so ``--resume RUN`` needs nothing else). ``name`` and ``tags`` label a new
@@ -319,9 +326,12 @@ def run_extraction(
     """
     t0 = time.perf_counter()
     config = config or MemoryConfig()
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+    if chunk_size is not None and (isinstance(chunk_size, bool)
+                                   or not isinstance(chunk_size, int) or chunk_size < 1):
         raise BadInputError(f"chunk_size must be a positive integer, got {chunk_size!r}",
                             field="chunk_size")
+    executor, chunk_size = _run_settings(store, run_id if resume else None, executor,
+                                         chunk_size)
     parse_executor(executor)
     runner = with_breaker(extractor, max_consecutive_failures)  # what the workers call
     batch = resolve_batch(store, verdicts, params)
@@ -357,6 +367,29 @@ def run_extraction(
             run.bar.close()
 
 
+def _run_settings(store: Store, resumed: str | None, executor: Any,
+                  chunk_size: int | None) -> tuple[Any, int]:
+    """The executor and chunk size a call runs with: those given, else (a resume of run
+    ``resumed``) the run's stored ones, else inline and :data:`DEFAULT_CHUNK_SIZE`. A
+    resume keeps its chunk size: its written chunks are numbered by it."""
+    stored: dict[str, Any] = {}
+    row = get_run(store, resumed) if resumed else None
+    if row is not None:
+        stored = json.loads(row["config"] or "{}")
+    if executor is None:
+        # A distributed.Client is not stored (only "dask-client"): a resume of such a
+        # run runs inline unless given a client again.
+        executor = stored.get("executor") if stored.get("executor") not in (
+            None, "dask-client") else "inline"
+    before = stored.get("chunk_size")
+    if chunk_size is not None and before is not None and int(before) != chunk_size:
+        raise BadInputError(
+            f"run {resumed} was cut into chunks of {before} verdicts and resumes with them "
+            f"(its written chunks are numbered by that size); chunk size {chunk_size} "
+            "would redo or skip verdicts: leave it out (--chunk-size)", field="chunk_size")
+    return executor, int(before or chunk_size or DEFAULT_CHUNK_SIZE)
+
+
 def _open_run(store: Store, run_id: str | None, extractor: Extractor, config: MemoryConfig,
               batch: pd.DataFrame, *, resume: bool, write_memory: bool, chunk_size: int,
               extra: dict[str, Any], scorer_name: str, name: str | None,
@@ -373,7 +406,13 @@ def _open_run(store: Store, run_id: str | None, extractor: Extractor, config: Me
         if existing is None:
             raise missing_run_error(store, run_id)
         _check_resumable(existing, extractor, config, write_memory, dataset_hash)
-        chunk_size = int(json.loads(existing["config"]).get("chunk_size", chunk_size))
+        stored = json.loads(existing["config"] or "{}")
+        chunk_size = int(stored.get("chunk_size", chunk_size))
+        # What this resume runs with, where it differs: a moved endpoint (base_url) is
+        # the next resume's endpoint too, and readers see where the calls went.
+        update_run_config(store, run_id, {
+            k: v for k, v in extra.items()
+            if v is not None and k not in ("chunk_size", "batch_size") and stored.get(k) != v})
         reopen_run(store, run_id)
         return run_id, chunk_size
     if existing is not None:
@@ -388,6 +427,71 @@ def _open_run(store: Store, run_id: str | None, extractor: Extractor, config: Me
                    scorer=scorer_name, dataset_hash=dataset_hash, counted=True,
                    name=name, tags=tags)
     return run_id, chunk_size
+
+
+def rerun(store: Store, run_id: str, *, new_run_id: str | None = None,
+          executor: Any = None, progress: bool = True,
+          score: ScoreFunction | None = None) -> ExtractionRun:
+    """Replay run ``run_id`` from its own recordings, as a new run: zero live calls.
+
+    The new run has the run's extractor, policy, threshold, scorer and dry-run
+    setting and processes the verdicts it processed. A live run is answered by the
+    recordings its own calls made (never another run's answers to the same
+    verdicts: a second live run with the same settings replays as itself); a rerun
+    by its source's; a replay by extractor id as it was (each verdict's earliest
+    recording); a heuristic run by the heuristic. So the candidates, lessons and
+    events are the run's (:func:`~truss_lab.store._runs.run_content_hashes` equal);
+    a verdict whose live call failed has no recording, and its error in the rerun
+    says so. ``new_run_id`` (default: generated) names the new run; when it exists
+    already as a rerun of ``run_id``, it is resumed. A run gated on a score other
+    than the model's salience needs that ``score`` function again. ``usage`` of the
+    new run shows the recorded calls' tokens and latency.
+    """
+    row = run_info(store, run_id)
+    cfg = json.loads(row["config"] or "{}")
+    ext_id, provider = str(row["extractor_id"]), str(row["provider"])
+    scorer = str(row["scorer"] or "model_salience@1")
+    if score is None and scorer != "model_salience@1":
+        raise BadInputError(
+            f"run {run_id} was gated on the score {scorer!r}; give that score function "
+            "(rerun(..., score=...)) to rerun it", field="score")
+    source: str | None = cfg.get("rerun_of") or None
+    extractor: Extractor
+    if provider == "heuristic":
+        extractor = Extractor.heuristic()
+    elif source is None and provider != "replay":
+        source = run_id  # a live run: the answers it paid for
+    spec = cfg.get("extractor_spec")
+    if provider == "replay" and source is None and spec not in (None, f"replay:{ext_id}"):
+        raise BadInputError(
+            f"run {run_id} replayed recordings from {spec!r}, not from the database: "
+            "ingest them (`truss-lab ingest completions`), then extract with "
+            f"--extractor replay:{ext_id}", field="run_id")
+    if provider != "heuristic":
+        extractor = Extractor.replay(store, ext_id, run_id=source)
+    if extractor.extractor_id != ext_id:
+        raise BadInputError(f"run {run_id} ran extractor {ext_id!r}, which a rerun cannot "
+                            f"rebuild (it would run {extractor.extractor_id!r})",
+                            field="run_id")
+    refs = run_processed_verdicts(store, run_id).rename(
+        columns={"verdict_seq": "seq", "verdict_hash": "hash"})[["seq", "hash"]]
+    existing = get_run(store, new_run_id) if new_run_id is not None else None
+    resume = existing is not None
+    if existing is not None and json.loads(existing["config"] or "{}").get(
+            "rerun_of") != source:
+        raise StoreError(f"run {new_run_id!r} already exists and is not a rerun of "
+                         f"{run_id!r}; choose another run id")
+    config = MemoryConfig(lesson_extraction=row["policy"],
+                          extraction_min_salience=row["extraction_min_salience"])
+    return run_extraction(
+        store, extractor, config, verdicts=refs, executor=executor, progress=progress,
+        run_id=new_run_id, write_memory=bool(row["write_memory"]),
+        chunk_size=None if resume else int(cfg.get("chunk_size") or DEFAULT_CHUNK_SIZE),
+        resume=resume, score=score, scorer_name=scorer,
+        run_config={"rerun_of": source, "extractor_spec": (
+            "heuristic" if provider == "heuristic" else f"replay:{ext_id}")},
+        name=None if resume else f"rerun of {run_id}",
+        tags=() if resume else list(row["tags"] or ()))
 
 
 class _Run:

@@ -247,6 +247,7 @@ class Extractor:
         model: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         samples: int = 1,
+        run_id: str | None = None,
     ) -> Extractor:
         """Replay recorded completions (a §2 file, a DataFrame, or a Store's table).
 
@@ -259,12 +260,18 @@ class Extractor:
         them, and a request that differs from the recorded one is refused.
         ``samples``: samples per verdict of recordings made elsewhere (their
         ``sample_index`` 0..k-1); a stored configuration brings its own.
+        From a Store, each verdict is answered by its earliest recording, or with
+        ``run_id`` by the recordings that run's live calls made (a run replays as
+        itself: :func:`~truss_lab.extract._batch.rerun`).
         """
         config = None
         if isinstance(recordings, Store):
             stored = extractor_config(recordings, extractor_id)
             config = None if stored is None else ExtractorConfig.model_validate(stored)
-            recordings = recorded_completions(recordings, extractor_id)
+            recordings = recorded_completions(recordings, extractor_id, run_id=run_id)
+        elif run_id is not None:
+            raise BadInputError("run_id selects a run's recordings in a Store; a file or "
+                                "frame of recordings is replayed whole", field="run_id")
         provider = ReplayProvider(recordings)
         config = config or provider.config_of(extractor_id)
         if config is not None:

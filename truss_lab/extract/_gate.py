@@ -53,7 +53,7 @@ from ..core._config import MemoryConfig
 from ..core._errors import StoreError
 from ..core._ids import derive_id, key_digests
 from ..core._models import LedgerRef, LessonExtractionPolicy, utcnow
-from ..ingest._ingest import COMPLETIONS_KEY, FILE_TO_TABLE
+from ..ingest._ingest import FILE_TO_TABLE
 from ..journal._table import verified_verdict
 from ..score._consistency import consistency_clusters
 from ..store._governed import lesson_rows, write_memory_table
@@ -65,7 +65,12 @@ from ..store._runs import (
     record_run_verdicts,
 )
 from ..store._store import Store
-from ..store._tables import CANDIDATES_SCHEMA, COMPLETIONS_SCHEMA, VERDICT_ERRORS_SCHEMA
+from ..store._tables import (
+    CANDIDATES_SCHEMA,
+    COMPLETIONS_SCHEMA,
+    RECORDING_KEY,
+    VERDICT_ERRORS_SCHEMA,
+)
 from ._extractor import ExtractionRows, Extractor, ensure_run, extract_verdicts
 from ._parser import CandidateColumns
 
@@ -481,7 +486,12 @@ class HeldWrites:
 def record_completions(store: Store, records: list[dict[str, Any]],
                        run_id: str | None = None) -> None:
     """Append live completion records (FORMATS.md §2) to ``completions``, with the
-    configuration hash and the run that made each call (None for a judge's)."""
+    configuration hash and the run that made each call (None for a judge's).
+
+    A recording belongs to the run that paid for it (:data:`RECORDING_KEY`): a second
+    live run with the same settings is recorded beside the first, never dropped
+    because the first answered the same verdict; only a call already recorded for
+    the same run (a chunk written twice) adds nothing."""
     df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
     now = utcnow()
     cols = {}
@@ -502,7 +512,7 @@ def record_completions(store: Store, records: list[dict[str, Any]],
     # One recording per sample of a verdict (issue #16): the sample is part of the key.
     samples = df["sample_index"] if "sample_index" in df.columns else pd.Series([0] * len(df))
     cols["sample_index"] = pa.array(samples.fillna(0).astype("int64").tolist(), pa.int32())
-    store.append("completions", pa.table(cols), key=[*COMPLETIONS_KEY, "sample_index"])
+    store.append("completions", pa.table(cols), key=RECORDING_KEY)
 
 
 # --- live extraction when a contract closes -------------------------------------------------------

@@ -25,15 +25,19 @@ __all__ = ["make_extractor", "spec_run_config"]
 def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
                    max_retries: int | None = None,
                    knobs: dict[str, Any] | None = None, supports_n: bool = False,
-                   deadline: float | None = None) -> Extractor:
+                   deadline: float | None = None, rerun_of: str | None = None) -> Extractor:
     """An :class:`Extractor` from a spec: ``heuristic``, ``replay:EXTRACTOR_ID``
     (the store's completions, replayed with their recorded configuration),
     ``replay:PATH.jsonl[#EXTRACTOR_ID]`` or ``openai:MODEL`` (``max_retries``: of
     each live call, default the provider's; ``deadline``: seconds one live call may
     take, retries included, default the provider's; ``knobs``: :class:`ExtractorConfig`
     fields such as ``response_format`` or ``temperature``, for openai:MODEL only;
-    ``supports_n``: the server draws a verdict's samples in one ``n=k`` call)."""
+    ``supports_n``: the server draws a verdict's samples in one ``n=k`` call;
+    ``rerun_of``: a ``replay:`` spec answers from that run's recordings, as the rerun
+    being resumed did)."""
     kind, _, arg = spec.partition(":")
+    if rerun_of is not None and kind == "replay":
+        return Extractor.replay(store, arg, run_id=rerun_of)
     knobs = {k: v for k, v in (knobs or {}).items() if v is not None}
     if knobs and kind != "openai":
         raise BadInputError(

@@ -35,6 +35,7 @@ __all__ = [
     "finish_run",
     "get_run",
     "lessons_stored",
+    "live_recording_runs",
     "missing_run_error",
     "processed_verdicts",
     "record_chunks",
@@ -54,6 +55,7 @@ __all__ = [
     "run_processed_verdicts",
     "run_verdict_hashes",
     "summarize_runs",
+    "update_run_config",
     "valid_candidates",
     "verdict_errors_of",
 ]
@@ -167,10 +169,32 @@ def extractor_config(store: Store, extractor_id: str) -> dict[str, Any] | None:
     return dict(json.loads(row[0][0]))
 
 
-def recorded_completions(store: Store, extractor_id: str) -> pd.DataFrame:
-    """Every recorded completion of ``extractor_id`` (its ``completions`` rows): what a
-    replay of it answers from."""
-    return store.sql("SELECT * FROM completions WHERE extractor_id = ?", [extractor_id]).df()
+def recorded_completions(store: Store, extractor_id: str, *,
+                         run_id: str | None = None) -> pd.DataFrame:
+    """The recorded completions of ``extractor_id`` a replay answers from (its
+    ``completions`` rows, one per verdict and sample).
+
+    With ``run_id``: the recordings that run's live calls made, which it owns (what
+    :func:`~truss_lab.extract._batch.rerun` replays). Without: per verdict and sample
+    the earliest recording, whichever run or file made it (several live runs of one
+    configuration each keep their own answers; a replay by extractor id answers as
+    the first of them did, as before a second could be kept).
+    """
+    if run_id is not None:
+        return store.sql("SELECT * FROM completions WHERE extractor_id = ? AND run_id = ?",
+                         [extractor_id, run_id]).df()
+    return store.sql(
+        "SELECT * FROM completions WHERE extractor_id = ? QUALIFY row_number() OVER ("
+        "PARTITION BY verdict_hash, sample_index "
+        "ORDER BY recorded_at, run_id NULLS FIRST, request_hash, text) = 1",
+        [extractor_id]).df()
+
+
+def live_recording_runs(store: Store, extractor_id: str) -> list[str]:
+    """The runs that recorded live calls of ``extractor_id``, in the order they first did."""
+    return [r[0] for r in store.con.execute(
+        "SELECT run_id FROM completions WHERE extractor_id = ? AND run_id IS NOT NULL "
+        "GROUP BY run_id ORDER BY min(recorded_at), run_id", [extractor_id]).fetchall()]
 
 
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -273,6 +297,19 @@ def reopen_run(store: Store, run_id: str) -> None:
             "error = NULL WHERE run_id = ?", [run_id])
 
 
+def update_run_config(store: Store, run_id: str, changes: Mapping[str, Any]) -> None:
+    """Record in the run's stored config what a resume ran with (a moved endpoint,
+    another executor): ``changes`` replace those keys, so the next resume and every
+    reader see them. Redacted as every config is when stored (a base URL's key)."""
+    if not changes:
+        return
+    row = run_info(store, run_id)
+    cfg = {**json.loads(row["config"] or "{}"), **changes}
+    with store.transaction():
+        store.con.execute("UPDATE extraction_runs SET config = ? WHERE run_id = ?",
+                          [redact(json.dumps(cfg, sort_keys=True)), run_id])
+
+
 def add_run_counts(store: Store, run_id: str, *, n_verdicts: int, n_candidates: int,
                    n_lessons: int, n_errors: int, provider_calls: int,
                    seconds: float) -> None:
@@ -306,7 +343,8 @@ def delete_run(store: Store, run_id: str) -> dict[str, int]:
     Governed records are never deleted: a run that wrote memory entries, events or
     policy records is refused with :class:`BadInputError` saying how many (a dry run,
     an ``off`` run or one whose lessons were all already in memory can go).
-    Recorded completions stay: they belong to the extractor, not the run.
+    Recorded completions stay: what a run paid for is never deleted (they keep its
+    ``run_id`` and still replay by extractor id).
     """
     run_info(store, run_id)
     governed = {

@@ -28,6 +28,7 @@ __all__ = [
     "MEMORY_SCHEMA",
     "POLICY_COLUMNS",
     "POLICY_SCHEMA",
+    "RECORDING_KEY",
     "REFERENCES_SCHEMA",
     "REF_TYPE",
     "RUN_CHUNKS_SCHEMA",
@@ -83,6 +84,13 @@ COMPLETIONS_SCHEMA = pa.schema(
 from. The later ones (``config_hash``, ``run_id``, ``sample_index``, migrations 008 and
 009) are appended by their writers: the ingest adds ``config_hash``; a live recording
 adds all three."""
+
+RECORDING_KEY = ("run_id", "verdict_hash", "extractor_id", "sample_index")
+"""What identifies a live recording in ``completions``: a recording belongs to the run
+that paid for the call (migration 011), so a second live run with the same settings
+keeps its own answers beside the first run's. A judge's calls belong to no extraction
+run (``run_id`` NULL); a file's rows are keyed by the ingest (``verdict_hash``,
+``extractor_id``)."""
 
 LABELS_SCHEMA = pa.schema(
     [

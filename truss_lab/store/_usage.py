@@ -6,22 +6,31 @@ the ones servers reported, latency the measured wall time of live calls, and
 cost is computed only from a price table the researcher gives
 (:func:`load_prices`, a TOML file) and only when every live call's model has a
 price and reported its tokens; otherwise ``cost`` is None and ``cost_note``
-says why. A replay or heuristic run makes no live call: its tokens are 0 and
-its latencies None.
+says why. A replay or heuristic run makes no live call: its live tokens are 0
+and its latencies None.
+
+A replay's answers were paid for once, by the run that recorded them: the
+``recorded_*`` figures are those recordings' calls (the ones the replay answered
+from, on the verdicts it processed), their tokens, latencies and, with prices, what
+they cost, so a configuration's cost and speed read the same from its replay as
+from its live run (:func:`~truss_lab.extract._batch.rerun`). A live run's recorded
+figures are 0 and None: its calls are the live ones.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..core._errors import BadInputError
 from ..core._toml import read_toml
-from ._runs import run_info
+from ._runs import recorded_completions, run_info, run_verdict_hashes
 from ._store import Store
 
 __all__ = ["Prices", "RunUsage", "load_prices", "run_usage"]
@@ -100,6 +109,20 @@ class RunUsage:
     currency: str | None = None
     cost_note: str = ""
     """Why ``cost`` is None, when it is."""
+    recorded_calls: int = 0
+    """Calls a replay answered from recordings (paid for by the run that recorded them)."""
+    recorded_prompt_tokens: int = 0
+    """Tokens in of those recorded calls, as their servers reported them."""
+    recorded_completion_tokens: int = 0
+    """Tokens out of those recorded calls."""
+    recorded_latency_ms_p50: float | None = None
+    recorded_latency_ms_p95: float | None = None
+    recorded_latency_ms_p99: float | None = None
+    recorded_cost: float | None = None
+    """What the recorded calls cost when they were made (from the price table)."""
+    recorded_from: str = ""
+    """Whose recordings a replay answered from: ``run RUN`` (a rerun) or ``extractor
+    ID`` (``replay:ID``, each verdict's earliest recording); empty for a live run."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values."""
@@ -113,7 +136,7 @@ class RunUsage:
         errs = ", ".join(f"{n} {k}" for k, n in self.errors.items()) or "none"
         cost = (f"{self.cost:.6f} {self.currency}" if self.cost is not None
                 else f"- ({self.cost_note})")
-        return "\n".join([
+        lines = [
             f"run {self.run_id}: {self.n_verdicts} verdicts, {self.calls} provider calls "
             f"({self.live_calls} live)",
             f"tokens in {self.prompt_tokens}, out {self.completion_tokens}"
@@ -124,7 +147,17 @@ class RunUsage:
             f"errors: {errs}",
             f"time {self.seconds:.2f}s, {spv}s per verdict",
             f"cost {cost}",
-        ])
+        ]
+        if self.recorded_from:
+            rcost = ("" if self.recorded_cost is None
+                     else f", cost {self.recorded_cost:.6f} {self.currency}")
+            lines.append(
+                f"recorded: {self.recorded_calls} calls replayed from {self.recorded_from}: "
+                f"tokens in {self.recorded_prompt_tokens}, out "
+                f"{self.recorded_completion_tokens}, latency ms p50 "
+                f"{ms(self.recorded_latency_ms_p50)}, p95 {ms(self.recorded_latency_ms_p95)}, "
+                f"p99 {ms(self.recorded_latency_ms_p99)}{rcost}")
+        return "\n".join(lines)
 
 
 def run_usage(store: Store, run_id: str, *, prices: Prices | None = None) -> RunUsage:
@@ -139,22 +172,85 @@ def run_usage(store: Store, run_id: str, *, prices: Prices | None = None) -> Run
     errors = {f"{stage}/{reason}": int(n) for stage, reason, n in store.con.execute(
         "SELECT stage, reason, count(*) FROM verdict_errors WHERE run_id = ? "
         "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2", [run_id]).fetchall()}
-    lat = np.array([r[1] for r in live if r[1] is not None], dtype=float)
-    pct = (np.percentile(lat, [50, 95, 99]).tolist() if lat.size else [None] * 3)
-    counted = [r for r in live if r[2] is not None and r[3] is not None]
     n_verdicts = int(row["n_verdicts"] or 0)
     seconds = float(row["seconds"] or 0.0)
     cost, note = _cost(live, prices)
+    figures = _figures(live)
+    recorded: dict[str, Any] = {}
+    source = None if live else _replayed_from(row)
+    if source is not None:
+        calls = _replayed_calls(store, run_id, str(row["extractor_id"]), source)
+        rec = _figures(calls)
+        recorded = {
+            "recorded_calls": len(calls), "recorded_prompt_tokens": rec["prompt_tokens"],
+            "recorded_completion_tokens": rec["completion_tokens"],
+            "recorded_latency_ms_p50": rec["p50"], "recorded_latency_ms_p95": rec["p95"],
+            "recorded_latency_ms_p99": rec["p99"],
+            "recorded_cost": _cost(calls, prices)[0] if calls else None,
+            "recorded_from": (f"run {source}" if source else
+                              f"extractor {row['extractor_id']}")}
     return RunUsage(
         run_id=run_id, n_verdicts=n_verdicts, calls=int(row["provider_calls"] or 0),
-        live_calls=len(live), prompt_tokens=sum(int(r[2]) for r in counted),
-        completion_tokens=sum(int(r[3]) for r in counted),
-        calls_without_tokens=len(live) - len(counted),
-        latency_ms_p50=pct[0], latency_ms_p95=pct[1], latency_ms_p99=pct[2],
+        live_calls=len(live), prompt_tokens=figures["prompt_tokens"],
+        completion_tokens=figures["completion_tokens"],
+        calls_without_tokens=figures["without_tokens"],
+        latency_ms_p50=figures["p50"], latency_ms_p95=figures["p95"],
+        latency_ms_p99=figures["p99"],
         errors=errors, seconds=seconds,
         seconds_per_verdict=seconds / n_verdicts if n_verdicts else None,
         cost=cost, currency=None if prices is None else prices.currency, cost_note=note,
+        **recorded,
     )
+
+
+def _figures(calls: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """Tokens and latency percentiles of (model, latency_ms, prompt_tokens,
+    completion_tokens) calls."""
+    lat = np.array([r[1] for r in calls if r[1] is not None], dtype=float)
+    pct = (np.percentile(lat, [50, 95, 99]).tolist() if lat.size else [None] * 3)
+    counted = [r for r in calls if r[2] is not None and r[3] is not None]
+    return {"prompt_tokens": sum(int(r[2]) for r in counted),
+            "completion_tokens": sum(int(r[3]) for r in counted),
+            "without_tokens": len(calls) - len(counted),
+            "p50": pct[0], "p95": pct[1], "p99": pct[2]}
+
+
+def _replayed_from(row: dict[str, Any]) -> str | None:
+    """Whose recordings run ``row`` replayed: the run it reran (its config's
+    ``rerun_of``), ``""`` for a replay by extractor id, None when it replayed none
+    from the database (a live or heuristic run, or a replay of a file)."""
+    config = json.loads(row["config"] or "{}")
+    if config.get("rerun_of"):
+        return str(config["rerun_of"])
+    spec = config.get("extractor_spec")
+    if row["provider"] != "replay" or (spec is not None
+                                      and spec != f"replay:{row['extractor_id']}"):
+        return None
+    return ""
+
+
+def _replayed_calls(store: Store, run_id: str, extractor_id: str,
+                    source: str) -> list[tuple[Any, ...]]:
+    """The recorded calls a replay run answered from: the recordings it selects (``source``
+    run's, or per verdict the earliest) on the verdicts it processed, less those it
+    could not use (its provider errors), as (model, latency_ms, prompt_tokens,
+    completion_tokens)."""
+    rec = recorded_completions(store, extractor_id, run_id=source or None)
+    if rec.empty:
+        return []
+    rec = rec[rec["verdict_hash"].isin(run_verdict_hashes(store, run_id))]
+    failed = store.con.execute(
+        "SELECT verdict_hash, sample_index FROM verdict_errors WHERE run_id = ? "
+        "AND stage = 'provider'", [run_id]).fetchall()
+    if failed:
+        keys = pd.MultiIndex.from_frame(rec[["verdict_hash", "sample_index"]])
+        rec = rec[~keys.isin(failed)]
+    extra = ((rec["sample_index"] > 0) & rec["latency_ms"].isna()
+             & rec["prompt_tokens"].isna() & rec["completion_tokens"].isna())
+    rec = rec[~extra]
+    return [tuple(None if pd.isna(v) else v for v in r) for r in rec[
+        ["model", "latency_ms", "prompt_tokens", "completion_tokens"]].itertuples(
+            index=False, name=None)]
 
 
 def _cost(live: list[tuple[Any, ...]], prices: Prices | None) -> tuple[float | None, str]:

@@ -619,3 +619,25 @@ COMMENT ON COLUMN match_labels.annotator IS 'Annotator name (empty when the file
 COMMENT ON COLUMN match_labels.inclusion_probability IS 'Probability the verdict was drawn into the sample (equal within a verdict); NULL for a simple random sample';
 COMMENT ON COLUMN match_labels.source IS 'File it came from';
 COMMENT ON COLUMN match_labels.labelled_at IS 'When this database received it (UTC)';
+
+-- migration: 011_recordings_by_run
+-- Issue 27 item 3: a live recording belongs to the run that paid for the call.
+-- Live recordings are keyed (run_id, verdict_hash, extractor_id, sample_index)
+-- (store/_tables.py RECORDING_KEY), so a second live run with the same settings
+-- is recorded beside the first instead of dropped, `truss-lab usage` bills each
+-- run its own calls, and `truss-lab rerun RUN` replays a run from its own
+-- answers. A replay by extractor id (`replay:EXTRACTOR_ID`) answers each verdict
+-- and sample from its earliest recording, as before there could be several.
+-- A database from before 008 recorded live calls without their run: each goes to
+-- the one run of its extractor that called a provider live, when there is
+-- exactly one; otherwise it stays NULL (no run can claim it).
+UPDATE completions SET run_id = (
+    SELECT min(r.run_id) FROM extraction_runs r
+    WHERE r.extractor_id = completions.extractor_id
+    AND r.provider NOT IN ('replay', 'heuristic'))
+WHERE run_id IS NULL AND source = 'live' AND (
+    SELECT count(*) FROM extraction_runs r
+    WHERE r.extractor_id = completions.extractor_id
+    AND r.provider NOT IN ('replay', 'heuristic')) = 1;
+COMMENT ON TABLE completions IS 'Recorded provider calls (truss-lab schema completions): ingested files, and every live call under the run that paid for it; never an Authorization header';
+COMMENT ON COLUMN completions.run_id IS 'Run whose live call made the recording (it owns it: truss-lab usage bills it, truss-lab rerun replays it); NULL when ingested from a file or made by a judge';

@@ -1,5 +1,5 @@
-"""The run commands: ``extract`` (the batch runner), ``grid`` (a grid of runs), ``runs``
-(list, delete), ``errors`` and ``usage``.
+"""The run commands: ``extract`` (the batch runner), ``grid`` (a grid of runs), ``rerun``,
+``runs`` (list, delete), ``errors`` and ``usage``.
 
 No logic lives here: everything is a call to :func:`truss_lab.extract._batch.run_extraction`,
 :func:`truss_lab.extract._grid.run_grid` or to the store's run functions
@@ -19,7 +19,8 @@ from ...core._errors import BadInputError
 from ...core._models import LessonExtractionPolicy
 from ...core._secrets import MASK
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
-from ...extract._batch import DEFAULT_CHUNK_SIZE, run_extraction
+from ...extract._batch import rerun as rerun_run
+from ...extract._batch import run_extraction
 from ...extract._extractor import MAX_SAMPLES
 from ...extract._grid import load_grid, run_grid
 from ...extract._limits import DEFAULT_DEADLINE
@@ -59,12 +60,14 @@ def _off_refused() -> BadInputError:
               type=float, default=None,
               help="extraction_min_salience in [0, 1] for model-scored (default "
                    f"{DEFAULT_MIN_SALIENCE:.2f}).")
-@click.option("--executor", default="inline", show_default=True,
-              help="inline | threads:N | processes:N | dask-local | dask://host:port")
+@click.option("--executor", default=None,
+              help="inline (default) | threads:N | processes:N | dask-local | "
+                   "dask://host:port (on --resume: defaults to the run's).")
 @click.option("--verdicts", "verdict_filter", default=None,
               help="SQL WHERE clause over the journal, or a .jsonl/.parquet file of refs.")
 @click.option("--chunk-size", type=click.IntRange(1), default=None,
-              help="Verdicts per chunk (one transaction each; default 1000).")
+              help="Verdicts per chunk (one transaction each; default 1000; a resume "
+                   "keeps the run's).")
 @click.option("--run-id", default=None, help="Id for a new run (default: generated).")
 @click.option("--name", default=None, help="A human name for the new run (shown by `runs`).")
 @click.option("--tag", "tags", multiple=True,
@@ -106,14 +109,14 @@ def _off_refused() -> BadInputError:
 @json_option
 @friendly
 def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: str | None,
-            allow_off: bool, extraction_min_salience: float | None, executor: str,
+            allow_off: bool, extraction_min_salience: float | None, executor: str | None,
             verdict_filter: str | None, chunk_size: int | None, run_id: str | None,
             name: str | None, tags: tuple[str, ...], resume_id: str | None,
             dry_run: bool, max_consecutive_failures: int, max_retries: int | None,
             deadline: float | None, response_format: str | None, temperature: float | None,
-            top_p: float | None,
-            seed: int | None, max_tokens: int | None, samples: int | None,
-            supports_n: bool, max_error_share: float, quiet: bool, as_json: bool) -> None:
+            top_p: float | None, seed: int | None, max_tokens: int | None,
+            samples: int | None, supports_n: bool, max_error_share: float, quiet: bool,
+            as_json: bool) -> None:
     """Extract lessons from recorded verdicts (a resumable batch run).
 
     openai:MODEL runs are recorded with their configuration (the --response-format
@@ -125,8 +128,7 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
         prior: dict[str, Any] = {}
         if resume_id:
             row = run_info(store, resume_id)
-            # The run's policy and threshold are its columns (stored once), the rest
-            # of what it was started with is its config.
+            # Policy and threshold are the run's columns (stored once), the rest its config.
             prior = {**json.loads(row["config"]), "lesson_extraction": row["policy"],
                      "extraction_min_salience": row["extraction_min_salience"]}
             dry_run = dry_run or not row["write_memory"]
@@ -159,13 +161,14 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
                 f"({prior['base_url']}); give it again with --base-url", field="--base-url")
         extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
                                    max_retries=retries, knobs=knobs, supports_n=supports_n,
-                                   deadline=deadline)
+                                   deadline=deadline, rerun_of=None if extractor_spec
+                                   else prior.get("rerun_of"))
         verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
             "verdicts")
         run = run_extraction(
             store, extractor, config, verdicts=verdicts, executor=executor,
             progress=not quiet and not as_json, run_id=resume_id or run_id,
-            write_memory=not dry_run, chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
+            write_memory=not dry_run, chunk_size=chunk_size,
             resume=resume_id is not None,
             run_config=spec_run_config(spec, base_url=base_url, max_retries=max_retries,
                                        supports_n=supports_n, deadline=deadline, knobs=knobs),
@@ -296,10 +299,32 @@ def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
     emit(u.to_dict(), as_json, str(u))
 
 
-COMMANDS: tuple[click.Command, ...] = (extract, grid, runs, errors, usage)
+@click.command()
+@run_argument
+@db_option
+@click.option("--run-id", "new_run_id", default=None,
+              help="Id of the new run (default: generated); an existing rerun of RUN "
+                   "is resumed.")
+@click.option("--executor", default=None,
+              help="inline (default) | threads:N | processes:N | dask-local | "
+                   "dask://host:port")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@json_option
+@friendly
+def rerun(run_id: str, db: str, new_run_id: str | None, executor: str | None, quiet: bool,
+          as_json: bool) -> None:
+    """Replay run RUN from its own recordings as a new run: zero live calls, the same
+    candidates (a live run's own answers, never another run's)."""
+    with open_store(db, must_exist=True) as store:
+        run = rerun_run(store, run_id, new_run_id=new_run_id, executor=executor,
+                        progress=not quiet and not as_json)
+        emit(run.to_dict(), as_json, repr(run))
+
+
+COMMANDS: tuple[click.Command, ...] = (extract, grid, rerun, runs, errors, usage)
 
 
 def register(group: click.Group) -> None:
-    """Add the ``extract``, ``grid``, ``runs`` (list, delete), ``errors`` and ``usage`` commands
-    to ``group``."""
+    """Add the ``extract``, ``grid``, ``rerun``, ``runs`` (list, delete), ``errors`` and
+    ``usage`` commands to ``group``."""
     add_commands(group, COMMANDS)
