@@ -6,6 +6,7 @@ that produce truth (_judges), and the same maths over a run in the store (_runs)
 from __future__ import annotations
 
 from ._agreement import (
+    agreement_table,
     annotator_agreement,
     cohen_kappa,
     label_coverage,
@@ -37,7 +38,14 @@ from ._judges import (
     run_judge,
 )
 from ._label_report import LabelReport, label_report
-from ._matches import people_matches, run_match_labels
+from ._matches import (
+    MatchAgreement,
+    PeopleMatcher,
+    match_agreement,
+    people_matches,
+    people_truth,
+    run_match_labels,
+)
 from ._objective import Objective
 from ._queue import labelling_queue, match_queue
 from ._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
@@ -64,11 +72,14 @@ __all__ = [
     "JudgeMatcher",
     "JudgeRun",
     "LabelReport",
+    "MatchAgreement",
     "Objective",
+    "PeopleMatcher",
     "ReferenceTruth",
     "ThresholdChoice",
     "Truth",
     "UndefinedMetricWarning",
+    "agreement_table",
     "annotator_agreement",
     "average_precision",
     "bootstrap_metrics",
@@ -91,6 +102,7 @@ __all__ = [
     "labelled_candidates",
     "labelling_queue",
     "majority_labels",
+    "match_agreement",
     "match_queue",
     "match_run",
     "max_calibration_error",
@@ -98,6 +110,7 @@ __all__ = [
     "parse_judgement",
     "parse_similarities",
     "people_matches",
+    "people_truth",
     "rank_runs",
     "reference_agreement",
     "reference_sweep",

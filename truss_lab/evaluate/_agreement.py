@@ -1,5 +1,8 @@
 """Gold labels: majority vote, annotator agreement (Cohen's and Fleiss' kappa), coverage;
-and how far annotators of reference lessons agree (:func:`reference_agreement`).
+how far annotators of reference lessons agree (:func:`reference_agreement`); and how far
+an automated truth agrees with people, with verdict-bootstrap intervals
+(:func:`agreement_table`: the one computation behind a judge's agreement with gold
+labels and a matcher's agreement with match labels).
 
 Labels come as a DataFrame with columns ``verdict_hash, extractor,
 lesson_index, useful, annotator`` (FORMATS.md section 3). A candidate lesson is
@@ -16,20 +19,30 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._bootstrap import (
+    check_boot,
+    percentile_interval,
+    stream,
+    verdict_codes,
+    weight_chunks,
+)
 from truss_lab.evaluate._sweep import UndefinedMetricWarning
 
 __all__ = [
     "CANDIDATE_KEY",
+    "agreement_table",
     "annotator_agreement",
     "cohen_kappa",
     "fleiss_agreement",
     "fleiss_kappa",
+    "kappa_counts",
     "label_coverage",
     "majority_labels",
     "reference_agreement",
@@ -347,3 +360,62 @@ def reference_agreement(references: pd.DataFrame) -> pd.DataFrame:
     cols = ["annotator_a", "annotator_b", "n_common", "both_none", "same_set", "n_a", "n_b",
             "n_both", "id_agreement"]
     return pd.DataFrame(rows, columns=cols)
+
+
+# ------------------------------------------------------------ automated truth vs people
+
+
+def kappa_counts(both: Any, auto_only: Any, people_only: Any, neither: Any) -> np.ndarray:
+    """Cohen's kappa of two raters' yes/no calls from their 2x2 counts (arrays broadcast):
+    ``both`` say yes, only the automated one, only people, ``neither``. NaN where
+    undefined (no items, or both raters always give one same call), as
+    :func:`cohen_kappa` on the items would give."""
+    a, b, c, d = (np.asarray(x, dtype=np.float64) for x in (both, auto_only, people_only,
+                                                             neither))
+    n = a + b + c + d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_o = (a + d) / n
+        p_e = ((a + b) * (a + c) + (c + d) * (b + d)) / (n * n)
+        return np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan)
+
+
+def agreement_table(
+    cells: np.ndarray,
+    verdicts: Any,
+    metrics: Callable[[np.ndarray], np.ndarray],
+    names: Sequence[str],
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    random_state: Any = 0,
+    weights: Any = None,
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """An automated truth against people: metrics of additive counts, with percentile
+    intervals from a bootstrap over verdicts (items of one verdict are correlated, so
+    verdicts are resampled whole).
+
+    ``cells`` is ``(k, n_items)``: item i's contribution to each of k counts (0/1 cells of
+    a 2x2 table, pairs found...); ``verdicts`` the verdict of each item; ``metrics`` maps
+    ``(k, ...)`` counts to ``(len(names), ...)`` metric values (NaN where undefined).
+    ``weights``: per item, the weight of its verdict (``1 / inclusion_probability`` of an
+    unequal sampling design; None: 1). Returns ``(table, totals)``: ``table`` indexed by
+    ``names`` (index name ``metric``) with ``value``, ``low`` and ``high``; ``totals``
+    the k weighted counts. The same seed draws the same replicates (stream
+    ``bootstrap`` of :func:`~truss_lab.evaluate._bootstrap.seed_streams`).
+    """
+    check_boot(n_boot, confidence)
+    cells = np.asarray(cells, dtype=np.float64)
+    if weights is not None:
+        cells = cells * np.asarray(weights, dtype=np.float64)
+    codes, groups = verdict_codes(np.asarray(verdicts, dtype=object))
+    per_v = np.stack([np.bincount(codes, weights=c, minlength=len(groups)) for c in cells])
+    totals = per_v.sum(axis=1)
+    values = metrics(totals)
+    reps = []
+    for w in weight_chunks(n_boot, len(groups), stream(random_state, "bootstrap")):
+        counts = w.astype(np.float64) @ per_v.T  # (replicates, k)
+        reps.append(metrics(counts.T).T)
+    low, high = percentile_interval(np.concatenate(reps), confidence)
+    table = pd.DataFrame({"value": values, "low": low, "high": high}, index=list(names))
+    table.index.name = "metric"
+    return table, totals

@@ -84,8 +84,8 @@ from ..store._ingested import judge_recordings
 from ..store._labels import JUDGE_PREFIX, judge_annotators, lesson_keys
 from ..store._runs import run_info, run_lessons
 from ..store._store import Store
-from ._agreement import CANDIDATE_KEY, majority_labels
-from ._bootstrap import check_boot, percentile_interval, stream, verdict_codes, weight_chunks
+from ._agreement import CANDIDATE_KEY, agreement_table, kappa_counts, majority_labels
+from ._bootstrap import check_boot
 from ._sweep import UndefinedMetricWarning
 from ._truth import MatcherLeftOutWarning, reference_truth, run_labels
 
@@ -546,16 +546,13 @@ def judge_names(store: Store) -> list[str]:
     return judge_annotators(store)
 
 
-def _metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
-    """(4, ...) kappa, precision, recall, accuracy of 2x2 counts (NaN where undefined)."""
-    n = tp + fp + fn + tn
+def _metrics(counts: np.ndarray) -> np.ndarray:
+    """(4, ...) kappa, precision, recall, accuracy of 2x2 counts ``(tp, fp, fn, tn)``
+    (NaN where undefined)."""
+    tp, fp, fn, tn = counts
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_o = (tp + tn) / n
-        p_e = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
-        kappa = np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan)
-        precision = tp / (tp + fp)
-        recall = tp / (tp + fn)
-    return np.stack([kappa, precision, recall, p_o])
+        return np.stack([kappa_counts(tp, fp, fn, tn), tp / (tp + fp), tp / (tp + fn),
+                         (tp + tn) / (tp + fp + fn + tn)])
 
 
 def judge_agreement(
@@ -610,19 +607,13 @@ def judge_agreement(
     g = pairs["label_judge"].to_numpy(dtype=np.int64)
     cell = np.stack([(g == 1) & (h == 1), (g == 1) & (h == 0), (g == 0) & (h == 1),
                      (g == 0) & (h == 0)]).astype(np.float64)
-    codes, verdicts = verdict_codes(pairs["verdict_hash"].to_numpy(dtype=object))
-    per_v = np.stack([np.bincount(codes, weights=c, minlength=len(verdicts)) for c in cell])
-    values = _metrics(*per_v.sum(axis=1))
-    reps = []
-    for w in weight_chunks(n_boot, len(verdicts), stream(random_state, "bootstrap")):
-        counts = w.astype(np.float64) @ per_v.T  # (replicates, 4)
-        reps.append(_metrics(*counts.T).T)
-    low, high = percentile_interval(np.concatenate(reps), confidence)
-    table = pd.DataFrame({"value": values, "low": low, "high": high}, index=list(_METRICS))
-    table.index.name = "metric"
-    tp, fp, fn, tn = (int(x) for x in per_v.sum(axis=1))
+    table, totals = agreement_table(cell, pairs["verdict_hash"].to_numpy(dtype=object),
+                                    _metrics, _METRICS, n_boot=n_boot, confidence=confidence,
+                                    random_state=random_state)
+    n_verdicts = int(pairs["verdict_hash"].nunique())
+    tp, fp, fn, tn = (int(x) for x in totals)
     counted = {
-        "n": len(pairs), "tp": tp, "fp": fp, "fn": fn, "tn": tn, "verdicts": len(verdicts),
+        "n": len(pairs), "tp": tp, "fp": fp, "fn": fn, "tn": tn, "verdicts": n_verdicts,
         "n_judge_only": int(len(jm) - len(pairs)), "n_human_only": int(
             hm["label"].notna().sum() - len(pairs)),
     }

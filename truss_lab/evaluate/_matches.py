@@ -13,11 +13,37 @@ of the verdict's references), each annotator one vote, an anonymous one (empty
 The verdicts with match labels are a sample of the annotated verdicts (simple
 random unless the file gave ``inclusion_probability``); every valid lesson of a
 sampled verdict is answered (the ingest refuses a partial verdict).
+
+**People as a matcher.** :class:`PeopleMatcher` turns those answers into a matcher
+(similarity 1 to the reference a lesson's answer names, 0 to the others), so the
+people's truth goes through the very code the lexical, semantic and judge matchers go
+through: :func:`~truss_lab.score._matching.match_lessons`' one-to-one greedy pass in
+descending score (FORMATS.md §5: two lessons naming one reference make the later one a
+duplicate, exactly as for a matcher's pairs) and
+:func:`~truss_lab.evaluate._truth.reference_truth`'s rows (lessons, misses).
+:func:`people_truth` is that truth on the people-matched verdicts of a run.
+
+**A matcher against people.** :func:`match_agreement` (``truss-lab match-agreement``)
+compares a matcher's assignment with the people's on the valid lessons people matched
+(untied), on the verdicts people matched:
+
+- **pair precision**: of the (lesson, reference) pairs the matcher made, the share
+  people made too; **pair recall**: of the people's pairs, the share the matcher made;
+- **kappa**: Cohen's kappa of the matched flag (the lesson counts as matched in the
+  sweep, by the matcher / by people), the ``y`` a reference sweep counts;
+
+each with a percentile interval from a bootstrap over verdicts, computed by
+:func:`~truss_lab.evaluate._agreement.agreement_table`, the function behind a judge's
+agreement with gold labels (``judge-agreement``) too. A verdict's counts are weighted
+by ``1 / inclusion_probability`` when the match labels give it.
 """
 
 from __future__ import annotations
 
+import html
 import os
+import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,9 +59,11 @@ from ..ingest._match_labels import (
 from ..store._labels import match_label_rows
 from ..store._runs import run_info, run_processed_verdicts
 from ..store._store import Store
-from ._agreement import CANDIDATE_KEY
+from ._agreement import CANDIDATE_KEY, agreement_table, kappa_counts
+from ._truth import MatcherLeftOutWarning, ReferenceTruth, reference_truth, run_references
 
-__all__ = ["MATCH_COLUMNS", "people_matches", "run_match_labels"]
+__all__ = ["MATCH_COLUMNS", "MatchAgreement", "PeopleMatcher", "match_agreement",
+           "people_matches", "people_truth", "run_match_labels"]
 
 MATCH_COLUMNS: tuple[str, ...] = (*CANDIDATE_KEY, "reference_id", "n_annotators", "n_agree",
                                   "tied", INCLUSION)
@@ -127,3 +155,224 @@ def people_matches(store: Store, match_labels: Any = None, *,
     p = df.groupby("verdict_hash")[INCLUSION].max()
     out[INCLUSION] = out["verdict_hash"].map(p).to_numpy(dtype=np.float64)
     return out[list(MATCH_COLUMNS)]
+
+
+class PeopleMatcher:
+    """The people's answers (:func:`people_matches` rows of ONE extractor) as a matcher:
+    similarity 1.0 between a lesson and the reference its answer names, 0.0 otherwise
+    (a lesson answered "none", tied or not answered claims nothing). With its
+    ``match_threshold`` of 1.0, :func:`~truss_lab.score._matching.match_lessons` then
+    assigns exactly the people's pairs, one-to-one in descending score."""
+
+    name = "people"
+    match_threshold = 1.0
+
+    def __init__(self, people: pd.DataFrame) -> None:
+        extractors = set(people["extractor"].astype(str)) if len(people) else set()
+        if len(extractors) > 1:
+            raise BadInputError("a PeopleMatcher takes the answers of one extractor, got "
+                                f"{sorted(extractors)}", field="people")
+        ok = people["reference_id"].notna().to_numpy() & (
+            people["reference_id"].astype(str) != "").to_numpy()
+        rows = people[ok]
+        self._answer = dict(zip(zip(rows["verdict_hash"].astype(str),
+                                    rows["lesson_index"].astype(int), strict=True),
+                                rows["reference_id"].astype(str), strict=True))
+
+    def __repr__(self) -> str:
+        return f"PeopleMatcher({len(self._answer)} answered pairs)"
+
+    def __call__(self, lessons: pd.DataFrame, references: pd.DataFrame) -> np.ndarray:
+        n, m = len(lessons), len(references)
+        return self.pairs(lessons, references, np.repeat(np.arange(n), m),
+                          np.tile(np.arange(m), n)).reshape(n, m)
+
+    def pairs(self, lessons: pd.DataFrame, references: pd.DataFrame,
+              li: np.ndarray, ri: np.ndarray) -> np.ndarray:
+        """1.0 where lesson ``li[k]``'s answer is reference ``ri[k]``, else 0.0."""
+        answer = [self._answer.get((h, int(i)))
+                  for h, i in zip(lessons["verdict_hash"].astype(str),
+                                  lessons["lesson_index"].tolist(), strict=True)]
+        lesson_ref = np.asarray(answer, dtype=object)[np.asarray(li, dtype=np.int64)]
+        ref = references["reference_id"].astype(str).to_numpy(dtype=object)[
+            np.asarray(ri, dtype=np.int64)]
+        return (lesson_ref == ref).astype(np.float64)
+
+
+def _sampled(store: Store, run_id: str, match_labels: Any,
+             references: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(people, references)``: the people's answers on ``run_id``'s lessons and the
+    reference lessons of the verdicts they matched; refuses a run nobody matched."""
+    people = people_matches(store, match_labels, run_id=run_id)
+    if people.empty:
+        raise BadInputError(
+            f"no match labels on the lessons of run {run_id!r} (draw verdicts with `truss-lab "
+            "queue RUN --kind match`, fill them in, `truss-lab ingest match-labels`)",
+            field="match_labels")
+    refs = run_references(store, references)
+    return people, refs[refs["verdict_hash"].isin(set(people["verdict_hash"]))]
+
+
+def people_truth(store: Store, run_id: str, match_labels: Any = None, *,
+                 references: Any = None, score: str = "salience") -> ReferenceTruth:
+    """``run_id`` judged by the people's match labels, on the verdicts they matched: the
+    :class:`~truss_lab.evaluate._truth.ReferenceTruth` the automated truth gives (rows of
+    lessons, misses and quiet verdicts; one-to-one in descending ``score``), with
+    :class:`PeopleMatcher` as the matcher. ``counts["lessons_tied"]``: lessons whose
+    annotators tied (they claim nothing here; :func:`match_agreement` leaves them out)."""
+    people, refs = _sampled(store, run_id, match_labels, references)
+    truth = reference_truth(store, run_id, references=refs, score=score,
+                            matcher=PeopleMatcher(people))
+    truth.counts["lessons_tied"] = int(people["tied"].sum())
+    truth.counts["matcher"] = "people"
+    return truth
+
+
+_MATCH_METRICS = ("precision", "recall", "kappa")
+
+
+def _match_metrics(counts: np.ndarray) -> np.ndarray:
+    """(3, ...) pair precision, pair recall and matched-flag kappa from the counts
+    ``(same pair, matcher pairs, people pairs, both matched, matcher only, people only,
+    neither)``."""
+    same, auto, human, a, b, c, d = counts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.stack([same / auto, same / human, kappa_counts(a, b, c, d)])
+
+
+@dataclass(frozen=True, eq=False)
+class MatchAgreement:
+    """A matcher against people's match labels on the lessons people matched.
+
+    ``table`` has one row per metric (``precision``, ``recall`` of the matcher's
+    (lesson, reference) pairs; ``kappa`` of the matched flag) with ``value``, ``low``
+    and ``high`` (the verdict-bootstrap percentile interval at ``confidence``).
+    ``counts``: ``n`` lessons compared, ``verdicts``, ``pairs_same`` (pairs both made),
+    ``pairs_matcher``, ``pairs_people``, the flag table ``both``, ``matcher_only``,
+    ``people_only``, ``neither``, ``lessons_tied`` (left out), ``lessons_not_valid``
+    (answers on lessons the parser dropped: no matcher sees them, left out) and
+    ``verdicts_unmatched`` (the matcher could not score them: left out); weighted by
+    ``1 / inclusion_probability`` when the labels give it (``weighted``). ``pairs`` has
+    one row per lesson compared: its key, both references (``<NA>``: none) and flags.
+    """
+
+    matcher: str
+    run_id: str
+    table: pd.DataFrame
+    counts: dict[str, Any]
+    confidence: float
+    n_boot: int
+    match_threshold: float
+    pairs: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+
+    def __repr__(self) -> str:
+        c = self.counts
+        lines = [f"MatchAgreement(matcher={self.matcher!r} at {self.match_threshold:g}, "
+                 f"run={self.run_id!r}: {c['n']} lessons people matched on {c['verdicts']} "
+                 f"verdicts; pairs: {c['pairs_same']} same, {c['pairs_matcher']} by the "
+                 f"matcher, {c['pairs_people']} by people)"]
+        pct = f"{self.confidence:.0%}"
+        for name, r in self.table.iterrows():
+            lines.append(f"  {name:<9} {r['value']:.3f}  [{r['low']:.3f}, {r['high']:.3f}] "
+                         f"({pct}, {self.n_boot} verdict resamples)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = html.escape(repr(self).splitlines()[0])
+        return (f"<div><p><b>MatchAgreement</b>: {head}</p>"
+                f"{self.table.to_html(float_format=lambda v: f'{v:.3f}')}</div>")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"matcher": self.matcher, "run_id": self.run_id,
+                "match_threshold": self.match_threshold, "counts": self.counts,
+                "confidence": self.confidence, "n_boot": self.n_boot,
+                "metrics": {k: {c: float(v) for c, v in r.items()}
+                            for k, r in self.table.iterrows()}}
+
+
+def _lesson_rows(truth: ReferenceTruth) -> pd.DataFrame:
+    les = truth.lessons
+    return pd.DataFrame({"verdict_hash": les["verdict_hash"].astype(str).to_numpy(),
+                         "lesson_index": les["lesson_index"].astype("int64").to_numpy(),
+                         "reference_id": les["reference_id"].astype(object).where(
+                             les["y"].astype(bool), None).to_numpy(),
+                         "y": les["y"].to_numpy(dtype=bool)})
+
+
+def match_agreement(
+    store: Store,
+    run_id: str,
+    *,
+    matcher: Any = None,
+    match_labels: Any = None,
+    references: Any = None,
+    match_threshold: float | None = None,
+    score: str = "salience",
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    random_state: Any = 0,
+) -> MatchAgreement:
+    """Pair precision, pair recall and matched-flag kappa of ``matcher`` (default lexical;
+    a :class:`~truss_lab.score._matching.SemanticMatcher`, a
+    :class:`~truss_lab.evaluate._judges.JudgeMatcher`, any matcher) against the people's
+    match labels of ``run_id``'s lessons (module docstring), with verdict-bootstrap
+    intervals.
+
+    Both sides are assigned one-to-one in descending ``score`` on the verdicts people
+    matched (``references``: the reference lessons, default the store's;
+    ``match_labels``: default the store's); the matcher at ``match_threshold`` (default
+    its own). Lessons whose annotators tied are left out, and so are the verdicts the
+    matcher could not score. Raises :class:`BadInputError` when nobody matched a lesson
+    of the run.
+    """
+    people, refs = _sampled(store, run_id, match_labels, references)
+    with warnings.catch_warnings():
+        # The verdicts the matcher leaves out are counted in the result.
+        warnings.simplefilter("ignore", MatcherLeftOutWarning)
+        auto = reference_truth(store, run_id, references=refs, score=score, matcher=matcher,
+                               match_threshold=match_threshold)
+    human = reference_truth(store, run_id, references=refs, score=score,
+                            matcher=PeopleMatcher(people))
+    left_out = set(human.verdicts) - set(auto.verdicts)
+    key = ["verdict_hash", "lesson_index"]
+    answered = people[~people["tied"].to_numpy(dtype=bool)][[*key, INCLUSION]]
+    both = _lesson_rows(human).merge(_lesson_rows(auto), on=key,
+                                     suffixes=("_people", "_matcher"))
+    rows = both.merge(answered.astype({"lesson_index": "int64"}), on=key)
+    # Answers on lessons the parser dropped: no matcher sees them, no gate writes them.
+    n_not_valid = len(answered) - len(answered.astype({"lesson_index": "int64"}).merge(
+        _lesson_rows(human)[key], on=key))
+    rows = rows[~rows["verdict_hash"].isin(left_out)].reset_index(drop=True)
+    if rows.empty:
+        raise BadInputError(f"no lesson of run {run_id!r} that people matched (without a tie) "
+                            "could be compared with the matcher", field="match_labels")
+    h, m = rows["y_people"].to_numpy(dtype=bool), rows["y_matcher"].to_numpy(dtype=bool)
+    same = h & m & (rows["reference_id_people"] == rows["reference_id_matcher"]).to_numpy(
+        dtype=bool)
+    cells = np.stack([same, m, h, m & h, m & ~h, ~m & h, ~m & ~h]).astype(np.float64)
+    p = rows[INCLUSION].to_numpy(dtype=np.float64)
+    if np.isnan(p).any() and not np.isnan(p).all():
+        raise BadInputError("inclusion_probability is given for some matched verdicts of the "
+                            "run and not others; give it for all or none", field=INCLUSION)
+    weights = None if np.isnan(p).all() else 1.0 / p
+    table, totals = agreement_table(cells, rows["verdict_hash"].to_numpy(dtype=object),
+                                    _match_metrics, _MATCH_METRICS, n_boot=n_boot,
+                                    confidence=confidence, random_state=random_state,
+                                    weights=weights)
+    raw = cells.sum(axis=1).astype(int)
+    counts: dict[str, Any] = {
+        "n": len(rows), "verdicts": int(rows["verdict_hash"].nunique()),
+        **dict(zip(("pairs_same", "pairs_matcher", "pairs_people", "both", "matcher_only",
+                    "people_only", "neither"), (int(x) for x in raw), strict=True)),
+        "lessons_tied": int(people["tied"].sum()), "lessons_not_valid": n_not_valid,
+        "verdicts_unmatched": len(left_out),
+        "weighted": weights is not None,
+    }
+    if weights is not None:
+        counts["weighted_counts"] = [float(x) for x in totals]
+    pairs = rows.rename(columns={"reference_id_people": "people", "reference_id_matcher":
+                                 "matcher", "y_people": "matched_people",
+                                 "y_matcher": "matched_matcher"})
+    return MatchAgreement(matcher=str(auto.counts.get("matcher", "lexical")), run_id=run_id,
+                          table=table, counts=counts, confidence=confidence, n_boot=n_boot,
+                          match_threshold=auto.match_threshold, pairs=pairs)

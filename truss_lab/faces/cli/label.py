@@ -1,5 +1,6 @@
 """The labelling commands: ``judge`` labels a run's lessons with a model,
-``judge-agreement`` checks the judge against people before relying on it, ``match``
+``judge-agreement`` checks the judge against people before relying on it,
+``match-agreement`` checks a matcher against people's match labels, ``match``
 matches a run's lessons to reference lessons with a model (the judge matcher), and
 ``queue`` lists the lessons people should label (or match to references) next.
 
@@ -26,6 +27,7 @@ from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE
 from ...evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
 from ...evaluate._judges import judge_agreement as agreement_of
+from ...evaluate._matches import match_agreement
 from ...evaluate._objective import OBJECTIVE_HELP
 from ...evaluate._queue import DEFAULT_BAND, labelling_queue, match_queue
 from ...extract._limits import DEFAULT_DEADLINE
@@ -34,6 +36,7 @@ from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...ingest._completions import read_completions
 from ...ingest._labels import write_label_queue
 from ...ingest._match_labels import write_match_queue
+from ...score._matching import SemanticMatcher
 from ...simulate._providers import (
     SIMULATED_JUDGE_MODEL,
     SIMULATED_MATCH_MODEL,
@@ -58,8 +61,8 @@ from .common import (
     write_output,
 )
 
-__all__ = ["COMMANDS", "JUDGE_SPEC_HELP", "MATCH_SPEC_HELP", "make_judge", "make_matcher",
-           "register"]
+__all__ = ["COMMANDS", "JUDGE_SPEC_HELP", "MATCHER_HELP", "MATCH_SPEC_HELP", "make_judge",
+           "make_matcher", "matcher_from_spec", "register"]
 
 _SAMPLE_TRUTH = SAMPLE / "lesson_truth.csv"
 
@@ -227,6 +230,74 @@ def judge_agreement(run_id: str | None, db: str, name: str, labels_path: str | N
     emit(res.to_dict(), as_json, repr(res))
 
 
+MATCHER_HELP = ("lexical (word overlap), semantic (sentence embeddings, offline: pip "
+                "install 'truss_lab[semantic]') or judge:SPEC, a model matcher, SPEC one of "
+                + MATCH_SPEC_HELP)
+
+
+def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
+                      field: str = "--matcher") -> Any:
+    """The matcher a ``--matcher`` value names: ``lexical`` (None: the default
+    :class:`~truss_lab.score._matching.LexicalMatcher`), ``semantic``
+    (:class:`~truss_lab.score._matching.SemanticMatcher`) or ``judge:SPEC`` (a
+    :class:`~truss_lab.evaluate._judges.JudgeMatcher` from SPEC, as :func:`make_matcher`
+    reads it; ``openai:MODEL`` needs ``base_url``)."""
+    if spec == "lexical":
+        return None
+    if spec == "semantic":
+        return SemanticMatcher()
+    if spec.startswith("judge:") and len(spec) > len("judge:"):
+        try:
+            return make_matcher(spec[len("judge:"):], store, base_url=base_url, field=field)
+        except BadInputError as exc:
+            if exc.source is None and exc.field == "--extractor":  # that option is ours here
+                raise BadInputError(exc.message, field=field, reason=exc.reason) from None
+            raise
+    raise BadInputError(f"unknown matcher {spec!r}; expected lexical, semantic or judge:SPEC "
+                        "(judge:replay:MODEL, judge:openai:MODEL ...)", field=field)
+
+
+@click.command("match-agreement")
+@click.argument("run_id", metavar="RUN")
+@db_option
+@click.option("--matcher", "matcher_spec", default="lexical", show_default=True,
+              help=f"The matcher checked against people: {MATCHER_HELP}")
+@click.option("--base-url", default=None,
+              help="OpenAI-compatible endpoint of --matcher judge:openai:MODEL (its calls "
+                   "are recorded for replay).")
+@click.option("--match-threshold", default=None, type=click.FloatRange(0, 1),
+              help="Similarity a lesson needs to claim a reference (default: the matcher's "
+                   "own).")
+@click.option("--match-labels", "match_labels_path", type=click.Path(dir_okay=False),
+              help="Match labels CSV (`truss-lab schema match-labels`) instead of the "
+                   "database's match_labels table.")
+@click.option("--references", "references_path", type=click.Path(dir_okay=False),
+              help="Reference lessons JSONL instead of the database's reference_lessons.")
+@click.option("--score", default="salience", show_default=True,
+              help="Score ordering the one-to-one assignment (a candidates column).")
+@n_boot_option(1000, "Verdict-bootstrap replicates.")
+@random_state_option("Seed of the verdict bootstrap behind the intervals.")
+@json_option
+@friendly
+def match_agreement_cmd(run_id: str, db: str, matcher_spec: str, base_url: str | None,
+                        match_threshold: float | None, match_labels_path: str | None,
+                        references_path: str | None, score: str, n_boot: int,
+                        random_state: int, as_json: bool) -> None:
+    """A matcher's pair precision, pair recall and matched-flag kappa against people's
+    match labels, on the lessons people matched (README, Match labels)."""
+    live = matcher_spec.startswith("judge:") and not matcher_spec.startswith("judge:replay:")
+    with (open_store(db, must_exist=True) if live
+          else read_store(db, must_exist=True)) as store:
+        matcher = matcher_from_spec(matcher_spec, store, base_url=base_url)
+        with _closing(getattr(matcher, "provider", None)):
+            res = match_agreement(store, run_id, matcher=matcher, match_labels=match_labels_path,
+                                  references=references_path, match_threshold=match_threshold,
+                                  score=score, n_boot=n_boot, random_state=random_state)
+        if getattr(matcher, "pending", None):
+            matcher.record(store)  # the same command replays them next time
+    emit(res.to_dict(), as_json, repr(res))
+
+
 @click.command()
 @_model_options("judge matcher", MATCH_SPEC_HELP, "match-v1")
 @click.option("--references", "references_path", type=click.Path(dir_okay=False),
@@ -367,9 +438,11 @@ def _match_queue(db: str, run_id: str, out: str, n_verdicts: int | None,
     emit(info, as_json, text)
 
 
-COMMANDS: tuple[click.Command, ...] = (judge, judge_agreement, match, queue)
+COMMANDS: tuple[click.Command, ...] = (judge, judge_agreement, match_agreement_cmd, match,
+                                       queue)
 
 
 def register(group: click.Group) -> None:
-    """Add ``judge``, ``judge-agreement``, ``match`` and ``queue`` to ``group``."""
+    """Add ``judge``, ``judge-agreement``, ``match-agreement``, ``match`` and ``queue`` to
+    ``group``."""
     add_commands(group, COMMANDS)
