@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,8 +14,16 @@ from hypothesis import strategies as st
 from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._bootstrap import bootstrap_metrics
-from truss_lab.evaluate._ppi import check_correct, ppi_bootstrap, ppi_data, ppi_sweep
+from truss_lab.evaluate._ppi import (
+    PeopleMatcher,
+    check_correct,
+    ppi_bootstrap,
+    ppi_data,
+    ppi_sweep,
+    reference_ppi,
+)
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
+from truss_lab.evaluate._truth import ReferenceTruth, judge_lessons
 
 GRID = np.round(np.linspace(0, 1, 21), 2)
 
@@ -226,3 +235,65 @@ def test_bad_input_is_one_clear_error():
     assert check_correct(None) == "auto"
     with pytest.raises(BadInputError, match="correct must be one of"):
         check_correct("yes")
+
+
+# --------------------------------------------------------------------------- the people's truth
+
+
+def _frames():
+    les = pd.DataFrame({
+        "verdict_hash": ["v1", "v1", "v1", "v2", "v3"], "lesson_index": [0, 1, 2, 0, 0],
+        "text": ["a", "b", "c", "d", "e"], "s": [0.9, 0.8, 0.5, 0.7, 0.75]})
+    refs = pd.DataFrame({"verdict_hash": ["v1", "v1", "v2", "v3", "v4"],
+                         "reference_id": ["r1", "r2", "r1", "r1", "r1"],
+                         "text": ["x", "y", "z", "w", "q"]})
+    people = pd.DataFrame({
+        "verdict_hash": ["v1", "v1", "v1", "v2", "v3"], "lesson_index": [0, 1, 2, 0, 0],
+        # lesson 1 names lesson 0's reference: the later one is a duplicate
+        "reference_id": pd.array(["r1", "r1", "r2", "", "r1"], dtype="string")})
+    return les, refs, people
+
+
+def _truth(les, refs, matcher):
+    rows, n_refs = judge_lessons(les, refs, matcher=matcher,
+                                 match_threshold=getattr(matcher, "match_threshold", None))
+    verdicts = list(pd.unique(rows["verdict_hash"]))
+    return ReferenceTruth(run_id="r", rows=rows, n_references=n_refs,
+                          n_verdicts=len(verdicts), n_lessons=int((rows["kind"] == "lesson").sum()),
+                          match_threshold=0.5, counts={}, verdicts=verdicts)
+
+
+def test_people_matcher_follows_the_matchers_one_to_one_rule():
+    les, refs, people = _frames()
+    truth = _truth(les, refs, PeopleMatcher(people))
+    got = (truth.rows[["kind", "verdict_hash", "reference_id", "y"]].fillna("-")
+           .astype(str).values.tolist())
+    assert got == [["lesson", "v1", "r1", "1"], ["lesson", "v1", "-", "0"],
+                   ["lesson", "v1", "r2", "1"], ["lesson", "v2", "-", "0"],
+                   ["miss", "v2", "r1", "1"], ["lesson", "v3", "r1", "1"],
+                   ["miss", "v4", "r1", "1"]]
+
+
+def test_reference_ppi_with_the_peoples_own_pairs_is_the_uncorrected_sweep():
+    les, refs, people = _frames()
+    auto = _truth(les, refs, PeopleMatcher(people))
+    sample = people[people["verdict_hash"].isin(["v1", "v3"])]
+    data = reference_ppi(auto, refs, sample)
+    assert data.n_sampled == 2 and data.n_verdicts == 4
+    # v2, v3 and v1 have lessons: a simple random sample of 2 of those 3
+    np.testing.assert_allclose(data.inv_pi, [1.5, 1.5])
+    y, s, g = auto.arrays()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        plain = sweep(y, s, groups=g)
+    np.testing.assert_allclose(ppi_sweep(data)[["tp", "precision", "recall"]],
+                               plain[["tp", "precision", "recall"]])
+    # A matcher that finds nothing: corrected by the sample, unbiased over samples.
+    nothing = _truth(les, refs, PeopleMatcher(people.iloc[:0]))
+    d2 = reference_ppi(nothing, refs, sample)
+    tp = ppi_sweep(d2, thresholds=[0.0])["tp"].iloc[0]
+    assert tp == pytest.approx(1.5 * 3)  # v1: 2 matched, v3: 1, each weighing 3/2
+    tied = sample.assign(reference_id=pd.array([pd.NA, "r1", "r2", "r1"], dtype="string"))
+    d3 = reference_ppi(auto, refs, tied)
+    assert d3.judged_human.tolist() == [0, 1, 1, 1]  # lesson 0 tied: no human truth
+    assert reference_ppi(auto, refs, people[people["verdict_hash"] == "zz"]) is None

@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..ingest._match_labels import INCLUSION
 from ._bootstrap import BootstrapResult, ReplicateCounts, as_rng, check_boot, percentile_interval
 from ._objective import DEFAULT_OBJECTIVE, Objective, make_objective
 from ._sweep import (
@@ -68,17 +69,22 @@ from ._sweep import (
     snap_thresholds,
     threshold_counts,
 )
+from ._truth import ReferenceTruth, RunTruth, judge_lessons
 
 __all__ = [
     "CORRECTIONS",
     "CORRECT_HELP",
+    "PEOPLE_MATCH_THRESHOLD",
     "Correction",
     "PPIData",
+    "PeopleMatcher",
     "check_correct",
     "clip_metrics",
+    "labels_ppi",
     "ppi_bootstrap",
     "ppi_data",
     "ppi_sweep",
+    "reference_ppi",
 ]
 
 Correction = Literal["ppi", "none", "auto"]
@@ -472,3 +478,128 @@ def ppi_bootstrap(
         random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
         n_verdicts=data.n_verdicts,
     )
+
+
+# ------------------------------------------------------------------- the two truths of a run
+
+
+class PeopleMatcher:
+    """A matcher whose pairs are the people's: lesson i expresses reference j with
+    similarity 1 when the people's answer for lesson i (:func:`~truss_lab.evaluate.
+    _matches.people_matches`) is j, else 0. With match threshold
+    :data:`PEOPLE_MATCH_THRESHOLD` the one-to-one greedy assignment of
+    :func:`~truss_lab.score._matching.match_lessons` then gives the people's truth
+    exactly as it gives a matcher's: a lesson whose reference an earlier lesson
+    (higher score) claimed is a duplicate, a reference nobody names a miss."""
+
+    name = "people"
+    match_threshold = 0.5
+
+    def __init__(self, people: pd.DataFrame) -> None:
+        answers = people[people["reference_id"].notna()]
+        self._answer = pd.Series(
+            answers["reference_id"].astype(str).to_numpy(dtype=object),
+            index=pd.MultiIndex.from_arrays([answers["verdict_hash"].astype(str),
+                                             answers["lesson_index"].astype(np.int64)]))
+
+    def pairs(self, lessons: pd.DataFrame, references: pd.DataFrame,
+              li: np.ndarray, ri: np.ndarray) -> np.ndarray:
+        """Similarity of each (lesson ``li[k]``, reference ``ri[k]``) pair: 1 or 0."""
+        key = pd.MultiIndex.from_arrays([
+            lessons["verdict_hash"].astype(str).to_numpy(dtype=object)[li],
+            lessons["lesson_index"].to_numpy(dtype=np.int64)[li]])
+        said = self._answer.reindex(key).to_numpy(dtype=object)
+        ref = references["reference_id"].astype(str).to_numpy(dtype=object)[ri]
+        return (said == ref).astype(np.float64)
+
+    def __call__(self, lessons: pd.DataFrame, references: pd.DataFrame) -> np.ndarray:
+        li, ri = np.meshgrid(np.arange(len(lessons)), np.arange(len(references)),
+                             indexing="ij")
+        return self.pairs(lessons, references, li.ravel(), ri.ravel()).reshape(
+            len(lessons), len(references))
+
+
+#: The match threshold of :class:`PeopleMatcher` (its similarities are 0 or 1).
+PEOPLE_MATCH_THRESHOLD = PeopleMatcher.match_threshold
+
+
+def _inclusion(people: pd.DataFrame, sampled: np.ndarray, n_matchable: int) -> np.ndarray:
+    """Per sampled verdict its inclusion probability: the file's, else that of a simple
+    random sample of the ``n_matchable`` verdicts that have a lesson to answer for (a
+    verdict with none has no row, so the sample is of those)."""
+    if INCLUSION not in people.columns or people[INCLUSION].isna().all():
+        return np.full(len(sampled), len(sampled) / max(n_matchable, len(sampled)))
+    p = pd.to_numeric(people[INCLUSION], errors="coerce").groupby(
+        people["verdict_hash"].astype(str)).max().reindex(pd.Index(sampled, dtype=object))
+    if p.isna().any():
+        raise BadInputError(f"verdict {p.index[p.isna()][0]!r} has no inclusion probability "
+                            "while others have one: give it for every verdict or none",
+                            field=INCLUSION)
+    return p.to_numpy(dtype=np.float64)
+
+
+def reference_ppi(truth: ReferenceTruth, references: pd.DataFrame,
+                  people: pd.DataFrame) -> PPIData | None:
+    """The two truths of one run judged by references: the matcher's rows of every
+    annotated verdict (``truth.rows``) and the people's rows of the verdicts they
+    matched, built by :func:`~truss_lab.evaluate._truth.judge_lessons` with a
+    :class:`PeopleMatcher`: the same lessons, the same greedy one-to-one rule.
+
+    ``references``: §4 rows (every annotator's); ``people``: one answer per lesson of
+    the run's extractor (:func:`~truss_lab.evaluate._matches.people_matches`). A
+    lesson the people tied on has no human truth (not judged). None when people
+    matched no verdict the run is judged on."""
+    pop = np.asarray(truth.verdicts, dtype=object)
+    said = people["verdict_hash"].astype(str)
+    sampled = np.asarray(pd.unique(said[said.isin(pd.Index(pop, dtype=object))]), dtype=object)
+    if len(sampled) == 0:
+        return None
+    les = truth.lessons
+    les = les[les["verdict_hash"].isin(pd.Index(sampled, dtype=object)).to_numpy()]
+    refs = references[references["verdict_hash"].astype(str).isin(
+        pd.Index(sampled, dtype=object)).to_numpy()]
+    seq = dict(zip(pop, range(len(pop)), strict=True))
+    rows, _ = judge_lessons(les.reset_index(drop=True), refs, verdict_seq=seq,
+                            matcher=PeopleMatcher(people),
+                            match_threshold=PEOPLE_MATCH_THRESHOLD)
+    # Quiet rows of verdicts with no references and no lessons carry no count.
+    answered = pd.MultiIndex.from_arrays([
+        people.loc[people["reference_id"].notna(), "verdict_hash"].astype(str),
+        people.loc[people["reference_id"].notna(), "lesson_index"].astype(np.int64)])
+    is_lesson = (rows["kind"] == "lesson").to_numpy()
+    key = pd.MultiIndex.from_arrays([rows["verdict_hash"].astype(str),
+                                     rows["lesson_index"].fillna(-1).astype(np.int64)])
+    judged = ~is_lesson | key.isin(answered)
+    y, s, g = truth.arrays()
+    return ppi_data(y, s, g, rows["y"].to_numpy(dtype=np.uint8),
+                    rows["s"].to_numpy(dtype=np.float64),
+                    rows["verdict_hash"].to_numpy(dtype=object), judged_human=judged,
+                    verdicts=pop, sampled=sampled,
+                    inclusion_probability=_inclusion(people, sampled,
+                                                     truth.lessons["verdict_hash"].nunique()))
+
+
+def labels_ppi(auto: RunTruth, gold: RunTruth) -> PPIData | None:
+    """The two truths of one run judged by a judge: the judge's labels on every verdict
+    the run processed (``auto``) and the gold labels (``gold``, of the same run, scored
+    alike) on the verdicts where people labelled a lesson of the run (taken as a simple
+    random sample of the verdicts with a candidate: FORMATS.md §3 labels carry no
+    design). None when people labelled nothing of the run."""
+    if auto.count_scale != gold.count_scale:
+        raise BadInputError('ties="half" counts a judge and the gold labels alike or not '
+                            "at all", field="ties")
+    a, h = auto.candidates, gold.candidates
+    labelled = h["judged"].to_numpy(dtype=bool)
+    sampled = np.asarray(pd.unique(h.loc[labelled, "verdict_hash"].astype(str)), dtype=object)
+    if len(sampled) == 0:
+        return None
+    mine = h["verdict_hash"].astype(str).isin(pd.Index(sampled, dtype=object)).to_numpy()
+    h = h[mine]
+    return ppi_data(a["y"].to_numpy(), a["s"].to_numpy(),
+                    a["verdict_hash"].astype(str).to_numpy(dtype=object),
+                    h["y"].to_numpy(), h["s"].to_numpy(),
+                    h["verdict_hash"].astype(str).to_numpy(dtype=object),
+                    judged_auto=a["judged"].to_numpy(), judged_human=h["judged"].to_numpy(),
+                    verdicts=[str(v) for v in auto.verdicts], sampled=sampled,
+                    inclusion_probability=np.full(len(sampled), len(sampled) / max(
+                        a["verdict_hash"].nunique(), len(sampled))))
