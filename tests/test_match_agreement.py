@@ -31,7 +31,7 @@ from truss_lab.evaluate._matches import (
 from truss_lab.evaluate._truth import run_references
 from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
 from truss_lab.ingest._ingest import ingest_match_labels
-from truss_lab.score._matching import match_lessons
+from truss_lab.score._matching import SEMANTIC_MATCH_THRESHOLD, SemanticMatcher, match_lessons
 from truss_lab.store._store import Store
 
 GOOD = sample_run_id("sim-good-v1")
@@ -226,3 +226,29 @@ def test_cli_reports_the_table_and_refuses_an_unknown_matcher(template: Path) ->
 def _oracle_cached(template: Path) -> float:
     with Store(template, read_only=True) as s:
         return _oracle(s)["recall"]
+
+
+def test_the_semantic_matcher_is_scored_by_the_same_rule(store: Store) -> None:
+    res = match_agreement(store, GOOD, matcher=SemanticMatcher(), n_boot=20)
+    want = _oracle(store, matcher=SemanticMatcher(), threshold=SEMANTIC_MATCH_THRESHOLD)
+    assert res.matcher == "semantic" and res.match_threshold == SEMANTIC_MATCH_THRESHOLD
+    for metric in ("precision", "recall", "kappa"):
+        assert res.table.loc[metric, "value"] == pytest.approx(want[metric], abs=1e-12)
+
+
+def test_a_judge_matcher_records_then_replays_the_same_agreement(template: Path,
+                                                                 tmp_path: Path) -> None:
+    db = copy_db(template, tmp_path / "lab.duckdb")
+    live = invoke("match-agreement", GOOD, "--db", db, "--matcher", "judge:simulated",
+                  "--n-boot", "50", "--json")
+    assert live.exit_code == 0, live.output
+    with Store(db, read_only=True) as s:
+        n = s.sql("SELECT count(*) FROM completions WHERE starts_with(extractor_id, "
+                  "'match:sim-match-v1@')").fetchone()[0]
+    # One call per compared verdict with a reference (none to ask about on the others).
+    assert 0 < n <= json.loads(live.output)["counts"]["verdicts"]
+    replay = invoke("match-agreement", GOOD, "--db", db, "--matcher",
+                    "judge:replay:sim-match-v1", "--n-boot", "50", "--json")
+    assert replay.exit_code == 0, replay.output
+    assert json.loads(replay.output)["metrics"] == json.loads(live.output)["metrics"]
+    assert json.loads(live.output)["matcher"] == "judge:sim-match-v1@match-v1"
