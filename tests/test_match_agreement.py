@@ -22,12 +22,8 @@ from tests.builders.cli import invoke
 from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._agreement import agreement_table, kappa_counts
-from truss_lab.evaluate._matches import (
-    PeopleMatcher,
-    match_agreement,
-    people_matches,
-    people_truth,
-)
+from truss_lab.evaluate._matches import match_agreement, people_matches, people_truth
+from truss_lab.evaluate._ppi import PeopleMatcher
 from truss_lab.evaluate._truth import run_references
 from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
 from truss_lab.ingest._ingest import ingest_match_labels

@@ -40,13 +40,13 @@ from ._judges import (
 from ._label_report import LabelReport, label_report
 from ._matches import (
     MatchAgreement,
-    PeopleMatcher,
     match_agreement,
     people_matches,
     people_truth,
     run_match_labels,
 )
 from ._objective import Objective
+from ._ppi import PeopleMatcher
 from ._queue import labelling_queue, match_queue
 from ._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
 from ._sweep import UndefinedMetricWarning, average_precision, sweep

@@ -14,8 +14,9 @@ The verdicts with match labels are a sample of the annotated verdicts (simple
 random unless the file gave ``inclusion_probability``); every valid lesson of a
 sampled verdict is answered (the ingest refuses a partial verdict).
 
-**People as a matcher.** :class:`PeopleMatcher` turns those answers into a matcher
-(similarity 1 to the reference a lesson's answer names, 0 to the others), so the
+**People as a matcher.** :class:`~truss_lab.evaluate._ppi.PeopleMatcher` turns those
+answers into a matcher (similarity 1 to the reference a lesson's answer names, 0 to the
+others; the prediction-powered correction builds the people's truth with it too), so the
 people's truth goes through the very code the lexical, semantic and judge matchers go
 through: :func:`~truss_lab.score._matching.match_lessons`' one-to-one greedy pass in
 descending score (FORMATS.md §5: two lessons naming one reference make the later one a
@@ -60,10 +61,11 @@ from ..store._labels import match_label_rows
 from ..store._runs import run_info, run_processed_verdicts
 from ..store._store import Store
 from ._agreement import CANDIDATE_KEY, agreement_table, kappa_counts
+from ._ppi import PeopleMatcher
 from ._truth import MatcherLeftOutWarning, ReferenceTruth, reference_truth, run_references
 
-__all__ = ["MATCH_COLUMNS", "MatchAgreement", "PeopleMatcher", "match_agreement",
-           "people_matches", "people_truth", "run_match_labels"]
+__all__ = ["MATCH_COLUMNS", "MatchAgreement", "match_agreement", "people_matches",
+           "people_truth", "run_match_labels"]
 
 MATCH_COLUMNS: tuple[str, ...] = (*CANDIDATE_KEY, "reference_id", "n_annotators", "n_agree",
                                   "tied", INCLUSION)
@@ -157,48 +159,6 @@ def people_matches(store: Store, match_labels: Any = None, *,
     return out[list(MATCH_COLUMNS)]
 
 
-class PeopleMatcher:
-    """The people's answers (:func:`people_matches` rows of ONE extractor) as a matcher:
-    similarity 1.0 between a lesson and the reference its answer names, 0.0 otherwise
-    (a lesson answered "none", tied or not answered claims nothing). With its
-    ``match_threshold`` of 1.0, :func:`~truss_lab.score._matching.match_lessons` then
-    assigns exactly the people's pairs, one-to-one in descending score."""
-
-    name = "people"
-    match_threshold = 1.0
-
-    def __init__(self, people: pd.DataFrame) -> None:
-        extractors = set(people["extractor"].astype(str)) if len(people) else set()
-        if len(extractors) > 1:
-            raise BadInputError("a PeopleMatcher takes the answers of one extractor, got "
-                                f"{sorted(extractors)}", field="people")
-        ok = people["reference_id"].notna().to_numpy() & (
-            people["reference_id"].astype(str) != "").to_numpy()
-        rows = people[ok]
-        self._answer = dict(zip(zip(rows["verdict_hash"].astype(str),
-                                    rows["lesson_index"].astype(int), strict=True),
-                                rows["reference_id"].astype(str), strict=True))
-
-    def __repr__(self) -> str:
-        return f"PeopleMatcher({len(self._answer)} answered pairs)"
-
-    def __call__(self, lessons: pd.DataFrame, references: pd.DataFrame) -> np.ndarray:
-        n, m = len(lessons), len(references)
-        return self.pairs(lessons, references, np.repeat(np.arange(n), m),
-                          np.tile(np.arange(m), n)).reshape(n, m)
-
-    def pairs(self, lessons: pd.DataFrame, references: pd.DataFrame,
-              li: np.ndarray, ri: np.ndarray) -> np.ndarray:
-        """1.0 where lesson ``li[k]``'s answer is reference ``ri[k]``, else 0.0."""
-        answer = [self._answer.get((h, int(i)))
-                  for h, i in zip(lessons["verdict_hash"].astype(str),
-                                  lessons["lesson_index"].tolist(), strict=True)]
-        lesson_ref = np.asarray(answer, dtype=object)[np.asarray(li, dtype=np.int64)]
-        ref = references["reference_id"].astype(str).to_numpy(dtype=object)[
-            np.asarray(ri, dtype=np.int64)]
-        return (lesson_ref == ref).astype(np.float64)
-
-
 def _sampled(store: Store, run_id: str, match_labels: Any,
              references: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(people, references)``: the people's answers on ``run_id``'s lessons and the
@@ -218,8 +178,9 @@ def people_truth(store: Store, run_id: str, match_labels: Any = None, *,
     """``run_id`` judged by the people's match labels, on the verdicts they matched: the
     :class:`~truss_lab.evaluate._truth.ReferenceTruth` the automated truth gives (rows of
     lessons, misses and quiet verdicts; one-to-one in descending ``score``), with
-    :class:`PeopleMatcher` as the matcher. ``counts["lessons_tied"]``: lessons whose
-    annotators tied (they claim nothing here; :func:`match_agreement` leaves them out)."""
+    :class:`~truss_lab.evaluate._ppi.PeopleMatcher` as the matcher.
+    ``counts["lessons_tied"]``: lessons whose annotators tied (they claim nothing here;
+    :func:`match_agreement` leaves them out)."""
     people, refs = _sampled(store, run_id, match_labels, references)
     truth = reference_truth(store, run_id, references=refs, score=score,
                             matcher=PeopleMatcher(people))
