@@ -24,7 +24,7 @@ lexical matcher in 1.; ``--judge`` alone skips 2.
    heavy rewordings) and extractor.
 2. Reference-based vs label-based precision and recall at gate threshold 0.70
    for the labelled extractors, with 95 % verdict-bootstrap intervals
-   (``bootstrap_metrics``, 2000 replicates, seed 0), and the unlabelled
+   (``bootstrap_run``, the sweep's definitions, 2000 replicates, seed 0), and the unlabelled
    paraphrasing extractor and the heuristic scored by references.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from truss_lab.evaluate._bootstrap import bootstrap_metrics
+from truss_lab.evaluate._runs import bootstrap_run
 from truss_lab.evaluate._sweep import UndefinedMetricWarning
 from truss_lab.evaluate._truth import reference_truth, scored_candidates
 from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
@@ -88,24 +88,21 @@ def matcher_accuracy(store, threshold: float | None = None, matcher=None) -> pd.
 
 
 def agreement_at(store, threshold: float = 0.70, n_boot: int = 2000) -> pd.DataFrame:
+    """Precision, recall and F1 at ``threshold`` by references and by labels, with the
+    sweep's own definitions (:func:`~truss_lab.evaluate._runs.bootstrap_run`: kept is
+    what the gate writes, a dropped useful lesson is a miss, every processed verdict
+    counts)."""
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         for ex in EXTRACTORS:
             rid = sample_run_id(ex)
-            sources = []
-            tr = reference_truth(store, rid)
-            y, s, g = tr.arrays()
-            sources.append(("references", y, s, g))
-            if ex in LABELLED:
-                d = scored_candidates(store, rid)
-                sources.append(("labels", d["y"].to_numpy(), d["s"].to_numpy(),
-                                d["verdict_hash"].to_numpy(dtype=object)))
-            for name, y, s, g in sources:
-                b = bootstrap_metrics(y, s, g, thresholds=[threshold], n_boot=n_boot,
-                                      random_state=0)
-                row = {"extractor": ex, "truth": name, "verdicts": len(pd.unique(g))}
-                for m in ("precision", "recall", "f1"):
+            truths = ["references", *(["labels"] if ex in LABELLED else [])]
+            for name in truths:
+                b = bootstrap_run(store, rid, truth=name, thresholds=[threshold],
+                                  n_boot=n_boot, random_state=0)
+                row = {"extractor": ex, "truth": name, "verdicts": b.n_verdicts}
+                for m in ("precision", "recall", "f1", "kept_per_verdict"):
                     row[m] = float(b.table[m].iloc[0])
                     row[m + "_lo"] = float(b.table[m + "_low"].iloc[0])
                     row[m + "_hi"] = float(b.table[m + "_high"].iloc[0])

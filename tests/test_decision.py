@@ -49,7 +49,7 @@ def dec(sample_labelled: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture(scope="module")
 def two_proposals(dec: Store) -> tuple:
     first = propose_threshold(dec, GOOD, KEY, objective="f1", n_boot=200)
-    choice = choose_run_threshold(dec, OVER, objective="precision:0.5", test_size=0.25,
+    choice = choose_run_threshold(dec, OVER, objective="precision:0.5", test_size=0.25, cv=None,
                                   random_state=5, n_boot=200)
     second = propose_threshold(dec, choice, KEY, run_ids=[OVER], objective="precision:0.5")
     return first, second, choice

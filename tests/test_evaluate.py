@@ -206,7 +206,7 @@ def test_choose_run_threshold_splits_by_verdict(ev):
     # Every processed verdict is split (also those without a labelled candidate) and
     # the choice counts as sweep_run does (judged, n_verdicts).
     choice = choose_run_threshold(ev, GOOD, objective="precision:0.75", n_boot=200,
-                                  random_state=3)
+                                  random_state=3, cv=None)
     truth = labels_truth(ev, GOOD)
     inputs = truth.sweep_inputs()
     g = inputs["groups"]
@@ -433,7 +433,7 @@ def test_kept_per_verdict_is_what_the_gate_wrote_per_processed_verdict(sample_la
         ch = choose_run_threshold(s, rid, objective=budget, cv=5, n_boot=0)
         assert (ch.threshold, ch.train["kept"]) == (0.7, written)
         assert ch.train["kept_per_verdict"] == want
-        sp = choose_run_threshold(s, rid, objective=budget, n_boot=0).split
+        sp = choose_run_threshold(s, rid, objective=budget, cv=None, n_boot=0).split
         assert sp["n_train_verdicts"] + sp["n_test_verdicts"] == processed
     s.close()
     out = invoke("sweep", "--db", str(db), "--run", GOOD, "--n-boot", "10", "--json")

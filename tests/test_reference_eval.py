@@ -172,7 +172,8 @@ def test_one_evaluation_any_truth(sample) -> None:
     res = compare_runs(sample, good, heur, truth="references", n_boot=50)
     assert res.n_common == 402 and not res.only_in_a and not res.only_in_b
     assert res.table["delta_f1_high"][0] < 0  # the heuristic is worse, by references
-    choice = choose_run_threshold(sample, heur, truth="references", n_boot=20)
+    choice = choose_run_threshold(sample, heur, truth="references", n_boot=20,
+                                  cv=None)
     assert choice.split["n_train_verdicts"] + choice.split["n_test_verdicts"] == 402
     with pytest.raises(BadInputError, match="truth must be one of"):
         sweep_run(sample, good, truth="judge")

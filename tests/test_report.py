@@ -21,9 +21,10 @@ from truss_lab.evaluate import (
     sweep,
     sweep_run,
 )
+from truss_lab.evaluate._runs import evaluate_run
 from truss_lab.evaluate._truth import check_truth_spec
 from truss_lab.faces import write_report
-from truss_lab.faces._report import _judged_rows, reference_matches
+from truss_lab.faces._report import judged_arrays, reference_matches
 from truss_lab.ingest._ingest import append_labels
 from truss_lab.store._store import Store
 
@@ -147,12 +148,13 @@ def test_report_by_references(sample, by_references: str) -> None:
     for rid in run_ids:
         at = sweep_run(store, rid, truth="references", thresholds=[0.7]).iloc[0]
         # the sweep's summary table holds the reference numbers, not the labels' ones
-        row = (f"<tr><td>0.7</td><td>{int(at['kept'])}</td><td>{int(at['tp'])}</td>"
-               f"<td>{int(at['fp'])}</td><td>{int(at['fn'])}</td>"
-               f"<td>{at['precision']:.4g}</td><td>{at['recall']:.4g}</td>")
+        # (the ADR default's row, named; every number to 3 decimals)
+        row = (f"<tr><td>ADR default</td><td>0.700</td><td>{int(at['kept'])}</td>"
+               f"<td>{int(at['tp'])}</td><td>{int(at['fp'])}</td><td>{int(at['fn'])}</td>"
+               f"<td>{at['precision']:.3f}</td><td>{at['recall']:.3f}</td>")
         assert row in text, rid
     assert "not judged by references: calibration_run fits gold labels only" in text
-    assert "at the default 0.70, by references</h3>" in text
+    assert "at the default 0.700, by references</h3>" in text
     assert text.count('src="data:image/png;base64,') >= 5  # 2 sweeps, 2 PR, 1 comparison
 
 
@@ -171,18 +173,23 @@ def test_report_truth_is_the_one_truth(sample) -> None:
 
 @pytest.mark.parametrize("truth", ["labels", "references"])
 def test_bands_and_ap_count_what_the_sweep_counts(sample, truth: str) -> None:
-    """The rows behind the bands and the AP give the sweep's own precision and recall
+    """The rows behind the AP and the bands give the sweep's own precision and recall
     (misses included: a dropped useful lesson, an unmatched reference)."""
     store, run_ids, _, _ = sample
     rt = Truth.resolve(store, truth, run_ids)
     for rid in run_ids:
-        d = _judged_rows(rid, rt)
+        ev = evaluate_run(store, rid, truth=rt, n_boot=20)
+        y, s = judged_arrays(ev)
         at = [0.3, 0.5, 0.7, 0.9]
-        mine = sweep(d["y"].to_numpy(), d["s"].to_numpy(), thresholds=at)
+        mine = sweep(y, s, thresholds=at)
         full = sweep_run(store, rid, thresholds=at, truth=rt)
         for c in ("tp", "fp", "fn", "precision", "recall"):
             np.testing.assert_allclose(mine[c].to_numpy(float), full[c].to_numpy(float))
-        assert d["s"].isna().any()  # the misses are there, never kept
+        assert np.isnan(s).any()  # the misses are there, never kept
+        assert ev.bands is not None
+        bands = ev.bands.table.set_index("threshold").loc[at]
+        for c in ("precision", "recall", "kept_per_verdict"):
+            np.testing.assert_allclose(bands[c].to_numpy(float), full[c].to_numpy(float))
 
 
 def test_report_by_a_judge(sample, tmp_path: Path) -> None:

@@ -21,9 +21,17 @@ import truss_lab.evaluate._truth as truth_module
 from tests.builders.cli import invoke, invoke_json
 from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core import BadInputError, MemoryConfig
+from truss_lab.core._canonical import json_safe
 from truss_lab.evaluate._calibration import calibration_run
 from truss_lab.evaluate._judges import Judge, run_judge
-from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, rank_runs, sweep_run
+from truss_lab.evaluate._runs import (
+    BAND_THRESHOLDS,
+    bootstrap_run,
+    choose_run_threshold,
+    compare_runs,
+    rank_runs,
+    sweep_run,
+)
 from truss_lab.evaluate._truth import Truth, judge_labels
 from truss_lab.extract import Extractor, run_extraction
 from truss_lab.extract._prompts import get_template
@@ -33,9 +41,11 @@ from truss_lab.faces._display import (
     ComparisonDisplay,
     PrecisionRecallDisplay,
     SweepDisplay,
+    format_choice,
 )
+from truss_lab.faces._report import choice_html, report_html
 from truss_lab.faces._widgets import ThresholdExplorer
-from truss_lab.faces.demo import demo_references
+from truss_lab.faces.demo import demo_evaluation, demo_references
 from truss_lab.govern._decision import propose_threshold, references_hash
 from truss_lab.ingest._ingest import ingest_references
 from truss_lab.journal import get_entry, verify_chain
@@ -285,3 +295,83 @@ def test_the_cli_reads_and_matches_the_references_once(
     out = invoke_json(*args, *(["--plot", str(tmp_path / "s.png")] if plot else []))
     assert out["truth"] == "references"
     assert calls == {"reference_rows": 1, "match_lessons": 1}
+
+
+# -- one evaluation per request: the same numbers in every face (issue 29) ----------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a`` (from ``--json``) is ``b`` as the JSON writes it (6 significant digits; NaN
+    as null)."""
+    return a == json_safe(b)
+
+
+def _choice_numbers(choice: Any) -> dict[str, Any]:
+    """The chosen threshold, its interval and the held-out metrics with their intervals."""
+    out = {"threshold": choice.threshold,
+           "threshold_interval": list(choice.threshold_interval or [])}
+    out.update({f"test.{k}": v for k, v in choice.test.items()})
+    for name, t in (("fixed", choice.test_intervals), ("procedure", choice.procedure_intervals)):
+        row = t.iloc[0]
+        out.update({f"{name}.{c}": float(row[c]) for c in row.index if c.endswith(("_low",
+                                                                                   "_high"))})
+    return out
+
+
+def _json_numbers(got: dict[str, Any]) -> dict[str, Any]:
+    c = got["choice"]
+    out = {"threshold": c["threshold"], "threshold_interval": list(c["threshold_interval"])}
+    out.update({f"test.{k}": v for k, v in c["test"].items()})
+    for name, key in (("fixed", "test_intervals"), ("procedure", "procedure_intervals")):
+        for m, (lo, hi) in c[key].items():
+            out[f"{name}.{m}_low"], out[f"{name}.{m}_high"] = lo, hi
+    return out
+
+
+@pytest.mark.parametrize("options", [[], ["--cv", "0", "--test-size", "0.25",
+                                          "--objective", "precision:0.6"]],
+                         ids=["defaults", "one-split"])
+@pytest.mark.parametrize("truth", TRUTHS)
+def test_one_run_gives_the_same_choice_in_every_face(db: Path, tmp_path: Path, truth: str,
+                                                     options: list[str]) -> None:
+    """sweep --json, choose_run_threshold, the demo and the report: one choice, one
+    interval, one set of held-out metrics, with the defaults (the same CV default in
+    every face) and with a one-split choice."""
+    kw: dict[str, Any] = {"n_boot": 40, "random_state": 3}
+    if options:
+        kw.update(cv=None, test_size=0.25, objective="precision:0.6")
+    got = invoke_json("sweep", GOOD, "--db", str(db), "--truth", truth, "--n-boot", "40",
+                      "--random-state", "3", *options)
+    with Store(db, read_only=True) as s:
+        direct = choose_run_threshold(s, GOOD, truth=truth, **kw)
+        assert direct.cv == (not options)  # the default cross-validates (auto: 5 folds)
+        want = _choice_numbers(direct)
+        cli = _json_numbers(got)
+        assert cli.keys() == want.keys()
+        assert all(_same(cli[k], want[k]) for k in want), {
+            k: (cli[k], want[k]) for k in want if not _same(cli[k], want[k])}
+        html = report_html(s, [GOOD], truth=truth, max_verdicts=3, **kw)
+        assert choice_html(direct) in html
+        if truth == "labels":  # the demo evaluates the labelled runs by their labels
+            text = demo_evaluation(s, [GOOD], tmp_path, **kw)
+            assert format_choice(direct) in text
+
+
+@pytest.mark.parametrize("ties", ["exclude", "half"])
+@pytest.mark.parametrize("truth", TRUTHS)
+@pytest.mark.parametrize("run", [GOOD, OVER])
+def test_bootstrap_run_points_are_sweep_runs_at_every_threshold(
+        store: Store, run: str, truth: str, ties: str) -> None:
+    """The bands are on the sweep's definitions: kept is what the gate writes, dropped
+    useful lessons are misses, per verdict divides by every processed verdict."""
+    if ties == "half" and truth == "references":
+        pytest.skip("ties are a counting rule of labels")
+    boot = bootstrap_run(store, run, truth=truth, ties=ties, n_boot=20)
+    sw = sweep_run(store, run, truth=truth, ties=ties, thresholds=list(BAND_THRESHOLDS))
+    assert boot.table["threshold"].tolist() == sw["threshold"].tolist()
+    for m in ("precision", "recall", "f1", "kept_per_verdict", "write_rate"):
+        np.testing.assert_allclose(boot.table[m], sw[m], rtol=1e-12, atol=0, equal_nan=True,
+                                   err_msg=m)
+        inside = boot.table[f"{m}_low"].le(sw[m] + 1e-12) & boot.table[f"{m}_high"].ge(
+            sw[m] - 1e-12)
+        assert inside[sw[m].notna() & boot.table[f"{m}_low"].notna()].mean() > 0.9, m

@@ -48,7 +48,15 @@ from ._matches import (
 from ._objective import Objective
 from ._ppi import PeopleMatcher
 from ._queue import labelling_queue, match_queue
-from ._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
+from ._runs import (
+    RunEvaluation,
+    bootstrap_run,
+    choose_run_threshold,
+    compare_runs,
+    evaluate_run,
+    rank_runs,
+    sweep_run,
+)
 from ._sweep import UndefinedMetricWarning, average_precision, sweep
 from ._truth import (
     ReferenceTruth,
@@ -76,6 +84,7 @@ __all__ = [
     "Objective",
     "PeopleMatcher",
     "ReferenceTruth",
+    "RunEvaluation",
     "ThresholdChoice",
     "Truth",
     "UndefinedMetricWarning",
@@ -92,6 +101,7 @@ __all__ = [
     "compare_extractors",
     "compare_runs",
     "dominance",
+    "evaluate_run",
     "expected_calibration_error",
     "frontier",
     "judge_agreement",

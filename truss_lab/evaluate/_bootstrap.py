@@ -181,8 +181,11 @@ class WeightedCounter:
     :func:`bin_counts`).
     """
 
-    def __init__(self, h: np.ndarray) -> None:
+    def __init__(self, h: np.ndarray, proposed: np.ndarray | None = None) -> None:
         g, self.k, self.n_bins = h.shape
+        # Candidates per verdict that write rate divides by, when not every row is one
+        # (a reference truth's miss rows): replicate totals are then ``w @ proposed``.
+        self._proposed = None if proposed is None else proposed.astype(np.float64)
         flat = h.reshape(g, self.k * self.n_bins)
         total = float(flat.sum())
         self._f64 = flat.astype(np.float64)
@@ -214,8 +217,10 @@ class WeightedCounter:
         """Every count of a three-kind histogram (:func:`bin_counts` with ``judged``)."""
         cs = self.cumulative(w)
         judged = cs[:, 2, :-1] if self.k > 2 else cs[:, 0, :-1]
+        n = (cs[:, 0, -1:] if self._proposed is None
+             else np.rint(w.astype(np.float64) @ self._proposed)[:, None])
         return ReplicateCounts(kept=cs[:, 0, :-1], tp=cs[:, 1, :-1], judged=judged,
-                               n=cs[:, 0, -1:], n_pos=cs[:, 1, -1:],
+                               n=n, n_pos=cs[:, 1, -1:],
                                n_verdicts=w.sum(axis=1, keepdims=True))
 
 
@@ -335,6 +340,7 @@ def bootstrap_metrics(
     snap: bool = True,
     judged: Any = None,
     verdicts: Any = None,
+    proposed: Any = None,
     **objective_options: float | None,
 ) -> BootstrapResult:
     """Percentile intervals of precision, recall, F1 and kept-per-verdict, resampling verdicts.
@@ -347,7 +353,9 @@ def bootstrap_metrics(
     Counts as :func:`~truss_lab.evaluate._sweep.sweep` does: ``judged`` marks
     candidates with a truth value (the others are kept but neither tp nor fp),
     ``verdicts`` lists every verdict processed (those without candidates are
-    resampled too and count in kept per verdict).
+    resampled too and count in kept per verdict); ``proposed`` marks the rows that
+    write rate divides by (default all; a reference truth's miss rows are not
+    proposed lessons).
     """
     obj = make_objective(objective, **objective_options)
     check_boot(n_boot, confidence)
@@ -371,9 +379,8 @@ def bootstrap_metrics(
     h = bin_counts(y, s, codes, n_groups, thr_desc,
                    judged=jm if jm is not None else np.ones(len(y), dtype=np.uint8))
     rng = as_rng(random_state)
-
     # Full-data point estimates: every verdict weight 1.
-    counter = WeightedCounter(h)
+    counter = WeightedCounter(h, _per_verdict(proposed, codes, n_groups))
     full = counter.judged(np.ones((1, n_groups), dtype=np.float32))
     point = {k: v[0] for k, v in full.metrics().items()}
     best0 = full.best_index(obj)[0]
@@ -400,6 +407,15 @@ def bootstrap_metrics(
         random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
         n_verdicts=n_groups,
     )
+
+
+def _per_verdict(proposed: Any, codes: np.ndarray, n_groups: int) -> np.ndarray | None:
+    """How many rows of each verdict ``proposed`` marks (None: every row counts)."""
+    if proposed is None:
+        return None
+    pm = as_labels(proposed, "proposed")
+    check_lengths(groups=codes, proposed=pm)
+    return np.bincount(codes, weights=pm, minlength=n_groups)
 
 
 def _grid(thresholds: Any) -> np.ndarray:

@@ -111,8 +111,9 @@ class ComparisonResult:
     ``m_b``, ``delta_m`` (= m_b - m_a) and ``delta_m_low``/``delta_m_high`` (the
     paired-bootstrap percentile interval); ``success_a``/``success_b``
     (verdicts with the success outcome), ``a_only``/``b_only`` (discordant
-    verdicts) and ``mcnemar_p`` (exact two-sided). ``only_in_a``/``only_in_b``
-    hold the hashes of verdicts present in one run only.
+    verdicts), ``mcnemar_p`` (exact two-sided) and, last, each run's own interval
+    from the same replicates, ``m_a_low``/``m_a_high`` and ``m_b_low``/``m_b_high``.
+    ``only_in_a``/``only_in_b`` hold the hashes of verdicts present in one run only.
     """
 
     table: pd.DataFrame
@@ -211,15 +212,18 @@ def compare_extractors(
 
     point = counts(np.ones((1, g), dtype=np.float32))
     deltas: dict[str, list[np.ndarray]] = {m: [] for m in DELTA_METRICS}
+    sides: dict[str, list[np.ndarray]] = {f"{m}_{x}": [] for m in DELTA_METRICS for x in "ab"}
     if g:
         for w in weight_chunks(n_boot, g, as_rng(random_state)):
             rep = counts(w)
             for m in DELTA_METRICS:
                 deltas[m].append(rep["b"][m] - rep["a"][m])
+                sides[f"{m}_a"].append(rep["a"][m])
+                sides[f"{m}_b"].append(rep["b"][m])
 
     success = [_verdict_success(h, t_order) for h, t_order in hs]
     return ComparisonResult(
-        table=_table(t_a, t_b, point, deltas, success, confidence),
+        table=_table(t_a, t_b, point, deltas, success, confidence, sides),
         names=(str(names[0]), str(names[1])),
         n_common=g,
         only_in_a=[str(h) for h in only_a],
@@ -274,7 +278,7 @@ def _verdict_success(h: np.ndarray, t_order: np.ndarray) -> np.ndarray:
 
 def _table(t_a: np.ndarray, t_b: np.ndarray, point: dict[str, dict[str, np.ndarray]],
            deltas: dict[str, list[np.ndarray]], success: list[np.ndarray],
-           confidence: float) -> pd.DataFrame:
+           confidence: float, sides: dict[str, list[np.ndarray]]) -> pd.DataFrame:
     """The :attr:`ComparisonResult.table`: one row per threshold pair."""
     a_only = np.count_nonzero(success[0] & ~success[1], axis=0)
     b_only = np.count_nonzero(~success[0] & success[1], axis=0)
@@ -289,6 +293,12 @@ def _table(t_a: np.ndarray, t_b: np.ndarray, point: dict[str, dict[str, np.ndarr
             lo = hi = np.full(len(t_a), np.nan)
         cols[f"delta_{m}_low"] = lo
         cols[f"delta_{m}_high"] = hi
+    for key, reps in sides.items():  # each run's own interval, from the same replicates
+        if reps:
+            lo, hi = percentile_interval(np.concatenate(reps), confidence)
+        else:
+            lo = hi = np.full(len(t_a), np.nan)
+        cols[f"{key}_low"], cols[f"{key}_high"] = lo, hi
     cols["success_a"] = np.count_nonzero(success[0], axis=0)
     cols["success_b"] = np.count_nonzero(success[1], axis=0)
     cols["a_only"] = a_only

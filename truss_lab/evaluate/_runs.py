@@ -15,6 +15,7 @@ used to live). Text and plots of the results are the faces' job
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -41,12 +42,17 @@ from ._truth import (
 )
 
 __all__ = [
+    "BAND_THRESHOLDS",
+    "DEFAULT_CV",
+    "DEFAULT_TEST_SIZE",
     "CalibrationReport",
     "LabelReport",
+    "RunEvaluation",
     "bootstrap_run",
     "calibration_run",
     "choose_run_threshold",
     "compare_runs",
+    "evaluate_run",
     "label_report",
     "rank_runs",
     "sweep_judged",
@@ -111,30 +117,47 @@ def bootstrap_run(
     truth: str | Truth = "labels",
     references: Any = None,
     matcher: Any = None,
+    ties: str = DEFAULT_TIES,
 ) -> BootstrapResult:
-    """:func:`~truss_lab.evaluate._bootstrap.bootstrap_metrics` of one run's judged
-    lessons, resampling verdicts, on ``thresholds`` (default: 0, 0.01, ..., 1). Its
-    ``table`` is the ``intervals`` of :class:`~truss_lab.faces._display.SweepDisplay`.
-    With labels (or a judge) only labelled valid candidates enter
-    (:func:`~truss_lab.evaluate._truth.scored_candidates`), so its kept per verdict
-    and recall are over those (the sweep of :func:`sweep_run` also counts
-    unlabelled, dropped and empty verdicts); with references, the rows of
-    :class:`~truss_lab.evaluate._truth.ReferenceTruth` (misses included), matched
-    by ``matcher`` (default lexical)."""
+    """:func:`~truss_lab.evaluate._bootstrap.bootstrap_metrics` of one run judged as
+    :func:`sweep_run` judges it, resampling verdicts, on ``thresholds`` (default
+    :data:`BAND_THRESHOLDS`: 0, 0.01, ..., 1). Its point estimates are
+    :func:`sweep_run`'s at every threshold, for every truth: with labels (or a
+    judge) kept is what the gate would write (labelled or not), a useful lesson the
+    parser dropped is a miss, and kept per verdict divides by every verdict the run
+    processed (each resampled, those without a candidate too); with references, the
+    rows of :class:`~truss_lab.evaluate._truth.ReferenceTruth` (misses included,
+    matched by ``matcher``, default lexical) and write rate over the lessons. Its
+    ``table`` is the ``intervals`` of :class:`~truss_lab.faces._display.SweepDisplay`."""
     t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    if t.kind == "references":
-        jr = t.judged(run_id, score=score, matcher=matcher)
-        assert isinstance(jr, ReferenceTruth)
+    jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
+    grid = BAND_THRESHOLDS if thresholds is None else thresholds
+    opts: dict[str, Any] = {"thresholds": grid, "n_boot": n_boot, "confidence": confidence,
+                            "random_state": random_state,
+                            "objective": parse_objective(objective)}
+    if isinstance(jr, ReferenceTruth):
         y, s, g = jr.arrays()
-    else:
-        d = t.scored(run_id, score=score)
-        y, s, g = (d["y"].to_numpy(), d["s"].to_numpy(),
-                   d["verdict_hash"].to_numpy(dtype=object))
-    grid = np.round(np.linspace(0.0, 1.0, 101), 2) if thresholds is None else thresholds
-    return bootstrap_metrics(
-        y, s, g, thresholds=grid, n_boot=n_boot, confidence=confidence,
-        random_state=random_state, objective=parse_objective(objective),
-    )
+        return bootstrap_metrics(y, s, g, verdicts=jr.verdicts,
+                                 proposed=(jr.rows["kind"] == "lesson").to_numpy(), **opts)
+    inputs = jr.sweep_inputs()
+    res = bootstrap_metrics(inputs["y_true"], inputs["salience"], inputs["groups"],
+                            judged=inputs["judged"], verdicts=jr.verdicts, **opts)
+    if jr.count_scale != 1:  # ties="half": counts in half-lessons, ratios unchanged
+        cols = ["kept_per_verdict", "kept_per_verdict_low", "kept_per_verdict_high"]
+        res.table[cols] = res.table[cols] / jr.count_scale
+    return res
+
+
+#: The thresholds of the sweep's bands (:func:`bootstrap_run`'s default grid).
+BAND_THRESHOLDS = np.round(np.linspace(0.0, 1.0, 101), 2)
+
+#: How every face chooses a threshold unless told otherwise (the CLI's ``sweep``,
+#: ``propose`` and ``report``, :func:`choose_run_threshold`, :func:`evaluate_run`, the
+#: demo, the report, the notebooks): cross-validated over :data:`AUTO_FOLDS` folds of
+#: verdicts when :func:`auto_cv` says the data allow it, else one split of
+#: :data:`DEFAULT_TEST_SIZE` held out.
+DEFAULT_CV: Literal["auto"] = "auto"
+DEFAULT_TEST_SIZE = 0.3
 
 
 #: Folds of the cross-validated choice when ``cv="auto"`` (the CLI's and notebook 02's
@@ -162,8 +185,8 @@ def choose_run_threshold(
     objective: str | Objective = DEFAULT_OBJECTIVE,
     labels: Any = None,
     score: str = "salience",
-    test_size: float | int = 0.3,
-    cv: int | Literal["auto"] | None = None,
+    test_size: float | int = DEFAULT_TEST_SIZE,
+    cv: int | Literal["auto"] | None = DEFAULT_CV,
     cv_repeats: int = 1,
     random_state: Any = 0,
     n_boot: int = 1000,
@@ -175,9 +198,10 @@ def choose_run_threshold(
     """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run, counted as
     :func:`sweep_run` counts (:class:`~truss_lab.evaluate._truth.RunTruth`: kept is what
     the gate would write, every processed verdict is split and counts in kept
-    per verdict). One split (``test_size``) by default; ``cv=k`` cross-validates
-    over k folds of verdicts (``cv_repeats`` times), ``cv="auto"`` does so with
-    :data:`AUTO_FOLDS` folds when :func:`auto_cv` says the data allow it.
+    per verdict). ``cv="auto"`` (:data:`DEFAULT_CV`, every face's default)
+    cross-validates with :data:`AUTO_FOLDS` folds of verdicts when :func:`auto_cv`
+    says the data allow it, else makes one split (``test_size``); ``cv=k``
+    cross-validates over k folds (``cv_repeats`` times); ``cv=None`` makes one split.
     ``objective`` is an :class:`Objective` or a spec for :func:`parse_objective`
     (``"precision:0.8"``). ``split["counts"]`` holds the truth counts and
     ``split["truth"]`` the truth's name. ``truth="references"`` judges by
@@ -202,6 +226,88 @@ def choose_run_threshold(
     choice.split["counts"] = dict(jr.counts)
     choice.split["truth"] = t.name
     return choice
+
+
+# --------------------------------------------------------------------------- one evaluation
+
+
+@dataclass(frozen=True, eq=False)
+class RunEvaluation:
+    """One run evaluated once for one request: what every face shows of it.
+
+    :func:`evaluate_run` makes it; the CLI's ``sweep``, the demo, the report and
+    the Displays show it, so one run with one set of options gives the same
+    numbers everywhere. ``truth`` is the resolved :class:`Truth` and ``judged`` the
+    run as it judged it; ``sweep`` is :func:`sweep_run` at every distinct
+    threshold; ``choice`` is :func:`choose_run_threshold` with the options given
+    (``options``); ``bands`` is :func:`bootstrap_run` on :data:`BAND_THRESHOLDS`
+    (None with ``n_boot=0``). ``correction`` names the correction of the
+    automated truth the numbers carry (``"none"``: the truth's counts as they are).
+    """
+
+    run_id: str
+    truth: Truth = field(repr=False)
+    judged: RunTruth | ReferenceTruth = field(repr=False)
+    sweep: pd.DataFrame = field(repr=False)
+    choice: ThresholdChoice
+    bands: BootstrapResult | None = field(default=None, repr=False)
+    score: str = "salience"
+    correction: str = "none"
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def at(self, thresholds: Any) -> pd.DataFrame:
+        """:func:`sweep_run` rows at ``thresholds`` (from the judged run: no store read)."""
+        df = sweep_judged(self.judged, thresholds)
+        df.attrs["truth"] = self.truth.name
+        return df
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        """The truth counts of the run (:attr:`RunTruth.counts` or the references')."""
+        return dict(self.judged.counts)
+
+
+def evaluate_run(
+    store: Store,
+    run_id: str,
+    *,
+    objective: str | Objective = DEFAULT_OBJECTIVE,
+    labels: Any = None,
+    score: str = "salience",
+    test_size: float | int = DEFAULT_TEST_SIZE,
+    cv: int | Literal["auto"] | None = DEFAULT_CV,
+    cv_repeats: int = 1,
+    random_state: Any = 0,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    ties: str = DEFAULT_TIES,
+    truth: str | Truth = "labels",
+    references: Any = None,
+    matcher: Any = None,
+    bands: bool = True,
+) -> RunEvaluation:
+    """The one evaluation of a run every face shows (:class:`RunEvaluation`): the
+    truth resolved and the run judged once, then :func:`sweep_run`,
+    :func:`choose_run_threshold` (the same options, the same defaults:
+    :data:`DEFAULT_CV`, :data:`DEFAULT_TEST_SIZE`) and :func:`bootstrap_run`'s bands
+    (``n_boot`` replicates, the same seed; none with ``n_boot=0`` or ``bands=False``)
+    of that judged run."""
+    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
+    jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
+    full = sweep_judged(jr)
+    full.attrs["truth"] = t.name
+    options: dict[str, Any] = {
+        "objective": parse_objective(objective), "score": score, "test_size": test_size,
+        "cv": cv, "cv_repeats": cv_repeats, "random_state": random_state, "n_boot": n_boot,
+        "confidence": confidence, "ties": ties}
+    choice = choose_run_threshold(store, run_id, truth=t, matcher=matcher, **options)
+    boot = (bootstrap_run(store, run_id, truth=t, matcher=matcher, score=score,
+                          n_boot=n_boot, confidence=confidence, random_state=random_state,
+                          objective=options["objective"], ties=ties)
+            if n_boot and bands else None)
+    options["objective"] = options["objective"].describe()
+    return RunEvaluation(run_id=run_id, truth=t, judged=jr, sweep=full, choice=choice,
+                         bands=boot, score=score, options=options)
 
 
 # --------------------------------------------------------------------------- comparison

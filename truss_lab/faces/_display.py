@@ -44,6 +44,7 @@ __all__ = [
     "format_choice",
     "format_sweep",
     "frontier_plot",
+    "plot_title",
     "runs_text",
     "save_calibration_plot",
     "save_comparison_plot",
@@ -91,6 +92,12 @@ def _row_at(df: pd.DataFrame, threshold: float) -> pd.Series | None:
     if not len(at):
         return None
     return at.loc[at["threshold"].idxmin()]
+
+
+def plot_title(run_id: str, what: str, *, truth: str, correction: str = "none") -> str:
+    """The title of a saved plot: the run, what is drawn, and the truth and correction
+    it was judged by (``correction`` ``none``: the truth's own counts)."""
+    return f"{run_id}: {what}\ntruth {truth} · correction {correction}"
 
 
 # -- the displays ----------------------------------------------------------------------------
@@ -174,7 +181,8 @@ class SweepDisplay:
         iv = (bootstrap_run(store, run_id, n_boot=n_boot, random_state=random_state, truth=t,
                             score=score).table if n_boot else None)
         return cls(df, threshold=threshold, intervals=iv,
-                   name=name if name else f"{run_id} (truth: {df.attrs['truth']})",
+                   name=name if name else plot_title(run_id, "metrics vs threshold",
+                                                     truth=df.attrs["truth"]),
                    default_threshold=default_threshold).plot(ax=ax)
 
     @classmethod
@@ -200,8 +208,9 @@ class SweepDisplay:
         """Draw on ``ax`` (new figure when None).
 
         Sets ``ax_``, ``ax2_`` (secondary axis), ``figure_``, ``lines_`` (by metric),
-        ``bands_`` (by metric, when ``intervals`` has them), ``threshold_line_`` and
-        ``default_line_`` (when drawn).
+        ``bands_`` (by metric, when ``intervals`` has them, drawn over the thresholds
+        the lines span), ``chance_line_`` (the precision of keeping everything),
+        ``threshold_line_`` and ``default_line_`` (when drawn).
         """
         ax = _axes(ax)
         df = self.sweep.sort_values("threshold")
@@ -213,6 +222,9 @@ class SweepDisplay:
             self.lines_[metric] = line
             if self.intervals is not None and f"{metric}_low" in self.intervals.columns:
                 iv = self.intervals.sort_values("threshold")
+                # Bands where the lines are: a grid threshold below the lowest score
+                # keeps what the lowest keeps, and the line does not go there.
+                iv = iv[(iv["threshold"] >= t.min()) & (iv["threshold"] <= t.max())]
                 self.bands_[metric] = ax.fill_between(
                     iv["threshold"].to_numpy(),
                     iv[f"{metric}_low"].to_numpy(),
@@ -222,6 +234,14 @@ class SweepDisplay:
                     # one legend entry for all bands: the colour already says which
                     label="bootstrap interval" if not self.bands_ else "_nolegend_",
                 )
+        self.chance_line_ = None
+        if len(df) and np.isfinite(df["precision"].iloc[0]):
+            # Precision of keeping everything (the lowest threshold): what a gate
+            # that picks at random would reach.
+            chance = float(df["precision"].iloc[0])
+            self.chance_line_ = ax.axhline(chance, color=self.lines_["precision"].get_color(),
+                                           ls=":", lw=1,
+                                           label=f"chance precision (keep all) {chance:.2f}")
         ax.set_xlabel("salience threshold (kept when salience >= threshold)")
         ax.set_ylabel("precision / recall / F1")
         ax.set_ylim(-0.02, 1.02)
@@ -276,6 +296,7 @@ class PrecisionRecallDisplay:
         self.name = name
         self.chance_level = chance_level
         self.operating_point = operating_point
+        self.title: str | None = None
 
     @staticmethod
     def _point(df: pd.DataFrame, threshold: float | None) -> tuple[float, float, float] | None:
@@ -289,17 +310,20 @@ class PrecisionRecallDisplay:
     @classmethod
     def from_sweep(
         cls, sweep: pd.DataFrame, *, threshold: float | None = None, name: str | None = None,
-        chance_level: float | None = None, ax: Any = None,
+        chance_level: float | None = None, ax: Any = None, title: str | None = None,
     ) -> PrecisionRecallDisplay:
         """Plot the curve of a sweep frame (thresholds descending, as sweep returns them).
 
         ``threshold`` marks the operating point; the chance level defaults to the
-        precision at the lowest threshold of the sweep (everything kept)."""
+        precision at the lowest threshold of the sweep (everything kept); ``title``
+        heads the axes."""
         df = sweep.sort_values("threshold", ascending=False)
         if chance_level is None and len(df):
             chance_level = float(df["precision"].iloc[-1])
-        return cls(df["precision"], df["recall"], name=name, chance_level=chance_level,
-                   operating_point=cls._point(df, threshold)).plot(ax=ax)
+        out = cls(df["precision"], df["recall"], name=name, chance_level=chance_level,
+                  operating_point=cls._point(df, threshold))
+        out.title = title
+        return out.plot(ax=ax)
 
     @classmethod
     def from_run(
@@ -353,6 +377,8 @@ class PrecisionRecallDisplay:
         ax.set_xlim(-0.01, 1.01)
         ax.set_ylim(-0.01, 1.01)
         ax.legend(loc="lower left", fontsize="small")
+        if self.title:
+            ax.set_title(self.title)
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
@@ -474,10 +500,10 @@ class CalibrationDisplay:
 
 
 class ComparisonDisplay:
-    """Two runs side by side: each run's values on top, the differences B - A with
-    their bootstrap intervals below; rates (precision, recall, F1, in [0, 1]) on
-    the left, the count (lessons kept per verdict) on the right, so a count never
-    shares an axis with a rate.
+    """Two runs side by side: each run's values on top (bars with each run's bootstrap
+    interval), the differences B - A with their paired bootstrap intervals below;
+    rates (precision, recall, F1, in [0, 1]) on the left, the count (lessons kept per
+    verdict) on the right, so a count never shares an axis with a rate.
     """
 
     #: Panel names, in the order of a sequence of axes passed to :meth:`plot`.
@@ -487,6 +513,7 @@ class ComparisonDisplay:
         self.result = result
         self.row = row
         self.truth: str | None = None  # set by from_runs, shown in the title
+        self.correction = "none"
 
     @classmethod
     def from_result(cls, result: Any, *, row: int = 0, ax: Any = None) -> ComparisonDisplay:
@@ -537,7 +564,14 @@ class ComparisonDisplay:
             val_ax, delta_ax = panels[kind], panels[f"{kind[:-1]}_deltas"]
             for name, side, offset in ((a, "a", 0.15), (b, "b", -0.15)):
                 vals = np.array([r[f"{m}_{side}"] for m in metrics], dtype=float)
-                bars = val_ax.barh(y + offset, vals, height=0.3, label=name)
+                xerr = None
+                if all(f"{m}_{side}_low" in r.index for m in metrics):
+                    # each run's own bootstrap interval (same replicates as the deltas)
+                    lo = np.array([r[f"{m}_{side}_low"] for m in metrics], dtype=float)
+                    hi = np.array([r[f"{m}_{side}_high"] for m in metrics], dtype=float)
+                    xerr = np.clip(np.nan_to_num(np.vstack([vals - lo, hi - vals])), 0, None)
+                bars = val_ax.barh(y + offset, vals, height=0.3, label=name, xerr=xerr,
+                                   error_kw={"capsize": 3, "elinewidth": 1})
                 self.values_.setdefault(name, {}).update(dict(zip(metrics, vals, strict=True)))
                 val_ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=2)
             est = np.array([r[f"delta_{m}"] for m in metrics], dtype=float)
@@ -563,7 +597,8 @@ class ComparisonDisplay:
         panels["rate_deltas"].set_xlabel(f"B - A (paired verdict bootstrap, {ci})")
         panels["count_deltas"].set_xlabel(f"B - A ({ci})")
         fig = panels["rates"].figure
-        by = f" (truth: {self.truth})" if self.truth else ""
+        by = (f"\ntruth {self.truth} · correction {self.correction}" if self.truth
+              else f"\ncorrection {self.correction}")
         self.title_ = fig.suptitle(
             f"A = {a}, B = {b}{by}\nMcNemar p = {r['mcnemar_p']:.3g} (verdicts where one run "
             "succeeds and the other does not)", fontsize="medium")
@@ -623,9 +658,10 @@ def save_sweep_plot(df: pd.DataFrame, path: Any, *, threshold: float | None = No
     return _save(fig, path)
 
 
-def save_calibration_plot(report: CalibrationReport, path: Any) -> str:
+def save_calibration_plot(report: CalibrationReport, path: Any, *,
+                          correction: str = "none") -> str:
     """Reliability diagrams of a calibration report (before / after, side by side)
-    into a PNG; returns the path."""
+    into a PNG, titled with the run, its truth and ``correction``; returns the path."""
     names = list(report.tables)
     fig = bare_figure((6.5 * (len(names) or 1), 4.5))
     axes = np.atleast_1d(fig.subplots(1, len(names) or 1))
@@ -633,15 +669,20 @@ def save_calibration_plot(report: CalibrationReport, path: Any) -> str:
         label = f"{report.score} ({name})" if name == "before" else f"{report.method} ({name})"
         ece = report.summary.loc[name, "ece"]
         CalibrationDisplay(report.tables[name], name=label,
-                           title=f"{report.run_id}: {name}, ECE {ece:.3f}").plot(ax=ax)
+                           title=plot_title(report.run_id, f"calibration {name}, ECE {ece:.3f}",
+                                            truth=report.truth, correction=correction)
+                           ).plot(ax=ax)
     return _save(fig, path)
 
 
-def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0) -> str:
-    """A :class:`ComparisonDisplay` of ``result`` (threshold row ``row``) into a PNG;
-    returns the path."""
+def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0,
+                         truth: str | None = None, correction: str = "none") -> str:
+    """A :class:`ComparisonDisplay` of ``result`` (threshold row ``row``) into a PNG,
+    titled with the runs, ``truth`` and ``correction``; returns the path."""
     fig = bare_figure((10, 5.5))
-    ComparisonDisplay(result, row=row).plot(ax=fig)
+    d = ComparisonDisplay(result, row=row)
+    d.truth, d.correction = truth, correction
+    d.plot(ax=fig)
     return _save(fig, path)
 
 

@@ -54,14 +54,17 @@ import pandas as pd
 
 from ..core._errors import BadInputError, TrussLabError
 from ..core._threshold import DEFAULT_MIN_SALIENCE
-from ..evaluate._bootstrap import bootstrap_metrics
-from ..evaluate._objective import DEFAULT_OBJECTIVE, parse_objective
+from ..evaluate._choose import INTERVAL_LABELS, ThresholdChoice
+from ..evaluate._compare import DELTA_METRICS
+from ..evaluate._objective import DEFAULT_OBJECTIVE
 from ..evaluate._runs import (
+    DEFAULT_CV,
+    DEFAULT_TEST_SIZE,
+    RunEvaluation,
     calibration_run,
-    choose_run_threshold,
     compare_runs,
+    evaluate_run,
     label_report,
-    sweep_run,
 )
 from ..evaluate._sweep import UndefinedMetricWarning, average_precision
 from ..evaluate._truth import ReferenceTruth, Truth, check_truth_spec, labelled_candidates
@@ -85,16 +88,20 @@ from ._display import (
     PrecisionRecallDisplay,
     SweepDisplay,
     bare_figure,
+    plot_title,
 )
 
 __all__ = [
     "COMPLETION_CHARS",
     "CSP",
+    "DECIMALS",
     "PAGE_SIZE",
     "TEXT_CHARS",
+    "choice_html",
     "cut",
     "esc",
     "fmt",
+    "judged_arrays",
     "page",
     "png_img",
     "report_html",
@@ -133,28 +140,56 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def fmt(value: Any) -> str:
-    """A cell as text: floats to 4 significant digits, NaN/None as an empty cell, text cut
-    at :data:`TEXT_CHARS`."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+#: Decimals of every number the report shows (thresholds, rates, counts per verdict,
+#: intervals): one format, so 0.370 and 0.460 read alike.
+DECIMALS = 3
+
+
+def fmt(value: Any, column: str = "") -> str:
+    """A cell as text, one format for the whole report: whole numbers as integers, other
+    numbers to :data:`DECIMALS` decimals (a p-value below 0.001 as ``< 0.001``), NaN/None
+    as an empty cell, booleans as yes/no, text cut at :data:`TEXT_CHARS`."""
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return ""
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):.4g}"
     if isinstance(value, (np.bool_, bool)):
         return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if column.endswith("_p") and 0 <= v < 10 ** -DECIMALS:
+            return f"< {10 ** -DECIMALS:.{DECIMALS}f}"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v.is_integer() and column not in _RATE_COLUMNS and abs(v) >= 1:
+            return str(int(v))
+        return f"{v:.{DECIMALS}f}"
     return cut(value)
 
 
-def table(df: pd.DataFrame, *, index: bool = False, cls: str = "") -> str:
-    """An escaped HTML table of ``df`` (cells formatted by :func:`fmt`)."""
+# Columns whose values are rates or thresholds: shown with decimals even when whole (1.000).
+_RATE_COLUMNS = frozenset({"threshold", "precision", "recall", "f1", "kept_per_verdict",
+                           "write_rate", "coverage", "ece", "mce", "brier", "value"})
+
+
+def table(df: pd.DataFrame, *, index: bool = False, cls: str = "",
+          mark: Sequence[bool] | None = None) -> str:
+    """An escaped HTML table of ``df`` (cells formatted by :func:`fmt`, by column), in a
+    box that scrolls sideways rather than overflow the page; rows with ``mark`` True
+    are highlighted."""
     frame = df.reset_index() if index else df
-    head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
+    cols = [str(c) for c in frame.columns]
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    marks = list(mark) if mark is not None else [False] * len(frame)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{esc(fmt(v))}</td>" for v in row) + "</tr>"
-        for row in frame.itertuples(index=False, name=None)
+        ("<tr class=\"mark\">" if marked else "<tr>")
+        + "".join(f"<td>{esc(fmt(v, c))}</td>" for c, v in zip(cols, row, strict=True))
+        + "</tr>"
+        for row, marked in zip(frame.itertuples(index=False, name=None), marks, strict=True)
     )
     attr = f' class="{esc(cls)}"' if cls else ""
-    return f"<table{attr}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    return (f"<div class=\"table-box\"><table{attr}><thead><tr>{head}</tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>")
 
 
 def png_img(fig: Any, alt: str, *, dpi: int = 90) -> str:
@@ -181,6 +216,8 @@ details.verdict>summary{cursor:pointer}.badge{display:inline-block;padding:0 .5e
 .badge.fail{background:#fbd9d9}.badge.err{background:#ffe8b3}.badge.ref{background:#dde8fb}
 #filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #eee}
 #filters input[type=search]{width:24em}.lesson-text{max-width:40em}
+.table-box{max-width:100%;overflow-x:auto}tr.mark td{background:#fff6d6;font-weight:bold}
+td{overflow-wrap:anywhere}
 """
 
 _JS = """
@@ -494,26 +531,6 @@ def _runs_section(store: Store, run_ids: Sequence[str]) -> str:
     return table(summary) + "".join(configs)
 
 
-def _judged_rows(rid: str, truth: Truth) -> pd.DataFrame:
-    """The rows :func:`sweep_run` judges (``y``, ``s``, ``verdict_hash``): candidates with
-    a truth value (dropped useful ones too: NaN score, a miss), or the reference rows
-    (matched lessons and misses). The run as the truth judged it for the sweep."""
-    jr = truth.judged(rid)
-    if isinstance(jr, ReferenceTruth):
-        return jr.rows
-    c = jr.candidates
-    return c[c["judged"].to_numpy(dtype=bool)]
-
-
-def _bands(d: pd.DataFrame, *, objective: str, n_boot: int, random_state: int) -> pd.DataFrame:
-    """The sweep's verdict-bootstrap bands over the judged rows ``d`` (bootstrap_run
-    takes no ``truth=`` yet, and leaves out the misses the sweep counts)."""
-    return bootstrap_metrics(
-        d["y"].to_numpy(), d["s"].to_numpy(), d["verdict_hash"].to_numpy(dtype=object),
-        thresholds=np.round(np.linspace(0.0, 1.0, 101), 2), n_boot=n_boot,
-        random_state=random_state, objective=parse_objective(objective)).table
-
-
 def _truth_counts(store: Store, rid: str, truth: Truth, counts: dict[str, Any]) -> str:
     """What the run is judged on: label coverage and agreement, or the reference counts."""
     if truth.name == "labels":
@@ -525,51 +542,135 @@ def _truth_counts(store: Store, rid: str, truth: Truth, counts: dict[str, Any]) 
             + table(pd.DataFrame([dict(counts)])))
 
 
-def _evaluation(store: Store, rid: str, truth: Truth, *, objective: str, n_boot: int,
-                random_state: int) -> tuple[str, float | None]:
-    """The sweep, PR and calibration of one run; its chosen threshold (None without truth)."""
-    try:
-        full = sweep_run(store, rid, truth=truth)
-    except BadInputError as exc:
-        return f'<h3>{esc(rid)}</h3><p class="muted">{esc(exc)}</p>', None
-    choice = choose_run_threshold(store, rid, objective=objective, n_boot=n_boot,
-                                  random_state=random_state, truth=truth)
-    judged = _judged_rows(rid, truth)
-    bands = _bands(judged, objective=objective, n_boot=n_boot, random_state=random_state)
+def _sweep_rows(ev: RunEvaluation) -> str:
+    """The sweep at :data:`SUMMARY_THRESHOLDS`, the default and the chosen threshold, in
+    threshold order, the chosen and default rows named (and the chosen one marked)."""
+    chosen = ev.choice.threshold
+    grid = sorted({*SUMMARY_THRESHOLDS, *([chosen] if math.isfinite(chosen) else [])})
+    at = ev.at(grid)
+    names = []
+    for t in at["threshold"]:
+        tags = [w for w, v in (("chosen", chosen), ("ADR default", DEFAULT_MIN_SALIENCE))
+                if math.isfinite(v) and abs(t - v) < 1e-9]
+        names.append(" · ".join(tags))
+    at.insert(0, "row", names)
+    cols = [c for c in ("row", "threshold", "kept", "tp", "fp", "fn", "precision", "recall",
+                        "f1", "kept_per_verdict") if c in at.columns]
+    return table(at[cols], mark=[bool(n.startswith("chosen")) for n in names])
+
+
+def choice_html(choice: ThresholdChoice) -> str:
+    """The choice as people read it: the threshold with its interval, how it was made,
+    and one row per metric (train or in-sample, held-out, each interval): no NaN cell,
+    no raw dict."""
+    sp = choice.split
+    lo_hi = (f" [{fmt(choice.threshold_interval[0])}, {fmt(choice.threshold_interval[1])}]"
+             if choice.threshold_interval is not None else "")
+    if choice.cv:
+        reps = f" x {sp['cv_repeats']} repeats" if sp.get("cv_repeats", 1) > 1 else ""
+        how = (f"cross-validated by verdict, {sp['cv']} folds{reps} of {sp['n_verdicts']} "
+               "verdicts")
+        sides = ("in-sample (all verdicts)", "held-out (out-of-fold)")
+    else:
+        how = (f"one split by verdict: {sp['n_train_verdicts']} train, "
+               f"{sp['n_test_verdicts']} held out (test_size {sp['test_size']})")
+        sides = ("train", "held-out")
+    rows = []
+    ivs = [(INTERVAL_LABELS[k], t.iloc[0]) for k, t in
+           (("fixed", choice.test_intervals), ("procedure", choice.procedure_intervals))
+           if t is not None]
+    for m in ("precision", "recall", "f1", "kept_per_verdict"):
+        row = {"metric": m.replace("_", " "), sides[0]: choice.train.get(m, np.nan),
+               sides[1]: choice.test.get(m, np.nan)}
+        for label, r in ivs:
+            row[label] = (f"[{fmt(r[f'{m}_low'])}, {fmt(r[f'{m}_high'])}]"
+                          if f"{m}_low" in r.index else "")
+        rows.append(row)
+    conf = f"{choice.confidence:.0%} " if choice.confidence is not None else ""
+    folds = ""
+    if choice.folds is not None:
+        folds = ("<p>thresholds per fold: "
+                 + esc(", ".join(fmt(t) for t in choice.fold_thresholds)) + "</p>")
+    return (f"<p class=\"choice\"><b>chosen threshold {esc(fmt(choice.threshold))}</b>"
+            f"{esc(lo_hi)} ({esc(conf)}bootstrap interval of the choice) · objective "
+            f"{esc(choice.objective)} · {esc(how)}, seed {esc(sp.get('random_state'))}</p>"
+            + folds + (f"<p class=\"muted\">{esc(conf)}intervals of the held-out metrics</p>"
+                       if ivs else "")
+            + table(pd.DataFrame(rows)))
+
+
+def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> str:
+    """The sweep, PR and calibration of one run from its one evaluation (a note when
+    the run has no truth)."""
+    if isinstance(ev, BadInputError):
+        return f'<h3>{esc(rid)}</h3><p class="muted">{esc(ev)}</p>'
+    truth, choice, full = ev.truth, ev.choice, ev.sweep
     fig = bare_figure((7.5, 4.6))
-    SweepDisplay(full, threshold=choice.threshold, intervals=bands,
-                 name=f"{rid}: metrics vs threshold, by {truth.name} "
-                      "(95% verdict-bootstrap bands)").plot(ax=fig.subplots())
-    parts = [f"<h3>{esc(rid)}</h3>", _truth_counts(store, rid, truth, full.attrs["counts"]),
-             png_img(fig, f"sweep of {rid}")]
-    at = sweep_run(store, rid, thresholds=[*SUMMARY_THRESHOLDS, round(choice.threshold, 6)]
-                   if choice.threshold == choice.threshold else list(SUMMARY_THRESHOLDS),
-                   truth=truth)
-    parts.append(table(at.drop_duplicates("threshold")))
-    parts.append(choice._repr_html_())
+    conf = f"{ev.bands.confidence:.0%} " if ev.bands is not None else ""
+    SweepDisplay(full, threshold=choice.threshold,
+                 intervals=ev.bands.table if ev.bands is not None else None,
+                 name=plot_title(rid, f"metrics vs threshold ({conf}verdict-bootstrap bands)",
+                                 truth=truth.name, correction=ev.correction),
+                 ).plot(ax=fig.subplots())
+    parts = [f"<h3>{esc(rid)}</h3>", _truth_counts(store, rid, truth, ev.counts),
+             png_img(fig, f"sweep of {rid}"), _sweep_rows(ev), choice_html(choice)]
     fig = bare_figure((5.5, 4.4))
     # The curve of the run's own sweep (misses count in recall), with the
     # average precision of the same rows.
-    ap = average_precision(judged["y"], judged["s"])
+    y, s = judged_arrays(ev)
+    ap = average_precision(y, s)
     PrecisionRecallDisplay.from_sweep(full, threshold=choice.threshold, ax=fig.subplots(),
-                                      name=f"{rid} (AP = {ap:.3f})")
+                                      name=f"{rid} (AP = {ap:.3f})",
+                                      title=plot_title(rid, "precision-recall",
+                                                       truth=truth.name,
+                                                       correction=ev.correction))
     parts.append(png_img(fig, f"precision-recall of {rid}"))
     if truth.kind == "references":
         # The report calibrates scores against labels only (a references calibration
         # would leave out the misses its sweep counts).
         parts.append(f"<h4>calibration</h4><p class=\"muted\">not judged by {esc(truth.name)}: "
                      "calibration_run fits gold labels only</p>")
-        return "".join(parts), choice.threshold
-    cal = calibration_run(store, rid, method="isotonic", random_state=random_state,
-                          truth=truth)
+        return "".join(parts)
+    rs = ev.options.get("random_state", 0)
+    cal = calibration_run(store, rid, method="isotonic", random_state=rs, truth=truth)
     names = list(cal.tables)
     fig = bare_figure((5.5 * len(names), 4.2))
     for ax, name in zip(fig.subplots(1, len(names), squeeze=False)[0], names, strict=True):
         CalibrationDisplay(cal.tables[name], name=f"{name} (held-out verdicts)",
-                           title=f"ECE {cal.summary.loc[name, 'ece']:.3f}").plot(ax=ax)
+                           title=plot_title(rid, f"calibration {name}, ECE "
+                                            f"{cal.summary.loc[name, 'ece']:.3f}",
+                                            truth=truth.name, correction=ev.correction)
+                           ).plot(ax=ax)
     parts += [f"<h4>calibration, by {esc(truth.name)}</h4>",
               png_img(fig, f"calibration of {rid}"), table(cal.summary, index=True)]
-    return "".join(parts), choice.threshold
+    return "".join(parts)
+
+
+def judged_arrays(ev: RunEvaluation) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, s)`` of the rows the sweep judges: candidates with a truth value (dropped
+    useful ones too: NaN score, a miss), or the reference rows (matches and misses)."""
+    jr = ev.judged
+    if isinstance(jr, ReferenceTruth):
+        y, s, _ = jr.arrays()
+        return y, s
+    c = jr.candidates
+    on = c["judged"].to_numpy(dtype=bool)
+    return c["y"].to_numpy()[on], c["s"].to_numpy()[on]
+
+
+def _comparison_table(res: Any) -> str:
+    """One row per metric: A, B, B - A and its interval; then the verdict outcomes."""
+    r = res.table.iloc[0]
+    conf = f"{res.confidence:.0%} interval of B - A"
+    rows = [{"metric": m.replace("_", " "), "A": r[f"{m}_a"], "B": r[f"{m}_b"],
+             "B - A": r[f"delta_{m}"],
+             conf: f"[{fmt(r[f'delta_{m}_low'])}, {fmt(r[f'delta_{m}_high'])}]"}
+            for m in DELTA_METRICS]
+    outcome = (f"<p>thresholds A {fmt(r['threshold_a'])}, B {fmt(r['threshold_b'])} · "
+               f"{res.n_common} common verdicts · kept set right on {int(r['success_a'])} (A) "
+               f"and {int(r['success_b'])} (B) · A only {int(r['a_only'])}, B only "
+               f"{int(r['b_only'])} · McNemar p {fmt(float(r['mcnemar_p']), 'mcnemar_p')}</p>")
+    return table(pd.DataFrame(rows)) + outcome
 
 
 def _comparison_section(store: Store, run_ids: Sequence[str], truth: Truth, *,
@@ -583,11 +684,12 @@ def _comparison_section(store: Store, run_ids: Sequence[str], truth: Truth, *,
             parts.append(f'<p class="muted">{esc(run_ids[0])} vs {esc(other)}: {esc(exc)}</p>')
             continue
         fig = bare_figure((10, 5.5))
-        ComparisonDisplay(res).plot(ax=fig)
+        d = ComparisonDisplay(res)
+        d.truth = truth.name
+        d.plot(ax=fig)
         parts += [f"<h3>{esc(run_ids[0])} (A) vs {esc(other)} (B) at the default "
-                  f"{DEFAULT_MIN_SALIENCE:.2f}, by {esc(truth.name)}</h3>",
-                  png_img(fig, f"comparison with {other}"),
-                  table(res.table.T.reset_index().set_axis(["metric", "value"], axis=1))]
+                  f"{fmt(DEFAULT_MIN_SALIENCE)}, by {esc(truth.name)}</h3>",
+                  png_img(fig, f"comparison with {other}"), _comparison_table(res)]
     return "".join(parts)
 
 
@@ -622,6 +724,9 @@ def report_html(
     max_verdicts: int | None = 200,
     title: str | None = None,
     truth: str = "auto",
+    cv: int | str | None = DEFAULT_CV,
+    cv_repeats: int = 1,
+    test_size: float | int = DEFAULT_TEST_SIZE,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     run_ids = list(dict.fromkeys(run_ids))
@@ -632,14 +737,20 @@ def report_html(
     judged = Truth.resolve(store, check_truth_spec(truth), run_ids)
     title = title or f"truss_lab report: {', '.join(run_ids)}"
     sections = [("runs", "Runs and their configuration", _runs_section(store, run_ids))]
-    evals = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)  # degenerate sides show NaN
+        # One evaluation per run (evaluate_run), the one the CLI's sweep, the demo and
+        # choose_run_threshold give with these options.
+        evals: dict[str, RunEvaluation | BadInputError] = {}
         for rid in run_ids:
-            body, _ = _evaluation(store, rid, judged, objective=objective, n_boot=n_boot,
-                                  random_state=random_state)
-            evals.append(body)
-        sections.append(("sweep", "Sweep, precision-recall and calibration", "".join(evals)))
+            try:
+                evals[rid] = evaluate_run(store, rid, objective=objective, n_boot=n_boot,
+                                          random_state=random_state, truth=judged, cv=cv,
+                                          cv_repeats=cv_repeats, test_size=test_size)
+            except BadInputError as exc:
+                evals[rid] = exc
+        sections.append(("sweep", "Sweep, precision-recall and calibration",
+                         "".join(_evaluation(store, ev, rid) for rid, ev in evals.items())))
         if len(run_ids) >= 2:
             sections.append(("comparison", "Comparison", _comparison_section(
                 store, run_ids, judged, n_boot=n_boot, random_state=random_state)))
@@ -657,10 +768,14 @@ def report_html(
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t, _ in sections)
     db = (f"{store.snapshot.source} (a snapshot copied at {store.snapshot.taken_at:%H:%M:%S} "
           "UTC: another process was writing it)" if store.snapshot is not None else store.path)
+    split = ("cross-validated choice (cv auto: 5 folds when the data allow)" if cv == "auto"
+             else f"{cv}-fold cross-validated choice" if cv else
+             f"one split, {test_size} held out")
     head = (f"<h1>{esc(title)}</h1><p id=\"truth\"><b>truth</b>: lessons judged by "
-            f"{esc(judged.label)}</p><p class=\"muted\">database {esc(db)} · "
+            f"{esc(judged.label)} · correction none</p><p class=\"muted\">database {esc(db)} · "
             f"truss_lab {esc(__version__)} · {esc(when)} · objective {esc(objective)}, "
-            f"{n_boot} verdict-bootstrap replicates, seed {random_state}</p><nav>{nav}</nav>")
+            f"{esc(split)}, {n_boot} verdict-bootstrap replicates, seed {random_state}</p>"
+            f"<nav>{nav}</nav>")
     return page(title, head + "".join(_section(a, t, b) for a, t, b in sections))
 
 
@@ -675,9 +790,12 @@ def write_report(
     Options (keyword): ``objective`` (the threshold choice, default ``"f1"``),
     ``n_boot`` (verdict-bootstrap replicates, default 200), ``random_state``,
     ``max_verdicts`` (verdicts in the list, default 200; None or 0 for all),
-    ``title`` and ``truth`` (what the sweep, calibration and comparison judge by:
+    ``title``, ``truth`` (what the sweep, calibration and comparison judge by:
     ``"labels"``, ``"references"``, ``"judge:NAME"`` or ``"auto"``, the default:
-    labels when every run has some, else references; the header says which).
+    labels when every run has some, else references; the header says which) and
+    the choice's ``cv``, ``cv_repeats`` and ``test_size`` (defaults those of
+    :func:`~truss_lab.evaluate._runs.choose_run_threshold`: the run's numbers are
+    those of :func:`~truss_lab.evaluate._runs.evaluate_run`, as in ``truss-lab sweep``).
     A run without that truth gets its sections replaced by a note.
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)

@@ -24,7 +24,13 @@ from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..evaluate._calibration import calibration_run
 from ..evaluate._label_report import label_report
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective
-from ..evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, rank_runs, sweep_run
+from ..evaluate._runs import (
+    DEFAULT_CV,
+    DEFAULT_TEST_SIZE,
+    compare_runs,
+    evaluate_run,
+    rank_runs,
+)
 from ..extract._batch import run_extraction
 from ..extract._extractor import Extractor
 from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
@@ -35,6 +41,7 @@ from ._display import (
     SUMMARY_THRESHOLDS,
     format_choice,
     format_sweep,
+    plot_title,
     runs_text,
     save_calibration_plot,
     save_comparison_plot,
@@ -122,6 +129,9 @@ def demo_evaluation(
     objective: str | Objective = DEFAULT_OBJECTIVE,
     n_boot: int = 1000,
     random_state: Any = 0,
+    cv: int | str | None = DEFAULT_CV,
+    cv_repeats: int = 1,
+    test_size: float | int = DEFAULT_TEST_SIZE,
 ) -> str:
     """The evaluation part of ``make demo``: a text block, plus PNG plots in ``out_dir``.
 
@@ -131,6 +141,9 @@ def demo_evaluation(
     isotonic calibration on held-out verdicts (``calibration_<run>.png``). For
     the first two runs: the paired comparison at the ADR default
     :data:`~truss_lab.core.DEFAULT_MIN_SALIENCE` (``compare_<a>_vs_<b>.png``).
+    Each run is :func:`~truss_lab.evaluate._runs.evaluate_run` with these options
+    (``cv``, ``cv_repeats``, ``test_size``: the defaults of every face), so its
+    numbers are those of ``truss-lab sweep`` and the report.
     """
     runs = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if not runs:
@@ -140,20 +153,24 @@ def demo_evaluation(
     parts: list[str] = []
     plots: list[str] = []
     for rid in runs:
-        full = sweep_run(store, rid)
-        at = sweep_run(store, rid, thresholds=list(SUMMARY_THRESHOLDS))
-        choice = choose_run_threshold(store, rid, objective=objective, n_boot=n_boot,
-                                      random_state=random_state)
+        # The one evaluation every face shows (evaluate_run): the CLI's sweep with
+        # the same options gives the same choice, interval and held-out metrics.
+        ev = evaluate_run(store, rid, objective=objective, n_boot=n_boot,
+                          random_state=random_state, cv=cv,  # type: ignore[arg-type]
+                          cv_repeats=cv_repeats, test_size=test_size)
+        choice = ev.choice
         rep = label_report(store, rid)
         cov = rep.coverage.iloc[0] if len(rep.coverage) else None
         head = f"-- run {rid}"
         if cov is not None:
             head += (f": {int(cov['n_labelled'])}/{int(cov['n_candidates'])} valid candidates "
                      f"labelled, {int(cov['n_ties'])} ties")
-        parts += [head, format_sweep(at), format_choice(choice)]
-        bands = bootstrap_run(store, rid, n_boot=n_boot, random_state=random_state).table
-        plots.append(save_sweep_plot(full, out / f"sweep_{_safe(rid)}.png",
-                                     threshold=choice.threshold, name=rid, intervals=bands))
+        parts += [head, format_sweep(ev.at(list(SUMMARY_THRESHOLDS))), format_choice(choice)]
+        plots.append(save_sweep_plot(
+            ev.sweep, out / f"sweep_{_safe(rid)}.png", threshold=choice.threshold,
+            name=plot_title(rid, "metrics vs threshold", truth=ev.truth.name,
+                            correction=ev.correction),
+            intervals=ev.bands.table if ev.bands is not None else None))
     cal = calibration_run(store, runs[0], method="isotonic", random_state=random_state)
     parts += ["-- calibration (isotonic, fitted on training verdicts, judged on held-out)",
               repr(cal)]
@@ -163,7 +180,7 @@ def demo_evaluation(
                            n_boot=n_boot, random_state=random_state)
         parts += [f"-- comparison at threshold {DEFAULT_MIN_SALIENCE:g}", repr(cmp)]
         plots.append(save_comparison_plot(
-            cmp, out / f"compare_{_safe(runs[0])}_vs_{_safe(runs[1])}.png"))
+            cmp, out / f"compare_{_safe(runs[0])}_vs_{_safe(runs[1])}.png", truth="labels"))
     parts.append("plots: " + ", ".join(plots))
     return "\n".join(parts)
 
@@ -188,7 +205,8 @@ def demo_references(
     cmp = compare_runs(store, baseline, best, truth="references", threshold=threshold,
                        n_boot=n_boot, random_state=random_state)
     plot = save_comparison_plot(
-        cmp, Path(out_dir) / f"compare_{_safe(baseline)}_vs_{_safe(best)}_references.png")
+        cmp, Path(out_dir) / f"compare_{_safe(baseline)}_vs_{_safe(best)}_references.png",
+        truth="references")
     cols = ["extractor_id", "verdicts", "kept", "precision", "recall", "f1",
             "kept_per_verdict", "delta_f1", "delta_f1_low", "delta_f1_high", "success",
             "baseline_success", "mcnemar_p"]

@@ -18,7 +18,7 @@ from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...evaluate._calibration import calibration_run
 from ...evaluate._frontier import format_frontier, frontier
-from ...evaluate._runs import bootstrap_run, choose_run_threshold, compare_runs, sweep_run
+from ...evaluate._runs import DEFAULT_CV, compare_runs, evaluate_run
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
@@ -30,6 +30,7 @@ from .._display import (
     SUMMARY_THRESHOLDS,
     format_choice,
     format_sweep,
+    plot_title,
     save_calibration_plot,
     save_comparison_plot,
     save_frontier_plot,
@@ -134,7 +135,7 @@ _test_size_option = click.option("--test-size", default=0.3, show_default=True, 
                                  help="Share of verdicts held out to judge the choice "
                                       "(one split: --cv 0, or too few verdicts for auto).")
 _cv_option = click.option(
-    "--cv", default="auto", show_default=True,
+    "--cv", default=DEFAULT_CV, show_default=True,
     help="Folds of verdicts for a cross-validated choice: auto (5 once every fold gets at "
          "least 10 verdicts with a label, else one split), 0 for one split, or k >= 2.")
 _cv_repeats_option = click.option("--cv-repeats", default=1, show_default=True,
@@ -202,28 +203,24 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
             check_output_file(path, field=option)
     with _open(db, write=_live_matcher(matcher, match_spec)) as store:
         m = _matcher(store, matcher, match_spec, match_base_url)
-        # Resolved once: every evaluation below reads and matches the truth once.
-        t = Truth.resolve(store, truth, [run_id], labels=labels_path)
-        truth, why = t.name, t.why
-        full = sweep_run(store, run_id, score=score, truth=t, matcher=m)
-        at = sweep_run(store, run_id, score=score, truth=t,
-                       thresholds=list(SUMMARY_THRESHOLDS), matcher=m)
-        choice = choose_run_threshold(store, run_id, objective=objective, score=score,
-                                      test_size=test_size, cv=_cv(cv),
-                                      cv_repeats=cv_repeats, random_state=random_state,
-                                      n_boot=n_boot, truth=t, matcher=m)
+        # One evaluation (evaluate_run): the truth resolved and the run judged once;
+        # the choice and bands are those of every other face with these options.
+        ev = evaluate_run(store, run_id, objective=objective, score=score,
+                          test_size=test_size, cv=_cv(cv), cv_repeats=cv_repeats,
+                          random_state=random_state, n_boot=n_boot, truth=truth, matcher=m,
+                          labels=labels_path, bands=bool(plot_path))
         _record(store, m)
-        # The plot's bands: a verdict bootstrap of the judged lessons, same truth
-        # (matched lexically with references, as the bands always were).
-        bands = (bootstrap_run(store, run_id, score=score, n_boot=n_boot,
-                               random_state=random_state, truth=t).table
-                 if plot_path and n_boot else None)
+    t, full, choice = ev.truth, ev.sweep, ev.choice
+    truth, why = t.name, t.why
+    at = ev.at(list(SUMMARY_THRESHOLDS))
     if csv_path:
         write_output(csv_path, lambda tmp: full.to_csv(tmp, index=False), field="--csv")
     if plot_path:
         write_output(plot_path, lambda tmp: save_sweep_plot(
-            full, tmp, threshold=choice.threshold, name=run_id, intervals=bands),
-            field="--plot")
+            full, tmp, threshold=choice.threshold,
+            name=plot_title(run_id, "metrics vs threshold", truth=truth,
+                            correction=ev.correction),
+            intervals=ev.bands.table if ev.bands is not None else None), field="--plot")
     judged = ("labelled candidates" if truth != "references" else
               f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
               " references")
@@ -231,9 +228,10 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
     text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
             f"truth: {truth} ({why})"
             f"{f', matcher {matched_by}' if truth == 'references' else ''}\n"
-            f"{format_sweep(at)}\n{format_choice(choice)}")
-    emit({"run_id": run_id, "score": score, "truth": truth,
-           "matcher": matched_by if truth == "references" else None,
+            f"{format_sweep(at)}\n{format_choice(choice)}"
+            + (f"\nplot: wrote {plot_path}" if plot_path else ""))
+    emit({"run_id": run_id, "score": score, "truth": truth, "correction": ev.correction,
+           "matcher": matched_by if truth == "references" else None, "plot": plot_path,
            "sweep": json_safe(at.to_dict(orient="records")),
            "choice": _choice_json(choice)}, as_json, text)
 
@@ -268,13 +266,15 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
                            n_boot=n_boot, random_state=random_state, truth=t, matcher=m)
         _record(store, m)
     if plot_path:
-        write_output(plot_path, lambda tmp: save_comparison_plot(res, tmp), field="--plot")
+        write_output(plot_path, lambda tmp: save_comparison_plot(res, tmp, truth=truth),
+                     field="--plot")
     by = (getattr(m, "name", "lexical") if truth == "references" else None)
     emit({"names": list(res.names), "n_common": res.n_common, "truth": truth,
            "matcher": by,
            "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
            "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
-          as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n{res!r}")
+          as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n{res!r}"
+          + (f"\nplot: wrote {plot_path}" if plot_path else ""))
 
 @click.command("frontier")
 @click.argument("run_ids", nargs=-1, metavar="RUN...")
@@ -370,7 +370,8 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
            "summary": json_safe(rep.summary.reset_index().to_dict(orient="records")),
            "tables": {k: json_safe(v.to_dict(orient="records"))
                       for k, v in rep.tables.items()}},
-          as_json, f"truth: {truth} ({why})\n{rep!r}")
+          as_json, f"truth: {truth} ({why})\n{rep!r}"
+          + (f"\nplot: wrote {plot_path}" if plot_path else ""))
 
 @click.command()
 @db_option
@@ -425,19 +426,26 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
               help="Verdicts in the browsable list (up to half with errors); 0 lists all.")
 @click.option("--truth", default="auto", show_default=True, metavar="SOURCE",
               callback=_check_truth, help=TRUTH_HELP)
+@_test_size_option
+@_cv_option
+@_cv_repeats_option
 @friendly
 def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: int,
-           random_state: int, max_verdicts: int, truth: str) -> None:
+           random_state: int, max_verdicts: int, truth: str, test_size: float, cv: str,
+           cv_repeats: int) -> None:
     """Write an HTML report of runs: config, sweep with bands, calibration, comparison
     (first run vs each other), judged by one truth (--truth; the header names it),
     junk rates, audit and a filterable verdict list with labels and reference lessons.
 
-    The first run is A in every comparison. See the README ("A report to share").
+    The first run is A in every comparison; each run's threshold is chosen as
+    `truss-lab sweep` chooses it with the same options (--cv, --test-size, --n-boot,
+    --random-state give the same numbers). See the README ("A report to share").
     """
     with read_store(db, must_exist=True) as store:
         path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
                             random_state=random_state, max_verdicts=max_verdicts or None,
-                            truth=truth)
+                            truth=truth, cv=_cv(cv), cv_repeats=cv_repeats,
+                            test_size=test_size)
     click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")
 
 
