@@ -17,6 +17,7 @@ from tests.builders.http_server import ScriptedServer
 from tests.builders.stores import copy_db
 from truss_lab.evaluate import bootstrap_run, dominance, sweep_run
 from truss_lab.faces._display import save_frontier_plot
+from truss_lab.store._usage import run_usage
 
 VERDICTS = "seq <= 200"
 PRICES = '''currency = "EUR"
@@ -111,6 +112,15 @@ def test_cost_latency_and_f1_are_the_runs_own(db: Path) -> None:
             assert t.loc[rid, "f1"] == pytest.approx(sw["f1"].iloc[0])
             assert t.loc[rid, "f1_low"] <= t.loc[rid, "f1"] <= t.loc[rid, "f1_high"]
         assert t.loc["f-replay-sim-good-v1", "name"] == "extractor=replay:sim-good-v1"
+        # A replay is read from the recorded calls it answered from; their model has no
+        # price in this table, so no cost, and the note says so.
+        good = t.loc["f-replay-sim-good-v1"]
+        u = run_usage(s, "f-replay-sim-good-v1")
+        assert (live["calls"], good["calls"]) == ("live", "recorded")
+        assert (good["prompt_tokens"], good["latency_ms_p95"]) == \
+            (u.recorded_prompt_tokens, u.recorded_latency_ms_p95) and u.recorded_calls > 0
+        assert math.isnan(good["cost"]) and "replayed from extractor sim-good-v1" in \
+            good["cost_note"]
 
 
 def test_without_prices_there_is_no_cost_and_nothing_is_dominated(db: Path) -> None:

@@ -2,7 +2,9 @@
 took, and how good its kept lessons are, side by side; which runs another one beats.
 
 :func:`frontier` reads each run's usage (:func:`~truss_lab.store._usage.run_usage`: tokens
-the server reported, priced by a price table; latency p50/p95 of its calls) and judges it
+the server reported, priced by a price table; latency p50/p95 of its calls; for a replay,
+the recorded calls it answered from, so a configuration reads the same from its replay as
+from its live run) and judges it
 by one truth (:meth:`~truss_lab.evaluate._truth.Truth.resolve`, any of labels,
 references, judge:NAME, auto) with :func:`~truss_lab.evaluate._runs.bootstrap_run`: F1
 at the run's own gate threshold (or a given one) with its verdict-bootstrap interval.
@@ -27,7 +29,7 @@ from ..core._models import LessonExtractionPolicy
 from ..core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ..store._runs import run_info
 from ..store._store import Store
-from ..store._usage import Prices, load_prices, run_usage
+from ..store._usage import Prices, RunUsage, load_prices, run_usage
 from ._runs import bootstrap_run
 from ._truth import Truth
 
@@ -35,7 +37,8 @@ __all__ = ["Frontier", "dominance", "frontier"]
 
 #: The columns of :attr:`Frontier.table`, in order.
 FRONTIER_COLUMNS = (
-    "run_id", "name", "extractor_id", "n_verdicts", "cost", "cost_per_verdict", "cost_note",
+    "run_id", "name", "extractor_id", "n_verdicts", "calls", "cost", "cost_per_verdict",
+    "cost_note",
     "prompt_tokens", "completion_tokens", "latency_ms_p50", "latency_ms_p95", "threshold",
     "precision", "recall", "f1", "f1_low", "f1_high", "dominated", "dominated_by",
 )
@@ -44,7 +47,9 @@ FRONTIER_COLUMNS = (
 @dataclass(frozen=True, eq=False)
 class Frontier:
     """Runs on cost and quality. ``table`` has one row per run (in the order given) with
-    :data:`FRONTIER_COLUMNS`: ``cost`` (total, in ``currency``; NaN without a price
+    :data:`FRONTIER_COLUMNS`: ``calls`` (whose calls the figures are: ``live``, the run's
+    own; ``recorded``, a replay's, the recorded calls it answered from; ``none``, a run
+    that called no model, the heuristic), ``cost`` (total, in ``currency``; NaN without a price
     table or when some call has no price or no token counts, ``cost_note`` says why),
     ``cost_per_verdict``, tokens, latency p50/p95 (ms), the ``threshold`` the run is
     judged at, precision, recall and F1 there with the F1 interval, and ``dominated`` /
@@ -80,15 +85,16 @@ def format_frontier(f: Frontier) -> str:
     def num(v: Any, fmt: str) -> str:
         return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else format(v, fmt)
 
-    rows = [("run", "cost/verdict", "p50 ms", "p95 ms", "threshold", "F1 [interval]",
-             "dominated by")]
+    rows = [("run", "calls", "cost/verdict", "p50 ms", "p95 ms", "threshold",
+             "F1 [interval]", "dominated by")]
     for r in t.itertuples(index=False):
-        rows.append((r.run_id, num(r.cost_per_verdict, ".3g"), num(r.latency_ms_p50, ".1f"),
+        rows.append((r.run_id, r.calls, num(r.cost_per_verdict, ".6f"),
+                     num(r.latency_ms_p50, ".1f"),
                      num(r.latency_ms_p95, ".1f"), num(r.threshold, ".2f"),
                      f"{num(r.f1, '.3f')} [{num(r.f1_low, '.3f')}, {num(r.f1_high, '.3f')}]",
                      r.dominated_by or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [f._head()] + ["  ".join(c.ljust(w) if i in (0, 6) else c.rjust(w)
+    lines = [f._head()] + ["  ".join(c.ljust(w) if i in (0, 1, 7) else c.rjust(w)
                                      for i, (c, w) in enumerate(zip(row, widths, strict=True)))
                            for row in rows]
     notes = sorted({n for n in t["cost_note"] if n})
@@ -151,6 +157,7 @@ def frontier(
     for rid in ids:
         info = run_info(store, rid)
         u = run_usage(store, rid, prices=table)
+        fig = _usage_figures(u, table is not None)
         at = threshold if threshold is not None else (
             float(info["extraction_min_salience"])
             if info["policy"] == LessonExtractionPolicy.model_scored.value
@@ -158,16 +165,12 @@ def frontier(
         boot = bootstrap_run(store, rid, thresholds=[at], score=score, n_boot=n_boot,
                              confidence=confidence, random_state=random_state,
                              truth=t).table.iloc[0]
-        cost = np.nan if u.cost is None else float(u.cost)
+        cost = fig.pop("cost")
         rows.append({
             "run_id": rid, "name": info.get("name") or "",
             "extractor_id": str(info["extractor_id"]), "n_verdicts": u.n_verdicts,
             "cost": cost,
-            "cost_per_verdict": cost / u.n_verdicts if u.n_verdicts else np.nan,
-            "cost_note": u.cost_note, "prompt_tokens": u.prompt_tokens,
-            "completion_tokens": u.completion_tokens,
-            "latency_ms_p50": np.nan if u.latency_ms_p50 is None else u.latency_ms_p50,
-            "latency_ms_p95": np.nan if u.latency_ms_p95 is None else u.latency_ms_p95,
+            "cost_per_verdict": cost / u.n_verdicts if u.n_verdicts else np.nan, **fig,
             "threshold": at, "precision": boot["precision"], "recall": boot["recall"],
             "f1": boot["f1"], "f1_low": boot["f1_low"], "f1_high": boot["f1_high"]})
     df = pd.DataFrame(rows)
@@ -175,3 +178,26 @@ def frontier(
     return Frontier(table=df, truth=t.name, why=t.why,
                     currency=None if table is None else table.currency,
                     confidence=confidence, n_boot=n_boot)
+
+
+def _usage_figures(u: RunUsage, priced: bool) -> dict[str, Any]:
+    """The calls a run's cost and latency are read from: its own live calls, or for a
+    replay the recorded calls it answered from (what the configuration cost when it was
+    called); a run that called no model costs 0 and has no latency."""
+    def nan(v: float | None) -> float:
+        return np.nan if v is None else float(v)
+
+    if u.recorded_from:
+        note = ("" if u.recorded_cost is not None else u.cost_note if not priced else
+                f"replayed from {u.recorded_from}: a recorded call's model has no price, "
+                "or its server reported no tokens")
+        return {"calls": "recorded", "cost": nan(u.recorded_cost), "cost_note": note,
+                "prompt_tokens": u.recorded_prompt_tokens,
+                "completion_tokens": u.recorded_completion_tokens,
+                "latency_ms_p50": nan(u.recorded_latency_ms_p50),
+                "latency_ms_p95": nan(u.recorded_latency_ms_p95)}
+    return {"calls": "live" if u.live_calls else "none", "cost": nan(u.cost),
+            "cost_note": u.cost_note, "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens,
+            "latency_ms_p50": nan(u.latency_ms_p50), "latency_ms_p95": nan(u.latency_ms_p95)}
+

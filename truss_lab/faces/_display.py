@@ -626,10 +626,17 @@ def frontier_plot(frontier: Any, ax: Any = None) -> Any:
             err = np.nan_to_num(np.vstack([f1 - d["f1_low"].to_numpy(dtype=float),
                                            d["f1_high"].to_numpy(dtype=float) - f1]))
             ax.errorbar(d["cost_per_verdict"], f1, yerr=err, fmt="o", capsize=3, **style)
-    for r in shown.itertuples(index=False):
+    # Names left of the points in the right half (never cut off at the edge); of two
+    # points at about the same F1, the lower one's name goes below it.
+    mid = float(shown["cost_per_verdict"].max()) / 2
+    last = -np.inf
+    for r in shown.sort_values("f1", kind="stable").itertuples(index=False):
+        right, below = r.cost_per_verdict > mid, abs(r.f1 - last) < 0.04
         ax.annotate(r.run_id, (r.cost_per_verdict, r.f1), textcoords="offset points",
-                    xytext=(5, 4), fontsize="x-small")
-    ax.margins(x=0.25, y=0.1)
+                    xytext=(-5 if right else 5, -5 if below else 4), fontsize="x-small",
+                    ha="right" if right else "left", va="top" if below else "bottom")
+        last = r.f1
+    ax.margins(x=0.1, y=0.1)
     ax.set_xlabel(f"cost per verdict ({frontier.currency})")
     ax.set_ylabel(f"F1 at the run's threshold ({frontier.confidence:.0%} CI)")
     left = len(t) - len(shown)
