@@ -33,10 +33,17 @@ its lessons (``[L<lesson_index>] ...``) and its reference wordings (``[R1]``,
 (:func:`parse_similarities`): every pair exactly once, each similarity a number
 in [0, 1]. Anything else leaves that verdict's pairs without a similarity (NaN:
 evaluation leaves the verdict out and counts it) and the error is kept in
-:attr:`JudgeMatcher.errors`; it is never 0-filled as if judged. Its live calls
-are kept in memory until :meth:`JudgeMatcher.record` appends them; answers are
+:attr:`JudgeMatcher.errors`; it is never 0-filled as if judged. Once given a store
+(:meth:`JudgeMatcher.record_to`; :func:`match_run` does) it records each live call as
+it is answered, else they wait in memory for :meth:`JudgeMatcher.record`; answers are
 memoised by request hash, so evaluating a run several times (a sweep, then a
 threshold choice) asks the model once per verdict.
+
+**Paid calls are kept as they are made.** A live judge and a live judge matcher
+record each call the moment it is answered (one small transaction; a call takes
+seconds), not at the end: a run killed after 86 calls keeps those 86. Run again, each
+first answers from its recorded calls of the same request (:func:`recorded_answers`:
+same judge key and request hash), so a resumed run makes no call twice.
 
 **Agreement.** On the lessons both labelled -- the human majority label (judges
 left out, ties left out) and the judge's label -- :func:`judge_agreement`
@@ -74,6 +81,7 @@ from ..extract._providers import (
     DEFAULT_MAX_CONSECUTIVE_FAILURES,
     CircuitBreaker,
     CircuitOpenError,
+    Completion,
     OpenAICompatibleProvider,
     Provider,
     is_live,
@@ -82,7 +90,7 @@ from ..ingest._ingest import append_labels
 from ..journal._table import verdict_payloads
 from ..store._ingested import judge_recordings
 from ..store._labels import JUDGE_PREFIX, judge_annotators, lesson_keys
-from ..store._runs import run_info, run_lessons
+from ..store._runs import recorded_completions, run_info, run_lessons
 from ..store._store import Store
 from ._agreement import CANDIDATE_KEY, agreement_table, kappa_counts, majority_labels
 from ._bootstrap import check_boot
@@ -101,6 +109,7 @@ __all__ = [
     "match_run",
     "parse_judgement",
     "parse_similarities",
+    "recorded_answers",
     "run_judge",
 ]
 
@@ -118,6 +127,23 @@ def replay_provider(recordings: Any, prefix: str) -> Any:
             raise BadInputError(f"no recorded calls of judge {prefix[:-1]!r} in the store",
                                 field="--extractor")
     return ReplayProvider(recordings)
+
+
+def recorded_answers(store: Store, key: str) -> dict[str, Completion]:
+    """The recorded answers of a judge's calls under replay key ``key`` (its
+    ``completions`` rows with a request hash), by request hash: what a live judge or
+    judge matcher answers from before calling, so a resumed run pays for no call twice."""
+    rows = recorded_completions(store, key)
+    out: dict[str, Completion] = {}
+    for r in rows.itertuples(index=False):
+        if isinstance(r.request_hash, str):
+            out[r.request_hash] = Completion(
+                text=r.text, model=r.model, request_hash=r.request_hash, replayed=True,
+                latency_ms=None if pd.isna(r.latency_ms) else float(r.latency_ms),
+                prompt_tokens=None if pd.isna(r.prompt_tokens) else int(r.prompt_tokens),
+                completion_tokens=(None if pd.isna(r.completion_tokens)
+                                   else int(r.completion_tokens)))
+    return out
 
 
 def record_calls(store: Store, records: list[dict[str, Any]]) -> int:
@@ -207,13 +233,16 @@ class JudgeRun:
     provider_calls: int
     recorded: int
     errors: list[str] = field(default_factory=list, repr=False)
+    resumed: int = 0
+    """Answers a live judge took from its calls recorded by an earlier, interrupted
+    run instead of calling again."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "annotator": self.annotator,
                 "n_verdicts": self.n_verdicts, "n_lessons": self.n_lessons,
                 "n_labels": self.n_labels, "labels_added": self.labels_added,
                 "provider_calls": self.provider_calls, "recorded": self.recorded,
-                "errors": self.errors}
+                "resumed": self.resumed, "errors": self.errors}
 
 
 def parse_judgement(text: str, lesson_indices: set[int]) -> tuple[dict[int, int], str | None]:
@@ -256,49 +285,54 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
     One request per verdict with lessons, in verdict order. A provider error or
     an unusable answer is listed in :attr:`JudgeRun.errors` and the run goes on.
     Live calls (a provider whose ``live`` is true) are recorded into the
-    ``completions`` table first, so a rerun with :meth:`Judge.replay` makes zero
-    live calls. Re-judging adds nothing (label rows are keyed by annotator).
+    ``completions`` table as each is answered, so a rerun with :meth:`Judge.replay`
+    makes zero live calls, and a live run killed part way, run again, answers from
+    the calls it recorded and calls only for the rest (:attr:`JudgeRun.resumed`).
+    Re-judging adds nothing (label rows are keyed by annotator).
     """
     extractor_id = str(run_info(store, run_id)["extractor_id"])
     cands = run_lessons(store, run_id)
     payloads = verdict_payloads(store).set_index("verdict_hash")["payload"]
     key = judge.replay_key(extractor_id)
     rows: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []
     errors: list[str] = []
-    calls = 0
+    calls = recorded = resumed = 0
     live = is_live(judge.provider)
+    done = recorded_answers(store, key) if live else {}
     for vhash, les in cands.groupby("verdict_hash", sort=False):
         triples = list(zip(les["lesson_index"].astype(int), les["text"], les["evidence"],
                            strict=True))
         request = build_judge_request(
             judge.template, json.loads(payloads[vhash]), triples, verdict_hash=str(vhash),
             extractor=key, model=judge.model, parameters=dict(judge.parameters))
-        calls += 1
-        try:
-            completion = judge.provider.complete(request)
-        except CircuitOpenError:
-            raise  # the endpoint is gone: stop before writing anything
-        except ProviderError as exc:
-            errors.append(f"verdict {vhash}: {exc}")
-            continue
-        if live and not completion.replayed:
-            rec = completion_record(request, completion)
-            rec.pop("replayed")
-            records.append(rec)
+        completion = done.get(request.request_hash)
+        if completion is not None:
+            resumed += 1  # paid for by an earlier, interrupted run
+        else:
+            calls += 1
+            try:
+                completion = judge.provider.complete(request)
+            except CircuitOpenError:
+                raise  # the endpoint is gone: stop; the calls answered are recorded
+            except ProviderError as exc:
+                errors.append(f"verdict {vhash}: {exc}")
+                continue
+            if live and not completion.replayed:
+                rec = completion_record(request, completion)
+                rec.pop("replayed")
+                recorded += record_calls(store, [rec])  # now: a kill keeps it
         got, err = parse_judgement(completion.text, {t[0] for t in triples})
         if err:
             errors.append(f"verdict {vhash}: {err}")
         rows.extend({"verdict_hash": str(vhash), "extractor": extractor_id, "lesson_index": i,
                      "useful": u, "annotator": judge.annotator} for i, u in got.items())
-    record_calls(store, records)
     df = pd.DataFrame(rows, columns=["verdict_hash", "extractor", "lesson_index", "useful",
                                      "annotator"])
     added = append_labels(store, df, source=f"judge:{run_id}")[0] if len(df) else 0
     return JudgeRun(run_id=run_id, annotator=judge.annotator,
                     n_verdicts=int(cands["verdict_hash"].nunique()), n_lessons=len(cands),
                     n_labels=len(df), labels_added=added, provider_calls=calls,
-                    recorded=len(records), errors=errors)
+                    recorded=recorded, errors=errors, resumed=resumed)
 
 # --------------------------------------------------------------------------- the judge matcher
 
@@ -375,7 +409,9 @@ class JudgeMatcher(ModelJudge):
     when evaluation is not given one (:data:`DEFAULT_JUDGE_MATCH_THRESHOLD`).
     State after use: :attr:`errors` (``{"<extractor_id>/<verdict_hash>": why}``
     for verdicts left without similarities), :attr:`requests` (verdicts asked,
-    memoised ones once), :attr:`pending` (live calls not yet recorded). Built
+    memoised ones once), :attr:`pending` (live calls not yet recorded),
+    :attr:`recorded` (live calls recorded), :attr:`resumed` (answers taken from calls
+    recorded before). Built
     like a :class:`Judge`: :meth:`openai` (live) or
     :meth:`replay` (its recorded calls in a Store, a §2 JSONL path or a frame).
     """
@@ -391,7 +427,12 @@ class JudgeMatcher(ModelJudge):
     errors: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     pending: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
     requests: int = field(default=0, init=False)
+    recorded: int = field(default=0, init=False)
+    resumed: int = field(default=0, init=False)
     _memo: dict[str, tuple[np.ndarray | None, str | None]] = field(
+        default_factory=dict, init=False, repr=False)
+    _store: Store | None = field(default=None, init=False, repr=False)
+    _answers: dict[str, dict[str, Completion]] = field(
         default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -445,6 +486,10 @@ class JudgeMatcher(ModelJudge):
     def _ask(self, request: Any, ltags: list[str],
              rtags: list[str]) -> tuple[np.ndarray | None, str | None]:
         self.requests += 1
+        completion = self._recorded_answer(request)
+        if completion is not None:
+            self.resumed += 1  # paid for by an earlier, interrupted run
+            return parse_similarities(completion.text, ltags, rtags)
         try:
             completion = self.provider.complete(request)
         except CircuitOpenError:
@@ -455,12 +500,35 @@ class JudgeMatcher(ModelJudge):
             rec = completion_record(request, completion)
             rec.pop("replayed")
             self.pending.append(rec)
+            if self._store is not None:
+                self.record(self._store)  # as it goes: a kill keeps what was paid for
         return parse_similarities(completion.text, ltags, rtags)
+
+    def _recorded_answer(self, request: Any) -> Completion | None:
+        """A recording matcher's recorded answer to this very request (an earlier,
+        interrupted run paid for it)."""
+        if self._store is None:
+            return None
+        key = request.extractor
+        if key not in self._answers:
+            self._answers[key] = recorded_answers(self._store, key)
+        return self._answers[key].get(request.request_hash)
+
+    def record_to(self, store: Store) -> None:
+        """Record this live matcher's calls into ``store`` as they are made (those made
+        so far at once), and answer a request its recordings there already answer
+        instead of calling again. Nothing for a matcher that calls no model (replay)."""
+        if not is_live(self.provider):
+            return
+        self._store = store
+        self._answers.clear()
+        self.record(store)
 
     def record(self, store: Store) -> int:
         """Append the live calls made so far to ``completions``; how many were written."""
         n = record_calls(store, self.pending)
         self.pending.clear()
+        self.recorded += n
         return n
 
 
@@ -472,22 +540,25 @@ def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
     verdicts it leaves out are in the result, not a warning.
 
     What ``truss-lab match`` runs before evaluating by replay: the returned dict
-    has the matcher's name, requests made, live calls recorded, verdicts and
-    lessons judged, lessons matched, references, and ``errors`` (the verdicts
-    left without similarities, with why).
+    has the matcher's name, requests made, live calls recorded, answers ``resumed``
+    from calls recorded before, verdicts and lessons judged, lessons matched,
+    references, and ``errors`` (the verdicts left without similarities, with why).
     """
-    asked = matcher.requests
+    asked, recorded, resumed = matcher.requests, matcher.recorded, matcher.resumed
+    matcher.record_to(store)
     with warnings.catch_warnings():
         # The verdicts left out are in the result (``errors``, ``verdicts_unmatched``).
         warnings.simplefilter("ignore", MatcherLeftOutWarning)
         truth = reference_truth(store, run_id, references=references, score=score,
                                 matcher=matcher, match_threshold=match_threshold)
-    recorded = matcher.record(store)
+    matcher.record(store)
+    recorded = matcher.recorded - recorded
     prefix = f"{run_info(store, run_id)['extractor_id']}/"
     errors = {k: v for k, v in matcher.errors.items() if k.startswith(prefix)}
     c = truth.counts
     return {"run_id": run_id, "matcher": matcher.name, "requests": matcher.requests - asked,
-            "recorded": recorded, "verdicts": truth.n_verdicts,
+            "recorded": recorded, "resumed": matcher.resumed - resumed,
+            "verdicts": truth.n_verdicts,
             "verdicts_unmatched": int(c.get("verdicts_unmatched", 0)),
             "lessons": truth.n_lessons, "matched": int(c["matched"]),
             "references": truth.n_references, "match_threshold": truth.match_threshold,

@@ -110,8 +110,11 @@ def _live_matcher(kind: str, spec: str | None) -> bool:
 def _matcher(store: Any, kind: str, spec: str | None, base_url: str | None) -> Any:
     if kind == "semantic":
         return SemanticMatcher()
-    return None if kind == "lexical" else make_matcher(spec or "", store, base_url=base_url,
-                                                       field="--match-judge")
+    if kind == "lexical":
+        return None
+    m = make_matcher(spec or "", store, base_url=base_url, field="--match-judge")
+    m.record_to(store)  # a live one records each call as it is answered (a kill keeps it)
+    return m
 
 
 def _record(store: Any, matcher: Any) -> None:

@@ -157,8 +157,9 @@ def _model_options(what: str, spec_help: str, prompt: str) -> Any:
                 click.option("--max-consecutive-failures",
                              default=DEFAULT_MAX_CONSECUTIVE_FAILURES, show_default=True,
                              type=click.IntRange(1),
-                             help="Stop (exit 2, nothing written) after this many live "
-                                  "calls in a row failed after their retries."))):
+                             help="Stop (exit 2, no label written; the calls answered "
+                                  "are recorded) after this many live calls in a row "
+                                  "failed after their retries."))):
             command = opt(command)
         return command
 

@@ -1,0 +1,137 @@
+"""Issue 27 item 5: the judge and the judge matcher record each paid call as it is
+answered, so a run stopped part way (the breaker, SIGKILL) keeps its calls, and run
+again makes none of them twice (a real local server; the CLI in a killed process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import truss_lab as tl
+from tests.builders.http_server import Reply, ScriptedServer, default_completion
+from tests.builders.stores import copy_db
+from truss_lab.evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
+from truss_lab.evaluate._truth import reference_truth
+from truss_lab.extract._providers import CircuitOpenError
+from truss_lab.faces import SAMPLE_DIR as SAMPLE
+from truss_lab.simulate._providers import SIMULATED_MATCH_MODEL, SimulatedMatchProvider
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = tl.MemoryConfig(lesson_extraction="on")
+
+
+def labels_all_useful(body: Any) -> dict[str, Any]:
+    """A judge that calls every lesson it is shown useful (their tags are [L<i>])."""
+    import re
+
+    out = default_completion(body)
+    shown = sorted({int(i) for i in re.findall(r"\[L?(\d+)\]",
+                                               body["messages"][-1]["content"])})
+    out["choices"][0]["message"]["content"] = json.dumps(
+        {"labels": [{"lesson": i, "useful": 1} for i in shown]})
+    return out
+
+
+@pytest.fixture()
+def judged(sample_full: Path, tmp_path: Path) -> tuple[Path, str, int]:
+    db = copy_db(sample_full, tmp_path / "lab.duckdb")
+    with tl.Store(db) as s:
+        run = tl.run_extraction(s, tl.Extractor.replay(s, "sim-good-v1"), CONFIG,
+                                verdicts="seq <= 80", progress=False, write_memory=False,
+                                run_id="r")
+        n = s.sql("SELECT count(DISTINCT verdict_hash) FROM candidates WHERE run_id = 'r' "
+                  "AND valid").fetchall()[0][0]
+    return db, run.run_id, int(n)
+
+
+def judge_rows(db: Path) -> int:
+    with tl.Store(db, read_only=True) as s:
+        return int(s.sql("SELECT count(*) FROM completions WHERE "
+                         "starts_with(extractor_id, 'judge:judge-m@')").fetchall()[0][0])
+
+
+def test_a_judge_stopped_by_the_breaker_keeps_its_calls_and_resumes(
+        judged: tuple[Path, str, int]) -> None:
+    db, run_id, n = judged
+    with ScriptedServer(responder=labels_all_useful) as srv, tl.Store(db) as s:
+        srv.add(*[Reply()] * 20, *[Reply(status=500)] * 2)
+        live = Judge.openai(srv.base_url, "judge-m", max_retries=0,
+                            max_consecutive_failures=2)
+        with pytest.raises(CircuitOpenError):
+            run_judge(s, run_id, live)
+        assert srv.count == 22
+        kept = s.sql("SELECT count(*) FROM completions WHERE starts_with(extractor_id, "
+                     "'judge:judge-m@')").fetchall()[0][0]
+        assert kept == 20  # the answered calls, recorded as they came
+        again = run_judge(s, run_id, Judge.openai(srv.base_url, "judge-m", max_retries=0))
+    assert again.resumed == 20 and again.provider_calls == n - 20 == again.recorded
+    assert srv.count == 22 + n - 20  # the two failed calls are asked again, nothing else
+    assert again.n_labels == again.n_lessons and not again.errors
+
+
+def _reply(text: str) -> Reply:
+    return Reply(body={"model": SIMULATED_MATCH_MODEL,
+                       "choices": [{"message": {"role": "assistant", "content": text}}]})
+
+
+def test_a_matcher_stopped_part_way_keeps_its_calls_and_resumes(
+        judged: tuple[Path, str, int]) -> None:
+    db, run_id, _ = judged
+    with tl.Store(db) as s:
+        # What a model answers, in the order the verdicts are asked: the simulator's.
+        sim = JudgeMatcher(SimulatedMatchProvider(SAMPLE / "lesson_truth.csv",
+                                                  SAMPLE / "references.jsonl"),
+                           SIMULATED_MATCH_MODEL, parameters={"temperature": 0})
+        reference_truth(s, run_id, matcher=sim)
+        answers = [r["text"] for r in sim.pending]
+        k = len(answers) // 2
+        assert k >= 3
+        with ScriptedServer() as srv:
+            srv.add(*[_reply(t) for t in answers[:k]], *[Reply(status=500)] * 2)
+            live = JudgeMatcher.openai(srv.base_url, SIMULATED_MATCH_MODEL, max_retries=0,
+                                       max_consecutive_failures=2)
+            with pytest.raises(CircuitOpenError):
+                match_run(s, run_id, live)
+            # Kept though the run stopped before its end.
+            assert s.sql("SELECT count(*) FROM completions WHERE starts_with(extractor_id, "
+                         "'match:')").fetchall() == [(k,)]
+            srv.add(*[_reply(t) for t in answers[k:]])
+            again = match_run(s, run_id, JudgeMatcher.openai(
+                srv.base_url, SIMULATED_MATCH_MODEL, max_retries=0))
+    assert again["resumed"] == k and again["recorded"] == len(answers) - k
+    assert srv.count == k + 2 + len(answers) - k  # none of the k was asked twice
+    assert again["errors"] == {}
+
+
+def test_sigkill_during_a_live_judge_keeps_every_answered_call(
+        judged: tuple[Path, str, int]) -> None:
+    """A judge killed (SIGKILL) after some calls keeps them; run again it asks only for
+    the rest (at most the one call in flight at the kill is asked twice)."""
+    db, run_id, n = judged
+    with ScriptedServer(responder=labels_all_useful, latency=0.05) as srv:
+        cmd = [sys.executable, "-m", "truss_lab.faces.cli", "judge", run_id, "--db", str(db),
+               "--extractor", "openai:judge-m", "--base-url", srv.base_url]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env={**os.environ, "OPENAI_API_KEY": "k"})
+        deadline = time.monotonic() + 120
+        while srv.count < 12 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL
+        asked = srv.count
+        kept = judge_rows(db)
+        assert asked >= 12 and kept >= asked - 1  # only the call in flight can be lost
+        with tl.Store(db) as s:
+            again = run_judge(s, run_id, Judge.openai(srv.base_url, "judge-m"))
+    assert again.resumed == kept and again.provider_calls == n - kept
+    assert srv.count == asked + n - kept <= n + 1
+    assert again.n_labels == again.n_lessons
