@@ -290,12 +290,14 @@ def match_agreement_cmd(run_id: str, db: str, matcher_spec: str, base_url: str |
     with (open_store(db, must_exist=True) if live
           else read_store(db, must_exist=True)) as store:
         matcher = matcher_from_spec(matcher_spec, store, base_url=base_url)
+        if live:
+            # Each live call is recorded as it is answered (a kill keeps what was paid
+            # for), and the same command then replays them.
+            matcher.record_to(store)
         with _closing(getattr(matcher, "provider", None)):
             res = match_agreement(store, run_id, matcher=matcher, match_labels=match_labels_path,
                                   references=references_path, match_threshold=match_threshold,
                                   score=score, n_boot=n_boot, random_state=random_state)
-        if getattr(matcher, "pending", None):
-            matcher.record(store)  # the same command replays them next time
     emit(res.to_dict(), as_json, repr(res))
 
 
