@@ -9,7 +9,11 @@ lesson to its latent usefulness (``truth_samples.csv``) and reports, on 30% of
 the verdicts held out: average precision and expected calibration error of each
 score raw, and after an isotonic calibration fitted on the other 70%.
 
-    .venv/bin/python scripts/measure_self_consistency.py [--samples 5] [--runs 1200]
+    .venv/bin/python scripts/measure_self_consistency.py [--samples 5] [--runs 1200] [--table]
+
+Deterministic: the simulator is seeded, and the candidates are read in a fixed order
+(the split and the isotonic fit follow row order). ``--table`` prints the README's
+table (tests/test_self_consistency_script.py checks the README holds what it prints).
 """
 
 from __future__ import annotations
@@ -52,24 +56,51 @@ def measure(samples: int, runs: int, seed: int, extractors: list[str]) -> list[d
                           [run.run_id]).df()
             d = c.merge(truth, on=["verdict_hash", "extractor", "sample_index",
                                    "lesson_index"], how="inner", validate="one_to_one")
-            d = d[d["salience"].notna()].reset_index(drop=True)
-            y = d["useful_true"].to_numpy(np.uint8)
-            train, test = split_by_verdict(d["verdict_hash"], test_size=0.3, random_state=0)
-            row: dict = {"extractor": name, "samples": samples,
-                         "representatives": len(d), "test_lessons": len(test),
-                         "test_positive_share": round(float(y[test].mean()), 4)}
-            for score in SCORES:
-                s = d[score].to_numpy(np.float64)
-                iso = IsotonicCalibrator().fit(s[train], y[train],
-                                               verdict_hash=d["verdict_hash"].to_numpy()[train])
-                cal = iso.predict(s[test], verdict_hash=d["verdict_hash"].to_numpy()[test])
-                row[f"{score}_ap"] = round(average_precision(y[test], s[test]), 4)
-                row[f"{score}_ece"] = round(expected_calibration_error(y[test], s[test]), 4)
-                row[f"{score}_isotonic_ap"] = round(average_precision(y[test], cal), 4)
-                row[f"{score}_isotonic_ece"] = round(expected_calibration_error(y[test], cal), 4)
-            out.append(row)
+            out.append(figures(d, name, samples))
         store.close()
     return out
+
+
+KEY = ["verdict_hash", "sample_index", "lesson_index"]
+
+
+def figures(d: pd.DataFrame, name: str, samples: int) -> dict:
+    """One extractor's row: the held-out split and each score's AP and ECE, raw and
+    isotonic, from its representatives ``d`` (KEY, the two scores, ``useful_true``).
+    Rows are put in KEY order first: the split and the isotonic fit follow row order,
+    so the figures depend on the rows alone, not on the order a query returned them."""
+    d = d[d["salience"].notna()].sort_values(KEY, kind="stable").reset_index(drop=True)
+    y = d["useful_true"].to_numpy(np.uint8)
+    vh = d["verdict_hash"].to_numpy()
+    train, test = split_by_verdict(vh, test_size=0.3, random_state=0)
+    row: dict = {"extractor": name, "samples": samples,
+                 "representatives": len(d), "test_lessons": len(test),
+                 "test_positive_share": round(float(y[test].mean()), 4)}
+    for score in SCORES:
+        s = d[score].to_numpy(np.float64)
+        iso = IsotonicCalibrator().fit(s[train], y[train], verdict_hash=vh[train])
+        cal = iso.predict(s[test], verdict_hash=vh[test])
+        row[f"{score}_ap"] = round(average_precision(y[test], s[test]), 4)
+        row[f"{score}_ece"] = round(expected_calibration_error(y[test], s[test]), 4)
+        row[f"{score}_isotonic_ap"] = round(average_precision(y[test], cal), 4)
+        row[f"{score}_isotonic_ece"] = round(expected_calibration_error(y[test], cal), 4)
+    return row
+
+
+_LABELS = {"salience": "model salience", "self_consistency": "self-consistency"}
+
+
+def table(rows: list[dict]) -> str:
+    """The README's markdown table of :func:`measure`'s rows (3 decimals)."""
+    lines = ["| extractor | lessons (test) | score | AP | ECE | AP isotonic | ECE isotonic |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for score in SCORES:
+            figures = " | ".join(f"{r[f'{score}{k}']:.3f}" for k in (
+                "_ap", "_ece", "_isotonic_ap", "_isotonic_ece"))
+            lines.append(f"| {r['extractor']} | {r['test_lessons']} | {_LABELS[score]} | "
+                         f"{figures} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -79,11 +110,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7, help="simulator seed (the sample's is 7)")
     ap.add_argument("--extractor", action="append", dest="extractors",
                     help="extractor profile (default: sim-good-v1 and sim-overconfident-v1)")
+    ap.add_argument("--table", action="store_true", help="print the README's table")
     args = ap.parse_args()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows = measure(args.samples, args.runs, args.seed,
                        args.extractors or ["sim-good-v1", "sim-overconfident-v1"])
+    if args.table:
+        print(table(rows))
+        return
     for r in rows:
         print(json.dumps(r))
 
