@@ -146,8 +146,10 @@ def test_register_refuses_changed_text_under_same_version() -> None:
     assert register_template(t) is t  # same text: fine
     with pytest.raises(BadInputError, match="new version"):
         register_template(dataclasses.replace(t, system="other"))
-    with pytest.raises(BadInputError, match="unknown placeholders"):
+    with pytest.raises(BadInputError, match="unknown placeholder 'goall'"):
         register_template(PromptTemplate("test-bad", "s", "Goal: $goall"))
+    with pytest.raises(BadInputError, match="unknown placeholder 'lessons' for a lesson"):
+        register_template(PromptTemplate("test-bad3", "s", "$lessons"))
     with pytest.raises(BadInputError, match="stray"):
         register_template(PromptTemplate("test-bad2", "s", "costs 5$"))
     assert get_template("lesson-v1") is t

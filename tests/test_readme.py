@@ -155,3 +155,27 @@ def test_grid_and_frontier_section_runs(sample_store_path, tmp_path, monkeypatch
     for block in printed:  # the frontier's table as the README shows it
         for line in block.strip().splitlines()[1:]:
             assert line in outs[2], line
+
+
+def test_prompts_section_runs(sample_store_path, tmp_path, monkeypatch) -> None:
+    # Issue #27 item 1: the example file, registered, listed, shown, reaching a server.
+    monkeypatch.chdir(tmp_path)
+    (toml,) = blocks("toml", "Prompts")
+    (tmp_path / "lesson-short-v1.toml").write_text(toml)
+    (sh,) = blocks("sh", "Prompts")
+    with ScriptedServer() as srv:
+        outs = [run_cli([a.replace("http://127.0.0.1:8000/v1", srv.base_url)
+                         .replace("lab.duckdb", str(sample_store_path)) for a in argv])
+                for argv in shell_lines(sh)]
+        assert srv.count == 20
+        first = srv.requests[0].body["messages"]
+    assert "registered (lesson prompt, sha256" in outs[0]
+    assert "lesson-short-v1" in outs[1] and outs[2].startswith("# sha256 ")
+    assert "tiny-model@lesson-short-v1" in outs[4]
+    assert first[0]["content"].startswith("You extract durable lessons")
+    assert first[1]["content"].startswith("Goal: ") and "{goal}" not in first[1]["content"]
+    import truss_lab as tl
+
+    with tl.Store(sample_store_path) as store:
+        (py,) = blocks("python", "Prompts")
+        exec(compile(py, "README.md", "exec"), {"tl": tl, "store": store})

@@ -75,7 +75,9 @@ from ..extract._prompts import (
     PromptTemplate,
     build_judge_request,
     build_match_request,
+    check_kind,
     get_template,
+    known_templates,
 )
 from ..extract._providers import (
     DEFAULT_MAX_CONSECUTIVE_FAILURES,
@@ -117,16 +119,19 @@ __all__ = [
 # --------------------------------------------------------------------------- the label judge
 
 
-def replay_provider(recordings: Any, prefix: str) -> Any:
+def replay_provider(recordings: Any, prefix: str,
+                    known_prompts: frozenset[str] | None = None) -> Any:
     """A :class:`~truss_lab.extract._extractor.ReplayProvider` of a judge's recorded calls:
     from a Store (its ``completions`` rows whose extractor starts with ``prefix``,
-    ``<kind>:<model>@<prompt>/``), a §2 JSONL path or a frame."""
+    ``<kind>:<model>@<prompt>/``), a §2 JSONL path or a frame. ``known_prompts``: the
+    prompt versions whose recorded request hashes are checked (default: this
+    process's registry)."""
     if isinstance(recordings, Store):
         recordings = judge_recordings(recordings, prefix)
         if recordings.empty:
             raise BadInputError(f"no recorded calls of judge {prefix[:-1]!r} in the store",
                                 field="--extractor")
-    return ReplayProvider(recordings)
+    return ReplayProvider(recordings, known_prompts=known_prompts)
 
 
 def recorded_answers(store: Store, key: str) -> dict[str, Completion]:
@@ -162,14 +167,26 @@ class ModelJudge:
 
     _PREFIX: ClassVar[str]
     _TEMPLATE: ClassVar[str]
+    _KIND: ClassVar[str]
 
     @classmethod
-    def openai(cls, base_url: str, model: str, *, template: str | None = None,
+    def prompt(cls, template: str | PromptTemplate | None = None,
+               store: Store | None = None) -> PromptTemplate:
+        """The template ``template`` names (default the class's prompt), looked up in
+        the registry and ``store``'s ``prompts`` table; one of another kind is refused."""
+        tpl = (get_template(template or cls._TEMPLATE, store)
+               if template is None or isinstance(template, str) else template)
+        return check_kind(tpl, cls._KIND)
+
+    @classmethod
+    def openai(cls, base_url: str, model: str, *, template: str | PromptTemplate | None = None,
                parameters: Mapping[str, Any] | None = None,
                max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
-               **provider_options: Any) -> Any:
+               store: Store | None = None, **provider_options: Any) -> Any:
         """A live OpenAI-compatible endpoint as the model (temperature 0 by default);
-        ``template`` defaults to the class's prompt (``judge-v1``, ``match-v1``).
+        ``template`` defaults to the class's prompt (``judge-v1``, ``match-v1``): a
+        :class:`PromptTemplate` of the class's kind or a registered version name
+        (``store``'s ``prompts`` table included).
 
         Behind the circuit breaker extraction uses: after ``max_consecutive_failures``
         calls in a row that fail after their retries (None: never) the next call raises
@@ -180,18 +197,20 @@ class ModelJudge:
         provider: Any = OpenAICompatibleProvider(base_url, model, **provider_options)
         if max_consecutive_failures is not None:
             provider = CircuitBreaker(provider, max_consecutive_failures)
-        return cls(provider, model, get_template(template or cls._TEMPLATE),
+        return cls(provider, model, cls.prompt(template, store),
                    dict(parameters or {"temperature": 0}))
 
     @classmethod
-    def replay(cls, recordings: Any, model: str, *, template: str | None = None,
-               parameters: Mapping[str, Any] | None = None) -> Any:
+    def replay(cls, recordings: Any, model: str, *, template: str | PromptTemplate | None = None,
+               parameters: Mapping[str, Any] | None = None,
+               store: Store | None = None) -> Any:
         """Replay the recorded calls: a Store (its ``completions`` table), a §2 JSONL
         path or a frame. Give the ``parameters`` the live model used (the request
         hash covers them; :meth:`openai` uses temperature 0)."""
-        tpl = get_template(template or cls._TEMPLATE)
+        tpl = cls.prompt(template, recordings if isinstance(recordings, Store) else store)
         params = dict(parameters) if parameters is not None else {"temperature": 0}
-        return cls(replay_provider(recordings, f"{cls._PREFIX}{model}@{tpl.version}/"),
+        known = frozenset(known_templates()) | {tpl.version}  # its hashes are checked
+        return cls(replay_provider(recordings, f"{cls._PREFIX}{model}@{tpl.version}/", known),
                    model, tpl, params)
 
 
@@ -204,6 +223,7 @@ class Judge(ModelJudge):
 
     _PREFIX: ClassVar[str] = JUDGE_PREFIX
     _TEMPLATE: ClassVar[str] = "judge-v1"
+    _KIND: ClassVar[str] = "judge"
 
     provider: Provider
     model: str
@@ -418,6 +438,7 @@ class JudgeMatcher(ModelJudge):
 
     _PREFIX: ClassVar[str] = MATCH_PREFIX
     _TEMPLATE: ClassVar[str] = "match-v1"
+    _KIND: ClassVar[str] = "match"
 
     provider: Provider
     model: str

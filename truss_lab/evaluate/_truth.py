@@ -117,6 +117,7 @@ from ..ingest._references import read_references
 from ..score._matching import LexicalMatcher, Matcher, match_lessons, match_threshold_of
 from ..store._labels import JUDGE_PREFIX, label_rows, lesson_texts, reference_rows
 from ..store._runs import (
+    run_candidate_counts,
     run_candidates,
     run_info,
     run_processed_verdicts,
@@ -940,6 +941,18 @@ def _unknown(truth: Any, judges: list[str]) -> BadInputError:
                          f"got {truth!r}", field="truth")
 
 
+
+def _check_has_candidates(store: Store, run_id: str) -> None:
+    """Refuse a run with no valid candidate in one line (a sweep of it has nothing to
+    threshold): a run whose every verdict failed, or whose recordings proposed nothing."""
+    n, valid = run_candidate_counts(store, run_id)
+    if not valid:
+        run_info(store, run_id)  # an unknown run says so first
+        raise BadInputError(
+            f"run {run_id!r} has no candidates to evaluate ("
+            + (f"{n} candidate(s), none valid" if n else "it proposed no lesson")
+            + f"; its errors: `truss-lab errors {run_id}`)", field="run")
+
 @dataclass(eq=False)
 class Truth:
     """The truth runs are judged by, resolved once (:meth:`resolve`) and passed along.
@@ -979,6 +992,8 @@ class Truth:
         if isinstance(spec, Truth):
             return spec
         ids = [runs] if isinstance(runs, str) else list(runs)
+        for rid in ids:
+            _check_has_candidates(store, rid)
         if spec == "references":
             return cls("references", "references",
                        references=run_references(store, references), store=store)

@@ -5,7 +5,7 @@ ADR 0011 gate, live extraction when a contract closes, and the batch runner. The
 from __future__ import annotations
 
 from ._batch import ExtractionRun, rerun, run_extraction
-from ._extractor import Extractor, ReplayProvider
+from ._extractor import Extractor, ReplayProvider, UnregisteredPromptWarning
 from ._gate import CloseResult, ContractCloseLearning, apply_gate
 from ._grid import Grid, GridCell, load_grid, run_grid
 from ._heuristic import HeuristicProvider
@@ -16,6 +16,8 @@ from ._prompts import (
     build_match_request,
     build_request,
     get_template,
+    load_prompt,
+    register_prompt,
 )
 from ._providers import (
     ChatMessage,
@@ -41,13 +43,16 @@ __all__ = [
     "PromptTemplate",
     "Provider",
     "ReplayProvider",
+    "UnregisteredPromptWarning",
     "apply_gate",
     "build_judge_request",
     "build_match_request",
     "build_request",
     "get_template",
     "load_grid",
+    "load_prompt",
     "parse_completion",
+    "register_prompt",
     "rerun",
     "run_extraction",
     "run_grid",

@@ -262,7 +262,7 @@ def _check_resumable(row: Mapping[str, Any], extractor: Extractor, config: Memor
         "policy": config.lesson_extraction.value,
         "extraction_min_salience": config.extraction_min_salience,
         "write_memory": write_memory,
-        "prompt_hash": extractor.template.template_hash,
+        "prompt_hash": extractor.template.prompt_hash,
         "dataset_hash": dataset_hash,
     }
     if row.get("config_hash") is not None:  # runs started before 008 recorded none
@@ -545,7 +545,7 @@ class _Run:
         if todo and not written:  # a committed held write recorded it already
             tpl = self.template
             with store.transaction():
-                record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)
+                record_prompt_template(store, tpl.version, tpl.prompt_hash, tpl.text)
         done_now = self.extract_and_write(executor, todo, early, written, done_verdicts)
         finish_run(store, run_id, "finished", time.perf_counter() - self.last)
         store.checkpoint()
@@ -603,7 +603,7 @@ class _Run:
             # The bar moves as chunks are extracted and written (uncommitted).
             self.bar = _progress_bar(len(self.batch), done_verdicts, self.progress, run_id)
             held = self._held = HeldWrites(store, run_id, self.per_write,
-                                           (tpl.version, tpl.template_hash, tpl.text))
+                                           (tpl.version, tpl.prompt_hash, tpl.text))
             try:
                 report, early = verify_while_extracting(
                     store, self.runner, todo, self.seqs_all, self.chunk_size, last_seq,

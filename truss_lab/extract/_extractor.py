@@ -57,6 +57,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -89,7 +90,15 @@ from ._parser import (
     parse_completion,
     parse_fast_or_exact,
 )
-from ._prompts import PromptTemplate, build_request, get_template, render_user
+from ._prompts import (
+    PromptTemplate,
+    build_request,
+    check_kind,
+    get_template,
+    known_templates,
+    render_user,
+    unregistered_template,
+)
 from ._providers import (
     ChatMessage,
     CircuitOpenError,
@@ -109,6 +118,7 @@ __all__ = [
     "ExtractorConfig",
     "ReplayProvider",
     "ResponseFormat",
+    "UnregisteredPromptWarning",
     "completion_record",
     "empty_candidates",
     "ensure_run",
@@ -243,11 +253,12 @@ class Extractor:
         recordings: Any,
         extractor_id: str,
         *,
-        template: str | PromptTemplate = "lesson-v1",
+        template: str | PromptTemplate | None = None,
         model: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         samples: int = 1,
         run_id: str | None = None,
+        store: Store | None = None,
     ) -> Extractor:
         """Replay recorded completions (a §2 file, a DataFrame, or a Store's table).
 
@@ -263,21 +274,34 @@ class Extractor:
         From a Store, each verdict is answered by its earliest recording, or with
         ``run_id`` by the recordings that run's live calls made (a run replays as
         itself: :func:`~truss_lab.extract._batch.rerun`).
+
+        The prompt is the recordings' own ``prompt_version`` (the most frequent,
+        should they name several) unless ``template`` says otherwise: a version
+        registered here (built in, :func:`register_template`, or ``store``'s
+        ``prompts`` table) rebuilds the requests their hashes are checked
+        against; an unknown one replays unchecked, with an
+        :class:`UnregisteredPromptWarning` when some recordings carry a hash.
         """
         config = None
         if isinstance(recordings, Store):
+            store = recordings
             stored = extractor_config(recordings, extractor_id)
             config = None if stored is None else ExtractorConfig.model_validate(stored)
             recordings = recorded_completions(recordings, extractor_id, run_id=run_id)
         elif run_id is not None:
             raise BadInputError("run_id selects a run's recordings in a Store; a file or "
                                 "frame of recordings is replayed whole", field="run_id")
-        provider = ReplayProvider(recordings)
+        provider = ReplayProvider(recordings, known_prompts=frozenset(known_templates(store)))
         config = config or provider.config_of(extractor_id)
+        if template is None:
+            version = (config.prompt_version if config is not None
+                       else provider.prompt_version_of(extractor_id) or "lesson-v1")
+            tpl = _replay_template(version, store, provider, extractor_id)
+        else:
+            tpl = get_template(template, store) if isinstance(template, str) else template
         if config is not None:
-            return cls(extractor_id, provider, get_template(config.prompt_version),
-                       config.model, config.request_parameters(), config)
-        tpl = get_template(template) if isinstance(template, str) else template
+            return cls(extractor_id, provider, tpl, config.model, config.request_parameters(),
+                       config)
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise BadInputError(f"samples must be a positive integer, got {samples!r}",
                                 field="samples")
@@ -297,9 +321,10 @@ class Extractor:
         model: str,
         *,
         extractor_id: str | None = None,
-        template: str | PromptTemplate = "lesson-v1",
+        template: str | PromptTemplate | None = None,
         parameters: Mapping[str, Any] | None = None,
         config: ExtractorConfig | None = None,
+        store: Store | None = None,
         **provider_options: Any,
     ) -> Extractor:
         """A live OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, OpenAI).
@@ -308,8 +333,14 @@ class Extractor:
         samples); without it one is made from ``model``, ``template`` and the
         sampling ``parameters`` (default ``{"temperature": 0}``). The default
         ``extractor_id`` is :meth:`ExtractorConfig.default_extractor_id`.
+        ``template``: a lesson :class:`PromptTemplate` (:func:`load_prompt` reads a
+        file) or a registered version name (``store``'s ``prompts`` table included);
+        default ``config.prompt_version``, else ``lesson-v1``.
         """
-        tpl = get_template(template) if isinstance(template, str) else template
+        if template is None:
+            template = config.prompt_version if config is not None else "lesson-v1"
+        tpl = get_template(template, store) if isinstance(template, str) else template
+        check_kind(tpl, "lesson", "template")
         if config is None:
             config = ExtractorConfig.from_parameters(
                 model, tpl.version, parameters or {"temperature": 0})
@@ -556,12 +587,35 @@ def ensure_run(
         provider=provider_name(extractor.provider),
         policy=config.lesson_extraction.value,
         extraction_min_salience=config.extraction_min_salience,
-        write_memory=write_memory, prompt_version=tpl.version, prompt_hash=tpl.template_hash,
+        write_memory=write_memory, prompt_version=tpl.version, prompt_hash=tpl.prompt_hash,
         scorer=scorer, config=extra, dataset_hash=dataset_hash, status=status, counted=counted,
         name=name, tags=tags, config_hash=None if ext_config is None else ext_config.config_hash,
     )
     if templates:
-        record_prompt_template(store, tpl.version, tpl.template_hash, tpl.text)
+        record_prompt_template(store, tpl.version, tpl.prompt_hash, tpl.text)
+
+
+class UnregisteredPromptWarning(UserWarning):
+    """Recordings carry request hashes, but the prompt version they were made with is
+    not registered here: they replay unchecked (register the template to check them)."""
+
+
+def _replay_template(version: str, store: Store | None, provider: ReplayProvider,
+                     extractor_id: str) -> PromptTemplate:
+    """The registered template of ``version``, or its stand-in (with a warning when
+    some of ``extractor_id``'s recordings carry a hash that cannot be checked)."""
+    try:
+        return get_template(version, store)
+    except BadInputError:
+        pass
+    hashed = provider.hashed_recordings(extractor_id, version)
+    if hashed:
+        warnings.warn(
+            f"{hashed} recording(s) of extractor {extractor_id!r} carry a request_hash, but "
+            f"their prompt version {version!r} is not registered here: they replay "
+            "unchecked (register its template with `truss-lab prompts add FILE` to check "
+            "them)", UnregisteredPromptWarning, stacklevel=3)
+    return unregistered_template(version)
 
 
 # --- the replay provider --------------------------------------------------------------------------
@@ -589,12 +643,20 @@ class ReplayProvider:
     :func:`read_completions` or the store's ``completions`` table; extra
     columns are ignored) or the path of a §2 JSONL file (which must read
     without a single bad line). Lookups are O(1) and thread-safe.
+
+    A recording's own ``prompt_version`` is honoured: without a ``request_hash`` it
+    answers unchecked (counted in :attr:`unchecked_requests`), whatever version the
+    request names; with one it answers only the request whose hash it recorded,
+    unless its prompt version is not among ``known_prompts`` (default: the versions
+    registered in this process), when nothing can rebuild that request: then it
+    answers unchecked too (counted).
     """
 
     provider_id: str = "replay"
     live: bool = False  # its completions are recordings already
 
-    def __init__(self, recordings: pd.DataFrame | str | os.PathLike[str]) -> None:
+    def __init__(self, recordings: pd.DataFrame | str | os.PathLike[str], *,
+                 known_prompts: frozenset[str] | None = None) -> None:
         if isinstance(recordings, pd.DataFrame):
             # The store's table names the extractor ``extractor_id``; §2 ``extractor``.
             df = recordings if "extractor" in recordings.columns else recordings.rename(
@@ -642,6 +704,8 @@ class ReplayProvider:
         for ext, config in zip(cols["extractor"], _column(df, "config"), strict=True):
             if config is not None:
                 self._configs.setdefault(ext, set()).add(config)
+        self._known_prompts = (frozenset(known_templates()) if known_prompts is None
+                               else known_prompts)
         self._source = source
         self._lock = threading.Lock()
         self._unchecked = 0
@@ -669,6 +733,21 @@ class ReplayProvider:
         except ValueError as exc:  # pydantic's ValidationError names the field
             raise BadInputError(f"not an extractor configuration: {exc}", source=self._source,
                                 field="config", reason="bad_value") from None
+
+    def prompt_version_of(self, extractor_id: str) -> str | None:
+        """The prompt version most of ``extractor_id``'s recordings were made with
+        (the first by name on a tie), or None when there are none."""
+        counts: dict[str, int] = {}
+        for (_, ext, _), rec in self._table.items():
+            if ext == extractor_id and isinstance(rec[1], str):
+                counts[rec[1]] = counts.get(rec[1], 0) + 1
+        return min(counts, key=lambda v: (-counts[v], v)) if counts else None
+
+    def hashed_recordings(self, extractor_id: str, prompt_version: str) -> int:
+        """How many of ``extractor_id``'s recordings under ``prompt_version`` carry a
+        ``request_hash``."""
+        return sum(1 for (_, ext, _), rec in self._table.items()
+                   if ext == extractor_id and rec[1] == prompt_version and rec[2] is not None)
 
     @property
     def unchecked_requests(self) -> int:
@@ -727,26 +806,23 @@ class ReplayProvider:
                 f"{extractor!r} ({len(self._table)} recordings loaded)"
             )
         model, recorded_prompt, recorded_hash, text, latency, p_tokens, c_tokens = rec
-        if recorded_hash is None:
-            # Nothing to check the messages against; a different prompt version
-            # is still a changed prompt.
-            if recorded_prompt != prompt_version:
-                raise ProviderError(
-                    f"recording for verdict {verdict_hash}, extractor "
-                    f"{extractor!r} was made with prompt_version {recorded_prompt!r}; "
-                    f"the request uses {prompt_version!r}"
-                )
+        if recorded_hash is None or recorded_prompt not in self._known_prompts:
+            # Nothing to check the messages against (no hash, or no template here to
+            # rebuild the request from): the recording's own prompt version stands.
             with self._lock:
                 self._unchecked += 1
                 self._calls += 1
         else:
             got = request_hash()
             if got != recorded_hash:
+                other = ("" if recorded_prompt == prompt_version else
+                         f"; it was made with prompt_version {recorded_prompt!r}, the "
+                         f"request uses {prompt_version!r}")
                 raise ProviderError(
                     f"recording for verdict {verdict_hash}, extractor "
                     f"{extractor!r} answers a different request: expected "
                     f"request_hash {recorded_hash}, got {got} (the prompt, model or "
-                    "parameters changed; record a new run)"
+                    f"parameters changed; record a new run){other}"
                 )
             with self._lock:
                 self._calls += 1

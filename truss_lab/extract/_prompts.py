@@ -1,21 +1,33 @@
 """Versioned prompt templates: a verdict payload becomes a :class:`CompletionRequest`.
 
-A template is a system text plus a user template with ``$name`` placeholders
-(:class:`string.Template`, so the JSON example in the text needs no brace
-escaping). Rendering is deterministic: the same payload, template, model and
-parameters always give the same ``request_hash``, and a template whose text
-changes gets a new :attr:`PromptTemplate.template_hash` (and should get a new
-version name, so recordings made with the old one are never replayed for it).
+A template is a system text plus a user template, of one ``kind`` (``lesson``:
+extract, ``judge``: judge, ``match``: match). Researchers write templates as TOML
+files (FORMATS.md §6, ``{placeholder}`` fields, read by
+:mod:`truss_lab.ingest._prompts`); inside the toolkit the user template is a
+:class:`string.Template` (``$name``, so the JSON example in a text needs no brace
+escaping), and the two spellings translate exactly. Rendering is deterministic: the
+same payload, template, model and parameters always give the same ``request_hash``,
+and a template whose text changes gets a new :attr:`PromptTemplate.template_hash`
+(and must get a new version name, so recordings made with the old one are never
+replayed for it).
 
-Placeholders available to a user template: ``$contract_id``, ``$run_id``,
-``$goal``, ``$verdict``, ``$summary``, ``$checks`` (one line per check,
-``- check:<name> [PASS|FAIL]: <evidence>``), ``$n_checks``, ``$n_failed``,
-``$tags`` (comma-separated, or ``(none)``); a judge template (``judge-v1``) also
-gets ``$lessons``, one line per lesson to judge (``[<lesson_index>] <text>
-(evidence: ...)``), rendered by :func:`build_judge_request`. A match template
-(``match-v1``) gets only ``$lessons`` (``[L<lesson_index>] ...``) and
-``$references`` (``[R<k>] ...``, k = 1, 2, ...), rendered by
-:func:`build_match_request`.
+The registry
+------------
+
+One registry holds every template by version: the built-in ones (``lesson-v1``,
+``judge-v1``, ``match-v1``) are files beside this module (``prompts/*.toml``),
+read at import by the same reader as a researcher's file; :func:`register_template`
+adds one for this process; :func:`register_prompt` stores one in a database
+(``prompts`` table, ``truss-lab prompts add FILE``), where :func:`get_template`
+finds it when given the store. A version is registered with one text only: the
+same name with another text is refused. The placeholders of each kind
+(``truss-lab schema prompt``) are :data:`~truss_lab.ingest._prompts.PLACEHOLDERS`:
+the verdict's ``contract_id``, ``run_id``, ``goal``, ``verdict``, ``summary``,
+``checks`` (one line per check, ``- check:<name> [PASS|FAIL]: <evidence>``),
+``n_checks``, ``n_failed``, ``tags``; a judge template also gets ``lessons``
+(``[<lesson_index>] <text> (evidence: ...)``, :func:`build_judge_request`); a match
+template gets only ``lessons`` (``[L<lesson_index>] ...``) and ``references``
+(``[R<k>] ...``), :func:`build_match_request`.
 """
 
 from __future__ import annotations
@@ -25,32 +37,50 @@ import hashlib
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core._errors import BadInputError
+from ..ingest._prompts import (
+    PLACEHOLDERS,
+    PROMPT_KINDS,
+    PromptFileModel,
+    prompt_file_text,
+    read_prompt_file,
+    user_from_file,
+    user_to_file,
+)
 
 # The one verdict payload spec (journal/_spec.py); re-exported here, where prompts use it.
 from ..journal._spec import VERDICT_OUTCOMES, validate_verdict_payload
+from ..store._prompts import add_prompt, stored_prompt, stored_prompts
+from ..store._store import Store
 from ._providers import ChatMessage, CompletionRequest
 
 __all__ = [
+    "BUILTIN_PROMPTS",
     "VERDICT_OUTCOMES",
     "PromptTemplate",
     "build_judge_request",
     "build_match_request",
     "build_request",
+    "check_kind",
     "get_template",
     "known_templates",
+    "load_prompt",
+    "prompt_toml",
+    "prompts_table",
+    "register_prompt",
     "register_template",
     "render_messages",
+    "unregistered_template",
     "validate_verdict_payload",
 ]
 
 
-
 @dataclass(frozen=True)
 class PromptTemplate:
-    """A versioned (system, user) prompt pair.
+    """A versioned (system, user) prompt pair of one ``kind``.
 
     ``user`` is a :class:`string.Template`; see the module docstring for the
     placeholders. ``text`` is the full template text and ``template_hash`` its
@@ -61,6 +91,11 @@ class PromptTemplate:
     system: str
     user: str
     description: str = field(default="", compare=False)
+    kind: str = "lesson"
+    """lesson, judge or match: what the template asks (which placeholders it has)."""
+    registered: bool = field(default=True, compare=False)
+    """False for the stand-in of a prompt version recorded elsewhere and not
+    registered here (:func:`unregistered_template`): its text is unknown."""
 
     @property
     def text(self) -> str:
@@ -72,90 +107,25 @@ class PromptTemplate:
         """Lowercase hex SHA-256 of :attr:`text`."""
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
+    @property
+    def prompt_hash(self) -> str | None:
+        """:attr:`template_hash`, or None when the template is not registered here
+        (what a run records as ``prompt_hash``)."""
+        return self.template_hash if self.registered else None
+
     def render(self, verdict_payload: Mapping[str, Any]) -> tuple[ChatMessage, ...]:
         """The chat messages for one verdict payload (validated first)."""
         return render_messages(self, verdict_payload)
 
-
-_LESSON_V1_SYSTEM = """\
-You review the verdict of a finished contract run and propose durable lessons:
-short, reusable guidance that would have prevented a failed check or would make
-a similar contract succeed next time. A lesson must be grounded in the checks of
-this verdict; do not invent facts. Propose no lesson when there is nothing worth
-remembering (for example, every check passed and the summary shows nothing new).
-
-Answer with one JSON object and nothing else, of exactly this shape:
-{"lessons": [{"text": "<one or two sentences>", "salience": 0.82, "evidence": ["check:<name>"]}]}
-
-- "text": the lesson, self-contained, imperative where possible.
-- "salience": a number in [0, 1]: how important and reusable the lesson is
-  (1 = must remember, 0 = trivial).
-- "evidence": the checks the lesson rests on, each written "check:<name>" with
-  the check's exact name from the verdict.
-An empty list, {"lessons": []}, is a valid answer."""
-
-_LESSON_V1_USER = """\
-Contract: $contract_id (run $run_id)
-Goal: $goal
-Verdict: $verdict
-Summary: $summary
-Checks ($n_checks, $n_failed failed):
-$checks
-Tags: $tags
-
-Propose the lessons of this run as JSON."""
-
-_REGISTRY: dict[str, PromptTemplate] = {}
+    @classmethod
+    def from_file(cls, model: PromptFileModel) -> PromptTemplate:
+        """The template of a read prompt file
+        (:func:`~truss_lab.ingest._prompts.read_prompt_file`)."""
+        return cls(model.name, model.system, user_from_file(model.user, model.kind),
+                   model.description, model.kind)
 
 
-def register_template(template: PromptTemplate) -> PromptTemplate:
-    """Add a template to the registry; re-registering a version with other text fails."""
-    known = _REGISTRY.get(template.version)
-    if known is not None and known.text != template.text:
-        raise BadInputError(
-            f"prompt version {template.version!r} is already registered with a different "
-            "text; give the changed template a new version name",
-            field="version",
-            reason="version_conflict",
-        )
-    # Validate the placeholders now, not on the first render.
-    bad = [
-        name
-        for name in _placeholders(template.user)
-        if name not in _PLACEHOLDERS
-    ]
-    if bad:
-        raise BadInputError(
-            f"prompt {template.version!r} uses unknown placeholders {sorted(bad)}; "
-            f"expected some of {sorted(_PLACEHOLDERS)}",
-            field="user",
-            reason="bad_placeholder",
-        )
-    _REGISTRY[template.version] = template
-    return template
-
-
-def get_template(version: str) -> PromptTemplate:
-    """The registered template of ``version``; unknown versions list the known ones."""
-    try:
-        return _REGISTRY[version]
-    except (KeyError, TypeError):
-        raise BadInputError(
-            f"unknown prompt version {version!r}; known versions: {sorted(_REGISTRY)}",
-            field="prompt_version",
-            reason="unknown_prompt_version",
-        ) from None
-
-
-def known_templates() -> tuple[str, ...]:
-    """The registered prompt versions, sorted."""
-    return tuple(sorted(_REGISTRY))
-
-
-_PLACEHOLDERS = frozenset(
-    {"contract_id", "run_id", "goal", "verdict", "summary", "checks", "n_checks",
-     "n_failed", "tags", "lessons", "references"}
-)
+_PLACEHOLDERS = frozenset(name for names in PLACEHOLDERS.values() for name in names)
 
 
 def _placeholders(user: str) -> list[str]:
@@ -171,6 +141,144 @@ def _placeholders(user: str) -> list[str]:
         if name:
             names.append(name)
     return names
+
+
+_REGISTRY: dict[str, PromptTemplate] = {}
+_BUILTIN_DIR = Path(__file__).with_name("prompts")
+
+
+def _conflict(template: PromptTemplate, known: PromptTemplate, where: str,
+              source: str | None = None) -> BadInputError:
+    return BadInputError(
+        f"prompt version {template.version!r} is already registered ({where}) with a "
+        f"different {'kind' if known.text == template.text else 'text'} (sha256 "
+        f"{known.template_hash[:12]}…, this one {template.template_hash[:12]}…); give the "
+        "changed template a new version name", source=source, field="name",
+        reason="version_conflict")
+
+
+def _check_placeholders(template: PromptTemplate) -> None:
+    if template.kind not in PROMPT_KINDS:
+        raise BadInputError(f"prompt {template.version!r} has kind {template.kind!r}; "
+                            f"expected one of {', '.join(PROMPT_KINDS)}", field="kind",
+                            reason="bad_value")
+    known = PLACEHOLDERS[template.kind]
+    bad = [name for name in _placeholders(template.user) if name not in known]
+    if bad:
+        raise BadInputError(
+            f"prompt {template.version!r} uses unknown placeholder {bad[0]!r} for a "
+            f"{template.kind} prompt; known: {', '.join(known)}",
+            field="user", reason="bad_placeholder")
+
+
+def register_template(template: PromptTemplate) -> PromptTemplate:
+    """Add a template to this process's registry; re-registering a version with
+    other text (or another kind) fails, as does a placeholder its kind lacks."""
+    known = _REGISTRY.get(template.version)
+    if known is not None and (known.text, known.kind) != (template.text, template.kind):
+        raise _conflict(template, known, "in this process")
+    _check_placeholders(template)  # now, not on the first render
+    _REGISTRY[template.version] = template
+    return template
+
+
+def load_prompt(path: str | Path) -> PromptTemplate:
+    """The template of a prompt file (FORMATS.md §6), checked but not registered."""
+    return PromptTemplate.from_file(read_prompt_file(path))
+
+
+BUILTIN_PROMPTS: tuple[str, ...] = tuple(
+    register_template(load_prompt(p)).version for p in sorted(_BUILTIN_DIR.glob("*.toml")))
+"""The versions of the built-in templates (files in ``truss_lab/extract/prompts/``)."""
+
+
+def _from_row(row: Mapping[str, Any]) -> PromptTemplate:
+    return PromptTemplate(row["name"], row["system_text"],
+                          user_from_file(row["user_template"], row["kind"]),
+                          row["description"], row["kind"])
+
+
+def get_template(version: str, store: Store | None = None) -> PromptTemplate:
+    """The registered template of ``version``: this process's registry (the built-in
+    ones and :func:`register_template`'s), else ``store``'s ``prompts`` table;
+    unknown versions list the known ones."""
+    found = _REGISTRY.get(version) if isinstance(version, str) else None
+    if found is None and store is not None and isinstance(version, str):
+        row = stored_prompt(store, version)
+        found = None if row is None else _from_row(row)
+    if found is None:
+        names = sorted(set(_REGISTRY) | ({r["name"] for r in stored_prompts(store)}
+                                         if store is not None else set()))
+        raise BadInputError(
+            f"unknown prompt version {version!r}; known versions: {', '.join(names)} "
+            "(register one with `truss-lab prompts add FILE`)",
+            field="prompt_version", reason="unknown_prompt_version")
+    return found
+
+
+def unregistered_template(version: str) -> PromptTemplate:
+    """The stand-in for prompt version ``version`` of recordings made elsewhere whose
+    template is not registered here: it names the version (runs and candidates record
+    it) and renders nothing; recordings under it replay unchecked."""
+    return PromptTemplate(version, "", "", "not registered here", "lesson", registered=False)
+
+
+def check_kind(template: PromptTemplate, kind: str, field: str = "--prompt") -> PromptTemplate:
+    """``template``, refused unless it is of ``kind`` (a judge prompt cannot extract)."""
+    if template.kind != kind:
+        raise BadInputError(
+            f"prompt {template.version!r} is a {template.kind} prompt; this needs a {kind} "
+            f"prompt", field=field, reason="wrong_kind")
+    return template
+
+
+def register_prompt(store: Store, template: PromptTemplate, source: str = "<memory>") -> bool:
+    """Store ``template`` in ``store``'s ``prompts`` table (FORMATS.md §6): True when
+    new, False when the same template is there already; the same version with other
+    text (there, or among the built-in and process templates) is refused."""
+    _check_placeholders(template)
+    known = _REGISTRY.get(template.version)
+    if known is not None and (known.text, known.kind) != (template.text, template.kind):
+        raise _conflict(template, known,
+                        "built in" if template.version in BUILTIN_PROMPTS else "in this process",
+                        source)
+    row = stored_prompt(store, template.version)
+    if row is not None:
+        stored = _from_row(row)
+        if (stored.text, stored.kind) != (template.text, template.kind):
+            raise _conflict(template, stored, f"in {store.path}", source)
+        return False
+    return add_prompt(store, {
+        "name": template.version, "kind": template.kind, "description": template.description,
+        "system_text": template.system, "user_template": user_to_file(template.user),
+        "template_hash": template.template_hash, "source": source})
+
+
+def known_templates(store: Store | None = None) -> tuple[str, ...]:
+    """The registered prompt versions (with ``store``'s), sorted."""
+    extra = {r["name"] for r in stored_prompts(store)} if store is not None else set()
+    return tuple(sorted(set(_REGISTRY) | extra))
+
+
+def prompts_table(store: Store | None = None) -> list[dict[str, Any]]:
+    """One row per known prompt version: name, kind, template_hash, description and
+    where it is registered (``built-in``, ``process`` or the file a store has it from)."""
+    rows = {v: {"name": v, "kind": t.kind, "template_hash": t.template_hash,
+                "description": t.description,
+                "registered": "built-in" if v in BUILTIN_PROMPTS else "process"}
+            for v, t in _REGISTRY.items()}
+    for r in stored_prompts(store) if store is not None else []:
+        rows.setdefault(r["name"], {"name": r["name"], "kind": r["kind"],
+                                    "template_hash": r["template_hash"],
+                                    "description": r["description"],
+                                    "registered": r["source"]})
+    return [rows[k] for k in sorted(rows)]
+
+
+def prompt_toml(template: PromptTemplate) -> str:
+    """``template`` as a FORMATS.md §6 file (what ``truss-lab prompts show`` prints)."""
+    return prompt_file_text(template.version, template.kind, template.description,
+                            template.system, user_to_file(template.user))
 
 
 def _render_check(check: Mapping[str, Any]) -> str:
@@ -278,45 +386,6 @@ def _request(template: PromptTemplate, payload: dict[str, Any], messages: Any, *
     )
 
 
-LESSON_V1 = register_template(
-    PromptTemplate(
-        version="lesson-v1",
-        system=_LESSON_V1_SYSTEM,
-        user=_LESSON_V1_USER,
-        description="Lessons grounded in the verdict's checks; JSON answer with salience.",
-    )
-)
-
-
-_JUDGE_V1_SYSTEM = """\
-You judge lessons that an extractor proposed from the verdict of a finished
-contract run. A lesson is USEFUL when it is durable, reusable guidance that is
-grounded in this verdict's checks and would help a similar contract next time;
-it is NOT useful when it is vague, generic, a platitude, not grounded in the
-checks, or merely restates the summary.
-
-Answer with one JSON object and nothing else, of exactly this shape:
-{"labels": [{"lesson": 0, "useful": 1}, {"lesson": 1, "useful": 0}]}
-
-- "lesson": the number in brackets before the lesson.
-- "useful": 1 for useful, 0 for not useful.
-Label every lesson listed, once."""
-
-_JUDGE_V1_USER = """\
-Contract: $contract_id (run $run_id)
-Goal: $goal
-Verdict: $verdict
-Summary: $summary
-Checks ($n_checks, $n_failed failed):
-$checks
-Tags: $tags
-
-Lessons to judge:
-$lessons
-
-Label each lesson as JSON."""
-
-
 def _render_lesson(index: int | str, text: str, evidence: Any) -> str:
     ev = ", ".join(str(e) for e in evidence) if evidence is not None and len(evidence) else ""
     return f"[{index}] {' '.join(str(text).split())} (evidence: {ev or 'none'})"
@@ -343,40 +412,6 @@ def build_judge_request(
     return _request(template, payload, _render(template, payload, lines or "- (no lessons)"),
                     verdict_hash=verdict_hash, extractor=extractor, model=model,
                     parameters=parameters)
-
-
-JUDGE_V1 = register_template(
-    PromptTemplate(
-        version="judge-v1",
-        system=_JUDGE_V1_SYSTEM,
-        user=_JUDGE_V1_USER,
-        description="A judge labels each lesson of a verdict useful (1) or not (0); JSON answer.",
-    )
-)
-
-
-_MATCH_V1_SYSTEM = """\
-You compare lessons that an extractor proposed for one verdict of a contract run
-with reference lessons that an expert wrote for the same verdict. For every
-(lesson, reference) pair, say how far the lesson expresses the reference: the
-same advice about the same check, whatever the wording.
-
-Answer with one JSON object and nothing else, of exactly this shape:
-{"pairs": [{"lesson": "L0", "reference": "R1", "similarity": 0.9}]}
-
-- "lesson", "reference": the tags in brackets before each lesson and reference.
-- "similarity": a number in [0, 1]: 1 = the lesson says what the reference
-  says, 0 = it says something else.
-Give every (lesson, reference) pair listed, exactly once."""
-
-_MATCH_V1_USER = """\
-Lessons:
-$lessons
-
-References:
-$references
-
-Score every (lesson, reference) pair as JSON."""
 
 
 def build_match_request(
@@ -410,12 +445,3 @@ def build_match_request(
         extractor=extractor, prompt_version=template.version)
 
 
-MATCH_V1 = register_template(
-    PromptTemplate(
-        version="match-v1",
-        system=_MATCH_V1_SYSTEM,
-        user=_MATCH_V1_USER,
-        description="A judge scores how far each lesson of a verdict expresses each "
-                    "reference lesson (similarity in [0, 1]); JSON answer.",
-    )
-)

@@ -40,10 +40,11 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
         return Extractor.replay(store, arg, run_id=rerun_of)
     knobs = {k: v for k, v in (knobs or {}).items() if v is not None}
     if knobs and kind != "openai":
+        first = next(iter(knobs))
         raise BadInputError(
-            f"--{next(iter(knobs)).replace('_', '-')} sets a live extractor's configuration "
-            "(openai:MODEL); a replay uses the configuration it was recorded with",
-            field="--extractor")
+            f"--{'prompt' if first == 'prompt_version' else first.replace('_', '-')} sets a "
+            "live extractor's configuration (openai:MODEL); a replay uses the configuration "
+            "it was recorded with (its prompt version too)", field="--extractor")
     if deadline is not None and kind != "openai":
         raise BadInputError("--deadline bounds a live call (openai:MODEL)", field="--deadline")
     if supports_n and kind != "openai":
@@ -54,7 +55,7 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
     if kind == "replay" and arg:
         path, _, ext_id = arg.partition("#")
         if path.endswith(".jsonl") or Path(path).is_file():
-            return _replay_file(path, ext_id or None)
+            return _replay_file(path, ext_id or None, store)
         have = recorded_extractors(store)
         if arg not in have:
             raise BadInputError(
@@ -76,13 +77,13 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
                                 field="--extractor") from None
         # The template is the configuration's prompt version (a knob like the others).
         return Extractor.openai(url, arg, config=config, template=config.prompt_version,
-                                **options)
+                                store=store, **options)
     raise BadInputError(
         f"unknown extractor {spec!r}; expected heuristic, replay:EXTRACTOR_ID, "
         "replay:PATH.jsonl[#EXTRACTOR_ID] or openai:MODEL", field="--extractor")
 
 
-def _replay_file(path: str, ext_id: str | None) -> Extractor:
+def _replay_file(path: str, ext_id: str | None, store: Any) -> Extractor:
     if not Path(path).is_file():
         raise BadInputError("no such completions file", source=path)
     df, errors = read_completions(path)
@@ -98,7 +99,8 @@ def _replay_file(path: str, ext_id: str | None) -> Extractor:
     elif ext_id not in names:
         raise BadInputError(f"no recordings for extractor {ext_id!r}; the file has "
                             f"{', '.join(names)}", source=path)
-    return Extractor.replay(df[df["extractor"] == ext_id], ext_id)
+    # The store's registered prompts check the recordings' request hashes.
+    return Extractor.replay(df[df["extractor"] == ext_id], ext_id, store=store)
 
 
 def spec_run_config(spec: str, *, base_url: str | None = None, max_retries: int | None = None,

@@ -13,6 +13,7 @@ from ..journal._spec import JournalEntryModel, VerdictPayloadModel
 from ._completions import CompletionRecordModel
 from ._labels import LabelQueueRecordModel, LabelRecordModel
 from ._match_labels import MatchLabelRecordModel, MatchQueueRecordModel
+from ._prompts import PromptFileModel
 from ._references import ReferenceRecordModel
 
 __all__ = ["SCHEMA_NAMES", "json_schema"]
@@ -31,11 +32,13 @@ def _models() -> dict[str, type[BaseModel]]:
         "policy-record": PolicyRecord,
         "memory-entry": MemoryEntry,
         "config": MemoryConfig,
+        "prompt": PromptFileModel,
     }
 
 
 SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "label-queue", "references",
-                "match-labels", "match-queue", "policy-record", "memory-entry", "config")
+                "match-labels", "match-queue", "policy-record", "memory-entry", "config",
+                "prompt")
 
 
 def json_schema(name: str) -> dict[str, Any]:

@@ -44,6 +44,7 @@ __all__ = [
     "record_run_verdicts",
     "recorded_completions",
     "reopen_run",
+    "run_candidate_counts",
     "run_candidates",
     "run_content_hashes",
     "run_error_rows",
@@ -117,8 +118,12 @@ def create_run(
     return store.append("extraction_runs", pa.table(cols), key=["run_id"])
 
 
-def record_prompt_template(store: Store, version: str, template_hash: str, text: str) -> None:
-    """Keep the text of a prompt template a run used (once per version and hash)."""
+def record_prompt_template(store: Store, version: str, template_hash: str | None,
+                           text: str) -> None:
+    """Keep the text of a prompt template a run used (once per version and hash);
+    nothing for a template not registered here (``template_hash`` None: no text)."""
+    if template_hash is None:
+        return
     store.append(
         "prompt_templates",
         pa.table({"prompt_version": [version], "template_hash": [template_hash],
@@ -502,6 +507,13 @@ def run_candidates(store: Store, run_id: str, *, valid_only: bool = False) -> pd
         + " ORDER BY verdict_seq, lesson_index",
         [run_id],
     ).df()
+
+
+def run_candidate_counts(store: Store, run_id: str) -> tuple[int, int]:
+    """(candidates, valid candidates) of ``run_id``."""
+    row = store.sql("SELECT count(*), count(*) FILTER (WHERE valid) FROM candidates "
+                    "WHERE run_id = ?", [run_id]).fetchall()[0]
+    return int(row[0]), int(row[1])
 
 
 def run_lessons(store: Store, run_id: str) -> pd.DataFrame:

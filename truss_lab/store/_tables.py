@@ -28,6 +28,7 @@ __all__ = [
     "MEMORY_SCHEMA",
     "POLICY_COLUMNS",
     "POLICY_SCHEMA",
+    "PROMPTS_SCHEMA",
     "RECORDING_KEY",
     "REFERENCES_SCHEMA",
     "REF_TYPE",
@@ -257,6 +258,23 @@ RUN_CHUNKS_SCHEMA = pa.schema(
 """Arrow schema of ``run_chunks``: each chunk a batch run wrote, with its counts."""
 
 
+# -- registered prompt templates ------------------------------------------------------------
+
+PROMPTS_SCHEMA = pa.schema(
+    [
+        ("name", pa.string()),
+        ("kind", pa.string()),
+        ("description", pa.string()),
+        ("system_text", pa.string()),
+        ("user_template", pa.string()),
+        ("template_hash", pa.string()),
+        ("source", pa.string()),
+        ("registered_at", TS),
+    ]
+)
+"""Arrow schema of ``prompts``: a prompt template registered from a file (FORMATS.md §6)."""
+
+
 # -- every schema by table ----------------------------------------------------------------
 
 TABLE_SCHEMAS: dict[str, pa.Schema] = {
@@ -273,6 +291,7 @@ TABLE_SCHEMAS: dict[str, pa.Schema] = {
     "verdict_errors": VERDICT_ERRORS_SCHEMA,
     "run_verdicts": RUN_VERDICTS_SCHEMA,
     "run_chunks": RUN_CHUNKS_SCHEMA,
+    "prompts": PROMPTS_SCHEMA,
 }
 """Table name -> the Arrow schema its writers append with (the table's first columns,
 in order; the test checks each against ``schema.sql``)."""

@@ -641,3 +641,28 @@ WHERE run_id IS NULL AND source = 'live' AND (
     AND r.provider NOT IN ('replay', 'heuristic')) = 1;
 COMMENT ON TABLE completions IS 'Recorded provider calls (truss-lab schema completions): ingested files, and every live call under the run that paid for it; never an Authorization header';
 COMMENT ON COLUMN completions.run_id IS 'Run whose live call made the recording (it owns it: truss-lab usage bills it, truss-lab rerun replays it); NULL when ingested from a file or made by a judge';
+
+-- migration: 012_prompts
+-- Issue #27 item 1: prompt templates registered from files (FORMATS.md §6,
+-- `truss-lab prompts add FILE`), one row per prompt version, stored once with
+-- the SHA-256 of the template (the hash runs record as prompt_hash). A name is
+-- registered with one text only; prompt_templates keeps what each run used.
+CREATE TABLE prompts (
+    name              VARCHAR PRIMARY KEY,
+    kind              VARCHAR NOT NULL,   -- lesson | judge | match
+    description       VARCHAR NOT NULL,
+    system_text       VARCHAR NOT NULL,
+    user_template     VARCHAR NOT NULL,   -- the file's {placeholder} spelling
+    template_hash     VARCHAR NOT NULL,
+    source            VARCHAR NOT NULL,
+    registered_at     TIMESTAMPTZ NOT NULL
+);
+COMMENT ON TABLE prompts IS 'Prompt templates registered from files (truss-lab prompts add; FORMATS.md §6), one row per prompt version';
+COMMENT ON COLUMN prompts.name IS 'The prompt version (prompt_version of every call made with it)';
+COMMENT ON COLUMN prompts.kind IS 'lesson (extract), judge (judge) or match (match)';
+COMMENT ON COLUMN prompts.description IS 'For people; not part of the hash';
+COMMENT ON COLUMN prompts.system_text IS 'The system message, sent as written';
+COMMENT ON COLUMN prompts.user_template IS 'The user message template with {placeholder} fields (truss-lab schema prompt)';
+COMMENT ON COLUMN prompts.template_hash IS 'SHA-256 of the template text (prompt_templates.template_hash, extraction_runs.prompt_hash)';
+COMMENT ON COLUMN prompts.source IS 'File it was registered from';
+COMMENT ON COLUMN prompts.registered_at IS 'When this database registered it (UTC)';

@@ -1,8 +1,8 @@
 """``truss-lab``: a thin command line over the library. No logic lives here.
 
 One module per group of commands (:mod:`.data`, :mod:`.extract`, :mod:`.evaluate`,
-:mod:`.label`), each command a function of its module; :mod:`.common` holds what they
-share. A user error (any :class:`TrussLabError`) prints one line and exits non-zero;
+:mod:`.label`, :mod:`.prompts`), each command a function of its module; :mod:`.common`
+holds what they share. A user error (any :class:`TrussLabError`) prints one line and exits non-zero;
 never a traceback.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from ...ingest._schemas import SCHEMA_NAMES
-from . import data, evaluate, extract, label
+from . import data, evaluate, extract, label, prompts
 
 __all__ = ["EPILOG", "cli", "main"]
 
@@ -22,7 +22,7 @@ def cli() -> None:
     """truss_lab: study Truss lesson extraction (ADR 0011) offline."""
 
 
-for _module in (data, extract, evaluate, label):
+for _module in (data, extract, evaluate, label, prompts):
     _module.register(cli)
 
 EPILOG = ("Guide: README.md (CLI quickstart). File formats: `truss-lab schema NAME` "

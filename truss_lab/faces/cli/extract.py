@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -21,7 +22,7 @@ from ...core._secrets import MASK
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...extract._batch import rerun as rerun_run
 from ...extract._batch import run_extraction
-from ...extract._extractor import MAX_SAMPLES
+from ...extract._extractor import MAX_SAMPLES, UnregisteredPromptWarning
 from ...extract._grid import load_grid, run_grid
 from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
@@ -33,6 +34,18 @@ from .._display import runs_text
 from .common import add_commands, db_option, emit, friendly, json_option, read_store, run_argument
 
 __all__ = ["COMMANDS", "register"]
+
+
+def _warned(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, its warnings (recordings whose prompt version is not
+    registered here) said in one ``warning:`` line each on stderr, not Python's
+    file:line form."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnregisteredPromptWarning)
+        out = fn(*args, **kwargs)
+    for w in caught:
+        click.echo(f"warning: {w.message}", err=True)
+    return out
 
 
 def _off_refused() -> BadInputError:
@@ -51,6 +64,10 @@ def _off_refused() -> BadInputError:
 @click.option("--base-url", default=None,
               help="Endpoint of an OpenAI-compatible server, for openai:MODEL "
                    "(default: $OPENAI_BASE_URL, else api.openai.com).")
+@click.option("--prompt", default=None, metavar="NAME",
+              help="Lesson prompt version for openai:MODEL (default lesson-v1): built in or "
+                   "registered with `truss-lab prompts add FILE` (`truss-lab prompts "
+                   "list`). A replay uses its recordings' own.")
 @click.option("--policy", type=click.Choice(["off", "on", "model-scored"]), default=None,
               help="Lesson extraction policy (default: config file / env, else off, "
                    "which is refused unless --allow-off).")
@@ -108,7 +125,8 @@ def _off_refused() -> BadInputError:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @json_option
 @friendly
-def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: str | None,
+def extract(db: str, extractor_spec: str | None, base_url: str | None, prompt: str | None,
+            policy: str | None,
             allow_off: bool, extraction_min_salience: float | None, executor: str | None,
             verdict_filter: str | None, chunk_size: int | None, run_id: str | None,
             name: str | None, tags: tuple[str, ...], resume_id: str | None,
@@ -149,7 +167,8 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
         retries = max_retries if max_retries is not None else prior.get("max_retries")
         deadline = deadline if deadline is not None else prior.get("deadline")
         knobs = {"response_format": response_format, "temperature": temperature,
-                 "top_p": top_p, "seed": seed, "max_tokens": max_tokens, "samples": samples}
+                 "top_p": top_p, "seed": seed, "max_tokens": max_tokens, "samples": samples,
+                 "prompt_version": prompt}
         if resume_id and not any(v is not None for v in knobs.values()):
             knobs = prior.get("extractor_knobs") or {}
         supports_n = supports_n or bool(prior.get("supports_n"))
@@ -159,10 +178,10 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, policy: s
             raise BadInputError(
                 f"run {resume_id}'s base URL held a credential, stored masked "
                 f"({prior['base_url']}); give it again with --base-url", field="--base-url")
-        extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
-                                   max_retries=retries, knobs=knobs, supports_n=supports_n,
-                                   deadline=deadline, rerun_of=None if extractor_spec
-                                   else prior.get("rerun_of"))
+        extractor = _warned(make_extractor, spec, store,
+                            base_url=base_url or prior.get("base_url"), max_retries=retries,
+                            knobs=knobs, supports_n=supports_n, deadline=deadline,
+                            rerun_of=None if extractor_spec else prior.get("rerun_of"))
         verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
             "verdicts")
         run = run_extraction(

@@ -31,7 +31,6 @@ from ...evaluate._matches import match_agreement
 from ...evaluate._objective import OBJECTIVE_HELP
 from ...evaluate._queue import DEFAULT_BAND, labelling_queue, match_queue
 from ...extract._limits import DEFAULT_DEADLINE
-from ...extract._prompts import get_template
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...ingest._completions import read_completions
 from ...ingest._labels import write_label_queue
@@ -84,7 +83,7 @@ def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
     if kind == "openai" and arg:
         if not base_url:
             raise BadInputError("openai:MODEL needs --base-url", field="--base-url")
-        return cls.openai(base_url, arg, template=template, **(live or {}))
+        return cls.openai(base_url, arg, template=template, store=store, **(live or {}))
     if kind == "replay" and arg:
         path, _, model = arg.partition("#")
         if model:
@@ -92,11 +91,11 @@ def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
             if errors:
                 raise BadInputError(f"{len(errors)} bad line(s); the first: {errors[0]}",
                                     source=path)
-            return cls.replay(df, model, template=template)
+            return cls.replay(df, model, template=template, store=store)
         return cls.replay(store, arg, template=template)
     if kind == "simulated":
         provider, model = simulated(arg or str(_SAMPLE_TRUTH))
-        return cls(provider, model, get_template(template), {"temperature": 0})
+        return cls(provider, model, cls.prompt(template, store), {"temperature": 0})
     raise BadInputError(f"unknown judge {spec!r}; expected openai:MODEL, replay:MODEL, "
                         "replay:PATH.jsonl#MODEL or simulated[:LESSON_TRUTH.csv]",
                         field=field)
@@ -149,7 +148,9 @@ def _model_options(what: str, spec_help: str, prompt: str) -> Any:
                 click.option("--base-url", default=None,
                              help="OpenAI-compatible endpoint (openai:MODEL)."),
                 click.option("--prompt", "template", default=prompt, show_default=True,
-                             help="Prompt version."),
+                             metavar="NAME",
+                             help=f"Prompt version: a built-in {what} prompt or one "
+                                  "registered with `truss-lab prompts add FILE`."),
                 click.option("--deadline", default=None,
                              type=click.FloatRange(0, min_open=True), metavar="SECONDS",
                              help="Most seconds one live call may take, its retries "
