@@ -41,8 +41,12 @@ def holder(code: str) -> Iterator[subprocess.Popen[str]]:
 
 @pytest.fixture(scope="module")
 def db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # a copy of a closed file: everything checkpointed into it
-    return copy_db(sample_full, tmp_path_factory.mktemp("snap") / "lab.duckdb")
+    # a copy of a closed file: everything checkpointed into it, with a run to report on
+    path = copy_db(sample_full, tmp_path_factory.mktemp("snap") / "lab.duckdb")
+    with tl.Store(path) as s:
+        tl.run_extraction(s, tl.Extractor.heuristic(), tl.MemoryConfig(lesson_extraction="on"),
+                          verdicts="seq <= 40", run_id="heur", write_memory=False)
+    return path
 
 
 # The notebook of the story: it opens the store for writing and commits a run
@@ -85,9 +89,15 @@ def test_read_only_commands_read_a_snapshot_and_say_so(db: Path, tmp_path: Path)
         r = _cli(db, "runs", tmp=scratch)
         assert "held-run" in r.stdout  # committed in the WAL, read from the copied WAL
         out = scratch.parent / "held.html"
-        r = _cli(db, "report", "held-run", "--out", str(out), "--n-boot", "5", tmp=scratch)
+        r = _cli(db, "report", "heur", "--out", str(out), "--n-boot", "5", tmp=scratch)
         assert r.exit_code == 0 and r.stderr.startswith("note: "), r.stderr
         assert (f"database {db} (a snapshot copied at " in out.read_text(encoding="utf-8"))
+        assert list(scratch.iterdir()) == []
+        # The held run has no candidates: nothing to report, one line after the note.
+        r = _cli(db, "report", "held-run", "--out", str(out), tmp=scratch)
+        assert r.exit_code == 2 and r.stderr.splitlines()[1:] == [
+            "error: field 'run': run 'held-run' has no candidates to evaluate (it proposed "
+            "no lesson; its errors: `truss-lab errors held-run`)"], r.stderr
         assert list(scratch.iterdir()) == []
         assert "ok: 1200 entries verified" in _cli(db, "verify", tmp=scratch).stdout
         # Writers are still refused, clearly, and write nothing.

@@ -31,9 +31,12 @@ Recorded completions, the offline default. A replay answers a :class:`Completion
 from a recording keyed by (``verdict_hash``, ``extractor``, ``sample_index``; a
 recording without a sample index is sample 0, as is a request of a one-sample
 extractor). It never answers a changed prompt with an old recording: when the recording
-carries a ``request_hash`` it must equal the request's. Recordings made elsewhere may
-lack one; those are answered (their prompt version must still match) and counted in
-:attr:`ReplayProvider.unchecked_requests`. Recordings that carry their extractor
+carries a ``request_hash`` it must equal the hash of the request rebuilt from the
+recording's own prompt version (:meth:`Extractor.replay` takes that version). Recordings
+made elsewhere may lack one, or name a prompt version not registered here: those are
+answered unchecked, whatever their version, and counted in
+:attr:`ReplayProvider.unchecked_requests` (the second kind with an
+:class:`UnregisteredPromptWarning`). Recordings that carry their extractor
 configuration (FORMATS.md §2 ``config``) give it back through
 :meth:`ReplayProvider.config_of`, so a file replays by itself.
 

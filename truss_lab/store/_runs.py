@@ -376,7 +376,9 @@ def delete_run(store: Store, run_id: str) -> dict[str, int]:
 
 
 def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per run: run_id, extractor_id, policy, extraction_min_salience,
+    """One row per run: run_id, extractor_id, prompt_version and prompt_hash (the prompt
+    template that produced its candidates; the hash null when the version is not
+    registered here), policy, extraction_min_salience,
     write_memory, status, name, tags (a list), n_verdicts, n_candidates, n_lessons
     (passed the gate and written), n_lessons_new (memory entries this run added),
     n_errors, provider_calls, seconds (active wall time, summed over resumes),
@@ -387,7 +389,8 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
     if run_ids is not None:
         where, params = "WHERE r.run_id IN (SELECT unnest(?))", [list(run_ids)]
     df = store.sql(
-        "SELECT r.run_id, r.extractor_id, r.policy, r.extraction_min_salience, "
+        "SELECT r.run_id, r.extractor_id, r.prompt_version, r.prompt_hash, r.policy, "
+        "r.extraction_min_salience, "
         "r.write_memory, r.status, r.name, coalesce(r.tags, []) AS tags, "
         "coalesce(r.n_verdicts, 0) AS n_verdicts, "
         "coalesce(r.n_candidates, 0) AS n_candidates, coalesce(r.n_lessons, 0) AS n_lessons, "

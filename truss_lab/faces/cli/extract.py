@@ -254,7 +254,8 @@ def runs(ctx: click.Context, db: str, as_json: bool) -> None:
     else:
         df = df.assign(name=df["name"].fillna(""),
                        tags=[",".join(t) for t in df["tags"]])
-        click.echo(runs_text(df, ["run_id", "name", "tags", "extractor_id", "policy",
+        click.echo(runs_text(df, ["run_id", "name", "tags", "extractor_id",
+                                  "prompt_version", "policy",
                                   "status", "n_verdicts", "n_candidates", "n_lessons",
                                   "n_errors", "seconds"]))
 
