@@ -255,3 +255,22 @@ def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "lessons judged by references (as asked)" in out.read_text(encoding="utf-8")
 
+
+
+def test_report_reads_as_people_read_it(sample) -> None:
+    """Issue 29: each run's own lesson count per verdict, a verdict whose annotators
+    say it teaches nothing says so, the chosen row of the sweep table is named and
+    marked, the choice has no NaN cell nor a raw dict, numbers have one format."""
+    _, run_ids, _, path = sample
+    text = path.read_text(encoding="utf-8")
+    a, b = run_ids
+    assert re.search(rf"· {re.escape(a)}: \d+ lesson\(s\), \d+ written · "
+                     rf"{re.escape(b)}: \d+ lesson\(s\), \d+ written", text)
+    assert "teaches nothing (" in text and "0 reference(s)" not in text
+    assert re.search(r'<tr class="mark"><td>chosen', text)
+    assert "{&#x27;" not in text and "{'" not in text  # no raw dict
+    assert not re.search(r">\s*nan\s*<", text.lower())  # no NaN cell
+    assert "e-" not in re.sub(r"(data:image/png;base64,[^\"]+|[a-z]e-[a-z])", "", text)
+    for cell in re.findall(r"<td>(-?\d+\.\d+)</td>", text):
+        assert len(cell.split(".")[1]) == 3, cell  # one decimal format everywhere
+    assert text.count("table-box") >= 3  # wide tables scroll inside the page

@@ -635,13 +635,16 @@ def _adjudicated(store: Store, labels: Any) -> pd.DataFrame:
 def labels_truth(
     store: Store, run_id: str, *, labels: Any = None, score: str = "salience",
     ties: str = DEFAULT_TIES, transfer: str | float | None = DEFAULT_TRANSFER,
+    candidates: pd.DataFrame | None = None,
 ) -> RunTruth:
     """The truth source of gold labels: majority label per candidate, ties by ``ties``;
     labels follow content to equal lessons of other extractors (``transfer``, see
-    :func:`~truss_lab.evaluate._truth.labelled_candidates`)."""
+    :func:`~truss_lab.evaluate._truth.labelled_candidates`). ``candidates``: that
+    frame (``valid_only=False``) when the caller holds it already."""
     policy = check_ties(ties)
-    df = labelled_candidates(store, run_id, labels=labels, valid_only=False,
-                             transfer=transfer)
+    df = (candidates if candidates is not None else
+          labelled_candidates(store, run_id, labels=labels, valid_only=False,
+                              transfer=transfer))
     valid = df["valid"].to_numpy(dtype=bool)
     s = score_values(run_id, df, score)
     s = np.where(valid, s, np.nan)  # a dropped lesson is never written
@@ -973,7 +976,7 @@ class Truth:
     labels: pd.DataFrame | None = field(default=None, repr=False)
     references: pd.DataFrame | None = field(default=None, repr=False)
     store: Store | None = field(default=None, repr=False)
-    _judged: dict[tuple[Any, ...], tuple[Any, RunTruth | ReferenceTruth]] = field(
+    _judged: dict[tuple[Any, ...], tuple[Any, RunTruth | ReferenceTruth | pd.DataFrame]] = field(
         default_factory=dict, init=False, repr=False)
 
     @classmethod
@@ -1085,10 +1088,25 @@ class Truth:
         key = (run_id, score, ties)
         if key not in self._judged:
             self._judged[key] = (None, labels_truth(self._store(), run_id, labels=self.labels,
-                                                    score=score, ties=ties))
+                                                    score=score, ties=ties,
+                                                    candidates=self.labelled(run_id)))
         rt = self._judged[key][1]
         assert isinstance(rt, RunTruth)
         return rt
+
+    def labelled(self, run_id: str) -> pd.DataFrame:
+        """:func:`labelled_candidates` of ``run_id`` (every candidate, dropped ones too)
+        by this labels (or judge) truth's rows, read once per run: what its counting,
+        and a report's verdict list, take."""
+        if self.kind == "references":
+            raise BadInputError("a references truth has no labelled candidates; use judged()",
+                                field="truth")
+        key = ("labelled", run_id)
+        if key not in self._judged:
+            self._judged[key] = (None, labelled_candidates(self._store(), run_id,
+                                                           labels=self.labels,
+                                                           valid_only=False))
+        return self._judged[key][1]  # type: ignore[return-value]
 
     def scored(self, run_id: str, *, score: str = "salience") -> pd.DataFrame:
         """The labelled, untied valid candidates of ``run_id`` by this labels truth

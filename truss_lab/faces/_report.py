@@ -303,10 +303,12 @@ def select_verdicts(store: Store, run_ids: Sequence[str], max_verdicts: int | No
     return df.reset_index(drop=True), n_total
 
 
-def _run_rows(store: Store, run_id: str, hashes: list[str], flags: pd.DataFrame | None
-              ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """One run's candidates (with labels and junk), completions and errors for ``hashes``."""
-    cands = labelled_candidates(store, run_id, valid_only=False)
+def _run_rows(store: Store, run_id: str, hashes: list[str], flags: pd.DataFrame | None,
+              truth: Truth | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """One run's candidates (with labels and junk), completions and errors for ``hashes``
+    (the gold labels: the report's labels truth's own frame when it judges by them)."""
+    cands = (truth.labelled(run_id) if truth is not None and truth.name == "labels"
+             else labelled_candidates(store, run_id, valid_only=False))
     if flags is not None and len(flags):
         cands = cands.merge(flags, on="candidate_id", how="left")
     cands = cands[cands["verdict_hash"].isin(hashes)]
@@ -355,25 +357,26 @@ def _match_text(m: Any) -> str:
     return f"no match (best {m.similarity:.2f})"
 
 
-def _references_table(refs: pd.DataFrame, matches: dict[str, pd.DataFrame]) -> str:
+def _references_table(refs: list[Any], matches: dict[str, list[Any]]) -> str:
     """One verdict's reference lessons, each with the lesson of every run that claimed it."""
-    if refs.empty:
+    if not refs:
         return ""
+    claimed: dict[str, dict[str, list[str]]] = {}
+    for run, m in matches.items():
+        got = claimed.setdefault(run, {})
+        for h in (h for h in m if int(h.y) == 1):
+            got.setdefault(str(h.reference_id), []).append(
+                f"lesson #{int(h.lesson_index)} ({h.similarity:.2f})")
     rows = []
-    for r in refs.sort_values(["reference_id", "annotator"], kind="stable").itertuples(
-            index=False):
+    for r in sorted(refs, key=lambda r: (str(r.reference_id), str(r.annotator or ""))):
         rid = str(r.reference_id)
         if rid == "none":
             text, ev, by = "(this verdict teaches nothing, says this annotator)", "", ""
         else:
             text = cut(r.text)
             ev = cut(", ".join(map(str, r.evidence))) if r.evidence is not None else ""
-            claims = []
-            for run, m in matches.items():
-                hit = m[(m["y"] == 1) & (m["reference_id"].astype("string") == rid)]
-                claims.append(f"{run}: " + ("; ".join(
-                    f"lesson #{int(h.lesson_index)} ({h.similarity:.2f})"
-                    for h in hit.itertuples(index=False)) or "missed"))
+            claims = [f"{run}: " + ("; ".join(got.get(rid, [])) or "missed")
+                      for run, got in claimed.items()]
             by = cut(" · ".join(claims))
         rows.append(f"<tr><td>{esc(cut(rid))}</td><td>{esc(cut(r.annotator or ''))}</td>"
                     f"<td class=\"lesson-text\">{esc(text)}</td><td>{esc(ev)}</td>"
@@ -393,15 +396,14 @@ def _label(row: Any) -> str:
     return f"{word} ({row.n_annotators} annotator{'s' if row.n_annotators != 1 else ''})"
 
 
-def _lessons_table(c: pd.DataFrame, matched: pd.DataFrame | None) -> str:
+def _lessons_table(c: list[Any], matched: list[Any] | None) -> str:
     """The lessons of one verdict in one run; ``matched``: that run's matcher rows
     of the verdict (None when the verdict has no reference lessons)."""
-    if not len(c):
+    if not c:
         return '<p class="muted">no candidate lesson</p>'
-    by_id = ({} if matched is None else
-             {m.candidate_id: m for m in matched.itertuples(index=False)})
+    by_id = {} if matched is None else {m.candidate_id: m for m in matched}
     rows = []
-    for r in c.itertuples(index=False):
+    for r in c:
         gate = "written" if r.passed_gate else ("dropped: " + str(r.drop_reason)
                                                 if not r.valid else "below threshold")
         junk = [k for k in ("duplicate_in_verdict", "duplicate_in_run", "ungrounded",
@@ -409,7 +411,7 @@ def _lessons_table(c: pd.DataFrame, matched: pd.DataFrame | None) -> str:
         evidence = cut(", ".join(map(str, r.evidence))) if r.evidence is not None else ""
         rows.append(
             f"<tr><td>{esc(r.lesson_index)}</td><td class=\"lesson-text\">"
-            f"{esc(cut(r.text or ''))}"
+            f"{esc(cut(r.text) if isinstance(r.text, str) else '')}"
             f"</td><td>{esc(fmt(r.salience))}</td><td>{esc(fmt(r.score))}</td>"
             f"<td>{esc(gate)}</td><td>{esc(_label(r))}</td>"
             f"<td>{esc(_match_text(by_id.get(r.candidate_id)))}</td>"
@@ -419,32 +421,46 @@ def _lessons_table(c: pd.DataFrame, matched: pd.DataFrame | None) -> str:
             f"<th>evidence</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def _verdict_html(v: Any, per_run: dict[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]],
-                  refs: pd.DataFrame, matches: dict[str, pd.DataFrame]) -> str:
+class _ByVerdict:
+    """The rows of a frame (named tuples) by verdict hash, read in one pass for the
+    whole list: a boolean filter per verdict and pandas rows made the list cost tens of
+    milliseconds a verdict."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.groups: dict[str, list[Any]] = {}
+        for row in df.itertuples(index=False):
+            self.groups.setdefault(str(row.verdict_hash), []).append(row)
+
+    def __getitem__(self, verdict_hash: str) -> list[Any]:
+        return self.groups.get(verdict_hash, [])
+
+
+def _verdict_html(v: Any, per_run: dict[str, tuple[_ByVerdict, _ByVerdict, _ByVerdict]],
+                  refs: _ByVerdict, matches: dict[str, _ByVerdict]) -> str:
     try:
         payload = json.loads(v.payload) if isinstance(v.payload, str) else {}
     except ValueError:
         payload = {}
     outcome = str(payload.get("verdict", "unknown"))
-    n_lessons = n_written = 0
+    counts = []
     runs_html = []
-    v_refs = refs[refs["verdict_hash"].astype(str) == v.verdict_hash]
-    v_matches = {rid: m[m["verdict_hash"] == v.verdict_hash] for rid, m in matches.items()}
+    v_refs = refs[v.verdict_hash]
+    v_matches = {rid: m[v.verdict_hash] for rid, m in matches.items()}
     for rid, (cands, comps, errs) in per_run.items():
-        c = cands[cands["verdict_hash"] == v.verdict_hash]
-        e = errs[errs["verdict_hash"] == v.verdict_hash]
-        comp = comps[comps["verdict_hash"] == v.verdict_hash]
-        n_lessons += len(c)
-        n_written += int(c["passed_gate"].sum())
+        c, e, comp = cands[v.verdict_hash], errs[v.verdict_hash], comps[v.verdict_hash]
+        # Each run's own count: the lessons of two runs are two proposals, not one sum.
+        written = sum(bool(r.passed_gate) for r in c)
+        counts.append(f"{rid}: {len(c)} lesson(s), {written} written" if len(per_run) > 1
+                      else f"{len(c)} lesson(s), {written} written")
         part = [f"<h4>run <code>{esc(rid)}</code></h4>",
                 _lessons_table(c, v_matches.get(rid) if len(v_refs) else None)]
-        if len(comp):
-            text = str(comp["text"].iloc[0])
+        if comp:
+            text = str(comp[0].text)
             note = (f" (first {COMPLETION_CHARS} of {len(text)} characters)"
                     if len(text) > COMPLETION_CHARS else "")
             part.append(f"<details><summary>completion{esc(note)}</summary>"
                         f"<pre>{esc(text[:COMPLETION_CHARS])}</pre></details>")
-        for r in e.itertuples(index=False):
+        for r in e:
             part.append(f"<p class=\"bad\">error ({esc(r.stage)}): {esc(r.reason)}: "
                         f"{esc(cut(r.message or ''))}</p>")
         runs_html.append("".join(part))
@@ -456,9 +472,8 @@ def _verdict_html(v: Any, per_run: dict[str, tuple[pd.DataFrame, pd.DataFrame, p
     badge = "pass" if outcome == "pass" else "fail" if outcome == "fail" else ""
     errs_badge = (f' <span class="badge err">{int(v.n_errors)} error(s)</span>'
                   if v.n_errors else "")
-    n_refs = int((v_refs["reference_id"].astype(str) != "none").sum()) if len(v_refs) else 0
-    refs_badge = (f' <span class="badge ref">{n_refs} reference(s), '
-                  f'{v_refs["annotator"].nunique()} annotator(s)</span>' if len(v_refs) else "")
+    refs_badge = f' <span class="badge ref">{esc(_refs_badge(v_refs))}</span>' if len(
+        v_refs) else ""
     goal = str(payload.get("goal", ""))
     return (
         f'<details class="verdict" data-outcome="{esc(outcome)}" '
@@ -467,7 +482,7 @@ def _verdict_html(v: Any, per_run: dict[str, tuple[pd.DataFrame, pd.DataFrame, p
         f"<summary><code>seq {int(v.verdict_seq)}</code> "
         f'<span class="badge {badge}">{esc(outcome)}</span> '
         f"<b>{esc(cut(payload.get('contract_id', ''), 90))}</b> {esc(goal[:90])} · "
-        f"{n_lessons} lesson(s), {n_written} written{refs_badge}{errs_badge}</summary>"
+        f"{esc(' · '.join(counts))}{refs_badge}{errs_badge}</summary>"
         f"<p><b>summary</b>: {esc(cut(payload.get('summary', '')))}</p>"
         f"<p class=\"muted\">run {esc(cut(payload.get('run_id', '')))} · tags "
         f"{esc(cut(', '.join(map(str, payload.get('tags') or []))))} · verdict hash "
@@ -476,6 +491,17 @@ def _verdict_html(v: Any, per_run: dict[str, tuple[pd.DataFrame, pd.DataFrame, p
            f"<tbody>{check_rows}</tbody></table>" if check_rows else "")
         + _references_table(v_refs, v_matches) + "".join(runs_html) + "</details>"
     )
+
+
+def _refs_badge(v_refs: list[Any]) -> str:
+    """What a verdict's annotators say it teaches: its reference count, or that it
+    teaches nothing (every annotator wrote a ``none`` line)."""
+    n_refs = len({str(r.reference_id) for r in v_refs} - {"none"})
+    n_ann = len({r.annotator for r in v_refs})
+    who = f"{n_ann} annotator{'s' if n_ann != 1 else ''}"
+    if n_refs == 0:
+        return f"teaches nothing ({who})"
+    return f"{n_refs} reference lesson{'s' if n_refs != 1 else ''} ({who})"
 
 
 def verdict_list(store: Store, run_ids: Sequence[str], *, flags: pd.DataFrame | None,
@@ -487,8 +513,10 @@ def verdict_list(store: Store, run_ids: Sequence[str], *, flags: pd.DataFrame | 
     :func:`reference_matches`)."""
     verdicts, n_total = select_verdicts(store, run_ids, max_verdicts)
     hashes = [str(h) for h in verdicts["verdict_hash"]]
-    per_run = {rid: _run_rows(store, rid, hashes, flags) for rid in run_ids}
+    per_run = {rid: tuple(_ByVerdict(f) for f in _run_rows(store, rid, hashes, flags, truth))
+               for rid in run_ids}
     refs, matches = reference_matches(store, run_ids, hashes, truth)
+    by_refs, by_matches = _ByVerdict(refs), {r: _ByVerdict(m) for r, m in matches.items()}
     outcomes = sorted({str(json.loads(p).get("verdict", "unknown")) if isinstance(p, str)
                        else "unknown" for p in verdicts["payload"]})
     options = "".join(f'<option value="{esc(o)}">{esc(o)}</option>' for o in outcomes)
@@ -496,7 +524,7 @@ def verdict_list(store: Store, run_ids: Sequence[str], *, flags: pd.DataFrame | 
              f"<p class=\"muted\">Showing {len(verdicts)} of {n_total} verdicts: up to half "
              "of them with errors, the rest the first in journal order (raise the limit "
              "with --max-verdicts, 0 for all).</p>")
-    items = "".join(_verdict_html(v, per_run, refs, matches)
+    items = "".join(_verdict_html(v, per_run, by_refs, by_matches)  # type: ignore[arg-type]
                     for v in verdicts.itertuples(index=False))
     return (
         f"{limit}<div id=\"filters\"><input type=\"search\" id=\"verdict-filter\" "
@@ -527,14 +555,24 @@ def _runs_section(store: Store, run_ids: Sequence[str]) -> str:
         meta = {k: info.get(k) for k in ("provider", "scorer", "prompt_version", "prompt_hash",
                                          "dataset_hash", "code_version", "finished_at")}
         configs.append(f"<details><summary>config of <code>{esc(rid)}</code></summary>"
-                       f"{table(pd.DataFrame([meta]))}<pre>{esc(cfg_text)}</pre></details>")
-    return table(summary) + "".join(configs)
+                       f"{table(pd.DataFrame({'field': list(meta), 'value': list(meta.values())}))}"
+                       f"<pre>{esc(cfg_text)}</pre></details>")
+    # One column per run, one row per field: a run's many fields fit the page's width.
+    runs = summary.set_index("run_id").T.reset_index().rename(columns={"index": "field"})
+    return table(runs.astype(object)) + "".join(configs)
 
 
 def _truth_counts(store: Store, rid: str, truth: Truth, counts: dict[str, Any]) -> str:
     """What the run is judged on: label coverage and agreement, or the reference counts."""
     if truth.name == "labels":
-        return label_report(store, rid)._repr_html_()
+        rep = label_report(store, rid)
+        f = rep.fleiss
+        kappa = (f"; Fleiss' kappa {fmt(float(f['kappa']))} on {f['n_items']} of "
+                 f"{f['n_candidates']} labelled candidates ({f['raters']} annotations each)"
+                 if f else "")
+        return (f"<p>Judged by the gold labels: {rep.n_label_rows} label rows, {rep.n_ties} "
+                f"ties{esc(kappa)}.</p>" + table(rep.coverage) + table(rep.agreement)
+                + (table(rep.transfer) if len(rep.transfer) else ""))
     what = ("reference lessons matched by the lexical matcher (threshold "
             f"{DEFAULT_MATCH_THRESHOLD})" if truth.name == "references"
             else f"the labels of {truth.name}")
@@ -599,13 +637,20 @@ def choice_html(choice: ThresholdChoice) -> str:
             + table(pd.DataFrame(rows)))
 
 
+# Fixed margins of the report's figures (fractions of the figure): their labels are
+# known, and a fixed layout draws in half the time of a constrained one.
+_SWEEP_MARGINS = {"left": 0.09, "right": 0.9, "bottom": 0.11, "top": 0.88}
+_PR_MARGINS = {"left": 0.13, "right": 0.97, "bottom": 0.12, "top": 0.87}
+_CAL_MARGINS = {"left": 0.07, "right": 0.93, "bottom": 0.12, "top": 0.86, "wspace": 0.35}
+
+
 def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> str:
     """The sweep, PR and calibration of one run from its one evaluation (a note when
     the run has no truth)."""
     if isinstance(ev, BadInputError):
         return f'<h3>{esc(rid)}</h3><p class="muted">{esc(ev)}</p>'
     truth, choice, full = ev.truth, ev.choice, ev.sweep
-    fig = bare_figure((7.5, 4.6))
+    fig = bare_figure((7.5, 4.6), margins=_SWEEP_MARGINS)
     conf = f"{ev.bands.confidence:.0%} " if ev.bands is not None else ""
     SweepDisplay(full, threshold=choice.threshold,
                  intervals=ev.bands.table if ev.bands is not None else None,
@@ -614,7 +659,7 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
                  ).plot(ax=fig.subplots())
     parts = [f"<h3>{esc(rid)}</h3>", _truth_counts(store, rid, truth, ev.counts),
              png_img(fig, f"sweep of {rid}"), _sweep_rows(ev), choice_html(choice)]
-    fig = bare_figure((5.5, 4.4))
+    fig = bare_figure((5.5, 4.4), margins=_PR_MARGINS)
     # The curve of the run's own sweep (misses count in recall), with the
     # average precision of the same rows.
     y, s = judged_arrays(ev)
@@ -634,7 +679,7 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
     rs = ev.options.get("random_state", 0)
     cal = calibration_run(store, rid, method="isotonic", random_state=rs, truth=truth)
     names = list(cal.tables)
-    fig = bare_figure((5.5 * len(names), 4.2))
+    fig = bare_figure((5.5 * len(names), 4.2), margins=_CAL_MARGINS)
     for ax, name in zip(fig.subplots(1, len(names), squeeze=False)[0], names, strict=True):
         CalibrationDisplay(cal.tables[name], name=f"{name} (held-out verdicts)",
                            title=plot_title(rid, f"calibration {name}, ECE "

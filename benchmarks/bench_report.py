@@ -1,0 +1,99 @@
+"""Benchmark: ``truss-lab report`` against ``truss-lab sweep`` of the same run, on the sample.
+
+The report is built from one evaluation pass per run (``evaluate_run``: the sweep,
+the choice and the bands of one judged run) plus its other sections (runs and
+config, precision-recall, calibration, junk rates, the audit, the verdict list);
+the baseline is the command a person runs to choose a threshold for that run,
+``truss-lab sweep RUN``. Both with their defaults, on a store holding the bundled
+sample with the README quickstart's runs (``sim-good-v1`` and
+``sim-overconfident-v1``, model-scored at 0.70).
+
+Each command runs as a person runs it, ``python -m truss_lab.faces.cli ...`` in a
+fresh process (start-up included, best of ``--repeats``): the figure is the report's
+time over the sweep's (goal <= 3, issue 29). Two informational figures beside it: the
+same commands in this process (click's runner: the commands' own work, no start-up)
+and the report of both runs against the two sweeps.
+
+    .venv/bin/python -m benchmarks.bench_report [--quick] [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._result import result
+from tests.builders.cli import invoke
+from truss_lab.faces._notebook import load_sample, run_sample_extractions, sample_run_id
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ("sim-good-v1", "sim-overconfident-v1")
+
+
+def _child(args: list[str]) -> float:
+    """Seconds of ``truss-lab ARGS`` in a fresh Python process (exit 0 required)."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "truss_lab.faces.cli", *args], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    dt = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"truss-lab {' '.join(args)} failed:\n{done.stderr or done.stdout}")
+    return dt
+
+
+def _here(args: list[str]) -> float:
+    """Seconds of ``truss-lab ARGS`` in this process (click's runner)."""
+    t0 = time.perf_counter()
+    r = invoke(*args)
+    dt = time.perf_counter() - t0
+    if r.exit_code != 0:
+        raise SystemExit(f"truss-lab {' '.join(args)} failed:\n{r.output}")
+    return dt
+
+
+def _best(fn, args: list[str], repeats: int) -> float:  # type: ignore[no-untyped-def]
+    return min(fn(args) for _ in range(repeats))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one repeat of each command")
+    ap.add_argument("--repeats", type=int, default=2, help="best of this many (default 2)")
+    args = ap.parse_args()
+    repeats = 1 if args.quick else max(1, args.repeats)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "lab.duckdb"
+        store = load_sample(db)
+        run_sample_extractions(store, extractors=RUNS)
+        store.close()
+        good, over = (sample_run_id(r) for r in RUNS)
+        out = str(Path(tmp) / "report.html")
+        sweep_good = ["sweep", good, "--db", str(db)]
+        sweep_over = ["sweep", over, "--db", str(db)]
+        report_good = ["report", good, "--db", str(db), "--out", out]
+        report_both = ["report", good, over, "--db", str(db), "--out", out]
+        for fn in (_child, _here):  # warm the file cache and the imports once
+            fn(sweep_good)
+        s = _best(_child, sweep_good, repeats)
+        r = _best(_child, report_good, repeats)
+        result("report_vs_sweep", r, "s", baseline=s, ratio=r / s, goal="<= 3",
+               baseline_name="truss-lab sweep of the same run (fresh process each)",
+               note=f"report {good} on the sample, best of {repeats}")
+        s_here = _best(_here, sweep_good, repeats)
+        r_here = _best(_here, report_good, repeats)
+        result("report_vs_sweep_in_process", r_here, "s", baseline=s_here,
+               ratio=r_here / s_here, baseline_name="sweep of the same run, in process",
+               note="the commands' own work, no start-up")
+        s_both = _best(_child, sweep_good, repeats) + _best(_child, sweep_over, repeats)
+        r_both = _best(_child, report_both, repeats)
+        result("report_two_runs_vs_sweeps", r_both, "s", baseline=s_both,
+               ratio=r_both / s_both, baseline_name="sweep of each run (fresh processes)",
+               note="report good over: two evaluations, the comparison, the verdict list")
+
+
+if __name__ == "__main__":
+    main()
