@@ -360,3 +360,33 @@ def test_a_run_with_no_candidates_is_one_line_not_a_traceback(
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), r.output
     assert "no candidates" in lines[0] and "Traceback" not in r.output
+
+
+def test_registered_judge_and_match_prompts_reach_the_server(db: Path, tmp_path: Path) -> None:
+    judge_file = _file(tmp_path / "j.toml", name="myjudge-v1", kind="judge",
+                       system="Label each lesson.", user="Goal: {goal}\nLessons:\n{lessons}")
+    match_file = _file(tmp_path / "m.toml", name="mymatch-v1", kind="match",
+                       system="Match them.", user="L:\n{lessons}\nR:\n{references}\nend")
+    for f in (judge_file, match_file):
+        assert invoke("prompts", "add", str(f), "--db", str(db)).exit_code == 0
+    r = invoke("extract", "--db", str(db), "--extractor", "heuristic", "--policy", "on",
+               "--verdicts", "seq <= 40", "--run-id", "h", "--quiet", "--dry-run")
+    assert r.exit_code == 0, r.output
+    with ScriptedServer() as srv:
+        # The server answers with lessons, not labels: every answer is unusable (exit 1);
+        # what matters here is what it was asked.
+        r = invoke("judge", "h", "--db", str(db), "--extractor", "openai:jm", "--base-url",
+                   srv.base_url, "--prompt", "myjudge-v1")
+        assert r.exit_code in (0, 1) and "Traceback" not in r.output, r.output
+        asked = srv.requests[0].body["messages"]
+        assert asked[0] == {"role": "system", "content": "Label each lesson."}
+        assert asked[1]["content"].startswith("Goal: ")
+        assert "\nLessons:\n[0] " in asked[1]["content"]
+        n = srv.count
+        r = invoke("match", "h", "--db", str(db), "--extractor", "openai:mm", "--base-url",
+                   srv.base_url, "--prompt", "mymatch-v1")
+        assert r.exit_code in (0, 1) and "Traceback" not in r.output, r.output
+        asked = srv.requests[n].body["messages"]
+        assert asked[0] == {"role": "system", "content": "Match them."}
+        body = asked[1]["content"]
+        assert body.startswith("L:\n[L0] ") and "\nR:\n[R1] " in body and body.endswith("\nend")
