@@ -66,6 +66,7 @@ def test_sweep_text_csv_plot_json(cli, db, tmp_path):
     assert {"threshold", "precision", "recall", "f1", "kept_per_verdict"} <= set(full.columns)
     assert full["threshold"].is_monotonic_decreasing
     assert png.read_bytes()[:4] == b"\x89PNG"
+    assert f"plot: wrote {png}" in res.output  # says where
     res = invoke("sweep", "--db", str(db), "--run", GOOD, "--json",
                  "--objective", "precision:0.8", "--n-boot", "100", cli=cli, catch_exceptions=False)
     out = json.loads(res.output)
@@ -88,7 +89,7 @@ def test_compare(cli, db, tmp_path):
                  "--n-boot", "200", "--plot", str(png), cli=cli, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "common verdicts" in res.output and "McNemar" in res.output
-    assert png.exists()
+    assert png.exists() and f"plot: wrote {png}" in res.output
     out = json.loads(invoke("compare", GOOD, OVER, "--db", str(db), "--json",
                             "--n-boot", "100", cli=cli, catch_exceptions=False).output)
     assert out["names"] == [GOOD, OVER] and out["only_in_a"] == out["only_in_b"] == []
@@ -101,7 +102,7 @@ def test_calibrate(cli, db, tmp_path, method):
     res = invoke("calibrate", OVER, "--db", str(db), "--method", method,
                  "--plot", str(png), cli=cli, catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    assert "ECE" in res.output and png.exists()
+    assert "ECE" in res.output and png.exists() and f"plot: wrote {png}" in res.output
     out = json.loads(invoke("calibrate", OVER, "--db", str(db), "--method", method,
                             "--json", cli=cli, catch_exceptions=False).output)
     rows = [r["scores"] for r in out["summary"]]

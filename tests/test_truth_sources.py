@@ -42,6 +42,7 @@ from truss_lab.faces._display import (
     PrecisionRecallDisplay,
     SweepDisplay,
     format_choice,
+    plot_title,
 )
 from truss_lab.faces._report import choice_html, report_html
 from truss_lab.faces._widgets import ThresholdExplorer
@@ -190,7 +191,9 @@ def test_displays_and_explorer_equal_the_direct_calls(store: Store, truth: str) 
     full = sweep_run(store, GOOD, truth=truth)
     sd = SweepDisplay.from_run(store, GOOD, truth=truth, n_boot=0)
     pd.testing.assert_frame_equal(sd.sweep, full)
-    assert truth in sd.ax_.get_title()
+    # every plot's title names the run, the truth and the correction
+    assert sd.ax_.get_title() == plot_title(GOOD, "metrics vs threshold", truth=truth)
+    assert f"{GOOD}: " in sd.ax_.get_title() and "correction none" in sd.ax_.get_title()
     pr = PrecisionRecallDisplay.from_run(store, GOOD, truth=truth, threshold=0.7)
     order = full.sort_values("threshold", ascending=False)
     assert np.array_equal(pr.precision, order["precision"].to_numpy(), equal_nan=True)
@@ -202,7 +205,11 @@ def test_displays_and_explorer_equal_the_direct_calls(store: Store, truth: str) 
     cmp = ComparisonDisplay.from_runs(store, a, b, truth=truth, n_boot=40)
     pd.testing.assert_frame_equal(cmp.result.table,
                                   compare_runs(store, a, b, truth=truth, n_boot=40).table)
-    assert truth in cmp.title_.get_text()
+    assert f"truth {truth} · correction none" in cmp.title_.get_text()
+    assert pr.ax_.get_title() == plot_title(GOOD, "precision-recall", truth=truth)
+    assert cd.ax_.get_title() == plot_title(GOOD, "calibration (after)", truth=truth)
+    shown = ThresholdExplorer.from_run(store, GOOD, truth=truth)
+    assert shown.display_.ax_.get_title() == plot_title(GOOD, "threshold sweep", truth=truth)
     ex = ThresholdExplorer.from_run(store, GOOD, truth=truth, plot=False)
     for t in (0.55, 0.7, 0.9):
         ex.set_threshold(t)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders.cli import invoke
 from tests.builders.report import HOSTILE_ANNOTATOR, hostile_sample
 from truss_lab.faces import write_report
 
@@ -29,7 +30,7 @@ N_VERDICTS = 80
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """``(path, verdict_hash)``: a report of the two recorded sample runs and the
-    verdict whose lesson holds ``<script>``."""
+    verdict whose lesson holds ``<script>`` (its database is ``lab.duckdb`` beside it)."""
     tmp = tmp_path_factory.mktemp("report")
     store, run_ids, target = hostile_sample(tmp)
     with store:
@@ -160,3 +161,37 @@ def test_report_offline_filter_escape_and_screenshots(
     for name in ("report_sweep.png", "report_filtered_verdict.png",
                  "report_verdict_references.png", "report_escaped_lesson.png"):
         assert (artifacts_dir / name).stat().st_size > 1000
+
+
+def test_report_tables_and_saved_plots_screenshots(
+    report: tuple[Path, str], offline_page: Any, artifacts_dir: Path
+) -> None:
+    """Issue 29: the report's runs table, sweep table (chosen row named and marked),
+    choice and comparison as a reader sees them, and the plots the CLI saves (each
+    titled with run, truth and correction), all in ``browser_artifacts/``."""
+    path, _ = report
+    db = path.parent / "lab.duckdb"
+    page = offline_page
+    page.goto(path.as_uri())
+    page.locator("#filter-status").wait_for()
+    shots = {"report_runs.png": "section#runs",
+             "report_sweep_table.png": "div.sweep-rows >> nth=0",
+             "report_choice.png": "div.choice >> nth=0",
+             "report_comparison.png": "section#comparison"}
+    for name, where in shots.items():
+        el = page.locator(where)
+        el.scroll_into_view_if_needed()
+        el.screenshot(path=str(artifacts_dir / name))
+        assert (artifacts_dir / name).stat().st_size > 1000
+    # the tables fit the page: nothing wider than the window
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.locator("div.sweep-rows tr.mark").first.inner_text().startswith("chosen")
+    a, b = (h.inner_text() for h in page.locator("section#sweep h3").all()[:2])
+    saved = {"saved_sweep.png": ["sweep", a, "--n-boot", "100"],
+             "saved_compare.png": ["compare", a, b, "--n-boot", "100"],
+             "saved_calibration.png": ["calibrate", a]}
+    for name, args in saved.items():
+        out = artifacts_dir / name
+        r = invoke(*args, "--db", db, "--plot", out)
+        assert r.exit_code == 0, r.output
+        assert f"plot: wrote {out}" in r.output and out.stat().st_size > 1000

@@ -344,7 +344,9 @@ class PrecisionRecallDisplay:
         df = sweep_run(store, run_id, labels=labels, truth=truth, references=references,
                        score=score)
         return cls.from_sweep(df, threshold=threshold, ax=ax,
-                              name=name if name else f"{run_id} (truth: {df.attrs['truth']})")
+                              name=name if name else f"{run_id} (truth: {df.attrs['truth']})",
+                              title=plot_title(run_id, "precision-recall",
+                                               truth=df.attrs["truth"]))
 
     @classmethod
     def from_predictions(
@@ -446,7 +448,7 @@ class CalibrationDisplay:
                               n_bins=n_bins)
         which = scores or ("after" if method else "before")
         out = cls(rep.tables[which], name=f"{score} ({which})",
-                  title=f"{run_id} (truth: {rep.truth})")
+                  title=plot_title(run_id, f"calibration ({which})", truth=rep.truth))
         out.report = rep
         return out.plot(ax=ax)
 

@@ -594,7 +594,8 @@ def _sweep_rows(ev: RunEvaluation) -> str:
     at.insert(0, "row", names)
     cols = [c for c in ("row", "threshold", "kept", "tp", "fp", "fn", "precision", "recall",
                         "f1", "kept_per_verdict") if c in at.columns]
-    return table(at[cols], mark=[bool(n.startswith("chosen")) for n in names])
+    return ("<div class=\"sweep-rows\">"
+            + table(at[cols], mark=[bool(n.startswith("chosen")) for n in names]) + "</div>")
 
 
 def choice_html(choice: ThresholdChoice) -> str:
@@ -629,12 +630,12 @@ def choice_html(choice: ThresholdChoice) -> str:
     if choice.folds is not None:
         folds = ("<p>thresholds per fold: "
                  + esc(", ".join(fmt(t) for t in choice.fold_thresholds)) + "</p>")
-    return (f"<p class=\"choice\"><b>chosen threshold {esc(fmt(choice.threshold))}</b>"
+    return (f"<div class=\"choice\"><p><b>chosen threshold {esc(fmt(choice.threshold))}</b>"
             f"{esc(lo_hi)} ({esc(conf)}bootstrap interval of the choice) · objective "
             f"{esc(choice.objective)} · {esc(how)}, seed {esc(sp.get('random_state'))}</p>"
             + folds + (f"<p class=\"muted\">{esc(conf)}intervals of the held-out metrics</p>"
                        if ivs else "")
-            + table(pd.DataFrame(rows)))
+            + table(pd.DataFrame(rows)) + "</div>")
 
 
 # Fixed margins of the report's figures (fractions of the figure): their labels are

@@ -40,7 +40,7 @@ from ..journal._table import get_entry, payload_by_hash, verified_verdict
 from ..store._governed import get_memory_entry, query_memory
 from ..store._labels import labelled_keys
 from ..store._store import Store
-from ._display import SweepDisplay, bare_figure
+from ._display import SweepDisplay, bare_figure, plot_title
 
 __all__ = ["LabellingWidget", "LessonBrowser", "ThresholdExplorer", "display_widget",
            "fmt_value", "ipywidgets_module", "table_html"]
@@ -396,6 +396,7 @@ class ThresholdExplorer:
         plot: bool = True,
         sweep_at: Callable[[Any], pd.DataFrame] | None = None,
         truth: str | None = None,
+        run_id: str | None = None,
     ) -> None:
         missing = [c for c in (groups_col, score_col, label_col) if c not in candidates.columns]
         if missing:
@@ -415,6 +416,7 @@ class ThresholdExplorer:
         self._s = df[score_col].to_numpy(dtype=np.float64)
         self._g = df[groups_col].to_numpy()
         self.truth = truth
+        self.run_id = run_id  # named in the plot's title, with the truth
         self._sweep_at = sweep_at
         self.sweep = (sweep_at(None) if sweep_at is not None
                       else sweep(self._y, self._s, groups=self._g))
@@ -481,7 +483,8 @@ class ThresholdExplorer:
         else:
             view = labelled_candidates(store, run_id, labels=t.labels)
         return cls(view, score_col=score, initial=initial, n_rows=n_rows, plot=plot,
-                   sweep_at=lambda thresholds: sweep_judged(jr, thresholds), truth=t.name)
+                   sweep_at=lambda thresholds: sweep_judged(jr, thresholds), truth=t.name,
+                   run_id=run_id)
 
     # -- wiring --------------------------------------------------------------------
 
@@ -559,8 +562,9 @@ class ThresholdExplorer:
         ax = self._figure.subplots()
         self.display_ = SweepDisplay(self.sweep, threshold=self.slider.value,
                                      threshold_label="slider",
-                                     name="threshold sweep" + (
-                                         f" (truth: {self.truth})" if self.truth else "")
+                                     name=plot_title(self.run_id or "candidates",
+                                                     "threshold sweep",
+                                                     truth=self.truth or "labels given")
                                      ).plot(ax=ax)
 
     def _render(self) -> None:
