@@ -37,7 +37,10 @@ scripted HTTP server of tests/builders/http_server.py):
   completion's model or a lesson's evidence, a key in the --base-url query, a
   non-ASCII key;
 * the live calls of issue #28 (scripts/reliability_calls.py): a slow drip, a 429 asking
-  to wait 11 days, an 80 MB answer; judge and match when every call fails.
+  to wait 11 days, an 80 MB answer; judge and match when every call fails; and issue
+  #27's recordings: two live runs with the same settings each billed its own calls,
+  their reruns with zero requests and their own candidates, a SIGKILLed judge resumed
+  without paying a call twice (full run only).
 
 Exit status 1 when any row fails.
 """
@@ -851,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
         section("silent loss (#28)", lambda: loss_rows(Row, tmp, quick))
         section("edges (#28)", lambda: edges_rows(Row, tmp))
         section("secrets (#28)", lambda: secrets_echo_rows(Row, tmp))
-        section("live calls (#28)", lambda: calls_rows(Row, tmp))
+        section("live calls (#28, #27)", lambda: calls_rows(Row, tmp, quick))
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "

@@ -1,5 +1,6 @@
 """Rows of ``make reliability`` for the live calls of issue #28 (items 9-10), one function
-per item.
+per item, and for issue #27's recordings (items 3 and 5: every live call billed to the run
+that paid for it, reruns that replay as themselves, a killed judge that resumes).
 
 Each row re-runs the issue's reproductions against the real local HTTP server of the
 tests (tests/builders/http_server.py: a slow drip, a huge body, a 429 asking to wait 11
@@ -9,18 +10,26 @@ what held. ``scripts/reliability.py`` calls :func:`calls_rows`; the rows use its
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scripts.reliability_holes import ENV, ROOT, SAMPLE, cli, one_line, tally
-from tests.builders.http_server import Reply, ScriptedServer
+from scripts.reliability_holes import CLI, ENV, ROOT, SAMPLE, cli, one_line, tally
+from tests.builders.http_server import Reply, ScriptedServer, default_completion
 from tests.builders.stores import sample_template
+from truss_lab.evaluate._judges import Judge, run_judge
+from truss_lab.extract._batch import rerun
+from truss_lab.store._runs import run_content_hashes
+from truss_lab.store._store import Store
+from truss_lab.store._usage import run_usage
 
 ANSWER = {"model": "m", "choices": [{"message": {"role": "assistant", "content": "ok"}}]}
 RUN = "calls"
@@ -146,12 +155,102 @@ def outcomes_row(row: Callable[..., Any], tmp: Path) -> Any:
     return tally(row, "judge/match outcomes: all failed exits 1, no raw warning", checks)
 
 
-def calls_rows(row: Callable[..., Any], tmp: Path) -> list[Any]:
-    """Every row of this module (``row`` is reliability.py's ``Row``)."""
+# -- issue 27 items 3 and 5: recordings belong to their run; a killed judge resumes ---------
+
+
+class _Changing:
+    """A server model that answers each call differently (the n-th call's lesson names n,
+    its completion tokens are n)."""
+
+    def __init__(self) -> None:
+        self.n = itertools.count(1)
+        self.lock = threading.Lock()
+
+    def __call__(self, body: Any) -> dict[str, Any]:
+        with self.lock:
+            n = next(self.n)
+        out = default_completion(body)
+        if "labels" in body["messages"][0]["content"]:  # a judge: every lesson useful
+            shown = sorted({int(i) for i in re.findall(r"\[L?(\d+)\]",
+                                                       body["messages"][-1]["content"])})
+            text = json.dumps({"labels": [{"lesson": i, "useful": 1} for i in shown]})
+        else:
+            text = json.dumps({"lessons": [{"text": f"answer number {n}", "salience": 0.8}]})
+        out["choices"][0]["message"]["content"] = text
+        out["usage"] = {"prompt_tokens": 100, "completion_tokens": n, "total_tokens": 0}
+        return out
+
+
+def recordings_row(row: Callable[..., Any], tmp: Path) -> Any:
+    db = sample_template(tmp / "recordings.duckdb")
+    n = 40
+    checks: dict[str, bool] = {}
+    with ScriptedServer(responder=_Changing(), latency=0.02) as srv:
+        for run in ("one", "two"):
+            cli("extract", "--db", str(db), "--extractor", "openai:m", "--base-url",
+                srv.base_url, "--policy", "on", "--dry-run", "--verdicts", f"seq <= {n}",
+                "--run-id", run, "--quiet")
+        paid = srv.count
+        # The CLI runs the live runs, a rerun and the killed judge; the rest is read in
+        # this process (each CLI start costs a second of CPU on a loaded machine).
+        with Store(db, read_only=True) as s:
+            usage = {r: run_usage(s, r).to_dict() for r in ("one", "two")}
+        checks[f"2 live runs, same settings: {paid} calls, each run billed its {n}"] = (
+            paid == 2 * n and all(u.get("live_calls") == n for u in usage.values())
+            and usage["one"].get("completion_tokens") == sum(range(1, n + 1))
+            and usage["two"].get("completion_tokens") == sum(range(n + 1, 2 * n + 1)))
+        cli("rerun", "two", "--db", str(db), "--run-id", "two-again", "--quiet")
+        with Store(db) as s:
+            rerun(s, "one", new_run_id="one-again", progress=False)
+        checks["reruns: 0 requests reach the server"] = srv.count == paid
+        with Store(db, read_only=True) as s:
+            h = {r: run_content_hashes(s, r) for r in ("one", "two", "one-again", "two-again")}
+            again = run_usage(s, "two-again").to_dict()
+        checks["each rerun gives its own run's candidates (content hashes)"] = (
+            h["one-again"] == h["one"] and h["two-again"] == h["two"]
+            and h["one"]["candidates"] != h["two"]["candidates"])
+        checks["usage of a rerun: 0 live, the recorded calls' tokens"] = (
+            again.get("live_calls") == 0 and again.get("recorded_calls") == n
+            and again.get("recorded_completion_tokens") == usage["two"].get(
+                "completion_tokens"))
+        # A live judge killed part way keeps every answered call; run again, it asks only
+        # for the rest.
+        with Store(db, read_only=True) as s:
+            verdicts = s.sql("SELECT count(DISTINCT verdict_hash) FROM candidates WHERE "
+                             "run_id = 'one' AND valid").fetchall()[0][0]
+        before = srv.count
+        proc = subprocess.Popen([*CLI, "judge", "one", "--db", str(db), "--extractor",
+                                 "openai:judge-m", "--base-url", srv.base_url],
+                                env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        end = time.monotonic() + 120
+        while srv.count < before + 10 and proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        asked = srv.count - before
+        with Store(db, read_only=True) as s:
+            kept = s.sql("SELECT count(*) FROM completions WHERE starts_with(extractor_id, "
+                         "'judge:judge-m@')").fetchall()[0][0]
+        with Store(db) as s:
+            res = run_judge(s, "one", Judge.openai(srv.base_url, "judge-m")).to_dict()
+        total = srv.count - before
+        checks[f"judge SIGKILLed after {asked} calls: {kept} kept, resumed, "
+               f"{total} calls for {verdicts} verdicts"] = (
+            proc.returncode == -signal.SIGKILL and kept >= asked - 1
+            and res.get("resumed") == kept and total <= verdicts + 1
+            and res.get("provider_calls") == verdicts - kept)
+    return tally(row, "recordings: billed to their run, reruns, killed judge resumes", checks)
+
+
+def calls_rows(row: Callable[..., Any], tmp: Path, quick: bool = False) -> list[Any]:
+    """Every row of this module (``row`` is reliability.py's ``Row``); ``quick`` leaves
+    out the recordings row (its tests run the same checks: tests/test_recordings_by_run.py,
+    tests/test_judge_recording.py)."""
     sub = tmp / "calls"
     sub.mkdir(exist_ok=True)
     out = []
-    for fn in (limits_row, outcomes_row):
+    for fn in (limits_row, outcomes_row, *(() if quick else (recordings_row,))):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row
