@@ -202,3 +202,19 @@ def test_a_model_without_a_price_leaves_that_run_without_a_cost(db: Path,
         f = tl.frontier(s, ["live"], truth="references", prices=prices, n_boot=20)
     row = f.table.iloc[0]
     assert math.isnan(row["cost"]) and "no price for model(s) tiny" in row["cost_note"]
+
+
+def test_judged_by_references_with_another_matcher(db: Path) -> None:
+    from truss_lab.score import SemanticMatcher
+
+    out = invoke_json("frontier", "f-replay-sim-good-v1", "--db", db, "--truth", "references",
+                      "--matcher", "semantic", "--n-boot", "100")
+    assert out["matcher"] == "semantic"
+    with tl.Store(db, read_only=True) as s:
+        boot = bootstrap_run(s, "f-replay-sim-good-v1", thresholds=[0.7], n_boot=100,
+                             truth="references", matcher=SemanticMatcher()).table.iloc[0]
+        lexical = tl.frontier(s, ["f-replay-sim-good-v1"], truth="references", n_boot=100)
+    row = out["runs"][0]
+    assert (row["f1"], row["f1_low"], row["f1_high"]) == pytest.approx(
+        (boot["f1"], boot["f1_low"], boot["f1_high"]), rel=1e-5)
+    assert lexical.matcher == "lexical"

@@ -14,6 +14,7 @@ from tests.builders.cli import invoke, invoke_json
 from tests.builders.http_server import Reply, ScriptedServer
 from tests.builders.stores import copy_db
 from truss_lab.extract._grid import load_grid
+from truss_lab.extract._prompts import get_template
 from truss_lab.store._runs import run_content_hashes
 
 VERDICTS = "seq <= 60"
@@ -114,6 +115,41 @@ temperature = [0.0, 0.5]
                    "--quiet")
         assert r.exit_code == 0, r.output
         assert srv.count == 123
+
+
+def test_the_prompt_axis_sends_each_registered_prompt_and_its_hash_is_on_the_run(
+        db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-grid")
+    mine = write(tmp_path, """name = "terse-v1"
+kind = "lesson"
+description = "a terse lesson prompt"
+system = '''Answer {"lessons": [...]} only.'''
+user = '''Goal: {goal}
+{checks}'''
+""", "terse.toml")
+    assert invoke("prompts", "add", mine, "--db", db).exit_code == 0
+    with ScriptedServer() as srv:
+        grid = write(tmp_path, f'''name = "p"
+verdicts = "seq <= 3"
+policy = "on"
+base_url = "{srv.base_url}"
+[[axes]]
+extractor = "openai"
+model = "tiny"
+prompt = ["lesson-v1", "terse-v1"]
+''')
+        out = invoke_json("grid", grid, "--db", db, "--quiet")
+        systems = [q.body["messages"][0]["content"] for q in srv.requests]
+    assert [r["run_id"] for r in out] == ["p-openai-tiny-prompt=lesson-v1",
+                                         "p-openai-tiny-prompt=terse-v1"]
+    assert [r["extractor_id"] for r in out] == ["tiny@lesson-v1", "tiny@terse-v1"]
+    assert systems[3:] == ['Answer {"lessons": [...]} only.'] * 3
+    assert systems[:3] != systems[3:] and len(systems) == 6
+    with tl.Store(db, read_only=True) as s:
+        runs = dict(s.sql("SELECT run_id, prompt_hash FROM extraction_runs").fetchall())
+        hashes = dict(s.sql("SELECT name, template_hash FROM prompts").fetchall())
+    assert runs["p-openai-tiny-prompt=terse-v1"] == hashes["terse-v1"]
+    assert runs["p-openai-tiny-prompt=lesson-v1"] == get_template("lesson-v1").template_hash
 
 
 def test_a_changed_grid_under_the_same_name_is_refused_before_any_run(

@@ -63,6 +63,8 @@ class Frontier:
     currency: str | None
     confidence: float
     n_boot: int
+    matcher: str | None = None
+    """How lessons were matched to references (a references truth only)."""
 
     def __repr__(self) -> str:
         return format_frontier(self)
@@ -73,7 +75,8 @@ class Frontier:
                 + shown.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-"))
 
     def _head(self) -> str:
-        return (f"truth: {self.truth} ({self.why}); F1 with {self.confidence:.0%} verdict "
+        by = f", matcher {self.matcher}" if self.matcher else ""
+        return (f"truth: {self.truth} ({self.why}){by}; F1 with {self.confidence:.0%} verdict "
                 f"bootstrap interval ({self.n_boot} replicates); cost per verdict in "
                 f"{self.currency or '- (no price table)'}")
 
@@ -134,6 +137,7 @@ def frontier(
     random_state: Any = 0,
     labels: Any = None,
     references: Any = None,
+    matcher: Any = None,
 ) -> Frontier:
     """Cost, latency and F1 of each run of ``run_ids``, and which ones another run beats.
 
@@ -144,7 +148,8 @@ def frontier(
     ADR default 0.70). ``truth`` is resolved once for all runs (``auto``: labels when
     every run has some, else references); F1 and its interval come from
     :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot`` verdict resamples,
-    ``random_state``, ``confidence``).
+    ``random_state``, ``confidence``); with references, lessons are matched to them by
+    ``matcher`` (default lexical).
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(dict.fromkeys(run_ids))
     if not ids:
@@ -164,7 +169,7 @@ def frontier(
             else DEFAULT_MIN_SALIENCE)
         boot = bootstrap_run(store, rid, thresholds=[at], score=score, n_boot=n_boot,
                              confidence=confidence, random_state=random_state,
-                             truth=t).table.iloc[0]
+                             truth=t, matcher=matcher).table.iloc[0]
         cost = fig.pop("cost")
         rows.append({
             "run_id": rid, "name": info.get("name") or "",
@@ -177,7 +182,9 @@ def frontier(
     df = pd.concat([df, dominance(df)], axis=1)[list(FRONTIER_COLUMNS)]
     return Frontier(table=df, truth=t.name, why=t.why,
                     currency=None if table is None else table.currency,
-                    confidence=confidence, n_boot=n_boot)
+                    confidence=confidence, n_boot=n_boot,
+                    matcher=getattr(matcher, "name", "lexical") if t.kind == "references"
+                    else None)
 
 
 def _usage_figures(u: RunUsage, priced: bool) -> dict[str, Any]:

@@ -295,12 +295,14 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
 @_boot_option
 @_seed_option("the verdict bootstrap of each run's F1 interval")
 @_truth_option
+@_match_options
 @_plot_option
 @json_option
 @friendly
 def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
                  prices_path: str | None, threshold: float | None, labels_path: str | None,
-                 score: str, n_boot: int, random_state: int, truth: str,
+                 score: str, n_boot: int, random_state: int, truth: str, matcher: str,
+                 match_spec: str | None, match_base_url: str | None,
                  plot_path: str | None, as_json: bool) -> None:
     """Cost per verdict, latency p50/p95 and F1 (with its interval) of runs side by side;
     a run is dominated only when another is cheaper and has an F1 above its interval."""
@@ -312,7 +314,8 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
     if plot_path and prices is None:
         raise BadInputError("the plot's x axis is the cost per verdict: give --prices",
                             field="--plot")
-    with _open(db) as store:
+    with _open(db, write=_live_matcher(matcher, match_spec)) as store:
+        m = _matcher(store, matcher, match_spec, match_base_url)
         ids = list(run_ids)
         if tags:
             runs = summarize_runs(store)
@@ -323,10 +326,11 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
                                 field="RUN")
         f = frontier(store, ids, truth=truth, prices=prices, threshold=threshold,
                      score=score, n_boot=n_boot, random_state=random_state,
-                     labels=labels_path)
+                     labels=labels_path, matcher=m)
+        _record(store, m)
     if plot_path:
         write_output(plot_path, lambda tmp: save_frontier_plot(f, tmp), field="--plot")
-    emit({"truth": f.truth, "why": f.why, "currency": f.currency,
+    emit({"truth": f.truth, "why": f.why, "matcher": f.matcher, "currency": f.currency,
           "confidence": f.confidence, "n_boot": f.n_boot,
           "runs": json_safe(f.table.to_dict(orient="records"))},
          as_json, format_frontier(f))

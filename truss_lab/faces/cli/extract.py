@@ -217,7 +217,7 @@ def grid(grid_file: str, db: str, max_error_share: float, quiet: bool, as_json: 
     check_threshold(max_error_share, "--max-error-share", name="max_error_share")
     g = load_grid(grid_file)  # the whole file is checked before the database is opened
     with open_store(db) as store:
-        df = run_grid(store, g, progress=not quiet and not as_json)
+        df = _warned(run_grid, store, g, progress=not quiet and not as_json)
     if as_json:
         emit(json.loads(df.to_json(orient="records", date_format="iso")), True, "")
     else:
