@@ -139,6 +139,7 @@ def test_cli_frontier_by_tag_with_a_plot(db: Path, tmp_path: Path) -> None:
     assert [r["run_id"] for r in out["runs"]] == ["live", "f-replay-sim-good-v1",
                                                   "f-replay-sim-overconfident-v1"]
     assert out["truth"] == "references" and out["currency"] == "EUR"
+    assert out["plot"] == str(png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = invoke("frontier", "live", "--tag", "grid:f", "--db", db, "--prices",
                db.parent / "prices.toml", "--n-boot", "100")

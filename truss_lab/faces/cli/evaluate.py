@@ -331,9 +331,9 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
     if plot_path:
         write_output(plot_path, lambda tmp: save_frontier_plot(f, tmp), field="--plot")
     emit({"truth": f.truth, "why": f.why, "matcher": f.matcher, "currency": f.currency,
-          "confidence": f.confidence, "n_boot": f.n_boot,
+          "confidence": f.confidence, "n_boot": f.n_boot, "plot": plot_path,
           "runs": json_safe(f.table.to_dict(orient="records"))},
-         as_json, format_frontier(f))
+         as_json, format_frontier(f) + (f"\nplot: wrote {plot_path}" if plot_path else ""))
 
 
 @click.command()
