@@ -16,7 +16,9 @@ import truss_lab as tl
 from tests.builders.cli import invoke, invoke_json
 from tests.builders.http_server import ScriptedServer, default_completion
 from tests.builders.stores import copy_db
+from truss_lab.core._models import LedgerRef
 from truss_lab.store._runs import run_content_hashes
+from truss_lab.store._usage import run_usage
 
 VERDICTS = "seq <= 12"
 N = 12
@@ -165,3 +167,29 @@ def test_migration_gives_old_live_recordings_their_run(sample_full: Path,
     with tl.Store(db) as s:
         assert s.sql("SELECT DISTINCT run_id FROM completions WHERE extractor_id = "
                      "'tiny@lesson-v1'").fetchall() == [("old",)]
+
+
+def test_the_live_one_verdict_learner_records_its_call(sample_full: Path,
+                                                       tmp_path: Path) -> None:
+    """ContractCloseLearning (one verdict as Truss does it live) paid for its call too:
+    recorded under its run, billed by usage, and replayable."""
+    db = copy_db(sample_full, tmp_path / "lab.duckdb")
+    with ScriptedServer(responder=Changing()) as srv, tl.Store(db) as s:
+        ccl = tl.ContractCloseLearning(tl.Extractor.openai(srv.base_url, "tiny"),
+                                       tl.MemoryConfig(lesson_extraction="on"))
+        seq, vhash = s.sql("SELECT seq, hash FROM journal WHERE kind = 'contract_verdict' "
+                           "ORDER BY seq LIMIT 1").fetchall()[0]
+        res = ccl.on_verdict_recorded(s, LedgerRef(seq=seq, hash=vhash))
+        assert res.provider_calls == 1 and res.candidates == 1
+        rows = s.sql("SELECT run_id, text FROM completions WHERE extractor_id = "
+                     "'tiny@lesson-v1'").fetchall()
+        assert rows == [(ccl.run_id, json.dumps({"lessons": [
+            {"text": "answer number 1", "salience": 0.6}]}))]
+        u = run_usage(s, ccl.run_id)
+        assert (u.live_calls, u.prompt_tokens, u.completion_tokens) == (1, 101, 1)
+        replay = tl.Extractor.replay(s, "tiny@lesson-v1", run_id=ccl.run_id)
+        assert replay.provider.complete(
+            replay.request(vhash, json.loads(s.sql("SELECT payload FROM journal WHERE "
+                                                   "hash = ?", [vhash]).fetchall()[0][0]))
+        ).text == rows[0][1]
+    assert srv.count == 1

@@ -36,7 +36,8 @@ Lesson extraction after a verdict lands (ADR 0011), one verdict at a time.
 1. ``off`` returns before the provider is touched (0 calls, 0 writes, 0 events).
 2. The verdict must be in the journal and verify, else nothing is written.
 3. Its lessons go through the one gate (above); one
-   verdict's writes land in one transaction.
+   verdict's writes land in one transaction, with a live model's answer recorded
+   under the learner's run (so it is billed, and replays, like a batch's).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from ..store._tables import (
 )
 from ._extractor import ExtractionRows, Extractor, ensure_run, extract_verdicts
 from ._parser import CandidateColumns
+from ._providers import is_live
 
 __all__ = [
     "CloseResult",
@@ -560,6 +562,10 @@ class ContractCloseLearning:
                        write_memory=True)
             written = write_extraction(store, cand, mem, err)
             record_run_verdicts(store, self.run_id, [verdict_ref.seq], [verdict_ref.hash])
+            # A live model's answer is recorded as the batch's are, under this run.
+            paid = [c for c in rows.completions if not c.get("replayed")]
+            if paid and is_live(self.extractor.provider):
+                record_completions(store, paid, self.run_id)
         error = None
         if len(rows.errors):
             r = rows.errors.iloc[0]

@@ -312,7 +312,8 @@ def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
 @friendly
 def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
     """A run's usage: calls, tokens in/out, latency p50/p95/p99, errors by kind,
-    time per verdict, and cost from --prices (never guessed)."""
+    time per verdict, and cost from --prices (never guessed); a replay's recorded calls
+    (tokens, latency, cost when made) beside its own 0 live calls."""
     prices = None if prices_path is None else load_prices(prices_path)
     with read_store(db) as store:
         u = run_usage(store, run_id, prices=prices)
