@@ -35,7 +35,6 @@ __all__ = [
     "finish_run",
     "get_run",
     "lessons_stored",
-    "live_recording_runs",
     "missing_run_error",
     "processed_verdicts",
     "record_chunks",
@@ -194,12 +193,6 @@ def recorded_completions(store: Store, extractor_id: str, *,
         "ORDER BY recorded_at, run_id NULLS FIRST, request_hash, text) = 1",
         [extractor_id]).df()
 
-
-def live_recording_runs(store: Store, extractor_id: str) -> list[str]:
-    """The runs that recorded live calls of ``extractor_id``, in the order they first did."""
-    return [r[0] for r in store.con.execute(
-        "SELECT run_id FROM completions WHERE extractor_id = ? AND run_id IS NOT NULL "
-        "GROUP BY run_id ORDER BY min(recorded_at), run_id", [extractor_id]).fetchall()]
 
 
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
