@@ -91,9 +91,11 @@ ax.set_title("precision-recall against the reference lessons")
 plt.show()
 
 # %% [markdown]
-# Both model extractors with good lessons beat the baseline by far; the
-# paraphrasing one, scored with none of its lessons labelled, is as good as the
-# lessons it rewords.
+# Both model extractors with good lessons beat the baseline; the paraphrasing one,
+# scored with none of its lessons labelled, looks worse than the lessons it
+# rewords, but that is the default lexical matcher, which misses most heavy
+# paraphrases (README, "Matchers"): pass `matcher=` (or correct with people's
+# match labels) before comparing extractors that word things differently.
 #
 # ## The labelled extractors by their labels
 #

@@ -179,7 +179,7 @@ def semantic_figures(store) -> None:
     print("semantic:", _totals(acc))
     print("lexical: ", _totals(matcher_accuracy(store)))
     print("== semantic match-threshold grid")
-    for t in (0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80):
+    for t in (0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70):
         print(f"  t={t:.2f}: {_totals(matcher_accuracy(store, t, matcher=sem))}")
 
 

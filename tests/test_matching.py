@@ -125,19 +125,24 @@ def sample_store(sample_full: Path, tmp_path_factory: pytest.TempPathFactory):
     store.close()
 
 
-def test_matcher_against_the_simulators_truth(sample_store) -> None:
-    """README figures: the lexical matcher on the bundled sample (aim >= 0.9 / 0.9 light)."""
+def _figures():
     spec = importlib.util.spec_from_file_location("reference_figures",
                                                   ROOT / "scripts" / "reference_figures.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    acc = mod.matcher_accuracy(sample_store).set_index(["extractor", "part"])
+    return mod
+
+
+def test_matcher_against_the_simulators_truth(sample_store) -> None:
+    """README figures: the sample's wording does not flatter the lexical matcher. It is
+    precise, but misses half the light paraphrases and most heavy ones."""
+    acc = _figures().matcher_accuracy(sample_store).set_index(["extractor", "part"])
     light = acc.loc[("sim-paraphrase-v1", "light")]
     heavy = acc.loc[("sim-paraphrase-v1", "heavy")]
-    assert light.precision >= 0.99 and light.recall >= 0.98
-    assert heavy.precision >= 0.99 and heavy.recall >= 0.95
+    assert light.precision >= 0.99 and 0.35 < light.recall < 0.65
+    assert heavy.precision >= 0.99 and heavy.recall < 0.3
     for ex in ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1"):
-        assert acc.loc[(ex, "all")].precision >= 0.98 and acc.loc[(ex, "all")].recall >= 0.98
+        assert acc.loc[(ex, "all")].precision >= 0.98 and acc.loc[(ex, "all")].recall < 0.7
         assert acc.loc[(ex, "repeats")].matched == 0  # repeats of a matched lesson: unmatched
     assert DEFAULT_MATCH_THRESHOLD == 0.22
 
@@ -217,3 +222,18 @@ def test_cli_sweep_with_the_semantic_matcher(sample_full: Path, tmp_path: Path,
     assert row["precision"] == pytest.approx(float(want["precision"].iloc[0]))
     r = invoke("sweep", rid, "--db", db, "--matcher", "semantic", "--match-judge", "replay:x")
     assert r.exit_code == 2 and "--match-judge needs --matcher judge" in r.output
+
+
+def test_semantic_matcher_against_the_simulators_truth(sample_store,
+                                                       semantic: SemanticMatcher) -> None:
+    """README figures: at its threshold the semantic matcher finds most paraphrases the
+    lexical one misses, at some cost in precision (vague lessons near a reference)."""
+    fig = _figures()
+    sem = fig.matcher_accuracy(sample_store, matcher=semantic).set_index(["extractor", "part"])
+    lex = fig.matcher_accuracy(sample_store).set_index(["extractor", "part"])
+    for part in ("light", "heavy"):
+        s, lx = sem.loc[("sim-paraphrase-v1", part)], lex.loc[("sim-paraphrase-v1", part)]
+        assert s.precision >= 0.95 and s.recall > lx.recall + 0.3
+    tot = sem.xs("all", level="part")[["matched", "correct", "should_match"]].sum()
+    assert tot.correct / tot.matched > 0.85 and tot.correct / tot.should_match > 0.85
+    assert SEMANTIC_MATCH_THRESHOLD == 0.3

@@ -125,7 +125,7 @@ def test_report_verdicts_show_references_and_the_matchers_assignment(sample) -> 
                         else f"no match (best {m.similarity:.2f})")
                 assert f"<td>{html.escape(want)}</td>" in block
             checked += int(mine["y"].sum())
-    assert checked >= 10  # matched lessons were seen, not only misses
+    assert checked >= 2  # matched lessons were seen, not only misses
     # the reading helper agrees with the evaluation on every listed verdict
     _, matches = reference_matches(store, run_ids, [h for _, h in shown])
     for rid, m in matches.items():

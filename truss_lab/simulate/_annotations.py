@@ -24,7 +24,9 @@ and ``r2`` of ``ann-b`` are the same lesson worded twice, and the lesson-level
 truth's ``reference_id`` says which one an extractor's lesson expresses.
 
 All draws come from one stream (``stream(seed, 4)``), so references do not
-depend on which extractors are simulated.
+depend on which extractors are simulated; how each annotator words them (its
+:class:`~._words.Voice`: which of the check's wordings, synonym sets, hedges) from a
+second (``stream(seed, 4, 1)``), so the wording never moves which references exist.
 
 Simulated match labels (FORMATS.md §5): which reference a person says a lesson
 expresses. A simple random sample of the annotated verdicts (``match_verdicts``
@@ -64,7 +66,16 @@ from ._completions import (
     Completions,
 )
 from ._verdicts import Verdicts
-from ._words import CHECKS, N_SYNONYMS, PARAPHRASE_NAMES, name_key, reference_text, stream
+from ._words import (
+    CHECKS,
+    N_SYNONYMS,
+    N_VOICE,
+    PARAPHRASE_NAMES,
+    Voice,
+    name_key,
+    reference_text,
+    stream,
+)
 
 __all__ = [
     "ANNOTATED_SHARE",
@@ -193,11 +204,15 @@ BOTH_SHARE = 0.4  # of those, the share ann-b annotates too
 _B_OMITS = 0.1  # P(ann-b leaves out a reference after the first)
 _SYN_RATE = 0.15  # share of synonyms an annotator's own wording swaps in
 REFERENCE_ANNOTATORS = ("ann-a", "ann-b")
+# Each annotator's own voice: which wording of a check it starts from, synonym sets, hedges.
+_REFERENCE_VOICES = {"ann-a": Voice(variant=0.6, sets=0.3, hedge=0.1),
+                     "ann-b": Voice(variant=0.7, sets=0.35, hedge=0.15)}
 
 
 def reference_lines(seed: int, v: Verdicts, hashes: Sequence[str]) -> list[str]:
     """The JSONL lines of references.jsonl: by verdict, annotator, reference id."""
     rng = stream(seed, 4)
+    rng_w = stream(seed, 4, 1)
     runs = len(hashes)
     annotated = rng.random(runs) < ANNOTATED_SHARE
     both = annotated & (rng.random(runs) < BOTH_SHARE)
@@ -213,7 +228,8 @@ def reference_lines(seed: int, v: Verdicts, hashes: Sequence[str]) -> list[str]:
                 if a == 1 and k > 1 and u[0] < _B_OMITS:
                     continue
                 c = CHECKS[int(v.chk[i, j])]
-                text = reference_text(ann, c, v.obj[i], float(u[1]), u[2:], _SYN_RATE)
+                text = reference_text(ann, c, v.obj[i], float(u[1]), u[2:], _SYN_RATE,
+                                      rng_w.random(N_VOICE), _REFERENCE_VOICES[ann])
                 recs.append({"verdict_hash": hashes[i], "reference_id": f"r{k}", "text": text,
                              "evidence": ["check:" + c.name], "annotator": ann})
             if not recs:  # a pass verdict: this annotator says it teaches nothing

@@ -8,8 +8,12 @@ defect real model output has (fenced or prose-wrapped JSON, truncation, bad
 salience, missing evidence). Each extractor draws from its own stream keyed
 by its name, so adding an extractor leaves the others' data unchanged.
 
-Grounded lessons are worded by ``lesson_text`` with the verdict's specifics; a
-paraphrasing profile rewords them (light or heavy) and shuffles their order.
+Grounded lessons are worded by ``lesson_text`` with the verdict's specifics, in the
+extractor's own :class:`~._words.Voice` (which of the check's wordings, synonym sets,
+hedges); a paraphrasing profile rewords them (light or heavy), shuffles their order
+and, in a heavy paraphrase, often cites other evidence tokens (``summary``, ``goal``)
+than the check. The wording draws come from a stream of their own (the extractor's
+name, sub-key 1), so they never move a salience, a defect or a label.
 Besides the text, :class:`Completions` keeps what each lesson says
 (``meaning``), which reference of its verdict it expresses (``ref_rank``) and
 its paraphrase level: the lesson-level truth.
@@ -48,6 +52,7 @@ from ._words import (
     DOMAINS,
     GENERIC_LESSONS,
     N_SYNONYMS,
+    N_VOICE,
     NEAR_DUP,
     PASS_NOTES,
     PROSE_AFTER,
@@ -55,6 +60,7 @@ from ._words import (
     PROSE_ONLY,
     SAL_OUT,
     SAL_STRINGS,
+    Voice,
     heavy_paraphrase,
     lesson_text,
     light_paraphrase,
@@ -70,6 +76,7 @@ __all__ = [
     "DEFAULT_EXTRACTORS",
     "EXTRACTOR_PROFILES",
     "KIND_NAMES",
+    "OWN_VOICE",
     "PARSEABLE",
     "PROMPT_VERSION",
     "TEXT_NAMES",
@@ -96,6 +103,11 @@ T_PLAIN, T_FENCED, T_PROSE, T_TRUNCATED, T_PROSE_ONLY, T_EMPTY = range(6)
 TEXT_NAMES = ("plain", "fenced", "prose_wrapped", "truncated", "prose_only", "empty")
 PARSEABLE = (T_PLAIN, T_FENCED, T_PROSE)  # shapes whose lessons a parser can read
 UNPARSEABLE = (T_TRUNCATED, T_PROSE_ONLY, T_EMPTY)
+
+
+#: An extractor's own wording: mostly another wording of the check than the canonical
+#: one, a third of the synonym sets, seldom a hedge.
+OWN_VOICE = Voice(variant=0.6, sets=0.3, hedge=0.1)
 
 
 @dataclass(frozen=True)
@@ -127,6 +139,7 @@ class ExtractorProfile:
     latency_base_ms: float = 650.0
     latency_per_token_ms: float = 16.0
     synonym_rate: float = 0.1  # share of the synonyms its own wording swaps in
+    voice: Voice = OWN_VOICE  # its own wording (_words)
     paraphrase: bool = False  # rewords its grounded lessons and shuffles their order
     heavy_rate: float = 0.4  # P(a paraphrase is heavy rather than light)
     labelled: bool = True  # whether the simulated annotators label its lessons
@@ -179,6 +192,20 @@ class Completions:
     has_evidence: np.ndarray  # the lesson carries a non-empty evidence list
 
 
+# Evidence a paraphrase cites for a grounded lesson, by cumulative probability: a light
+# one sometimes adds the summary; a heavy one often cites the summary or the goal instead
+# of the check (matchers damp a lesson whose evidence shares nothing with a reference's).
+_LIGHT_EVIDENCE = ((0.85, ("check",)), (1.0, ("check", "summary")))
+_HEAVY_EVIDENCE = ((0.35, ("check",)), (0.6, ("summary",)), (0.8, ("check", "summary")),
+                   (1.0, ("goal", "summary")))
+
+
+def _paraphrase_evidence(check: str, u: float, heavy: bool) -> list[str]:
+    table = _HEAVY_EVIDENCE if heavy else _LIGHT_EVIDENCE
+    tokens = next(t for p, t in table if u < p)
+    return ["check:" + check if t == "check" else t for t in tokens]
+
+
 class _Wording(NamedTuple):
     """The uniforms that word the lessons (drawn in :func:`make_completions`)."""
 
@@ -190,6 +217,9 @@ class _Wording(NamedTuple):
     u_frame2: np.ndarray | None
     tpl: np.ndarray
     dvar: np.ndarray
+    u_voice: np.ndarray  # (n, N_VOICE): the extractor's own voice
+    u_voice2: np.ndarray | None  # (n, N_VOICE): the paraphrase's voice
+    u_ev: np.ndarray | None  # the paraphrase's evidence tokens
 
 
 def make_completions(
@@ -321,7 +351,13 @@ def make_completions(
         u_syn2 = rng.random((n, N_SYNONYMS))
         u_frame2 = rng.random(n)
 
-    wording = _Wording(u_frame, u_syn, ug_n, u_para, u_syn2, u_frame2, tpl, dvar)
+    # The voices come from a stream of their own: rewording moves no other draw.
+    rng_v = stream(seed, 2, name_key(prof.name), 1)
+    u_voice = rng_v.random((n, N_VOICE))
+    u_voice2 = rng_v.random((n, N_VOICE)) if prof.paraphrase else None
+    u_ev = rng_v.random(n) if prof.paraphrase else None
+    wording = _Wording(u_frame, u_syn, ug_n, u_para, u_syn2, u_frame2, tpl, dvar, u_voice,
+                       u_voice2, u_ev)
     texts, evid, meaning, ref_rank, para = _word_lessons(prof, v, kind, ref, comp, slot,
                                                          text_defect, wording)
     lines = _completion_lines(prof, v, hashes, texts, evid, sal, sal_defect, sal_pick,
@@ -368,13 +404,15 @@ def _word_lessons(
                 meaning[i] = f"ungrounded:{ci}:{i}"
             run = v.payloads[ci]["run_id"]
             texts[i] = lesson_text(c, v.obj[ci], ev, run, u_frame[i], u_syn[i],
-                                   prof.synonym_rate)
+                                   prof.synonym_rate, w.u_voice[i], prof.voice)
+            evid[i] = ["check:" + c.name]
             if prof.paraphrase and k == K_SPECIFIC:
                 heavy = u_para[i] < prof.heavy_rate
                 para[i] = 2 if heavy else 1
-                texts[i] = (heavy_paraphrase(c, v.obj[ci], ev, run, u_frame2[i], u_syn2[i])
-                            if heavy else light_paraphrase(texts[i], u_syn2[i]))
-            evid[i] = ["check:" + c.name]
+                texts[i] = (heavy_paraphrase(c, v.obj[ci], ev, run, u_frame2[i], u_syn2[i],
+                                             w.u_voice2[i])
+                            if heavy else light_paraphrase(texts[i], u_syn2[i], w.u_voice2[i]))
+                evid[i] = _paraphrase_evidence(c.name, float(w.u_ev[i]), heavy)
         elif k == K_VAGUE:
             c = CHECKS[r]
             texts[i] = c.vague_lesson

@@ -103,7 +103,7 @@ __all__ = [
 ]
 
 
-GENERATOR_VERSION = "truss_lab-sim-2"
+GENERATOR_VERSION = "truss_lab-sim-3"
 SIM_KEY_ID = "truss-sim-operator-1"
 FILES = ("journal.jsonl", "keys.json", "completions.jsonl", "labels.csv", "truth.csv",
          "references.jsonl", "lesson_truth.csv", "match_labels.csv", "match_truth.csv")

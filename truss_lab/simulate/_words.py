@@ -14,12 +14,17 @@ index into. The near-duplicate rewrites are functions, so they stay here.
 
 How the simulator words a lesson: sentence frames, synonyms, reordering, paraphrase.
 
-A grounded lesson is one canonical sentence per check (``Check.lesson``); each
-writer (an extractor, a paraphrasing extractor, a reference annotator) puts
-it in a frame with the verdict's own specifics (check name, goal object, run
-id, the failed check's evidence with its number) and swaps some words for synonyms.
-The specifics make two verdicts' lessons about one check different lessons,
-as real ones are; the synonyms and frames make one lesson's wordings differ.
+A grounded lesson says one thing per check, in four wordings written by hand
+(``Check.lesson`` and three ``Check.variants``: other verbs and nouns, the passive
+voice, the goal first), so two writers who pick different wordings share few
+words, as two people do. Each writer (an extractor, a paraphrasing extractor, a
+reference annotator) picks a wording, swaps words for synonyms (a fixed pair list,
+``SYNONYMS``, and sets of interchangeable words, ``SYNONYM_SETS``, each occurrence
+replaced by any other member of its set), may hedge it (``HEDGES``), and puts it in
+a frame with the verdict's own specifics (check name, goal object, run id, the
+failed check's evidence with its number). The specifics make two verdicts'
+lessons about one check different lessons, as real ones are; the rest makes one
+lesson's wordings differ. How much each writer does is a :class:`Voice`.
 
 Every choice is a uniform draw made by the caller (``u`` arguments), so this
 module holds no random state.
@@ -43,10 +48,14 @@ __all__ = [
     "DOM_START",
     "GENERIC_LESSONS",
     "HEAVY_FRAMES",
+    "HEAVY_VOICE",
+    "HEDGES",
     "LESSON_FRAMES",
+    "LIGHT_VOICE",
     "MAX_CHK",
     "NEAR_DUP",
     "N_SYNONYMS",
+    "N_VOICE",
     "PARAPHRASE_NAMES",
     "PASS_NOTES",
     "PROSE_AFTER",
@@ -56,8 +65,10 @@ __all__ = [
     "SAL_OUT",
     "SAL_STRINGS",
     "SYNONYMS",
+    "SYNONYM_SETS",
     "Check",
     "Domain",
+    "Voice",
     "heavy_paraphrase",
     "lesson_text",
     "light_paraphrase",
@@ -67,9 +78,12 @@ __all__ = [
     "poisson",
     "reference_text",
     "reorder",
+    "resynonymize",
     "sigmoid",
     "stream",
     "synonymize",
+    "voiced",
+    "wording",
 ]
 
 
@@ -126,6 +140,16 @@ class Check(NamedTuple):
     fail_evidence: str  # with {n}
     lesson: str  # the specific, grounded lesson
     vague_lesson: str  # the same lesson, too vague to use
+    variants: tuple[str, ...] = ()  # the same lesson in other words
+
+
+class Voice(NamedTuple):
+    """How much one writer rewords: P(another wording than ``Check.lesson``), the share
+    of synonym sets swapped, P(a hedge)."""
+
+    variant: float
+    sets: float
+    hedge: float
 
 
 class Domain(NamedTuple):
@@ -146,7 +170,8 @@ def _load() -> dict[str, Any]:
 _DATA = _load()
 DOMAINS: tuple[Domain, ...] = tuple(
     Domain(d["name"], tuple(d["goals"]), tuple(d["objects"]),
-           tuple(Check(**c) for c in d["checks"]))
+           tuple(Check(**{**c, "variants": tuple(c.get("variants", ()))})
+                 for c in d["checks"]))
     for d in _DATA["domains"]
 )
 GENERIC_LESSONS: tuple[str, ...] = tuple(_DATA["generic_lessons"])
@@ -165,6 +190,9 @@ REFERENCE_FRAMES: dict[str, tuple[str, ...]] = {
     k: tuple(v) for k, v in _DATA["reference_frames"].items()}
 # Word or phrase → a synonym; a writer swaps each with its own probability.
 SYNONYMS: tuple[tuple[str, str], ...] = tuple((a, b) for a, b in _DATA["synonyms"])
+# Sets of interchangeable words or phrases: any member may stand for any other.
+SYNONYM_SETS: tuple[tuple[str, ...], ...] = tuple(tuple(x) for x in _DATA["synonym_sets"])
+HEDGES: tuple[str, ...] = tuple(_DATA["hedges"])  # with {L} or {l}
 
 # Rewrites that turn a lesson into a near-duplicate of itself.
 NEAR_DUP: tuple[Callable[[str], str], ...] = (
@@ -214,10 +242,13 @@ def _fill(frame: str, sentence: str, check: Check, obj: str, evidence: str,
 
 
 def lesson_text(check: Check, obj: str, evidence: str, run: str, u_frame: float,
-                u_syn: Sequence[float], syn_rate: float) -> str:
+                u_syn: Sequence[float], syn_rate: float, u_voice: Sequence[float],
+                voice: Voice) -> str:
     """An extractor's grounded lesson about ``check`` on run ``run`` (its own wording)."""
     frame = LESSON_FRAMES[int(u_frame * len(LESSON_FRAMES))]
-    return _fill(frame, synonymize(check.lesson, u_syn, syn_rate), check, obj, evidence, run)
+    sentence = voiced(synonymize(wording(check, u_voice[0], voice), u_syn, syn_rate),
+                      u_voice, voice)
+    return _fill(frame, sentence, check, obj, evidence, run)
 
 
 def reorder(sentence: str) -> str:
@@ -226,7 +257,7 @@ def reorder(sentence: str) -> str:
     if "; " in s:
         a, b = s.split("; ", 1)
         out = f"{b}, so {a[0].lower()}{a[1:]}"
-    elif s.startswith(("When ", "Before ", "If ")) and ", " in s:
+    elif s.startswith(("When ", "Before ", "If ", "To ", "So that ", "So ")) and ", " in s:
         a, b = s.split(", ", 1)
         out = f"{b} {a[0].lower()}{a[1:]}"
     elif ", and " in s:
@@ -234,29 +265,91 @@ def reorder(sentence: str) -> str:
         out = f"{b}, and {a[0].lower()}{a[1:]}"
     elif " and " in s:
         a, b = s.split(" and ", 1)
-        out = f"First {a[0].lower()}{a[1:]}, then {b}"
+        out = f"{b}, after {a[0].lower()}{a[1:]}"
     else:
-        out = f"It pays to {s[0].lower()}{s[1:]}"
+        out = f"What helps here: {s[0].lower()}{s[1:]}"
     return out[0].upper() + out[1:] + "."
 
 
-def light_paraphrase(text: str, u_syn: Sequence[float]) -> str:
-    """A light paraphrase: same frame and order, about a third of the synonyms swapped."""
-    return synonymize(text, u_syn, _LIGHT_RATE)
+#: A light paraphrase keeps the wording and frame: a third of the pair synonyms and of
+#: the synonym sets, now and then a hedge.
+LIGHT_VOICE = Voice(variant=0.0, sets=0.35, hedge=0.2)
+#: A heavy paraphrase says it its own way: never the canonical wording, nearly every
+#: synonym, clauses reordered, often hedged, in a frame that moves the specifics.
+HEAVY_VOICE = Voice(variant=1.0, sets=0.95, hedge=0.5)
+
+
+def light_paraphrase(text: str, u_syn: Sequence[float], u_voice: Sequence[float]) -> str:
+    """A light paraphrase of an extractor's ``text``: same frame and order, some words
+    swapped, maybe hedged."""
+    return voiced(synonymize(text, u_syn, _LIGHT_RATE), u_voice, LIGHT_VOICE)
 
 
 def heavy_paraphrase(check: Check, obj: str, evidence: str, run: str, u_frame: float,
-                     u_syn: Sequence[float]) -> str:
-    """A heavy paraphrase: clauses reordered, specifics moved, most synonyms swapped."""
+                     u_syn: Sequence[float], u_voice: Sequence[float]) -> str:
+    """A heavy paraphrase: mostly another wording, clauses reordered, specifics moved,
+    most synonyms swapped, often hedged."""
     frame = HEAVY_FRAMES[int(u_frame * len(HEAVY_FRAMES))]
-    sentence = reorder(synonymize(check.lesson, u_syn, _HEAVY_RATE))
-    return _fill(frame, sentence, check, obj, evidence, run)
+    sentence = synonymize(wording(check, u_voice[0], HEAVY_VOICE), u_syn, _HEAVY_RATE)
+    return _fill(frame, voiced(sentence, u_voice, HEAVY_VOICE, reordered=True), check, obj,
+                 evidence, run)
 
 
 def reference_text(annotator: str, check: Check, obj: str, u_frame: float,
-                   u_syn: Sequence[float], syn_rate: float) -> str:
+                   u_syn: Sequence[float], syn_rate: float, u_voice: Sequence[float],
+                   voice: Voice) -> str:
     """An annotator's reference lesson for a failed ``check`` (the expert's own wording:
     the advice and the goal's object, not the incident's figures)."""
     frames = REFERENCE_FRAMES[annotator]
     frame = frames[int(u_frame * len(frames))]
-    return _fill(frame, synonymize(check.lesson, u_syn, syn_rate), check, obj, "")
+    sentence = voiced(synonymize(wording(check, u_voice[0], voice), u_syn, syn_rate),
+                      u_voice, voice)
+    return _fill(frame, sentence, check, obj, "")
+
+
+_SET_INDEX = {w.lower(): k for k, members in enumerate(SYNONYM_SETS) for w in members}
+# Whole words only: "test" in "load-test" or "re-test" is not the word "test".
+_SET_RE = re.compile(
+    r"(?<![\w-])(?:" + "|".join(re.escape(a) for a in sorted(_SET_INDEX, key=len, reverse=True))
+    + r")(?![\w-])", re.IGNORECASE)
+#: Uniforms one :class:`Voice` draws per text: the wording, one per synonym set, two
+#: for the hedge.
+N_VOICE = 1 + len(SYNONYM_SETS) + 2
+
+
+def resynonymize(text: str, u: Sequence[float], rate: float) -> str:
+    """``text`` with each word of synonym set ``k`` swapped for another member of the
+    set where ``u[k] < rate`` (which one: ``u[k] / rate``, uniform again); case of the
+    first letter kept."""
+    def swap(m: re.Match[str]) -> str:
+        w = m.group(0)
+        k = _SET_INDEX[w.lower()]
+        if u[k] >= rate:
+            return w
+        others = [x for x in SYNONYM_SETS[k] if x.lower() != w.lower()]
+        new = others[min(int(u[k] / rate * len(others)), len(others) - 1)]
+        return new[0].upper() + new[1:] if w[0].isupper() else new
+    return _SET_RE.sub(swap, text)
+
+
+def wording(check: Check, u: float, voice: Voice) -> str:
+    """Which of the check's wordings a writer with ``voice`` starts from (``u`` uniform)."""
+    if u >= voice.variant or not check.variants:
+        return check.lesson
+    return check.variants[min(int(u / voice.variant * len(check.variants)),
+                              len(check.variants) - 1)]
+
+
+def voiced(sentence: str, u: Sequence[float], voice: Voice, *, reordered: bool = False) -> str:
+    """``sentence`` as a writer with ``voice`` says it (``u``: the :data:`N_VOICE`
+    uniforms of :func:`wording` and this): synonym sets swapped, clauses reordered when
+    asked, then maybe a hedge."""
+    out = resynonymize(sentence, u[1:1 + len(SYNONYM_SETS)], voice.sets)
+    if reordered:
+        out = reorder(out)
+    out = out.rstrip(".")
+    uh = u[1 + len(SYNONYM_SETS):]
+    if uh[0] < voice.hedge:
+        out = HEDGES[int(uh[1] * len(HEDGES))].format(
+            L=out[0].upper() + out[1:], l=out[0].lower() + out[1:]).rstrip(".")
+    return out + "."
