@@ -83,7 +83,7 @@ def test_report_offline_filter_escape_and_screenshots(
     assert status.inner_text().startswith(f"{N_VERDICTS} of {N_VERDICTS} verdicts match")
     assert len(_visible(page)) == 25  # first page
     assert page.locator("#truth").inner_text() == (
-        "truth: lessons judged by labels (every run has gold labels)")
+        "truth: lessons judged by labels (every run has gold labels) · correction none")
 
     # every plot decoded from its data: URI
     widths = page.evaluate(
@@ -119,7 +119,7 @@ def test_report_offline_filter_escape_and_screenshots(
     verdict = page.locator("details.verdict:not([hidden])")
     verdict.locator("> summary").click()
     refs = verdict.locator("table.references")
-    assert refs.is_visible() and "reference(s)" in verdict.locator("> summary").inner_text()
+    assert refs.is_visible() and "reference lesson" in verdict.locator("> summary").inner_text()
     claimed = refs.locator("td:last-child", has_text="lesson #").first.inner_text()
     assert claimed.count("lesson #") == 2 and " · " in claimed  # one per run
     matched = verdict.locator("table.lessons td", has_text="(0.")

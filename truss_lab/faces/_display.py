@@ -608,8 +608,10 @@ class ComparisonDisplay:
         fig = panels["rates"].figure
         by = (f"\ntruth {self.truth} · correction {self.correction}" if self.truth
               else f"\ncorrection {self.correction}")
+        p = float(r["mcnemar_p"])
+        p_text = "< 0.001" if p < 0.001 else f"= {p:.3f}"
         self.title_ = fig.suptitle(
-            f"A = {a}, B = {b}{by}\nMcNemar p = {r['mcnemar_p']:.3g} (verdicts where one run "
+            f"A = {a}, B = {b}{by}\nMcNemar p {p_text} (verdicts where one run "
             "succeeds and the other does not)", fontsize="medium")
         self.axes_ = panels
         self.ax_ = panels["rate_deltas"]
