@@ -19,7 +19,12 @@ from ..core._errors import BadInputError, StoreError
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extractor import Extractor
-from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
+from ..ingest._ingest import (
+    ingest_completions,
+    ingest_labels,
+    ingest_match_labels,
+    ingest_references,
+)
 from ..journal._ledger import import_journal
 from ..store._ingested import recorded_extractors
 from ..store._runs import get_run, run_info, summarize_runs
@@ -74,10 +79,10 @@ def load_sample(
     path to keep it.
 
     Imports the signed journal (verified as it is read), the recorded
-    completions, the gold labels and the reference lessons. Idempotent: calling
-    it again on the same file adds nothing. Equivalent to ``Store(db)``,
-    ``import_journal``, ``ingest_completions``, ``ingest_labels`` and
-    ``ingest_references``.
+    completions, the gold labels, the reference lessons and the simulated people's
+    match labels. Idempotent: calling it again on the same file adds nothing.
+    Equivalent to ``Store(db)``, ``import_journal``, ``ingest_completions``,
+    ``ingest_labels``, ``ingest_references`` and ``ingest_match_labels``.
     """
     src = _sample_dir(sample)
     if db_path is None:
@@ -90,6 +95,8 @@ def load_sample(
                    ingest_labels(store, src / "labels.csv")]
         if (src / "references.jsonl").is_file():  # older sample folders have none
             reports.append(ingest_references(store, src / "references.jsonl"))
+        if (src / "match_labels.csv").is_file():  # people's match labels: after references
+            reports.append(ingest_match_labels(store, src / "match_labels.csv"))
         for report in reports:
             if report.errors:
                 raise BadInputError(

@@ -33,7 +33,12 @@ from ..evaluate._runs import (
 )
 from ..extract._batch import run_extraction
 from ..extract._extractor import Extractor
-from ..ingest._ingest import ingest_completions, ingest_labels, ingest_references
+from ..ingest._ingest import (
+    ingest_completions,
+    ingest_labels,
+    ingest_match_labels,
+    ingest_references,
+)
 from ..journal._ledger import import_journal, verify_chain
 from ..store._runs import get_run, summarize_runs
 from ..store._store import Store, open_store
@@ -72,7 +77,11 @@ def run(db: str, sample: Path = SAMPLE, out: Path = Path("demo_out")) -> int:
               f"{len(lab.errors)} bad lines")
         ref = ingest_references(store, sample / "references.jsonl")
         print(f"references:  {ref.rows_added} added, {ref.rows_present} already present, "
-              f"{len(ref.errors)} bad lines   ({time.perf_counter() - t:.2f}s)")
+              f"{len(ref.errors)} bad lines")
+        mat = ingest_match_labels(store, sample / "match_labels.csv")
+        print(f"match labels: {mat.rows_added} added, {mat.rows_present} already present, "
+              f"{len(mat.errors)} bad lines (SIMULATED people)   "
+              f"({time.perf_counter() - t:.2f}s)")
 
         t = _step("verify the signed journal")
         v = verify_chain(store)
