@@ -4,6 +4,7 @@
     .venv/bin/python scripts/reference_figures.py --grid     # also the match-threshold grid
     .venv/bin/python scripts/reference_figures.py --judge    # the judge matcher vs lexical
     .venv/bin/python scripts/reference_figures.py --semantic # the semantic matcher vs lexical
+    .venv/bin/python scripts/reference_figures.py --semantic --sample DIR  # another dataset
 
 With ``--semantic``, the semantic matcher (``SemanticMatcher``, the ``semantic``
 extra) is measured like the lexical one in 1., at its default threshold and over
@@ -45,12 +46,15 @@ from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extraction
 
 EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1", "heuristic-v1")
 LABELLED = ("sim-good-v1", "sim-overconfident-v1")
+#: The dataset measured: the bundled sample, or another simulated folder (--sample DIR,
+#: e.g. another seed to check a threshold chosen on the sample).
+DATA = SAMPLE
 
 
 def matcher_accuracy(store, threshold: float | None = None, matcher=None) -> pd.DataFrame:
     """Lesson-level precision/recall of the matcher (default lexical) against
     lesson_truth.csv."""
-    truth = pd.read_csv(SAMPLE / "lesson_truth.csv", dtype={"paraphrase": str})
+    truth = pd.read_csv(DATA / "lesson_truth.csv", dtype={"paraphrase": str})
     rows = []
     for ex in EXTRACTORS[:3]:
         kw = {} if threshold is None else {"match_threshold": threshold}
@@ -137,8 +141,8 @@ def judge_figures(store, noise: float) -> None:
     from truss_lab.simulate import SimulatedMatchProvider
     from truss_lab.simulate._providers import SIMULATED_MATCH_MODEL
 
-    live = JudgeMatcher(SimulatedMatchProvider(SAMPLE / "lesson_truth.csv",
-                                               SAMPLE / "references.jsonl", noise=noise),
+    live = JudgeMatcher(SimulatedMatchProvider(DATA / "lesson_truth.csv",
+                                               DATA / "references.jsonl", noise=noise),
                         SIMULATED_MATCH_MODEL, parameters={"temperature": 0})
     for ex in EXTRACTORS[:3]:
         got = match_run(store, sample_run_id(ex), live)
@@ -192,9 +196,14 @@ def main() -> None:
                     help="the simulated judge matcher's chance of flipping a pair's call")
     ap.add_argument("--semantic", action="store_true",
                     help="the semantic matcher (the semantic extra) vs lexical, and its grid")
+    ap.add_argument("--sample", type=Path, default=SAMPLE,
+                    help="a simulated folder instead of the bundled sample (python -m "
+                         "truss_lab.simulate --out DIR --runs 1200 --seed 8)")
     args = ap.parse_args()
+    global DATA
+    DATA = args.sample
     with tempfile.TemporaryDirectory() as tmp:
-        store = load_sample(Path(tmp) / "s.duckdb")
+        store = load_sample(Path(tmp) / "s.duckdb", sample=DATA)
         run_sample_extractions(store, extractors=EXTRACTORS, write_memory=False)
         pd.set_option("display.width", 200)
         print("== matcher vs lesson_truth.csv (default threshold)")
