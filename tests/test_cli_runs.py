@@ -119,6 +119,20 @@ def test_simulate_counts_verdicts(tmp_path: Path) -> None:
     assert "--runs" not in invoke("simulate", "--help").output
 
 
+def test_simulate_takes_the_people_knobs(tmp_path: Path) -> None:
+    r = invoke("simulate", "--out", str(tmp_path / "c"), "--verdicts", "60", "--seed", "1",
+               "--match-share", "1", "--match-disagreement", "0")
+    assert r.exit_code == 0, r.output
+    people = (tmp_path / "c" / "match_labels.csv").read_text().splitlines()
+    truth = (tmp_path / "c" / "match_truth.csv").read_text().splitlines()
+    # Every annotated verdict matched, without error: the people's rows are the truth's.
+    assert len(people) == len(truth) > 1
+    assert [x.rsplit(",", 2)[0] for x in people[1:]] == [x.rsplit(",", 1)[0]
+                                                          for x in truth[1:]]
+    r = invoke("simulate", "--out", str(tmp_path / "d"), "--match-share", "1.5")
+    assert r.exit_code == 2 and "--match-share" in r.output
+
+
 def _all_commands(group: click.Group, prefix: tuple[str, ...] = ()):
     for name, cmd in group.commands.items():
         yield (*prefix, name), cmd

@@ -24,6 +24,7 @@ from ...ingest._schemas import SCHEMA_NAMES, json_schema
 from ...journal._crypto import SigningKey, load_keyring, save_keyring
 from ...journal._ledger import import_journal, verify_chain
 from ...simulate import simulate as run_simulation
+from ...simulate._annotations import DEFAULT_MATCH_DISAGREEMENT, DEFAULT_MATCH_SHARE
 from ...store._export import export_store
 from ...store._store import SCHEMA_VERSION, open_store
 from .._notebook import copy_sample
@@ -60,13 +61,24 @@ def init(db: str) -> None:
               help="Old name of --verdicts.")
 @click.option("--seed", default=7, show_default=True, type=int,
               help="Seed of every random draw: the same seed writes the same files.")
+@click.option("--match-share", default=DEFAULT_MATCH_SHARE, show_default=True,
+              type=click.FloatRange(0, 1),
+              help="Share of the annotated verdicts whose lessons simulated people match "
+                   "(match_labels.csv).")
+@click.option("--match-disagreement", default=DEFAULT_MATCH_DISAGREEMENT, show_default=True,
+              type=click.FloatRange(0, 1),
+              help="Probability that a simulated person's match answer is wrong (when a "
+                   "wrong one exists).")
 @friendly
-def simulate(out: str, verdicts: int | None, runs_alias: int | None, seed: int) -> None:
-    """Write a synthetic dataset (journal, keyring, completions, labels, truth)."""
+def simulate(out: str, verdicts: int | None, runs_alias: int | None, seed: int,
+             match_share: float, match_disagreement: float) -> None:
+    """Write a synthetic dataset (journal, keyring, completions, labels, references,
+    people's match labels, truth)."""
     if verdicts is not None and runs_alias is not None and verdicts != runs_alias:
         raise BadInputError("give --verdicts only (--runs is its old name)", field="--verdicts")
     n = verdicts or runs_alias or 2000
-    result = run_simulation(out, runs=n, seed=seed)
+    result = run_simulation(out, runs=n, seed=seed, match_share=match_share,
+                            match_disagreement=match_disagreement)
     click.echo(str(result))
 
 
