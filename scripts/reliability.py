@@ -296,7 +296,7 @@ def kill_ingest_rows(tmp: Path, quick: bool, rng: random.Random) -> list[Row]:
     with Store(tpl_j) as s:
         import_journal(s, half, keyring=sim.keys)
     kills = 2 if quick else 10
-    rows = [kill_ingest_row("journal", ["ingest", "journal", str(sim.journal), "--keys",
+    rows = [kill_ingest_row("journal", ["ingest", "journal", str(sim.journal), "--keyring",
                                         str(sim.keys)], tpl_j, tmp, kills, _journal_state, rng)]
     clines = sim.completions.read_text(encoding="utf-8").splitlines(keepends=True)
     chalf = tmp / "completions_half.jsonl"
@@ -530,7 +530,7 @@ def _ingest_matches(s: Store, table: str, ingest: Any, path: Path, bad_at: set[i
     before = s.counts()[table]
     rep = ingest(s, path)
     landed = s.counts()[table] - before
-    got = {e.line for e in rep.errors}
+    got = {e.line if e.row is None else e.row for e in rep.errors}  # a CSV: its rows
     if got == bad_at and landed == n_good == rep.rows_added:
         return 1
     if len(fails) < 2:
@@ -540,7 +540,7 @@ def _ingest_matches(s: Store, table: str, ingest: Any, path: Path, bad_at: set[i
 
 
 def labels_bad_input_row(tmp: Path, n_bad: int, rng: random.Random) -> Row:
-    """CSV files mixing good and bad §3 rows: good rows land, bad rows reported by line."""
+    """CSV files mixing good and bad §3 rows: good rows land, bad rows reported by row."""
     db = tmp / "lbad.duckdb"
     path = tmp / "lbad.csv"
     bad_cells = {
@@ -582,7 +582,7 @@ def labels_bad_input_row(tmp: Path, n_bad: int, rng: random.Random) -> Row:
                                         files, fails)
     return Row("bad input: labels rows (reported, good kept)", tried,
                tried if files_ok == files else 0,
-               "; ".join(fails) or f"{files} files: every bad row named by line, "
+               "; ".join(fails) or f"{files} files: every bad row named by row, "
                                    f"every good row landed",
                ok=files_ok == files)
 
@@ -670,7 +670,7 @@ def secrets_row(tmp: Path) -> Row:
             os.environ.pop(env_name, None)
         # The same through the CLI, key in OPENAI_API_KEY.
         cenv = {**_ENV, "OPENAI_API_KEY": api_key}
-        subprocess.run([*_CLI, "ingest", "journal", "--db", str(cli_db), str(jpath), "--keys",
+        subprocess.run([*_CLI, "ingest", "journal", "--db", str(cli_db), str(jpath), "--keyring",
                         str(kpath)], env=cenv, cwd=ROOT, check=True, capture_output=True)
         cli = subprocess.run([*_CLI, "extract", "--db", str(cli_db), "--extractor",
                               "openai:m-small", "--base-url", srv.base_url, "--policy", "on",

@@ -100,7 +100,7 @@ def limits_row(row: Callable[..., Any], tmp: Path) -> Any:
     for command in ("match", "judge"):
         with ScriptedServer() as srv:
             srv.add(*[Reply(429, "busy", headers={"Retry-After": "999999"})] * 5)
-            p, took = _timed(command, RUN, "--db", str(db), "--extractor", "openai:m",
+            p, took = _timed(command, RUN, "--db", str(db), "--judge", "openai:m",
                              "--base-url", srv.base_url)
             checks[f"{command} vs 429 Retry-After 999999: breaker, exit 2 in {took:.0f}s"] = (
                 one_line(p) and "5 verdicts in a row" in p.stderr and took < 30
@@ -133,21 +133,21 @@ def outcomes_row(row: Callable[..., Any], tmp: Path) -> Any:
     checks: dict[str, bool] = {}
     with ScriptedServer(responder=lambda body: "bad request") as srv:
         srv.add(Reply(400, "no such model"))
-        p = cli("judge", RUN, "--db", str(db), "--extractor", "openai:m", "--base-url",
+        p = cli("judge", RUN, "--db", str(db), "--judge", "openai:m", "--base-url",
                 srv.base_url)
         checks["judge, every call a 400: exit 1, one line"] = (
             one_line(p, code=1) and f"every one of the {srv.count} calls failed" in p.stderr)
     prose = {**ANSWER, "choices": [{"message": {"role": "assistant",
                                                 "content": "I think L0 matches R1."}}]}
     with ScriptedServer(responder=lambda body: prose) as srv:
-        p = cli("match", RUN, "--db", str(db), "--extractor", "openai:m", "--base-url",
+        p = cli("match", RUN, "--db", str(db), "--judge", "openai:m", "--base-url",
                 srv.base_url)
         checks["match, every answer prose: exit 1, one line, no Python warning"] = (
             one_line(p, code=1) and "Warning" not in p.stderr
             and f"none of the {srv.count} answers could be used" in p.stderr)
     with ScriptedServer(responder=_no_match) as srv:
         srv.add(Reply(200, prose))
-        p = cli("match", RUN, "--db", str(db), "--extractor", "openai:m", "--base-url",
+        p = cli("match", RUN, "--db", str(db), "--judge", "openai:m", "--base-url",
                 srv.base_url)
         checks["match, one answer prose: counted in its own words, no warning"] = (
             "Warning" not in p.stderr and ".py:" not in p.stderr

@@ -57,9 +57,9 @@ def deep_inputs_row(row: Callable[..., Any], tmp: Path) -> Any:
         ring = d / f"keys_{depth}.json"
         ring.write_text('{"a": ' + deep + "}")
         new_db = d / f"new_{depth}.duckdb"
-        p = cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys", str(ring),
+        p = cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keyring", str(ring),
                 "--db", str(new_db))
-        checks[f"--keys {depth} deep"] = (one_line(p) and "200 levels" in p.stderr
+        checks[f"--keyring {depth} deep"] = (one_line(p) and "200 levels" in p.stderr
                                           and not new_db.exists())
         refs = d / f"refs_{depth}.jsonl"
         refs.write_text(f'{{"seq": {seq}, "hash": "{h}", "x": {deep}}}\n')
@@ -140,7 +140,7 @@ def output_paths_row(row: Callable[..., Any], tmp: Path) -> Any:
     checks: dict[str, bool] = {}
     for name, out in (("/dev/null", "/dev/null"), ("a symlink", str(link)),
                       ("a dangling symlink", str(dangling))):
-        p = cli("queue", "r", "--db", db, "--out", out, "--n", "5", "--n-boot", "20")
+        p = cli("queue", "r", "--db", db, "--out", out, "--n-lessons", "5", "--n-boot", "20")
         checks[f"queue --out {name}"] = one_line(p)
     checks["device and links left as they were"] = (
         Path("/dev/null").is_char_device() and os.readlink(link) == str(mine)

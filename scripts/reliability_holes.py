@@ -106,7 +106,7 @@ def db_path_row(row: Callable[..., Any], tmp: Path) -> Any:
         if name == "keys.json":
             target.write_bytes((SAMPLE / "keys.json").read_bytes())
         before = target.read_bytes() if target.exists() else None
-        p = cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys",
+        p = cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keyring",
                  str(SAMPLE / "keys.json"), "--db", str(target))
         after = target.read_bytes() if target.exists() else None
         checks[f"--db {name}"] = one_line(p) and before == after
@@ -141,7 +141,7 @@ def deep_nesting_row(row: Callable[..., Any], tmp: Path) -> Any:
                                          + "[" * depth + "]" * depth + ", ", 1)
         path = tmp / f"deep_{depth}.jsonl"
         path.write_text("\n".join([lines[0], text, lines[2]]) + "\n")
-        p = cli("ingest", "journal", str(path), "--keys", str(keys), "--db",
+        p = cli("ingest", "journal", str(path), "--keyring", str(keys), "--db",
                  str(tmp / f"deep_{depth}.duckdb"))
         out = p.stdout + p.stderr
         want = "malformed" if depth > 200 else "bad_hash"  # shallow: parsed, hash differs
@@ -166,13 +166,13 @@ def labels_recovery_row(row: Callable[..., Any], tmp: Path) -> Any:
         path = tmp / "labels_bad.csv"
         path.write_text("\n".join([good[0], good[1], line, *good[2:30]]) + "\n")
         df, errors = read_labels(path)
-        checks[name] = len(df) == 29 and [e.line for e in errors] == [3]
+        checks[name] = len(df) == 29 and [e.row for e in errors] == [3]
     path = tmp / "labels_utf8.csv"
     path.write_bytes(("\n".join([good[0], good[1]]) + "\n").encode() + b"\xff\xfe,x,0,1,a\n"
                      + ("\n".join(good[2:30]) + "\n").encode())
     df, errors = read_labels(path)
-    checks["invalid UTF-8 named by line"] = (
-        len(df) == 29 and [(e.line, e.reason) for e in errors] == [(3, "bad_unicode")])
+    checks["invalid UTF-8 named by row"] = (
+        len(df) == 29 and [(e.row, e.reason) for e in errors] == [(3, "bad_unicode")])
     return tally(row, "labels CSV: every bad row reported, every good one kept", checks)
 
 
@@ -261,7 +261,7 @@ def paths_row(row: Callable[..., Any], tmp: Path) -> Any:
     ring.write_text('{"a": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", '
                     '"a": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}')
     checks["keyring with a duplicated key id"] = one_line(
-        cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys", str(ring), "--db",
+        cli("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keyring", str(ring), "--db",
              str(d / "dup.duckdb")))
     db = lab_db(tmp, "paths.duckdb")
     for opt in ("--csv", "--plot"):
@@ -285,7 +285,7 @@ def lab_chain_row(row: Callable[..., Any], tmp: Path) -> Any:
     db = str(tmp / "labchain.duckdb")
     key = tmp / "lab.key"
     steps = [
-        ("ingest", "journal", str(first), "--keys", str(sim.keys), "--db", db),
+        ("ingest", "journal", str(first), "--keyring", str(sim.keys), "--db", db),
         ("ingest", "completions", str(sim.completions), "--db", db),
         ("ingest", "labels", str(sim.labels), "--db", db),
         ("extract", "--db", db, "--extractor", "replay:sim-good-v1", "--policy",
@@ -296,7 +296,7 @@ def lab_chain_row(row: Callable[..., Any], tmp: Path) -> Any:
     checks: dict[str, bool] = {}
     for args in steps:
         checks[" ".join(args[:2])] = cli(*args).returncode == 0
-    p = cli("ingest", "journal", str(sim.journal), "--keys", str(sim.keys), "--db", db)
+    p = cli("ingest", "journal", str(sim.journal), "--keyring", str(sim.keys), "--db", db)
     checks["full export appends 2000 after the proposal"] = "2000 added" in p.stdout
     checks["verify clean (3000 verdicts + 1 lab entry)"] = (
         "ok: 3001 entries verified, head seq 3000" in cli("verify", "--db", db).stdout)

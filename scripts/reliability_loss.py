@@ -129,7 +129,7 @@ def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
     cli("extract", "--db", str(db), "--extractor", "replay:sim-good-v1", "--policy", "on",
          "--quiet", "--verdicts", "seq <= 100", "--run-id", "h")
     out = tmp / "bounds_report.html"
-    p = cli("report", "--db", str(db), "h", "--out", str(out), "--max-verdicts", "3",
+    p = cli("report", "--db", str(db), "h", "--out", str(out), "--n-verdicts", "3",
              "--n-boot", "10")
     checks["report written"] = p.returncode == 0 and out.exists()
     checks["report under 3 MB, text cut"] = (

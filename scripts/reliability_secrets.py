@@ -47,7 +47,7 @@ def _echo_run(tmp: Path, mode: str, key: str) -> tuple[dict[str, bool], list[str
         checks["extract ran"] = p.returncode == 0
         run_id = json.loads(p.stdout)["run_id"] if p.returncode == 0 else "none"
         for cmd in ("judge", "match"):
-            p = cli(cmd, run_id, "--db", str(db), "--extractor", "openai:j", "--base-url",
+            p = cli(cmd, run_id, "--db", str(db), "--judge", "openai:j", "--base-url",
                     srv.base_url, env=env)
             checks[f"{cmd} ran, no traceback"] = "Traceback" not in p.stdout + p.stderr
         checks["the key went out on every call"] = srv.count >= 9 and all(
@@ -119,8 +119,8 @@ def non_ascii_key_row(row: Callable[..., Any], tmp: Path) -> Any:
     checks: dict[str, bool] = {}
     with ScriptedServer() as srv:
         for cmd in (["extract", "--db", str(db), "--extractor", "openai:m", "--policy", "on"],
-                    ["judge", "r0", "--db", str(db), "--extractor", "openai:j"],
-                    ["match", "r0", "--db", str(db), "--extractor", "openai:j"]):
+                    ["judge", "r0", "--db", str(db), "--judge", "openai:j"],
+                    ["match", "r0", "--db", str(db), "--judge", "openai:j"]):
             p = cli(*cmd, "--base-url", srv.base_url,
                     env={"OPENAI_API_KEY": "sk-caf\u00e9-" + "7e" * 12})
             checks[f"{cmd[0]}: one line naming OPENAI_API_KEY"] = (

@@ -35,7 +35,7 @@ def test_db_naming_a_data_file_is_refused(tmp_path: Path, name: str) -> None:
     if name == "keys.json":
         target.write_bytes((SAMPLE / "keys.json").read_bytes())
     before = target.read_bytes() if target.exists() else None
-    r = invoke("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keys",
+    r = invoke("ingest", "journal", str(SAMPLE / "journal.jsonl"), "--keyring",
                str(SAMPLE / "keys.json"), "--db", str(target))
     assert "not a database" in _one_line_error(r)
     assert (target.read_bytes() if target.exists() else None) == before
@@ -73,7 +73,7 @@ def test_deeply_nested_journal_line_is_malformed_not_a_traceback(tmp_path: Path,
     path, keys = tmp_path / "j.jsonl", tmp_path / "keys.json"
     path.write_text("\n".join(lines) + "\n")
     save_keyring(RING, keys)
-    r = invoke("ingest", "journal", str(path), "--keys", str(keys), "--db",
+    r = invoke("ingest", "journal", str(path), "--keyring", str(keys), "--db",
                str(tmp_path / "lab.duckdb"))
     assert r.exit_code == 1, r.output
     assert "line 2: malformed" in r.output and "200 levels" in r.output, r.output
@@ -104,17 +104,17 @@ def test_labels_reader_reports_every_bad_row_and_keeps_every_good_one(tmp_path: 
         + GOOD[5].encode() + b"\n"
     df, errors = read_labels(_labels(tmp_path, body))
     assert len(df) == 5  # GOOD[1..5], every good row after each bad one
-    assert [(e.line, e.reason) for e in errors] == [
+    assert [(e.row, e.reason) for e in errors] == [
         (3, "bad_csv"), (5, "bad_csv"), (7, "bad_csv"), (9, "bad_unicode")]
     assert "field larger than field limit" in str(errors[1])
-    assert "not UTF-8" in str(errors[3]) and "line 9" in str(errors[3])
+    assert "not UTF-8" in str(errors[3]) and "row 9" in str(errors[3])
 
 
 def test_ingest_exit_codes(db: Path, tmp_path: Path) -> None:
     h = GOOD[1].split(",")[0]
     bad = _labels(tmp_path, (f'{GOOD[1]}\n{h},"x"y,0,1,a\n{GOOD[2]}\n').encode())
     r = invoke("ingest", "labels", str(bad), "--db", str(db))
-    assert r.exit_code == 3 and "2 added" in r.output and "line 3" in r.output, r.output
+    assert r.exit_code == 3 and "2 added" in r.output and "row 3" in r.output, r.output
     r = invoke("ingest", "labels", str(bad), "--db", str(db), "--allow-bad-lines")
     assert r.exit_code == 0, r.output
     wrong = tmp_path / "wrong.csv"

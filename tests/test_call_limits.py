@@ -155,14 +155,14 @@ def test_match_and_judge_have_the_breaker(sample_db: Path, tmp_path: Path,
     with ScriptedServer() as srv:
         srv.add(*[Reply(429, "busy", headers={"Retry-After": "999999"}) for _ in range(5)])
         t0 = time.monotonic()
-        r = invoke(command, RUN, "--db", db, "--extractor", "openai:m", "--base-url",
+        r = invoke(command, RUN, "--db", db, "--judge", "openai:m", "--base-url",
                    srv.base_url)
         assert time.monotonic() - t0 < 5
         assert srv.count == 5
     assert r.exit_code == 2, r.output
     assert r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1
     assert "5 verdicts in a row" in r.output and "Traceback" not in r.output
-    r = invoke(command, RUN, "--db", db, "--extractor", "openai:m", "--base-url",
+    r = invoke(command, RUN, "--db", db, "--judge", "openai:m", "--base-url",
                "http://127.0.0.1:9/v1", "--deadline", "0")
     assert r.exit_code == 2 and "--deadline" in r.output
     with Store(db, read_only=True) as s:

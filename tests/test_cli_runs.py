@@ -74,7 +74,7 @@ def test_delete_a_run_without_memory_and_refuse_one_with(db: Path) -> None:
 
 
 def test_errors_lists_a_runs_parse_errors(db: Path) -> None:
-    r = invoke("errors", "good", "--db", str(db), "--limit", "3")
+    r = invoke("errors", "good", "--db", str(db), "--n-errors", "3")
     assert r.exit_code == 0
     assert r.output.startswith("run good: 32 errors (31 parse/not_json, 1 parse/no_lessons_key)")
     assert "... and 29 more" in r.output
@@ -110,18 +110,21 @@ def test_thresholds_are_checked(db: Path, value: str) -> None:
 
 
 def test_simulate_counts_verdicts(tmp_path: Path) -> None:
-    r = invoke("simulate", "--out", str(tmp_path / "a"), "--verdicts", "30", "--seed", "1")
+    r = invoke("simulate", "--out", str(tmp_path / "a"), "--n-verdicts", "30",
+               "--random-state", "1")
     assert r.exit_code == 0, r.output
-    r = invoke("simulate", "--out", str(tmp_path / "b"), "--runs", "30", "--seed", "1")
-    assert r.exit_code == 0, r.output  # the old name still works
-    assert (tmp_path / "a" / "journal.jsonl").read_bytes() == \
-        (tmp_path / "b" / "journal.jsonl").read_bytes()
-    assert "--runs" not in invoke("simulate", "--help").output
+    for i, old in enumerate((["--runs", "30", "--seed", "1"], ["--verdicts", "30", "--seed", "1"])):
+        r = invoke("simulate", "--out", str(tmp_path / f"b{i}"), *old)
+        assert r.exit_code == 0, r.output  # the old names still work
+        assert (tmp_path / "a" / "journal.jsonl").read_bytes() == \
+            (tmp_path / f"b{i}" / "journal.jsonl").read_bytes()
+    shown = invoke("simulate", "--help").output
+    assert "--n-verdicts" in shown and "--runs" not in shown and "--seed" not in shown
 
 
 def test_simulate_takes_the_people_knobs(tmp_path: Path) -> None:
-    r = invoke("simulate", "--out", str(tmp_path / "c"), "--verdicts", "60", "--seed", "1",
-               "--match-share", "1", "--match-disagreement", "0")
+    r = invoke("simulate", "--out", str(tmp_path / "c"), "--n-verdicts", "60",
+               "--random-state", "1", "--match-share", "1", "--match-disagreement", "0")
     assert r.exit_code == 0, r.output
     people = (tmp_path / "c" / "match_labels.csv").read_text().splitlines()
     truth = (tmp_path / "c" / "match_truth.csv").read_text().splitlines()

@@ -76,7 +76,7 @@ def test_deep_keyring_is_one_line_and_creates_no_database(tmp_path: Path, depth:
     ring = tmp_path / "keys.json"
     ring.write_text('{"a": ' + _deep(depth) + "}")
     db = tmp_path / "lab.duckdb"
-    r = invoke("ingest", "journal", SAMPLE / "journal.jsonl", "--keys", ring, "--db", db)
+    r = invoke("ingest", "journal", SAMPLE / "journal.jsonl", "--keyring", ring, "--db", db)
     out = _one_line_error(r)
     assert str(ring) in out and "nested deeper than 200 levels" in out
     assert not db.exists()
@@ -90,7 +90,7 @@ def test_duplicated_key_id_still_named(tmp_path: Path) -> None:
     ring = tmp_path / "dup.json"
     ring.write_text('{"a": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", '
                     '"a": "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}')
-    r = invoke("ingest", "journal", SAMPLE / "journal.jsonl", "--keys", ring, "--db",
+    r = invoke("ingest", "journal", SAMPLE / "journal.jsonl", "--keyring", ring, "--db",
                tmp_path / "lab.duckdb")
     assert "field 'a': key id appears twice" in _one_line_error(r)
 
@@ -189,7 +189,7 @@ def _umask() -> int:
 
 
 def _queue(db: Path, out: Path | str) -> object:
-    return invoke("queue", "r", "--db", db, "--out", out, "--n", "5", "--n-boot", "20")
+    return invoke("queue", "r", "--db", db, "--out", out, "--n-lessons", "5", "--n-boot", "20")
 
 
 def test_queue_refuses_a_device_and_a_symlink(run_db: Path, tmp_path: Path) -> None:

@@ -405,7 +405,7 @@ def test_wrong_header_is_named(tmp_path: Path, header: str) -> None:
     path.write_text(f"{header}\n{H[0]},sim-v1,0,1,a\n")
     df, errors = read_labels(path)
     assert len(df) == 0 and len(errors) == 1
-    assert errors[0].line == 1 and errors[0].reason == "bad_header"
+    assert errors[0].row == 1 and errors[0].reason == "bad_header"
     assert header in str(errors[0])
 
 
@@ -423,12 +423,12 @@ def test_label_duplicates(tmp_path: Path) -> None:
         f"{H[0]},x,0,1,a",  # identical: collapses
         f"{H[0]},x,0,0,b",  # another annotator: a different label
         f"{H[1]},x,0,1,",
-        f"{H[1]},x,0,0,",  # conflicts with line 5
+        f"{H[1]},x,0,0,",  # conflicts with row 5
     ]
     path.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
     df, errors = read_labels(path)
-    assert [(e.line, e.field, e.reason) for e in errors] == [(6, "useful", "conflicting_duplicate")]
-    assert "line 5" in errors[0].message
+    assert [(e.row, e.field, e.reason) for e in errors] == [(6, "useful", "conflicting_duplicate")]
+    assert "row 5" in errors[0].message and "row 6," in str(errors[0])
     assert df[["annotator", "useful"]].astype(object).values.tolist() == [["a", 1], ["b", 0]]
 
 
@@ -461,7 +461,7 @@ def labels_file(draw: st.DrawFn) -> tuple[str, dict[int, str | None], list[dict]
             "useful": draw(st.sampled_from(["0", "1"])),
             "annotator": draw(st.just("") | _cell),
         }
-        line = out.getvalue().count("\n") + 1
+        line = i + 2  # the spreadsheet's row (header = row 1): a cell may hold a newline
         kind = draw(st.integers(0, 3))
         if kind == 0:
             field = draw(st.sampled_from(list(_BAD_LABEL)))
@@ -488,10 +488,10 @@ def test_read_labels_bad_rows_reported_good_kept(
     path = _scratch(tmp_path_factory, "l") / "labels.csv"
     path.write_text(text, encoding="utf-8", newline="")
     df, errors = read_labels(path)
-    assert {e.line for e in errors} == set(bad), (text, errors)
-    for line, field in bad.items():
+    assert {e.row for e in errors} == set(bad), (text, errors)
+    for row, field in bad.items():
         if field is not None:
-            assert field in {e.field for e in errors if e.line == line}
+            assert field in {e.field for e in errors if e.row == row}
     got = as_python(df)
     want = [
         {"verdict_hash": r["verdict_hash"], "extractor": r["extractor"],

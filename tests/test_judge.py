@@ -119,10 +119,10 @@ def test_cli_judge_simulated_then_replay_and_agreement(sample_labelled: Path,
         run_id = run_extraction(store, Extractor.replay(store, "sim-good-v1"), CONFIG,
                                 verdicts="seq <= ?", params=[60], progress=False,
                                 write_memory=False).run_id
-    r = invoke("judge", run_id, "--db", str(db), "--extractor", "simulated:"
+    r = invoke("judge", run_id, "--db", str(db), "--judge", "simulated:"
                + str(SAMPLE / "lesson_truth.csv"), "--json")
     assert r.exit_code == 0, r.output
-    r = invoke("judge", run_id, "--db", str(db), "--extractor",
+    r = invoke("judge", run_id, "--db", str(db), "--judge",
                "replay:" + SIMULATED_JUDGE_MODEL, "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["recorded"] == 0
@@ -130,5 +130,5 @@ def test_cli_judge_simulated_then_replay_and_agreement(sample_labelled: Path,
                f"{SIMULATED_JUDGE_MODEL}@judge-v1", "--n-boot", "50")
     assert r.exit_code == 0, r.output
     assert "kappa" in r.output and "precision" in r.output
-    r = invoke("judge", run_id, "--db", str(db), "--extractor", "bogus")
+    r = invoke("judge", run_id, "--db", str(db), "--judge", "bogus")
     assert r.exit_code == 2 and "unknown judge" in r.output

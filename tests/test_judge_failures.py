@@ -39,7 +39,7 @@ def db(sample_db: Path, tmp_path: Path) -> Path:
 def _live(command: str, db: Path, srv: ScriptedServer, *more: str):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning reaching the user fails the test
-        return invoke(command, RUN, "--db", db, "--extractor", "openai:m", "--base-url",
+        return invoke(command, RUN, "--db", db, "--judge", "openai:m", "--base-url",
                       srv.base_url, *more)
 
 
@@ -107,7 +107,7 @@ def test_a_match_with_one_unusable_answer_says_so_in_its_own_words(db: Path) -> 
                 *[Reply(200, _answer(t)) for t in answers[1:]])
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            r = invoke("match", RUN, "--db", db, "--extractor", f"openai:{SIMULATED_MATCH_MODEL}",
+            r = invoke("match", RUN, "--db", db, "--judge", f"openai:{SIMULATED_MATCH_MODEL}",
                        "--base-url", srv.base_url)
     assert r.exit_code == 0, r.output
     assert "Warning" not in r.output

@@ -199,12 +199,12 @@ def test_cli_match_then_evaluate_by_replay(store) -> None:
     db = store.path
     store.close()
     spec = "simulated:" + str(SAMPLE / "lesson_truth.csv")
-    r = invoke("match", RUN, "--db", str(db), "--extractor", spec, "--json")
+    r = invoke("match", RUN, "--db", str(db), "--judge", spec, "--json")
     assert r.exit_code == 0, r.output
     made = json.loads(r.output)
     assert made["recorded"] == made["requests"] > 50 and made["errors"] == {}
     base = ["--db", str(db), "--truth", "references", "--n-boot", "50", "--json"]
-    judged = ["--matcher", "judge", "--match-judge", "replay:" + SIMULATED_MATCH_MODEL]
+    judged = ["--matcher", "judge:replay:" + SIMULATED_MATCH_MODEL]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no verdict left out
         r = invoke("sweep", RUN, *base, *judged)
@@ -215,6 +215,6 @@ def test_cli_match_then_evaluate_by_replay(store) -> None:
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["matcher"] == "judge:sim-match-v1@match-v1"
     r = invoke("sweep", RUN, *base, "--matcher", "judge")
-    assert r.exit_code == 2 and "--match-judge" in r.output
-    r = invoke("sweep", RUN, *base, *judged[:2], "--match-judge", "bogus")
-    assert r.exit_code == 2 and "unknown judge" in r.output
+    assert r.exit_code == 2 and "--matcher judge:SPEC" in r.output
+    r = invoke("sweep", RUN, *base, "--matcher", "judge:bogus")
+    assert r.exit_code == 2 and "unknown judge" in r.output and "'--matcher'" in r.output

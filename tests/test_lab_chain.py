@@ -36,7 +36,7 @@ def test_import_extract_propose_then_the_full_export_still_appends(
         assert r.exit_code == 0, (args, r.output)
         return r.output
 
-    ok("ingest", "journal", str(first), "--keys", str(keys), "--db", db)
+    ok("ingest", "journal", str(first), "--keyring", str(keys), "--db", db)
     ok("ingest", "completions", str(out / "completions.jsonl"), "--db", db)
     ok("ingest", "labels", str(out / "labels.csv"), "--db", db)  # later verdicts: warnings
     ok("extract", "--db", db, "--extractor", "replay:sim-good-v1", "--policy", "model-scored",
@@ -52,7 +52,7 @@ def test_import_extract_propose_then_the_full_export_still_appends(
     assert lab["hash"] == ref["hash"] and lab["payload"]["verdict_head"]["seq"] == 1000
 
     # The next upstream export: 3000 entries, the first 1000 already stored.
-    text = ok("ingest", "journal", str(full), "--keys", str(keys), "--db", db)
+    text = ok("ingest", "journal", str(full), "--keyring", str(keys), "--db", db)
     assert "2000 added, 1000 already present, head seq 3000" in text
     assert "ok: 3001 entries verified, head seq 3000" in ok("verify", "--db", db)
     with Store(db, read_only=True) as s:

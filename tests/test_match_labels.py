@@ -117,7 +117,7 @@ def test_a_bad_row_is_named_by_line_and_field_and_good_rows_land(tmp_path, row, 
     df, errors = read_match_labels(path)
     assert list(df["verdict_hash"]) == [H1, H1]
     assert list(df["reference_id"]) == ["r1", ""]  # empty: the lesson expresses none
-    assert [(e.line, e.field, e.reason) for e in errors] == [(4, field, "bad_value")]
+    assert [(e.row, e.field, e.reason) for e in errors] == [(4, field, "bad_value")]
 
 
 def test_headers_and_the_inclusion_column(tmp_path) -> None:
@@ -126,7 +126,7 @@ def test_headers_and_the_inclusion_column(tmp_path) -> None:
                                     f"{H2},ex,0,r1,ann,0", f"{H3},ex,0,r1,ann,"])
     df, errors = read_match_labels(p)
     assert list(df["inclusion_probability"]) == [0.25, 0.25]
-    assert [(e.line, e.field) for e in errors] == [(4, "inclusion_probability"),
+    assert [(e.row, e.field) for e in errors] == [(4, "inclusion_probability"),
                                                    (5, "inclusion_probability")]
     no_annotator = _write(tmp_path / "n.csv", ["verdict_hash,extractor,lesson_index,reference_id",
                                                f"{H1},ex,0,r1"])
@@ -135,7 +135,7 @@ def test_headers_and_the_inclusion_column(tmp_path) -> None:
     assert np.isnan(df["inclusion_probability"][0])
     wrong = _write(tmp_path / "w.csv", ["verdict_hash,extractor,lesson_index,useful", "x"])
     df, errors = read_match_labels(wrong)
-    assert df.empty and [(e.line, e.reason) for e in errors] == [(1, "bad_header")]
+    assert df.empty and [(e.row, e.reason) for e in errors] == [(1, "bad_header")]
 
 
 def test_a_verdict_lands_whole_or_not_at_all(tmp_path) -> None:
@@ -146,7 +146,7 @@ def test_a_verdict_lands_whole_or_not_at_all(tmp_path) -> None:
     df, errors = read_match_labels(p)
     assert sorted(zip(df["verdict_hash"], df["annotator"], strict=True)) == [
         (H1, "ann-b"), (H2, "ann-a")]
-    assert [(e.line, e.reason) for e in errors] == [(2, "verdict_incomplete"),
+    assert [(e.row, e.reason) for e in errors] == [(2, "verdict_incomplete"),
                                                     (3, "bad_value")]
 
 
@@ -155,7 +155,7 @@ def test_duplicates_collapse_conflicts_drop_their_verdict(tmp_path) -> None:
                                     f"{H2},ex,0,r1,a", f"{H2},ex,1,r2,a", f"{H2},ex,0,r2,a"])
     df, errors = read_match_labels(p)
     assert list(df["verdict_hash"]) == [H1]
-    assert [(e.line, e.reason) for e in errors] == [(5, "verdict_incomplete"),
+    assert [(e.row, e.reason) for e in errors] == [(5, "verdict_incomplete"),
                                                     (6, "conflicting_duplicate")]
 
 
@@ -164,7 +164,7 @@ def test_a_verdict_drawn_with_two_probabilities_is_refused(tmp_path) -> None:
                                     f"{H1},ex,1,,a,0.25", f"{H2},ex,0,r1,a,0.5"])
     df, errors = read_match_labels(p)
     assert list(df["verdict_hash"]) == [H2]
-    assert [(e.line, e.field, e.reason) for e in errors] == [
+    assert [(e.row, e.field, e.reason) for e in errors] == [
         (2, "lesson_index", "verdict_incomplete"),
         (3, "inclusion_probability", "inconsistent_probability")]
 
@@ -179,16 +179,15 @@ _INDEX_CELLS = st.sampled_from(["0", "1", "2", "-1", "x", "", "01", "90071992547
 
 @settings(max_examples=examples(60), deadline=None)
 @given(cells=st.lists(st.tuples(_INDEX_CELLS, _CELLS), min_size=1, max_size=6))
-def test_any_cells_give_rows_blanks_or_errors_on_their_lines(cells) -> None:
+def test_any_cells_give_rows_blanks_or_errors_on_their_rows(cells) -> None:
     # One verdict per row (so no row takes another down with it): each row is a match
-    # label, a skipped blank ('?') or an error naming its line.
+    # label, a skipped blank ('?') or an error naming its row as a spreadsheet shows it
+    # (a cell may hold a newline, so not its first line).
     with tempfile.TemporaryDirectory() as d:
         rows = [{"verdict_hash": f"{i:064x}", "extractor": "ex", "lesson_index": li,
                  "reference_id": rid, "annotator": "a"} for i, (li, rid) in enumerate(cells)]
         path = _write_rows(Path(d) / "m.csv", rows, MATCH_LABEL_FIELDS)
         df, errors = read_match_labels(path)
-        with open(path, newline="", encoding="utf-8") as fh:
-            starts = _record_starts(fh.read())
     good = [i for i, (li, rid) in enumerate(cells)
             if li.isdigit() and int(li) < 2**53 and rid not in ("?", "none")
             and len(rid) <= 256]
@@ -196,18 +195,8 @@ def test_any_cells_give_rows_blanks_or_errors_on_their_lines(cells) -> None:
     bad = sorted(set(range(len(cells))) - set(good) - set(blank))
     assert list(df["reference_id"]) == [cells[i][1] for i in good]
     assert df.attrs["blank_rows"] == len(blank)
-    assert [e.line for e in errors] == [starts[i] for i in bad]
+    assert [e.row for e in errors] == [i + 2 for i in bad]  # spreadsheet rows
     assert all(e.field in ("lesson_index", "reference_id") for e in errors)
-
-
-def _record_starts(text: str) -> list[int]:
-    """The first line of each data record of a CSV text."""
-    reader = csv.reader(text.splitlines(keepends=True))
-    starts, line = [], 1
-    for _ in reader:
-        starts.append(line)
-        line = reader.line_num + 1
-    return starts[1:]
 
 
 # -- the table and the ingest ---------------------------------------------------------------
@@ -311,7 +300,7 @@ def test_store_checks_name_the_line(db: Path, tmp_path: Path, truth) -> None:
     assert ("unknown_reference", "reference_id") in reasons
     assert ("missing_lesson", "lesson_index") in reasons
     bad = next(e for e in rep.errors if e.reason == "unknown_reference")
-    assert bad.line == first_v1 + 2 and "its references: r1" in bad.message
+    assert bad.row == first_v1 + 2 and "its references: r1" in bad.message
 
 
 def test_people_majority_and_ties(store: Store) -> None:
@@ -343,7 +332,10 @@ def test_queue_options_of_the_other_kind_are_refused(db: Path, tmp_path: Path) -
     assert r.exit_code == 2 and "--n-verdicts" in r.output
     r = invoke("queue", GOOD, "--db", db, "--kind", "match", "--n-verdicts", "3", "--n", "5",
                "--out", tmp_path / "q.csv")
-    assert r.exit_code == 2 and "--n is for --kind label" in r.output
+    assert r.exit_code == 2 and "--n is for --kind label" in r.output  # the old name, named
+    r = invoke("queue", GOOD, "--db", db, "--kind", "match", "--n-verdicts", "3",
+               "--n-lessons", "5", "--out", tmp_path / "q.csv")
+    assert r.exit_code == 2 and "--n-lessons is for --kind label" in r.output
     r = invoke("queue", GOOD, "--db", db, "--n-verdicts", "3", "--out", tmp_path / "q.csv")
     assert r.exit_code == 2 and "--n-verdicts is for --kind match" in r.output
     assert not (tmp_path / "q.csv").exists()

@@ -193,7 +193,7 @@ def test_unknown_run_is_named(store: Store) -> None:
 
 def test_round_trip_queue_fill_ingest_requeue(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "queue.csv"
-    code, text = _cli("queue", PARA, "--db", str(db), "--n", "30", "--out", str(out))
+    code, text = _cli("queue", PARA, "--db", str(db), "--n-lessons", "30", "--out", str(out))
     assert code == 0, text
     assert "default-band" in text and "30 lesson(s)" in text
     rows = _rows(out)
@@ -218,7 +218,7 @@ def test_round_trip_queue_fill_ingest_requeue(db: Path, tmp_path: Path) -> None:
         stored = s.sql("SELECT count(*) FROM labels WHERE annotator = 'ann-q'").fetchall()
         assert stored == [(8,)]
     again = tmp_path / "again.csv"
-    code, text = _cli("queue", PARA, "--db", str(db), "--n", "30", "--out", str(again))
+    code, text = _cli("queue", PARA, "--db", str(db), "--n-lessons", "30", "--out", str(again))
     assert code == 0, text
     nxt = {_key(r) for r in _rows(again)}
     assert len(nxt) == 30 and not nxt & {_key(r) for r in rows[:8]}
@@ -256,8 +256,12 @@ def test_queue_file_with_bad_rows_keeps_the_good_ones(store: Store, tmp_path: Pa
     assert df.attrs["blank_rows"] == 2
     assert sorted((e.field, e.reason) for e in errors) == [("useful", "bad_value"),
                                                            ("verdict_hash", "bad_value")]
+    # Named by the row a spreadsheet shows (header = row 1), not the physical line: the
+    # queue's checks column holds newlines, so the two differ here.
     starts = _record_lines(path)
-    assert {e.line for e in errors} == {starts[4], starts[5]}
+    assert {e.row for e in errors} == {6, 7} and {e.line for e in errors} == {None}
+    assert starts[4] > 6
+    assert all(f"row {e.row}," in str(e) and "line" not in str(e) for e in errors)
 
 
 def _record_lines(path: Path) -> list[int]:
@@ -303,7 +307,7 @@ _USEFUL_CELLS = st.one_of(
 @settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cells=st.lists(_USEFUL_CELLS, min_size=1, max_size=8))
-def test_any_useful_cell_is_a_label_a_blank_or_an_error_on_its_line(
+def test_any_useful_cell_is_a_label_a_blank_or_an_error_on_its_row(
         eight: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory, cells: list[str]) -> None:
     q = eight.head(len(cells))
     path = tmp_path_factory.mktemp("h") / "q.csv"
@@ -316,14 +320,13 @@ def test_any_useful_cell_is_a_label_a_blank_or_an_error_on_its_line(
         w.writeheader()
         w.writerows(rows)
     df, errors = read_labels(path)
-    starts = _record_lines(path)
     good = [i for i, v in enumerate(cells) if v in ("0", "1")]
     blank = [i for i, v in enumerate(cells) if not v.strip()]
     bad = sorted(set(range(len(cells))) - set(good) - set(blank))
     assert list(df["useful"]) == [int(cells[i]) for i in good]
     assert list(df["lesson_index"]) == [int(rows[i]["lesson_index"]) for i in good]
     assert df.attrs["blank_rows"] == len(blank)
-    assert [(e.line, e.field) for e in errors] == [(starts[i], "useful") for i in bad]
+    assert [(e.row, e.field) for e in errors] == [(i + 2, "useful") for i in bad]
 
 
 def test_a_file_with_other_columns_is_refused_by_header(tmp_path: Path) -> None:
@@ -348,7 +351,7 @@ def test_ingest_labels_counts_blank_rows_in_python(db: Path, tmp_path: Path) -> 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["nope"], "no extraction run 'nope'"),
-    ([PARA, "--n", "0"], "--n"),
+    ([PARA, "--n-lessons", "0"], "--n-lessons"),
     ([PARA, "--per-verdict", "0"], "--per-verdict"),
     ([PARA, "--interval", "0.9", "0.1"], "interval"),
     ([PARA, "--interval", "0.1", "2"], "interval"),

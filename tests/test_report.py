@@ -235,7 +235,7 @@ def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
     store.close()
     out = tmp_path / "r.html"
     res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
-                 "--n-boot", "20", "--max-verdicts", "5")
+                 "--n-boot", "20", "--n-verdicts", "5")
     assert res.exit_code == 0, res.output
     assert "report of 1 run(s)" in res.output
     text = out.read_text(encoding="utf-8")
@@ -251,7 +251,7 @@ def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
         in res.output and "Traceback" not in res.output
     res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
                  "--truth", "references", "--n-boot", "20",
-                 "--max-verdicts", "5")
+                 "--n-verdicts", "5")
     assert res.exit_code == 0, res.output
     assert "lessons judged by references (as asked)" in out.read_text(encoding="utf-8")
 

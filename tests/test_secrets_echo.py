@@ -45,7 +45,7 @@ def test_a_key_echoed_in_model_or_evidence_reaches_no_artefact(
         assert r.exit_code == 0, r.output
         run_id = json.loads(r.output)["run_id"]
         for cmd in ("judge", "match"):
-            r = invoke(cmd, run_id, "--db", lab, "--extractor", "openai:j", "--base-url",
+            r = invoke(cmd, run_id, "--db", lab, "--judge", "openai:j", "--base-url",
                        srv.base_url)
             assert "Traceback" not in r.output and KEY not in r.output, r.output
         sent = {s.headers.get("authorization") for s in srv.requests}
@@ -128,8 +128,8 @@ def test_a_non_ascii_key_is_refused_in_one_line_before_any_request(
     with ScriptedServer() as srv:
         for cmd in (["extract", "--db", lab, "--extractor", "openai:m", "--policy", "on",
                      "--verdicts", "seq<=2"],
-                    ["judge", "r0", "--db", lab, "--extractor", "openai:j"],
-                    ["match", "r0", "--db", lab, "--extractor", "openai:j"]):
+                    ["judge", "r0", "--db", lab, "--judge", "openai:j"],
+                    ["match", "r0", "--db", lab, "--judge", "openai:j"]):
             r = invoke(*cmd, "--base-url", srv.base_url)
             assert r.exit_code == 2, r.output
             assert r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1
@@ -170,7 +170,7 @@ def test_a_match_answer_naming_the_key_is_not_printed(lab: Path) -> None:
         answer = {"choices": [{"message": {"content": json.dumps({"pairs": pairs})}}]}
         for as_json in ([], ["--json"]):
             srv.add(*[Reply(body=answer)] * 3)
-            r = invoke("match", run_id, "--db", lab, "--extractor", "openai:j", "--base-url",
+            r = invoke("match", run_id, "--db", lab, "--judge", "openai:j", "--base-url",
                        srv.base_url, *as_json)
             assert "names an unknown lesson" in r.output and MASK in r.output
             assert KEY not in r.output

@@ -49,7 +49,9 @@ class BadInputError(TrussLabError):
     """User-supplied input is malformed.
 
     ``source`` names the file (or ``"<memory>"``), ``line`` is 1-based when known,
-    ``field`` is a dotted path when known.
+    ``field`` is a dotted path when known. A CSV file's errors give ``row`` instead:
+    the row a spreadsheet shows (the header is row 1), which is not the line when a
+    quoted field holds a newline.
     """
 
     def __init__(
@@ -60,10 +62,12 @@ class BadInputError(TrussLabError):
         line: int | None = None,
         field: str | None = None,
         reason: str | None = None,
+        row: int | None = None,
     ) -> None:
         self.message = redact(message) or ""
         self.source = source
         self.line = line
+        self.row = row
         self.field = field
         self.reason = reason
         where = []
@@ -71,6 +75,8 @@ class BadInputError(TrussLabError):
             where.append(str(source))
         if line is not None:
             where.append(f"line {line}")
+        if row is not None:
+            where.append(f"row {row}")
         if field is not None:
             where.append(f"field {field!r}")
         prefix = ", ".join(where)

@@ -523,7 +523,7 @@ def verdict_list(store: Store, run_ids: Sequence[str], *, flags: pd.DataFrame | 
     limit = ("" if len(verdicts) == n_total else
              f"<p class=\"muted\">Showing {len(verdicts)} of {n_total} verdicts: up to half "
              "of them with errors, the rest the first in journal order (raise the limit "
-             "with --max-verdicts, 0 for all).</p>")
+             "with --n-verdicts, 0 for all).</p>")
     items = "".join(_verdict_html(v, per_run, by_refs, by_matches)  # type: ignore[arg-type]
                     for v in verdicts.itertuples(index=False))
     return (

@@ -3,7 +3,7 @@
 :class:`LabelRecordModel` is the specification (it feeds ``truss-lab schema
 labels``); :func:`read_labels` checks whole columns at once and returns the good
 rows *and* a list of :class:`BadInputError`, one per problem, each naming the
-file, the 1-based line and the field.
+file, the row (as a spreadsheet numbers it: the header is row 1) and the field.
 
 A labelling queue file (``truss-lab queue``, :class:`LabelQueueRecordModel`,
 ``truss-lab schema label-queue``) is a labels file with context columns after
@@ -115,8 +115,8 @@ def _empty_labels() -> pd.DataFrame:
 def _label_records(
     data: bytes, source: str, errors: list[BadInputError]
 ) -> BadInputError | tuple[list[list[str]], list[int], int]:
-    """The data rows of a labels CSV (queue rows cut to :data:`LABEL_FIELDS`), the first
-    line of each and the count of queue rows left without a label; or the one
+    """The data rows of a labels CSV (queue rows cut to :data:`LABEL_FIELDS`), the
+    spreadsheet row of each and the count of queue rows left without a label; or the one
     ``bad_header`` error when the header is wrong or missing. Rows of the wrong width
     are reported in ``errors`` and skipped."""
     rows: list[list[str]] = []
@@ -133,13 +133,13 @@ def _label_records(
                     f"wrong CSV header {','.join(header)!r}; expected "
                     f"{','.join(LABEL_FIELDS)!r} (annotator may be left out) or a labelling "
                     "queue's header (truss-lab schema label-queue)",
-                    source, start, None, "bad_header",
+                    source, None, None, "bad_header", row=start,
                 )
             continue
         if len(row) != len(header):
             errors.append(input_error(
                 f"expected {len(header)} fields ({','.join(header)}), got {len(row)}",
-                source, start, None, "wrong_field_count",
+                source, None, None, "wrong_field_count", row=start,
             ))
             continue
         if len(header) == len(QUEUE_FIELDS):
@@ -152,7 +152,7 @@ def _label_records(
     if header is None:
         return input_error(
             f"empty file; expected the header {','.join(LABEL_FIELDS)!r}",
-            source, 1, None, "bad_header",
+            source, None, None, "bad_header", row=1,
         )
     return rows, row_lines, n_blank
 
@@ -160,7 +160,7 @@ def _label_records(
 def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
                     errors: list[BadInputError]) -> tuple[pd.DataFrame, np.ndarray]:
     """The frame of the valid ``rows`` and the mask of those kept; each bad value is
-    reported in ``errors`` with its line and field."""
+    reported in ``errors`` with its row and field."""
     cols = list(zip(*rows, strict=True))
     vh, ex, li, us = (list(c) for c in cols[:4])
     an = [a or None for a in cols[4]] if len(cols) == 5 else [None] * len(rows)
@@ -182,8 +182,8 @@ def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
     for name, idx, col, expected in checks:
         for i in idx:
             errors.append(
-                input_error(f"{expected}, got {short(col[i])}", source, int(lines[i]), name,
-                            "bad_value")
+                input_error(f"{expected}, got {short(col[i])}", source, None, name,
+                            "bad_value", row=int(lines[i]))
             )
         bad[idx] = True
     keep = np.flatnonzero(~bad)
@@ -210,9 +210,10 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     otherwise the only error names the header found and nothing is read. The frame
     has the columns of :data:`LABEL_FIELDS`
     (``lesson_index`` and ``useful`` as ``int64``, ``annotator`` ``<NA>`` when
-    empty). Each bad row gives a :class:`BadInputError` naming its line and
-    field; identical duplicates of (verdict_hash, extractor, lesson_index,
-    annotator) collapse, conflicting ones are all dropped with an error naming both lines.
+    empty). Each bad row gives a :class:`BadInputError` naming its row (as a
+    spreadsheet numbers it: the header is row 1) and field; identical duplicates of
+    (verdict_hash, extractor, lesson_index, annotator) collapse, conflicting ones are
+    all dropped with an error naming both rows.
     """
     source = str(path)
     try:
@@ -230,9 +231,9 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
         return empty, errors
     lines = np.asarray(row_lines, dtype=np.int64)
     df, keep_mask = _checked_labels(rows, lines, source, errors)
-    df, dup_errors = dedupe(df, lines[keep_mask], LABEL_KEY, source)
+    df, dup_errors = dedupe(df, lines[keep_mask], LABEL_KEY, source, where="row")
     errors += dup_errors
-    errors.sort(key=lambda e: e.line or 0)
+    errors.sort(key=lambda e: e.row or 0)
     df.attrs["blank_rows"] = n_blank
     return df, errors
 

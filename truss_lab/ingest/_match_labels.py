@@ -5,7 +5,8 @@ lesson express?": ``reference_id`` names one, or is empty (none of them).
 :class:`MatchLabelRecordModel` is the specification (it feeds ``truss-lab schema
 match-labels``); :func:`read_match_labels` checks whole columns at once and returns
 the good rows *and* a list of :class:`BadInputError`, one per problem, each naming
-the file, the 1-based line and the field, as the labels reader does.
+the file, the row (as a spreadsheet numbers it: the header is row 1) and the
+field, as the labels reader does.
 
 The verdicts a person matched are a **sample**, and a sampled verdict counts only
 whole: every lesson of it answered. So the unit that lands or not is the
@@ -105,6 +106,13 @@ _HEADERS = {
 _RefId = Annotated[StrictStr, Field(max_length=MAX_REFERENCE_NAME)]
 
 
+def _row_error(message: str, source: str, row: int | None, field: str | None,
+               reason: str) -> BadInputError:
+    """A bad input at ``row`` of the CSV file (as a spreadsheet numbers it: the header is
+    row 1; the ``line`` column of the frames here holds that row)."""
+    return input_error(message, source, None, field, reason, row=row)
+
+
 class MatchLabelRecordModel(StrictRecord):
     """One match label: a row of a match-labels CSV file (FORMATS.md §5)."""
 
@@ -183,7 +191,7 @@ def _records(data: bytes, source: str, errors: list[BadInputError]) -> BadInputE
             continue
         if out is None:
             if tuple(row) not in _HEADERS:
-                return input_error(
+                return _row_error(
                     f"wrong CSV header {','.join(row)!r}; expected "
                     f"{','.join(MATCH_LABEL_FIELDS)!r} (annotator may be left out), optionally "
                     f"followed by {INCLUSION}, or a match queue's header "
@@ -192,14 +200,14 @@ def _records(data: bytes, source: str, errors: list[BadInputError]) -> BadInputE
             out = _Rows(_HEADERS[tuple(row)])
             continue
         if len(row) != width:
-            errors.append(input_error(
+            errors.append(_row_error(
                 f"expected {width} fields, got {len(row)}", source, start, None,
                 "wrong_field_count"))
             continue
         out.rows.append(row[:len(out.header)])
         out.lines.append(start)
     if out is None:
-        return input_error(f"empty file; expected the header {','.join(MATCH_LABEL_FIELDS)!r}",
+        return _row_error(f"empty file; expected the header {','.join(MATCH_LABEL_FIELDS)!r}",
                            source, 1, None, "bad_header")
     return out
 
@@ -290,7 +298,7 @@ def read_match_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[
     n_blank = 0
     for i in np.flatnonzero(unanswered):
         if unit_of[i] in answered_units:
-            errors.append(input_error(
+            errors.append(_row_error(
                 "not answered ('?') while other lessons of this verdict are: every lesson of "
                 "a sampled verdict must be matched (a reference id, or empty for none)",
                 source, int(lines[i]), "reference_id", "unanswered"))
@@ -299,7 +307,7 @@ def read_match_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[
             n_blank += 1
     for i, (name, message) in _row_problems(cols, INCLUSION in header).items():
         if not unanswered[i]:
-            errors.append(input_error(message, source, int(lines[i]), name, "bad_value"))
+            errors.append(_row_error(message, source, int(lines[i]), name, "bad_value"))
             rejected[i] = True
     keep = np.flatnonzero(~rejected & ~unanswered)
     df = pd.DataFrame({
@@ -314,12 +322,12 @@ def read_match_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[
                                else np.nan for i in keep], dtype=np.float64),
     })
     kept_lines = lines[keep]
-    df, dup_errors = dedupe(df, kept_lines, MATCH_LABEL_KEY, source)
+    df, dup_errors = dedupe(df, kept_lines, MATCH_LABEL_KEY, source, where="row")
     errors += dup_errors
     df["line"] = _lines_after_dedupe(df, kept_lines, cols, keep)
     # A conflicting duplicate drops every row of its key: its verdict is then incomplete.
     rejected_units = {unit_of[i] for i in np.flatnonzero(rejected)}
-    rejected_units |= {unit_of[int(np.flatnonzero(lines == e.line)[0])] for e in dup_errors}
+    rejected_units |= {unit_of[int(np.flatnonzero(lines == e.row)[0])] for e in dup_errors}
     p_bad, p_errors = _inconsistent_probability(df, source)
     errors += p_errors
     rejected_units |= {_unit(df.iloc[i]) for i in p_bad}
@@ -327,7 +335,7 @@ def read_match_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[
     df, unit_errors = drop_units(df, rejected_units, source,
                                  "as a row of it was rejected (see above)")
     errors += unit_errors
-    errors.sort(key=lambda e: e.line or 0)
+    errors.sort(key=lambda e: e.row or 0)
     df = df.reset_index(drop=True)
     df.attrs["blank_rows"] = n_blank
     return df, errors
@@ -361,8 +369,8 @@ def _inconsistent_probability(df: pd.DataFrame, source: str
     first = by[INCLUSION].transform("first").to_numpy()
     first_line = by["line"].transform("first").to_numpy()
     bad = np.flatnonzero(p != first).tolist()
-    return bad, [input_error(
-        f"{p[i]:g} differs from {first[i]:g} on line {first_line[i]} of the same verdict: a "
+    return bad, [_row_error(
+        f"{p[i]:g} differs from {first[i]:g} on row {first_line[i]} of the same verdict: a "
         "verdict is drawn with one probability", source, int(df["line"].iloc[i]), INCLUSION,
         "inconsistent_probability") for i in bad]
 
@@ -386,7 +394,7 @@ def drop_units(df: pd.DataFrame, units: set[tuple[str, str, str]], source: str,
         seen.add(u)
         n = sum(1 for x in unit if x == u)
         who = f", annotator {u[2]!r}" if u[2] else ""
-        errors.append(input_error(
+        errors.append(_row_error(
             f"verdict {u[0][:12]}…, extractor {u[1]!r}{who}: its {n} other row(s) not "
             f"loaded either, {why}; a sampled verdict lands whole or not at all",
             source, int(df["line"].iloc[i]), "lesson_index", "verdict_incomplete"))
@@ -438,13 +446,13 @@ def check_match_labels(store: Store, df: pd.DataFrame, source: str) -> MatchLabe
             have = ref_ids.get(vh[k])
             hint = (f"its references: {', '.join(have)}" if have else
                     "the database holds no reference lesson of it (ingest references first)")
-            errors.append(input_error(f"{short(rid[k])} names no reference of verdict "
+            errors.append(_row_error(f"{short(rid[k])} names no reference of verdict "
                                       f"{vh[k][:12]}…; {hint}", source, int(line[k]),
                                       "reference_id", "unknown_reference"))
             row_bad[k] = True
         of = known.get((vh[k], ex[k]))
         if of is not None and int(li[k]) not in of:
-            errors.append(input_error(
+            errors.append(_row_error(
                 f"verdict {vh[k][:12]}… has no lesson {li[k]} of extractor {ex[k]!r} "
                 f"(its lessons: {_spans(sorted(of))})", source, int(line[k]), "lesson_index",
                 "unknown_lesson"))
@@ -466,7 +474,7 @@ def check_match_labels(store: Store, df: pd.DataFrame, source: str) -> MatchLabe
         missing = sorted({i for i, v in of.items() if v} - set(li[idx].tolist()))
         if missing and unit not in rejected:
             who = f", annotator {unit[2]!r}" if unit[2] else ""
-            errors.append(input_error(
+            errors.append(_row_error(
                 f"verdict {unit[0][:12]}…, extractor {unit[1]!r}{who}: lesson(s) "
                 f"{_spans(missing)} not matched; every lesson of a sampled verdict must be "
                 f"(its {len(idx)} row(s) are not loaded)", source, int(line[idx].min()),
@@ -476,7 +484,7 @@ def check_match_labels(store: Store, df: pd.DataFrame, source: str) -> MatchLabe
                                   "as a row of it was rejected (see above)")
     out, _ = drop_units(out, incomplete, source, "")  # its error said so already
     errors += unit_errors
-    errors.sort(key=lambda e: e.line or 0)
+    errors.sort(key=lambda e: e.row or 0)
     return MatchLabelCheck(out, errors, warnings)
 
 

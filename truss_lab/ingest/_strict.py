@@ -87,9 +87,13 @@ class StrictRecord(BaseModel):
 
 
 def input_error(
-    message: str, source: str, line: int | None, field: str | None, reason: str
+    message: str, source: str, line: int | None, field: str | None, reason: str, *,
+    row: int | None = None,
 ) -> BadInputError:
-    return BadInputError(message, source=source, line=line, field=field, reason=reason)
+    """A bad input at ``line`` (of a JSONL file) or ``row`` (of a CSV file, as a
+    spreadsheet numbers it)."""
+    return BadInputError(message, source=source, line=line, field=field, reason=reason,
+                         row=row)
 
 
 @contextmanager
@@ -119,7 +123,8 @@ def dedupe(
 
     Exact copies go first (vectorized); what still shares a key then differs in
     some field: every distinct row of such a key is dropped, and each one after
-    the first gets an error naming the first one's line.
+    the first gets an error naming the first one's line (``where="row"``: ``lines``
+    are a CSV file's rows, and the errors name rows).
     """
     if df.empty or len(set(zip(*(df[k].tolist() for k in key), strict=True))) == len(df):
         return df, []
@@ -138,10 +143,12 @@ def dedupe(
         for m in members[1:]:
             row = sub.iloc[m]
             differ = [c for c in cols if not _same(first[c], row[c])]
+            at = int(sub_lines[m])
             errors.append(input_error(
                 f"conflicts with {where} {sub_lines[members[0]]} (same {key_desc}; "
                 f"differs in {', '.join(differ)}); every row with this key is dropped",
-                source, int(sub_lines[m]), differ[0], "conflicting_duplicate",
+                source, None if where == "row" else at, differ[0], "conflicting_duplicate",
+                row=at if where == "row" else None,
             ))
     return df[~dup].reset_index(drop=True), errors
 
@@ -452,38 +459,49 @@ def bad_where(col: list[str], col_re: re.Pattern[str], one_re: re.Pattern[str]) 
 
 
 def csv_records(data: bytes, source: str,
-                 errors: list[BadInputError]) -> Iterator[tuple[int, list[str]]]:
-    """``(first line, fields)`` of every CSV record of ``data``, recovering per line.
+                errors: list[BadInputError]) -> Iterator[tuple[int, list[str]]]:
+    """``(row, fields)`` of every CSV record of ``data``, recovering per line; ``row`` is
+    the row a spreadsheet shows (the header is row 1, a blank line is a row, a record
+    whose quoted field holds newlines is one row), which errors name.
 
-    A line that is not UTF-8 is reported (by number) and skipped; a record the
-    CSV reader refuses (a stray quote, a field over the csv module's limit, a
-    quote never closed) is reported at its first line, and reading starts
-    again on the next line: one bad row never hides the good rows after it.
+    A line that is not UTF-8 is reported and skipped; a record the CSV reader
+    refuses (a stray quote, a field over the csv module's limit, a quote never
+    closed) is reported at its row, and reading starts again on the next line: one
+    bad row never hides the good rows after it.
     """
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    good: list[tuple[int, str]] = []
+    good: list[str | UnicodeDecodeError] = []
     try:  # the common case: the whole file decodes, split as the csv module would
-        good = list(enumerate(io.StringIO(data.decode("utf-8"), newline=""), start=1))
+        good = list(io.StringIO(data.decode("utf-8"), newline=""))
     except UnicodeDecodeError:
-        for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        for raw in data.splitlines(keepends=True):
             try:
-                good.append((number, raw.decode("utf-8")))
+                good.append(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
-                errors.append(input_error(f"not UTF-8: {exc.reason} at byte {exc.start}",
-                                          source, number, None, "bad_unicode"))
+                good.append(exc)  # read as a blank row, reported when reached
     pos = 0
+    row = 0  # rows read so far
     while pos < len(good):
-        reader = csv.reader((t for _, t in itertools.islice(good, pos, None)), strict=True)
+        reader = csv.reader((t if isinstance(t, str) else "\n"
+                             for t in itertools.islice(good, pos, None)), strict=True)
         done = 0  # physical lines of this pass consumed by complete records
         try:
-            for row in reader:
-                yield good[pos + done][0], row
+            for fields in reader:
+                row += 1
+                first = good[pos + done]
                 done = reader.line_num
+                if isinstance(first, UnicodeDecodeError):
+                    errors.append(input_error(
+                        f"not UTF-8: {first.reason} at byte {first.start}", source, None,
+                        None, "bad_unicode", row=row))
+                    continue
+                yield row, fields
             return
         except csv.Error as exc:
-            errors.append(input_error(f"malformed CSV: {exc}", source, good[pos + done][0],
-                                      None, "bad_csv"))
+            row += 1
+            errors.append(input_error(f"malformed CSV: {exc}", source, None, None, "bad_csv",
+                                      row=row))
             pos += done + 1
 
 

@@ -8,15 +8,31 @@ never a traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ...ingest._schemas import SCHEMA_NAMES
 from . import data, evaluate, extract, label, prompts
+from .common import one_line_usage
 
 __all__ = ["EPILOG", "cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class TrussLabGroup(click.Group):
+    """The ``truss-lab`` group: a usage error anywhere below it is one line."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        with one_line_usage():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with one_line_usage():
+            return super().invoke(ctx)
+
+
+@click.group(cls=TrussLabGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="truss_lab")
 def cli() -> None:
     """truss_lab: study Truss lesson extraction (ADR 0011) offline."""

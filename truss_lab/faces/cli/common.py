@@ -4,13 +4,15 @@ several commands take."""
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import functools
 import json
 import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,16 +25,26 @@ from ...store._store import Store, open_store
 __all__ = [
     "EXIT_BAD_LINES",
     "EXIT_USER_ERROR",
+    "JUDGE_SPEC_HELP",
+    "MATCHER_HELP",
+    "MATCH_SPEC_HELP",
+    "OneLineUsageError",
     "add_commands",
     "check_output_file",
     "db_option",
+    "did_you_mean",
     "emit",
     "friendly",
     "int_counts",
     "json_option",
     "labels_option",
+    "matcher_calls_model",
+    "matcher_options",
     "n_boot_option",
     "objective_option",
+    "one_line_usage",
+    "option",
+    "option_given",
     "random_state_option",
     "read_store",
     "run_argument",
@@ -64,6 +76,33 @@ def friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class OneLineUsageError(click.ClickException):
+    """A usage error (a mistyped option or value, a missing argument) shown as the one
+    ``error:`` line every other user error gets, naming where the help is, instead of
+    click's usage block."""
+
+    exit_code = EXIT_USER_ERROR
+
+    def __init__(self, exc: click.UsageError) -> None:
+        where = exc.ctx.command_path if exc.ctx is not None else "truss-lab"
+        message = " ".join(exc.format_message().split())
+        super().__init__(f"{message} (see `{where} --help`)")
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+@contextlib.contextmanager
+def one_line_usage() -> Iterator[None]:
+    """Turn a click usage error raised inside into a :class:`OneLineUsageError`."""
+    try:
+        yield
+    except OneLineUsageError:
+        raise
+    except click.UsageError as exc:
+        raise OneLineUsageError(exc) from None
+
+
 def emit(obj: Any, as_json: bool, text: str) -> None:
     """Print ``obj`` as sorted, indented JSON when ``as_json``, else ``text``."""
     if as_json:
@@ -80,6 +119,134 @@ def read_store(db: str, *, must_exist: bool = False) -> Store:
     if store.snapshot is not None:
         click.echo(store.snapshot.note, err=True)
     return store
+
+
+def option(*decls: str, old: Sequence[str] = (), **attrs: Any) -> Callable[[F], F]:
+    """``click.option(*decls, **attrs)`` whose ``old`` spellings (a renamed option's former
+    names, /work/wt/CLI_NAMES.md) still work, hidden from ``--help``: scripts written
+    against the old name do not break. The old and the new name given with different
+    values is a usage error. ``required=True`` is checked after the merge (either
+    spelling satisfies it). :func:`option_given` says which spelling the user typed, so an
+    error names the option the user gave."""
+    if not old:
+        return click.option(*decls, **attrs)
+    dest = next((d for d in decls if not d.startswith("-")), None) or \
+        decls[0].lstrip("-").replace("-", "_")
+    longs = [d for d in decls if d.startswith("-")]
+    required = attrs.pop("required", False)
+    keys = {o: f"_old_{dest}_{o.lstrip('-').replace('-', '_')}" for o in old}
+    default = attrs.get("default")
+    old_type = attrs.get("type") or (type(default) if isinstance(default, int | float)
+                                     and not isinstance(default, bool) else None)
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            ctx = click.get_current_context()
+            typed = ctx.get_parameter_source(dest) not in (
+                None, click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+            given = longs[0] if typed else None
+            for o, key in keys.items():
+                value = kwargs.pop(key)
+                if value is None:
+                    continue
+                if given is not None and kwargs[dest] != value:
+                    raise click.UsageError(
+                        f"{given} {kwargs[dest]} and {o} {value} disagree: give {longs[0]} "
+                        f"only ({o} is its old name)", ctx=ctx)
+                kwargs[dest], given = value, o
+            if given is not None:
+                ctx.meta[f"truss_lab.given.{dest}"] = given
+            if required and kwargs[dest] is None:
+                raise click.UsageError(f"Missing option '{longs[0]}'.", ctx=ctx)
+            return fn(*args, **kwargs)
+
+        for o, key in keys.items():
+            wrapper = click.option(o, key, default=None, hidden=True, type=old_type,
+                                   metavar=attrs.get("metavar"),
+                                   help=f"Old name of {longs[0]}.")(wrapper)
+        return click.option(*decls, **attrs)(wrapper)  # type: ignore[return-value]
+
+    return decorate
+
+
+def option_given(dest: str, default: str) -> str:
+    """The spelling of option ``dest`` the user typed (an old name of a renamed
+    :func:`option`), else ``default``: what an error about it should name."""
+    ctx = click.get_current_context(silent=True)
+    return (ctx.meta.get(f"truss_lab.given.{dest}") if ctx else None) or default
+
+
+JUDGE_SPEC_HELP = ("openai:MODEL | replay:MODEL | replay:PATH.jsonl#MODEL | "
+                   "simulated[:LESSON_TRUTH.csv] (synthetic, for the sample)")
+MATCH_SPEC_HELP = (JUDGE_SPEC_HELP + "; simulated reads references.jsonl beside the "
+                   "lesson truth. See README, Matchers.")
+MATCHER_HELP = ("lexical (word overlap), semantic (sentence embeddings, offline: pip "
+                "install 'truss_lab[semantic]') or judge:SPEC, a model matcher, SPEC one of "
+                + MATCH_SPEC_HELP)
+_MATCHERS = ("lexical", "semantic", "judge:SPEC")
+
+
+def matcher_options(fn: F) -> F:
+    """``--matcher lexical|semantic|judge:SPEC`` and ``--base-url`` (the judge matcher's endpoint),
+    with their old spellings hidden: ``--matcher judge --match-judge SPEC`` (or
+    ``--match-judge SPEC`` alone) is ``--matcher judge:SPEC``, ``--match-base-url`` is
+    ``--base-url``. The command receives ``matcher`` (``lexical``, ``semantic`` or
+    ``judge:SPEC``) and
+    ``base_url``; an error about the matcher names the spelling the user gave
+    (:func:`option_given`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, matcher: str, match_judge: str | None, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        typed = ctx.get_parameter_source("matcher") is click.core.ParameterSource.COMMANDLINE
+        if match_judge is not None:
+            if typed and matcher not in ("judge", f"judge:{match_judge}"):
+                raise click.UsageError(
+                    f"--matcher {matcher} and --match-judge {match_judge} disagree: give "
+                    f"--matcher judge:{match_judge} only (--match-judge is its old name)",
+                    ctx=ctx)
+            matcher = f"judge:{match_judge}"
+            ctx.meta["truss_lab.given.matcher"] = "--match-judge"
+        elif matcher == "judge":
+            raise click.BadParameter("judge needs its model: --matcher judge:SPEC, SPEC "
+                                     f"one of {JUDGE_SPEC_HELP}", ctx=ctx,
+                                     param_hint="'--matcher'")
+        kind, _, spec = matcher.partition(":")
+        if not (matcher in ("lexical", "semantic") or (kind == "judge" and spec)):
+            hint = did_you_mean(kind, ("lexical", "semantic", "judge"))
+            if spec and "judge" in hint:
+                hint = hint.replace("'judge'", repr(f"judge:{spec}"))
+            raise click.BadParameter(
+                f"{matcher!r} is not one of {', '.join(_MATCHERS)}{hint}", ctx=ctx,
+                param_hint=f"'{option_given('matcher', '--matcher')}'")
+        return fn(*args, matcher=matcher, **kwargs)
+
+    wrapper = click.option("--match-judge", default=None, hidden=True,
+                           help="Old spelling: --match-judge SPEC is --matcher judge:SPEC."
+                           )(wrapper)
+    wrapper = click.option(
+        "--matcher", default="lexical", show_default=True,
+        metavar="lexical|semantic|judge:SPEC",
+        help="How lessons are matched to references: " + MATCHER_HELP)(wrapper)
+    wrapper = option("--base-url", default=None, old=("--match-base-url",),
+                     help="OpenAI-compatible endpoint of a judge matcher "
+                          "(--matcher judge:openai:MODEL).")(wrapper)
+    return wrapper  # type: ignore[return-value]
+
+
+def matcher_calls_model(matcher: str) -> bool:
+    """Whether ``--matcher`` asks a model whose calls are recorded (a judge that is not a
+    replay), so the command opens the store for writing."""
+    kind, _, spec = matcher.partition(":")
+    return kind == "judge" and not spec.startswith("replay:")
+
+
+def did_you_mean(value: str, choices: Sequence[str]) -> str:
+    """``"; did you mean 'X'?"`` for the closest of ``choices`` to a mistyped ``value``,
+    else ``""``."""
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def add_commands(group: click.Group, commands: tuple[click.Command, ...]) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ...core._errors import BadInputError, TrussLabError
+from ...core._errors import TrussLabError
 from ...govern._audit import audit as audit_store
 from ...ingest._ingest import (
     ingest_completions,
@@ -36,6 +36,7 @@ from .common import (
     emit,
     friendly,
     json_option,
+    option,
     read_store,
 )
 
@@ -55,12 +56,10 @@ def init(db: str) -> None:
 @click.command()
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Folder to write the dataset into (created if missing).")
-@click.option("--verdicts", default=None, type=click.IntRange(1),
-              help="Number of signed verdicts to simulate (default 2000).")
-@click.option("--runs", "runs_alias", default=None, type=click.IntRange(1), hidden=True,
-              help="Old name of --verdicts.")
-@click.option("--seed", default=7, show_default=True, type=int,
-              help="Seed of every random draw: the same seed writes the same files.")
+@option("--n-verdicts", default=2000, show_default=True, type=click.IntRange(1),
+        old=("--verdicts", "--runs"), help="Number of signed verdicts to simulate.")
+@option("--random-state", default=7, show_default=True, type=int, old=("--seed",),
+        help="Seed of every random draw: the same seed writes the same files.")
 @click.option("--match-share", default=DEFAULT_MATCH_SHARE, show_default=True,
               type=click.FloatRange(0, 1),
               help="Share of the annotated verdicts whose lessons simulated people match "
@@ -70,16 +69,18 @@ def init(db: str) -> None:
               help="Probability that a simulated person's match answer is wrong (when a "
                    "wrong one exists).")
 @friendly
-def simulate(out: str, verdicts: int | None, runs_alias: int | None, seed: int,
-             match_share: float, match_disagreement: float) -> None:
-    """Write a synthetic dataset (journal, keyring, completions, labels, references,
-    people's match labels, truth)."""
-    if verdicts is not None and runs_alias is not None and verdicts != runs_alias:
-        raise BadInputError("give --verdicts only (--runs is its old name)", field="--verdicts")
-    n = verdicts or runs_alias or 2000
-    result = run_simulation(out, runs=n, seed=seed, match_share=match_share,
-                            match_disagreement=match_disagreement)
-    click.echo(str(result))
+def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
+             match_disagreement: float) -> None:
+    """Write a synthetic dataset: journal.jsonl (signed verdicts), keys.json (its keyring),
+    completions.jsonl (three extractors' recorded completions), labels.csv (gold labels),
+    truth.csv and lesson_truth.csv (what is true of each candidate and lesson),
+    references.jsonl (reference lessons). `truss-lab schema NAME` describes each."""
+    r = run_simulation(out, runs=n_verdicts, seed=random_state, match_share=match_share,
+                       match_disagreement=match_disagreement)
+    click.echo(f"{out}: {r.n_verdicts} verdicts, {r.n_completions} completions of "
+               f"{len(r.defects)} extractors ({r.n_unparseable} unparseable), "
+               f"{r.n_candidates} candidates, {r.n_labels} labels, {r.n_references} "
+               f"reference lessons\nfiles: {', '.join(sorted(r.files))}")
 
 
 @click.command()
@@ -87,7 +88,9 @@ def simulate(out: str, verdicts: int | None, runs_alias: int | None, seed: int,
               help="Folder to copy the sample into (created if missing).")
 @friendly
 def sample(out: str) -> None:
-    """Copy the bundled synthetic sample (journal, keys, completions, labels) to a folder."""
+    """Copy the bundled synthetic sample to a folder: the files `truss-lab simulate` writes
+    (journal.jsonl, keys.json, completions.jsonl, labels.csv, truth.csv,
+    lesson_truth.csv, references.jsonl) and its DATASHEET.md."""
     files = copy_sample(out)
     click.echo(f"{out}: {len(files)} files ({', '.join(f.name for f in files)})")
 
@@ -100,8 +103,8 @@ def ingest() -> None:
 @ingest.command("journal")
 @db_option
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--keys", "keys_path", type=click.Path(dir_okay=False),
-              help="Keyring JSON (key_id -> base64 public key).")
+@option("--keyring", "keys_path", type=click.Path(dir_okay=False), old=("--keys",),
+        help="Keyring JSON (key_id -> base64 public key).")
 @click.option("--keep-verified-prefix", is_flag=True,
               help="On a bad line, keep the entries verified before it.")
 @json_option

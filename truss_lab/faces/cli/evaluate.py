@@ -22,7 +22,6 @@ from ...evaluate._runs import DEFAULT_CV, compare_runs, evaluate_run
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
-from ...score._matching import SemanticMatcher
 from ...store._runs import summarize_runs
 from ...store._store import open_store
 from ...store._usage import load_prices
@@ -41,19 +40,23 @@ from .common import (
     add_commands,
     check_output_file,
     db_option,
+    did_you_mean,
     emit,
     friendly,
     int_counts,
     json_option,
     labels_option,
+    matcher_calls_model,
+    matcher_options,
     n_boot_option,
     objective_option,
+    option,
     random_state_option,
     read_store,
     run_argument,
     write_output,
 )
-from .label import MATCH_SPEC_HELP, make_matcher
+from .label import matcher_from_spec
 
 __all__ = ["COMMANDS", "register"]
 
@@ -71,49 +74,18 @@ def _check_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> st
     try:
         return check_truth_spec(value)
     except BadInputError as exc:
-        raise click.BadParameter(str(exc).removeprefix("field 'truth': ")) from None
+        hint = did_you_mean(value, ("auto", "labels", "references", "judge:"))
+        raise click.BadParameter(str(exc).removeprefix("field 'truth': ") + hint) from None
 
 
 _truth_option = click.option("--truth", default="auto", show_default=True, callback=_check_truth,
                              help=TRUTH_HELP)
-_matcher_option = click.option(
-    "--matcher", type=click.Choice(["lexical", "semantic", "judge"]), default="lexical",
-    show_default=True,
-    help="How lessons are matched to references (when judged by references): lexical word "
-         "overlap, semantic (sentence embeddings, offline: pip install 'truss_lab[semantic]'), "
-         "or a model given by --match-judge (README, Matchers).")
-_match_judge_option = click.option(
-    "--match-judge", "match_spec", default=None,
-    help="The judge matcher of --matcher judge: " + MATCH_SPEC_HELP)
-_match_url_option = click.option(
-    "--match-base-url", default=None,
-    help="OpenAI-compatible endpoint of the judge matcher (--match-judge openai:MODEL).")
-
-
-def _match_options(fn: Any) -> Any:
-    return _matcher_option(_match_judge_option(_match_url_option(fn)))
-
-
-def _live_matcher(kind: str, spec: str | None) -> bool:
-    """Whether the judge matcher calls a model, so the store is opened for its recordings."""
-    if kind in ("lexical", "semantic") or spec is None:
-        if spec is not None:
-            raise click.BadParameter("--match-judge needs --matcher judge",
-                                     param_hint="--match-judge")
-        if kind == "judge":
-            raise click.BadParameter("--matcher judge needs --match-judge",
-                                     param_hint="--matcher")
-        return False
-    return not spec.startswith("replay:")
-
-
-def _matcher(store: Any, kind: str, spec: str | None, base_url: str | None) -> Any:
-    if kind == "semantic":
-        return SemanticMatcher()
-    if kind == "lexical":
-        return None
-    m = make_matcher(spec or "", store, base_url=base_url, field="--match-judge")
-    m.record_to(store)  # a live one records each call as it is answered (a kill keeps it)
+def _matcher(store: Any, matcher: str, base_url: str | None) -> Any:
+    """The matcher of ``--matcher``; a judge one records each live call as it is answered
+    (a kill keeps them)."""
+    m = matcher_from_spec(matcher, store, base_url=base_url)
+    if matcher.startswith("judge:"):
+        m.record_to(store)
     return m
 
 
@@ -192,20 +164,20 @@ def _choice_json(choice: Any) -> dict[str, Any]:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
               help="Write the full sweep (every distinct threshold) as CSV.")
 @_truth_option
-@_match_options
+@matcher_options
 @_plot_option
 @json_option
 @friendly
 def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
           test_size: float, cv: str, cv_repeats: int, random_state: int, n_boot: int,
-          csv_path: str | None, truth: str, matcher: str, match_spec: str | None,
-          match_base_url: str | None, plot_path: str | None, as_json: bool) -> None:
+          csv_path: str | None, truth: str, matcher: str, base_url: str | None,
+          plot_path: str | None, as_json: bool) -> None:
     """Sweep a run's salience thresholds and choose one on held-out verdicts."""
-    for path, option in ((csv_path, "--csv"), (plot_path, "--plot")):
+    for path, field in ((csv_path, "--csv"), (plot_path, "--plot")):
         if path:
-            check_output_file(path, field=option)
-    with _open(db, write=_live_matcher(matcher, match_spec)) as store:
-        m = _matcher(store, matcher, match_spec, match_base_url)
+            check_output_file(path, field=field)
+    with _open(db, write=matcher_calls_model(matcher)) as store:
+        m = _matcher(store, matcher, base_url)
         # One evaluation (evaluate_run): the truth resolved and the run judged once;
         # the choice and bands are those of every other face with these options.
         ev = evaluate_run(store, run_id, objective=objective, score=score,
@@ -249,20 +221,19 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
 @_boot_option
 @_seed_option("the paired verdict bootstrap")
 @_truth_option
-@_match_options
+@matcher_options
 @_plot_option
 @json_option
 @friendly
 def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str | None,
             score: str, n_boot: int, random_state: int, truth: str, matcher: str,
-            match_spec: str | None, match_base_url: str | None,
-            plot_path: str | None, as_json: bool) -> None:
+            base_url: str | None, plot_path: str | None, as_json: bool) -> None:
     """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
     if plot_path:
         check_output_file(plot_path, field="--plot")
     check_threshold(threshold, "--threshold", name="threshold")
-    with _open(db, write=_live_matcher(matcher, match_spec)) as store:
-        m = _matcher(store, matcher, match_spec, match_base_url)
+    with _open(db, write=matcher_calls_model(matcher)) as store:
+        m = _matcher(store, matcher, base_url)
         t = Truth.resolve(store, truth, [run_a, run_b], labels=labels_path)
         truth, why = t.name, t.why
         res = compare_runs(store, run_a, run_b, threshold=threshold, score=score,
@@ -295,15 +266,14 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
 @_boot_option
 @_seed_option("the verdict bootstrap of each run's F1 interval")
 @_truth_option
-@_match_options
+@matcher_options
 @_plot_option
 @json_option
 @friendly
 def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
                  prices_path: str | None, threshold: float | None, labels_path: str | None,
                  score: str, n_boot: int, random_state: int, truth: str, matcher: str,
-                 match_spec: str | None, match_base_url: str | None,
-                 plot_path: str | None, as_json: bool) -> None:
+                 base_url: str | None, plot_path: str | None, as_json: bool) -> None:
     """Cost per verdict, latency p50/p95 and F1 (with its interval) of runs side by side;
     a run is dominated only when another is cheaper and has an F1 above its interval."""
     if plot_path:
@@ -314,8 +284,8 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
     if plot_path and prices is None:
         raise BadInputError("the plot's x axis is the cost per verdict: give --prices",
                             field="--plot")
-    with _open(db, write=_live_matcher(matcher, match_spec)) as store:
-        m = _matcher(store, matcher, match_spec, match_base_url)
+    with _open(db, write=matcher_calls_model(matcher)) as store:
+        m = _matcher(store, matcher, base_url)
         ids = list(run_ids)
         if tags:
             runs = summarize_runs(store)
@@ -349,7 +319,8 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
               help="Bins with fewer candidates are drawn hollow and left out of MCE.")
 @_labels_option
 @_score_option
-@_test_size_option
+@click.option("--test-size", default=0.3, show_default=True, type=float,
+              help="Share of verdicts held out to judge the calibrator (fitted on the rest).")
 @_seed_option("the verdict split (calibrator fitted on train, judged on test)")
 @_truth_option
 @_plot_option
@@ -429,8 +400,9 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
 @_objective_option
 @n_boot_option(200, "Verdict-bootstrap replicates for the bands and intervals.")
 @random_state_option("Seed of the verdict splits and the bootstrap.")
-@click.option("--max-verdicts", default=200, show_default=True, type=click.IntRange(0),
-              help="Verdicts in the browsable list (up to half with errors); 0 lists all.")
+@option("--n-verdicts", default=200, show_default=True, type=click.IntRange(0),
+        old=("--max-verdicts",),
+        help="Verdicts in the browsable list (up to half with errors); 0 lists all.")
 @click.option("--truth", default="auto", show_default=True, metavar="SOURCE",
               callback=_check_truth, help=TRUTH_HELP)
 @_test_size_option
@@ -438,7 +410,7 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
 @_cv_repeats_option
 @friendly
 def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: int,
-           random_state: int, max_verdicts: int, truth: str, test_size: float, cv: str,
+           random_state: int, n_verdicts: int, truth: str, test_size: float, cv: str,
            cv_repeats: int) -> None:
     """Write an HTML report of runs: config, sweep with bands, calibration, comparison
     (first run vs each other), judged by one truth (--truth; the header names it),
@@ -450,7 +422,7 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
     """
     with read_store(db, must_exist=True) as store:
         path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
-                            random_state=random_state, max_verdicts=max_verdicts or None,
+                            random_state=random_state, max_verdicts=n_verdicts or None,
                             truth=truth, cv=_cv(cv), cv_repeats=cv_repeats,
                             test_size=test_size)
     click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")

@@ -27,11 +27,20 @@ from ...extract._grid import load_grid, run_grid
 from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...extract._spec import make_extractor, spec_run_config
-from ...store._runs import delete_run, run_errors, run_info, summarize_runs
+from ...store._runs import delete_run, run_errors, run_exists, run_info, summarize_runs
 from ...store._store import open_store
 from ...store._usage import load_prices, run_usage
 from .._display import runs_text
-from .common import add_commands, db_option, emit, friendly, json_option, read_store, run_argument
+from .common import (
+    add_commands,
+    db_option,
+    emit,
+    friendly,
+    json_option,
+    option,
+    read_store,
+    run_argument,
+)
 
 __all__ = ["COMMANDS", "register"]
 
@@ -46,6 +55,15 @@ def _warned(fn: Any, *args: Any, **kwargs: Any) -> Any:
     for w in caught:
         click.echo(f"warning: {w.message}", err=True)
     return out
+
+
+def _check_new_run_id(store: Any, run_id: str | None) -> None:
+    """A ``--run-id`` already taken is refused here, in the CLI's words (the library's
+    error names its ``resume=True``)."""
+    if run_id and run_exists(store, run_id):
+        raise BadInputError(f"run {run_id!r} already exists; continue it with "
+                            f"`--resume {run_id}`, or choose another --run-id",
+                            field="--run-id")
 
 
 def _off_refused() -> BadInputError:
@@ -143,6 +161,7 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, prompt: s
     if resume_id and run_id and resume_id != run_id:
         raise BadInputError("give either --run-id or --resume, not both", field="--resume")
     with open_store(db) as store:
+        _check_new_run_id(store, None if resume_id else run_id)
         prior: dict[str, Any] = {}
         if resume_id:
             row = run_info(store, resume_id)
@@ -275,8 +294,8 @@ def runs_delete(run_id: str, db: str, as_json: bool) -> None:
 @click.command()
 @run_argument
 @db_option
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(0),
-              help="Show at most this many errors in the text output (0: all).")
+@option("--n-errors", "limit", default=50, show_default=True, type=click.IntRange(0),
+        old=("--limit",), help="Show at most this many errors in the text output (0: all).")
 @json_option
 @friendly
 def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
@@ -299,7 +318,7 @@ def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
         lines.append(f"  seq {r.verdict_seq} {r.stage}/{r.reason}: "
                      f"{msg[:117] + '...' if len(msg) > 120 else msg}")
     if len(shown) < len(df):
-        lines.append(f"  ... and {len(df) - len(shown)} more (--limit 0 or --json)")
+        lines.append(f"  ... and {len(df) - len(shown)} more (--n-errors 0 or --json)")
     click.echo("\n".join(lines))
 
 @click.command()

@@ -45,6 +45,8 @@ from ...simulate._providers import (
 from ...store._store import open_store
 from .._notebook import SAMPLE
 from .common import (
+    JUDGE_SPEC_HELP,
+    MATCH_SPEC_HELP,
     add_commands,
     check_output_file,
     db_option,
@@ -52,24 +54,21 @@ from .common import (
     friendly,
     json_option,
     labels_option,
+    matcher_calls_model,
+    matcher_options,
     n_boot_option,
     objective_option,
+    option,
+    option_given,
     random_state_option,
     read_store,
     run_argument,
     write_output,
 )
 
-__all__ = ["COMMANDS", "JUDGE_SPEC_HELP", "MATCHER_HELP", "MATCH_SPEC_HELP", "make_judge",
-           "make_matcher", "matcher_from_spec", "register"]
+__all__ = ["COMMANDS", "make_judge", "make_matcher", "matcher_from_spec", "register"]
 
 _SAMPLE_TRUTH = SAMPLE / "lesson_truth.csv"
-
-
-JUDGE_SPEC_HELP = ("openai:MODEL | replay:MODEL | replay:PATH.jsonl#MODEL | "
-                   "simulated[:LESSON_TRUTH.csv] (synthetic, for the sample)")
-MATCH_SPEC_HELP = (JUDGE_SPEC_HELP + "; simulated reads references.jsonl beside the "
-                   "lesson truth. See README, Matchers.")
 
 
 def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
@@ -78,11 +77,26 @@ def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
     """``cls`` (a Judge or a JudgeMatcher) from a CLI spec; ``simulated(truth_csv)``
     returns the (provider, model) of the simulated one; ``live``: options of
     :meth:`~truss_lab.evaluate._judges.ModelJudge.openai` (``deadline``,
-    ``max_consecutive_failures``) for ``openai:MODEL``."""
+    ``max_consecutive_failures``) for ``openai:MODEL``. An error about the spec names
+    ``field``, the option the user gave it with."""
+    try:
+        return _judge_of(spec, store, cls, simulated, base_url=base_url, template=template,
+                         field=field, live=live)
+    except BadInputError as exc:
+        if exc.field not in (None, "--extractor") or exc.source is not None:
+            raise
+        # The library says --extractor (or nothing): name what the user typed.
+        raise BadInputError(exc.message, field=field, reason=exc.reason) from None
+
+
+def _judge_of(spec: str, store: Any, cls: Any, simulated: Any, *,
+              base_url: str | None, template: str, field: str,
+              live: Mapping[str, Any] | None) -> Any:
     kind, _, arg = spec.partition(":")
     if kind == "openai" and arg:
         if not base_url:
-            raise BadInputError("openai:MODEL needs --base-url", field="--base-url")
+            raise BadInputError("openai:MODEL needs --base-url",
+                                field=option_given("base_url", "--base-url"))
         return cls.openai(base_url, arg, template=template, store=store, **(live or {}))
     if kind == "replay" and arg:
         path, _, model = arg.partition("#")
@@ -101,6 +115,27 @@ def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
                         field=field)
 
 
+def _simulated(make: Any, *paths: str | Path) -> Any:
+    """``make()``, the simulated judge or matcher reading ``paths`` (the simulator's
+    lesson_truth.csv, and references.jsonl beside it), with a missing or foreign file
+    said in one line instead of pandas' traceback."""
+    for path in paths:
+        if not Path(path).is_file():
+            raise BadInputError("no such file; simulated:PATH reads the simulator's "
+                                "lesson_truth.csv (and references.jsonl beside it), as "
+                                "`truss-lab sample` or `simulate` writes them", source=str(path))
+    try:
+        return make()
+    except KeyError as exc:  # pandas: a column the simulator writes is missing
+        raise BadInputError(f"missing column {exc.args[0]!r}: not the simulator's "
+                            f"{Path(paths[0]).name} / references.jsonl",
+                            source=str(paths[0])) from None
+    except (ValueError, TypeError) as exc:  # unreadable CSV/JSON, a non-number index
+        raise BadInputError(f"not the simulator's lesson truth / references: "
+                            f"{' '.join(str(exc).split())[:200]}",
+                            source=str(paths[0])) from None
+
+
 def make_judge(spec: str, store: Any, *, base_url: str | None = None,
                template: str = "judge-v1", live: Mapping[str, Any] | None = None) -> Any:
     """A :class:`~truss_lab.evaluate._judges.Judge` from a CLI spec: ``openai:MODEL``
@@ -108,28 +143,30 @@ def make_judge(spec: str, store: Any, *, base_url: str | None = None,
     ``replay:PATH.jsonl#MODEL`` or ``simulated[:LESSON_TRUTH.csv]`` (the
     simulator's synthetic judge, model ``sim-judge-v1``; its calls are recorded)."""
     def simulated(truth: str) -> tuple[Any, str]:
-        return SimulatedJudgeProvider(truth), SIMULATED_JUDGE_MODEL
+        return _simulated(lambda: SimulatedJudgeProvider(truth), truth), SIMULATED_JUDGE_MODEL
 
     return _judge_from(spec, store, Judge, simulated, base_url=base_url, template=template,
-                       field="--extractor", live=live)
+                       field=option_given("spec", "--judge"), live=live)
 
 
 def make_matcher(spec: str, store: Any, *, base_url: str | None = None,
-                 template: str = "match-v1", field: str = "--extractor",
+                 template: str = "match-v1", field: str | None = None,
                  live: Mapping[str, Any] | None = None) -> Any:
     """A :class:`~truss_lab.evaluate._judges.JudgeMatcher` from a CLI spec, spelled
     as for :func:`make_judge`; ``simulated[:LESSON_TRUTH.csv]`` is the simulator's
     synthetic matcher (model ``sim-match-v1``, references.jsonl beside the truth)."""
     def simulated(truth: str) -> tuple[Any, str]:
-        return (SimulatedMatchProvider(truth, Path(truth).with_name("references.jsonl")),
+        refs = Path(truth).with_name("references.jsonl")
+        return (_simulated(lambda: SimulatedMatchProvider(truth, refs), truth, refs),
                 SIMULATED_MATCH_MODEL)
 
     return _judge_from(spec, store, JudgeMatcher, simulated, base_url=base_url,
-                       template=template, field=field, live=live)
+                       template=template, field=field or option_given("spec", "--judge"),
+                       live=live)
 
 
 def _model_options(what: str, spec_help: str, prompt: str) -> Any:
-    """RUN, --db, --extractor SPEC, --base-url, --prompt, --deadline and
+    """RUN, --db, --judge SPEC, --base-url, --prompt, --deadline and
     --max-consecutive-failures of a command that asks a model (the last two reach the
     command as one ``live`` mapping)."""
 
@@ -143,8 +180,8 @@ def _model_options(what: str, spec_help: str, prompt: str) -> Any:
 
         for opt in reversed((
                 click.argument("run_id", metavar="RUN"), db_option,
-                click.option("--extractor", "spec", required=True,
-                             help=f"The {what}: {spec_help}"),
+                option("--judge", "spec", required=True, old=("--extractor",),
+                       help=f"The {what}: {spec_help}"),
                 click.option("--base-url", default=None,
                              help="OpenAI-compatible endpoint (openai:MODEL)."),
                 click.option("--prompt", "template", default=prompt, show_default=True,
@@ -232,29 +269,22 @@ def judge_agreement(run_id: str | None, db: str, name: str, labels_path: str | N
     emit(res.to_dict(), as_json, repr(res))
 
 
-MATCHER_HELP = ("lexical (word overlap), semantic (sentence embeddings, offline: pip "
-                "install 'truss_lab[semantic]') or judge:SPEC, a model matcher, SPEC one of "
-                + MATCH_SPEC_HELP)
-
 
 def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
-                      field: str = "--matcher") -> Any:
-    """The matcher a ``--matcher`` value names: ``lexical`` (None: the default
-    :class:`~truss_lab.score._matching.LexicalMatcher`), ``semantic``
-    (:class:`~truss_lab.score._matching.SemanticMatcher`) or ``judge:SPEC`` (a
-    :class:`~truss_lab.evaluate._judges.JudgeMatcher` from SPEC, as :func:`make_matcher`
-    reads it; ``openai:MODEL`` needs ``base_url``)."""
+                      field: str | None = None) -> Any:
+    """The matcher a ``--matcher`` value names (:func:`~.common.matcher_options`):
+    ``lexical`` (None: the default :class:`~truss_lab.score._matching.LexicalMatcher`),
+    ``semantic`` (:class:`~truss_lab.score._matching.SemanticMatcher`) or ``judge:SPEC``
+    (a :class:`~truss_lab.evaluate._judges.JudgeMatcher` from SPEC, as
+    :func:`make_matcher` reads it; ``openai:MODEL`` needs ``base_url``). An error names
+    ``field``, by default the spelling of ``--matcher`` the user gave."""
+    field = field or option_given("matcher", "--matcher")
     if spec == "lexical":
         return None
     if spec == "semantic":
         return SemanticMatcher()
     if spec.startswith("judge:") and len(spec) > len("judge:"):
-        try:
-            return make_matcher(spec[len("judge:"):], store, base_url=base_url, field=field)
-        except BadInputError as exc:
-            if exc.source is None and exc.field == "--extractor":  # that option is ours here
-                raise BadInputError(exc.message, field=field, reason=exc.reason) from None
-            raise
+        return make_matcher(spec[len("judge:"):], store, base_url=base_url, field=field)
     raise BadInputError(f"unknown matcher {spec!r}; expected lexical, semantic or judge:SPEC "
                         "(judge:replay:MODEL, judge:openai:MODEL ...)", field=field)
 
@@ -262,11 +292,7 @@ def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
 @click.command("match-agreement")
 @click.argument("run_id", metavar="RUN")
 @db_option
-@click.option("--matcher", "matcher_spec", default="lexical", show_default=True,
-              help=f"The matcher checked against people: {MATCHER_HELP}")
-@click.option("--base-url", default=None,
-              help="OpenAI-compatible endpoint of --matcher judge:openai:MODEL (its calls "
-                   "are recorded for replay).")
+@matcher_options
 @click.option("--match-threshold", default=None, type=click.FloatRange(0, 1),
               help="Similarity a lesson needs to claim a reference (default: the matcher's "
                    "own).")
@@ -281,22 +307,21 @@ def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
 @random_state_option("Seed of the verdict bootstrap behind the intervals.")
 @json_option
 @friendly
-def match_agreement_cmd(run_id: str, db: str, matcher_spec: str, base_url: str | None,
+def match_agreement_cmd(run_id: str, db: str, matcher: str, base_url: str | None,
                         match_threshold: float | None, match_labels_path: str | None,
                         references_path: str | None, score: str, n_boot: int,
                         random_state: int, as_json: bool) -> None:
     """A matcher's pair precision, pair recall and matched-flag kappa against people's
     match labels, on the lessons people matched (README, Match labels)."""
-    live = matcher_spec.startswith("judge:") and not matcher_spec.startswith("judge:replay:")
-    with (open_store(db, must_exist=True) if live
+    with (open_store(db, must_exist=True) if matcher_calls_model(matcher)
           else read_store(db, must_exist=True)) as store:
-        matcher = matcher_from_spec(matcher_spec, store, base_url=base_url)
-        if live:
+        m = matcher_from_spec(matcher, store, base_url=base_url)
+        if matcher_calls_model(matcher):
             # Each live call is recorded as it is answered (a kill keeps what was paid
             # for), and the same command then replays them.
-            matcher.record_to(store)
-        with _closing(getattr(matcher, "provider", None)):
-            res = match_agreement(store, run_id, matcher=matcher, match_labels=match_labels_path,
+            m.record_to(store)
+        with _closing(getattr(m, "provider", None)):
+            res = match_agreement(store, run_id, matcher=m, match_labels=match_labels_path,
                                   references=references_path, match_threshold=match_threshold,
                                   score=score, n_boot=n_boot, random_state=random_state)
     emit(res.to_dict(), as_json, repr(res))
@@ -353,8 +378,8 @@ _LABEL_ONLY = ("n", "per_verdict", "interval", "objective", "n_boot")
                    "to match to the verdict's references (README, Match labels).")
 @click.option("--n-verdicts", "n_verdicts", default=None, type=click.IntRange(1),
               help="--kind match: how many verdicts to draw (required there).")
-@click.option("--n", "n", default=200, show_default=True, type=click.IntRange(1),
-              help="--kind label: at most this many lessons.")
+@option("--n-lessons", "n", default=200, show_default=True, type=click.IntRange(1),
+        old=("--n",), help="--kind label: at most this many lessons.")
 @click.option("--per-verdict", default=2, show_default=True, type=click.IntRange(1),
               help="--kind label: at most this many lessons of one verdict.")
 @click.option("--annotator", default=None,
@@ -387,7 +412,7 @@ def queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | None, n: 
         _match_queue(db, run_id, out, n_verdicts, annotator, random_state, as_json)
         return
     if n_verdicts is not None:
-        raise BadInputError("--n-verdicts is for --kind match; --kind label takes --n",
+        raise BadInputError("--n-verdicts is for --kind match; --kind label takes --n-lessons",
                             field="--n-verdicts")
     check_output_file(out, field="--out")
     with open_store(db, read_only=True, must_exist=True) as store:
@@ -412,8 +437,9 @@ def _match_queue(db: str, run_id: str, out: str, n_verdicts: int | None,
                  annotator: str | None, random_state: int, as_json: bool) -> None:
     """``queue --kind match``: the CSV and, beside it, ``OUT.json`` recording the draw."""
     ctx = click.get_current_context()
-    given = [f"--{p.replace('_', '-')}" for p in _LABEL_ONLY
-             if ctx.get_parameter_source(p) is not click.core.ParameterSource.DEFAULT]
+    given = [option_given(p, f"--{p.replace('_', '-')}") for p in _LABEL_ONLY
+             if ctx.get_parameter_source(p) is not click.core.ParameterSource.DEFAULT
+             or f"truss_lab.given.{p}" in ctx.meta]  # --n-lessons, or its old --n
     if given:
         raise BadInputError(f"{', '.join(given)} is for --kind label, not --kind match",
                             field=given[0])
