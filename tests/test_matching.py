@@ -221,7 +221,7 @@ def test_cli_sweep_with_the_semantic_matcher(sample_full: Path, tmp_path: Path,
     row = next(r for r in out["sweep"] if r["threshold"] == pytest.approx(0.7))
     assert row["precision"] == pytest.approx(float(want["precision"].iloc[0]))
     r = invoke("sweep", rid, "--db", db, "--matcher", "semantic", "--match-judge", "replay:x")
-    assert r.exit_code == 2 and "--match-judge needs --matcher judge" in r.output
+    assert r.exit_code == 2 and "--matcher semantic and --match-judge replay:x disagree" in r.output
 
 
 def test_semantic_matcher_against_the_simulators_truth(sample_store,
