@@ -30,7 +30,8 @@ from truss_lab.extract._batch import (
     run_extraction,
 )
 from truss_lab.extract._extractor import Extractor
-from truss_lab.faces.cli.extract import register
+from truss_lab.faces.cli import extract as extract_cli
+from truss_lab.faces.cli import runs as runs_cli
 from truss_lab.journal._ledger import verify_chain
 from truss_lab.store._runs import run_content_hashes, summarize_runs
 from truss_lab.store._store import Store
@@ -333,7 +334,8 @@ def cli() -> click.Group:
     def group() -> None:
         """test group"""
 
-    register(group)
+    extract_cli.register(group)
+    runs_cli.register(group)
     return group
 
 

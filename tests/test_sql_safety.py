@@ -39,7 +39,8 @@ REVIEWED: dict[str, set[str]] = {
     "store/_governed.py": {"sql", "cols", "order", "where"},
     # sql: the literal queries of _HASHED; where: "" or a literal IN (SELECT unnest(?))
     # t: a name from a literal tuple of table names; _CONFIG_HASHES a literal query
-    "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES"},
+    # query: _runs_query's literal SELECT around a literal where (as above)
+    "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES", "query"},
     # COPY takes no parameters: the path is a quoted literal; option one of two
     # literals; relation_sql a quote_ident result
     "store/_export.py": {"literal", "option", "relation_sql"},

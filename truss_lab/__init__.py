@@ -8,52 +8,58 @@ modules whose names start with ``_`` are private.
 
 from __future__ import annotations
 
-from typing import Any
-
 __version__ = "0.1.0"
 
-from .core import BadInputError, ChainError, MemoryConfig, MemoryQuery, StoreError, TrussLabError
-from .evaluate import (
-    Objective,
-    bootstrap_metrics,
-    calibration_run,
-    choose_run_threshold,
-    choose_threshold,
-    compare_runs,
-    frontier,
-    label_report,
-    labelled_candidates,
-    scored_candidates,
-    sweep,
-    sweep_run,
-)
-from .extract import ContractCloseLearning, Extractor, rerun, run_extraction, run_grid
-from .faces import (
-    SAMPLE_DIR,
-    CalibrationDisplay,
-    ComparisonDisplay,
-    PrecisionRecallDisplay,
-    SweepDisplay,
-    copy_store,
-    load_sample,
-    run_sample_extractions,
-)
-from .govern import audit, policy_history, propose_threshold
-from .ingest import ingest_completions, ingest_labels
-from .journal import SigningKey, import_journal, verdict_payloads, verify_chain
-from .score import Scorer, junk_flags, junk_rates, score_candidates
-from .store import Store, query_memory, summarize_runs
+import typing
 
-_WIDGETS = ("LabellingWidget", "LessonBrowser", "ThresholdExplorer")
+from .core._lazy import attach as _attach
 
+if typing.TYPE_CHECKING:
+    # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
+    # command line starts at once. These lines are the exports' one list of homes.
+    from .core import (
+        BadInputError,
+        ChainError,
+        MemoryConfig,
+        MemoryQuery,
+        StoreError,
+        TrussLabError,
+    )
+    from .evaluate import (
+        Objective,
+        bootstrap_metrics,
+        calibration_run,
+        choose_run_threshold,
+        choose_threshold,
+        compare_runs,
+        frontier,
+        label_report,
+        labelled_candidates,
+        scored_candidates,
+        sweep,
+        sweep_run,
+    )
+    from .extract import ContractCloseLearning, Extractor, rerun, run_extraction, run_grid
+    from .faces import (
+        SAMPLE_DIR,
+        CalibrationDisplay,
+        ComparisonDisplay,
+        LabellingWidget,
+        LessonBrowser,
+        PrecisionRecallDisplay,
+        SweepDisplay,
+        ThresholdExplorer,
+        copy_store,
+        load_sample,
+        run_sample_extractions,
+    )
+    from .govern import audit, policy_history, propose_threshold
+    from .ingest import ingest_completions, ingest_labels
+    from .journal import SigningKey, import_journal, verdict_payloads, verify_chain
+    from .score import Scorer, junk_flags, junk_rates, score_candidates
+    from .store import Store, query_memory, summarize_runs
 
-def __getattr__(name: str) -> Any:
-    # Widgets need ipywidgets (the [notebook] extra): import them on first use.
-    if name in _WIDGETS:
-        from . import faces
-
-        return getattr(faces, name)
-    raise AttributeError(f"module 'truss_lab' has no attribute {name!r}")
+__getattr__, __dir__ = _attach(__name__, __file__)
 
 
 __all__ = [

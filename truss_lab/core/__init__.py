@@ -3,33 +3,42 @@
 
 from __future__ import annotations
 
-from ._config import MemoryConfig
-from ._errors import (
-    BadInputError,
-    ChainError,
-    ConfigError,
-    PolicyError,
-    ProviderError,
-    StoreError,
-    StoreLockedError,
-    TrussLabError,
-)
-from ._models import (
-    AgentEvent,
-    EntryKind,
-    LedgerRef,
-    LessonExtractionPolicy,
-    MemoryEntry,
-    MemoryQuery,
-    MemoryWrite,
-    Policy,
-    PolicyRecord,
-    PolicyTarget,
-    PolicyWrite,
-    Provenance,
-    Trust,
-)
-from ._threshold import DEFAULT_MIN_SALIENCE, check_threshold
+import typing
+
+from ._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
+    # command line starts at once. These lines are the exports' one list of homes.
+    from ._config import MemoryConfig
+    from ._errors import (
+        BadInputError,
+        ChainError,
+        ConfigError,
+        PolicyError,
+        ProviderError,
+        StoreError,
+        StoreLockedError,
+        TrussLabError,
+    )
+    from ._models import (
+        AgentEvent,
+        EntryKind,
+        LedgerRef,
+        LessonExtractionPolicy,
+        MemoryEntry,
+        MemoryQuery,
+        MemoryWrite,
+        Policy,
+        PolicyRecord,
+        PolicyTarget,
+        PolicyWrite,
+        Provenance,
+        Trust,
+    )
+    from ._threshold import DEFAULT_MIN_SALIENCE, check_threshold
+
+__getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
     "DEFAULT_MIN_SALIENCE",

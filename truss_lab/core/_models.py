@@ -7,11 +7,12 @@ written is never mutated in place; supersession creates a new record.
 from __future__ import annotations
 
 import enum
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ._clock import utcnow
 from ._errors import ConfigError, PolicyError
 from ._threshold import check_threshold
 
@@ -29,15 +30,9 @@ __all__ = [
     "PolicyWrite",
     "Provenance",
     "Trust",
-    "utcnow",
 ]
 
 HEX64 = r"^[0-9a-f]{64}$"
-
-
-def utcnow() -> datetime:
-    """The current time, timezone-aware UTC, at microsecond precision (DuckDB's)."""
-    return datetime.now(UTC)
 
 
 class _Frozen(BaseModel):

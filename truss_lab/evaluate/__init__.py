@@ -5,70 +5,79 @@ that produce truth (_judges), and the same maths over a run in the store (_runs)
 
 from __future__ import annotations
 
-from ._agreement import (
-    agreement_table,
-    annotator_agreement,
-    cohen_kappa,
-    label_coverage,
-    majority_labels,
-    reference_agreement,
-)
-from ._bootstrap import BootstrapResult, bootstrap_metrics
-from ._calibration import (
-    CalibrationReport,
-    brier_score,
-    calibration_run,
-    expected_calibration_error,
-    max_calibration_error,
-    reliability_table,
-)
-from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
-from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
-from ._frontier import Frontier, dominance, frontier
-from ._judges import (
-    Judge,
-    JudgeAgreement,
-    JudgeMatcher,
-    JudgeRun,
-    judge_agreement,
-    judge_names,
-    match_run,
-    parse_judgement,
-    parse_similarities,
-    run_judge,
-)
-from ._label_report import LabelReport, label_report
-from ._matches import (
-    MatchAgreement,
-    match_agreement,
-    people_matches,
-    people_truth,
-    run_match_labels,
-)
-from ._objective import Objective
-from ._ppi import PeopleMatcher
-from ._queue import labelling_queue, match_queue
-from ._runs import (
-    RunEvaluation,
-    bootstrap_run,
-    choose_run_threshold,
-    compare_runs,
-    evaluate_run,
-    rank_runs,
-    sweep_run,
-)
-from ._sweep import UndefinedMetricWarning, average_precision, sweep
-from ._truth import (
-    ReferenceTruth,
-    Truth,
-    judge_lessons,
-    labelled_candidates,
-    reference_sweep,
-    reference_truth,
-    run_references,
-    scored_candidates,
-    transfer_report,
-)
+import typing
+
+from ..core._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
+    # command line starts at once. These lines are the exports' one list of homes.
+    from ._agreement import (
+        agreement_table,
+        annotator_agreement,
+        cohen_kappa,
+        label_coverage,
+        majority_labels,
+        reference_agreement,
+    )
+    from ._bootstrap import BootstrapResult, bootstrap_metrics
+    from ._calibration import (
+        CalibrationReport,
+        brier_score,
+        calibration_run,
+        expected_calibration_error,
+        max_calibration_error,
+        reliability_table,
+    )
+    from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
+    from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
+    from ._frontier import Frontier, dominance, frontier
+    from ._judges import (
+        Judge,
+        JudgeAgreement,
+        JudgeMatcher,
+        JudgeRun,
+        judge_agreement,
+        judge_names,
+        match_run,
+        parse_judgement,
+        parse_similarities,
+        run_judge,
+    )
+    from ._label_report import LabelReport, label_report
+    from ._matches import (
+        MatchAgreement,
+        match_agreement,
+        people_matches,
+        people_truth,
+        run_match_labels,
+    )
+    from ._objective import Objective
+    from ._ppi import PeopleMatcher
+    from ._queue import labelling_queue, match_queue
+    from ._runs import (
+        RunEvaluation,
+        bootstrap_run,
+        choose_run_threshold,
+        compare_runs,
+        evaluate_run,
+        rank_runs,
+        sweep_run,
+    )
+    from ._sweep import UndefinedMetricWarning, average_precision, sweep
+    from ._truth import (
+        ReferenceTruth,
+        Truth,
+        judge_lessons,
+        labelled_candidates,
+        reference_sweep,
+        reference_truth,
+        run_references,
+        scored_candidates,
+        transfer_report,
+    )
+
+__getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
     "BootstrapResult",

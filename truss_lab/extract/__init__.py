@@ -4,28 +4,37 @@ ADR 0011 gate, live extraction when a contract closes, and the batch runner. The
 
 from __future__ import annotations
 
-from ._batch import ExtractionRun, rerun, run_extraction
-from ._extractor import Extractor, ReplayProvider, UnregisteredPromptWarning
-from ._gate import CloseResult, ContractCloseLearning, apply_gate
-from ._grid import Grid, GridCell, load_grid, run_grid
-from ._heuristic import HeuristicProvider
-from ._parser import ParseResult, parse_completion
-from ._prompts import (
-    PromptTemplate,
-    build_judge_request,
-    build_match_request,
-    build_request,
-    get_template,
-    load_prompt,
-    register_prompt,
-)
-from ._providers import (
-    ChatMessage,
-    Completion,
-    CompletionRequest,
-    OpenAICompatibleProvider,
-    Provider,
-)
+import typing
+
+from ..core._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
+    # command line starts at once. These lines are the exports' one list of homes.
+    from ._batch import ExtractionRun, rerun, run_extraction
+    from ._extractor import Extractor, ReplayProvider, UnregisteredPromptWarning
+    from ._gate import CloseResult, ContractCloseLearning, apply_gate
+    from ._grid import Grid, GridCell, load_grid, run_grid
+    from ._heuristic import HeuristicProvider
+    from ._parser import ParseResult, parse_completion
+    from ._prompts import (
+        PromptTemplate,
+        build_judge_request,
+        build_match_request,
+        build_request,
+        get_template,
+        load_prompt,
+        register_prompt,
+    )
+    from ._providers import (
+        ChatMessage,
+        Completion,
+        CompletionRequest,
+        OpenAICompatibleProvider,
+        Provider,
+    )
+
+__getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
     "ChatMessage",

@@ -50,10 +50,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..core._clock import utcnow
 from ..core._config import MemoryConfig
 from ..core._errors import StoreError
 from ..core._ids import derive_id, key_digests
-from ..core._models import LedgerRef, LessonExtractionPolicy, utcnow
+from ..core._models import LedgerRef, LessonExtractionPolicy
 from ..ingest._ingest import FILE_TO_TABLE
 from ..journal._table import verified_verdict
 from ..score._consistency import consistency_clusters

@@ -3,33 +3,26 @@ and the demo. Faces hold no logic of their own: everything they show is a librar
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import typing
 
-from ._display import (
-    CalibrationDisplay,
-    ComparisonDisplay,
-    PrecisionRecallDisplay,
-    SweepDisplay,
-    frontier_plot,
-)
-from ._notebook import SAMPLE as SAMPLE_DIR
-from ._notebook import copy_store, load_sample, notebook_store, run_sample_extractions
-from ._report import write_report
+from ..core._lazy import attach as _attach
 
-#: Each widget and the module that holds it. Widgets need ipywidgets (the [notebook]
-#: extra), so they are imported on first use.
-WIDGETS = {
-    "LabellingWidget": "_widgets",
-    "LessonBrowser": "_widgets",
-    "ThresholdExplorer": "_widgets",
-}
+if typing.TYPE_CHECKING:
+    # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
+    # command line starts at once. These lines are the exports' one list of homes.
+    from ._display import (
+        CalibrationDisplay,
+        ComparisonDisplay,
+        PrecisionRecallDisplay,
+        SweepDisplay,
+        frontier_plot,
+    )
+    from ._notebook import SAMPLE as SAMPLE_DIR
+    from ._notebook import copy_store, load_sample, notebook_store, run_sample_extractions
+    from ._report import write_report
+    from ._widgets import LabellingWidget, LessonBrowser, ThresholdExplorer
 
-
-def __getattr__(name: str) -> Any:
-    if name in WIDGETS:
-        return getattr(importlib.import_module(f".{WIDGETS[name]}", __name__), name)
-    raise AttributeError(f"module 'truss_lab.faces' has no attribute {name!r}")
+__getattr__, __dir__ = _attach(__name__, __file__)
 
 
 __all__ = [

@@ -45,7 +45,6 @@ __all__ = [
     "format_sweep",
     "frontier_plot",
     "plot_title",
-    "runs_text",
     "save_calibration_plot",
     "save_comparison_plot",
     "save_frontier_plot",
@@ -772,8 +771,3 @@ def format_choice(choice: ThresholdChoice) -> str:
     return "\n".join(lines)
 
 
-def runs_text(runs: pd.DataFrame, cols: list[str]) -> str:
-    """``cols`` of a :func:`summarize_runs` frame as a text table for people: the
-    counts' ``n_`` prefix (the column names in tables and JSON) is dropped."""
-    shown = runs[cols]
-    return shown.rename(columns=lambda c: c.removeprefix("n_")).to_string(index=False)

@@ -47,12 +47,12 @@ from ._display import (
     format_choice,
     format_sweep,
     plot_title,
-    runs_text,
     save_calibration_plot,
     save_comparison_plot,
     save_sweep_plot,
 )
 from ._notebook import SAMPLE
+from ._text import runs_text
 
 __all__ = ["demo_evaluation", "demo_references", "main", "run"]
 

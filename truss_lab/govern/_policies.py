@@ -15,9 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..core._clock import utcnow
 from ..core._errors import PolicyError
 from ..core._ids import derive_id
-from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust, utcnow
+from ..core._models import LedgerRef, Policy, PolicyRecord, PolicyTarget, Provenance, Trust
 from ..journal._crypto import SigningKey
 from ..journal._ledger import append_lab_entry
 from ..journal._spec import POLICY_ENTRY_KIND

@@ -4,18 +4,27 @@ ingest into the store."""
 
 from __future__ import annotations
 
-from ._completions import read_completions, write_completions
-from ._ingest import (
-    IngestReport,
-    ingest_completions,
-    ingest_labels,
-    ingest_match_labels,
-    ingest_references,
-)
-from ._labels import read_labels, write_label_queue
-from ._match_labels import read_match_labels, write_match_queue
-from ._references import read_references
-from ._schemas import json_schema
+import typing
+
+from ..core._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
+    # command line starts at once. These lines are the exports' one list of homes.
+    from ._completions import read_completions, write_completions
+    from ._ingest import (
+        IngestReport,
+        ingest_completions,
+        ingest_labels,
+        ingest_match_labels,
+        ingest_references,
+    )
+    from ._labels import read_labels, write_label_queue
+    from ._match_labels import read_match_labels, write_match_queue
+    from ._references import read_references
+    from ._schemas import json_schema
+
+__getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
     "IngestReport",

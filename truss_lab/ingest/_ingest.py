@@ -17,9 +17,9 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._canonical import canonical_digest
+from ..core._clock import utcnow
 from ..core._errors import BadInputError
 from ..core._gc import full_collections_deferred
-from ..core._models import utcnow
 from ..store._ingested import label_problems, reference_problems, stored_conflicts
 from ..store._runs import record_extractor_config
 from ..store._store import Store

@@ -5,11 +5,20 @@ read path (_table), import and append (_ledger)."""
 
 from __future__ import annotations
 
-from ._crypto import SigningKey, load_keyring, save_keyring
-from ._ledger import ImportReport, append_entry, import_journal, verify_chain
-from ._spec import read_journal
-from ._table import get_entry, verdict_payloads
-from ._verify import REASONS, VerifyReport, verify_journal
+import typing
+
+from ..core._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
+    # command line starts at once. These lines are the exports' one list of homes.
+    from ._crypto import SigningKey, load_keyring, save_keyring
+    from ._ledger import ImportReport, append_entry, import_journal, verify_chain
+    from ._spec import read_journal
+    from ._table import get_entry, verdict_payloads
+    from ._verify import REASONS, VerifyReport, verify_journal
+
+__getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
     "REASONS",

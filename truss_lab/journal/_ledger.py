@@ -20,8 +20,9 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from ..core._canonical import canonical
+from ..core._clock import utcnow
 from ..core._errors import BadInputError, ChainError
-from ..core._models import LedgerRef, utcnow
+from ..core._models import LedgerRef
 from ..store._governed import unresolved_policy_provenance
 from ..store._store import Store
 from ..store._tables import JOURNAL_SCHEMA

@@ -4,22 +4,31 @@ lessons (_matching), self-consistency across samples (_consistency)."""
 
 from __future__ import annotations
 
-from ._calibrators import IsotonicCalibrator, PlattCalibrator
-from ._consistency import consistency_clusters, self_consistency
-from ._junk import junk_flags, junk_rates
-from ._matching import LexicalMatcher, SemanticMatcher, match_lessons
-from ._salience import (
-    Scorer,
-    failed_checks,
-    grounding,
-    model_salience,
-    novelty,
-    score_candidates,
-    specificity,
-    verdict_outcome,
-    weighted_sum,
-)
-from ._similarity import similar_pairs
+import typing
+
+from ..core._lazy import attach as _attach
+
+if typing.TYPE_CHECKING:
+    # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
+    # command line starts at once. These lines are the exports' one list of homes.
+    from ._calibrators import IsotonicCalibrator, PlattCalibrator
+    from ._consistency import consistency_clusters, self_consistency
+    from ._junk import junk_flags, junk_rates
+    from ._matching import LexicalMatcher, SemanticMatcher, match_lessons
+    from ._salience import (
+        Scorer,
+        failed_checks,
+        grounding,
+        model_salience,
+        novelty,
+        score_candidates,
+        specificity,
+        verdict_outcome,
+        weighted_sum,
+    )
+    from ._similarity import similar_pairs
+
+__getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
     "IsotonicCalibrator",

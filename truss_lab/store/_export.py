@@ -26,8 +26,8 @@ from typing import Any
 import duckdb
 
 from .. import __version__  # set by truss_lab/__init__ before it imports any stage
+from ..core._clock import utcnow
 from ..core._errors import BadInputError
-from ..core._models import utcnow
 from ._store import SCHEMA_VERSION, Store, quote_ident
 
 __all__ = ["EXPORT_FORMATS", "content_hash", "export_store", "relations"]

@@ -12,18 +12,19 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from .. import __version__  # set by truss_lab/__init__ before it imports any stage
+from ..core._clock import utcnow
 from ..core._errors import BadInputError
-from ..core._models import utcnow
 from ..core._secrets import redact
 from ._store import Store
 from ._tables import RUN_CHUNKS_SCHEMA, RUN_VERDICTS_SCHEMA
+
+if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pandas
+    import pandas as pd
 
 __all__ = [
     "add_run_counts",
@@ -53,6 +54,7 @@ __all__ = [
     "run_lessons",
     "run_memory_entries",
     "run_processed_verdicts",
+    "run_summaries",
     "run_verdict_hashes",
     "summarize_runs",
     "update_run_config",
@@ -375,13 +377,28 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
     write_memory, status, name, tags (a list), n_verdicts, n_candidates, n_lessons
     (passed the gate and written), n_lessons_new (memory entries this run added),
     n_errors, provider_calls, seconds (active wall time, summed over resumes),
-    verdicts_per_s, started_at, error.
+    verdicts_per_s (NaN before a run has taken time), started_at, error.
     The counts are named as in ``extraction_runs`` and :class:`ExtractionRun`. All
     runs when ``run_ids`` is None."""
+    query, params = _runs_query(run_ids)
+    return store.sql(query, params).df()
+
+
+def run_summaries(store: Store, run_ids: Sequence[str] | None = None) -> pa.Table:
+    """:func:`summarize_runs`' rows as an Arrow table (null where it has NaN), with
+    ``started_at`` a UTC timestamp without a zone: what ``truss-lab runs`` lists without
+    loading pandas (pyarrow reads a zoned timestamp back through it)."""
+    query, params = _runs_query(run_ids)
+    return store.con.sql(
+        f"SELECT * REPLACE (timezone('UTC', started_at) AS started_at) FROM ({query}) "
+        "ORDER BY started_at, run_id", params=params).to_arrow_table()
+
+
+def _runs_query(run_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
     where, params = "", []
     if run_ids is not None:
         where, params = "WHERE r.run_id IN (SELECT unnest(?))", [list(run_ids)]
-    df = store.sql(
+    return (
         "SELECT r.run_id, r.extractor_id, r.prompt_version, r.prompt_hash, r.policy, "
         "r.extraction_min_salience, "
         "r.write_memory, r.status, r.name, coalesce(r.tags, []) AS tags, "
@@ -390,15 +407,12 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
         "coalesce((SELECT sum(c.n_lessons_new) FROM run_chunks c WHERE c.run_id = r.run_id), "
         "0)::BIGINT AS n_lessons_new, "
         "coalesce(r.n_errors, 0) AS n_errors, coalesce(r.provider_calls, 0) AS provider_calls, "
-        "coalesce(r.seconds, 0.0) AS seconds, r.started_at, r.error "
+        "coalesce(r.seconds, 0.0) AS seconds, "
+        "CASE WHEN r.seconds > 0 THEN coalesce(r.n_verdicts, 0) / r.seconds "
+        "ELSE NULL END::DOUBLE AS verdicts_per_s, r.started_at, r.error "
         f"FROM extraction_runs r {where} ORDER BY r.started_at, r.run_id",
         params,
-    ).df()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        vps = df["n_verdicts"].to_numpy(dtype=float) / df["seconds"].to_numpy(dtype=float)
-    df.insert(df.columns.get_loc("seconds") + 1, "verdicts_per_s",
-              np.where(np.isfinite(vps), vps, np.nan))
-    return df
+    )
 
 
 def run_memory_entries(store: Store, run_id: str) -> pd.DataFrame:

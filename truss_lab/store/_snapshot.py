@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..core._clock import utcnow
 from ..core._errors import StoreLockedError
-from ..core._models import utcnow
 
 __all__ = ["ATTEMPTS", "QUIET", "Snapshot", "take_snapshot"]
 

@@ -14,16 +14,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 
+from ..core._clock import utcnow
 from ..core._errors import StoreError, StoreLockedError
-from ..core._models import utcnow
 from ..core._secrets import redact_arrow
 from ._snapshot import Snapshot, take_snapshot
+
+if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pandas
+    import pandas as pd
 
 __all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store", "quote_ident"]
 

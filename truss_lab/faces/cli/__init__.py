@@ -1,26 +1,145 @@
 """``truss-lab``: a thin command line over the library. No logic lives here.
 
-One module per group of commands (:mod:`.data`, :mod:`.extract`, :mod:`.evaluate`,
-:mod:`.label`, :mod:`.prompts`), each command a function of its module; :mod:`.common`
-holds what they share. A user error (any :class:`TrussLabError`) prints one line and exits non-zero;
-never a traceback.
+One module per group of commands (:mod:`.data`, :mod:`.extract`, :mod:`.runs`,
+:mod:`.evaluate`, :mod:`.label`, :mod:`.prompts`), each command a function of its module
+listed in its ``COMMANDS``; :mod:`.common` holds what they share. A user error (any
+:class:`TrussLabError`, or a mistyped option) prints one line and exits non-zero; never
+a traceback.
+
+A command's module is imported when the command runs or its ``--help`` is asked, not
+before: :data:`COMMANDS` names each command's module and the first sentence of its help,
+so ``truss-lab --help`` imports no command module and ``truss-lab runs`` only the store
+(issue 29: every command paid ~2 s of imports -- pandas, matplotlib, the evaluation
+stack -- before it began). tests/test_cli_start.py checks the list against the modules.
 """
 
 from __future__ import annotations
 
+import importlib
+import textwrap
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import click
+from click.formatting import HelpFormatter
 
-from ...ingest._schemas import SCHEMA_NAMES
-from . import data, evaluate, extract, label, prompts
-from .common import one_line_usage
+from .common import did_you_mean, one_line_usage
 
-__all__ = ["EPILOG", "cli", "main"]
+__all__ = ["COMMANDS", "EPILOG", "cli", "main"]
+
+#: Every command: its name -> (the module of this package that defines it, the first
+#: sentence of its help, shown by ``truss-lab --help``).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("data", "Create (or migrate) a truss_lab database."),
+    "simulate": ("data", "Write a synthetic dataset: signed verdicts, completions, labels "
+                         "and their truth."),
+    "sample": ("data", "Copy the bundled synthetic sample to a folder (made by `truss-lab "
+                       "simulate`)."),
+    "ingest": ("data", "Load recorded data into the database."),
+    "verify": ("data", "Verify the stored journal; exit 0 when clean, 1 when tampered."),
+    "audit": ("data", "Check a database against ADR 0011; exit 0 when clean, 1 on any "
+                      "failure."),
+    "export": ("data", "Export every table and view, with a manifest of row counts and "
+                       "content hashes."),
+    "schema": ("data", "Print the JSON Schema of a format or record."),
+    "keys": ("data", "Ed25519 signing keys."),
+    "extract": ("extract", "Extract lessons from recorded verdicts (a resumable batch run)."),
+    "grid": ("extract", 'Run a grid of extractions (extractor x prompt x model x sampling, '
+                        'README "Grids of runs"): one named, tagged run per cell.'),
+    "rerun": ("extract", "Replay run RUN from its own recordings as a new run: zero live "
+                         "calls, the same candidates (a live run's own answers, never "
+                         "another run's)."),
+    "runs": ("runs", "List extraction runs with their names, tags and counts (`runs delete "
+                     "RUN` deletes one)."),
+    "errors": ("runs", "List a run's per-verdict errors (provider, parse, prompt), by "
+                       "verdict."),
+    "usage": ("evaluate", "A run's usage: calls, tokens in/out, latency p50/p95/p99, errors "
+                          "by kind, time per verdict, and cost from --prices (never "
+                          "guessed); a replay's recorded calls (tokens, latency, cost when "
+                          "made) beside its own 0 live calls."),
+    "sweep": ("evaluate", "Sweep a run's salience thresholds and choose one on held-out "
+                          "verdicts."),
+    "compare": ("evaluate", "Compare two runs on their common verdicts (paired bootstrap, "
+                            "McNemar)."),
+    "frontier": ("evaluate", "Cost per verdict, latency p50/p95 and F1 (with its interval) "
+                             "of runs side by side; a run is dominated only when another "
+                             "is cheaper and has an F1 above its interval."),
+    "calibrate": ("evaluate", "Calibration before/after fitting on training verdicts, judged "
+                              "on held-out ones."),
+    "propose": ("evaluate", "Sign a threshold decision and record it as an unverified "
+                            "salience policy."),
+    "report": ("evaluate", "Write an HTML report of runs: config, sweep with bands, "
+                           "calibration, comparison (first run vs each other), judged by "
+                           "one truth (--truth; the header names it), junk rates, audit "
+                           "and a filterable verdict list with labels and reference "
+                           "lessons."),
+    "judge": ("label", "Label a run's lessons with a model, stored as judge:<model>@<prompt> "
+                       "labels."),
+    "judge-agreement": ("label", "A judge's Cohen kappa, precision and recall against human "
+                                 "labels (RUN optional)."),
+    "match-agreement": ("label", "A matcher's pair precision, pair recall and matched-flag "
+                                 "kappa against people's match labels, on the lessons "
+                                 "people matched (README, Match labels)."),
+    "match": ("label", "Match a run's lessons to reference lessons with a model; record its "
+                       "calls."),
+    "prompts": ("prompts", "Prompt templates, TOML files (`truss-lab schema prompt`): add, "
+                           "list, show."),
+    "queue": ("label", "List lessons for people: to label (--kind label) or to match "
+                       "(--kind match)."),
+}
+
+EPILOG = ("Guide: README.md (CLI quickstart). File formats: `truss-lab schema NAME` "
+          "(`truss-lab schema --help` lists the names).")
+
+
+def _with_epilog(cmd: click.Command) -> click.Command:
+    # Every --help ends by saying where the rest is written down.
+    cmd.epilog = cmd.epilog or EPILOG
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _with_epilog(sub)
+    return cmd
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The group's commands by name, each imported from its module on first use: what
+    ``click.Group.commands`` holds, so everything that reads it keeps working."""
+
+    def __init__(self, homes: dict[str, tuple[str, str]]) -> None:
+        self.homes = homes
+        self.loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self.loaded:
+            if name not in self.homes:
+                raise KeyError(name)
+            module = importlib.import_module(f".{self.homes[name][0]}", __name__)
+            found = {c.name: c for c in module.COMMANDS}
+            self.loaded[name] = _with_epilog(found[name])
+        return self.loaded[name]
+
+    def __setitem__(self, name: str, cmd: click.Command) -> None:
+        self.loaded[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        self.loaded.pop(name, None)
+        self.homes.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self.homes, *self.loaded]))
+
+    def __len__(self) -> int:
+        return len(set(self.homes) | set(self.loaded))
 
 
 class TrussLabGroup(click.Group):
-    """The ``truss-lab`` group: a usage error anywhere below it is one line."""
+    """The ``truss-lab`` group: commands imported when used (:class:`LazyCommands`), the
+    list in ``--help`` from :data:`COMMANDS`, and a usage error anywhere below it one
+    line (an unknown command with a "did you mean")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(dict(COMMANDS))  # type: ignore[assignment]
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
@@ -31,30 +150,32 @@ class TrussLabGroup(click.Group):
         with one_line_usage():
             return super().invoke(ctx)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0])
+        if name not in self.commands and not name.startswith("-"):
+            raise click.UsageError(f"No such command {name!r}"
+                                   f"{did_you_mean(name, list(self.commands))}", ctx=ctx)
+        return super().resolve_command(ctx, args)
 
-@click.group(cls=TrussLabGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    def format_commands(self, ctx: click.Context, formatter: HelpFormatter) -> None:
+        # The short help of each command from COMMANDS: listing them imports none.
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        homes = self.commands.homes  # type: ignore[attr-defined]
+        rows = [(n, textwrap.shorten(homes[n][1], limit, placeholder="...") if n in homes
+                 else self.commands[n].get_short_help_str(limit)) for n in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=TrussLabGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=EPILOG)
 @click.version_option(package_name="truss_lab")
 def cli() -> None:
     """truss_lab: study Truss lesson extraction (ADR 0011) offline."""
-
-
-for _module in (data, extract, evaluate, label, prompts):
-    _module.register(cli)
-
-EPILOG = ("Guide: README.md (CLI quickstart). File formats: `truss-lab schema NAME` "
-          f"({', '.join(SCHEMA_NAMES)}).")
-
-
-def _add_epilog(group: click.Group) -> None:
-    # Every --help ends by saying where the rest is written down.
-    for cmd in group.commands.values():
-        cmd.epilog = cmd.epilog or EPILOG
-        if isinstance(cmd, click.Group):
-            _add_epilog(cmd)
-
-
-cli.epilog = EPILOG
-_add_epilog(cli)
 
 
 def main() -> None:

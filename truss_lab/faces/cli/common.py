@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 import click
 
 from ...core._errors import BadInputError, ChainError, TrussLabError
-from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
 from ...store._store import Store, open_store
 
 __all__ = [
@@ -267,9 +266,11 @@ def labels_option(help: str) -> Callable[[F], F]:
     return click.option("--labels", "labels_path", type=click.Path(dir_okay=False), help=help)
 
 
-def objective_option(help: str = OBJECTIVE_HELP) -> Callable[[F], F]:
-    """``--objective``: what a threshold choice maximises."""
-    return click.option("--objective", default=DEFAULT_OBJECTIVE, show_default=True, help=help)
+def objective_option(default: str, help: str) -> Callable[[F], F]:
+    """``--objective``: what a threshold choice maximises (``default`` and ``help`` from
+    :mod:`truss_lab.evaluate._objective`, which the caller imports: this module is
+    imported by every command and stays free of numpy)."""
+    return click.option("--objective", default=default, show_default=True, help=help)
 
 
 def n_boot_option(default: int, help: str) -> Callable[[F], F]:

@@ -71,11 +71,13 @@ def init(db: str) -> None:
 @friendly
 def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
              match_disagreement: float) -> None:
-    """Write a synthetic dataset: journal.jsonl (signed verdicts), keys.json (its keyring),
-    completions.jsonl (the extractors' recorded completions), labels.csv (gold labels),
-    references.jsonl (reference lessons), match_labels.csv (people's match labels),
-    truth.csv, lesson_truth.csv and match_truth.csv (what is true of each candidate,
-    lesson and match). `truss-lab schema NAME` describes the formats."""
+    """Write a synthetic dataset: signed verdicts, completions, labels and their truth.
+
+    Files: journal.jsonl (signed verdicts), keys.json (its keyring), completions.jsonl
+    (the extractors' recorded completions), labels.csv (gold labels), references.jsonl
+    (reference lessons), match_labels.csv (people's match labels), truth.csv,
+    lesson_truth.csv and match_truth.csv (what is true of each candidate, lesson and
+    match). `truss-lab schema NAME` describes the formats."""
     r = run_simulation(out, runs=n_verdicts, seed=random_state, match_share=match_share,
                        match_disagreement=match_disagreement)
     click.echo(f"{out}: {r.n_verdicts} verdicts, {r.n_completions} completions of "
@@ -89,10 +91,11 @@ def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
               help="Folder to copy the sample into (created if missing).")
 @friendly
 def sample(out: str) -> None:
-    """Copy the bundled synthetic sample to a folder: the files `truss-lab simulate` writes
-    (journal.jsonl, keys.json, completions.jsonl, labels.csv, references.jsonl,
-    match_labels.csv, truth.csv, lesson_truth.csv, match_truth.csv) and its
-    DATASHEET.md."""
+    """Copy the bundled synthetic sample to a folder (made by `truss-lab simulate`).
+
+    Files: the ones `truss-lab simulate` writes (journal.jsonl, keys.json,
+    completions.jsonl, labels.csv, references.jsonl, match_labels.csv, truth.csv,
+    lesson_truth.csv, match_truth.csv) and its DATASHEET.md."""
     files = copy_sample(out)
     click.echo(f"{out}: {len(files)} files ({', '.join(f.name for f in files)})")
 

@@ -1,5 +1,5 @@
-"""The evaluation commands: ``sweep``, ``compare``, ``frontier``, ``calibrate``,
-``propose`` and ``report`` (one self-contained HTML file).
+"""The evaluation commands: ``sweep``, ``compare``, ``frontier`` and ``usage`` (what a
+run cost), ``calibrate``, ``propose`` and ``report`` (one self-contained HTML file).
 
 No logic lives here: every number comes from :mod:`truss_lab.evaluate` or
 :mod:`truss_lab.govern._decision`; text, plots and the report come from
@@ -18,13 +18,14 @@ from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...evaluate._calibration import calibration_run
 from ...evaluate._frontier import format_frontier, frontier
+from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
 from ...evaluate._runs import DEFAULT_CV, compare_runs, evaluate_run
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
 from ...store._runs import summarize_runs
 from ...store._store import open_store
-from ...store._usage import load_prices
+from ...store._usage import load_prices, run_usage
 from .._display import (
     SUMMARY_THRESHOLDS,
     format_choice,
@@ -60,7 +61,7 @@ from .label import matcher_from_spec
 
 __all__ = ["COMMANDS", "register"]
 
-_objective_option = objective_option()
+_objective_option = objective_option(DEFAULT_OBJECTIVE, OBJECTIVE_HELP)
 _labels_option = labels_option(
     "Gold labels CSV (`truss-lab schema labels`) instead of the database's labels table.")
 _score_option = click.option(
@@ -428,11 +429,29 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
     click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")
 
 
-COMMANDS: tuple[click.Command, ...] = (sweep, compare, frontier_cmd, calibrate, propose,
-                                       report)
+@click.command()
+@run_argument
+@db_option
+@click.option("--prices", "prices_path", default=None, metavar="PRICES.toml",
+              help='Price table: [models."NAME"] input_per_million, output_per_million '
+                   "(and currency); without it no cost is shown.")
+@json_option
+@friendly
+def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
+    """A run's usage: calls, tokens in/out, latency p50/p95/p99, errors by kind,
+    time per verdict, and cost from --prices (never guessed); a replay's recorded calls
+    (tokens, latency, cost when made) beside its own 0 live calls."""
+    prices = None if prices_path is None else load_prices(prices_path)
+    with read_store(db) as store:
+        u = run_usage(store, run_id, prices=prices)
+    emit(u.to_dict(), as_json, str(u))
+
+
+COMMANDS: tuple[click.Command, ...] = (sweep, compare, frontier_cmd, usage, calibrate,
+                                       propose, report)
 
 
 def register(group: click.Group) -> None:
-    """Add ``sweep``, ``compare``, ``frontier``, ``calibrate``, ``propose`` and ``report``
-    to ``group``."""
+    """Add ``sweep``, ``compare``, ``frontier``, ``usage``, ``calibrate``, ``propose`` and
+    ``report`` to ``group``."""
     add_commands(group, COMMANDS)

@@ -1,9 +1,8 @@
-"""The run commands: ``extract`` (the batch runner), ``grid`` (a grid of runs), ``rerun``,
-``runs`` (list, delete), ``errors`` and ``usage``.
+"""The commands that make runs: ``extract`` (the batch runner), ``grid`` (a grid of
+runs) and ``rerun``. Reading runs back (``runs``, ``errors``) is :mod:`.runs`.
 
-No logic lives here: everything is a call to :func:`truss_lab.extract._batch.run_extraction`,
-:func:`truss_lab.extract._grid.run_grid` or to the store's run functions
-(:mod:`truss_lab.store._runs`, :mod:`truss_lab.store._usage`).
+No logic lives here: everything is a call to :func:`truss_lab.extract._batch.run_extraction`
+or :func:`truss_lab.extract._grid.run_grid` (``rerun``: :func:`truss_lab.extract._batch.rerun`).
 """
 
 from __future__ import annotations
@@ -27,18 +26,15 @@ from ...extract._grid import load_grid, run_grid
 from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...extract._spec import make_extractor, spec_run_config
-from ...store._runs import delete_run, run_errors, run_exists, run_info, summarize_runs
+from ...store._runs import run_exists, run_info
 from ...store._store import open_store
-from ...store._usage import load_prices, run_usage
-from .._display import runs_text
+from .._text import runs_text
 from .common import (
     add_commands,
     db_option,
     emit,
     friendly,
     json_option,
-    option,
-    read_store,
     run_argument,
 )
 
@@ -254,91 +250,6 @@ def grid(grid_file: str, db: str, max_error_share: float, quiet: bool, as_json: 
                    "`truss-lab errors RUN`", err=True)
         sys.exit(1)
 
-@click.group(invoke_without_command=True)
-@db_option
-@json_option
-@click.pass_context
-@friendly
-def runs(ctx: click.Context, db: str, as_json: bool) -> None:
-    """List extraction runs with their names, tags and counts (`runs delete RUN`
-    deletes one)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    with read_store(db) as store:
-        df = summarize_runs(store)
-    if as_json:
-        emit(json.loads(df.to_json(orient="records", date_format="iso")), True, "")
-    elif df.empty:
-        click.echo("no runs")
-    else:
-        df = df.assign(name=df["name"].fillna(""),
-                       tags=[",".join(t) for t in df["tags"]])
-        click.echo(runs_text(df, ["run_id", "name", "tags", "extractor_id",
-                                  "prompt_version", "policy",
-                                  "status", "n_verdicts", "n_candidates", "n_lessons",
-                                  "n_errors", "seconds"]))
-
-@runs.command("delete")
-@run_argument
-@db_option
-@json_option
-@friendly
-def runs_delete(run_id: str, db: str, as_json: bool) -> None:
-    """Delete a run that wrote no memory (its candidates, errors and progress rows);
-    a run that wrote governed records is refused, saying which."""
-    with open_store(db, must_exist=True) as store:
-        gone = delete_run(store, run_id)
-    text = f"deleted run {run_id}: " + ", ".join(f"{n} {t}" for t, n in gone.items())
-    emit({"run_id": run_id, "deleted": gone}, as_json, text)
-
-@click.command()
-@run_argument
-@db_option
-@option("--n-errors", "limit", default=50, show_default=True, type=click.IntRange(0),
-        old=("--limit",), help="Show at most this many errors in the text output (0: all).")
-@json_option
-@friendly
-def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
-    """List a run's per-verdict errors (provider, parse, prompt), by verdict."""
-    with read_store(db) as store:
-        df = run_errors(store, run_id)
-    if as_json:
-        emit(json.loads(df.to_json(orient="records")), True, "")
-        return
-    if df.empty:
-        click.echo(f"run {run_id}: no errors")
-        return
-    counts = df.groupby(["stage", "reason"]).size().sort_values(ascending=False,
-                                                                 kind="stable")
-    lines = [f"run {run_id}: {len(df)} errors ("
-             + ", ".join(f"{n} {st}/{rs}" for (st, rs), n in counts.items()) + ")"]
-    shown = df if not limit else df.head(limit)
-    for r in shown.itertuples():
-        msg = " ".join(str(r.message or "").split())
-        lines.append(f"  seq {r.verdict_seq} {r.stage}/{r.reason}: "
-                     f"{msg[:117] + '...' if len(msg) > 120 else msg}")
-    if len(shown) < len(df):
-        lines.append(f"  ... and {len(df) - len(shown)} more (--n-errors 0 or --json)")
-    click.echo("\n".join(lines))
-
-@click.command()
-@run_argument
-@db_option
-@click.option("--prices", "prices_path", default=None, metavar="PRICES.toml",
-              help='Price table: [models."NAME"] input_per_million, output_per_million '
-                   "(and currency); without it no cost is shown.")
-@json_option
-@friendly
-def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
-    """A run's usage: calls, tokens in/out, latency p50/p95/p99, errors by kind,
-    time per verdict, and cost from --prices (never guessed); a replay's recorded calls
-    (tokens, latency, cost when made) beside its own 0 live calls."""
-    prices = None if prices_path is None else load_prices(prices_path)
-    with read_store(db) as store:
-        u = run_usage(store, run_id, prices=prices)
-    emit(u.to_dict(), as_json, str(u))
-
-
 @click.command()
 @run_argument
 @db_option
@@ -361,10 +272,9 @@ def rerun(run_id: str, db: str, new_run_id: str | None, executor: str | None, qu
         emit(run.to_dict(), as_json, repr(run))
 
 
-COMMANDS: tuple[click.Command, ...] = (extract, grid, rerun, runs, errors, usage)
+COMMANDS: tuple[click.Command, ...] = (extract, grid, rerun)
 
 
 def register(group: click.Group) -> None:
-    """Add the ``extract``, ``grid``, ``rerun``, ``runs`` (list, delete), ``errors`` and
-    ``usage`` commands to ``group``."""
+    """Add the ``extract``, ``grid`` and ``rerun`` commands to ``group``."""
     add_commands(group, COMMANDS)

@@ -28,7 +28,7 @@ from ...core._threshold import DEFAULT_MIN_SALIENCE
 from ...evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
 from ...evaluate._judges import judge_agreement as agreement_of
 from ...evaluate._matches import match_agreement
-from ...evaluate._objective import OBJECTIVE_HELP
+from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
 from ...evaluate._queue import DEFAULT_BAND, labelling_queue, match_queue
 from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
@@ -389,8 +389,8 @@ _LABEL_ONLY = ("n", "per_verdict", "interval", "objective", "n_boot")
               help="--kind label: salience interval to draw from, in [0, 1] (default: the "
                    "bootstrap interval of the chosen threshold, or "
                    f"{DEFAULT_MIN_SALIENCE:.2f} ± {DEFAULT_BAND:.2f} with too few labels).")
-@objective_option(f"--kind label: of the threshold choice whose interval is used. "
-                  f"{OBJECTIVE_HELP}")
+@objective_option(DEFAULT_OBJECTIVE, "--kind label: of the threshold choice whose interval is "
+                  f"used. {OBJECTIVE_HELP}")
 @n_boot_option(200, "--kind label: verdict-bootstrap replicates of the choice's interval.")
 @random_state_option("Seed of the draw (match: which verdicts; label: the choice's folds "
                      "and bootstrap and the verdict order): the same seed writes the same "

@@ -22,7 +22,7 @@ from ...extract._prompts import (
     register_prompt,
 )
 from ...store._store import Store, open_store
-from .._display import runs_text
+from .._text import runs_text
 from .common import add_commands, db_option, emit, friendly, json_option, read_store
 
 __all__ = ["COMMANDS", "register"]

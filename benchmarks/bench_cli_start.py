@@ -1,0 +1,77 @@
+"""How long the command line takes to start, against starting Python with DuckDB.
+
+Figures: wall seconds of ``truss-lab --help`` and of ``truss-lab runs`` (on a database
+holding three runs), each a fresh process (``python -m truss_lab.faces.cli``, this tree).
+Baseline: ``python -c "import duckdb"``, the least any command that reads the store can
+cost. Goal (issue 29): ratio <= 3 for both. Also printed (info): ``import truss_lab`` and
+``truss-lab sweep --help`` (a command whose module loads the evaluation stack).
+The calls are interleaved and the best of each is kept (benchmarks/_result.py), so a
+figure and its baseline meet the same moments of a shared machine.
+
+    .venv/bin/python -m benchmarks.bench_cli_start            # best of 15
+    .venv/bin/python -m benchmarks.bench_cli_start --quick    # best of 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks._result import best_times, result
+from tests.builders.stores import copy_db, sample_template
+from truss_lab.core._config import MemoryConfig
+from truss_lab.extract._batch import run_extraction
+from truss_lab.extract._extractor import Extractor
+from truss_lab.store._store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+GOAL = 3.0
+
+
+def _process(*args: str) -> Callable[[], object]:
+    def run() -> None:
+        subprocess.run([sys.executable, *args], cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return run
+
+
+def _db(tmp: Path) -> Path:
+    db = copy_db(sample_template(tmp / "template.duckdb"), tmp / "lab.duckdb")
+    with Store(db) as s:
+        for ext in ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1"):
+            run_extraction(s, Extractor.replay(s, ext),
+                           MemoryConfig(lesson_extraction="model-scored"), progress=False,
+                           write_memory=False, run_id=ext, verdicts="seq <= 50")
+    return db
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="best of 5 instead of 15")
+    args = ap.parse_args()
+    repeat = 5 if args.quick else 15
+    with tempfile.TemporaryDirectory() as d:
+        db = str(_db(Path(d)))
+        cli = ("-m", "truss_lab.faces.cli")
+        base, help_, runs, lib, sweep_help = best_times([
+            _process("-c", "import duckdb"),
+            _process(*cli, "--help"),
+            _process(*cli, "runs", "--db", db),
+            _process("-c", "import truss_lab"),
+            _process(*cli, "sweep", "--help"),
+        ], repeat)
+    for name, secs, goal in (("cli_start_help", help_, GOAL), ("cli_start_runs", runs, GOAL),
+                             ("import_truss_lab", lib, None),
+                             ("cli_start_sweep_help", sweep_help, None)):
+        result(name, secs, "s", baseline=base, ratio=secs / base,
+               goal=f"<= {goal:g}" if goal else "",
+               baseline_name='python -c "import duckdb"',
+               note=f"best of {repeat}, fresh processes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The commands that list runs: ``runs`` (list, delete) and ``errors``.
+
+They import only the store (no pandas, no evaluation stack), so they start at once
+(issue 29). No logic lives here: everything is a call to the store's run functions
+(:mod:`truss_lab.store._runs`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import click
+
+from ...store._runs import delete_run, run_errors, run_summaries
+from ...store._store import open_store
+from .._text import runs_text
+from .common import (
+    add_commands,
+    db_option,
+    emit,
+    friendly,
+    json_option,
+    option,
+    read_store,
+    run_argument,
+)
+
+__all__ = ["COMMANDS", "register"]
+
+
+@click.group(invoke_without_command=True)
+@db_option
+@json_option
+@click.pass_context
+@friendly
+def runs(ctx: click.Context, db: str, as_json: bool) -> None:
+    """List extraction runs with their names, tags and counts (`runs delete RUN`
+    deletes one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with read_store(db) as store:
+        rows = run_summaries(store).to_pylist()
+    if as_json:
+        emit([{k: _json_value(v) for k, v in r.items()} for r in rows], True, "")
+    elif not rows:
+        click.echo("no runs")
+    else:
+        click.echo(runs_text(rows, ["run_id", "name", "tags", "extractor_id",
+                                    "prompt_version", "policy", "status", "n_verdicts",
+                                    "n_candidates", "n_lessons", "n_errors", "seconds"]))
+
+
+def _json_value(value: Any) -> Any:
+    """A (UTC) timestamp as ISO 8601 to the millisecond, as ``runs --json`` always wrote it."""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return value
+
+
+@runs.command("delete")
+@run_argument
+@db_option
+@json_option
+@friendly
+def runs_delete(run_id: str, db: str, as_json: bool) -> None:
+    """Delete a run that wrote no memory (its candidates, errors and progress rows);
+    a run that wrote governed records is refused, saying which."""
+    with open_store(db, must_exist=True) as store:
+        gone = delete_run(store, run_id)
+    text = f"deleted run {run_id}: " + ", ".join(f"{n} {t}" for t, n in gone.items())
+    emit({"run_id": run_id, "deleted": gone}, as_json, text)
+
+@click.command()
+@run_argument
+@db_option
+@option("--n-errors", "limit", default=50, show_default=True, type=click.IntRange(0),
+        old=("--limit",), help="Show at most this many errors in the text output (0: all).")
+@json_option
+@friendly
+def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
+    """List a run's per-verdict errors (provider, parse, prompt), by verdict."""
+    with read_store(db) as store:
+        df = run_errors(store, run_id)
+    if as_json:
+        emit(json.loads(df.to_json(orient="records")), True, "")
+        return
+    if df.empty:
+        click.echo(f"run {run_id}: no errors")
+        return
+    counts = df.groupby(["stage", "reason"]).size().sort_values(ascending=False,
+                                                                 kind="stable")
+    lines = [f"run {run_id}: {len(df)} errors ("
+             + ", ".join(f"{n} {st}/{rs}" for (st, rs), n in counts.items()) + ")"]
+    shown = df if not limit else df.head(limit)
+    for r in shown.itertuples():
+        msg = " ".join(str(r.message or "").split())
+        lines.append(f"  seq {r.verdict_seq} {r.stage}/{r.reason}: "
+                     f"{msg[:117] + '...' if len(msg) > 120 else msg}")
+    if len(shown) < len(df):
+        lines.append(f"  ... and {len(df) - len(shown)} more (--n-errors 0 or --json)")
+    click.echo("\n".join(lines))
+
+COMMANDS: tuple[click.Command, ...] = (runs, errors)
+
+
+def register(group: click.Group) -> None:
+    """Add ``runs`` (list, delete) and ``errors`` to ``group``."""
+    add_commands(group, COMMANDS)
