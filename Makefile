@@ -27,8 +27,10 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m truss_lab.faces.demo --db $(DB)
 
 # JupyterLab on the notebooks (the notebook extra brings it). Stop it with Ctrl-C.
+# As root (a container's usual user) Jupyter refuses to start without --allow-root.
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(VENV)/.installed
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab notebooks $(LAB_ARGS)
 
 # The suite: ruff, the tests (slow ones, the browser test and the real-server test
 # are separate targets), then every notebook executed top to bottom by nbmake.

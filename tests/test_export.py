@@ -101,3 +101,58 @@ def test_every_table_view_and_column_has_a_comment(store) -> None:
         "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal "
         "AND schema_name = 'main' AND comment IS NULL").fetchall()
     assert missing_tables == [] and missing_columns == []
+
+
+def test_an_export_never_lands_among_other_files(db: Path, tmp_path: Path) -> None:
+    # `truss-lab sample` output in the folder: its labels.csv is not overwritten.
+    folder = tmp_path / "s"
+    assert invoke("sample", "--out", folder).exit_code == 0
+    before = (folder / "labels.csv").read_bytes()
+    r = invoke("export", "--db", db, "--format", "csv", "--out", folder)
+    assert r.exit_code == 2 and "holds other files" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert (folder / "labels.csv").read_bytes() == before
+
+
+def test_an_exported_labels_csv_ingests_back(db: Path, tmp_path: Path) -> None:
+    r = invoke("export", "--db", db, "--format", "csv", "--out", tmp_path / "c")
+    assert r.exit_code == 0, r.output
+    fresh = tmp_path / "fresh.duckdb"
+    assert invoke("init", "--db", fresh).exit_code == 0
+    r = invoke("ingest", "labels", tmp_path / "c" / "labels.csv", "--db", fresh, "--json")
+    assert r.exit_code == 0, r.output
+    key = ["verdict_hash", "extractor_id", "lesson_index", "useful", "annotator"]
+    with tl.Store(db, read_only=True) as a, tl.Store(fresh, read_only=True) as b:
+        want = a.sql(f"SELECT {', '.join(key)} FROM labels ORDER BY ALL").fetchall()
+        got = b.sql(f"SELECT {', '.join(key)} FROM labels ORDER BY ALL").fetchall()
+    assert len(want) > 100 and got == want
+    assert json.loads(r.stdout)["rows_added"] == len(want)
+    # Again into the database it came from: nothing new.
+    r = invoke("ingest", "labels", tmp_path / "c" / "labels.csv", "--db", fresh)
+    assert r.exit_code == 0 and f"0 added, {len(want)} already present" in r.output
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_manifest_types_columns_and_nullable_integers_read_back_as_integers(
+        db: Path, tmp_path: Path, fmt: str) -> None:
+    r = invoke("export", "--db", db, "--format", fmt, "--out", tmp_path / "x", "--json")
+    assert r.exit_code == 0, r.output
+    manifest = json.loads(r.stdout)
+    with tl.Store(db, read_only=True) as store:
+        for e in manifest["relations"]:
+            want = store.sql("SELECT column_name, data_type FROM information_schema.columns "
+                             "WHERE table_name = ? ORDER BY ordinal_position",
+                             [e["name"]]).fetchall()
+            assert [(c["name"], c["type"]) for c in e["columns"]] == want, e["name"]
+    read = pd.read_parquet if fmt == "parquet" else pd.read_csv
+    ints = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT")
+    checked = 0
+    for e in manifest["relations"]:
+        if not e["rows"]:
+            continue
+        df = read(tmp_path / "x" / e["file"], dtype_backend="numpy_nullable")  # the README's
+        for c in e["columns"]:
+            if c["type"] in ints and df[c["name"]].notna().any():
+                assert pd.api.types.is_integer_dtype(df[c["name"]]), (e["name"], c)
+                checked += df[c["name"]].isna().any()
+    assert checked  # a nullable integer column with nulls was among them

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
+from ..store._tables import LABELS_SCHEMA
 from ._strict import (
     DIGITS_COL_RE,
     DIGITS_RE,
@@ -55,6 +56,9 @@ QUEUE_FIELDS: tuple[str, ...] = (*LABEL_FIELDS, "run_id", "verdict_seq", "n_anno
 """The header of a labelling queue file: the §3 fields, then context for the annotator
 (ignored when the file is read back)."""
 _USEFUL = LABEL_FIELDS.index("useful")
+_EXPORTED = tuple(LABELS_SCHEMA.names)
+"""The header of ``truss-lab export``'s labels.csv (the table's columns: ``extractor_id``
+for ``extractor``, then ``source`` and ``labelled_at``, which a re-ingest sets anew)."""
 
 class LabelRecordModel(StrictRecord):
     """One gold label: a row of a labels CSV file (FORMATS.md §3)."""
@@ -128,11 +132,12 @@ def _label_records(
             continue
         if header is None:
             header = row
-            if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4], QUEUE_FIELDS):
+            if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4], QUEUE_FIELDS, _EXPORTED):
                 return input_error(
                     f"wrong CSV header {','.join(header)!r}; expected "
-                    f"{','.join(LABEL_FIELDS)!r} (annotator may be left out) or a labelling "
-                    "queue's header (truss-lab schema label-queue)",
+                    f"{','.join(LABEL_FIELDS)!r} (annotator may be left out), a labelling "
+                    "queue's header (truss-lab schema label-queue) or an exported "
+                    "labels.csv's (truss-lab export)",
                     source, None, None, "bad_header", row=start,
                 )
             continue
@@ -142,10 +147,12 @@ def _label_records(
                 source, None, None, "wrong_field_count", row=start,
             ))
             continue
-        if len(header) == len(QUEUE_FIELDS):
+        if tuple(header) == QUEUE_FIELDS:
             if not row[_USEFUL].strip():  # a queue row the annotator has not labelled (yet)
                 n_blank += 1
                 continue
+            row = row[:len(LABEL_FIELDS)]
+        elif tuple(header) == _EXPORTED:
             row = row[:len(LABEL_FIELDS)]
         rows.append(row)
         row_lines.append(start)
@@ -206,8 +213,10 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     The header must be exactly ``verdict_hash,extractor,lesson_index,useful,annotator``
     (``annotator`` may be left out), or a labelling queue's (:data:`QUEUE_FIELDS`:
     its context columns are not read, and a row whose ``useful`` is empty is
-    skipped, not an error, and counted in ``frame.attrs["blank_rows"]``);
-    otherwise the only error names the header found and nothing is read. The frame
+    skipped, not an error, and counted in ``frame.attrs["blank_rows"]``), or the
+    labels.csv of ``truss-lab export`` (the table's columns; its ``source`` and
+    ``labelled_at`` are not read); otherwise the only error names the header found and
+    nothing is read. The frame
     has the columns of :data:`LABEL_FIELDS`
     (``lesson_index`` and ``useful`` as ``int64``, ``annotator`` ``<NA>`` when
     empty). Each bad row gives a :class:`BadInputError` naming its row (as a

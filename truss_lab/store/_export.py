@@ -2,7 +2,9 @@
 
 ``truss-lab export --out DIR`` writes one file per table and view
 (``DIR/<name>.parquet`` or ``.csv``) and ``DIR/manifest.json``, which records,
-per relation, its kind (table or view), row count, file and content hash.
+per relation, its kind (table or view), row count, file, columns (name, DuckDB type,
+nullable) and content hash. Read back with pandas as the README says
+(``dtype_backend="numpy_nullable"``), an integer column with nulls stays integer.
 
 The content hash (``content_sha256``) is the SHA-256 of the relation's rows,
 each rendered as text by DuckDB (``CAST(row AS VARCHAR)``, the struct of its
@@ -30,7 +32,7 @@ from ..core._clock import utcnow
 from ..core._errors import BadInputError
 from ._store import SCHEMA_VERSION, Store, quote_ident
 
-__all__ = ["EXPORT_FORMATS", "content_hash", "export_store", "relations"]
+__all__ = ["EXPORT_FORMATS", "columns", "content_hash", "export_store", "relations"]
 
 EXPORT_FORMATS = ("parquet", "csv")
 
@@ -43,6 +45,16 @@ def relations(store: Store) -> list[tuple[str, str]]:
         "FROM information_schema.tables WHERE table_schema = 'main' "
         "ORDER BY table_type = 'VIEW', table_name").fetchall()
     return [(str(n), str(k)) for n, k in rows]
+
+
+def columns(store: Store, name: str) -> list[dict[str, Any]]:
+    """``name``'s columns in order: each one's ``name``, DuckDB ``type`` and whether it may
+    be ``null`` (what a reader of an exported file needs to type it back)."""
+    rows = store.con.execute(
+        "SELECT column_name, data_type, is_nullable = 'YES' FROM information_schema.columns "
+        "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+        [name]).fetchall()
+    return [{"name": str(c), "type": str(t), "nullable": bool(n)} for c, t, n in rows]
 
 
 def content_hash(store: Store, relation_sql: str) -> str:
@@ -119,6 +131,7 @@ def _write_export(store: Store, dest: Path, format: str) -> dict[str, Any]:
         store.con.execute(f"COPY (SELECT * FROM {quote_ident(name)}) TO {literal} ({option})")
         n = store.con.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchall()[0][0]
         entries.append({"name": name, "kind": kind, "file": path.name, "rows": int(n),
+                        "columns": columns(store, name),
                         "content_sha256": content_hash(store, quote_ident(name))})
     manifest = {
         "format": format, "exported_at": utcnow().isoformat(), "truss_lab": __version__,
