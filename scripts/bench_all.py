@@ -32,8 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ["bench_cli_start.py", "bench_verify.py", "bench_sweep.py", "bench_bootstrap.py",
-         "bench_provider.py", "bench_extract.py", "bench_duckdb_sweep.py", "bench_junk.py",
-         "bench_ppi.py", "bench_report.py"]
+         "bench_provider.py", "bench_extract.py", "bench_executor.py", "bench_duckdb_sweep.py",
+         "bench_junk.py", "bench_ppi.py", "bench_report.py"]
 _NUMERIC = ("value", "baseline", "ratio", "load")
 
 

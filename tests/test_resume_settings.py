@@ -45,7 +45,7 @@ def test_resume_keeps_executor_chunks_and_the_moved_endpoint(sample_full: Path,
         # What a resume runs on when told nothing: the run's executor and chunk size.
         assert _run_settings(s, "r", None, None) == ("threads:2", 4)
         assert _run_settings(s, "r", "inline", None) == ("inline", 4)
-        assert _run_settings(s, None, None, None) == ("inline", 1000)
+        assert _run_settings(s, None, None, None) == ("auto", 1000)  # chosen per batch
     r = extract(db, "--resume", "r", "--chunk-size", "5")
     assert r.exit_code == 2 and "chunks of 4 verdicts" in r.output, r.output
     with ScriptedServer() as srv:

@@ -114,6 +114,7 @@ from ..store._store import Store
 from ..store._usage import Prices, RunUsage, run_usage
 from ._extractor import ExtractionRows, Extractor, ensure_run, extract_verdicts
 from ._gate import Gated, HeldWrites, ScoreFunction, gate_chunk, write_group
+from ._heuristic import HeuristicProvider
 from ._providers import (
     DEFAULT_MAX_CONSECUTIVE_FAILURES,
     CircuitOpenError,
@@ -122,10 +123,12 @@ from ._providers import (
 )
 
 __all__ = [
+    "AUTO_PROCESSES_MIN_VERDICTS",
     "DEFAULT_CHUNK_SIZE",
     "Chunk",
     "Executor",
     "ExtractionRun",
+    "choose_executor",
     "extract_chunk",
     "make_executor",
     "parse_executor",
@@ -139,6 +142,12 @@ __all__ = [
 # --- the run --------------------------------------------------------------------------------------
 
 DEFAULT_CHUNK_SIZE = 1000
+AUTO_PROCESSES_MIN_VERDICTS = 20_000
+"""``executor="auto"`` (the default) runs the heuristic on worker processes only from this
+many verdicts. A spawned worker first imports the extract stack (about 1 s on an idle
+core, several under load) and the inline run extracts while the journal verifies; the
+heuristic costs ~0.5 ms a verdict, so the sample's 1,200 verdicts never earn a worker
+back (processes:2 took 6x inline's time; benchmarks/bench_executor.py)."""
 _GROUP_VERDICTS = 65_536  # verdicts of recorded answers per transaction (a commit costs ~0.1 s)
 # At most this many verdicts are extracted (and held, unwritten) while the journal
 # verifies: the signature checks run in worker processes meanwhile (journal/_verify.py),
@@ -308,8 +317,8 @@ def run_extraction(
     """Extract, gate and write lessons for a batch of recorded verdicts.
 
     ``verdicts`` selects the batch (see :func:`resolve_batch`; default: every
-    verdict). ``executor``: ``"inline"`` (the default), ``"threads:N"``, ``"processes:N"``,
-    ``"dask-local"``, ``"dask://host:port"`` or a ``distributed.Client``.
+    verdict). ``executor``: ``"auto"`` (:func:`choose_executor`), ``"inline"``, ``"threads:N"``,
+    ``"processes:N"``, ``"dask-local"``, ``"dask://host:port"`` or a ``distributed.Client``.
     ``chunk_size``: verdicts per chunk (default :data:`DEFAULT_CHUNK_SIZE`).
     ``write_memory=False`` keeps candidates only (a dry run). ``resume=True``
     continues run ``run_id`` (killed, failed or finished) and writes exactly
@@ -321,9 +330,8 @@ def run_extraction(
     there so ``--resume RUN`` needs nothing else). ``name`` and ``tags`` label a new
     run for people. ``max_consecutive_failures``: a live provider that fails this
     many verdicts in a row (the endpoint is down, retries exhausted) stops the
-    run with :class:`CircuitOpenError`; the run is marked failed and resumable
-    (``None``: never stop).
-    """
+    run with :class:`CircuitOpenError`; the run is marked failed and resumable (``None``:
+    never stop)."""
     t0 = time.perf_counter()
     config = config or MemoryConfig()
     if chunk_size is not None and (isinstance(chunk_size, bool)
@@ -335,6 +343,7 @@ def run_extraction(
     parse_executor(executor)
     runner = with_breaker(extractor, max_consecutive_failures)  # what the workers call
     batch = resolve_batch(store, verdicts, params)
+    executor = choose_executor(extractor, len(batch)) if executor == "auto" else executor
     run_id, chunk_size = _open_run(
         store, run_id, extractor, config, batch, resume=resume, write_memory=write_memory,
         chunk_size=chunk_size, extra={
@@ -370,7 +379,7 @@ def run_extraction(
 def _run_settings(store: Store, resumed: str | None, executor: Any,
                   chunk_size: int | None) -> tuple[Any, int]:
     """The executor and chunk size a call runs with: those given, else (a resume of run
-    ``resumed``) the run's stored ones, else inline and :data:`DEFAULT_CHUNK_SIZE`. A
+    ``resumed``) the run's stored ones, else auto and :data:`DEFAULT_CHUNK_SIZE`. A
     resume keeps its chunk size: its written chunks are numbered by it."""
     stored: dict[str, Any] = {}
     row = get_run(store, resumed) if resumed else None
@@ -380,7 +389,7 @@ def _run_settings(store: Store, resumed: str | None, executor: Any,
         # A distributed.Client is not stored (only "dask-client"): a resume of such a
         # run runs inline unless given a client again.
         executor = stored.get("executor") if stored.get("executor") not in (
-            None, "dask-client") else "inline"
+            None, "dask-client") else "auto"
     before = stored.get("chunk_size")
     if chunk_size is not None and before is not None and int(before) != chunk_size:
         raise BadInputError(
@@ -858,6 +867,18 @@ class _Dask(Executor):
             self.cluster.close()
 
 
+def choose_executor(extractor: Extractor, n_verdicts: int) -> str:
+    """What ``executor="auto"`` runs ``n_verdicts`` on: ``processes:N`` (N the cores, at
+    most 4) for the heuristic from :data:`AUTO_PROCESSES_MIN_VERDICTS` verdicts (pure
+    Python work that worker processes share out), else ``inline``: a replay or a live
+    extractor waits on recordings or the network, not the CPU, and inline extracts
+    while the journal verifies."""
+    if isinstance(extractor.provider, HeuristicProvider) and \
+            n_verdicts >= AUTO_PROCESSES_MIN_VERDICTS:
+        return f"processes:{min(4, os.cpu_count() or 2)}"
+    return "inline"
+
+
 def parse_executor(spec: Any) -> tuple[str, int]:
     """(kind, workers) of an executor spec; a clear error for a bad one."""
     if type(spec).__module__.split(".")[0] == "distributed":
@@ -867,6 +888,8 @@ def parse_executor(spec: Any) -> tuple[str, int]:
                             f"{type(spec).__name__}", field="executor")
     if spec == "inline":
         return "inline", 1
+    if spec == "auto":  # resolved by choose_executor once the batch is known
+        return "auto", 0
     if spec == "dask-local" or (spec.startswith("dask://") and len(spec) > 7):
         return "dask", 0
     name, _, n = spec.partition(":")
@@ -880,8 +903,8 @@ def parse_executor(spec: Any) -> tuple[str, int]:
                                 field="executor")
         return name, workers
     raise BadInputError(
-        f"unknown executor {spec!r}; expected inline, threads:N, processes:N, dask-local "
-        "or dask://host:port", field="executor")
+        f"unknown executor {spec!r}; expected auto, inline, threads:N, processes:N, "
+        "dask-local or dask://host:port", field="executor")
 
 
 def make_executor(spec: Any, extractor: Extractor) -> Executor:

@@ -92,7 +92,8 @@ def _off_refused() -> BadInputError:
               help="extraction_min_salience in [0, 1] for model-scored (default "
                    f"{DEFAULT_MIN_SALIENCE:.2f}).")
 @click.option("--executor", default=None,
-              help="inline (default) | threads:N | processes:N | dask-local | "
+              help="auto (default: inline, or processes for the heuristic on 20,000+ "
+                   "verdicts) | inline | threads:N | processes:N | dask-local | "
                    "dask://host:port (on --resume: defaults to the run's).")
 @click.option("--verdicts", "verdict_filter", default=None,
               help="SQL WHERE clause over the journal, or a .jsonl/.parquet file of refs.")
@@ -257,7 +258,7 @@ def grid(grid_file: str, db: str, max_error_share: float, quiet: bool, as_json: 
               help="Id of the new run (default: generated); an existing rerun of RUN "
                    "is resumed.")
 @click.option("--executor", default=None,
-              help="inline (default) | threads:N | processes:N | dask-local | "
+              help="auto (default) | inline | threads:N | processes:N | dask-local | "
                    "dask://host:port")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @json_option
