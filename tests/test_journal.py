@@ -606,3 +606,13 @@ def test_worker_processes_report_what_verify_columns_reports(
     cols, parts = _in_batches(lines, n, tamper)
     want = verify_columns(cols, RING, workers=1)
     assert _verify.verify_stream(iter(parts), RING, workers=2) == want
+
+
+def test_load_or_create_keeps_one_key_per_file(tmp_path: Path) -> None:
+    path = tmp_path / "me.key"
+    first = SigningKey.load_or_create(path, "me")
+    assert path.stat().st_mode & 0o777 == 0o600
+    again = SigningKey.load_or_create(path, "me")
+    assert (again.key_id, again.public_key) == ("me", first.public_key)
+    with pytest.raises(BadInputError, match="holds key 'me', not 'you'"):
+        SigningKey.load_or_create(path, "you")

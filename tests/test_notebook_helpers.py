@@ -32,6 +32,13 @@ from truss_lab.store._store import Store
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 IPYNBS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
+
+def twin(path: Path) -> Path:
+    """A notebook's jupytext py:percent twin: in notebooks/py/, so the folder JupyterLab
+    opens lists each notebook once (the pairing, ``ipynb,py//py:percent``, is in each
+    notebook's metadata)."""
+    return path.parent / "py" / f"{path.stem}.py"
+
 # Row counts of the bundled sample (datasets/sample/DATASHEET.md).
 SAMPLE_ROWS = {"journal": 1200, "completions": 3600, "labels": 4385, "signing_keys": 1}
 
@@ -169,6 +176,12 @@ def test_the_four_notebooks_exist() -> None:
     names = [p.stem for p in IPYNBS]
     assert names == ["01_quickstart", "02_tune_extraction_min_salience",
                      "03_extractor_quality", "04_provenance_audit"]
+    # The folder JupyterLab opens lists each notebook once; the twins are in py/ and
+    # jupytext pairs them there (`jupytext --sync` keeps both).
+    assert not list(NOTEBOOKS.glob("*.py"))
+    for path in IPYNBS:
+        formats = json.loads(path.read_text(encoding="utf-8"))["metadata"]["jupytext"]
+        assert formats["formats"] == "ipynb,py//py:percent", path.name
 
 
 @pytest.mark.parametrize("path", IPYNBS, ids=lambda p: p.stem)
@@ -182,16 +195,16 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
 
 @pytest.mark.parametrize("path", IPYNBS, ids=lambda p: p.stem)
 def test_notebook_matches_its_py_percent_twin(path: Path) -> None:
-    twin = path.with_suffix(".py")
-    assert twin.is_file(), f"{twin.name} is missing: jupytext --to py:percent {path.name}"
+    py_path = twin(path)
+    assert py_path.is_file(), f"py/{py_path.name} is missing: jupytext --sync {path.name}"
     nb = jupytext.read(path)
-    py = jupytext.read(twin, fmt="py:percent")
+    py = jupytext.read(py_path, fmt="py:percent")
 
     def cells(book: object, kind: str) -> list[str]:
         return [c.source.strip() for c in book.cells if c.cell_type == kind]  # type: ignore[attr-defined]
 
     assert cells(nb, "code") == cells(py, "code"), (
-        f"{path.name} and {twin.name} differ: run jupytext --sync {path.name}")
+        f"{path.name} and py/{py_path.name} differ: run jupytext --sync {path.name}")
     assert cells(nb, "markdown") == cells(py, "markdown")
 
 
@@ -212,7 +225,7 @@ def test_notebook_starts_with_a_tagged_parameters_cell(path: Path) -> None:
     # papermill injects its values after the cell tagged "parameters"; jupytext keeps
     # the tag in the .py twin (`# %% tags=["parameters"]`).
     for book in (json.loads(path.read_text(encoding="utf-8")),
-                 jupytext.reads(path.with_suffix(".py").read_text(encoding="utf-8"),
+                 jupytext.reads(twin(path).read_text(encoding="utf-8"),
                                 fmt="py:percent")):
         cells = book["cells"] if isinstance(book, dict) else book.cells
         code = [c for c in cells if (c["cell_type"] if isinstance(c, dict) else c.cell_type)

@@ -40,15 +40,21 @@ def run_cli(argv: list[str]) -> str:
     return r.output
 
 
-def test_python_quickstart_runs_from_any_directory(tmp_path, monkeypatch) -> None:
+def test_python_quickstart_runs_from_any_directory_twice(tmp_path, monkeypatch) -> None:
+    # Twice in one folder, as a researcher re-runs a notebook cell: the second run signs
+    # with the same key (kept in researcher-1.key), not a new one under the same id.
     monkeypatch.chdir(tmp_path)
     (code,) = blocks("python", "Python quickstart")
-    namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    assert namespace["record"].policy.target == "salience"
-    assert namespace["lessons"]["trust"].eq("unverified").all()
-    assert str(namespace["store"].path) == "lab.duckdb" and (tmp_path / "lab.duckdb").exists()
-    namespace["store"].close()
+    keys = []
+    for _ in range(2):
+        namespace: dict = {}
+        exec(compile(code, "README.md", "exec"), namespace)
+        assert namespace["record"].policy.target == "salience"
+        assert namespace["lessons"]["trust"].eq("unverified").all()
+        assert str(namespace["store"].path) == "lab.duckdb"
+        keys.append(namespace["key"].public_key)
+        namespace["store"].close()
+    assert keys[0] == keys[1] and (tmp_path / "researcher-1.key").exists()
 
 
 def test_cli_quickstart_and_sql_run_from_any_directory(tmp_path, monkeypatch) -> None:

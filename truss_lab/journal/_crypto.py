@@ -216,6 +216,23 @@ class SigningKey:
         except (ValueError, KeyError, TypeError) as exc:
             raise BadInputError(f"not a truss_lab key file ({exc})", source=str(p)) from None
 
+    @classmethod
+    def load_or_create(cls, path: str | os.PathLike[str], key_id: str) -> SigningKey:
+        """The key saved at ``path``, or a new key ``key_id`` generated and saved there
+        (mode 0600) when there is none: a script that signs runs the same the second
+        time (a second :meth:`generate` under the same id would be a different key,
+        refused once the first is registered). A key file naming another key id is
+        refused."""
+        p = Path(path)
+        if not p.exists():
+            key = cls.generate(key_id)
+            key.save(p)
+            return key
+        key = cls.load(p)
+        if key.key_id != key_id:
+            raise BadInputError(f"holds key {key.key_id!r}, not {key_id!r}", source=str(p))
+        return key
+
     def __repr__(self) -> str:  # never print the seed
         return f"SigningKey(key_id={self.key_id!r}, public_key={self.public_key_b64!r})"
 
