@@ -48,7 +48,7 @@ def test_import_truss_lab_loads_no_stage() -> None:
 
 
 def test_help_loads_no_command_module() -> None:
-    assert _loaded_after(_cli("--help")) == {"truss_lab.faces.cli.common"}
+    assert _loaded_after(_cli("--help")) == {"truss_lab.faces.cli.oneline"}
 
 
 def test_runs_loads_only_the_store(sample_full: Path, tmp_path: Path) -> None:
@@ -56,8 +56,8 @@ def test_runs_loads_only_the_store(sample_full: Path, tmp_path: Path) -> None:
     r = invoke("extract", "--db", db, "--quiet", "--extractor", "heuristic", "--policy", "on",
                "--dry-run", "--run-id", "h", "--verdicts", "seq <= 5")
     assert r.exit_code == 0, r.output
-    assert _loaded_after(_cli("runs", "--db", str(db))) == {"truss_lab.faces.cli.common",
-                                                            "truss_lab.faces.cli.runs"}
+    assert _loaded_after(_cli("runs", "--db", str(db))) == {
+        "truss_lab.faces.cli.common", "truss_lab.faces.cli.oneline", "truss_lab.faces.cli.runs"}
     rows = json.loads(invoke("runs", "--db", db, "--json").stdout)
     assert [r["run_id"] for r in rows] == ["h"] and rows[0]["started_at"].endswith("Z")
     assert rows[0]["verdicts_per_s"] > 0 and rows[0]["n_verdicts"] == 5

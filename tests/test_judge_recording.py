@@ -118,7 +118,7 @@ def test_sigkill_during_a_live_judge_keeps_every_answered_call(
     db, run_id, n = judged
     with ScriptedServer(responder=labels_all_useful, latency=0.05) as srv:
         cmd = [sys.executable, "-m", "truss_lab.faces.cli", "judge", run_id, "--db", str(db),
-               "--extractor", "openai:judge-m", "--base-url", srv.base_url]
+               "--judge", "openai:judge-m", "--base-url", srv.base_url]
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, env={**os.environ, "OPENAI_API_KEY": "k"})
         deadline = time.monotonic() + 120

@@ -199,7 +199,7 @@ def test_prompt_of_the_wrong_kind_or_unknown_is_refused(db: Path) -> None:
                             "--base-url", "http://127.0.0.1:9/v1", "--prompt", "nope-v9",
                             "--policy", "on", "--quiet"))
     assert "unknown prompt version 'nope-v9'" in line
-    line = _one_line(invoke("judge", "RUN", "--db", str(db), "--extractor", "simulated",
+    line = _one_line(invoke("judge", "RUN", "--db", str(db), "--judge", "simulated",
                             "--prompt", "lesson-v1"))
     assert "lesson prompt" in line and "judge prompt" in line
 

@@ -23,7 +23,7 @@ from typing import Any
 import click
 from click.formatting import HelpFormatter
 
-from .common import did_you_mean, one_line_usage
+from .oneline import did_you_mean, one_line_usage
 
 __all__ = ["COMMANDS", "EPILOG", "cli", "main"]
 

@@ -4,15 +4,13 @@ several commands take."""
 
 from __future__ import annotations
 
-import contextlib
-import difflib
 import functools
 import json
 import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,18 +18,16 @@ import click
 
 from ...core._errors import BadInputError, ChainError, TrussLabError
 from ...store._store import Store, open_store
+from .oneline import EXIT_USER_ERROR, did_you_mean
 
 __all__ = [
     "EXIT_BAD_LINES",
-    "EXIT_USER_ERROR",
     "JUDGE_SPEC_HELP",
     "MATCHER_HELP",
     "MATCH_SPEC_HELP",
-    "OneLineUsageError",
     "add_commands",
     "check_output_file",
     "db_option",
-    "did_you_mean",
     "emit",
     "friendly",
     "int_counts",
@@ -41,7 +37,6 @@ __all__ = [
     "matcher_options",
     "n_boot_option",
     "objective_option",
-    "one_line_usage",
     "option",
     "option_given",
     "random_state_option",
@@ -55,7 +50,6 @@ _COUNT_KEYS = frozenset({"tp", "fp", "fn", "tn", "kept"})
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-EXIT_USER_ERROR = 2
 EXIT_BAD_LINES = 3
 """An ingest rejected lines (without --allow-bad-lines), or every line, or the header."""
 
@@ -73,33 +67,6 @@ def friendly(fn: F) -> F:
             sys.exit(1 if isinstance(exc, ChainError) else EXIT_USER_ERROR)
 
     return wrapper  # type: ignore[return-value]
-
-
-class OneLineUsageError(click.ClickException):
-    """A usage error (a mistyped option or value, a missing argument) shown as the one
-    ``error:`` line every other user error gets, naming where the help is, instead of
-    click's usage block."""
-
-    exit_code = EXIT_USER_ERROR
-
-    def __init__(self, exc: click.UsageError) -> None:
-        where = exc.ctx.command_path if exc.ctx is not None else "truss-lab"
-        message = " ".join(exc.format_message().split())
-        super().__init__(f"{message} (see `{where} --help`)")
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
-
-
-@contextlib.contextmanager
-def one_line_usage() -> Iterator[None]:
-    """Turn a click usage error raised inside into a :class:`OneLineUsageError`."""
-    try:
-        yield
-    except OneLineUsageError:
-        raise
-    except click.UsageError as exc:
-        raise OneLineUsageError(exc) from None
 
 
 def emit(obj: Any, as_json: bool, text: str) -> None:
@@ -239,13 +206,6 @@ def matcher_calls_model(matcher: str) -> bool:
     replay), so the command opens the store for writing."""
     kind, _, spec = matcher.partition(":")
     return kind == "judge" and not spec.startswith("replay:")
-
-
-def did_you_mean(value: str, choices: Sequence[str]) -> str:
-    """``"; did you mean 'X'?"`` for the closest of ``choices`` to a mistyped ``value``,
-    else ``""``."""
-    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def add_commands(group: click.Group, commands: tuple[click.Command, ...]) -> None:

@@ -41,7 +41,6 @@ from .common import (
     add_commands,
     check_output_file,
     db_option,
-    did_you_mean,
     emit,
     friendly,
     int_counts,
@@ -58,6 +57,7 @@ from .common import (
     write_output,
 )
 from .label import matcher_from_spec
+from .oneline import did_you_mean
 
 __all__ = ["COMMANDS", "register"]
 
