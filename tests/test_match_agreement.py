@@ -213,7 +213,7 @@ def test_cli_reports_the_table_and_refuses_an_unknown_matcher(template: Path) ->
                                                                    "kappa"}
     assert out["metrics"]["recall"]["value"] == pytest.approx(_oracle_cached(template))
     r = invoke("match-agreement", GOOD, "--db", template, "--matcher", "fuzzy")
-    assert r.exit_code == 2 and "unknown matcher 'fuzzy'" in r.output
+    assert r.exit_code == 2 and "'fuzzy'" in r.output and "--matcher" in r.output
     assert len(r.output.strip().splitlines()) == 1
     r = invoke("match-agreement", GOOD, "--db", template, "--matcher", "judge:replay:nobody")
     assert r.exit_code == 2 and "field '--matcher'" in r.output
