@@ -4,6 +4,8 @@ and an independent human-only implementation (issue 26, "what must be shown").""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.builders.profiles import examples
+from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._bootstrap import bootstrap_metrics
+from truss_lab.evaluate._matches import people_matches
 from truss_lab.evaluate._ppi import (
     PeopleMatcher,
     check_correct,
@@ -22,8 +26,12 @@ from truss_lab.evaluate._ppi import (
     ppi_sweep,
     reference_ppi,
 )
+from truss_lab.evaluate._runs import bootstrap_run, sweep_run
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
-from truss_lab.evaluate._truth import ReferenceTruth, judge_lessons
+from truss_lab.evaluate._truth import ReferenceTruth, Truth, judge_lessons
+from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
+from truss_lab.ingest._ingest import ingest_match_labels
+from truss_lab.store._store import Store
 
 GRID = np.round(np.linspace(0, 1, 21), 2)
 
@@ -248,7 +256,8 @@ def _frames():
                          "reference_id": ["r1", "r2", "r1", "r1", "r1"],
                          "text": ["x", "y", "z", "w", "q"]})
     people = pd.DataFrame({
-        "verdict_hash": ["v1", "v1", "v1", "v2", "v3"], "lesson_index": [0, 1, 2, 0, 0],
+        "verdict_hash": ["v1", "v1", "v1", "v2", "v3"], "extractor": "x",
+        "lesson_index": [0, 1, 2, 0, 0],
         # lesson 1 names lesson 0's reference: the later one is a duplicate
         "reference_id": pd.array(["r1", "r1", "r2", "", "r1"], dtype="string")})
     return les, refs, people
@@ -297,3 +306,53 @@ def test_reference_ppi_with_the_peoples_own_pairs_is_the_uncorrected_sweep():
     d3 = reference_ppi(auto, refs, tied)
     assert d3.judged_human.tolist() == [0, 1, 1, 1]  # lesson 0 tied: no human truth
     assert reference_ppi(auto, refs, people[people["verdict_hash"] == "zz"]) is None
+
+
+# --------------------------------------------------------------------------- a run in the store
+
+GOOD = sample_run_id("sim-good-v1")
+
+
+@pytest.fixture(scope="module")
+def store(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    path = copy_db(sample_full, tmp_path_factory.mktemp("ppi") / "template.duckdb")
+    s = Store(path)
+    run_sample_extractions(s, extractors=["sim-good-v1"], write_memory=False)
+    assert ingest_match_labels(s, SAMPLE / "match_labels.csv").errors == []
+    yield s
+    s.close()
+
+
+def test_sweep_run_corrects_references_with_the_peoples_match_labels(store):
+    plain = sweep_run(store, GOOD, truth="references", correct="none")
+    auto = sweep_run(store, GOOD, truth="references")  # auto: people matched some verdicts
+    ppi = sweep_run(store, GOOD, truth="references", correct="ppi")
+    assert plain.attrs["correction"] == {"correction": "none", "people_verdicts": 0,
+                                         "verdicts": None}
+    c = ppi.attrs["correction"]
+    assert c["correction"] == "ppi" and 0 < c["people_verdicts"] < c["verdicts"]
+    assert auto.attrs["correction"] == c and auto.equals(ppi)
+    assert list(ppi.columns) == list(plain.columns)
+    np.testing.assert_array_equal(ppi["kept"], plain["kept"])  # what the gate writes: exact
+    # By hand: the matcher's rows and the people's, through the pure functions.
+    t = Truth.resolve(store, "references", [GOOD])
+    data = reference_ppi(t.judged(GOOD), t.references, people_matches(store, run_id=GOOD))
+    np.testing.assert_allclose(ppi["tp"], ppi_sweep(data)["tp"])
+    boot = bootstrap_run(store, GOOD, truth="references", correct="ppi", thresholds=[0.5, 0.7],
+                         n_boot=200)
+    at = sweep_run(store, GOOD, truth="references", correct="ppi", thresholds=[0.5, 0.7])
+    np.testing.assert_allclose(boot.table["precision"], at["precision"])
+    assert (boot.table["precision_low"] <= boot.table["precision"]).all()
+    assert (boot.table["recall"] <= boot.table["recall_high"]).all()
+
+
+def test_correct_is_refused_where_there_is_nothing_to_correct(store):
+    with pytest.raises(BadInputError, match="labels truth is the people's own"):
+        sweep_run(store, GOOD, truth="labels", correct="ppi")
+    assert sweep_run(store, GOOD, truth="labels").attrs["correction"]["correction"] == "none"
+    nobody = people_matches(store, run_id=GOOD).iloc[:0]
+    with pytest.raises(BadInputError, match="people answered for no verdict"):
+        sweep_run(store, GOOD, truth="references", correct="ppi", match_labels=nobody.assign(
+            annotator=""))
+    with pytest.raises(BadInputError, match="correct must be one of"):
+        sweep_run(store, GOOD, truth="references", correct="yes")

@@ -100,8 +100,10 @@ def test_the_judge_truth_is_the_judges_labels_alone(store: Store) -> None:
         "FROM candidates c LEFT JOIN labels l ON l.verdict_hash = c.verdict_hash "
         "AND l.extractor_id = c.extractor_id AND l.lesson_index = c.lesson_index "
         "AND l.annotator = ? WHERE c.run_id = ? AND c.valid", [JUDGE, GOOD]).fetchall()[0]
-    row = sweep_run(store, GOOD, truth=JUDGE, thresholds=[0.7]).iloc[0]
+    row = sweep_run(store, GOOD, truth=JUDGE, thresholds=[0.7], correct="none").iloc[0]
     assert (row["kept"], row["tp"], row["tp"] + row["fn"]) == (kept, tp, pos)
+    # By default the judge is corrected by the gold labels people gave (test_ppi.py).
+    assert sweep_run(store, GOOD, truth=JUDGE).attrs["correction"]["correction"] == "ppi"
     humans = sweep_run(store, GOOD, thresholds=[0.7]).iloc[0]
     assert row["kept"] == humans["kept"] and row["tp"] != humans["tp"]  # another truth
     # The heuristic has no human label, yet the judge scores it.
@@ -139,8 +141,10 @@ def test_cli_sweep_and_choice_equal_the_direct_calls(db: Path, truth: str) -> No
         choice = choose_run_threshold(s, GOOD, truth=truth, cv="auto", n_boot=30)
     got = invoke_json("sweep", GOOD, "--db", str(db), "--truth", truth, "--n-boot", "30")
     assert got["truth"] == truth
+    # rel: JSON carries 6 significant digits, and corrected counts are fractional.
     assert pd.DataFrame(got["sweep"])[at.columns].to_numpy(float) == pytest.approx(
-        at.to_numpy(float), abs=1e-6, nan_ok=True)
+        at.to_numpy(float), rel=1e-5, abs=1e-6, nan_ok=True)
+    assert got["correction"] == at.attrs["correction"]["correction"]
     assert got["choice"]["threshold"] == pytest.approx(choice.threshold, abs=1e-6)
     assert got["choice"]["split"]["truth"] == truth
     for k, v in choice.test.items():

@@ -80,6 +80,8 @@ __all__ = [
     "PeopleMatcher",
     "check_correct",
     "clip_metrics",
+    "correction_label",
+    "correction_of",
     "labels_ppi",
     "ppi_bootstrap",
     "ppi_data",
@@ -358,7 +360,8 @@ def ppi_sweep(
     return df
 
 
-def _histograms(data: PPIData, thr_desc: np.ndarray, lam: float) -> np.ndarray:
+def _histograms(data: PPIData, thr_desc: np.ndarray, lam: float,
+                proposed: np.ndarray | None = None) -> np.ndarray:
     """Per-verdict effective histograms, shape ``(N, 3, T + 1)``: kind 0 the weighted
     true rows, 1 the weighted judged rows, 2 the automated rows (weight 1, for kept);
     bin j as in :func:`~truss_lab.evaluate._bootstrap.bin_counts`."""
@@ -377,7 +380,8 @@ def _histograms(data: PPIData, thr_desc: np.ndarray, lam: float) -> np.ndarray:
     ya, yh = data.y_auto.astype(bool), data.y_human.astype(bool)
     ja, jh = data.judged_auto.astype(bool), data.judged_human.astype(bool)
     flat = np.concatenate([fa[ya], fh[yh], fa[ja] + size, fh[jh] + size, fa + 2 * size])
-    w = np.concatenate([wa[ya], wh[yh], wa[ja], wh[jh], np.ones(len(fa))])
+    ones = np.ones(len(fa)) if proposed is None else proposed.astype(np.float64)
+    w = np.concatenate([wa[ya], wh[yh], wa[ja], wh[jh], ones])
     return np.bincount(flat, weights=w, minlength=n_v * 3 * size).reshape(n_v, 3, size)
 
 
@@ -422,6 +426,7 @@ def ppi_bootstrap(
     objective: str | Objective = DEFAULT_OBJECTIVE,
     lam: float = 1.0,
     snap: bool = True,
+    proposed: Any = None,
 ) -> BootstrapResult:
     """Intervals of the prediction-powered metrics on a grid of ``thresholds``.
 
@@ -432,7 +437,8 @@ def ppi_bootstrap(
     ``n_boot`` replicates that resample verdicts in both sets (module
     docstring); ``threshold`` is the ``objective``'s choice on the corrected
     counts and its interval the choice re-made per replicate. Seeded by
-    ``random_state``.
+    ``random_state``. ``proposed`` (bool per automated row, default all) marks the
+    rows write rate divides by (with references: the lessons, not the misses).
     """
     lam = _check_lam(lam)
     check_boot(n_boot, confidence)
@@ -445,7 +451,8 @@ def ppi_bootstrap(
         thr = snap_thresholds(thr, data.s_auto)
     order = np.argsort(-thr, kind="stable")
     thr_desc = thr[order]
-    h = _histograms(data, thr_desc, lam)
+    prop = None if proposed is None else as_labels(proposed, "proposed")
+    h = _histograms(data, thr_desc, lam, prop)
     full = _counts(h, np.ones((1, data.n_verdicts)))
     point = {k: v[0] for k, v in clip_metrics(full.metrics(), full.n_pos).items()}
     best0 = full.best_index(obj)[0]
@@ -603,3 +610,21 @@ def labels_ppi(auto: RunTruth, gold: RunTruth) -> PPIData | None:
                     verdicts=[str(v) for v in auto.verdicts], sampled=sampled,
                     inclusion_probability=np.full(len(sampled), len(sampled) / max(
                         a["verdict_hash"].nunique(), len(sampled))))
+
+
+def correction_of(data: PPIData | None) -> dict[str, Any]:
+    """What every output says of its correction: ``correction`` (``ppi`` or ``none``),
+    ``people_verdicts`` (the verdicts people answered for, 0 without) and ``verdicts``
+    (those the estimate is over; None without a correction)."""
+    if data is None:
+        return {"correction": "none", "people_verdicts": 0, "verdicts": None}
+    return {"correction": "ppi", "people_verdicts": data.n_sampled,
+            "verdicts": data.n_verdicts}
+
+
+def correction_label(c: dict[str, Any] | None) -> str:
+    """How outputs name a correction (:func:`correction_of`): ``none``, or ``ppi
+    (people answered for 59 of 402 verdicts)``."""
+    if not c or c.get("correction") != "ppi":
+        return "none"
+    return f"ppi (people answered for {c['people_verdicts']} of {c['verdicts']} verdicts)"

@@ -30,7 +30,18 @@ from ._calibration import CalibrationReport, calibration_run
 from ._choose import ThresholdChoice, choose_threshold
 from ._compare import ComparisonResult, compare_extractors
 from ._label_report import LabelReport, label_report
+from ._matches import people_matches
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
+from ._ppi import (
+    PPIData,
+    check_correct,
+    correction_label,
+    correction_of,
+    labels_ppi,
+    ppi_bootstrap,
+    ppi_sweep,
+    reference_ppi,
+)
 from ._sweep import sweep
 from ._truth import (
     DEFAULT_TIES,
@@ -38,6 +49,7 @@ from ._truth import (
     RunTruth,
     Truth,
     reference_sweep,
+    run_references,
     whole_lessons,
 )
 
@@ -55,12 +67,51 @@ __all__ = [
     "evaluate_run",
     "label_report",
     "rank_runs",
+    "run_correction",
     "sweep_judged",
     "sweep_run",
 ]
 
 
 # --------------------------------------------------------------------------- sweep / choice
+
+
+def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth, run_id: str,
+                   correct: Any = "auto", *, score: str = "salience", ties: str = "exclude",
+                   labels: Any = None, match_labels: Any = None) -> PPIData | None:
+    """The people's correction of ``run_id`` judged by ``truth`` (``judged``), or None.
+
+    ``correct``: ``none`` (None back), ``ppi`` (refused when the truth is the people's
+    own, gold labels, or when people answered for no verdict the run is judged on),
+    ``auto`` (ppi when people answered for some, else None). References are corrected
+    by the people's match labels (``match_labels``: the store's table, a §5 path or a
+    frame), a judge by the gold labels (``labels``)."""
+    mode = check_correct(correct)
+    if mode == "none":
+        return None
+    if truth.kind == "references":
+        assert isinstance(judged, ReferenceTruth)
+        people = people_matches(store, match_labels, run_id=run_id)
+        refs = truth.references if truth.references is not None else run_references(store)
+        data = reference_ppi(judged, refs, people) if len(people) else None
+        answers = ("match labels (draw verdicts with `truss-lab queue RUN --kind match`, "
+                   "fill them in, `truss-lab ingest match-labels`)")
+    elif truth.judge:
+        assert isinstance(judged, RunTruth)
+        gold = Truth.resolve(store, "labels", [run_id], labels=labels)
+        data = labels_ppi(judged, gold.counted(run_id, score=score, ties=ties))
+        answers = "gold labels (`truss-lab ingest labels`)"
+    else:
+        if mode == "ppi":
+            raise BadInputError("the labels truth is the people's own: nothing to correct "
+                                "(correct='ppi' corrects references or judge:NAME)",
+                                field="correct")
+        return None
+    if data is None and mode == "ppi":
+        raise BadInputError(f"people answered for no verdict run {run_id!r} is judged on: "
+                            f"correct='ppi' needs {answers}", field="correct")
+    return data
+
 
 
 def sweep_run(
@@ -73,6 +124,7 @@ def sweep_run(
     ties: str = DEFAULT_TIES,
     truth: str | Truth = "labels",
     references: Any = None, matcher: Any = None,
+    correct: str = "auto", match_labels: Any = None,
 ) -> pd.DataFrame:
     """:func:`~truss_lab.evaluate._sweep.sweep` of one run with the counts of
     :class:`~truss_lab.evaluate._truth.RunTruth`: ``kept`` is what the gate would write
@@ -83,23 +135,42 @@ def sweep_run(
     ``df.attrs["truth"]`` the truth's name. ``truth="references"`` judges the run
     by reference lessons instead
     (:func:`~truss_lab.evaluate._truth.reference_sweep`, same columns);
-    ``truth="judge:NAME"`` by one judge's labels, counted as gold labels are."""
+    ``truth="judge:NAME"`` by one judge's labels, counted as gold labels are.
+    ``correct``: ``auto`` (default), ``ppi`` or ``none``: the automated truth
+    (references, a judge) corrected by the people's answers (match labels, from
+    the store or ``match_labels``; gold labels) with prediction-powered counts
+    (:func:`~truss_lab.evaluate._ppi.run_correction`); ``df.attrs["correction"]``
+    says which and how many verdicts people answered for."""
     t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    df = sweep_judged(t.judged(run_id, score=score, ties=ties, matcher=matcher), thresholds)
+    jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
+    ppi = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
+                         match_labels=match_labels)
+    df = sweep_judged(jr, thresholds, correction=ppi)
     df.attrs["truth"] = t.name
     return df
 
 
-def sweep_judged(judged: RunTruth | ReferenceTruth, thresholds: Any = None) -> pd.DataFrame:
+def sweep_judged(judged: RunTruth | ReferenceTruth, thresholds: Any = None,
+                 correction: PPIData | None = None) -> pd.DataFrame:
     """The sweep of a run already judged (:meth:`~truss_lab.evaluate._truth.Truth.judged`),
     without the store: what :func:`sweep_run` returns, and what the
     :class:`~truss_lab.faces._widgets.ThresholdExplorer` recomputes on
-    every move of its slider."""
-    if isinstance(judged, ReferenceTruth):
+    every move of its slider. With a ``correction`` (:func:`~truss_lab.evaluate._ppi.
+    run_correction`) tp, fp, fn and the metrics are prediction-powered
+    (:func:`~truss_lab.evaluate._ppi.ppi_sweep`, same columns)."""
+    if correction is not None:
+        df = ppi_sweep(correction, thresholds=thresholds)
+        if isinstance(judged, ReferenceTruth):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                df["write_rate"] = df["kept"].to_numpy() / judged.n_lessons
+        else:
+            df = judged.in_lessons(df)
+    elif isinstance(judged, ReferenceTruth):
         df = reference_sweep(judged, thresholds=thresholds)
     else:
         df = judged.in_lessons(sweep(**judged.sweep_inputs(), thresholds=thresholds))
     df.attrs["counts"] = dict(judged.counts)
+    df.attrs["correction"] = correction_of(correction)
     return df
 
 
@@ -118,6 +189,8 @@ def bootstrap_run(
     references: Any = None,
     matcher: Any = None,
     ties: str = DEFAULT_TIES,
+    correct: str = "auto",
+    match_labels: Any = None,
 ) -> BootstrapResult:
     """:func:`~truss_lab.evaluate._bootstrap.bootstrap_metrics` of one run judged as
     :func:`sweep_run` judges it, resampling verdicts, on ``thresholds`` (default
@@ -128,13 +201,24 @@ def bootstrap_run(
     processed (each resampled, those without a candidate too); with references, the
     rows of :class:`~truss_lab.evaluate._truth.ReferenceTruth` (misses included,
     matched by ``matcher``, default lexical) and write rate over the lessons. Its
-    ``table`` is the ``intervals`` of :class:`~truss_lab.faces._display.SweepDisplay`."""
+    ``table`` is the ``intervals`` of :class:`~truss_lab.faces._display.SweepDisplay`.
+    ``correct`` as :func:`sweep_run` takes it: with a correction the intervals are
+    :func:`~truss_lab.evaluate._ppi.ppi_bootstrap`'s (verdicts resampled in both sets)."""
     t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
     jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
     grid = BAND_THRESHOLDS if thresholds is None else thresholds
     opts: dict[str, Any] = {"thresholds": grid, "n_boot": n_boot, "confidence": confidence,
                             "random_state": random_state,
                             "objective": parse_objective(objective)}
+    fix = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
+                         match_labels=match_labels)
+    if fix is not None:
+        res = ppi_bootstrap(fix, **opts, proposed=(jr.rows["kind"] == "lesson").to_numpy()
+                            if isinstance(jr, ReferenceTruth) else None)
+        if isinstance(jr, RunTruth) and jr.count_scale != 1:  # ties="half": in half-lessons
+            cols = ["kept_per_verdict", "kept_per_verdict_low", "kept_per_verdict_high"]
+            res.table[cols] = res.table[cols] / jr.count_scale
+        return res
     if isinstance(jr, ReferenceTruth):
         y, s, g = jr.arrays()
         return bootstrap_metrics(y, s, g, verdicts=jr.verdicts,
@@ -242,7 +326,9 @@ class RunEvaluation:
     threshold; ``choice`` is :func:`choose_run_threshold` with the options given
     (``options``); ``bands`` is :func:`bootstrap_run` on :data:`BAND_THRESHOLDS`
     (None with ``n_boot=0``). ``correction`` names the correction of the
-    automated truth the numbers carry (``"none"``: the truth's counts as they are).
+    automated truth the numbers carry (``"none"``: the truth's counts as they are;
+    ``"ppi (people answered for n of N verdicts)"``: prediction-powered, ``ppi``
+    holding the two truths); the choice is made on the uncorrected truth.
     """
 
     run_id: str
@@ -254,10 +340,11 @@ class RunEvaluation:
     score: str = "salience"
     correction: str = "none"
     options: dict[str, Any] = field(default_factory=dict)
+    ppi: PPIData | None = field(default=None, repr=False)
 
     def at(self, thresholds: Any) -> pd.DataFrame:
         """:func:`sweep_run` rows at ``thresholds`` (from the judged run: no store read)."""
-        df = sweep_judged(self.judged, thresholds)
+        df = sweep_judged(self.judged, thresholds, correction=self.ppi)
         df.attrs["truth"] = self.truth.name
         return df
 
@@ -285,16 +372,21 @@ def evaluate_run(
     references: Any = None,
     matcher: Any = None,
     bands: bool = True,
+    correct: str = "auto",
+    match_labels: Any = None,
 ) -> RunEvaluation:
     """The one evaluation of a run every face shows (:class:`RunEvaluation`): the
     truth resolved and the run judged once, then :func:`sweep_run`,
     :func:`choose_run_threshold` (the same options, the same defaults:
     :data:`DEFAULT_CV`, :data:`DEFAULT_TEST_SIZE`) and :func:`bootstrap_run`'s bands
     (``n_boot`` replicates, the same seed; none with ``n_boot=0`` or ``bands=False``)
-    of that judged run."""
+    of that judged run; ``correct`` as :func:`sweep_run` takes it (the sweep and the
+    bands corrected, the choice not)."""
     t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
     jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
-    full = sweep_judged(jr)
+    fix = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
+                         match_labels=match_labels)
+    full = sweep_judged(jr, correction=fix)
     full.attrs["truth"] = t.name
     options: dict[str, Any] = {
         "objective": parse_objective(objective), "score": score, "test_size": test_size,
@@ -303,11 +395,14 @@ def evaluate_run(
     choice = choose_run_threshold(store, run_id, truth=t, matcher=matcher, **options)
     boot = (bootstrap_run(store, run_id, truth=t, matcher=matcher, score=score,
                           n_boot=n_boot, confidence=confidence, random_state=random_state,
-                          objective=options["objective"], ties=ties)
+                          objective=options["objective"], ties=ties,
+                          correct="ppi" if fix is not None else "none",
+                          match_labels=match_labels)
             if n_boot and bands else None)
     options["objective"] = options["objective"].describe()
     return RunEvaluation(run_id=run_id, truth=t, judged=jr, sweep=full, choice=choice,
-                         bands=boot, score=score, options=options)
+                         bands=boot, score=score, options=options,
+                         correction=correction_label(full.attrs["correction"]), ppi=fix)
 
 
 # --------------------------------------------------------------------------- comparison

@@ -26,6 +26,7 @@ from truss_lab.evaluate._calibration import (
 )
 from truss_lab.evaluate._choose import ThresholdChoice
 from truss_lab.evaluate._compare import DELTA_METRICS
+from truss_lab.evaluate._ppi import correction_label
 from truss_lab.evaluate._runs import bootstrap_run, compare_runs, sweep_run
 from truss_lab.evaluate._sweep import average_precision, sweep
 from truss_lab.evaluate._truth import Truth
@@ -175,20 +176,23 @@ class SweepDisplay:
         truth: Any = "labels",
         references: Any = None,
         score: str = "salience",
+        correct: str = "auto",
     ) -> SweepDisplay:
         """:func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` with bands from
         :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot=0``: no bands), both
         judged by ``truth`` (labels, references, judge:NAME); ``threshold`` is the
-        chosen one (e.g. ``choose_run_threshold(...).threshold``). The default name
-        is the run id and the truth."""
+        chosen one (e.g. ``choose_run_threshold(...).threshold``); ``correct`` as
+        :func:`~truss_lab.evaluate._runs.sweep_run` takes it. The default name is the
+        run id, the truth and the correction."""
         # Resolved once: the sweep and its bands read and match the truth once.
         t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-        df = sweep_run(store, run_id, truth=t, score=score)
+        df = sweep_run(store, run_id, truth=t, score=score, correct=correct)
         iv = (bootstrap_run(store, run_id, n_boot=n_boot, random_state=random_state, truth=t,
-                            score=score).table if n_boot else None)
+                            score=score, correct=correct).table if n_boot else None)
         return cls(df, threshold=threshold, intervals=iv,
-                   name=name if name else plot_title(run_id, "metrics vs threshold",
-                                                     truth=df.attrs["truth"]),
+                   name=name if name else plot_title(
+                       run_id, "metrics vs threshold", truth=df.attrs["truth"],
+                       correction=correction_label(df.attrs.get("correction"))),
                    default_threshold=default_threshold).plot(ax=ax)
 
     @classmethod
@@ -335,17 +339,19 @@ class PrecisionRecallDisplay:
     def from_run(
         cls, store: Any, run_id: str, *, truth: Any = "labels", labels: Any = None,
         references: Any = None, score: str = "salience", threshold: float | None = None,
-        name: str | None = None, ax: Any = None,
+        name: str | None = None, ax: Any = None, correct: str = "auto",
     ) -> PrecisionRecallDisplay:
         """The curve of :func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` judged by
         ``truth`` (labels, references, judge:NAME): kept is what the gate would
         write, and with references recall counts every missed reference."""
         df = sweep_run(store, run_id, labels=labels, truth=truth, references=references,
-                       score=score)
+                       score=score, correct=correct)
         return cls.from_sweep(df, threshold=threshold, ax=ax,
                               name=name if name else f"{run_id} (truth: {df.attrs['truth']})",
                               title=plot_title(run_id, "precision-recall",
-                                               truth=df.attrs["truth"]))
+                                               truth=df.attrs["truth"],
+                                               correction=correction_label(
+                                                   df.attrs.get("correction"))))
 
     @classmethod
     def from_predictions(
@@ -728,8 +734,10 @@ def format_sweep(df: pd.DataFrame) -> str:
         cells = []
         for c, v in zip(cols, r, strict=True):
             width = 16 if c == "kept_per_verdict" else 9
-            cells.append(f"{int(v):>{width}d}" if c in ("kept", "tp", "fp")
-                         else f"{v:>{width}.3f}")
+            whole = c in ("kept", "tp", "fp") and float(v).is_integer()
+            # Corrected (prediction-powered) tp and fp are estimates, not whole lessons.
+            cells.append(f"{int(v):>{width}d}" if whole else
+                         f"{v:>{width}.1f}" if c in ("kept", "tp", "fp") else f"{v:>{width}.3f}")
         lines.append("  ".join(cells))
     return "\n".join(lines)
 

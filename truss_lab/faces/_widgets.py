@@ -32,7 +32,7 @@ from ..core._errors import BadInputError, TrussLabError
 from ..core._models import MemoryQuery
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..evaluate._queue import labelling_queue
-from ..evaluate._runs import sweep_judged
+from ..evaluate._runs import run_correction, sweep_judged
 from ..evaluate._sweep import UndefinedMetricWarning, sweep
 from ..evaluate._truth import Truth, labelled_candidates
 from ..ingest._ingest import append_labels
@@ -470,21 +470,23 @@ class ThresholdExplorer:
         initial: float = DEFAULT_MIN_SALIENCE,
         n_rows: int = 5,
         plot: bool = True,
+        correct: str = "auto",
     ) -> ThresholdExplorer:
         """An explorer over ``run_id`` judged by ``truth`` (labels, references,
         judge:NAME or a resolved Truth). The lessons listed at the cut are the judged
         ones (labelled candidates; with references, the run's lessons on annotated verdicts, with
         the reference each matched); the metrics count as
-        :func:`~truss_lab.evaluate._runs.sweep_run` does."""
+        :func:`~truss_lab.evaluate._runs.sweep_run` does (``correct`` as it takes it)."""
         t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
         jr = t.judged(run_id, score=score)
+        fix = run_correction(store, t, jr, run_id, correct, score=score, labels=labels)
         if t.kind == "references":
             view = jr.lessons.rename(columns={"s": score, "y": "label"})  # type: ignore[union-attr]
         else:
             view = labelled_candidates(store, run_id, labels=t.labels)
         return cls(view, score_col=score, initial=initial, n_rows=n_rows, plot=plot,
-                   sweep_at=lambda thresholds: sweep_judged(jr, thresholds), truth=t.name,
-                   run_id=run_id)
+                   sweep_at=lambda thresholds: sweep_judged(jr, thresholds, correction=fix),
+                   truth=t.name, run_id=run_id)
 
     # -- wiring --------------------------------------------------------------------
 
@@ -507,8 +509,9 @@ class ThresholdExplorer:
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             row = (self._sweep_at([t]) if self._sweep_at is not None
                    else sweep(self._y, self._s, groups=self._g, thresholds=[t])).iloc[0]
-        self.metrics = {k: (float(v) if k not in ("kept", "tp", "fp", "fn") else int(v))
-                        for k, v in row.items()}
+        # Counts are whole lessons, but prediction-powered tp/fp/fn are estimates.
+        self.metrics = {k: (int(v) if k in ("kept", "tp", "fp", "fn") and float(v).is_integer()
+                            else float(v)) for k, v in row.items()}
         self.metrics_html.value = self._metrics_markup()
         self.above, self.below = self._near_cut(t)
         # The tables show what a reader needs at a glance; the frames keep the keys.

@@ -19,6 +19,7 @@ from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...evaluate._calibration import calibration_run
 from ...evaluate._frontier import format_frontier, frontier
 from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
+from ...evaluate._ppi import CORRECT_HELP, CORRECTIONS, ppi_bootstrap
 from ...evaluate._runs import DEFAULT_CV, compare_runs, evaluate_run
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
@@ -81,6 +82,10 @@ def _check_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> st
 
 _truth_option = click.option("--truth", default="auto", show_default=True, callback=_check_truth,
                              help=TRUTH_HELP)
+_correct_option = click.option("--correct", type=click.Choice(CORRECTIONS), default="auto",
+                               show_default=True, help=CORRECT_HELP)
+
+
 def _matcher(store: Any, matcher: str, base_url: str | None) -> Any:
     """The matcher of ``--matcher``; a judge one records each live call as it is answered
     (a kill keeps them)."""
@@ -166,13 +171,14 @@ def _choice_json(choice: Any) -> dict[str, Any]:
               help="Write the full sweep (every distinct threshold) as CSV.")
 @_truth_option
 @matcher_options
+@_correct_option
 @_plot_option
 @json_option
 @friendly
 def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
           test_size: float, cv: str, cv_repeats: int, random_state: int, n_boot: int,
           csv_path: str | None, truth: str, matcher: str, base_url: str | None,
-          plot_path: str | None, as_json: bool) -> None:
+          correct: str, plot_path: str | None, as_json: bool) -> None:
     """Sweep a run's salience thresholds and choose one on held-out verdicts."""
     for path, field in ((csv_path, "--csv"), (plot_path, "--plot")):
         if path:
@@ -184,11 +190,18 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
         ev = evaluate_run(store, run_id, objective=objective, score=score,
                           test_size=test_size, cv=_cv(cv), cv_repeats=cv_repeats,
                           random_state=random_state, n_boot=n_boot, truth=truth, matcher=m,
-                          labels=labels_path, bands=bool(plot_path))
+                          labels=labels_path, bands=bool(plot_path), correct=correct)
         _record(store, m)
     t, full, choice = ev.truth, ev.sweep, ev.choice
     truth, why = t.name, t.why
     at = ev.at(list(SUMMARY_THRESHOLDS))
+    fixed = full.attrs["correction"]
+    if ev.ppi is not None and n_boot:
+        # Corrected counts are estimates: their intervals beside them (*_low/*_high).
+        iv = ppi_bootstrap(ev.ppi, thresholds=list(SUMMARY_THRESHOLDS), n_boot=n_boot,
+                           random_state=random_state).table
+        for c in ("precision", "recall", "f1"):
+            at[f"{c}_low"], at[f"{c}_high"] = iv[f"{c}_low"].to_numpy(), iv[f"{c}_high"].to_numpy()
     if csv_path:
         write_output(csv_path, lambda tmp: full.to_csv(tmp, index=False), field="--csv")
     if plot_path:
@@ -204,9 +217,12 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
     text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
             f"truth: {truth} ({why})"
             f"{f', matcher {matched_by}' if truth == 'references' else ''}\n"
+            f"correction: {ev.correction}\n"
             f"{format_sweep(at)}\n{format_choice(choice)}"
+            + ("\n(the choice is made on the uncorrected truth)" if ev.ppi is not None else "")
             + (f"\nplot: wrote {plot_path}" if plot_path else ""))
-    emit({"run_id": run_id, "score": score, "truth": truth, "correction": ev.correction,
+    emit({"run_id": run_id, "score": score, "truth": truth, "correction": fixed["correction"],
+           "people_verdicts": fixed["people_verdicts"],
            "matcher": matched_by if truth == "references" else None, "plot": plot_path,
            "sweep": json_safe(at.to_dict(orient="records")),
            "choice": _choice_json(choice)}, as_json, text)
