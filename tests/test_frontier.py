@@ -105,10 +105,11 @@ def test_cost_latency_and_f1_are_the_runs_own(db: Path) -> None:
         assert t["threshold"].tolist() == [0.7, 0.7, 0.75]
         for rid in ids:
             boot = bootstrap_run(s, rid, thresholds=[t.loc[rid, "threshold"]], n_boot=200,
-                                 truth="references").table.iloc[0]
+                                 truth="references", correct="none").table.iloc[0]
             assert (t.loc[rid, "f1_low"], t.loc[rid, "f1_high"]) == \
                 (boot["f1_low"], boot["f1_high"])
-            sw = sweep_run(s, rid, truth="references", thresholds=[t.loc[rid, "threshold"]])
+            sw = sweep_run(s, rid, truth="references", thresholds=[t.loc[rid, "threshold"]],
+                           correct="none")
             assert t.loc[rid, "f1"] == pytest.approx(sw["f1"].iloc[0])
             assert t.loc[rid, "f1_low"] <= t.loc[rid, "f1"] <= t.loc[rid, "f1_high"]
         assert t.loc["f-replay-sim-good-v1", "name"] == "extractor=replay:sim-good-v1"
@@ -213,7 +214,8 @@ def test_judged_by_references_with_another_matcher(db: Path) -> None:
     assert out["matcher"] == "semantic"
     with tl.Store(db, read_only=True) as s:
         boot = bootstrap_run(s, "f-replay-sim-good-v1", thresholds=[0.7], n_boot=100,
-                             truth="references", matcher=SemanticMatcher()).table.iloc[0]
+                             truth="references", matcher=SemanticMatcher(),
+                             correct="none").table.iloc[0]
         lexical = tl.frontier(s, ["f-replay-sim-good-v1"], truth="references", n_boot=100)
     row = out["runs"][0]
     assert (row["f1"], row["f1_low"], row["f1_high"]) == pytest.approx(

@@ -21,6 +21,7 @@ from truss_lab.evaluate._matches import people_matches
 from truss_lab.evaluate._ppi import (
     PeopleMatcher,
     check_correct,
+    labels_ppi,
     ppi_bootstrap,
     ppi_data,
     ppi_sweep,
@@ -28,7 +29,7 @@ from truss_lab.evaluate._ppi import (
 )
 from truss_lab.evaluate._runs import bootstrap_run, sweep_run
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
-from truss_lab.evaluate._truth import ReferenceTruth, Truth, judge_lessons
+from truss_lab.evaluate._truth import ReferenceTruth, RunTruth, Truth, judge_lessons
 from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
 from truss_lab.ingest._ingest import ingest_match_labels
 from truss_lab.store._store import Store
@@ -356,3 +357,35 @@ def test_correct_is_refused_where_there_is_nothing_to_correct(store):
             annotator=""))
     with pytest.raises(BadInputError, match="correct must be one of"):
         sweep_run(store, GOOD, truth="references", correct="yes")
+
+
+def _run_truth(y, s, g, judged):
+    c = pd.DataFrame({"candidate_id": range(len(y)), "verdict_hash": g, "extractor_id": "x",
+                      "lesson_index": range(len(y)), "valid": True, "s": s,
+                      "y": np.asarray(y, dtype=np.uint8), "judged": np.asarray(judged, bool)})
+    verdicts = [*pd.unique(np.asarray(g, dtype=object)), "empty"]
+    return RunTruth(run_id="r", candidates=c, n_verdicts=len(verdicts), verdicts=verdicts,
+                    counts={})
+
+
+def test_labels_ppi_corrects_a_judge_with_the_gold_labels():
+    y, s, g = population(2, n_verdicts=60, per=3)
+    s = np.where(np.isnan(s), 0.5, s)
+    judge = _run_truth(y, s, g, np.ones(len(y)))
+    # Gold labels on 20 verdicts: the same labels (a perfect judge) or their flips.
+    picked = np.unique(g)[:20]
+    on = np.isin(g, picked)
+    gold_same = _run_truth(y, s, g, on)
+    data = labels_ppi(judge, gold_same)
+    assert data.n_sampled == 20 and data.n_verdicts == 61
+    np.testing.assert_allclose(data.inv_pi, 3.0)  # 20 of the 60 verdicts with a candidate
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        plain = sweep(y, s, thresholds=GRID)
+    np.testing.assert_allclose(ppi_sweep(data, thresholds=GRID)["tp"], plain["tp"])
+    flipped = _run_truth(np.where(on, 1 - y, y), s, g, on)
+    tp = ppi_sweep(labels_ppi(judge, flipped), thresholds=[0.0])["tp"].iloc[0]
+    yi = y.astype(int)
+    want = yi.sum() + 3.0 * ((1 - yi[on]).sum() - yi[on].sum())
+    assert tp == pytest.approx(want)
+    assert labels_ppi(judge, _run_truth(y, s, g, np.zeros(len(y)))) is None

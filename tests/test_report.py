@@ -211,9 +211,10 @@ def test_report_by_a_judge(sample, tmp_path: Path) -> None:
     append_labels(store, flip.assign(annotator="judge:flip@v1"), source="test")
     rid = run_ids[0]
     labels = sweep_run(store, rid, thresholds=[0.5, 0.7])
-    copied = sweep_run(store, rid, thresholds=[0.5, 0.7],
+    # The judges' own counts (correct="none"; by default the gold labels correct them).
+    copied = sweep_run(store, rid, thresholds=[0.5, 0.7], correct="none",
                        truth=Truth.resolve(store, "judge:copy@v1", run_ids))
-    flipped = sweep_run(store, rid, thresholds=[0.5, 0.7],
+    flipped = sweep_run(store, rid, thresholds=[0.5, 0.7], correct="none",
                         truth=Truth.resolve(store, "judge:flip@v1", run_ids))
     ties = int(labelled_candidates(store, rid)["tie"].sum())
     assert ties > 0
@@ -223,7 +224,8 @@ def test_report_by_a_judge(sample, tmp_path: Path) -> None:
     assert (flipped["tp"] == copied["fp"]).all() and (flipped["fp"] == copied["tp"]).all()
     text = write_report(store, [rid], tmp_path / "judge.html", n_boot=20, max_verdicts=5,
                         truth="judge:flip@v1").read_text(encoding="utf-8")
-    assert "<b>truth</b>: lessons judged by judge:flip@v1 (as asked)" in text
+    assert "<b>truth</b>: lessons judged by judge:flip@v1 (as asked) · correction " in text
+    assert f"{rid}: ppi (people answered for" in text  # the gold labels correct the judge
     assert "Judged by the labels of judge:flip@v1." in text
     assert "<h4>calibration, by judge:flip@v1</h4>" in text
 

@@ -24,6 +24,7 @@ from truss_lab.core import BadInputError, MemoryConfig
 from truss_lab.core._canonical import json_safe
 from truss_lab.evaluate._calibration import calibration_run
 from truss_lab.evaluate._judges import Judge, run_judge
+from truss_lab.evaluate._ppi import correction_label
 from truss_lab.evaluate._runs import (
     BAND_THRESHOLDS,
     bootstrap_run,
@@ -196,8 +197,11 @@ def test_displays_and_explorer_equal_the_direct_calls(store: Store, truth: str) 
     sd = SweepDisplay.from_run(store, GOOD, truth=truth, n_boot=0)
     pd.testing.assert_frame_equal(sd.sweep, full)
     # every plot's title names the run, the truth and the correction
-    assert sd.ax_.get_title() == plot_title(GOOD, "metrics vs threshold", truth=truth)
-    assert f"{GOOD}: " in sd.ax_.get_title() and "correction none" in sd.ax_.get_title()
+    fixed = correction_label(full.attrs["correction"])  # a judge: ppi by the gold labels
+    assert sd.ax_.get_title() == plot_title(GOOD, "metrics vs threshold", truth=truth,
+                                            correction=fixed)
+    assert f"{GOOD}: " in sd.ax_.get_title() and f"correction {fixed}" in sd.ax_.get_title()
+    assert (fixed == "none") == (not truth.startswith("judge:"))
     pr = PrecisionRecallDisplay.from_run(store, GOOD, truth=truth, threshold=0.7)
     order = full.sort_values("threshold", ascending=False)
     assert np.array_equal(pr.precision, order["precision"].to_numpy(), equal_nan=True)
@@ -210,10 +214,12 @@ def test_displays_and_explorer_equal_the_direct_calls(store: Store, truth: str) 
     pd.testing.assert_frame_equal(cmp.result.table,
                                   compare_runs(store, a, b, truth=truth, n_boot=40).table)
     assert f"truth {truth} · correction none" in cmp.title_.get_text()
-    assert pr.ax_.get_title() == plot_title(GOOD, "precision-recall", truth=truth)
+    assert pr.ax_.get_title() == plot_title(GOOD, "precision-recall", truth=truth,
+                                            correction=fixed)
     assert cd.ax_.get_title() == plot_title(GOOD, "calibration (after)", truth=truth)
     shown = ThresholdExplorer.from_run(store, GOOD, truth=truth)
-    assert shown.display_.ax_.get_title() == plot_title(GOOD, "threshold sweep", truth=truth)
+    assert shown.display_.ax_.get_title() == plot_title(GOOD, "threshold sweep", truth=truth,
+                                                        correction=fixed)
     ex = ThresholdExplorer.from_run(store, GOOD, truth=truth, plot=False)
     for t in (0.55, 0.7, 0.9):
         ex.set_threshold(t)

@@ -53,7 +53,7 @@ if typing.TYPE_CHECKING:
         run_match_labels,
     )
     from ._objective import Objective
-    from ._ppi import PeopleMatcher
+    from ._ppi import PeopleMatcher, PPIData, ppi_bootstrap, ppi_data, ppi_sweep
     from ._queue import labelling_queue, match_queue
     from ._runs import (
         RunEvaluation,
@@ -91,6 +91,7 @@ __all__ = [
     "LabelReport",
     "MatchAgreement",
     "Objective",
+    "PPIData",
     "PeopleMatcher",
     "ReferenceTruth",
     "RunEvaluation",
@@ -130,6 +131,9 @@ __all__ = [
     "parse_similarities",
     "people_matches",
     "people_truth",
+    "ppi_bootstrap",
+    "ppi_data",
+    "ppi_sweep",
     "rank_runs",
     "reference_agreement",
     "reference_sweep",

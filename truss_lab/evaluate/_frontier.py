@@ -169,7 +169,8 @@ def frontier(
             else DEFAULT_MIN_SALIENCE)
         boot = bootstrap_run(store, rid, thresholds=[at], score=score, n_boot=n_boot,
                              confidence=confidence, random_state=random_state,
-                             truth=t, matcher=matcher).table.iloc[0]
+                             truth=t, matcher=matcher,
+                             correct="none").table.iloc[0]  # not corrected yet
         cost = fig.pop("cost")
         rows.append({
             "run_id": rid, "name": info.get("name") or "",

@@ -491,7 +491,9 @@ def rank_runs(
     t = Truth.resolve(store, truth, ids, labels=labels, references=references)
     rows = []
     for rid in ids:
-        sw = sweep_run(store, rid, truth=t, score=score, thresholds=[threshold])
+        # Uncorrected, as compare_runs (the paired columns) is: one truth per row.
+        sw = sweep_run(store, rid, truth=t, score=score, thresholds=[threshold],
+                       correct="none")
         row: dict[str, Any] = {"run_id": rid,
                                "extractor_id": str(run_info(store, rid)["extractor_id"]),
                                "truth": t.name,

@@ -773,6 +773,7 @@ def report_html(
     cv: int | str | None = DEFAULT_CV,
     cv_repeats: int = 1,
     test_size: float | int = DEFAULT_TEST_SIZE,
+    correct: str = "auto",
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     run_ids = list(dict.fromkeys(run_ids))
@@ -792,7 +793,8 @@ def report_html(
             try:
                 evals[rid] = evaluate_run(store, rid, objective=objective, n_boot=n_boot,
                                           random_state=random_state, truth=judged, cv=cv,
-                                          cv_repeats=cv_repeats, test_size=test_size)
+                                          cv_repeats=cv_repeats, test_size=test_size,
+                                          correct=correct)
             except BadInputError as exc:
                 evals[rid] = exc
         sections.append(("sweep", "Sweep, precision-recall and calibration",
@@ -817,8 +819,13 @@ def report_html(
     split = ("cross-validated choice (cv auto: 5 folds when the data allow)" if cv == "auto"
              else f"{cv}-fold cross-validated choice" if cv else
              f"one split, {test_size} held out")
+    fixes = sorted({f"{rid}: {ev.correction}" for rid, ev in evals.items()
+                    if isinstance(ev, RunEvaluation) and ev.correction != "none"})
+    fixed = "; ".join(fixes) if fixes else "none"
     head = (f"<h1>{esc(title)}</h1><p id=\"truth\"><b>truth</b>: lessons judged by "
-            f"{esc(judged.label)} · correction none</p><p class=\"muted\">database {esc(db)} · "
+            f"{esc(judged.label)} · correction {esc(fixed)} (the sweeps; the choice, "
+            "calibration and comparison are uncorrected)</p>"
+            f"<p class=\"muted\">database {esc(db)} · "
             f"truss_lab {esc(__version__)} · {esc(when)} · objective {esc(objective)}, "
             f"{esc(split)}, {n_boot} verdict-bootstrap replicates, seed {random_state}</p>"
             f"<nav>{nav}</nav>")
@@ -841,7 +848,9 @@ def write_report(
     labels when every run has some, else references; the header says which) and
     the choice's ``cv``, ``cv_repeats`` and ``test_size`` (defaults those of
     :func:`~truss_lab.evaluate._runs.choose_run_threshold`: the run's numbers are
-    those of :func:`~truss_lab.evaluate._runs.evaluate_run`, as in ``truss-lab sweep``).
+    those of :func:`~truss_lab.evaluate._runs.evaluate_run`, as in ``truss-lab sweep``),
+    and ``correct`` (``auto``, ``ppi`` or ``none``: the sweeps corrected by the people's
+    answers, as :func:`~truss_lab.evaluate._runs.sweep_run` takes it).
     A run without that truth gets its sections replaced by a note.
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)

@@ -31,6 +31,7 @@ import pandas as pd
 from ..core._errors import BadInputError, TrussLabError
 from ..core._models import MemoryQuery
 from ..core._threshold import DEFAULT_MIN_SALIENCE
+from ..evaluate._ppi import correction_label
 from ..evaluate._queue import labelling_queue
 from ..evaluate._runs import run_correction, sweep_judged
 from ..evaluate._sweep import UndefinedMetricWarning, sweep
@@ -567,7 +568,9 @@ class ThresholdExplorer:
                                      threshold_label="slider",
                                      name=plot_title(self.run_id or "candidates",
                                                      "threshold sweep",
-                                                     truth=self.truth or "labels given")
+                                                     truth=self.truth or "labels given",
+                                                     correction=correction_label(
+                                                         self.sweep.attrs.get("correction")))
                                      ).plot(ax=ax)
 
     def _render(self) -> None:

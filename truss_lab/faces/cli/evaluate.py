@@ -425,10 +425,11 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
 @_test_size_option
 @_cv_option
 @_cv_repeats_option
+@_correct_option
 @friendly
 def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: int,
            random_state: int, n_verdicts: int, truth: str, test_size: float, cv: str,
-           cv_repeats: int) -> None:
+           cv_repeats: int, correct: str) -> None:
     """Write an HTML report of runs: config, sweep with bands, calibration, comparison
     (first run vs each other), judged by one truth (--truth; the header names it),
     junk rates, audit and a filterable verdict list with labels and reference lessons.
@@ -441,7 +442,7 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
         path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
                             random_state=random_state, max_verdicts=n_verdicts or None,
                             truth=truth, cv=_cv(cv), cv_repeats=cv_repeats,
-                            test_size=test_size)
+                            test_size=test_size, correct=correct)
     click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")
 
 
