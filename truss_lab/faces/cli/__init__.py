@@ -119,7 +119,8 @@ class LazyCommands(MutableMapping[str, click.Command]):
         return self.loaded[name]
 
     def __setitem__(self, name: str, cmd: click.Command) -> None:
-        self.loaded[name] = cmd
+        # A command added directly (a module's register(), as tests do) gets the epilog too.
+        self.loaded[name] = _with_epilog(cmd)
 
     def __delitem__(self, name: str) -> None:
         self.loaded.pop(name, None)
