@@ -39,8 +39,11 @@ REVIEWED: dict[str, set[str]] = {
     "store/_governed.py": {"sql", "cols", "order", "where"},
     # sql: the literal queries of _HASHED; where: "" or a literal IN (SELECT unnest(?))
     # t: a name from a literal tuple of table names; _CONFIG_HASHES a literal query
-    # query: _runs_query's literal SELECT around a literal where (as above)
-    "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES", "query"},
+    # query: runs_query's literal SELECT around a literal where (as above);
+    # RUN_ERRORS_SQL a literal query with a bound run_id
+    "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES", "query", "RUN_ERRORS_SQL"},
+    # the same literals, read as plain rows (t: delete_run's literal tuple of tables)
+    "store/_run_list.py": {"t", "query"},
     # COPY takes no parameters: the path is a quoted literal; option one of two
     # literals; relation_sql a quote_ident result
     "store/_export.py": {"literal", "option", "relation_sql"},

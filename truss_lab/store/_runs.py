@@ -20,6 +20,15 @@ from .. import __version__  # set by truss_lab/__init__ before it imports any st
 from ..core._clock import utcnow
 from ..core._errors import BadInputError
 from ..core._secrets import redact
+from ._run_list import (
+    RUN_ERRORS_SQL,
+    delete_run,
+    get_run,
+    missing_run_error,
+    run_exists,
+    run_info,
+    runs_query,
+)
 from ._store import Store
 from ._tables import RUN_CHUNKS_SCHEMA, RUN_VERDICTS_SCHEMA
 
@@ -54,7 +63,6 @@ __all__ = [
     "run_lessons",
     "run_memory_entries",
     "run_processed_verdicts",
-    "run_summaries",
     "run_verdict_hashes",
     "summarize_runs",
     "update_run_config",
@@ -197,37 +205,6 @@ def recorded_completions(store: Store, extractor_id: str, *,
 
 
 
-def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
-    """The extraction_runs row of ``run_id`` as a dict, or ``None``."""
-    cur = store.con.execute("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
-    names = [d[0] for d in cur.description]
-    rows = cur.fetchall()
-    return dict(zip(names, rows[0], strict=True)) if rows else None
-
-
-def missing_run_error(store: Store, run_id: str) -> BadInputError:
-    """The error for an unknown run id; it names the ten most recent runs."""
-    known = [r[0] for r in store.con.execute(
-        "SELECT run_id FROM extraction_runs ORDER BY started_at DESC LIMIT 10").fetchall()]
-    return BadInputError(
-        f"no extraction run {run_id!r}; recent runs: {', '.join(known) or '(none)'}",
-        field="run_id",
-    )
-
-
-def run_exists(store: Store, run_id: str) -> bool:
-    """Whether ``extraction_runs`` has a row for ``run_id``."""
-    return get_run(store, run_id) is not None
-
-
-def run_info(store: Store, run_id: str) -> dict[str, Any]:
-    """The extraction_runs row of ``run_id`` as a dict, or :func:`missing_run_error`."""
-    row = get_run(store, run_id)
-    if row is None:
-        raise missing_run_error(store, run_id)
-    return row
-
-
 def check_resumable(row: Mapping[str, Any], want: Mapping[str, Any]) -> None:
     """Refuse to resume run ``row`` when a column differs from this call's ``want``
     (extractor, policy, threshold, write_memory, prompt hash, batch hash)."""
@@ -336,37 +313,6 @@ def finish_run(store: Store, run_id: str, status: str, seconds: float,
         )
 
 
-def delete_run(store: Store, run_id: str) -> dict[str, int]:
-    """Delete run ``run_id`` and the rows only it owns (candidates, verdict_errors,
-    run_verdicts, run_chunks, its extraction_runs row); return rows deleted per table.
-
-    Governed records are never deleted: a run that wrote memory entries, events or
-    policy records is refused with :class:`BadInputError` saying how many (a dry run,
-    an ``off`` run or one whose lessons were all already in memory can go).
-    Recorded completions stay: what a run paid for is never deleted (they keep its
-    ``run_id`` and still replay by extractor id).
-    """
-    run_info(store, run_id)
-    governed = {
-        t: int(store.con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?",
-                                 [run_id]).fetchall()[0][0])
-        for t in ("memory_entries", "events", "policy_records")
-    }
-    if any(governed.values()):
-        what = ", ".join(f"{n} {t}" for t, n in governed.items() if n)
-        raise BadInputError(
-            f"run {run_id!r} wrote governed records ({what}); governed memory is "
-            "append-only, so the run stays (a dry run, --dry-run, writes none)",
-            field="run_id")
-    out: dict[str, int] = {}
-    with store.transaction():
-        for t in ("candidates", "verdict_errors", "run_verdicts", "run_chunks",
-                  "extraction_runs"):
-            out[t] = int(store.con.execute(f"DELETE FROM {t} WHERE run_id = ?",
-                                           [run_id]).fetchall()[0][0])
-    return out
-
-
 # -- reading runs back ------------------------------------------------------------------
 
 
@@ -380,39 +326,15 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
     verdicts_per_s (NaN before a run has taken time), started_at, error.
     The counts are named as in ``extraction_runs`` and :class:`ExtractionRun`. All
     runs when ``run_ids`` is None."""
-    query, params = _runs_query(run_ids)
+    query, params = runs_query(run_ids)
     return store.sql(query, params).df()
 
 
-def run_summaries(store: Store, run_ids: Sequence[str] | None = None) -> pa.Table:
-    """:func:`summarize_runs`' rows as an Arrow table (null where it has NaN), with
-    ``started_at`` a UTC timestamp without a zone: what ``truss-lab runs`` lists without
-    loading pandas (pyarrow reads a zoned timestamp back through it)."""
-    query, params = _runs_query(run_ids)
-    return store.con.sql(
-        f"SELECT * REPLACE (timezone('UTC', started_at) AS started_at) FROM ({query}) "
-        "ORDER BY started_at, run_id", params=params).to_arrow_table()
-
-
-def _runs_query(run_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
-    where, params = "", []
-    if run_ids is not None:
-        where, params = "WHERE r.run_id IN (SELECT unnest(?))", [list(run_ids)]
-    return (
-        "SELECT r.run_id, r.extractor_id, r.prompt_version, r.prompt_hash, r.policy, "
-        "r.extraction_min_salience, "
-        "r.write_memory, r.status, r.name, coalesce(r.tags, []) AS tags, "
-        "coalesce(r.n_verdicts, 0) AS n_verdicts, "
-        "coalesce(r.n_candidates, 0) AS n_candidates, coalesce(r.n_lessons, 0) AS n_lessons, "
-        "coalesce((SELECT sum(c.n_lessons_new) FROM run_chunks c WHERE c.run_id = r.run_id), "
-        "0)::BIGINT AS n_lessons_new, "
-        "coalesce(r.n_errors, 0) AS n_errors, coalesce(r.provider_calls, 0) AS provider_calls, "
-        "coalesce(r.seconds, 0.0) AS seconds, "
-        "CASE WHEN r.seconds > 0 THEN coalesce(r.n_verdicts, 0) / r.seconds "
-        "ELSE NULL END::DOUBLE AS verdicts_per_s, r.started_at, r.error "
-        f"FROM extraction_runs r {where} ORDER BY r.started_at, r.run_id",
-        params,
-    )
+def run_errors(store: Store, run_id: str) -> pd.DataFrame:
+    """The per-verdict errors of ``run_id`` (``verdict_errors`` rows: verdict_seq,
+    verdict_hash, stage, reason, message), by verdict; an unknown run is an error."""
+    run_info(store, run_id)
+    return store.sql(RUN_ERRORS_SQL, [run_id]).df()
 
 
 def run_memory_entries(store: Store, run_id: str) -> pd.DataFrame:
@@ -432,15 +354,6 @@ def run_error_rows(store: Store, run_id: str) -> pd.DataFrame:
         "SELECT * FROM verdict_errors WHERE run_id = ? ORDER BY verdict_seq, stage",
         [run_id],
     ).df()
-
-
-def run_errors(store: Store, run_id: str) -> pd.DataFrame:
-    """The per-verdict errors of ``run_id`` (``verdict_errors`` rows: verdict_seq,
-    verdict_hash, stage, reason, message), by verdict; an unknown run is an error."""
-    run_info(store, run_id)
-    return store.sql(
-        "SELECT verdict_seq, verdict_hash, stage, reason, message FROM verdict_errors "
-        "WHERE run_id = ? ORDER BY verdict_seq, stage, reason", [run_id]).df()
 
 
 _HASHED = {

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from ..core._clock import utcnow
 from ..core._errors import StoreError, StoreLockedError
@@ -26,6 +25,7 @@ from ._snapshot import Snapshot, take_snapshot
 
 if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pandas
     import pandas as pd
+    import pyarrow as pa
 
 __all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store", "quote_ident"]
 
@@ -297,6 +297,8 @@ class Store:
         they conflict (DuckDB would silently keep the first). Runs inside the
         current transaction, or its own.
         """
+        import pyarrow as pa  # here, not at the top: light commands (`runs`) start without it
+
         tbl = rows if isinstance(rows, pa.Table) else pa.Table.from_pandas(
             rows, preserve_index=False
         )
@@ -370,6 +372,8 @@ class Store:
 
 def _is_text(t: pa.DataType) -> bool:
     """A string column, or a list of strings (``evidence``)."""
+    import pyarrow as pa  # see Store.append: only Arrow writers need it
+
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         t = t.value_type
     return pa.types.is_string(t) or pa.types.is_large_string(t)

@@ -2,18 +2,18 @@
 
 They import only the store (no pandas, no evaluation stack), so they start at once
 (issue 29). No logic lives here: everything is a call to the store's run functions
-(:mod:`truss_lab.store._runs`).
+(:mod:`truss_lab.store._run_list`, plain rows: no pyarrow either).
 """
 
 from __future__ import annotations
 
-import json
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
 import click
 
-from ...store._runs import delete_run, run_errors, run_summaries
+from ...store._run_list import delete_run, list_run_errors, list_runs
 from ...store._store import open_store
 from .._text import runs_text
 from .common import (
@@ -41,7 +41,7 @@ def runs(ctx: click.Context, db: str, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     with read_store(db) as store:
-        rows = run_summaries(store).to_pylist()
+        rows = list_runs(store)
     if as_json:
         emit([{k: _json_value(v) for k, v in r.items()} for r in rows], True, "")
     elif not rows:
@@ -82,24 +82,25 @@ def runs_delete(run_id: str, db: str, as_json: bool) -> None:
 def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
     """List a run's per-verdict errors (provider, parse, prompt), by verdict."""
     with read_store(db) as store:
-        df = run_errors(store, run_id)
+        rows = list_run_errors(store, run_id)
     if as_json:
-        emit(json.loads(df.to_json(orient="records")), True, "")
+        emit(rows, True, "")
         return
-    if df.empty:
+    if not rows:
         click.echo(f"run {run_id}: no errors")
         return
-    counts = df.groupby(["stage", "reason"]).size().sort_values(ascending=False,
-                                                                 kind="stable")
-    lines = [f"run {run_id}: {len(df)} errors ("
-             + ", ".join(f"{n} {st}/{rs}" for (st, rs), n in counts.items()) + ")"]
-    shown = df if not limit else df.head(limit)
-    for r in shown.itertuples():
-        msg = " ".join(str(r.message or "").split())
-        lines.append(f"  seq {r.verdict_seq} {r.stage}/{r.reason}: "
+    counts = Counter((r["stage"], r["reason"]) for r in rows)
+    # most first; ties by (stage, reason), as the table's grouping listed them
+    ranked = sorted(sorted(counts.items()), key=lambda kv: kv[1], reverse=True)
+    lines = [f"run {run_id}: {len(rows)} errors ("
+             + ", ".join(f"{n} {st}/{rs}" for (st, rs), n in ranked) + ")"]
+    shown = rows if not limit else rows[:limit]
+    for r in shown:
+        msg = " ".join(str(r["message"] or "").split())
+        lines.append(f"  seq {r['verdict_seq']} {r['stage']}/{r['reason']}: "
                      f"{msg[:117] + '...' if len(msg) > 120 else msg}")
-    if len(shown) < len(df):
-        lines.append(f"  ... and {len(df) - len(shown)} more (--n-errors 0 or --json)")
+    if len(shown) < len(rows):
+        lines.append(f"  ... and {len(rows) - len(shown)} more (--n-errors 0 or --json)")
     click.echo("\n".join(lines))
 
 COMMANDS: tuple[click.Command, ...] = (runs, errors)
