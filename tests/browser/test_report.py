@@ -24,7 +24,9 @@ from truss_lab.faces import write_report
 
 pytestmark = pytest.mark.browser
 
-N_VERDICTS = 80
+# Enough verdicts that one holds a reference both runs' lessons matched: on the sample,
+# whose wording does not flatter the lexical matcher, the first 80 hold none, 400 hold 3.
+N_VERDICTS = 400
 
 
 @pytest.fixture(scope="module")

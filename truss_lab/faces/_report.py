@@ -821,10 +821,12 @@ def report_html(
              f"one split, {test_size} held out")
     fixes = sorted({f"{rid}: {ev.correction}" for rid, ev in evals.items()
                     if isinstance(ev, RunEvaluation) and ev.correction != "none"})
-    fixed = "; ".join(fixes) if fixes else "none"
+    # With no correction anywhere there is nothing to qualify; with one, say which
+    # sections it reaches.
+    fixed = (f"{'; '.join(fixes)} (the sweeps; the choice, calibration and comparison "
+             "are uncorrected)") if fixes else "none"
     head = (f"<h1>{esc(title)}</h1><p id=\"truth\"><b>truth</b>: lessons judged by "
-            f"{esc(judged.label)} · correction {esc(fixed)} (the sweeps; the choice, "
-            "calibration and comparison are uncorrected)</p>"
+            f"{esc(judged.label)} · correction {esc(fixed)}</p>"
             f"<p class=\"muted\">database {esc(db)} · "
             f"truss_lab {esc(__version__)} · {esc(when)} · objective {esc(objective)}, "
             f"{esc(split)}, {n_boot} verdict-bootstrap replicates, seed {random_state}</p>"
