@@ -14,7 +14,7 @@ import pytest
 
 import truss_lab as tl
 from tests.builders.cli import invoke, invoke_json
-from tests.builders.http_server import ScriptedServer, default_completion
+from tests.builders.http_server import Reply, ScriptedServer, default_completion
 from tests.builders.stores import copy_db
 from truss_lab.core._models import LedgerRef
 from truss_lab.store._runs import run_content_hashes
@@ -193,3 +193,28 @@ def test_the_live_one_verdict_learner_records_its_call(sample_full: Path,
                                                    "hash = ?", [vhash]).fetchall()[0][0]))
         ).text == rows[0][1]
     assert srv.count == 1
+
+
+def test_rerun_of_a_run_whose_live_call_failed_writes_the_same_error(
+        sample_full: Path, tmp_path: Path) -> None:
+    """A verdict whose live call failed has no recording; the rerun replays the failure
+    as it was (the same error row, text included), so the content hashes are equal."""
+    db = copy_db(sample_full, tmp_path / "lab.duckdb")
+    with ScriptedServer(responder=Changing()) as srv, tl.Store(db) as s:
+        srv.add(Reply(status=500, body={"error": "the model is resting"}))
+        live = tl.run_extraction(s, tl.Extractor.openai(srv.base_url, "tiny", max_retries=0),
+                                 tl.MemoryConfig(lesson_extraction="on"), verdicts="seq <= 4",
+                                 write_memory=False, progress=False, run_id="failed-once")
+        asked = srv.count
+        errors = s.sql("SELECT stage, reason, message FROM verdict_errors WHERE run_id = "
+                       "'failed-once'").fetchall()
+        assert live.n_errors == 1 and errors[0][:2] == ("provider", "provider_error")
+        assert "500" in errors[0][2]
+        again = tl.rerun(s, "failed-once", progress=False)
+        twice = tl.rerun(s, again.run_id, progress=False)  # a rerun of the rerun too
+        for run in (again.run_id, twice.run_id):
+            assert s.sql("SELECT stage, reason, message FROM verdict_errors WHERE run_id = ?",
+                         [run]).fetchall() == errors
+            assert run_content_hashes(s, run) == run_content_hashes(s, "failed-once")
+        assert run_usage(s, again.run_id).recorded_calls == 3
+    assert srv.count == asked  # the failure is replayed, not asked again

@@ -450,11 +450,12 @@ def rerun(store: Store, run_id: str, *, new_run_id: str | None = None,
     by its source's; a replay by extractor id as it was (each verdict's earliest
     recording); a heuristic run by the heuristic. So the candidates, lessons and
     events are the run's (:func:`~truss_lab.store._runs.run_content_hashes` equal);
-    a verdict whose live call failed has no recording, and its error in the rerun
-    says so. ``new_run_id`` (default: generated) names the new run; when it exists
-    already as a rerun of ``run_id``, it is resumed. A run gated on a score other
-    than the model's salience needs that ``score`` function again. ``usage`` of the
-    new run shows the recorded calls' tokens and latency.
+    a verdict whose live call failed has no recording, and fails again in the rerun
+    with the error it met (the same error row). ``new_run_id`` (default: generated)
+    names the new run; when it exists already as a rerun of ``run_id``, it is
+    resumed. A run gated on a score other than the model's salience needs that
+    ``score`` function again. ``usage`` of the new run shows the recorded calls'
+    tokens and latency.
     """
     row = run_info(store, run_id)
     cfg = json.loads(row["config"] or "{}")

@@ -81,6 +81,7 @@ from ..store._runs import (
     record_extractor_config,
     record_prompt_template,
     recorded_completions,
+    run_provider_failures,
 )
 from ..store._store import Store
 from ..store._tables import VERDICT_ERRORS_SCHEMA
@@ -276,7 +277,8 @@ class Extractor:
         ``sample_index`` 0..k-1); a stored configuration brings its own.
         From a Store, each verdict is answered by its earliest recording, or with
         ``run_id`` by the recordings that run's live calls made (a run replays as
-        itself: :func:`~truss_lab.extract._batch.rerun`).
+        itself: :func:`~truss_lab.extract._batch.rerun`), a call of it that failed
+        failing again with the error it met.
 
         The prompt is the recordings' own ``prompt_version`` (the most frequent,
         should they name several) unless ``template`` says otherwise: a version
@@ -286,15 +288,22 @@ class Extractor:
         :class:`UnregisteredPromptWarning` when some recordings carry a hash.
         """
         config = None
+        failures: dict[tuple[str, str, int], str] = {}
         if isinstance(recordings, Store):
             store = recordings
             stored = extractor_config(recordings, extractor_id)
             config = None if stored is None else ExtractorConfig.model_validate(stored)
             recordings = recorded_completions(recordings, extractor_id, run_id=run_id)
+            if run_id is not None:
+                failed = run_provider_failures(store, run_id)
+                failures = {(v, extractor_id, int(k)): str(m) for v, k, m in zip(
+                    failed["verdict_hash"], failed["sample_index"].fillna(0),
+                    failed["message"].fillna(""), strict=True)}
         elif run_id is not None:
             raise BadInputError("run_id selects a run's recordings in a Store; a file or "
                                 "frame of recordings is replayed whole", field="run_id")
-        provider = ReplayProvider(recordings, known_prompts=frozenset(known_templates(store)))
+        provider = ReplayProvider(recordings, known_prompts=frozenset(known_templates(store)),
+                                  failures=failures)
         config = config or provider.config_of(extractor_id)
         if template is None:
             version = (config.prompt_version if config is not None
@@ -653,13 +662,19 @@ class ReplayProvider:
     unless its prompt version is not among ``known_prompts`` (default: the versions
     registered in this process), when nothing can rebuild that request: then it
     answers unchecked too (counted).
+
+    ``failures``: the calls of the run being replayed that failed live, by
+    (``verdict_hash``, ``extractor``, ``sample_index``), with their error message. Such
+    a call left no recording; replayed, it fails again with that message (a
+    :class:`ProviderError`), so a rerun writes the error row the run wrote.
     """
 
     provider_id: str = "replay"
     live: bool = False  # its completions are recordings already
 
     def __init__(self, recordings: pd.DataFrame | str | os.PathLike[str], *,
-                 known_prompts: frozenset[str] | None = None) -> None:
+                 known_prompts: frozenset[str] | None = None,
+                 failures: Mapping[tuple[str, str, int], str] | None = None) -> None:
         if isinstance(recordings, pd.DataFrame):
             # The store's table names the extractor ``extractor_id``; §2 ``extractor``.
             df = recordings if "extractor" in recordings.columns else recordings.rename(
@@ -710,6 +725,7 @@ class ReplayProvider:
         self._known_prompts = (frozenset(known_templates()) if known_prompts is None
                                else known_prompts)
         self._source = source
+        self._failures = dict(failures or {})
         self._lock = threading.Lock()
         self._unchecked = 0
         self._calls = 0
@@ -802,6 +818,8 @@ class ReplayProvider:
         ``sample_index`` names one of a k-sample extractor's samples (None: sample 0)."""
         key = (verdict_hash, extractor, sample_index or 0)
         rec = self._table.get(key)
+        if rec is None and key in self._failures:
+            raise ProviderError(self._failures[key])  # as the live call failed
         if rec is None:
             sample = f" sample {key[2]}" if sample_index is not None else ""
             raise ProviderError(

@@ -63,6 +63,7 @@ __all__ = [
     "run_lessons",
     "run_memory_entries",
     "run_processed_verdicts",
+    "run_provider_failures",
     "run_verdict_hashes",
     "summarize_runs",
     "update_run_config",
@@ -202,6 +203,15 @@ def recorded_completions(store: Store, extractor_id: str, *,
         "PARTITION BY verdict_hash, sample_index "
         "ORDER BY recorded_at, run_id NULLS FIRST, request_hash, text) = 1",
         [extractor_id]).df()
+
+
+def run_provider_failures(store: Store, run_id: str) -> pd.DataFrame:
+    """The provider errors of ``run_id`` (``verdict_hash, sample_index, message``, one
+    per failed call, sorted): the calls it paid for that left no recording, which a
+    replay of the run gives back as they were (:func:`~truss_lab.extract._batch.rerun`)."""
+    return store.sql(
+        "SELECT verdict_hash, sample_index, message FROM verdict_errors WHERE run_id = ? "
+        "AND stage = 'provider' ORDER BY verdict_hash, sample_index", [run_id]).df()
 
 
 
