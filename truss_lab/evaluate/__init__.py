@@ -29,8 +29,19 @@ if typing.TYPE_CHECKING:
         max_calibration_error,
         reliability_table,
     )
-    from ._choose import ThresholdChoice, choose_threshold, split_by_verdict, verdict_kfold
-    from ._compare import ComparisonResult, compare_extractors, mcnemar_exact
+    from ._choose import (
+        ThresholdChoice,
+        choose_threshold,
+        choose_threshold_ppi,
+        split_by_verdict,
+        verdict_kfold,
+    )
+    from ._compare import (
+        ComparisonResult,
+        compare_extractors,
+        compare_extractors_ppi,
+        mcnemar_exact,
+    )
     from ._frontier import Frontier, dominance, frontier
     from ._judges import (
         Judge,
@@ -107,8 +118,10 @@ __all__ = [
     "calibration_run",
     "choose_run_threshold",
     "choose_threshold",
+    "choose_threshold_ppi",
     "cohen_kappa",
     "compare_extractors",
+    "compare_extractors_ppi",
     "compare_runs",
     "dominance",
     "evaluate_run",

@@ -150,7 +150,7 @@ def weight_chunks(
 
 def bin_counts(
     y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_groups: int, thresholds_desc: np.ndarray,
-    judged: np.ndarray | None = None,
+    judged: np.ndarray | None = None, weights: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Per-verdict histogram over threshold bins: shape ``(n_groups, 2, T + 1)``, or
     ``(n_groups, 3, T + 1)`` with ``judged``.
@@ -160,6 +160,9 @@ def bin_counts(
     ``T``: kept at none; NaN salience lands there). ``[g, 0, j]`` counts the
     candidates of verdict g in bin j, ``[g, 1, j]`` the positive ones and
     ``[g, 2, j]`` the judged ones (those with a truth value).
+
+    ``weights`` = ``(w, written)`` (prediction-powered counts): kind 0 counts the
+    ``written`` rows only, kinds 1 and 2 sum each row's ``w``; the histogram is float.
     """
     n_t = len(thresholds_desc)
     k = 2 if judged is None else 3
@@ -167,6 +170,14 @@ def bin_counts(
     c[np.isnan(s)] = n_t
     flat = codes * (k * (n_t + 1)) + c
     size = n_groups * k * (n_t + 1)
+    if weights is not None:
+        w, written = weights
+        yb, jb = y.astype(bool), (np.ones(len(y), dtype=bool) if judged is None
+                                  else judged.astype(bool))
+        idx = np.concatenate([flat[written], flat[yb] + (n_t + 1), flat[jb] + 2 * (n_t + 1)])
+        wts = np.concatenate([np.ones(int(np.count_nonzero(written))), w[yb], w[jb]])
+        return np.bincount(idx, weights=wts, minlength=n_groups * 3 * (n_t + 1)).reshape(
+            n_groups, 3, n_t + 1)
     parts = [flat, flat[y.view(np.bool_)] + (n_t + 1)]
     if judged is not None:
         parts.append(flat[judged.view(np.bool_)] + 2 * (n_t + 1))
@@ -189,18 +200,22 @@ class WeightedCounter:
         flat = h.reshape(g, self.k * self.n_bins)
         total = float(flat.sum())
         self._f64 = flat.astype(np.float64)
-        self._f32 = flat.astype(np.float32) if total * _W_MAX_F32 < 2**24 else None
+        # Whole counts sum exactly (rounded back to int); weighted ones stay float64.
+        self._whole = h.dtype.kind in "iub"
+        self._f32 = (flat.astype(np.float32) if self._whole and total * _W_MAX_F32 < 2**24
+                     else None)
 
     def cumulative(self, w: np.ndarray) -> np.ndarray:
         """Shape ``(replicates, k, T + 1)``: ``[b, i, j]`` = replicate b's count of kind i
         in bins ``0..j``, i.e. kept at descending threshold ``j`` (``j = T``: the total).
-        Exact integers."""
+        Exact integers (floats for a weighted histogram)."""
         if self._f32 is not None and float(w.max(initial=0)) <= _W_MAX_F32:
             agg = w.astype(np.float32, copy=False) @ self._f32
         else:
             agg = w.astype(np.float64, copy=False) @ self._f64
-        agg = np.rint(agg).astype(np.int64).reshape(len(w), self.k, self.n_bins)
-        return np.cumsum(agg, axis=2)
+        if self._whole:
+            agg = np.rint(agg).astype(np.int64)
+        return np.cumsum(agg.reshape(len(w), self.k, self.n_bins), axis=2)
 
     def __call__(
         self, w: np.ndarray

@@ -32,8 +32,11 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
-from truss_lab.evaluate._choose import split_by_verdict
+from truss_lab.evaluate._bootstrap import percentile_interval, stream
+from truss_lab.evaluate._choose import draw_weights, split_by_verdict
+from truss_lab.evaluate._correction import run_correction
 from truss_lab.evaluate._label_report import fmt_number
+from truss_lab.evaluate._ppi import PPIData, correction_label, correction_of
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, as_labels, as_scores, check_lengths
 from truss_lab.evaluate._truth import DEFAULT_TIES, ReferenceTruth, Truth, whole_lessons
 from truss_lab.score._calibrators import IsotonicCalibrator, PlattCalibrator
@@ -247,7 +250,9 @@ class CalibrationReport:
     brier``; MCE is over bins of at least ``min_bin_count`` candidates.
     ``tables`` maps the same names to reliability tables (per-bin counts,
     Wilson intervals, ``enough``). ``fit_verdicts``/``eval_verdicts`` are the
-    two disjoint verdict sets; ``truth`` what the lessons were judged by.
+    two disjoint verdict sets; ``truth`` what the lessons were judged by and
+    ``correction`` how it was corrected (``none``, or ``ppi (...)``: see
+    :func:`calibration_run`).
     """
 
     run_id: str
@@ -263,10 +268,12 @@ class CalibrationReport:
     strategy: str = "uniform"
     min_bin_count: int = DEFAULT_MIN_BIN_COUNT
     truth: str = "labels"
+    correction: str = "none"
 
     def __repr__(self) -> str:
+        fixed = f", correction {self.correction!r}" if self.correction != "none" else ""
         lines = [f"CalibrationReport(run={self.run_id!r}, score={self.score!r}, "
-                 f"method={self.method!r}, truth={self.truth!r}, "
+                 f"method={self.method!r}, truth={self.truth!r}{fixed}, "
                  f"fit on {len(self.fit_verdicts)} verdicts, "
                  f"evaluated on {len(self.eval_verdicts)} held-out verdicts; "
                  f"MCE over bins of >= {self.min_bin_count} candidates)"]
@@ -314,6 +321,10 @@ def calibration_run(
     min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
     truth: str | Truth = "labels",
     references: Any = None,
+    correct: str = "auto",
+    match_labels: Any = None,
+    n_boot: int = 1000,
+    matcher: Any = None,
 ) -> CalibrationReport:
     """Reliability, ECE, MCE and Brier of a run's score before and after calibration.
 
@@ -328,27 +339,28 @@ def calibration_run(
     processed, as :func:`choose_run_threshold` splits them with the same seed.
     MCE leaves out bins of fewer than ``min_bin_count`` candidates (reported in
     the result and each table's ``attrs``). ``truth`` (labels, references,
-    judge:NAME) says what "useful" is: with references a lesson is useful when it
-    matched a reference, and the annotated verdicts the run processed are split.
+    judge:NAME) says what "useful" is: with references, matched a reference (by
+    ``matcher``; the annotated verdicts are split). ``correct`` as ``sweep_run`` takes
+    it: bins counted prediction-powered (:class:`_HeldOut`; ``n_boot`` replicates).
     """
-    if method not in ("isotonic", "platt", None):
-        raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
-                            field="method")
+    _check_method(method)
     whole_lessons(ties, "a calibrator fits 0/1 labels; it")
     t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    d, verdicts = _judged_scores(t, run_id, score, ties)
-    g = d["verdict_hash"].to_numpy(dtype=object)
-    y, s = d["y"].to_numpy(), d["s"].to_numpy()
-    train_idx, test_idx = split_by_verdict(g, test_size=test_size, random_state=random_state,
-                                           verdicts=verdicts)
+    fix = run_correction(store, t, t.judged(run_id, score=score, ties=ties, matcher=matcher),
+                         run_id, correct, score=score, ties=ties, labels=labels,
+                         match_labels=match_labels)
+    y, s, g, train_idx, test_idx = _split(t, run_id, score, ties, matcher, test_size,
+                                          random_state)
     fit_v = frozenset(str(v) for v in pd.unique(g[train_idx]))
     eval_v = frozenset(str(v) for v in pd.unique(g[test_idx]))
     rows: dict[str, dict[str, float]] = {}
     tables: dict[str, pd.DataFrame] = {}
-    s_te = s[test_idx]
-    if np.all((s_te >= 0) & (s_te <= 1)):
-        rows["before"], tables["before"] = _calib_row(y[test_idx], s_te, g[test_idx], n_bins,
-                                                      strategy, min_bin_count)
+    bins = {"n_bins": n_bins, "strategy": strategy, "min_bin_count": min_bin_count}
+    held = [fix and _HeldOut(fix, v, n_boot=n_boot, random_state=random_state)
+            for v in (eval_v, fit_v)]
+    if np.all((s[test_idx] >= 0) & (s[test_idx] <= 1)):
+        rows["before"], tables["before"] = _scored(held[0], y, s, g, test_idx,
+                                                   lambda x, _v: x, **bins)
     else:  # a raw score outside [0, 1] is not a probability: only its calibration is judged
         rows["before"] = dict.fromkeys(["verdicts", "candidates", "ece", "mce", "brier"], np.nan)
     cal: Any = None
@@ -356,16 +368,14 @@ def calibration_run(
         cal = (IsotonicCalibrator() if method == "isotonic" else PlattCalibrator())
         cal.fit(s[train_idx], y[train_idx], verdict_hash=g[train_idx])
         # The calibrator checks the verdicts itself: scoring a fitting verdict raises.
-        p = cal.predict(s_te, verdict_hash=g[test_idx])
-        rows["after"], tables["after"] = _calib_row(y[test_idx], p, g[test_idx], n_bins,
-                                                    strategy, min_bin_count)
+        rows["after"], tables["after"] = _scored(
+            held[0], y, s, g, test_idx, lambda x, v: cal.predict(x, verdict_hash=v), **bins)
         if allow_in_sample:
-            p_in = cal.predict(s[train_idx], verdict_hash=g[train_idx], allow_in_sample=True)
-            rows["after_in_sample"], tables["after_in_sample"] = _calib_row(
-                y[train_idx], p_in, g[train_idx], n_bins, strategy, min_bin_count)
-    summary = pd.DataFrame.from_dict(rows, orient="index")
-    summary = summary.astype({"verdicts": "Int64", "candidates": "Int64"})
-    summary.index.name = "scores"
+            rows["after_in_sample"], tables["after_in_sample"] = _scored(
+                held[1], y, s, g, train_idx,
+                lambda x, v: cal.predict(x, verdict_hash=v, allow_in_sample=True), **bins)
+    summary = pd.DataFrame.from_dict(rows, orient="index").astype(
+        {"verdicts": "Int64", "candidates": "Int64"}).rename_axis("scores")
     split = {"by": "verdict", "test_size": test_size, "random_state": random_state,
              "n_train_verdicts": len(fit_v), "n_test_verdicts": len(eval_v),
              "n_train_candidates": len(train_idx), "n_test_candidates": len(test_idx)}
@@ -373,15 +383,34 @@ def calibration_run(
         run_id=run_id, score=score, method=method, summary=summary, tables=tables,
         split=split, fit_verdicts=fit_v, eval_verdicts=eval_v, calibrator=cal,
         n_bins=n_bins, strategy=strategy, min_bin_count=min_bin_count, truth=t.name,
+        correction=correction_label(correction_of(fix)),
     )
 
 
-def _judged_scores(t: Truth, run_id: str, score: str, ties: str) -> tuple[pd.DataFrame, list]:
+def _check_method(method: Any) -> None:
+    if method not in ("isotonic", "platt", None):
+        raise BadInputError(f"method must be 'isotonic', 'platt' or None, got {method!r}",
+                            field="method")
+
+
+def _split(t: Truth, run_id: str, score: str, ties: str, matcher: Any, test_size: Any,
+           random_state: Any) -> tuple[np.ndarray, ...]:
+    """``(y, s, verdicts, train positions, held-out positions)`` of the candidates with a
+    truth and a score, split by verdict as the threshold choice splits them."""
+    d, verdicts = _judged_scores(t, run_id, score, ties, matcher)
+    g = d["verdict_hash"].to_numpy(dtype=object)
+    train_idx, test_idx = split_by_verdict(g, test_size=test_size, random_state=random_state,
+                                           verdicts=verdicts)
+    return d["y"].to_numpy(), d["s"].to_numpy(), g, train_idx, test_idx
+
+
+def _judged_scores(t: Truth, run_id: str, score: str, ties: str,
+                   matcher: Any = None) -> tuple[pd.DataFrame, list]:
     """``(rows, verdicts)``: the lessons of ``run_id`` with a truth and a score
     (``verdict_hash, y, s``) and every verdict the split is over (the processed
     ones, as the threshold choice splits them; with references the annotated ones)."""
     if t.kind == "references":
-        ref = t.judged(run_id, score=score)
+        ref = t.judged(run_id, score=score, matcher=matcher)
         assert isinstance(ref, ReferenceTruth)
         # Lessons only (a miss has no score); "useful" = matched a reference.
         d = ref.lessons.assign(judged=True)
@@ -393,3 +422,111 @@ def _judged_scores(t: Truth, run_id: str, score: str, ties: str) -> tuple[pd.Dat
     d = d[d["judged"].to_numpy(dtype=bool) & ~np.isnan(d["s"].to_numpy())].reset_index(
         drop=True)
     return d, verdicts
+
+
+def _scored(held: _HeldOut | None, y: np.ndarray, s: np.ndarray, g: np.ndarray,
+            idx: np.ndarray, p_of: Any, **bins: Any) -> tuple[dict[str, float], pd.DataFrame]:
+    """The summary row and reliability table of the probabilities ``p_of(scores,
+    verdicts)`` on the candidates ``idx``, or, corrected, on ``held``'s rows."""
+    if held is not None:
+        return held.row(p_of, **bins)
+    return _calib_row(y[idx], p_of(s[idx], g[idx]), g[idx], bins["n_bins"], bins["strategy"],
+                      bins["min_bin_count"])
+
+
+class _HeldOut:
+    """The held-out verdicts' rows of both truths, weighted as the prediction-powered
+    sweep weighs them (:func:`calibration_run` with a correction): candidates with a
+    score, the automated rows (``written``: the candidates themselves) and the people's
+    rows of the verdicts they answered for.
+
+    Each bin's count of useful lessons and of lessons with a truth are
+    prediction-powered (the sweep's formula over the held-out verdicts, each answered
+    verdict keeping its inclusion probability in the whole sample), ``observed_frequency``
+    their ratio (clipped to [0, 1]) with ``frequency_low``/``frequency_high`` from
+    ``n_boot`` bootstrap replicates that resample the held-out verdicts people answered
+    for and the others each among themselves (not Wilson's); ECE and MCE read those
+    frequencies, Brier is the corrected mean squared error. ``count`` and
+    ``mean_predicted`` are the candidates' own (exact). The calibrator is still fitted
+    on the automated truth of the training verdicts (isotonic and Platt fit 0/1 labels,
+    and people answered for few of them): the correction judges it, it does not fit it.
+    """
+
+    def __init__(self, data: PPIData, held_out: frozenset[str], *, n_boot: int,
+                 random_state: Any, confidence: float = 0.95) -> None:
+        keep = pd.Index(sorted(held_out), dtype=object)
+        code_a = keep.get_indexer(np.asarray(data.groups_auto, dtype=object))
+        code_h = keep.get_indexer(np.asarray(data.groups_human, dtype=object))
+        inv = np.zeros(len(keep))
+        at = keep.get_indexer(np.asarray(data.sampled, dtype=object))
+        inv[at[at >= 0]] = data.inv_pi[at >= 0]
+        # Rows with a score and a truth (as the uncorrected calibration takes them); a
+        # people's row without their truth weighs nothing.
+        on_a = (code_a >= 0) & ~np.isnan(data.s_auto) & data.judged_auto.astype(bool)
+        on_h = (code_h >= 0) & ~np.isnan(data.s_human)
+        self.codes = np.concatenate([code_a[on_a], code_h[on_h]])
+        self.s = np.concatenate([data.s_auto[on_a], data.s_human[on_h]])
+        self.y = np.concatenate([data.y_auto[on_a], data.y_human[on_h]]).astype(np.float64)
+        self.w = np.concatenate([1.0 - inv[code_a[on_a]],
+                                 inv[code_h[on_h]] * data.judged_human[on_h]])
+        self.written = np.arange(len(self.s)) < int(np.count_nonzero(on_a))
+        self.verdicts = keep.to_numpy(dtype=object)[self.codes]
+        self.n_verdicts, self.people = len(keep), inv > 0
+        self.n_boot, self.confidence = n_boot, confidence
+        self.rng_seed = random_state
+
+    def row(self, p_of: Any, n_bins: int, strategy: Any, min_bin_count: int
+            ) -> tuple[dict[str, float], pd.DataFrame]:
+        """The summary row and the reliability table of the probabilities ``p_of(s,
+        verdicts)`` gives, on corrected counts."""
+        p = np.asarray(p_of(self.s, self.verdicts), dtype=np.float64)
+        k = self.written
+        if strategy == "uniform":
+            edges = np.linspace(0.0, 1.0, n_bins + 1)
+        else:
+            edges = (np.percentile(p[k], np.linspace(0, 1, n_bins + 1) * 100) if k.any()
+                     else np.linspace(0.0, 1.0, n_bins + 1))
+        ids = np.searchsorted(edges[1:-1], p)
+        count = np.bincount(ids[k], minlength=n_bins)
+        total = np.bincount(ids[k], weights=p[k], minlength=n_bins)
+        # Per verdict and bin: the weighted lessons with a truth and the useful ones.
+        flat = self.codes * n_bins + ids
+        size = self.n_verdicts * n_bins
+        h = np.stack([np.bincount(flat, weights=self.w, minlength=size),
+                      np.bincount(flat, weights=self.w * self.y, minlength=size)]
+                     ).reshape(2, self.n_verdicts, n_bins).transpose(1, 0, 2)
+        judged, pos = h[:, 0, :].sum(axis=0), h[:, 1, :].sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean_pred = np.where(count > 0, total / count, np.nan)
+            freq = np.where((count > 0) & (judged > 0), np.clip(pos / judged, 0, 1), np.nan)
+        strata = [np.flatnonzero(self.people), np.flatnonzero(~self.people)]
+        reps = []
+        for wts in draw_weights(stream(self.rng_seed, "bootstrap"), self.n_boot, strata,
+                                self.n_verdicts):
+            j = wts.astype(np.float64) @ h[:, 0, :]
+            q = wts.astype(np.float64) @ h[:, 1, :]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                reps.append(np.where(j > 0, np.clip(q / j, 0, 1), np.nan))
+        low, high = percentile_interval(np.concatenate(reps), self.confidence)
+        empty = count == 0
+        table = pd.DataFrame({
+            "bin": np.arange(n_bins), "lower": edges[:-1], "upper": edges[1:],
+            "count": count.astype(np.int64), "n_positive": pos, "mean_predicted": mean_pred,
+            "observed_frequency": freq, "frequency_low": np.where(empty, np.nan, low),
+            "frequency_high": np.where(empty, np.nan, high),
+            "enough": count >= min_bin_count})
+        table.attrs.update(min_bin_count=min_bin_count, confidence=float(self.confidence))
+        n = count.sum()
+        full = table[table["count"] > 0]
+        gap = (full["observed_frequency"] - full["mean_predicted"]).abs()
+        big = table["enough"] & (table["count"] > 0)
+        ww = self.w
+        with np.errstate(divide="ignore", invalid="ignore"):
+            brier = float(np.sum(ww * (p - self.y) ** 2) / np.sum(ww)) if len(p) else np.nan
+        summary = {
+            "verdicts": float(len(pd.unique(self.verdicts[k]))), "candidates": float(n),
+            "ece": float((full["count"] / n * gap).sum()) if n else float("nan"),
+            "mce": float(gap[big[table["count"] > 0]].max()) if big.any() else float("nan"),
+            "brier": max(brier, 0.0),
+        }
+        return summary, table

@@ -71,6 +71,7 @@ from truss_lab.evaluate._objective import (
     Objective,
     make_objective,
 )
+from truss_lab.evaluate._ppi import PPIData, clip_metrics, ppi_bootstrap, ppi_data
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
     as_labels,
@@ -89,6 +90,7 @@ __all__ = [
     "boot_grid",
     "choice_intervals",
     "choose_threshold",
+    "choose_threshold_ppi",
     "draw_weights",
     "split_by_verdict",
     "verdict_kfold",
@@ -295,23 +297,28 @@ def draw_weights(
 
 
 def _fixed_counts(y: np.ndarray, s: np.ndarray, jm: np.ndarray, codes: np.ndarray,
-                  n_verdicts: int, sides: Sequence[Side]) -> np.ndarray:
+                  n_verdicts: int, sides: Sequence[Side],
+                  weights: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Per verdict: held-out ``kept, tp, judged, n, n_pos, times held out`` at each
-    side's own threshold, summed over sides (shape ``(verdicts, 6)``)."""
+    side's own threshold, summed over sides (shape ``(verdicts, 6)``). ``weights``:
+    ``(truth weight, written)`` per row of a prediction-powered choice (see
+    :func:`choice_intervals`)."""
     out = np.zeros((n_verdicts, 6))
-    yb, jb = y.astype(bool), jm.astype(bool)
+    w, k = (np.ones(len(y)), np.ones(len(y), dtype=bool)) if weights is None else weights
+    yw, jw = y * w, jm * w
     with np.errstate(invalid="ignore"):
         for side in sides:
             on = side.test[codes]
             kept = on & (s >= side.threshold)  # NaN salience or threshold: never kept
-            for i, mask in enumerate((kept, kept & yb, kept & jb, on, on & yb)):
-                out[:, i] += np.bincount(codes, weights=mask, minlength=n_verdicts)
+            for i, x in enumerate((kept & k, kept * yw, kept * jw, on & k, on * yw)):
+                out[:, i] += np.bincount(codes, weights=x, minlength=n_verdicts)
             out[:, 5] += side.test
     return out
 
 
-def _metrics(c: np.ndarray) -> dict[str, np.ndarray]:
-    return metrics_from_counts(c[:, 0], c[:, 1], c[:, 3], c[:, 4], c[:, 5], c[:, 2])
+def _metrics(c: np.ndarray, clip: bool = False) -> dict[str, np.ndarray]:
+    m = metrics_from_counts(c[:, 0], c[:, 1], c[:, 3], c[:, 4], c[:, 5], c[:, 2])
+    return clip_metrics(m, c[:, 4]) if clip else m
 
 
 def _table(threshold: float, point: dict[str, float], reps: dict[str, list[np.ndarray]],
@@ -328,6 +335,7 @@ def choice_intervals(
     y: np.ndarray, s: np.ndarray, jm: np.ndarray, codes: np.ndarray, n_verdicts: int, *,
     sides: Sequence[Side], strata: Sequence[np.ndarray], obj: Objective, threshold: float,
     point: dict[str, float], n_boot: int, confidence: float, rng: np.random.Generator,
+    weights: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(fixed, procedure)``: one-row tables (``threshold``, each metric of
     :data:`~truss_lab.evaluate._bootstrap.BOOT_METRICS` with ``_low``/``_high``).
@@ -335,14 +343,20 @@ def choice_intervals(
     ``y`` (positives, already 0 where unjudged), ``s`` (NaN: never kept), ``jm``
     (judged) and ``codes`` (verdict position of each candidate) describe the
     candidates; ``point`` holds the held-out values shown beside the bounds.
+    ``weights`` = ``(w, written)`` makes the counts prediction-powered
+    (:func:`choose_threshold_ppi`): a row's truth counts (tp, judged, positives) weigh
+    ``w`` and only ``written`` rows count as kept (the people's rows are not).
     """
-    grid_desc = boot_grid(s, [side.threshold for side in sides], obj)[::-1].copy()
-    counter = WeightedCounter(bin_counts(y, s, codes, n_verdicts, grid_desc, judged=jm))
-    fixed = _fixed_counts(y, s, jm, codes, n_verdicts, sides)
+    clip = weights is not None
+    grid_desc = boot_grid(s if weights is None else s[weights[1]],
+                          [side.threshold for side in sides], obj)[::-1].copy()
+    counter = WeightedCounter(bin_counts(y, s, codes, n_verdicts, grid_desc, judged=jm,
+                                         weights=weights))
+    fixed = _fixed_counts(y, s, jm, codes, n_verdicts, sides, weights)
     reps_f: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
     reps_p: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
     for w in draw_weights(rng, n_boot, strata, n_verdicts):
-        mf = _metrics(w.astype(np.float64) @ fixed)
+        mf = _metrics(w.astype(np.float64) @ fixed, clip)
         acc = np.zeros((len(w), 6))
         ok = np.ones(len(w), dtype=bool)
         for side in sides:
@@ -355,7 +369,7 @@ def choice_intervals(
             acc[:, 3] += te.n[:, 0]
             acc[:, 4] += te.n_pos[:, 0]
             acc[:, 5] += te.n_verdicts[:, 0]
-        mp = _metrics(acc)
+        mp = _metrics(acc, clip)
         for m in BOOT_METRICS:
             reps_f[m].append(mf[m])
             reps_p[m].append(np.where(ok, mp[m], np.nan))  # a side chose nothing: undefined
@@ -448,12 +462,22 @@ def verdict_kfold(
 
 
 class _Data:
-    """The candidates of a choice: positives (0 where unjudged), scores, judged, verdicts."""
+    """The candidates of a choice: positives (0 where unjudged), scores, judged, verdicts.
+
+    A prediction-powered choice (:meth:`of_ppi`) also has per row a truth weight ``w``
+    (tp, judged and positives sum it) and ``written`` (the rows the gate writes: kept,
+    candidates; a people's row is not one), and per verdict ``people`` (people answered
+    for it: the bootstraps resample those among themselves). Without them every count is
+    whole and the metrics are :func:`~truss_lab.evaluate._sweep.sweep`'s."""
 
     def __init__(self, y: np.ndarray, s: np.ndarray, jm: np.ndarray, codes: np.ndarray,
-                 n_verdicts: int) -> None:
+                 n_verdicts: int, *, w: np.ndarray | None = None,
+                 written: np.ndarray | None = None, people: np.ndarray | None = None,
+                 ppi: PPIData | None = None) -> None:
         self.y, self.s, self.jm, self.codes, self.n_verdicts = y, s, jm, codes, n_verdicts
         self.all_judged = bool(jm.all())
+        self.w, self.written, self.people, self.ppi = w, written, people, ppi
+        self.vlist: np.ndarray | None = None  # the verdicts, with a correction
 
     @classmethod
     def of(cls, y_true: Any, salience: Any, groups: Any, judged: Any, verdicts: Any) -> _Data:
@@ -465,44 +489,110 @@ class _Data:
         codes, vlist = verdict_codes(groups, verdicts)
         return cls(y & jm, s, jm, codes, len(vlist))  # an unjudged candidate is never a positive
 
+    @classmethod
+    def of_ppi(cls, data: PPIData, verdicts: Any) -> _Data:
+        """The automated rows of every verdict stacked on the people's rows of the sampled
+        ones, weighted as :func:`~truss_lab.evaluate._ppi.ppi_sweep` weighs them (lam = 1):
+        an automated row 1 - 1/pi_v on a sampled verdict (1 elsewhere), a people's row
+        1/pi_v. Verdicts in the order of ``verdicts`` (default: the population's)."""
+        order = data.verdicts if verdicts is None else verdicts
+        codes, vlist = verdict_codes(np.concatenate([data.groups_auto, data.groups_human]),
+                                     pd.unique(np.concatenate([
+                                         np.asarray(list(order), dtype=object),
+                                         data.verdicts])))
+        inv = np.zeros(len(vlist))
+        inv[pd.Index(vlist, dtype=object).get_indexer(data.sampled)] = data.inv_pi
+        n_a = len(data.y_auto)
+        w = np.concatenate([1.0 - inv[codes[:n_a]], inv[codes[n_a:]]])
+        written = np.zeros(len(codes), dtype=bool)
+        written[:n_a] = True
+        out = cls(np.concatenate([data.y_auto, data.y_human]),
+                  np.concatenate([data.s_auto, data.s_human]),
+                  np.concatenate([data.judged_auto, data.judged_human]), codes, len(vlist),
+                  w=w, written=written, people=inv > 0, ppi=data)
+        out.vlist = np.asarray(vlist, dtype=object)
+        return out
+
     def on(self, verdict_mask: np.ndarray) -> tuple[np.ndarray, int]:
         """Positions of the candidates of the masked verdicts, and how many verdicts."""
         return np.flatnonzero(verdict_mask[self.codes]), int(verdict_mask.sum())
 
+    def n_rows(self, idx: np.ndarray) -> int:
+        """Candidates among ``idx`` (rows the gate writes: not a people's row)."""
+        return len(idx) if self.written is None else int(np.count_nonzero(self.written[idx]))
+
+    def n_pos(self, idx: np.ndarray) -> float:
+        """Positives among ``idx`` (weighted: prediction-powered)."""
+        if self.w is None:
+            return int(np.count_nonzero(self.y[idx]))
+        return float(np.sum(self.y[idx] * self.w[idx]))
+
+    def _weighted(self, idx: np.ndarray, thr_desc: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(kept, tp, judged)`` of ``idx`` at each descending threshold (weighted)."""
+        assert self.w is not None and self.written is not None
+        s, w, wr = self.s[idx], self.w[idx], self.written[idx]
+        n_t = len(thr_desc)
+        b = n_t - np.searchsorted(thr_desc[::-1], s, side="right")
+        b[np.isnan(s)] = n_t
+
+        def cum(x: np.ndarray) -> np.ndarray:
+            return np.cumsum(np.bincount(b, weights=x, minlength=n_t + 1))[:n_t]
+
+        return cum(wr.astype(np.float64)), cum(self.y[idx] * w), cum(self.jm[idx] * w)
+
     def choose(self, idx: np.ndarray, n_verdicts: int, obj: Objective) -> float:
         """The objective's threshold among the distinct saliences of ``idx`` (NaN: none)."""
         y, s = self.y[idx], self.s[idx]
-        thr, kept, tp = distinct_counts(y, s)
-        judged = kept if self.all_judged else threshold_counts(self.jm[idx], s, thr)[1]
+        if self.w is None:
+            thr, kept, tp = distinct_counts(y, s)
+            judged = kept if self.all_judged else threshold_counts(self.jm[idx], s, thr)[1]
+        else:
+            mine = s[self.written[idx]] if self.written is not None else s
+            thr = np.unique(mine[~np.isnan(mine)])[::-1]
+            kept, tp, judged = self._weighted(idx, thr)
         if obj.considers_nothing:  # first: the highest threshold, so it wins ties
             thr, kept, tp, judged = (np.concatenate([[v], a]) for v, a in (
                 (KEEP_NOTHING, thr), (0, kept), (0, tp), (0, judged)))
-        best = int(obj.best_index(kept, tp, int(np.count_nonzero(y)), n_verdicts, judged))
+        best = int(obj.best_index(kept, tp, self.n_pos(idx), n_verdicts, judged))
         return float(thr[best]) if best >= 0 else float("nan")
 
     def at(self, idx: np.ndarray, n_verdicts: int, threshold: float) -> dict[str, float]:
         """Sweep metrics of ``idx`` at one threshold (NaN threshold: every metric NaN;
         :data:`KEEP_NOTHING`: the counts of keeping nothing)."""
         t = threshold if not np.isnan(threshold) else np.inf
-        with warnings.catch_warnings():
-            # Degenerate sides warn once, from choose_threshold, with the side named.
-            warnings.simplefilter("ignore", UndefinedMetricWarning)
-            df = sweep(self.y[idx], self.s[idx], thresholds=[t], snap=False,
-                       judged=None if self.all_judged else self.jm[idx], n_verdicts=n_verdicts)
-        row = {k: float(df[k].iloc[0]) for k in _METRICS if k in df.columns}
+        if self.w is not None:
+            kept, tp, judged = (float(x[0]) for x in self._weighted(idx, np.array([t])))
+            n_pos = self.n_pos(idx)
+            m = clip_metrics(metrics_from_counts(np.array([kept]), np.array([tp]),
+                                                 self.n_rows(idx), n_pos, n_verdicts,
+                                                 np.array([judged])), n_pos)
+            row = {"threshold": t, "kept": kept, "tp": tp, "fp": judged - tp,
+                   "fn": n_pos - tp, **{k: float(v[0]) for k, v in m.items()}}
+        else:
+            with warnings.catch_warnings():
+                # Degenerate sides warn once, from choose_threshold, with the side named.
+                warnings.simplefilter("ignore", UndefinedMetricWarning)
+                df = sweep(self.y[idx], self.s[idx], thresholds=[t], snap=False,
+                           judged=None if self.all_judged else self.jm[idx],
+                           n_verdicts=n_verdicts)
+            row = {k: float(df[k].iloc[0]) for k in _METRICS if k in df.columns}
         if np.isnan(threshold):
             row = {k: (np.nan if k != "threshold" else threshold) for k in row}
         return row
 
 
-def _pooled(rows: list[dict[str, float]], n: int, n_pos: int, n_verdicts: int,
-            threshold: float) -> dict[str, float]:
-    """Out-of-fold metrics: the folds' counts summed, then divided (never averaged ratios)."""
+def _pooled(rows: list[dict[str, float]], n: int, n_pos: float, n_verdicts: int,
+            threshold: float, clip: bool = False) -> dict[str, float]:
+    """Out-of-fold metrics: the folds' counts summed, then divided (never averaged ratios);
+    ``clip``: prediction-powered counts (ratios clipped to [0, 1])."""
     if any(np.isnan(r["threshold"]) for r in rows):
         return {k: (threshold if k == "threshold" else np.nan) for k in _METRICS}
     kept, tp, fp = (sum(r[k] for r in rows) for k in ("kept", "tp", "fp"))
     m = metrics_from_counts(np.array(kept), np.array(tp), n, n_pos, n_verdicts,
                             np.array(tp + fp))
+    if clip:
+        m = clip_metrics(m, n_pos)
     out = {"threshold": threshold, "kept": kept, "tp": tp, "fp": fp, "fn": n_pos - tp}
     out.update({k: float(v) for k, v in m.items()})
     return {k: out[k] for k in _METRICS}
@@ -547,24 +637,75 @@ def choose_threshold(
     If no threshold satisfies the objective, warns and returns NaN metrics.
     """
     obj = make_objective(objective, **objective_options)
+    data = _Data.of(y_true, salience, groups, judged, verdicts)
+    return _choose(data, obj, test_size=test_size, cv=cv, cv_repeats=cv_repeats,
+                   random_state=random_state, n_boot=n_boot, confidence=confidence)
+
+
+def choose_threshold_ppi(
+    data: PPIData,
+    *,
+    objective: str | Objective = DEFAULT_OBJECTIVE,
+    verdicts: Any = None,
+    test_size: float | int = 0.3,
+    cv: int | None = None,
+    cv_repeats: int = 1,
+    random_state: Any = 0,
+    n_boot: int = 0,
+    confidence: float = 0.95,
+) -> ThresholdChoice:
+    """:func:`choose_threshold` on prediction-powered counts
+    (:func:`~truss_lab.evaluate._ppi.ppi_sweep`'s, lam = 1): the automated truth of
+    every verdict corrected by the people's answers (``data``:
+    :func:`~truss_lab.evaluate._ppi.ppi_data`).
+
+    The same rules, on corrected counts: the threshold maximises the objective on the
+    corrected tp, judged and positives (kept is exact) among the distinct automated
+    scores; the split or folds are drawn over the verdicts in the order ``verdicts``
+    gives (default the population's) exactly as the uncorrected choice draws them, so
+    where people agree with the automated truth the choice is the uncorrected one. A
+    side (training verdicts, a fold) is corrected by the people's answers on its own
+    verdicts, each weighed by its inclusion probability in the whole sample (domain
+    estimation: a fold's corrected count is unbiased for the people's count over the
+    fold, and the folds' counts add up to the whole corrected count); a side with no
+    people's answer is the automated count. Held-out metrics are the corrected counts
+    of the held-out verdicts (pooled over folds), clipped to [0, 1]. Intervals resample
+    the verdicts people answered for and the others each among themselves (within each
+    side's strata): the choice's by :func:`~truss_lab.evaluate._ppi.ppi_bootstrap`.
+    """
+    obj = make_objective(objective)
+    return _choose(_Data.of_ppi(data, verdicts), obj, test_size=test_size, cv=cv,
+                   cv_repeats=cv_repeats, random_state=random_state, n_boot=n_boot,
+                   confidence=confidence)
+
+
+def _choose(data: _Data, obj: Objective, *, test_size: float | int, cv: int | None,
+            cv_repeats: int, random_state: Any, n_boot: int, confidence: float
+            ) -> ThresholdChoice:
+    """The body of :func:`choose_threshold` and :func:`choose_threshold_ppi`."""
     if n_boot:
         check_boot(n_boot, confidence)
-    data = _Data.of(y_true, salience, groups, judged, verdicts)
-    y, n_v = data.y, data.n_verdicts
+    n_v = data.n_verdicts
+    every = np.arange(len(data.y))
     streams = seed_streams(random_state)
     sides_masks, strata = _side_masks(n_v, test_size, cv, cv_repeats, streams)
+    if data.people is not None:  # the people's verdicts and the others, each among themselves
+        strata = [part for st in strata for part in (st[data.people[st]],
+                                                      st[~data.people[st]])]
     sides, rows, fold_rows = _choose_sides(data, sides_masks, obj, cv)
     if cv is None:
         chosen, train, test, split, fit_idx = _one_split(data, sides_masks[0], sides[0],
                                                          rows[0], test_size, random_state)
     else:
-        fit_idx = np.arange(len(y))
+        fit_idx = every
         chosen = data.choose(fit_idx, n_v, obj)
         train = data.at(fit_idx, n_v, chosen)
-        test = _pooled(rows, len(y) * cv_repeats, int(np.count_nonzero(y)) * cv_repeats,
-                       n_v * cv_repeats, chosen)
+        test = _pooled(rows, data.n_rows(every) * cv_repeats,
+                       data.n_pos(every) * cv_repeats, n_v * cv_repeats, chosen,
+                       clip=data.w is not None)
         split = {"by": "verdict", "cv": int(cv), "cv_repeats": int(cv_repeats),
-                 "random_state": random_state, "n_verdicts": n_v, "n_candidates": len(y),
+                 "random_state": random_state, "n_verdicts": n_v,
+                 "n_candidates": data.n_rows(every),
                  "n_train_verdicts": n_v, "n_test_verdicts": n_v}
     _warn_undefined(data, obj, chosen, sides, fit_idx, sides_masks)
     boot = test_intervals = procedure_intervals = threshold_interval = None
@@ -614,7 +755,7 @@ def _one_split(data: _Data, masks: tuple[np.ndarray, np.ndarray], side: Side,
     split: dict[str, Any] = {
         "by": "verdict", "test_size": test_size, "random_state": random_state,
         "n_train_verdicts": n_tr, "n_test_verdicts": n_te,
-        "n_train_candidates": len(tr_idx), "n_test_candidates": len(te_idx)}
+        "n_train_candidates": data.n_rows(tr_idx), "n_test_candidates": data.n_rows(te_idx)}
     return side.threshold, data.at(tr_idx, n_tr, side.threshold), held_out, split, tr_idx
 
 
@@ -666,16 +807,46 @@ def _intervals(data: _Data, obj: Objective, chosen: float, test: dict[str, float
     """``(bootstrap of the fitting verdicts, held-out intervals with the threshold
     fixed, with the choice re-made)`` of a choice (see :func:`choice_intervals`)."""
     y, s, jm, codes = data.y, data.s, data.jm, data.codes
+    weights = None if data.w is None or data.written is None else (data.w, data.written)
+    fit_ppi = _fit_ppi(data, fit_verdicts)
+    if weights is not None:  # the people's rows, the automated rows' duplicates, aside
+        fit_idx = fit_idx[data.written[fit_idx]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        boot = bootstrap_metrics(
-            y[fit_idx], s[fit_idx], codes[fit_idx],
-            thresholds=boot_grid(s[fit_idx], [chosen], obj),
-            n_boot=n_boot, confidence=confidence, random_state=streams["choice"],
-            objective=obj, judged=jm[fit_idx], verdicts=fit_verdicts,
-        )
+        grid = boot_grid(s[fit_idx], [chosen], obj)
+        if fit_ppi is not None:
+            boot = ppi_bootstrap(fit_ppi, thresholds=grid, n_boot=n_boot,
+                                 confidence=confidence, random_state=streams["choice"],
+                                 objective=obj)
+        else:  # uncorrected, or no people's answer among the training verdicts
+            boot = bootstrap_metrics(
+                y[fit_idx], s[fit_idx], codes[fit_idx], thresholds=grid,
+                n_boot=n_boot, confidence=confidence, random_state=streams["choice"],
+                objective=obj, judged=jm[fit_idx], verdicts=fit_verdicts,
+            )
         test_intervals, procedure_intervals = choice_intervals(
             y, s, jm, codes, data.n_verdicts, sides=sides, strata=strata, obj=obj,
             threshold=chosen, point=test, n_boot=n_boot, confidence=confidence,
-            rng=streams["bootstrap"])
+            rng=streams["bootstrap"], weights=weights)
     return boot, test_intervals, procedure_intervals
+
+
+def _fit_ppi(data: _Data, fit_verdicts: np.ndarray) -> PPIData | None:
+    """The people's correction restricted to the training verdicts (positions), each
+    sampled verdict keeping its inclusion probability (domain estimation); None without
+    a correction or when people answered for none of them."""
+    p = data.ppi
+    if p is None or data.vlist is None:
+        return None
+    if len(fit_verdicts) == data.n_verdicts:
+        return p
+    keep = pd.Index(data.vlist[fit_verdicts], dtype=object)
+    sampled = pd.Index(p.sampled, dtype=object).isin(keep)
+    if not sampled.any():
+        return None
+    a = pd.Index(p.groups_auto, dtype=object).isin(keep)
+    h = pd.Index(p.groups_human, dtype=object).isin(keep)
+    return ppi_data(p.y_auto[a], p.s_auto[a], p.groups_auto[a], p.y_human[h], p.s_human[h],
+                    p.groups_human[h], judged_auto=p.judged_auto[a],
+                    judged_human=p.judged_human[h], verdicts=np.asarray(keep, dtype=object),
+                    sampled=p.sampled[sampled], inclusion_probability=1.0 / p.inv_pi[sampled])

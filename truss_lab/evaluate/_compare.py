@@ -41,9 +41,11 @@ from truss_lab.evaluate._bootstrap import (
     percentile_interval,
     weight_chunks,
 )
+from truss_lab.evaluate._choose import draw_weights
+from truss_lab.evaluate._ppi import PPIData, clip_metrics
 from truss_lab.evaluate._sweep import as_labels, as_scores, metrics_from_counts, snap_thresholds
 
-__all__ = ["ComparisonResult", "compare_extractors", "mcnemar_exact"]
+__all__ = ["ComparisonResult", "compare_extractors", "compare_extractors_ppi", "mcnemar_exact"]
 
 #: Metrics whose difference (b - a) gets a paired-bootstrap interval.
 DELTA_METRICS = ("precision", "recall", "f1", "kept_per_verdict")
@@ -114,6 +116,9 @@ class ComparisonResult:
     verdicts), ``mcnemar_p`` (exact two-sided) and, last, each run's own interval
     from the same replicates, ``m_a_low``/``m_a_high`` and ``m_b_low``/``m_b_high``.
     ``only_in_a``/``only_in_b`` hold the hashes of verdicts present in one run only.
+    ``correction`` names the correction of the automated truth (``none``, or ``ppi (...)``:
+    :func:`compare_extractors_ppi`) and ``people_verdicts`` how many verdicts people
+    answered for in each run.
     """
 
     table: pd.DataFrame
@@ -125,13 +130,16 @@ class ComparisonResult:
     confidence: float = 0.95
     random_state: Any = 0
     outcome: str = OUTCOME
+    correction: str = "none"
+    people_verdicts: tuple[int, int] = (0, 0)
 
     def __repr__(self) -> str:
         a, b = self.names
         lines = [
             f"ComparisonResult({a!r} vs {b!r}: {self.n_common} common verdicts, "
             f"{len(self.only_in_a)} only in {a!r}, {len(self.only_in_b)} only in {b!r}; "
-            f"n_boot={self.n_boot}, confidence={self.confidence})"
+            f"n_boot={self.n_boot}, confidence={self.confidence}"
+            + (f"; correction {self.correction})" if self.correction != "none" else ")")
         ]
         for _, r in self.table.iterrows():
             lines.append(
@@ -223,7 +231,7 @@ def compare_extractors(
 
     success = [_verdict_success(h, t_order) for h, t_order in hs]
     return ComparisonResult(
-        table=_table(t_a, t_b, point, deltas, success, confidence, sides),
+        table=_table(t_a, t_b, point, deltas, _outcomes(*success), confidence, sides),
         names=(str(names[0]), str(names[1])),
         n_common=g,
         only_in_a=[str(h) for h in only_a],
@@ -276,12 +284,19 @@ def _verdict_success(h: np.ndarray, t_order: np.ndarray) -> np.ndarray:
     return (judged == tp) & ((tp >= 1) | silent)
 
 
+def _outcomes(success_a: np.ndarray, success_b: np.ndarray) -> dict[str, np.ndarray]:
+    """Per threshold pair: verdicts each run gets right and the discordant ones (from
+    per-verdict ``(verdicts, thresholds)`` outcomes)."""
+    return {"success_a": np.count_nonzero(success_a, axis=0),
+            "success_b": np.count_nonzero(success_b, axis=0),
+            "a_only": np.count_nonzero(success_a & ~success_b, axis=0),
+            "b_only": np.count_nonzero(~success_a & success_b, axis=0)}
+
+
 def _table(t_a: np.ndarray, t_b: np.ndarray, point: dict[str, dict[str, np.ndarray]],
-           deltas: dict[str, list[np.ndarray]], success: list[np.ndarray],
+           deltas: dict[str, list[np.ndarray]], outcomes: dict[str, np.ndarray],
            confidence: float, sides: dict[str, list[np.ndarray]]) -> pd.DataFrame:
     """The :attr:`ComparisonResult.table`: one row per threshold pair."""
-    a_only = np.count_nonzero(success[0] & ~success[1], axis=0)
-    b_only = np.count_nonzero(~success[0] & success[1], axis=0)
     cols: dict[str, Any] = {"threshold_a": t_a, "threshold_b": t_b}
     for m in DELTA_METRICS:
         cols[f"{m}_a"] = point["a"][m][0]
@@ -299,9 +314,111 @@ def _table(t_a: np.ndarray, t_b: np.ndarray, point: dict[str, dict[str, np.ndarr
         else:
             lo = hi = np.full(len(t_a), np.nan)
         cols[f"{key}_low"], cols[f"{key}_high"] = lo, hi
-    cols["success_a"] = np.count_nonzero(success[0], axis=0)
-    cols["success_b"] = np.count_nonzero(success[1], axis=0)
-    cols["a_only"] = a_only
-    cols["b_only"] = b_only
-    cols["mcnemar_p"] = [mcnemar_exact(int(x), int(y)) for x, y in zip(a_only, b_only, strict=True)]
+    cols.update(outcomes)
+    cols["mcnemar_p"] = [mcnemar_exact(int(x), int(y))
+                         for x, y in zip(outcomes["a_only"], outcomes["b_only"], strict=True)]
     return pd.DataFrame(cols)
+
+
+def compare_extractors_ppi(
+    a: PPIData,
+    b: PPIData,
+    *,
+    threshold: Any,
+    threshold_b: Any = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    random_state: Any = 0,
+    names: tuple[str, str] = ("a", "b"),
+) -> ComparisonResult:
+    """:func:`compare_extractors` on prediction-powered counts: each run's automated truth
+    corrected by the people's answers on its lessons (``a``, ``b``:
+    :func:`~truss_lab.evaluate._ppi.ppi_data`, lam = 1), on the verdicts of both
+    populations.
+
+    Precision, recall, F1 and kept per verdict of each run and their differences are
+    those of :func:`~truss_lab.evaluate._ppi.ppi_sweep` over the common verdicts
+    (clipped to [0, 1]); the paired bootstrap gives both runs the same verdict weights
+    and resamples, among themselves, the verdicts people answered for in both runs, in
+    A's only, in B's only and in neither. ``success_a`` / ``success_b`` are
+    prediction-powered counts of the verdicts each run gets right (fractional);
+    ``a_only``, ``b_only`` and ``mcnemar_p`` are the exact McNemar test on the verdicts
+    people answered for in both runs, by the people's truth (a random sample of
+    verdicts, so the test holds for them; the automated truth does not enter it).
+    Where people answered for every common verdict (pi = 1) and agree with the
+    automated truth, every number is :func:`compare_extractors`'s.
+    """
+    check_boot(n_boot, confidence)
+    va, vb = set(map(str, a.verdicts)), set(map(str, b.verdicts))
+    index = pd.Index(np.array(sorted(va & vb), dtype=object))
+    only_a, only_b, g = sorted(va - vb), sorted(vb - va), len(index)
+    t_a, t_b = _threshold_pair(threshold, threshold_b, a.s_auto, b.s_auto)
+    runs = [_ppi_binned(index, g, d, t) for d, t in ((a, t_a), (b, t_b))]
+    counter = WeightedCounter(np.concatenate([runs[0]["h"], runs[1]["h"]], axis=1))
+
+    def counts(w: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+        cs = counter.cumulative(w)
+        out = {}
+        for side, off in (("a", 0), ("b", 3)):
+            back = runs[off // 3]["back"]
+            kept, tp, judged = (cs[:, off + i, :-1][:, back] for i in range(3))
+            n_pos = cs[:, off + 1, -1:]
+            m = metrics_from_counts(kept, tp, cs[:, off, -1:], n_pos, g, judged)
+            out[side] = clip_metrics(m, n_pos)
+        return out
+
+    point = counts(np.ones((1, g)))
+    deltas: dict[str, list[np.ndarray]] = {m: [] for m in DELTA_METRICS}
+    sides: dict[str, list[np.ndarray]] = {f"{m}_{x}": [] for m in DELTA_METRICS for x in "ab"}
+    people_a, people_b = runs[0]["inv"] > 0, runs[1]["inv"] > 0
+    strata = [np.flatnonzero(people_a & people_b), np.flatnonzero(people_a & ~people_b),
+              np.flatnonzero(~people_a & people_b), np.flatnonzero(~people_a & ~people_b)]
+    if g:
+        for w in draw_weights(as_rng(random_state), n_boot, strata, g):
+            rep = counts(w)
+            for m in DELTA_METRICS:
+                deltas[m].append(rep["b"][m] - rep["a"][m])
+                sides[f"{m}_a"].append(rep["a"][m])
+                sides[f"{m}_b"].append(rep["b"][m])
+    both = people_a & people_b
+    outcomes = _outcomes(runs[0]["people"][both], runs[1]["people"][both])
+    for key, run in (("success_a", runs[0]), ("success_b", runs[1])):
+        inv = run["inv"][:, None]
+        outcomes[key] = (run["auto"].sum(axis=0) + ((run["people"].astype(np.float64)
+                         - run["auto"]) * inv)[inv[:, 0] > 0].sum(axis=0))
+    return ComparisonResult(
+        table=_table(t_a, t_b, point, deltas, outcomes, confidence, sides),
+        names=(str(names[0]), str(names[1])), n_common=g,
+        only_in_a=[str(h) for h in only_a], only_in_b=[str(h) for h in only_b],
+        n_boot=int(n_boot), confidence=float(confidence),
+        random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
+    )
+
+
+def _ppi_binned(index: pd.Index, g: int, data: PPIData, t: np.ndarray) -> dict[str, Any]:
+    """One run's prediction-powered bins on the common verdicts ``index``: ``h`` the
+    weighted histogram (written rows, weighted positives, weighted judged), ``back`` each
+    input threshold's sorted position, ``inv`` per verdict 1 / its inclusion probability
+    (0: not answered), ``auto`` / ``people`` the per-verdict outcomes by either truth."""
+    t_order = np.argsort(-t, kind="stable")
+    back = np.empty_like(t_order)
+    back[t_order] = np.arange(len(t_order))
+    inv = np.zeros(g)
+    at = index.get_indexer(np.asarray(data.sampled, dtype=object))
+    inv[at[at >= 0]] = data.inv_pi[at >= 0]
+    ca = index.get_indexer(np.asarray(data.groups_auto, dtype=object)).astype(np.int64)
+    ch = index.get_indexer(np.asarray(data.groups_human, dtype=object)).astype(np.int64)
+    ka, kh = ca >= 0, ch >= 0
+    y = np.concatenate([data.y_auto[ka], data.y_human[kh]])
+    s = np.concatenate([data.s_auto[ka], data.s_human[kh]])
+    j = np.concatenate([data.judged_auto[ka], data.judged_human[kh]])
+    codes = np.concatenate([ca[ka], ch[kh]])
+    w = np.concatenate([1.0 - inv[ca[ka]], inv[ch[kh]]])
+    written = np.arange(len(y)) < int(np.count_nonzero(ka))
+    grid = t[t_order]
+    h = bin_counts(y, s, codes, g, grid, judged=j, weights=(w, written))
+    auto = _verdict_success(bin_counts(data.y_auto[ka], data.s_auto[ka], ca[ka], g, grid,
+                                       judged=data.judged_auto[ka]), t_order)
+    people = _verdict_success(bin_counts(data.y_human[kh], data.s_human[kh], ch[kh], g, grid,
+                                         judged=data.judged_human[kh]), t_order)
+    return {"h": h, "back": back, "inv": inv, "auto": auto, "people": people}

@@ -15,7 +15,7 @@ used to live). Text and plots of the results are the faces' job
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -27,20 +27,18 @@ from ..store._runs import run_info
 from ..store._store import Store
 from ._bootstrap import BootstrapResult, bootstrap_metrics
 from ._calibration import CalibrationReport, calibration_run
-from ._choose import ThresholdChoice, choose_threshold
-from ._compare import ComparisonResult, compare_extractors
+from ._choose import ThresholdChoice, choose_threshold, choose_threshold_ppi
+from ._compare import ComparisonResult, compare_extractors, compare_extractors_ppi
+from ._correction import run_correction
 from ._label_report import LabelReport, label_report
-from ._matches import people_matches
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._ppi import (
     PPIData,
     check_correct,
     correction_label,
     correction_of,
-    labels_ppi,
     ppi_bootstrap,
     ppi_sweep,
-    reference_ppi,
 )
 from ._sweep import sweep
 from ._truth import (
@@ -49,7 +47,6 @@ from ._truth import (
     RunTruth,
     Truth,
     reference_sweep,
-    run_references,
     whole_lessons,
 )
 
@@ -62,6 +59,7 @@ __all__ = [
     "RunEvaluation",
     "bootstrap_run",
     "calibration_run",
+    "choose_judged",
     "choose_run_threshold",
     "compare_runs",
     "evaluate_run",
@@ -74,44 +72,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- sweep / choice
-
-
-def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth, run_id: str,
-                   correct: Any = "auto", *, score: str = "salience", ties: str = "exclude",
-                   labels: Any = None, match_labels: Any = None) -> PPIData | None:
-    """The people's correction of ``run_id`` judged by ``truth`` (``judged``), or None.
-
-    ``correct``: ``none`` (None back), ``ppi`` (refused when the truth is the people's
-    own, gold labels, or when people answered for no verdict the run is judged on),
-    ``auto`` (ppi when people answered for some, else None). References are corrected
-    by the people's match labels (``match_labels``: the store's table, a §5 path or a
-    frame), a judge by the gold labels (``labels``)."""
-    mode = check_correct(correct)
-    if mode == "none":
-        return None
-    if truth.kind == "references":
-        assert isinstance(judged, ReferenceTruth)
-        people = people_matches(store, match_labels, run_id=run_id)
-        refs = truth.references if truth.references is not None else run_references(store)
-        data = reference_ppi(judged, refs, people) if len(people) else None
-        answers = ("match labels (draw verdicts with `truss-lab queue RUN --kind match`, "
-                   "fill them in, `truss-lab ingest match-labels`)")
-    elif truth.judge:
-        assert isinstance(judged, RunTruth)
-        gold = Truth.resolve(store, "labels", [run_id], labels=labels)
-        data = labels_ppi(judged, gold.counted(run_id, score=score, ties=ties))
-        answers = "gold labels (`truss-lab ingest labels`)"
-    else:
-        if mode == "ppi":
-            raise BadInputError("the labels truth is the people's own: nothing to correct "
-                                "(correct='ppi' corrects references or judge:NAME)",
-                                field="correct")
-        return None
-    if data is None and mode == "ppi":
-        raise BadInputError(f"people answered for no verdict run {run_id!r} is judged on: "
-                            f"correct='ppi' needs {answers}", field="correct")
-    return data
-
 
 
 def sweep_run(
@@ -278,6 +238,7 @@ def choose_run_threshold(
     ties: str = DEFAULT_TIES,
     truth: str | Truth = "labels",
     references: Any = None, matcher: Any = None,
+    correct: str = "auto", match_labels: Any = None,
 ) -> ThresholdChoice:
     """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run, counted as
     :func:`sweep_run` counts (:class:`~truss_lab.evaluate._truth.RunTruth`: kept is what
@@ -290,25 +251,56 @@ def choose_run_threshold(
     (``"precision:0.8"``). ``split["counts"]`` holds the truth counts and
     ``split["truth"]`` the truth's name. ``truth="references"`` judges by
     reference lessons (misses count in recall; the annotated verdicts the run
-    processed are split); ``truth="judge:NAME"`` by one judge's labels."""
-    obj = parse_objective(objective)
+    processed are split); ``truth="judge:NAME"`` by one judge's labels.
+    ``correct`` as :func:`sweep_run` takes it: with a correction the choice, its
+    interval and the held-out metrics are made on the prediction-powered counts
+    (:func:`~truss_lab.evaluate._choose.choose_threshold_ppi`: the same split or
+    folds; each side corrected by the people's answers on its own verdicts);
+    ``split["correction"]`` names it (:func:`~truss_lab.evaluate._ppi.correction_label`)."""
     whole_lessons(ties, "the threshold choice")
     t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
     jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
+    fix = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
+                         match_labels=match_labels)
+    return choose_judged(t, jr, fix, objective=objective, test_size=test_size, cv=cv,
+                         cv_repeats=cv_repeats, random_state=random_state, n_boot=n_boot,
+                         confidence=confidence)
+
+
+def choose_judged(t: Truth, jr: RunTruth | ReferenceTruth, correction: PPIData | None, *,
+                  objective: str | Objective = DEFAULT_OBJECTIVE,
+                  test_size: float | int = DEFAULT_TEST_SIZE,
+                  cv: int | Literal["auto"] | None = DEFAULT_CV, cv_repeats: int = 1,
+                  random_state: Any = 0, n_boot: int = 1000, confidence: float = 0.95,
+                  ) -> ThresholdChoice:
+    """:func:`choose_run_threshold` of a run already judged by ``t`` (``jr``) with its
+    ``correction`` (:func:`run_correction`, None: uncorrected): no store read."""
+    obj = parse_objective(objective)
     if cv == "auto":
         cv = auto_cv(jr)
     opts = {"objective": obj, "test_size": test_size, "cv": cv, "cv_repeats": cv_repeats,
             "random_state": random_state, "n_boot": n_boot, "confidence": confidence}
     if isinstance(jr, ReferenceTruth):
         d = jr.rows
-        choice = choose_threshold(d["y"].to_numpy(), d["s"].to_numpy(),
-                                  d["verdict_hash"].to_numpy(), **opts)
+        if correction is not None:
+            # The verdicts in the uncorrected choice's order: the same split and folds.
+            choice = choose_threshold_ppi(correction, verdicts=pd.unique(
+                d["verdict_hash"].to_numpy(dtype=object)), **opts)
+        else:
+            choice = choose_threshold(d["y"].to_numpy(), d["s"].to_numpy(),
+                                      d["verdict_hash"].to_numpy(), **opts)
     else:
         inputs = jr.sweep_inputs()
-        choice = choose_threshold(inputs["y_true"], inputs["salience"], inputs["groups"],
-                                  judged=inputs["judged"], verdicts=jr.verdicts, **opts)
+        if correction is not None:
+            choice = choose_threshold_ppi(correction, verdicts=[str(v) for v in jr.verdicts],
+                                          **opts)
+        else:
+            choice = choose_threshold(inputs["y_true"], inputs["salience"], inputs["groups"],
+                                      judged=inputs["judged"], verdicts=jr.verdicts, **opts)
     choice.split["counts"] = dict(jr.counts)
     choice.split["truth"] = t.name
+    choice.split["correction"] = correction_label(correction_of(correction))
+    choice.split["people_verdicts"] = correction_of(correction)["people_verdicts"]
     return choice
 
 
@@ -328,7 +320,7 @@ class RunEvaluation:
     (None with ``n_boot=0``). ``correction`` names the correction of the
     automated truth the numbers carry (``"none"``: the truth's counts as they are;
     ``"ppi (people answered for n of N verdicts)"``: prediction-powered, ``ppi``
-    holding the two truths); the choice is made on the uncorrected truth.
+    holding the two truths), the choice as well (:func:`choose_run_threshold`).
     """
 
     run_id: str
@@ -380,8 +372,9 @@ def evaluate_run(
     :func:`choose_run_threshold` (the same options, the same defaults:
     :data:`DEFAULT_CV`, :data:`DEFAULT_TEST_SIZE`) and :func:`bootstrap_run`'s bands
     (``n_boot`` replicates, the same seed; none with ``n_boot=0`` or ``bands=False``)
-    of that judged run; ``correct`` as :func:`sweep_run` takes it (the sweep and the
-    bands corrected, the choice not)."""
+    of that judged run; ``correct`` as :func:`sweep_run` takes it (the sweep, the
+    bands and the choice corrected alike)."""
+    whole_lessons(ties, "the threshold choice")
     t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
     jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
     fix = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
@@ -392,7 +385,8 @@ def evaluate_run(
         "objective": parse_objective(objective), "score": score, "test_size": test_size,
         "cv": cv, "cv_repeats": cv_repeats, "random_state": random_state, "n_boot": n_boot,
         "confidence": confidence, "ties": ties}
-    choice = choose_run_threshold(store, run_id, truth=t, matcher=matcher, **options)
+    choice = choose_judged(t, jr, fix, **{k: v for k, v in options.items()
+                                          if k not in ("score", "ties")})
     boot = (bootstrap_run(store, run_id, truth=t, matcher=matcher, score=score,
                           n_boot=n_boot, confidence=confidence, random_state=random_state,
                           objective=options["objective"], ties=ties,
@@ -423,6 +417,7 @@ def compare_runs(
     ties: str = DEFAULT_TIES,
     truth: str | Truth = "labels",
     references: Any = None, matcher: Any = None,
+    correct: str = "auto", match_labels: Any = None,
 ) -> ComparisonResult:
     """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs, counted as in
     :class:`~truss_lab.evaluate._truth.RunTruth` (kept = what the gate would write). The
@@ -430,12 +425,31 @@ def compare_runs(
     verdicts present in one run only are listed in the result (``only_in_a`` /
     ``only_in_b``), never dropped silently. ``truth="references"`` judges both
     runs by reference lessons, on the annotated verdicts both processed: no
-    labels needed; ``truth="judge:NAME"`` by one judge's labels of both runs."""
+    labels needed; ``truth="judge:NAME"`` by one judge's labels of both runs.
+    ``correct`` as :func:`sweep_run` takes it, for both runs at once: with ppi each run
+    is corrected by the people's answers on its lessons
+    (:func:`~truss_lab.evaluate._compare.compare_extractors_ppi`); ``auto`` corrects
+    when people answered for some verdict of each run, else neither (one corrected
+    run beside an uncorrected one would compare two truths)."""
     whole_lessons(ties, "the paired comparison")
+    mode = check_correct(correct)
     t = Truth.resolve(store, truth, [run_a, run_b], labels=labels, references=references)
+    judged = {rid: t.judged(rid, score=score, ties=ties, matcher=matcher)
+              for rid in (run_a, run_b)}
+    fixes = [run_correction(store, t, judged[rid], rid, mode, score=score, ties=ties,
+                            labels=labels, match_labels=match_labels)
+             for rid in (run_a, run_b)]
+    opts = {"threshold": threshold, "threshold_b": threshold_b, "n_boot": n_boot,
+            "confidence": confidence, "random_state": random_state, "names": (run_a, run_b)}
+    if fixes[0] is not None and fixes[1] is not None:
+        res = compare_extractors_ppi(fixes[0], fixes[1], **opts)
+        n = (fixes[0].n_sampled, fixes[1].n_sampled)
+        return replace(res, correction=(
+            f"ppi (people answered for {n[0]} of {fixes[0].n_verdicts} verdicts of {run_a}, "
+            f"{n[1]} of {fixes[1].n_verdicts} of {run_b})"), people_verdicts=n)
     frames, processed = [], []
     for rid in (run_a, run_b):
-        jr = t.judged(rid, score=score, ties=ties, matcher=matcher)
+        jr = judged[rid]
         if isinstance(jr, ReferenceTruth):
             d = jr.rows
             frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
@@ -448,11 +462,8 @@ def compare_runs(
         # Every verdict the run processed, so one where the extractor proposed
         # nothing counts as "kept nothing" rather than "absent from the run".
         processed.append(jr.verdicts)
-    return compare_extractors(
-        frames[0], frames[1], threshold=threshold, threshold_b=threshold_b, n_boot=n_boot,
-        confidence=confidence, random_state=random_state, names=(run_a, run_b),
-        verdicts_a=processed[0], verdicts_b=processed[1],
-    )
+    return compare_extractors(frames[0], frames[1], **opts, verdicts_a=processed[0],
+                              verdicts_b=processed[1])
 
 
 # --------------------------------------------------------------------------- several runs
@@ -506,7 +517,7 @@ def rank_runs(
                "n_common": np.nan}
         if baseline is not None and rid != baseline:
             res = compare_runs(store, baseline, rid, truth=t, score=score, threshold=threshold,
-                               n_boot=n_boot, random_state=random_state)
+                               n_boot=n_boot, random_state=random_state, correct="none")
             r = res.table.iloc[0]
             cmp = {"delta_f1": r["delta_f1"], "delta_f1_low": r["delta_f1_low"],
                    "delta_f1_high": r["delta_f1_high"], "success": r["success_b"],

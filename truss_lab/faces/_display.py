@@ -442,18 +442,19 @@ class CalibrationDisplay:
         references: Any = None, score: str = "salience",
         method: Literal["isotonic", "platt"] | None = None,
         scores: str | None = None, random_state: Any = 0, n_bins: int = 10,
-        ax: Any = None,
+        ax: Any = None, correct: str = "auto",
     ) -> CalibrationDisplay:
         """The reliability table ``scores`` (default ``"after"`` with a ``method``,
         ``"before"`` without) of :func:`~truss_lab.evaluate._calibration.calibration_run`
-        of ``run_id`` judged by ``truth`` (labels, references, judge:NAME); the
-        report is kept as ``report``."""
+        of ``run_id`` judged by ``truth`` (labels, references, judge:NAME; ``correct`` as
+        it takes it, named in the title); the report is kept as ``report``."""
         rep = calibration_run(store, run_id, method=method, truth=truth, labels=labels,
                               references=references, score=score, random_state=random_state,
-                              n_bins=n_bins)
+                              n_bins=n_bins, correct=correct)
         which = scores or ("after" if method else "before")
         out = cls(rep.tables[which], name=f"{score} ({which})",
-                  title=plot_title(run_id, f"calibration ({which})", truth=rep.truth))
+                  title=plot_title(run_id, f"calibration ({which})", truth=rep.truth,
+                                   correction=rep.correction))
         out.report = rep
         return out.plot(ax=ax)
 
@@ -527,7 +528,7 @@ class ComparisonDisplay:
         self.result = result
         self.row = row
         self.truth: str | None = None  # set by from_runs, shown in the title
-        self.correction = "none"
+        self.correction = str(getattr(result, "correction", "none"))
 
     @classmethod
     def from_result(cls, result: Any, *, row: int = 0, ax: Any = None) -> ComparisonDisplay:
@@ -540,7 +541,8 @@ class ComparisonDisplay:
                   **options: Any) -> ComparisonDisplay:
         """Plot :func:`~truss_lab.evaluate._runs.compare_runs` of two runs judged by
         ``truth`` (labels, references, judge:NAME; ``options``: its other keywords,
-        e.g. ``n_boot``, ``random_state``, ``labels``, ``references``)."""
+        e.g. ``n_boot``, ``random_state``, ``labels``, ``references``, ``correct``; the
+        title names the correction)."""
         res = compare_runs(store, run_a, run_b, truth=truth, threshold=threshold, **options)
         out = cls(res, row=row)
         out.truth = getattr(truth, "name", truth)  # a resolved Truth shows its name
@@ -682,9 +684,11 @@ def save_sweep_plot(df: pd.DataFrame, path: Any, *, threshold: float | None = No
 
 
 def save_calibration_plot(report: CalibrationReport, path: Any, *,
-                          correction: str = "none") -> str:
+                          correction: str | None = None) -> str:
     """Reliability diagrams of a calibration report (before / after, side by side)
-    into a PNG, titled with the run, its truth and ``correction``; returns the path."""
+    into a PNG, titled with the run, its truth and ``correction`` (default the
+    report's); returns the path."""
+    correction = report.correction if correction is None else correction
     names = list(report.tables)
     fig = bare_figure((6.5 * (len(names) or 1), 4.5))
     axes = np.atleast_1d(fig.subplots(1, len(names) or 1))
@@ -699,12 +703,15 @@ def save_calibration_plot(report: CalibrationReport, path: Any, *,
 
 
 def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0,
-                         truth: str | None = None, correction: str = "none") -> str:
+                         truth: str | None = None, correction: str | None = None) -> str:
     """A :class:`ComparisonDisplay` of ``result`` (threshold row ``row``) into a PNG,
-    titled with the runs, ``truth`` and ``correction``; returns the path."""
+    titled with the runs, ``truth`` and ``correction`` (default the result's); returns
+    the path."""
     fig = bare_figure((10, 5.5))
     d = ComparisonDisplay(result, row=row)
-    d.truth, d.correction = truth, correction
+    d.truth = truth
+    if correction is not None:
+        d.correction = correction
     d.plot(ax=fig)
     return _save(fig, path)
 

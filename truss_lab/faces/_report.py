@@ -678,7 +678,8 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
                      "calibration_run fits gold labels only</p>")
         return "".join(parts)
     rs = ev.options.get("random_state", 0)
-    cal = calibration_run(store, rid, method="isotonic", random_state=rs, truth=truth)
+    cal = calibration_run(store, rid, method="isotonic", random_state=rs, truth=truth,
+                          correct="ppi" if ev.ppi is not None else "none")
     names = list(cal.tables)
     fig = bare_figure((5.5 * len(names), 4.2), margins=_CAL_MARGINS)
     for ax, name in zip(fig.subplots(1, len(names), squeeze=False)[0], names, strict=True):
@@ -713,19 +714,25 @@ def _comparison_table(res: Any) -> str:
              conf: f"[{fmt(r[f'delta_{m}_low'])}, {fmt(r[f'delta_{m}_high'])}]"}
             for m in DELTA_METRICS]
     outcome = (f"<p>thresholds A {fmt(r['threshold_a'])}, B {fmt(r['threshold_b'])} · "
-               f"{res.n_common} common verdicts · kept set right on {int(r['success_a'])} (A) "
-               f"and {int(r['success_b'])} (B) · A only {int(r['a_only'])}, B only "
-               f"{int(r['b_only'])} · McNemar p {fmt(float(r['mcnemar_p']), 'mcnemar_p')}</p>")
+               f"{res.n_common} common verdicts · kept set right on {fmt(r['success_a'])} (A) "
+               f"and {fmt(r['success_b'])} (B) · A only {fmt(r['a_only'])}, B only "
+               f"{fmt(r['b_only'])}"
+               + (" (on the verdicts people answered for in both runs, by their truth)"
+                  if res.correction != "none" else "")
+               + f" · McNemar p {fmt(float(r['mcnemar_p']), 'mcnemar_p')}"
+               + (f" · correction {esc(res.correction)}" if res.correction != "none" else "")
+               + "</p>")
     return table(pd.DataFrame(rows)) + outcome
 
 
 def _comparison_section(store: Store, run_ids: Sequence[str], truth: Truth, *,
-                        n_boot: int, random_state: int) -> str:
+                        n_boot: int, random_state: int, correct: str = "auto") -> str:
     parts = []
     for other in run_ids[1:]:
         try:
             res = compare_runs(store, run_ids[0], other, threshold=DEFAULT_MIN_SALIENCE,
-                               n_boot=n_boot, random_state=random_state, truth=truth)
+                               n_boot=n_boot, random_state=random_state, truth=truth,
+                               correct=correct)
         except BadInputError as exc:
             parts.append(f'<p class="muted">{esc(run_ids[0])} vs {esc(other)}: {esc(exc)}</p>')
             continue
@@ -801,7 +808,8 @@ def report_html(
                          "".join(_evaluation(store, ev, rid) for rid, ev in evals.items())))
         if len(run_ids) >= 2:
             sections.append(("comparison", "Comparison", _comparison_section(
-                store, run_ids, judged, n_boot=n_boot, random_state=random_state)))
+                store, run_ids, judged, n_boot=n_boot, random_state=random_state,
+                correct=correct)))
     junk_body, flags = _junk(store, run_ids)
     sections.append(("junk", "Junk rates", junk_body))
     sections.append(("audit", "Audit (ADR 0011)", _audit_section(store)))
@@ -821,10 +829,7 @@ def report_html(
              f"one split, {test_size} held out")
     fixes = sorted({f"{rid}: {ev.correction}" for rid, ev in evals.items()
                     if isinstance(ev, RunEvaluation) and ev.correction != "none"})
-    # With no correction anywhere there is nothing to qualify; with one, say which
-    # sections it reaches.
-    fixed = (f"{'; '.join(fixes)} (the sweeps; the choice, calibration and comparison "
-             "are uncorrected)") if fixes else "none"
+    fixed = "; ".join(fixes) if fixes else "none"
     head = (f"<h1>{esc(title)}</h1><p id=\"truth\"><b>truth</b>: lessons judged by "
             f"{esc(judged.label)} · correction {esc(fixed)}</p>"
             f"<p class=\"muted\">database {esc(db)} · "

@@ -212,7 +212,8 @@ def demo_references(
                       baseline=baseline, n_boot=n_boot, random_state=random_state)
     best = next(r for r in table["run_id"] if r != baseline)
     cmp = compare_runs(store, baseline, best, truth="references", threshold=threshold,
-                       n_boot=n_boot, random_state=random_state)
+                       n_boot=n_boot, random_state=random_state,
+                       correct="none")  # as rank_runs, whose table it illustrates
     plot = save_comparison_plot(
         cmp, Path(out_dir) / f"compare_{_safe(baseline)}_vs_{_safe(best)}_references.png",
         truth="references")

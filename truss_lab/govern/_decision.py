@@ -165,8 +165,10 @@ def threshold_evidence(
     threshold; with cross-validation ``test`` is out-of-fold), ``train_intervals`` /
     ``test_intervals`` (bootstrap ``[low, high]`` per metric, the threshold held
     fixed) / ``procedure_intervals`` (the choice re-made on every replicate),
-    ``fold_thresholds`` (cross-validation, else None) and ``bootstrap`` (n_boot,
-    confidence).
+    ``fold_thresholds`` (cross-validation, else None), ``bootstrap`` (n_boot,
+    confidence), ``correction`` (the correction of the automated truth the choice was
+    made on: ``none`` or ``ppi (people answered for n of N verdicts)``) and
+    ``people_verdicts`` (n; 0 without a correction).
     """
     runs = []
     for rid in run_ids:
@@ -208,6 +210,8 @@ def threshold_evidence(
         "bootstrap": ({"n_boot": boot.n_boot, "confidence": boot.confidence,
                        "random_state": boot.random_state, "by": "verdict"}
                       if boot is not None else None),
+        "correction": str(choice.split.get("correction", "none")),
+        "people_verdicts": int(choice.split.get("people_verdicts", 0)),
     }
     safe = json_safe(evidence)
     # The threshold is written exactly (a finite double is RFC 8785 safe): rounding
@@ -228,6 +232,7 @@ def propose_threshold(
     policy_id: str = "extraction_min_salience",
     truth: str | Truth | None = None,
     references: Any = None,
+    correct: str = "auto",
     **choose_options: Any,
 ) -> PolicyRecord:
     """Sign the evidence of a threshold choice into the journal and record it as an
@@ -243,8 +248,8 @@ def propose_threshold(
     :func:`threshold_evidence`, which records the truth the choice was judged by:
     ``truth`` (labels, references, judge:NAME; default labels) for a choice made
     here; a given choice's own (``split["truth"]``), which ``truth`` must not
-    contradict. The entry is signed into the lab's own chain (``lab_journal``).
-    Nothing applies it.
+    contradict; ``correct`` as :func:`choose_run_threshold` takes it (the evidence's
+    ``correction``). The entry is signed into the lab's chain. Nothing applies it.
     """
     obj = parse_objective(objective) if objective is not None else None
     if isinstance(choice_or_run, str):
@@ -257,7 +262,7 @@ def propose_threshold(
         used = Truth.resolve(store, truth or "labels", run_ids, labels=labels,
                              references=references)
         choice = choose_run_threshold(store, choice_or_run, objective=obj, score=score,
-                                      truth=used, **choose_options)
+                                      truth=used, correct=correct, **choose_options)
     elif isinstance(choice_or_run, ThresholdChoice):
         if not run_ids:
             raise BadInputError("run_ids must name the run(s) the choice was computed from",

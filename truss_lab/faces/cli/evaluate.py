@@ -24,6 +24,7 @@ from ...evaluate._runs import DEFAULT_CV, compare_runs, evaluate_run
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
+from ...journal._table import get_entry
 from ...store._runs import summarize_runs
 from ...store._store import open_store
 from ...store._usage import load_prices, run_usage
@@ -219,7 +220,6 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
             f"{f', matcher {matched_by}' if truth == 'references' else ''}\n"
             f"correction: {ev.correction}\n"
             f"{format_sweep(at)}\n{format_choice(choice)}"
-            + ("\n(the choice is made on the uncorrected truth)" if ev.ppi is not None else "")
             + (f"\nplot: wrote {plot_path}" if plot_path else ""))
     emit({"run_id": run_id, "score": score, "truth": truth, "correction": fixed["correction"],
            "people_verdicts": fixed["people_verdicts"],
@@ -239,12 +239,14 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
 @_seed_option("the paired verdict bootstrap")
 @_truth_option
 @matcher_options
+@_correct_option
 @_plot_option
 @json_option
 @friendly
 def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str | None,
             score: str, n_boot: int, random_state: int, truth: str, matcher: str,
-            base_url: str | None, plot_path: str | None, as_json: bool) -> None:
+            base_url: str | None, correct: str, plot_path: str | None,
+            as_json: bool) -> None:
     """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
     if plot_path:
         check_output_file(plot_path, field="--plot")
@@ -254,17 +256,20 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
         t = Truth.resolve(store, truth, [run_a, run_b], labels=labels_path)
         truth, why = t.name, t.why
         res = compare_runs(store, run_a, run_b, threshold=threshold, score=score,
-                           n_boot=n_boot, random_state=random_state, truth=t, matcher=m)
+                           n_boot=n_boot, random_state=random_state, truth=t, matcher=m,
+                           labels=labels_path, correct=correct)
         _record(store, m)
     if plot_path:
         write_output(plot_path, lambda tmp: save_comparison_plot(res, tmp, truth=truth),
                      field="--plot")
     by = (getattr(m, "name", "lexical") if truth == "references" else None)
     emit({"names": list(res.names), "n_common": res.n_common, "truth": truth,
-           "matcher": by,
+           "matcher": by, "correction": res.correction.split(" ")[0],
+           "people_verdicts": dict(zip(res.names, res.people_verdicts, strict=True)),
            "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
            "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
-          as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n{res!r}"
+          as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n"
+          f"correction: {res.correction}\n{res!r}"
           + (f"\nplot: wrote {plot_path}" if plot_path else ""))
 
 @click.command("frontier")
@@ -338,35 +343,51 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
 @_score_option
 @click.option("--test-size", default=0.3, show_default=True, type=float,
               help="Share of verdicts held out to judge the calibrator (fitted on the rest).")
-@_seed_option("the verdict split (calibrator fitted on train, judged on test)")
+@_seed_option("the verdict split (calibrator fitted on train, judged on test) and, "
+              "corrected, the bootstrap of each bin's interval")
 @_truth_option
+@matcher_options
+@_correct_option
+@n_boot_option(1000, "Verdict-bootstrap replicates of each bin's interval when corrected.")
 @_plot_option
 @json_option
 @friendly
 def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
               min_bin_count: int, labels_path: str | None, score: str, test_size: float,
-              random_state: int, truth: str, plot_path: str | None,
-              as_json: bool) -> None:
+              random_state: int, truth: str, matcher: str, base_url: str | None,
+              correct: str, n_boot: int, plot_path: str | None, as_json: bool) -> None:
     """Calibration before/after fitting on training verdicts, judged on held-out ones."""
     if plot_path:
         check_output_file(plot_path, field="--plot")
-    with _open(db) as store:
+    with _open(db, write=matcher_calls_model(matcher)) as store:
+        m = _matcher(store, matcher, base_url)
         t = Truth.resolve(store, truth, [run_id], labels=labels_path)
         truth, why = t.name, t.why
         rep = calibration_run(store, run_id, method=None if method == "none" else method,
                               n_bins=n_bins, strategy=strategy, score=score,
                               test_size=test_size, random_state=random_state,
-                              min_bin_count=min_bin_count, truth=t)
+                              min_bin_count=min_bin_count, truth=t, labels=labels_path,
+                              correct=correct, n_boot=n_boot, matcher=m)
+        _record(store, m)
     if plot_path:
         write_output(plot_path, lambda tmp: save_calibration_plot(rep, tmp), field="--plot")
-    emit({"run_id": run_id, "score": score, "truth": truth, "method": rep.method,
+    by = getattr(m, "name", "lexical") if truth == "references" else None
+    emit({"run_id": run_id, "score": score, "truth": truth, "matcher": by,
+           "correction": rep.correction.split(" ")[0],
+           "people_verdicts": _people(rep.correction), "method": rep.method,
            "split": rep.split,
            "min_bin_count": rep.min_bin_count,
            "summary": json_safe(rep.summary.reset_index().to_dict(orient="records")),
            "tables": {k: json_safe(v.to_dict(orient="records"))
                       for k, v in rep.tables.items()}},
-          as_json, f"truth: {truth} ({why})\n{rep!r}"
+          as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n"
+          f"correction: {rep.correction}\n{rep!r}"
           + (f"\nplot: wrote {plot_path}" if plot_path else ""))
+
+
+def _people(label: str) -> int:
+    """The verdicts people answered for, from a correction label (0: none)."""
+    return int(label.split(" ")[4]) if label.startswith("ppi (") else 0
 
 @click.command()
 @db_option
@@ -384,12 +405,13 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
 @click.option("--policy-id", default="extraction_min_salience", show_default=True,
               help="Policy whose current record the proposal supersedes.")
 @_truth_option
+@_correct_option
 @json_option
 @friendly
 def propose(db: str, run_id: str, key_path: str, objective: str,
             labels_path: str | None, score: str, test_size: float, cv: str,
             cv_repeats: int, random_state: int, n_boot: int, policy_id: str,
-            truth: str, as_json: bool) -> None:
+            truth: str, correct: str, as_json: bool) -> None:
     """Sign a threshold decision and record it as an unverified salience policy."""
     key = SigningKey.load(key_path)
     with _open(db, write=True) as store:
@@ -398,12 +420,15 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
         rec = propose_threshold(store, run_id, key, objective=objective, score=score,
                                 policy_id=policy_id, test_size=test_size, cv=_cv(cv),
                                 cv_repeats=cv_repeats, random_state=random_state,
-                                n_boot=n_boot, truth=t)
-    ref = rec.provenance.produced_by
+                                n_boot=n_boot, truth=t, correct=correct)
+        ref = rec.provenance.produced_by
+        entry = get_entry(store, ref.seq, table="lab_journal")
+    fixed = (entry or {}).get("payload", {}).get("evidence", {}).get("correction", "none")
     text = (f"proposed {policy_id} v{rec.version}: extraction_min_salience = "
             f"{rec.policy.settings['extraction_min_salience']:.4g} (trust {rec.trust.value}"
             f"{', supersedes ' + rec.supersedes if rec.supersedes else ''})\n"
             f"truth: {truth} ({why})\n"
+            f"correction: {fixed} (the choice's; in the signed evidence)\n"
             f"evidence: lab journal entry seq {ref.seq} hash {ref.hash}\n"
             "not applied: policy records never change runtime behaviour")
     emit(rec.model_dump(mode="json"), as_json, text)
