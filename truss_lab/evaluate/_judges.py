@@ -5,9 +5,18 @@ a judge agrees with people before anyone relies on it (:func:`judge_agreement`).
 Both judges go through the same Provider seam as extraction and are recorded
 and replayable like it: every live call is recorded into the ``completions``
 table keyed by (verdict_hash, ``<kind>:<model>@<prompt version>/<judged
-extractor_id>``) with its request hash; ``replay`` answers from those
-recordings (or a FORMATS.md §2 file) and refuses a changed request. They live
+extractor_id>``, the judged run) with its request hash; ``replay`` answers from
+those recordings (or a FORMATS.md §2 file) and refuses a changed request. They live
 in evaluate, above extract, because what they produce is truth.
+
+**A call belongs to the judge run that paid for it**: the judge (or judge matcher)
+on one extraction run (``completions.judged_run_id``, migration 013). Two runs of
+one extractor judged live each keep every call they paid for, and each replays
+(:class:`RecordedCalls`) and resumes (:func:`recorded_answers`) from its own: never
+the other run's answers, even to the same request. Calls recorded before migration
+013 name no run and answer for every run of their extractor, as before; a replay of
+a run with no recording of its own for a verdict (a rerun of a judged run) takes any
+run's recorded answer to that very request (same request hash).
 
 **The label judge.** :class:`Judge` is a provider, a versioned judge prompt
 (``judge-v1``) and a model. :func:`run_judge` sends it one request per verdict
@@ -35,9 +44,10 @@ in [0, 1]. Anything else leaves that verdict's pairs without a similarity (NaN:
 evaluation leaves the verdict out and counts it) and the error is kept in
 :attr:`JudgeMatcher.errors`; it is never 0-filled as if judged. Once given a store
 (:meth:`JudgeMatcher.record_to`; :func:`match_run` does) it records each live call as
-it is answered, else they wait in memory for :meth:`JudgeMatcher.record`; answers are
-memoised by request hash, so evaluating a run several times (a sweep, then a
-threshold choice) asks the model once per verdict.
+it is answered, under the run whose lessons it matched (the lessons' ``run_id``), else
+they wait in memory for :meth:`JudgeMatcher.record`; answers are memoised by run and
+request hash, so evaluating a run several times (a sweep, then a threshold choice)
+asks the model once per verdict.
 
 **Paid calls are kept as they are made.** A live judge and a live judge matcher
 record each call the moment it is answered (one small transaction; a call takes
@@ -59,6 +69,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -84,15 +95,16 @@ from ..extract._providers import (
     CircuitBreaker,
     CircuitOpenError,
     Completion,
+    CompletionRequest,
     OpenAICompatibleProvider,
     Provider,
     is_live,
 )
 from ..ingest._ingest import append_labels
 from ..journal._table import verdict_payloads
-from ..store._ingested import judge_recordings
+from ..store._ingested import judge_recordings, judge_run_answers
 from ..store._labels import JUDGE_PREFIX, judge_annotators, lesson_keys
-from ..store._runs import recorded_completions, run_info, run_lessons
+from ..store._runs import run_info, run_lessons
 from ..store._store import Store
 from ._agreement import CANDIDATE_KEY, agreement_table, kappa_counts, majority_labels
 from ._bootstrap import check_boot
@@ -121,42 +133,155 @@ __all__ = [
 
 def replay_provider(recordings: Any, prefix: str,
                     known_prompts: frozenset[str] | None = None) -> Any:
-    """A :class:`~truss_lab.extract._extractor.ReplayProvider` of a judge's recorded calls:
-    from a Store (its ``completions`` rows whose extractor starts with ``prefix``,
-    ``<kind>:<model>@<prompt>/``), a §2 JSONL path or a frame. ``known_prompts``: the
-    prompt versions whose recorded request hashes are checked (default: this
-    process's registry)."""
+    """A provider of a judge's recorded calls: from a Store (its ``completions`` rows
+    whose extractor starts with ``prefix``, ``<kind>:<model>@<prompt>/``), a
+    :class:`RecordedCalls` answering each judged run from its own; from a §2 JSONL path
+    or a frame, a :class:`~truss_lab.extract._extractor.ReplayProvider`.
+    ``known_prompts``: the prompt versions whose recorded request hashes are checked
+    (default: this process's registry)."""
     if isinstance(recordings, Store):
-        recordings = judge_recordings(recordings, prefix)
-        if recordings.empty:
+        rows = judge_recordings(recordings, prefix)
+        if rows.empty:
             raise BadInputError(f"no recorded calls of judge {prefix[:-1]!r} in the store",
                                 field="--extractor")
+        return RecordedCalls(rows, known_prompts=known_prompts)
     return ReplayProvider(recordings, known_prompts=known_prompts)
 
 
-def recorded_answers(store: Store, key: str) -> dict[str, Completion]:
-    """The recorded answers of a judge's calls under replay key ``key`` (its
-    ``completions`` rows with a request hash), by request hash: what a live judge or
-    judge matcher answers from before calling, so a resumed run pays for no call twice."""
-    rows = recorded_completions(store, key)
-    out: dict[str, Completion] = {}
-    for r in rows.itertuples(index=False):
-        if isinstance(r.request_hash, str):
-            out[r.request_hash] = Completion(
-                text=r.text, model=r.model, request_hash=r.request_hash, replayed=True,
-                latency_ms=None if pd.isna(r.latency_ms) else float(r.latency_ms),
-                prompt_tokens=None if pd.isna(r.prompt_tokens) else int(r.prompt_tokens),
-                completion_tokens=(None if pd.isna(r.completion_tokens)
-                                   else int(r.completion_tokens)))
-    return out
+def _completion(r: Any) -> Completion:
+    """The recorded answer of ``completions`` row ``r`` (a namedtuple)."""
+    return Completion(
+        text=r.text, model=r.model, request_hash=r.request_hash, replayed=True,
+        latency_ms=None if pd.isna(r.latency_ms) else float(r.latency_ms),
+        prompt_tokens=None if pd.isna(r.prompt_tokens) else int(r.prompt_tokens),
+        completion_tokens=None if pd.isna(r.completion_tokens) else int(r.completion_tokens))
+
+
+class RecordedCalls:
+    """A judge's (or judge matcher's) calls recorded in a store, replayed per judge run.
+
+    :meth:`for_run` is the provider of the judge run on one extraction run: a request
+    is answered by the recording that run paid for (``judged_run_id``), else by one
+    recorded before migration 013 (no run named), both checked against the request as
+    :class:`~truss_lab.extract._extractor.ReplayProvider` checks them; a verdict with
+    neither is answered by any run's recorded answer to this very request (equal
+    request hash; the earliest), as a rerun of a judged run needs. Used as a provider
+    itself it answers for no run in particular (the recordings without one, then by
+    request hash)."""
+
+    provider_id: str = "replay"
+    live: bool = False  # its completions are recordings already
+
+    def __init__(self, rows: pd.DataFrame, *,
+                 known_prompts: frozenset[str] | None = None) -> None:
+        self._rows = rows
+        self._known = known_prompts
+        self._runs: dict[str | None, ReplayProvider] = {}
+        self._by_hash: dict[str, Completion] = {}
+        for r in rows.itertuples(index=False):  # oldest first: the earliest stays
+            if isinstance(r.request_hash, str) and r.request_hash not in self._by_hash:
+                self._by_hash[r.request_hash] = _completion(r)
+        self._lock = threading.Lock()
+        self._by_hash_calls = 0
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @property
+    def calls(self) -> int:
+        """Requests answered so far, for every run."""
+        with self._lock:
+            return self._by_hash_calls + sum(p.calls for p in self._runs.values())
+
+    @property
+    def unchecked_requests(self) -> int:
+        """Requests answered from a recording without a request hash to check."""
+        with self._lock:
+            return sum(p.unchecked_requests for p in self._runs.values())
+
+    def __repr__(self) -> str:
+        return f"RecordedCalls({len(self._rows)} recordings)"
+
+    def for_run(self, judged_run_id: str | None) -> _RunCalls:
+        """The provider of the judge run on ``judged_run_id`` (None: no run named)."""
+        return _RunCalls(self, judged_run_id)
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """:meth:`answer` for no run in particular."""
+        return self.answer(request, None)
+
+    def answer(self, request: CompletionRequest, judged_run_id: str | None) -> Completion:
+        """The recorded answer to ``request`` of the judge run on ``judged_run_id``;
+        :class:`ProviderError` when there is none or the run's own answers a changed
+        request."""
+        with self._lock:
+            own = self._runs.get(judged_run_id)
+            if own is None:
+                own = self._runs[judged_run_id] = ReplayProvider(
+                    self._rows_of(judged_run_id), known_prompts=self._known)
+        key = (request.verdict_hash, request.extractor, request.sample_index or 0)
+        if key in own:
+            return own.complete(request)
+        other = self._by_hash.get(request.request_hash)
+        if other is None:
+            return own.complete(request)  # raises: no recording (says how many loaded)
+        with self._lock:
+            self._by_hash_calls += 1
+        return other
+
+    def _rows_of(self, judged_run_id: str | None) -> pd.DataFrame:
+        """The run's own recordings, and per (verdict, key, sample) it lacks the earliest
+        recorded before migration 013."""
+        rows = self._rows
+        runs = rows["judged_run_id"]
+        mine = rows[(runs == judged_run_id).to_numpy(dtype=bool)]
+        old = rows[runs.isna().to_numpy()]
+        keys = ["verdict_hash", "extractor_id", "sample_index"]
+        old = old.drop_duplicates(keys)  # oldest first
+        if mine.empty:
+            return old
+        old = old.merge(mine[keys].drop_duplicates().assign(_mine=True), on=keys, how="left")
+        return pd.concat([mine, old[old["_mine"].isna()].drop(columns="_mine")],
+                         ignore_index=True)
+
+
+@dataclass(frozen=True)
+class _RunCalls:
+    """:class:`RecordedCalls` as the provider of one judge run."""
+
+    calls: RecordedCalls
+    judged_run_id: str | None
+    provider_id: ClassVar[str] = "replay"
+    live: ClassVar[bool] = False
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        return self.calls.answer(request, self.judged_run_id)
+
+
+def run_provider(provider: Any, judged_run_id: str | None) -> Any:
+    """``provider`` as the judge run on ``judged_run_id`` calls it: recorded calls
+    (:class:`RecordedCalls`) answer from that run's; any other provider is itself."""
+    return provider.for_run(judged_run_id) if isinstance(provider, RecordedCalls) else provider
+
+
+def recorded_answers(store: Store, key: str,
+                     judged_run_id: str | None = None) -> dict[str, Completion]:
+    """The recorded answers of the judge run on ``judged_run_id`` under replay key
+    ``key``, by request hash: the calls that run paid for, and those recorded before
+    migration 013 (no run named). What a live judge or judge matcher answers from
+    before calling, so a resumed run pays for no call twice, and never answers from
+    another run's calls (a second run of one extractor is judged anew)."""
+    return {r.request_hash: _completion(r)
+            for r in judge_run_answers(store, key, judged_run_id).itertuples(index=False)}
 
 
 def record_calls(store: Store, records: list[dict[str, Any]]) -> int:
-    """Append a judge's live calls to ``completions`` (in one transaction); their count."""
-    if records:
-        with store.transaction():
-            record_completions(store, records)
-    return len(records)
+    """Append a judge's live calls to ``completions`` (in one transaction; each record
+    names the run it judged as ``judged_run_id``); the rows added."""
+    if not records:
+        return 0
+    with store.transaction():
+        return record_completions(store, records)
 
 
 class ModelJudge:
@@ -240,6 +365,9 @@ class Judge(ModelJudge):
         return f"{self.annotator}/{extractor_id}"
 
 
+_LABEL_COLUMNS = ("verdict_hash", "extractor", "lesson_index", "useful", "annotator")
+
+
 @dataclass(frozen=True)
 class JudgeRun:
     """What :func:`run_judge` did: label rows written, calls made, answers it could not use."""
@@ -256,6 +384,12 @@ class JudgeRun:
     resumed: int = 0
     """Answers a live judge took from its calls recorded by an earlier, interrupted
     run instead of calling again."""
+    labels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(
+        _LABEL_COLUMNS)), repr=False, compare=False)
+    """The label rows this run's answers gave (§3 columns), stored or not: label rows
+    are keyed by lesson (verdict, extractor, lesson index) and annotator, not by run,
+    so where another run of the same extractor was judged first its stored labels
+    stand."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "annotator": self.annotator,
@@ -305,9 +439,10 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
     One request per verdict with lessons, in verdict order. A provider error or
     an unusable answer is listed in :attr:`JudgeRun.errors` and the run goes on.
     Live calls (a provider whose ``live`` is true) are recorded into the
-    ``completions`` table as each is answered, so a rerun with :meth:`Judge.replay`
-    makes zero live calls, and a live run killed part way, run again, answers from
-    the calls it recorded and calls only for the rest (:attr:`JudgeRun.resumed`).
+    ``completions`` table as each is answered, under this judge run (the judge on
+    ``run_id``), so a rerun with :meth:`Judge.replay` makes zero live calls and gives
+    this run's answers, and a live run killed part way, run again, answers from the
+    calls it recorded and calls only for the rest (:attr:`JudgeRun.resumed`).
     Re-judging adds nothing (label rows are keyed by annotator).
     """
     extractor_id = str(run_info(store, run_id)["extractor_id"])
@@ -318,7 +453,8 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
     errors: list[str] = []
     calls = recorded = resumed = 0
     live = is_live(judge.provider)
-    done = recorded_answers(store, key) if live else {}
+    provider = run_provider(judge.provider, run_id)
+    done = recorded_answers(store, key, run_id) if live else {}
     for vhash, les in cands.groupby("verdict_hash", sort=False):
         triples = list(zip(les["lesson_index"].astype(int), les["text"], les["evidence"],
                            strict=True))
@@ -331,14 +467,14 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
         else:
             calls += 1
             try:
-                completion = judge.provider.complete(request)
+                completion = provider.complete(request)
             except CircuitOpenError:
                 raise  # the endpoint is gone: stop; the calls answered are recorded
             except ProviderError as exc:
                 errors.append(f"verdict {vhash}: {exc}")
                 continue
             if live and not completion.replayed:
-                rec = completion_record(request, completion)
+                rec = {**completion_record(request, completion), "judged_run_id": run_id}
                 rec.pop("replayed")
                 recorded += record_calls(store, [rec])  # now: a kill keeps it
         got, err = parse_judgement(completion.text, {t[0] for t in triples})
@@ -346,13 +482,12 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
             errors.append(f"verdict {vhash}: {err}")
         rows.extend({"verdict_hash": str(vhash), "extractor": extractor_id, "lesson_index": i,
                      "useful": u, "annotator": judge.annotator} for i, u in got.items())
-    df = pd.DataFrame(rows, columns=["verdict_hash", "extractor", "lesson_index", "useful",
-                                     "annotator"])
+    df = pd.DataFrame(rows, columns=list(_LABEL_COLUMNS))
     added = append_labels(store, df, source=f"judge:{run_id}")[0] if len(df) else 0
     return JudgeRun(run_id=run_id, annotator=judge.annotator,
                     n_verdicts=int(cands["verdict_hash"].nunique()), n_lessons=len(cands),
                     n_labels=len(df), labels_added=added, provider_calls=calls,
-                    recorded=recorded, errors=errors, resumed=resumed)
+                    recorded=recorded, errors=errors, resumed=resumed, labels=df)
 
 # --------------------------------------------------------------------------- the judge matcher
 
@@ -450,10 +585,10 @@ class JudgeMatcher(ModelJudge):
     requests: int = field(default=0, init=False)
     recorded: int = field(default=0, init=False)
     resumed: int = field(default=0, init=False)
-    _memo: dict[str, tuple[np.ndarray | None, str | None]] = field(
+    _memo: dict[tuple[str | None, str], tuple[np.ndarray | None, str | None]] = field(
         default_factory=dict, init=False, repr=False)
     _store: Store | None = field(default=None, init=False, repr=False)
-    _answers: dict[str, dict[str, Completion]] = field(
+    _answers: dict[tuple[str, str | None], dict[str, Completion]] = field(
         default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -486,14 +621,17 @@ class JudgeMatcher(ModelJudge):
         vhash = str(verdicts[0])
         extractor_id = (str(lessons["extractor_id"].iloc[0])
                         if "extractor_id" in lessons.columns else "")
+        # The judge run this call belongs to: the matcher on the lessons' run.
+        run = lessons["run_id"].iloc[0] if "run_id" in lessons.columns else None
+        run = None if run is None or pd.isna(run) else str(run)
         triples = _triples(lessons)
         refs = [(t, e) for _, t, e in _triples(references)]
         request = build_match_request(self.template, triples, refs, verdict_hash=vhash,
                                       extractor=self.replay_key(extractor_id),
                                       model=self.model, parameters=dict(self.parameters))
-        key = request.request_hash
+        key = (run, request.request_hash)
         if key not in self._memo:
-            self._memo[key] = self._ask(request, [f"L{t[0]}" for t in triples],
+            self._memo[key] = self._ask(request, run, [f"L{t[0]}" for t in triples],
                                         [f"R{k}" for k in range(1, m + 1)])
         mat, err = self._memo[key]
         if err is not None:
@@ -504,35 +642,35 @@ class JudgeMatcher(ModelJudge):
         assert mat is not None
         return mat.copy()
 
-    def _ask(self, request: Any, ltags: list[str],
+    def _ask(self, request: Any, run: str | None, ltags: list[str],
              rtags: list[str]) -> tuple[np.ndarray | None, str | None]:
         self.requests += 1
-        completion = self._recorded_answer(request)
+        completion = self._recorded_answer(request, run)
         if completion is not None:
             self.resumed += 1  # paid for by an earlier, interrupted run
             return parse_similarities(completion.text, ltags, rtags)
         try:
-            completion = self.provider.complete(request)
+            completion = run_provider(self.provider, run).complete(request)
         except CircuitOpenError:
             raise  # the endpoint is gone: stop the evaluation, nothing is memoised
         except ProviderError as exc:
             return None, f"provider: {exc}"
         if is_live(self.provider) and not completion.replayed:
-            rec = completion_record(request, completion)
+            rec = {**completion_record(request, completion), "judged_run_id": run}
             rec.pop("replayed")
             self.pending.append(rec)
             if self._store is not None:
                 self.record(self._store)  # as it goes: a kill keeps what was paid for
         return parse_similarities(completion.text, ltags, rtags)
 
-    def _recorded_answer(self, request: Any) -> Completion | None:
-        """A recording matcher's recorded answer to this very request (an earlier,
-        interrupted run paid for it)."""
+    def _recorded_answer(self, request: Any, run: str | None) -> Completion | None:
+        """A recording matcher's recorded answer to this very request on ``run``'s
+        lessons (an earlier, interrupted judge run on it paid for it)."""
         if self._store is None:
             return None
-        key = request.extractor
+        key = (request.extractor, run)
         if key not in self._answers:
-            self._answers[key] = recorded_answers(self._store, key)
+            self._answers[key] = recorded_answers(self._store, request.extractor, run)
         return self._answers[key].get(request.request_hash)
 
     def record_to(self, store: Store) -> None:

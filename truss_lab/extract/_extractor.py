@@ -733,6 +733,10 @@ class ReplayProvider:
     def __len__(self) -> int:
         return len(self._table)
 
+    def __contains__(self, key: object) -> bool:
+        """Whether a recording answers ``(verdict_hash, extractor, sample_index)``."""
+        return key in self._table
+
     def __repr__(self) -> str:
         return f"ReplayProvider({len(self._table)} recordings)"
 

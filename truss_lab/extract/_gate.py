@@ -487,14 +487,16 @@ class HeldWrites:
 
 
 def record_completions(store: Store, records: list[dict[str, Any]],
-                       run_id: str | None = None) -> None:
+                       run_id: str | None = None) -> int:
     """Append live completion records (FORMATS.md §2) to ``completions``, with the
-    configuration hash and the run that made each call (None for a judge's).
+    configuration hash and the run that made each call (None for a judge's; a judge's
+    record names the run it judged as ``judged_run_id``).
 
     A recording belongs to the run that paid for it (:data:`RECORDING_KEY`): a second
     live run with the same settings is recorded beside the first, never dropped
-    because the first answered the same verdict; only a call already recorded for
-    the same run (a chunk written twice) adds nothing."""
+    because the first answered the same verdict, and so is a judge's call on a second
+    run of one extractor; only a call already recorded for the same run (a chunk
+    written twice) adds nothing. Returns the rows added."""
     df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
     now = utcnow()
     cols = {}
@@ -512,10 +514,14 @@ def record_completions(store: Store, records: list[dict[str, Any]],
     cols["config_hash"] = pa.array(hashes.astype(object).where(hashes.notna(), None).tolist(),
                                    pa.string())
     cols["run_id"] = pa.array([run_id] * len(df), pa.string())
+    judged = (df["judged_run_id"] if "judged_run_id" in df.columns
+              else pd.Series([None] * len(df)))
+    cols["judged_run_id"] = pa.array(
+        judged.astype(object).where(judged.notna(), None).tolist(), pa.string())
     # One recording per sample of a verdict (issue #16): the sample is part of the key.
     samples = df["sample_index"] if "sample_index" in df.columns else pd.Series([0] * len(df))
     cols["sample_index"] = pa.array(samples.fillna(0).astype("int64").tolist(), pa.int32())
-    store.append("completions", pa.table(cols), key=RECORDING_KEY)
+    return store.append("completions", pa.table(cols), key=RECORDING_KEY)
 
 
 # --- live extraction when a contract closes -------------------------------------------------------

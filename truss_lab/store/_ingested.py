@@ -164,6 +164,19 @@ def completion_texts(store: Store, extractor_id: str, verdict_hashes: Sequence[s
 
 def judge_recordings(store: Store, prefix: str) -> pd.DataFrame:
     """The recorded calls (``completions`` rows) of a judge or judge matcher: those
-    whose extractor starts with ``prefix`` (``<kind>:<model>@<prompt>/``)."""
+    whose extractor starts with ``prefix`` (``<kind>:<model>@<prompt>/``), oldest first."""
     return store.sql(
-        "SELECT * FROM completions WHERE starts_with(extractor_id, ?)", [prefix]).df()
+        "SELECT * FROM completions WHERE starts_with(extractor_id, ?) "
+        "ORDER BY recorded_at, verdict_hash, extractor_id, request_hash, text", [prefix]).df()
+
+
+def judge_run_answers(store: Store, key: str, judged_run_id: str | None) -> pd.DataFrame:
+    """The recorded calls under a judge's replay key ``key`` that its judge run on
+    ``judged_run_id`` answers from before calling: those the run paid for, and those
+    recorded before migration 013 (``judged_run_id`` NULL: no run can be told from
+    another). Only rows with a request hash (the answer to one request); the run's own
+    last, so a caller keeping one row per request hash keeps its own."""
+    return store.sql(
+        "SELECT * FROM completions WHERE extractor_id = ? AND request_hash IS NOT NULL "
+        "AND (judged_run_id = ? OR judged_run_id IS NULL) "
+        "ORDER BY judged_run_id NULLS FIRST, recorded_at", [key, judged_run_id]).df()

@@ -82,16 +82,18 @@ COMPLETIONS_SCHEMA = pa.schema(
     ]
 )
 """The first columns of ``completions``: a recorded call (FORMATS.md §2) and where it came
-from. The later ones (``config_hash``, ``run_id``, ``sample_index``, migrations 008 and
-009) are appended by their writers: the ingest adds ``config_hash``; a live recording
-adds all three."""
+from. The later ones (``config_hash``, ``run_id``, ``sample_index``, ``judged_run_id``,
+migrations 008, 009 and 013) are appended by their writers: the ingest adds
+``config_hash``; a live recording adds all four."""
 
-RECORDING_KEY = ("run_id", "verdict_hash", "extractor_id", "sample_index")
+RECORDING_KEY = ("run_id", "judged_run_id", "verdict_hash", "extractor_id", "sample_index")
 """What identifies a live recording in ``completions``: a recording belongs to the run
 that paid for the call (migration 011), so a second live run with the same settings
-keeps its own answers beside the first run's. A judge's calls belong to no extraction
-run (``run_id`` NULL); a file's rows are keyed by the ingest (``verdict_hash``,
-``extractor_id``)."""
+keeps its own answers beside the first run's. A judge's or judge matcher's calls belong
+to no extraction run (``run_id`` NULL) but to the judge run on one (``judged_run_id``,
+migration 013: the judge on a second run of the same extractor keeps its own calls);
+an extractor's calls have ``judged_run_id`` NULL. A file's rows are keyed by the ingest
+(``verdict_hash``, ``extractor_id``)."""
 
 LABELS_SCHEMA = pa.schema(
     [

@@ -666,3 +666,15 @@ COMMENT ON COLUMN prompts.user_template IS 'The user message template with {plac
 COMMENT ON COLUMN prompts.template_hash IS 'SHA-256 of the template text (prompt_templates.template_hash, extraction_runs.prompt_hash)';
 COMMENT ON COLUMN prompts.source IS 'File it was registered from';
 COMMENT ON COLUMN prompts.registered_at IS 'When this database registered it (UTC)';
+
+-- migration: 013_judge_recordings_by_run
+-- Issue 27 items 3 and 5 for the judges: a judge's or judge matcher's live call
+-- belongs to the judge run that paid for it, the judge on one extraction run. Its
+-- recordings are keyed by the run it judged too (store/_tables.py RECORDING_KEY),
+-- so two runs of one extractor judged live each keep their calls (the second's
+-- were dropped: the key was the judged extractor's), and each judge run replays
+-- and resumes from its own. Calls recorded before this migration keep NULL: no
+-- judge run can be told from another, and they still replay for every run of
+-- their extractor (truss_lab.evaluate._judges.RecordedCalls).
+ALTER TABLE completions ADD COLUMN judged_run_id VARCHAR;
+COMMENT ON COLUMN completions.judged_run_id IS 'For a judge''s or judge matcher''s live call: the extraction run whose lessons it judged (the judge run that paid for it); NULL for an extractor''s calls, a file''s rows and judge calls recorded before migration 013';
