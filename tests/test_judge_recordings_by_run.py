@@ -116,6 +116,14 @@ def test_each_judge_run_records_every_call_it_paid_for(lab: dict[str, Any]) -> N
     for run in RUNS:
         assert lab["judged"][run].provider_calls == n == lab["judged"][run].recorded
         assert lab["matched"][run][0]["recorded"] == n
+    # Label rows are keyed by lesson, not run: the second run's differing labels of
+    # lessons at the same (verdict, extractor, index) are kept as stored, and counted.
+    first, second = lab["judged"]["first"], lab["judged"]["second"]
+    differ = first.labels.merge(second.labels, on=["verdict_hash", "extractor",
+                                                   "lesson_index", "annotator"])
+    n_differ = int((differ["useful_x"] != differ["useful_y"]).sum())
+    assert 0 < n_differ == second.labels_kept and first.labels_kept == 0
+    assert second.labels_added == len(second.labels) - len(differ)
     assert judge_rows(lab["db"], "judge:jm@") == {"first": n, "second": n}
     assert judge_rows(lab["db"], "match:mm@") == {"first": n, "second": n}
 
@@ -193,3 +201,19 @@ def test_calls_recorded_before_migration_013_still_replay_and_resume(
         assert dict(s.sql("SELECT judged_run_id, count(*) FROM completions WHERE "
                           "starts_with(extractor_id, 'judge:jm@') GROUP BY 1").fetchall()) == {
             None: n, "second": n}
+
+
+def test_compare_with_a_live_matcher_records_each_run_and_replays_it(
+        lab: dict[str, Any], tmp_path: Path) -> None:
+    """`compare A B --matcher judge:openai:M` matches both runs of one extractor live:
+    each run's calls are recorded as its own, and the same compare replayed
+    (`judge:replay:M`) reaches the server with no request and says the same."""
+    db, n = copy_db(lab["db"], tmp_path / "lab.duckdb"), lab["n"]
+    args = ("compare", *RUNS, "--db", db, "--truth", "references", "--n-boot", "50")
+    with ScriptedServer(responder=Changing()) as srv:
+        live = invoke_json(*args, "--matcher", "judge:openai:cm", "--base-url", srv.base_url)
+        asked = srv.count
+        replayed = invoke_json(*args, "--matcher", "judge:replay:cm")
+        assert srv.count == asked == 2 * n
+    assert judge_rows(db, "match:cm@") == {"first": n, "second": n}
+    assert replayed == live

@@ -77,6 +77,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..core._errors import BadInputError, ProviderError
 from ..core._secrets import redact
@@ -100,9 +101,9 @@ from ..extract._providers import (
     Provider,
     is_live,
 )
-from ..ingest._ingest import append_labels
+from ..ingest._ingest import FILE_TO_TABLE, LABELS_KEY, append_labels
 from ..journal._table import verdict_payloads
-from ..store._ingested import judge_recordings, judge_run_answers
+from ..store._ingested import judge_recordings, judge_run_answers, stored_conflicts
 from ..store._labels import JUDGE_PREFIX, judge_annotators, lesson_keys
 from ..store._runs import run_info, run_lessons
 from ..store._store import Store
@@ -389,12 +390,16 @@ class JudgeRun:
     """The label rows this run's answers gave (§3 columns), stored or not: label rows
     are keyed by lesson (verdict, extractor, lesson index) and annotator, not by run,
     so where another run of the same extractor was judged first its stored labels
-    stand."""
+    stand (:attr:`labels_kept`)."""
+    labels_kept: int = 0
+    """Label rows of this run that the ``labels`` table held already with the other
+    label (kept as stored): the same judge's labels of another run of the extractor."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "annotator": self.annotator,
                 "n_verdicts": self.n_verdicts, "n_lessons": self.n_lessons,
                 "n_labels": self.n_labels, "labels_added": self.labels_added,
+                "labels_kept": self.labels_kept,
                 "provider_calls": self.provider_calls, "recorded": self.recorded,
                 "resumed": self.resumed, "errors": self.errors}
 
@@ -483,11 +488,16 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
         rows.extend({"verdict_hash": str(vhash), "extractor": extractor_id, "lesson_index": i,
                      "useful": u, "annotator": judge.annotator} for i, u in got.items())
     df = pd.DataFrame(rows, columns=list(_LABEL_COLUMNS))
-    added = append_labels(store, df, source=f"judge:{run_id}")[0] if len(df) else 0
+    kept = added = 0
+    if len(df):
+        kept = stored_conflicts(store, "labels", pa.Table.from_pandas(
+            df.rename(columns=FILE_TO_TABLE), preserve_index=False), LABELS_KEY, ["useful"])[0]
+        added = append_labels(store, df, source=f"judge:{run_id}")[0]
     return JudgeRun(run_id=run_id, annotator=judge.annotator,
                     n_verdicts=int(cands["verdict_hash"].nunique()), n_lessons=len(cands),
                     n_labels=len(df), labels_added=added, provider_calls=calls,
-                    recorded=recorded, errors=errors, resumed=resumed, labels=df)
+                    recorded=recorded, errors=errors, resumed=resumed, labels=df,
+                    labels_kept=kept)
 
 # --------------------------------------------------------------------------- the judge matcher
 

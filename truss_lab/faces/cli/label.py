@@ -225,6 +225,10 @@ def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
     text = (f"{res.annotator}: {res.n_labels} labels for {res.n_lessons} lessons of run "
             f"{run_id} on {res.n_verdicts} verdicts ({res.labels_added} new); "
             f"{res.provider_calls} requests, {res.recorded} live calls recorded for replay")
+    if res.labels_kept:
+        text += (f"\n{res.labels_kept} label(s) differ from the ones stored for the same "
+                 "lessons (same extractor, verdict and index; another run judged first): "
+                 "kept as stored")
     if res.errors:
         text += f"\n{len(res.errors)} answer(s) not fully usable; the first: {res.errors[0]}"
     emit(res.to_dict(), as_json, text)
