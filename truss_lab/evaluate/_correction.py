@@ -14,9 +14,9 @@ from ..core._errors import BadInputError
 from ..store._store import Store
 from ._matches import people_matches
 from ._ppi import PPIData, check_correct, labels_ppi, reference_ppi
-from ._truth import ReferenceTruth, RunTruth, Truth, run_references
+from ._truth import DEFAULT_TIES, ReferenceTruth, RunTruth, Truth, run_references
 
-__all__ = ["run_correction"]
+__all__ = ["run_correction", "runs_correction", "runs_correction_label"]
 
 
 def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth, run_id: str,
@@ -54,3 +54,33 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
         raise BadInputError(f"people answered for no verdict run {run_id!r} is judged on: "
                             f"correct='ppi' needs {answers}", field="correct")
     return data
+
+
+def runs_correction(store: Store, truth: Truth, run_ids: Any, correct: Any = "auto", *,
+                    score: str = "salience", ties: str = DEFAULT_TIES, matcher: Any = None,
+                    labels: Any = None, match_labels: Any = None
+                    ) -> dict[str, PPIData | None]:
+    """:func:`run_correction` of several runs judged side by side (a comparison, a
+    ranking, a frontier), all or none: ``auto`` corrects every run when people answered
+    for some verdict of each, else none of them (a corrected run beside an uncorrected
+    one would compare two truths); ``ppi`` refuses a run without answers."""
+    mode = check_correct(correct)
+    fixes = {rid: run_correction(store, truth, truth.judged(rid, score=score, ties=ties,
+                                                            matcher=matcher),
+                                 rid, mode, score=score, ties=ties, labels=labels,
+                                 match_labels=match_labels)
+             for rid in dict.fromkeys(run_ids)}
+    if any(f is None for f in fixes.values()):
+        return dict.fromkeys(fixes)
+    return fixes
+
+
+def runs_correction_label(fixes: dict[str, PPIData | None]) -> str:
+    """How outputs name the correction of several runs: ``none``, or ``ppi (people
+    answered for 48 of 402 verdicts of A, 69 of 402 of B)``."""
+    done = [(rid, f) for rid, f in fixes.items() if f is not None]
+    if not done:
+        return "none"
+    parts = [f"{f.n_sampled} of {f.n_verdicts}{' verdicts' if i == 0 else ''} of {rid}"
+             for i, (rid, f) in enumerate(done)]
+    return f"ppi (people answered for {', '.join(parts)})"

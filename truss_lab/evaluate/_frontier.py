@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from ..core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ..store._runs import run_info
 from ..store._store import Store
 from ..store._usage import Prices, RunUsage, load_prices, run_usage
+from ._correction import runs_correction, runs_correction_label
 from ._runs import bootstrap_run
 from ._truth import Truth
 
@@ -65,6 +66,10 @@ class Frontier:
     n_boot: int
     matcher: str | None = None
     """How lessons were matched to references (a references truth only)."""
+    correction: str = "none"
+    """The correction of the automated truth, every run alike (``none``, ``ppi (...)``)."""
+    people_verdicts: dict[str, int] = field(default_factory=dict)
+    """Per run, the verdicts people answered for (corrected only)."""
 
     def __repr__(self) -> str:
         return format_frontier(self)
@@ -76,6 +81,7 @@ class Frontier:
 
     def _head(self) -> str:
         by = f", matcher {self.matcher}" if self.matcher else ""
+        by += f", correction {self.correction}" if self.correction != "none" else ""
         return (f"truth: {self.truth} ({self.why}){by}; F1 with {self.confidence:.0%} verdict "
                 f"bootstrap interval ({self.n_boot} replicates); cost per verdict in "
                 f"{self.currency or '- (no price table)'}")
@@ -138,6 +144,8 @@ def frontier(
     labels: Any = None,
     references: Any = None,
     matcher: Any = None,
+    correct: str = "auto",
+    match_labels: Any = None,
 ) -> Frontier:
     """Cost, latency and F1 of each run of ``run_ids``, and which ones another run beats.
 
@@ -149,7 +157,10 @@ def frontier(
     every run has some, else references); F1 and its interval come from
     :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot`` verdict resamples,
     ``random_state``, ``confidence``); with references, lessons are matched to them by
-    ``matcher`` (default lexical).
+    ``matcher`` (default lexical). ``correct``: every run's F1 and interval corrected by
+    the people's answers (``ppi_bootstrap``) or none
+    (:func:`~truss_lab.evaluate._correction.runs_correction`: ``auto`` corrects when
+    people answered for each run); ``correction`` names it.
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(dict.fromkeys(run_ids))
     if not ids:
@@ -158,6 +169,8 @@ def frontier(
         check_threshold(threshold, "threshold", name="threshold")
     table = prices if isinstance(prices, Prices) or prices is None else load_prices(prices)
     t = Truth.resolve(store, truth, ids, labels=labels, references=references)
+    fixes = runs_correction(store, t, ids, correct, score=score, matcher=matcher,
+                            labels=labels, match_labels=match_labels)
     rows = []
     for rid in ids:
         info = run_info(store, rid)
@@ -169,8 +182,9 @@ def frontier(
             else DEFAULT_MIN_SALIENCE)
         boot = bootstrap_run(store, rid, thresholds=[at], score=score, n_boot=n_boot,
                              confidence=confidence, random_state=random_state,
-                             truth=t, matcher=matcher,
-                             correct="none").table.iloc[0]  # not corrected yet
+                             truth=t, matcher=matcher, labels=labels,
+                             correct="none" if fixes[rid] is None else "ppi",
+                             match_labels=match_labels).table.iloc[0]
         cost = fig.pop("cost")
         rows.append({
             "run_id": rid, "name": info.get("name") or "",
@@ -185,7 +199,8 @@ def frontier(
                     currency=None if table is None else table.currency,
                     confidence=confidence, n_boot=n_boot,
                     matcher=getattr(matcher, "name", "lexical") if t.kind == "references"
-                    else None)
+                    else None, correction=runs_correction_label(fixes),
+                    people_verdicts={r: f.n_sampled for r, f in fixes.items() if f is not None})
 
 
 def _usage_figures(u: RunUsage, priced: bool) -> dict[str, Any]:

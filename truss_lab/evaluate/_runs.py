@@ -29,12 +29,11 @@ from ._bootstrap import BootstrapResult, bootstrap_metrics
 from ._calibration import CalibrationReport, calibration_run
 from ._choose import ThresholdChoice, choose_threshold, choose_threshold_ppi
 from ._compare import ComparisonResult, compare_extractors, compare_extractors_ppi
-from ._correction import run_correction
+from ._correction import run_correction, runs_correction, runs_correction_label
 from ._label_report import LabelReport, label_report
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._ppi import (
     PPIData,
-    check_correct,
     correction_label,
     correction_of,
     ppi_bootstrap,
@@ -432,24 +431,19 @@ def compare_runs(
     when people answered for some verdict of each run, else neither (one corrected
     run beside an uncorrected one would compare two truths)."""
     whole_lessons(ties, "the paired comparison")
-    mode = check_correct(correct)
     t = Truth.resolve(store, truth, [run_a, run_b], labels=labels, references=references)
-    judged = {rid: t.judged(rid, score=score, ties=ties, matcher=matcher)
-              for rid in (run_a, run_b)}
-    fixes = [run_correction(store, t, judged[rid], rid, mode, score=score, ties=ties,
-                            labels=labels, match_labels=match_labels)
-             for rid in (run_a, run_b)]
+    fixes = runs_correction(store, t, [run_a, run_b], correct, score=score, ties=ties,
+                            matcher=matcher, labels=labels, match_labels=match_labels)
     opts = {"threshold": threshold, "threshold_b": threshold_b, "n_boot": n_boot,
             "confidence": confidence, "random_state": random_state, "names": (run_a, run_b)}
-    if fixes[0] is not None and fixes[1] is not None:
-        res = compare_extractors_ppi(fixes[0], fixes[1], **opts)
-        n = (fixes[0].n_sampled, fixes[1].n_sampled)
-        return replace(res, correction=(
-            f"ppi (people answered for {n[0]} of {fixes[0].n_verdicts} verdicts of {run_a}, "
-            f"{n[1]} of {fixes[1].n_verdicts} of {run_b})"), people_verdicts=n)
+    fa, fb = fixes[run_a], fixes.get(run_b)
+    if fa is not None and fb is not None:
+        return replace(compare_extractors_ppi(fa, fb, **opts),
+                       correction=runs_correction_label(fixes),
+                       people_verdicts=(fa.n_sampled, fb.n_sampled))
     frames, processed = [], []
     for rid in (run_a, run_b):
-        jr = judged[rid]
+        jr = t.judged(rid, score=score, ties=ties, matcher=matcher)
         if isinstance(jr, ReferenceTruth):
             d = jr.rows
             frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
@@ -481,6 +475,8 @@ def rank_runs(
     score: str = "salience",
     n_boot: int = 1000,
     random_state: Any = 0,
+    correct: str = "auto",
+    match_labels: Any = None,
 ) -> pd.DataFrame:
     """Several runs judged by one ``truth`` at one gate ``threshold``, best F1 first.
 
@@ -493,6 +489,10 @@ def rank_runs(
     run): ``delta_f1`` with ``delta_f1_low``/``delta_f1_high``, ``success`` and
     ``baseline_success`` (verdicts whose kept set is right), ``mcnemar_p`` and
     ``n_common``. With references every run is scored, labelled or not.
+    ``correct``: every run corrected by the people's answers or none
+    (:func:`~truss_lab.evaluate._correction.runs_correction`: ``auto`` corrects when
+    people answered for each run), the rows and the paired columns alike;
+    ``attrs["correction"]`` names it.
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if baseline is not None and baseline not in ids:
@@ -500,11 +500,12 @@ def rank_runs(
     if not ids:
         raise BadInputError("rank_runs needs at least one run id", field="run_ids")
     t = Truth.resolve(store, truth, ids, labels=labels, references=references)
+    fixes = runs_correction(store, t, ids, correct, score=score, match_labels=match_labels)
+    mode = "ppi" if all(f is not None for f in fixes.values()) else "none"
     rows = []
     for rid in ids:
-        # Uncorrected, as compare_runs (the paired columns) is: one truth per row.
-        sw = sweep_run(store, rid, truth=t, score=score, thresholds=[threshold],
-                       correct="none")
+        # One correction for every row and the paired columns alike.
+        sw = sweep_judged(t.judged(rid, score=score), [threshold], correction=fixes[rid])
         row: dict[str, Any] = {"run_id": rid,
                                "extractor_id": str(run_info(store, rid)["extractor_id"]),
                                "truth": t.name,
@@ -517,7 +518,8 @@ def rank_runs(
                "n_common": np.nan}
         if baseline is not None and rid != baseline:
             res = compare_runs(store, baseline, rid, truth=t, score=score, threshold=threshold,
-                               n_boot=n_boot, random_state=random_state, correct="none")
+                               n_boot=n_boot, random_state=random_state, correct=mode,
+                               match_labels=match_labels)
             r = res.table.iloc[0]
             cmp = {"delta_f1": r["delta_f1"], "delta_f1_low": r["delta_f1_low"],
                    "delta_f1_high": r["delta_f1_high"], "success": r["success_b"],
@@ -527,4 +529,5 @@ def rank_runs(
     out = pd.DataFrame(rows).sort_values("f1", ascending=False, kind="stable")
     out.attrs["threshold"] = float(threshold)
     out.attrs["baseline"] = baseline
+    out.attrs["correction"] = runs_correction_label(fixes)
     return out.reset_index(drop=True)

@@ -289,13 +289,15 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
 @_seed_option("the verdict bootstrap of each run's F1 interval")
 @_truth_option
 @matcher_options
+@_correct_option
 @_plot_option
 @json_option
 @friendly
 def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
                  prices_path: str | None, threshold: float | None, labels_path: str | None,
                  score: str, n_boot: int, random_state: int, truth: str, matcher: str,
-                 base_url: str | None, plot_path: str | None, as_json: bool) -> None:
+                 base_url: str | None, correct: str, plot_path: str | None,
+                 as_json: bool) -> None:
     """Cost per verdict, latency p50/p95 and F1 (with its interval) of runs side by side;
     a run is dominated only when another is cheaper and has an F1 above its interval."""
     if plot_path:
@@ -318,11 +320,13 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
                                 field="RUN")
         f = frontier(store, ids, truth=truth, prices=prices, threshold=threshold,
                      score=score, n_boot=n_boot, random_state=random_state,
-                     labels=labels_path, matcher=m)
+                     labels=labels_path, matcher=m, correct=correct)
         _record(store, m)
     if plot_path:
         write_output(plot_path, lambda tmp: save_frontier_plot(f, tmp), field="--plot")
-    emit({"truth": f.truth, "why": f.why, "matcher": f.matcher, "currency": f.currency,
+    emit({"truth": f.truth, "why": f.why, "matcher": f.matcher,
+          "correction": f.correction.split(" ")[0], "people_verdicts": f.people_verdicts,
+          "currency": f.currency,
           "confidence": f.confidence, "n_boot": f.n_boot, "plot": plot_path,
           "runs": json_safe(f.table.to_dict(orient="records"))},
          as_json, format_frontier(f) + (f"\nplot: wrote {plot_path}" if plot_path else ""))
