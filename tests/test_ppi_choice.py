@@ -360,3 +360,20 @@ def test_rank_runs_and_frontier_correct_every_run_or_none(store, db: Path):
     got = invoke_json("frontier", GOOD, OVER, "--db", str(db), "--truth", "references",
                       "--n-boot", "40", "--threshold", "0.7")
     assert got["correction"] == "ppi" and got["people_verdicts"] == {GOOD: 48, OVER: 69}
+
+
+def test_cli_choose_is_sweeps_choice_corrected_or_not(db: Path):
+    args = ("--db", str(db), "--truth", "references", "--n-boot", "30")
+    none = invoke_json("choose", GOOD, *args, "--correct", "none")
+    ppi = invoke_json("choose", GOOD, *args, "--correct", "ppi")
+    assert (none["correction"], ppi["correction"]) == ("none", "ppi")
+    assert (none["people_verdicts"], ppi["people_verdicts"]) == (0, 48)
+    assert ppi["matcher"] == "lexical" and ppi["truth"] == "references"
+    assert ppi["choice"]["threshold"] != none["choice"]["threshold"]
+    assert ppi["choice"] == invoke_json("sweep", GOOD, *args)["choice"]  # auto: the same
+    text = invoke("choose", GOOD, *args).output
+    assert "correction: ppi (people answered for 48 of 402 verdicts)" in text
+    assert "chosen threshold: " in text
+    bad = invoke("choose", GOOD, "--db", str(db), "--truth", "labels", "--correct", "ppi")
+    assert bad.exit_code != 0 and len(bad.output.strip().splitlines()) == 1
+    assert "people's own" in bad.output and "Traceback" not in bad.output

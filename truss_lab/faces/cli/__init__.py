@@ -59,6 +59,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                           "made) beside its own 0 live calls."),
     "sweep": ("evaluate", "Sweep a run's salience thresholds and choose one on held-out "
                           "verdicts."),
+    "choose": ("evaluate", "Choose a run's salience threshold on held-out verdicts (the "
+                           "choice `sweep` shows, without the sweep), on corrected counts "
+                           "when people answered (--correct)."),
     "compare": ("evaluate", "Compare two runs on their common verdicts (paired bootstrap, "
                             "McNemar)."),
     "frontier": ("evaluate", "Cost per verdict, latency p50/p95 and F1 (with its interval) "

@@ -1,4 +1,4 @@
-"""The evaluation commands: ``sweep``, ``compare``, ``frontier`` and ``usage`` (what a
+"""The evaluation commands: ``sweep``, ``choose``, ``compare``, ``frontier`` and ``usage`` (what a
 run cost), ``calibrate``, ``propose`` and ``report`` (one self-contained HTML file).
 
 No logic lives here: every number comes from :mod:`truss_lab.evaluate` or
@@ -226,6 +226,45 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
            "matcher": matched_by if truth == "references" else None, "plot": plot_path,
            "sweep": json_safe(at.to_dict(orient="records")),
            "choice": _choice_json(choice)}, as_json, text)
+
+@click.command()
+@db_option
+@run_argument
+@_labels_option
+@_objective_option
+@_score_option
+@_test_size_option
+@_cv_option
+@_cv_repeats_option
+@_seed_option(_SPLIT_AND_BOOT)
+@_boot_option
+@_truth_option
+@matcher_options
+@_correct_option
+@json_option
+@friendly
+def choose(db: str, run_id: str, labels_path: str | None, objective: str, score: str,
+           test_size: float, cv: str, cv_repeats: int, random_state: int, n_boot: int,
+           truth: str, matcher: str, base_url: str | None, correct: str,
+           as_json: bool) -> None:
+    """Choose a run's salience threshold on held-out verdicts (the choice `sweep` shows,
+    without the sweep), on corrected counts when people answered (--correct)."""
+    with _open(db, write=matcher_calls_model(matcher)) as store:
+        m = _matcher(store, matcher, base_url)
+        ev = evaluate_run(store, run_id, objective=objective, score=score,
+                          test_size=test_size, cv=_cv(cv), cv_repeats=cv_repeats,
+                          random_state=random_state, n_boot=n_boot, truth=truth, matcher=m,
+                          labels=labels_path, bands=False, correct=correct)
+        _record(store, m)
+    by = ev.counts.get("matcher") if ev.truth.kind == "references" else None
+    fixed = ev.sweep.attrs["correction"]
+    emit({"run_id": run_id, "score": score, "truth": ev.truth.name, "matcher": by,
+          "correction": fixed["correction"], "people_verdicts": fixed["people_verdicts"],
+          "choice": _choice_json(ev.choice)}, as_json,
+         f"run {run_id}, score {score}\ntruth: {ev.truth.name} ({ev.truth.why})"
+         f"{f', matcher {by}' if by else ''}\ncorrection: {ev.correction}\n"
+         f"{format_choice(ev.choice)}")
+
 
 @click.command()
 @click.argument("run_a")
@@ -493,11 +532,11 @@ def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
     emit(u.to_dict(), as_json, str(u))
 
 
-COMMANDS: tuple[click.Command, ...] = (sweep, compare, frontier_cmd, usage, calibrate,
+COMMANDS: tuple[click.Command, ...] = (sweep, choose, compare, frontier_cmd, usage, calibrate,
                                        propose, report)
 
 
 def register(group: click.Group) -> None:
-    """Add ``sweep``, ``compare``, ``frontier``, ``usage``, ``calibrate``, ``propose`` and
-    ``report`` to ``group``."""
+    """Add ``sweep``, ``choose``, ``compare``, ``frontier``, ``usage``, ``calibrate``,
+    ``propose`` and ``report`` to ``group``."""
     add_commands(group, COMMANDS)
