@@ -396,3 +396,17 @@ def test_bootstrap_run_points_are_sweep_runs_at_every_threshold(
         inside = boot.table[f"{m}_low"].le(sw[m] + 1e-12) & boot.table[f"{m}_high"].ge(
             sw[m] - 1e-12)
         assert inside[sw[m].notna() & boot.table[f"{m}_low"].notna()].mean() > 0.9, m
+
+
+@pytest.mark.parametrize("cmd", [("choose", GOOD), ("sweep", GOOD), ("compare", GOOD, OVER),
+                                 ("calibrate", GOOD), ("frontier", GOOD)])
+def test_correct_ppi_without_peoples_answers_is_one_line(db: Path, cmd: tuple[str, ...]) -> None:
+    """This store holds no match labels: ppi on references is refused, naming what is
+    missing (run_correction's error), in one line, exit 2; auto falls back to none."""
+    run = invoke(*cmd, "--db", str(db), "--truth", "references", "--correct", "ppi",
+                 "--n-boot", "20")
+    assert run.exit_code == 2 and "Traceback" not in run.output
+    assert len(run.output.strip().splitlines()) == 1
+    assert "people answered for no verdict" in run.output and "match labels" in run.output
+    auto = invoke_json(*cmd, "--db", str(db), "--truth", "references", "--n-boot", "20")
+    assert auto["correction"] == "none"
