@@ -8,14 +8,18 @@ assignment on every annotated verdict, matched by the same one-to-one rule. Then
 for n = 50, 100 and 200 people-matched verdicts (a simple random sample of the
 annotated verdicts, drawn per replicate and n), at threshold 0.70:
 
-- ppi: :func:`~truss_lab.evaluate._ppi.ppi_bootstrap` (95 %, ``--n-boot`` replicates),
-  covered when the interval holds the replicate's true precision / recall;
+- ppi: :func:`~truss_lab.evaluate._ppi.ppi_bootstrap` as it is by default (95 %,
+  ``--n-boot`` replicates; power tuning re-chosen per replicate, Wilson intervals on
+  the effective sample size), covered when the interval holds the replicate's true
+  precision / recall;
 - people alone: the same bootstrap with ``lam=0`` (the people's sample alone,
   Horvitz-Thompson), its width beside the ppi one's;
+- classic: ``lam=1, interval="percentile"`` (plain PPI with percentile intervals,
+  the default before power tuning), for comparison;
 - uncorrected: the lexical estimate's plain verdict bootstrap, for comparison.
 
 Coverage is the share of replicates covered, with its Monte Carlo standard error
-sqrt(c (1 - c) / R). Run (about 4 s a replicate on one core):
+sqrt(c (1 - c) / R). Run (about 5 s a replicate on one core):
 
     .venv/bin/python -m scripts.ppi_coverage [--replicates 200] [--n-boot 400]
 """
@@ -106,11 +110,12 @@ def _sizes(r: int, ext: str, matcher: str, auto: ReferenceTruth, refs: pd.DataFr
             continue
         row: dict[str, object] = {"replicate": r, "extractor": ext, "matcher": matcher,
                                   "n": n, "true_precision": tp, "true_recall": tr}
-        for name, lam in (("ppi", 1.0), ("people", 0.0)):
+        for name, opts in (("ppi", {}), ("people", {"lam": 0.0}),
+                           ("classic", {"lam": 1.0, "interval": "percentile"})):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UndefinedMetricWarning)
-                b = ppi_bootstrap(data, thresholds=[t], n_boot=n_boot, lam=lam,
-                                  random_state=r).table.iloc[0]
+                b = ppi_bootstrap(data, thresholds=[t], n_boot=n_boot, random_state=r,
+                                  **opts).table.iloc[0]
             for m, true_v in (("precision", tp), ("recall", tr)):
                 row[f"{name}_{m}"] = float(b[m])
                 row[f"{name}_{m}_width"] = float(b[f"{m}_high"] - b[f"{m}_low"])
@@ -135,11 +140,40 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
             row[f"ppi {m} width"] = round(float(d[f"ppi_{m}_width"].mean()), 3)
             row[f"people-only {m} width"] = round(float(d[f"people_{m}_width"].mean()), 3)
             row[f"people-only {m} coverage"] = round(float(d[f"people_{m}_covered"].mean()), 3)
+            row[f"classic {m} width"] = round(float(d[f"classic_{m}_width"].mean()), 3)
+            row[f"classic {m} coverage"] = round(float(d[f"classic_{m}_covered"].mean()), 3)
             row[f"uncorrected {m} bias"] = round(float((d[f"plain_{m}"]
                                                         - d[f"true_{m}"]).mean()), 3)
             row[f"uncorrected {m} coverage"] = round(float(d[f"plain_{m}_covered"].mean()), 3)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def readme_table(df: pd.DataFrame) -> str:
+    """The README's coverage table (markdown) of the replicate rows ``df``."""
+    def cov(d: pd.DataFrame, col: str) -> str:
+        c = float(d[col].mean())
+        return f"{c:.3f} ± {math.sqrt(c * (1 - c) / len(d)):.3f}"
+
+    def w(d: pd.DataFrame, m: str) -> str:
+        return " / ".join(f"{d[f'{k}_{m}_width'].mean():.3f}"
+                          for k in ("ppi", "people", "classic"))
+
+    lines = ["| extractor | lexical matcher's bias P / R | n | ppi coverage P | ppi coverage R "
+             "| width P: ppi / people alone / classic | width R: ppi / people alone / classic "
+             "| people alone coverage P / R | classic coverage P / R |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (ext, _, n), d in df.groupby(["extractor", "matcher", "n"], sort=True):
+        bias = " / ".join(f"{(d[f'plain_{m}'] - d[f'true_{m}']).mean():.3f}"
+                          for m in ("precision", "recall"))
+        alone = " / ".join(f"{d[f'people_{m}_covered'].mean():.3f}"
+                           for m in ("precision", "recall"))
+        classic = " / ".join(f"{d[f'classic_{m}_covered'].mean():.3f}"
+                             for m in ("precision", "recall"))
+        lines.append(f"| {ext} | {bias} | {n} | {cov(d, 'ppi_precision_covered')} "
+                     f"| {cov(d, 'ppi_recall_covered')} | {w(d, 'precision')} "
+                     f"| {w(d, 'recall')} | {alone} | {classic} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.n_boot} bootstrap replicates; {time.perf_counter() - t0:.0f} s")
     with pd.option_context("display.width", 250, "display.max_columns", 40):
         print(s.to_markdown(index=False) if _has_tabulate() else s.to_string(index=False))
+    print()
+    print(readme_table(df))
     cov = df.groupby(["extractor", "matcher", "n"])[["ppi_precision_covered",
                                                       "ppi_recall_covered"]].mean()
     print(json.dumps({"min_ppi_coverage": float(cov.min().min())}))

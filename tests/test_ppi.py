@@ -26,6 +26,8 @@ from truss_lab.evaluate._ppi import (
     ppi_data,
     ppi_sweep,
     reference_ppi,
+    t_quantile,
+    wilson_interval,
 )
 from truss_lab.evaluate._runs import bootstrap_run, sweep_run
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
@@ -207,6 +209,109 @@ def test_one_sort_sweep_equals_per_threshold_brute_force(auto, human, extra, lam
         np.testing.assert_allclose(boot.table[col], at[col], atol=1e-9, equal_nan=True)
 
 
+# --------------------------------------------------------------------------- power tuning
+
+
+def tuned_by_hand(ya, s, g, yh, picked, n_all, t):
+    """PPI++ weights of each ratio at threshold t, independently: per people-matched
+    verdict its counts (loops), the ratio linearised at its classic-PPI value at the
+    lowest score of a people-matched row at or above t (where the sample's counts
+    last changed), the least-squares regression of the people's linearised count on
+    the automated ones (numpy lstsq), clipped to [0, 1]; and the ratios at those."""
+    scale = n_all / len(picked)
+    in_sample = np.isin(g, picked)
+    canon = np.min(s[in_sample & (np.nan_to_num(s, nan=-np.inf) >= t)])
+
+    def counts(y, rows, at):
+        kept = np.nan_to_num(s[rows], nan=-np.inf) >= at
+        y = y[rows].astype(bool)
+        return np.array([np.sum(y & kept), np.sum(kept), np.sum(y)], dtype=float)
+
+    def parts(at):
+        per_v = [(counts(ya, g == v, at), counts(yh, g == v, at)) for v in picked]
+        return (counts(ya, np.ones(len(g), bool), at), per_v,
+                sum(a for a, _ in per_v) * scale, sum(h for _, h in per_v) * scale)
+
+    a_all, per_v, a_s, h_s = parts(t)
+    c_all, _, c_a_s, c_h_s = parts(canon)
+    ratios = {"precision": ([1, 0, 0], [0, 1, 0]), "recall": ([1, 0, 0], [0, 0, 1]),
+              "f1": ([2, 0, 0], [0, 1, 1])}
+    lams, values = {}, {}
+    for name, (num, den) in ratios.items():
+        num, den = np.array(num, float), np.array(den, float)
+        c1 = c_all + c_h_s - c_a_s
+        theta = (num @ c1) / (den @ c1)
+        kinds = [k for k in range(3) if num[k] or den[k]]
+        coef = num - theta * den
+        z = np.array([coef @ h for _, h in per_v]) * scale
+        x = np.array([[coef[k] * a[k] for k in kinds] for a, _ in per_v]) * scale
+        beta = np.linalg.lstsq(x - x.mean(axis=0), z - z.mean(), rcond=None)[0]
+        lam = np.ones(3)
+        lam[kinds] = np.clip(beta, 0, 1)
+        c = lam * (a_all - a_s) + h_s
+        lams[name], values[name] = lam, (num @ c) / (den @ c)
+    return lams, values
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_tuned_lam_equals_an_independent_regression(seed):
+    y, s, g = population(seed, n_verdicts=200)
+    rng = np.random.default_rng(seed)
+    # A matcher that misses half the true pairs and invents a few: biased, informative.
+    auto = (y.astype(bool) & (rng.random(len(y)) < 0.5)) | (rng.random(len(y)) < 0.05)
+    auto = auto.astype(np.uint8)
+    picked = rng.choice(np.unique(g), size=50, replace=False)
+    data = ppi_data(auto, s, g, *sample_rows(y, s, g, picked), sampled=picked)
+    thresholds = [0.3, 0.7, 0.72]  # 0.72: between two scores (0.05 steps)
+    df = ppi_sweep(data, thresholds=thresholds, snap=False)
+    assert df.attrs["ppi"]["lam"] == "tuned"
+    full = ppi_sweep(data)  # every distinct score: the same weights where they meet
+    for i, t in enumerate(thresholds):
+        lams, values = tuned_by_hand(auto, s, g, y, picked, 200, t)
+        for name in ("precision", "recall", "f1"):
+            np.testing.assert_allclose(df.attrs["ppi"]["lams"][name][i], lams[name],
+                                       rtol=1e-6, atol=1e-9, err_msg=f"{name} at {t}")
+            np.testing.assert_allclose(df[name].iloc[i], np.clip(values[name], 0, 1),
+                                       rtol=1e-9, err_msg=f"{name} at {t}")
+            if t in full["threshold"].to_numpy():
+                j = int(np.flatnonzero(full["threshold"].to_numpy() == t)[0])
+                np.testing.assert_allclose(full.attrs["ppi"]["lams"][name][j], lams[name],
+                                           rtol=1e-6, atol=1e-9)
+        # recall's denominator, the positives, is the same by both truths only where the
+        # matcher finds every pair; here it is not, so the tuning weighs it too
+        assert 0 <= lams["recall"][0] <= 1
+    # tp, fp, fn are F1's counts: f1 = 2 tp / (2 tp + fp + fn)
+    np.testing.assert_allclose(df["f1"], 2 * df["tp"] / (2 * df["tp"] + df["fp"] + df["fn"]))
+    # The bootstrap's point is the sweep's, its interval holds it.
+    boot = ppi_bootstrap(data, thresholds=thresholds, n_boot=200, snap=False).table
+    for name in ("precision", "recall", "f1"):
+        np.testing.assert_allclose(boot[name], df[name])
+        assert (boot[f"{name}_low"] <= boot[name]).all()
+        assert (boot[name] <= boot[f"{name}_high"]).all()
+
+
+def test_t_quantile_and_the_wilson_interval():
+    from scipy import stats  # the oracle (a scikit-learn dependency in the dev extra)
+
+    for df in (1, 2, 3, 10, 49, 199):
+        tol = 4e-3 if df < 10 else 1e-5
+        assert t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), abs=tol)
+    # 15 lessons all true (every replicate agreed): the people's 15 set the size,
+    # so the interval is not the percentile bootstrap's [1, 1].
+    q = stats.t.ppf(0.975, 49)
+    lo, hi = wilson_interval([1.0], [0.0], [15.0], 50, 0.95)
+    assert hi[0] == pytest.approx(1.0) and lo[0] == pytest.approx(15 / (15 + q * q), rel=1e-4)
+    # With a variance, the size is p(1-p)/var (times (n-1)/n): Wilson's own formula.
+    p, var, n = 0.4, 0.003, 50
+    size = p * (1 - p) / (var * n / (n - 1))
+    want = [(p + q * q / (2 * size) + s * q * np.sqrt(p * (1 - p) / size
+                                                      + q * q / (4 * size * size)))
+            / (1 + q * q / size) for s in (-1, 1)]
+    got = wilson_interval([p], [var], [10.0], n, 0.95)
+    np.testing.assert_allclose([got[0][0], got[1][0]], want, rtol=1e-4)
+    assert np.isnan(wilson_interval([np.nan], [0.1], [3.0], 10, 0.95)[0][0])
+
+
 # --------------------------------------------------------------------------- bootstrap and input
 
 
@@ -222,10 +327,20 @@ def test_bootstrap_resamples_both_sets_and_is_seeded():
     r = a.table.iloc[0]
     assert r["precision_low"] < r["precision"] < r["precision_high"]
     assert r["recall_low"] < r["recall"] < r["recall_high"]
-    # The people's sample alone (lam = 0) is noisier than the corrected estimate.
+    # The people's sample alone (lam = 0) is noisier than the corrected estimate where
+    # the matcher agrees with people (recall, F1: half the width); for precision the
+    # tuning re-chosen per replicate costs a little of what it saves (within 10 %).
     alone = ppi_bootstrap(data, thresholds=[0.7], n_boot=300, random_state=4, lam=0.0)
     width = lambda t, m: float(t[f"{m}_high"].iloc[0] - t[f"{m}_low"].iloc[0])  # noqa: E731
-    assert width(a.table, "precision") < width(alone.table, "precision")
+    for m in ("recall", "f1"):
+        assert width(a.table, m) < 0.7 * width(alone.table, m)
+    assert width(a.table, "precision") < 1.1 * width(alone.table, "precision")
+    # The percentile interval is still there on request, and lam fixes the weights.
+    pct = ppi_bootstrap(data, thresholds=[0.7], n_boot=300, random_state=4, lam=1.0,
+                        interval="percentile").table.iloc[0]
+    assert pct["precision_low"] < pct["precision"] < pct["precision_high"]
+    with pytest.raises(BadInputError, match="interval must be"):
+        ppi_bootstrap(data, thresholds=[0.7], n_boot=5, interval="bca")
 
 
 def test_bad_input_is_one_clear_error():
@@ -384,7 +499,7 @@ def test_labels_ppi_corrects_a_judge_with_the_gold_labels():
         plain = sweep(y, s, thresholds=GRID)
     np.testing.assert_allclose(ppi_sweep(data, thresholds=GRID)["tp"], plain["tp"])
     flipped = _run_truth(np.where(on, 1 - y, y), s, g, on)
-    tp = ppi_sweep(labels_ppi(judge, flipped), thresholds=[0.0])["tp"].iloc[0]
+    tp = ppi_sweep(labels_ppi(judge, flipped), thresholds=[0.0], lam=1.0)["tp"].iloc[0]
     yi = y.astype(int)
     want = yi.sum() + 3.0 * ((1 - yi[on]).sum() - yi[on].sum())
     assert tp == pytest.approx(want)
