@@ -669,7 +669,8 @@ def frontier_plot(frontier: Any, ax: Any = None) -> Any:
 
 
 def _save(fig: Any, path: Any) -> str:
-    fig.savefig(path, dpi=100)
+    # "tight": a long run id in a title grows the image instead of being cut at its edge.
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     return str(path)
 
 

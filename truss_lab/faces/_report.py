@@ -195,7 +195,8 @@ def table(df: pd.DataFrame, *, index: bool = False, cls: str = "",
 def png_img(fig: Any, alt: str, *, dpi: int = 90) -> str:
     """``fig`` as an inline base64 PNG ``<img>`` (no file beside the report)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    # "tight": a long run id in a title grows the image instead of being cut at its edge.
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img class="plot" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
