@@ -287,6 +287,7 @@ def test_rank_runs_is_sweep_run_and_compare_runs_per_row(store: Store, tmp_path:
         assert (r.delta_f1, r.delta_f1_low, r.mcnemar_p, r.success) == (
             cmp["delta_f1"], cmp["delta_f1_low"], cmp["mcnemar_p"], cmp["success_b"])
     text = demo_references(store, [GOOD, PARA, HEUR], HEUR, tmp_path, n_boot=30)
+    assert "matcher lexical, correction none" in text and "--correct ppi" in text
     assert "sim-paraphrase-v1" in text and (tmp_path / f"compare_{HEUR}_vs_{GOOD}_references.png"
                                             ).is_file()
 

@@ -225,10 +225,19 @@ def demo_references(
                                         "delta_f1_low": "low", "delta_f1_high": "high",
                                         "success": "right", "baseline_success":
                                         "baseline right"})
+    correction = str(table.attrs.get("correction", "none"))
+    # The baseline has no people's answers, so this table is uncorrected: say what that
+    # costs on the sample, whose rewordings the lexical matcher mostly misses.
+    caveat = ("" if correction != "none" else
+              "\n   uncorrected: on the sample's rewordings the lexical matcher misses most pairs, "
+              "so these are below the truth; `truss-lab sweep RUN --truth references --correct ppi`"
+              "\n   corrects a run by the people's match labels (README: Prediction-powered "
+              "estimates)")
     return "\n".join([
         f"-- every extractor against the reference lessons at {threshold:.2f} (annotated "
-        f"verdicts only; dF1 = run - {baseline}, paired verdict bootstrap, 95% CI; right = "
-        "verdicts whose kept set is right, McNemar on those)",
+        f"verdicts only; matcher lexical, correction {correction}; dF1 = run - {baseline}, "
+        "paired verdict bootstrap, 95% CI; right = verdicts whose kept set is right, McNemar "
+        f"on those){caveat}",
         shown.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-",
                         formatters={"mcnemar_p": lambda v: "-" if v != v else f"{v:.2g}",
                                     "right": _count, "baseline right": _count}),
