@@ -166,6 +166,17 @@ def test_the_sample_choice_is_corrected_and_says_so(store):
     assert ev.correction == fixed.split["correction"]
 
 
+@pytest.mark.parametrize("extractor", ["sim-good-v1", "sim-overconfident-v1"])
+def test_the_corrected_choice_lies_in_its_own_bootstrap_interval(store, extractor):
+    """The bootstrap re-makes the choice with the estimator that made it (classic PPI):
+    with ppi_bootstrap's tuned default instead, sim-good-v1's choice 0.51 had the
+    interval [0.19, 0.48]."""
+    c = choose_run_threshold(store, sample_run_id(extractor), truth="references",
+                             n_boot=200, random_state=0, correct="ppi")
+    lo, hi = c.threshold_interval
+    assert lo <= c.threshold <= hi, (c.threshold, lo, hi)
+
+
 def test_cli_sweep_choice_corrected_names_the_correction(db: Path):
     args = ("sweep", GOOD, "--db", str(db), "--truth", "references", "--n-boot", "30")
     none = invoke_json(*args, "--correct", "none")

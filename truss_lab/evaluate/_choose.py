@@ -815,9 +815,12 @@ def _intervals(data: _Data, obj: Objective, chosen: float, test: dict[str, float
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         grid = boot_grid(s[fit_idx], [chosen], obj)
         if fit_ppi is not None:
+            # lam = 1: the choice is made on classic PPI counts (_Data.of_ppi), so its
+            # bootstrap re-makes that choice; ppi_bootstrap's default tunes lam, whose
+            # choice can fall outside the interval of this one.
             boot = ppi_bootstrap(fit_ppi, thresholds=grid, n_boot=n_boot,
                                  confidence=confidence, random_state=streams["choice"],
-                                 objective=obj)
+                                 objective=obj, lam=1.0)
         else:  # uncorrected, or no people's answer among the training verdicts
             boot = bootstrap_metrics(
                 y[fit_idx], s[fit_idx], codes[fit_idx], thresholds=grid,
