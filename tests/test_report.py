@@ -153,7 +153,7 @@ def test_report_by_references(sample, by_references: str) -> None:
                f"<td>{int(at['tp'])}</td><td>{int(at['fp'])}</td><td>{int(at['fn'])}</td>"
                f"<td>{at['precision']:.3f}</td><td>{at['recall']:.3f}</td>")
         assert row in text, rid
-    assert "not judged by references: calibration_run fits gold labels only" in text
+    assert "not drawn for references: a calibration judges scored lessons only" in text
     assert "at the default 0.700, by references</h3>" in text
     assert text.count('src="data:image/png;base64,') >= 5  # 2 sweeps, 2 PR, 1 comparison
 

@@ -675,8 +675,10 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
     if truth.kind == "references":
         # The report calibrates scores against labels only (a references calibration
         # would leave out the misses its sweep counts).
-        parts.append(f"<h4>calibration</h4><p class=\"muted\">not judged by {esc(truth.name)}: "
-                     "calibration_run fits gold labels only</p>")
+        parts.append(f"<h4>calibration</h4><p class=\"muted\">not drawn for {esc(truth.name)}: "
+                     "a calibration judges scored lessons only, so it would leave out the "
+                     "references no lesson matched, which the sweep counts (<code>truss-lab "
+                     "calibrate RUN --truth references</code> draws it)</p>")
         return "".join(parts)
     rs = ev.options.get("random_state", 0)
     cal = calibration_run(store, rid, method="isotonic", random_state=rs, truth=truth,
