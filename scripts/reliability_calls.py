@@ -145,9 +145,12 @@ def outcomes_row(row: Callable[..., Any], tmp: Path) -> Any:
         checks["match, every answer prose: exit 1, one line, no Python warning"] = (
             one_line(p, code=1) and "Warning" not in p.stderr
             and f"none of the {srv.count} answers could be used" in p.stderr)
+    # A database of its own: in the one above the matcher recorded every (prose) answer
+    # of this run, and a second match answers from its run's recordings, calling nothing.
+    fresh = _lab_run(tmp, "outcomes_one.duckdb")
     with ScriptedServer(responder=_no_match) as srv:
         srv.add(Reply(200, prose))
-        p = cli("match", RUN, "--db", str(db), "--judge", "openai:m", "--base-url",
+        p = cli("match", RUN, "--db", str(fresh), "--judge", "openai:m", "--base-url",
                 srv.base_url)
         checks["match, one answer prose: counted in its own words, no warning"] = (
             "Warning" not in p.stderr and ".py:" not in p.stderr
