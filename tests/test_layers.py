@@ -29,7 +29,7 @@ def test_no_underscore_name_is_imported_from_another_module() -> None:
 
 def test_no_sql_on_store_tables_outside_the_store() -> None:
     # The store (and the journal, for its own append-only tables) owns every statement on
-    # its tables; the audit keeps its own SQL checks (house.SQL_EXEMPT).
+    # its tables; the audit's statements are in store/_audit_sql.py.
     assert house.sql_outside_store() == []
 
 

@@ -29,7 +29,9 @@ IDENT_HELPERS = {"quote_ident", "q"}  # q = quote_ident, a local alias
 REVIEWED: dict[str, set[str]] = {
     # s, y: quote_ident of the column names; src: a literal read_parquet(?) call
     "evaluate/_sweep.py": {"s", "src", "y"},
-    "govern/_audit.py": {"sql"},  # the checks' literal SQL, $names bound
+    # sql: AUDIT_SQL's literal statements, $names bound; _GOT, _COLS, _ON: joins over
+    # the literal tuple REPARSED_COLUMNS
+    "store/_audit_sql.py": {"sql", "_GOT", "_COLS", "_ON"},
     "store/_ingested.py": {"cols", "differ", "on"},  # from quote_ident over our key names
     "journal/_ledger.py": {"LAB_JOURNAL", "VERDICT_HEAD"},  # module constants
     # where: --verdicts, run in the sandbox (no file access); _table: quote_ident of

@@ -3,7 +3,9 @@
 ``audit(store)`` runs every check below (each named, with the DESIGN.md invariant
 it guards) and returns an :class:`AuditReport`; each :class:`CheckResult` says
 pass/fail, gives a one-line detail and the offending rows as a DataFrame. The
-checks are mostly DuckDB SQL: the audit keeps its own SQL on the store's tables.
+checks are mostly DuckDB SQL, kept by name in :mod:`truss_lab.store._audit_sql` (the
+store holds every statement on its tables; these re-derive what the writers should have
+written, apart from the writers' code).
 
 A check that cannot run (say, a table was dropped) fails with the error as its detail.
 
@@ -58,7 +60,6 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,12 @@ from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
 from ..journal._spec import VERDICT_KIND
 from ..score._consistency import consistency_clusters
+from ..store._audit_sql import (
+    audit_rows,
+    candidates_against_reparsed,
+    gate_offenders,
+    label_count,
+)
 from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE, query_memory
 from ..store._ingested import label_problems
 from ..store._store import Store
@@ -219,12 +226,6 @@ _DEFS: Mapping[str, Any] = {
     "targets": [t.value for t in PolicyTarget],
     "policy_kind": POLICY_ENTRY_KIND,
 }
-_NAME = re.compile(r"\$(\w+)")
-
-
-def _df(store: Store, sql: str) -> pd.DataFrame:
-    """Run a check's SQL with the definitions it names (DuckDB refuses unused ones)."""
-    return store.con.execute(sql, {n: _DEFS[n] for n in set(_NAME.findall(sql))}).df()
 
 
 def _chain_verifies(store: Store) -> tuple[pd.DataFrame, str]:
@@ -239,133 +240,34 @@ def _chain_verifies(store: Store) -> tuple[pd.DataFrame, str]:
 
 
 def _lessons_governed(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
-        store,
-        """
-        SELECT entry_id, kind, trust, run_id, text, 'lesson is not ' || $unverified AS problem
-        FROM memory_entries WHERE kind = $lesson AND trust <> $unverified
-        UNION ALL
-        SELECT m.entry_id, m.kind, m.trust, m.run_id, m.text,
-               'an extraction run wrote a ' || m.kind || ' entry' AS problem
-        FROM memory_entries m
-        WHERE m.kind <> $lesson AND m.run_id IN (SELECT run_id FROM extraction_runs)
-        ORDER BY entry_id
-        """,
-    )
-    n = _df(store, "SELECT count(*) AS n FROM memory_entries WHERE kind = $lesson")["n"].iat[0]
+    rows = audit_rows(store, "lessons_not_governed", _DEFS)
+    n = audit_rows(store, "lesson_count", _DEFS)["n"].iat[0]
     return rows, f"{n} lessons, all kind lesson with trust unverified"
 
 
 def _produced_by_exists(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
-        store,
-        """
-        WITH m AS (SELECT entry_id, run_id, produced_by_seq, produced_by_hash
-                   FROM memory_entries WHERE kind = $lesson)
-        SELECT m.entry_id, m.run_id, m.produced_by_seq, m.produced_by_hash,
-               j.kind AS journal_kind, j.hash AS journal_hash,
-               CASE WHEN j.seq IS NULL THEN 'no journal entry at that seq'
-                    WHEN j.hash <> m.produced_by_hash THEN 'journal entry has another hash'
-                    ELSE 'journal entry is a ' || j.kind || ', not a ' || $verdict_kind
-               END AS problem
-        FROM m LEFT JOIN journal j ON j.seq = m.produced_by_seq
-        WHERE j.seq IS NULL OR j.hash <> m.produced_by_hash OR j.kind <> $verdict_kind
-        UNION ALL
-        -- A ref that exists but is not the verdict the lesson was extracted from.
-        SELECT DISTINCT m.entry_id, m.run_id, m.produced_by_seq, m.produced_by_hash,
-               NULL, c.verdict_hash, 'not the verdict of its candidate ' || c.candidate_id
-        FROM m JOIN candidates c ON c.entry_id = m.entry_id
-        WHERE c.verdict_seq <> m.produced_by_seq OR c.verdict_hash <> m.produced_by_hash
-        ORDER BY entry_id
-        """,
-    )
+    rows = audit_rows(store, "produced_by_not_verdict", _DEFS)
     return rows, "every lesson's produced_by is its stored, matching contract_verdict entry"
 
 
 def _produced_by_in_sources(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
-        store,
-        """
-        SELECT entry_id, kind, run_id, produced_by_seq, produced_by_hash, sources,
-               'produced_by is not among sources' AS problem
-        FROM memory_entries
-        WHERE NOT coalesce(list_contains(sources, {'seq': produced_by_seq,
-                                                   'hash': produced_by_hash}), false)
-        ORDER BY entry_id
-        """,
-    )
+    rows = audit_rows(store, "produced_by_not_in_sources", _DEFS)
     return rows, "every memory entry lists its produced_by ref among its sources"
 
 
 def _lesson_not_older_than_verdict(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
-        store,
-        """
-        SELECT m.entry_id, m.run_id, m.created_at, j.seq AS verdict_seq,
-               j.ts AS verdict_ts, j.recorded_at AS verdict_recorded_at,
-               CASE WHEN m.created_at < j.recorded_at
-                    THEN 'created before the verdict was stored (recorded_at)'
-                    ELSE 'created before the verdict was signed (ts)' END AS problem
-        FROM memory_entries m
-        JOIN journal j ON j.seq = m.produced_by_seq AND j.hash = m.produced_by_hash
-        WHERE m.kind = $lesson AND j.kind = $verdict_kind
-          AND (m.created_at < j.recorded_at
-               OR m.created_at < TRY_CAST(j.ts AS TIMESTAMPTZ))
-        ORDER BY m.entry_id
-        """,
-    )
+    rows = audit_rows(store, "lessons_older_than_verdict", _DEFS)
     return rows, "no lesson predates its verdict"
 
 
 def _one_event_per_lesson(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
-        store,
-        """
-        WITH ev AS (SELECT subject_id, count(*) AS n_events FROM events
-                    WHERE type = $memory_write GROUP BY subject_id),
-             me AS (SELECT entry_id, count(*) AS n_entries FROM memory_entries
-                    GROUP BY entry_id)
-        SELECT me.entry_id AS subject_id, me.n_entries, coalesce(ev.n_events, 0) AS n_events,
-               CASE WHEN me.n_entries > 1 THEN 'entry id stored ' || me.n_entries || ' times'
-                    ELSE 'entry has ' || coalesce(ev.n_events, 0) || ' ' || $memory_write
-                         || ' events'
-               END AS problem
-        FROM me LEFT JOIN ev ON ev.subject_id = me.entry_id
-        WHERE coalesce(ev.n_events, 0) <> 1 OR me.n_entries <> 1
-        UNION ALL
-        SELECT ev.subject_id, 0, ev.n_events, $memory_write || ' event without an entry'
-        FROM ev WHERE NOT EXISTS (SELECT 1 FROM me WHERE me.entry_id = ev.subject_id)
-        ORDER BY subject_id
-        """,
-    )
+    rows = audit_rows(store, "memory_write_events_not_one", _DEFS)
     return rows, "exactly one memory_write event per memory entry, none orphaned"
 
 
 def _off_runs_silent(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
-        store,
-        """
-        WITH off AS (SELECT run_id, provider_calls FROM extraction_runs WHERE policy = $off),
-             c AS (SELECT run_id, count(*) AS n FROM candidates
-                   WHERE run_id IN (SELECT run_id FROM off) GROUP BY run_id),
-             m AS (SELECT run_id, count(*) AS n FROM memory_entries
-                   WHERE run_id IN (SELECT run_id FROM off) GROUP BY run_id),
-             e AS (SELECT run_id, count(*) AS n FROM events
-                   WHERE run_id IN (SELECT run_id FROM off) GROUP BY run_id),
-             x AS (SELECT run_id, count(*) AS n FROM verdict_errors
-                   WHERE run_id IN (SELECT run_id FROM off) GROUP BY run_id)
-        SELECT off.run_id, off.provider_calls,
-               coalesce(c.n, 0) AS n_candidates, coalesce(m.n, 0) AS n_entries,
-               coalesce(e.n, 0) AS n_events, coalesce(x.n, 0) AS n_errors,
-               'off run did work' AS problem
-        FROM off LEFT JOIN c USING (run_id) LEFT JOIN m USING (run_id)
-                 LEFT JOIN e USING (run_id) LEFT JOIN x USING (run_id)
-        WHERE coalesce(off.provider_calls, 0) <> 0 OR coalesce(c.n, 0) + coalesce(m.n, 0)
-              + coalesce(e.n, 0) + coalesce(x.n, 0) > 0
-        ORDER BY off.run_id
-        """,
-    )
-    n = _df(store, "SELECT count(*) AS n FROM extraction_runs WHERE policy = $off")["n"].iat[0]
+    rows = audit_rows(store, "off_runs_working", _DEFS)
+    n = audit_rows(store, "off_run_count", _DEFS)["n"].iat[0]
     return rows, f"{n} off run(s): no provider call, candidate, entry, event or error"
 
 
@@ -380,17 +282,7 @@ def _not_representatives(store: Store) -> pa.Table:
     candidates name a sample other than 0 or carry a self-consistency (a one-sample
     run sets neither).
     """
-    c = _df(
-        store,
-        """
-        SELECT run_id, candidate_id, extractor_id, verdict_hash, sample_index, lesson_index,
-               text, valid
-        FROM candidates
-        WHERE run_id IN (SELECT run_id FROM candidates GROUP BY run_id
-                         HAVING bool_or(sample_index > 0 OR self_consistency IS NOT NULL))
-        ORDER BY run_id, verdict_hash, sample_index, lesson_index
-        """,
-    )
+    c = audit_rows(store, "k_sample_candidates", _DEFS)
     if len(c):
         rep = consistency_clusters(c)["representative"].to_numpy(dtype=bool)
         c = c[c["valid"].to_numpy(dtype=bool) & ~rep]
@@ -399,92 +291,17 @@ def _not_representatives(store: Store) -> pa.Table:
 
 
 def _gate_respected(store: Store) -> tuple[pd.DataFrame, str]:
-    store.con.register("_audit_not_representative", _not_representatives(store))
-    try:
-        rows = _gate_offenders(store)
-    finally:
-        store.con.unregister("_audit_not_representative")
+    rows = gate_offenders(store, _not_representatives(store), _DEFS)
     return rows, "every lesson passed its run's gate; every passed_gate matches the policy"
 
 
-def _gate_offenders(store: Store) -> pd.DataFrame:
-    return _df(
-        store,
-        """
-        WITH l AS (SELECT m.entry_id, m.run_id, m.salience, r.policy, r.extraction_min_salience
-                   FROM memory_entries m JOIN extraction_runs r USING (run_id)
-                   WHERE m.kind = $lesson),
-             -- a lesson's candidates: those that recorded its (content-derived) entry id
-             lc AS (SELECT l.entry_id, c.run_id, c.candidate_id, c.valid, c.passed_gate
-                    FROM l JOIN candidates c ON c.entry_id = l.entry_id)
-        SELECT entry_id, run_id, NULL AS candidate_id, salience AS score, extraction_min_salience,
-               'lesson below its run''s extraction_min_salience' AS problem
-        FROM l WHERE policy = $model_scored
-          AND (salience IS NULL OR isnan(salience) OR salience < extraction_min_salience)
-        UNION ALL
-        SELECT lc.entry_id, lc.run_id, lc.candidate_id, NULL, NULL,
-               'lesson from a candidate that failed the gate'
-        FROM lc WHERE NOT lc.passed_gate
-        UNION ALL
-        SELECT lc.entry_id, lc.run_id, lc.candidate_id, NULL, NULL,
-               'lesson from an invalid candidate'
-        FROM lc WHERE NOT lc.valid
-        UNION ALL
-        SELECT l.entry_id, l.run_id, NULL, l.salience, l.extraction_min_salience,
-               'lesson without a passing candidate in its run'
-        FROM l WHERE l.policy <> $off AND NOT EXISTS (
-            SELECT 1 FROM candidates c
-            WHERE c.entry_id = l.entry_id AND c.run_id = l.run_id AND c.passed_gate)
-        UNION ALL
-        SELECT c.entry_id, c.run_id, c.candidate_id, c.score, r.extraction_min_salience,
-               'candidate passed_gate disagrees with the ' || r.policy || ' policy'
-        FROM candidates c JOIN extraction_runs r USING (run_id)
-        WHERE r.policy IN ($on, $model_scored)
-          AND c.passed_gate IS DISTINCT FROM (
-              c.valid
-              -- a k-sample run: one lesson per cluster of near-duplicates, its representative
-              AND NOT EXISTS (SELECT 1 FROM _audit_not_representative n
-                              WHERE n.run_id = c.run_id AND n.candidate_id = c.candidate_id)
-              AND (r.policy = $on
-                   OR coalesce(c.score >= r.extraction_min_salience
-                               AND NOT isnan(c.score), false)))
-        ORDER BY run_id, entry_id, candidate_id
-        """,
-    )
-
-
 def _policy_targets_valid(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
-        store,
-        """
-        SELECT record_id, policy_id, target, 'target is not tunable' AS problem
-        FROM policy_records WHERE NOT list_contains($targets, target) ORDER BY record_id
-        """,
-    )
+    rows = audit_rows(store, "policy_targets_invalid", _DEFS)
     return rows, "every policy record targets a tunable surface"
 
 
 def _policy_provenance_signed(store: Store) -> tuple[pd.DataFrame, str]:
-    rows = _df(
-        store,
-        """
-        SELECT p.record_id, p.policy_id, p.produced_by_seq, p.produced_by_hash,
-               j.hash AS journal_hash,
-               CASE WHEN j.seq IS NULL THEN 'no lab journal entry at that seq'
-                    WHEN j.hash <> p.produced_by_hash THEN 'lab journal entry has another hash'
-                    ELSE 'produced_by is not among sources' END AS problem
-        FROM policy_records p LEFT JOIN (
-            -- The lab journal; a proposal of a database older than the two chains
-            -- that could not move (upstream entries follow it) is in the journal.
-            SELECT seq, hash FROM lab_journal
-            UNION ALL SELECT seq, hash FROM journal WHERE kind = $policy_kind
-        ) j ON j.seq = p.produced_by_seq AND j.hash = p.produced_by_hash
-        WHERE j.seq IS NULL
-           OR NOT coalesce(list_contains(p.sources, {'seq': p.produced_by_seq,
-                                                     'hash': p.produced_by_hash}), false)
-        ORDER BY p.record_id
-        """,
-    )
+    rows = audit_rows(store, "policy_provenance_unsigned", _DEFS)
     return rows, "every policy record points at a stored (chain-verified) lab journal entry"
 
 
@@ -509,11 +326,9 @@ def _default_query_verified_only(store: Store) -> tuple[pd.DataFrame, str]:
     )
 
 
-_KEYS = ["run_id", "verdict_hash", "sample_index", "lesson_index", "text", "salience", "valid"]
-
-
 def _reparsed(known: pd.DataFrame) -> pa.Table:
-    """The candidate rows (:data:`_KEYS`) that re-parsing the completions of ``known``
+    """The candidate rows (``REPARSED_COLUMNS`` of :mod:`truss_lab.store._audit_sql`) that
+    re-parsing the completions of ``known``
     (``run_id``, ``verdict_hash``, ``extractor_id``, ``sample_index``, ``text``) gives,
     each distinct completion (one per sample of a verdict) parsed once."""
     on = ["verdict_hash", "extractor_id", "sample_index"]
@@ -543,26 +358,7 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
     # 1. The completions behind each checked (run, verdict, sample): runs whose
     #    extractor has recordings; verdict samples the run produced candidates or a
     #    parse error for (a k-sample run's recordings and candidates name their sample).
-    scope = _df(
-        store,
-        """
-        WITH runs AS (SELECT r.run_id, r.extractor_id FROM extraction_runs r
-                      WHERE EXISTS (SELECT 1 FROM completions k
-                                    WHERE k.extractor_id = r.extractor_id)),
-             v AS (SELECT DISTINCT c.run_id, c.verdict_hash, c.sample_index FROM candidates c
-                   WHERE c.run_id IN (SELECT run_id FROM runs)
-                   UNION
-                   SELECT e.run_id, e.verdict_hash, e.sample_index FROM verdict_errors e
-                   WHERE e.stage = 'parse' AND e.run_id IN (SELECT run_id FROM runs)),
-             k AS (SELECT verdict_hash, extractor_id, sample_index,
-                          arg_max(text, recorded_at) AS text
-                   FROM completions GROUP BY verdict_hash, extractor_id, sample_index)
-        SELECT v.run_id, v.verdict_hash, runs.extractor_id, v.sample_index, k.text
-        FROM v JOIN runs USING (run_id)
-        LEFT JOIN k ON k.verdict_hash = v.verdict_hash AND k.extractor_id = runs.extractor_id
-                   AND k.sample_index = v.sample_index
-        """,
-    )
+    scope = audit_rows(store, "completion_scope", _DEFS)
     if scope.empty:
         return pd.DataFrame(), "no run replays recorded completions: nothing to compare"
     known = scope[scope["text"].notna()]
@@ -580,30 +376,7 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
         }
     )
     # 3. Anti-join both ways on every compared column (NULL-safe).
-    on = " AND ".join(f"a.{c} IS NOT DISTINCT FROM b.{c}" for c in _KEYS)
-    cols = ", ".join(f"a.{c}" for c in _KEYS)
-    store.con.register("_audit_expected", exp)
-    store.con.register("_audit_scope", scope_t)
-    try:
-        rows = _df(
-            store,
-            f"""
-            WITH got AS (SELECT c.candidate_id, {", ".join("c." + k for k in _KEYS)}
-                         FROM candidates c JOIN _audit_scope s
-                         ON s.run_id = c.run_id AND s.verdict_hash = c.verdict_hash
-                            AND s.sample_index = c.sample_index)
-            SELECT a.candidate_id, {cols},
-                   'candidate row differs from the re-parsed completion' AS problem
-            FROM got a WHERE NOT EXISTS (SELECT 1 FROM _audit_expected b WHERE {on})
-            UNION ALL
-            SELECT NULL, {cols}, 'parsed lesson has no matching candidate row'
-            FROM _audit_expected a WHERE NOT EXISTS (SELECT 1 FROM got b WHERE {on})
-            ORDER BY run_id, verdict_hash, lesson_index, problem
-            """,
-        )
-    finally:
-        store.con.unregister("_audit_expected")
-        store.con.unregister("_audit_scope")
+    rows = candidates_against_reparsed(store, exp, scope_t)
     # Counted by (run, verdict) as before samples: a verdict's k samples are one pair.
     n_pairs = len(known[["run_id", "verdict_hash"]].drop_duplicates())
     detail = (f"{len(exp)} candidate rows of {n_pairs} (run, verdict) pairs agree with "
@@ -614,7 +387,7 @@ def _candidates_match_completions(store: Store) -> tuple[pd.DataFrame, str]:
 
 
 def _labels_point_at_lessons(store: Store) -> tuple[pd.DataFrame, str]:
-    n = store.con.execute("SELECT count(*) FROM labels").fetchall()[0][0]
+    n = label_count(store)
     if not n:
         return pd.DataFrame(), "no labels"
     rows = label_problems(store)
