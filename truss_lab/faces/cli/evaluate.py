@@ -157,17 +157,18 @@ def _choice_json(choice: Any) -> dict[str, Any]:
                       "threshold_spread": choice.threshold_spread or None})
 
 
+def _choice_options(f: Any) -> Any:
+    """The options of a threshold choice, shared by `sweep` and `choose` (the same choice:
+    one list, so the two cannot drift apart), in their --help order."""
+    for add in reversed((db_option, run_argument, _labels_option, _objective_option,
+                         _score_option, _test_size_option, _cv_option, _cv_repeats_option,
+                         _seed_option(_SPLIT_AND_BOOT), _boot_option)):
+        f = add(f)
+    return f
+
+
 @click.command()
-@db_option
-@run_argument
-@_labels_option
-@_objective_option
-@_score_option
-@_test_size_option
-@_cv_option
-@_cv_repeats_option
-@_seed_option(_SPLIT_AND_BOOT)
-@_boot_option
+@_choice_options
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
               help="Write the full sweep (every distinct threshold) as CSV.")
 @_truth_option
@@ -228,16 +229,7 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
            "choice": _choice_json(choice)}, as_json, text)
 
 @click.command()
-@db_option
-@run_argument
-@_labels_option
-@_objective_option
-@_score_option
-@_test_size_option
-@_cv_option
-@_cv_repeats_option
-@_seed_option(_SPLIT_AND_BOOT)
-@_boot_option
+@_choice_options
 @_truth_option
 @matcher_options
 @_correct_option
