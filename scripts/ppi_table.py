@@ -7,21 +7,34 @@ Per simulated extractor at gate threshold 0.70: precision and recall by
   same one-to-one rule (``PeopleMatcher``);
 - the lexical and the semantic matcher, uncorrected (``correct="none"``), with
   their 95 % verdict-bootstrap intervals;
+- the people: what the sample's simulated people would say on every annotated
+  verdict (the same per-lesson draws, matched by a person everywhere: the sample's
+  command with ``--match-share 1``), the quantity ppi is unbiased for;
 - ppi: each matcher corrected by the sample's simulated people
-  (``match_labels.csv``: a random quarter of the annotated verdicts, answers wrong
-  with probability 0.05), with the 95 % ppi-bootstrap interval (2000 replicates,
-  seed 0), and whether the interval holds the truth;
+  (``match_labels.csv``: a random quarter of the annotated verdicts, each answer wrong
+  with the datasheet's probability), with the 95 % ppi-bootstrap interval (2000
+  replicates, seed 0), and whether the interval holds the truth and the people's;
 - lexical + ppi, people without error: the same, the people's answers on the same
   verdicts replaced by the simulator's truth (what the interval estimates when the
   people are right: it is unbiased for what the people say, not for what is true).
 
-    .venv/bin/python -m scripts.ppi_table      # needs the semantic extra for its rows
+``--match-disagreement D`` redoes the table with the people wrong with probability D
+instead (the sample's command with that rate; the same verdicts and draws): how far
+their errors move the corrected estimates.
+
+    .venv/bin/python -m scripts.ppi_table [--match-disagreement D]   # semantic rows need the extra
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
+import re
+import shlex
 import tempfile
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -32,7 +45,7 @@ from truss_lab.evaluate._ppi import PeopleMatcher
 from truss_lab.evaluate._runs import bootstrap_run, sweep_run
 from truss_lab.evaluate._sweep import UndefinedMetricWarning
 from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
-from truss_lab.ingest._ingest import ingest_match_labels
+from truss_lab.simulate._simulate import main as simulate_main
 
 EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1")
 N_BOOT = 2000
@@ -49,63 +62,49 @@ def _matchers() -> list[tuple[str, object]]:
     return out
 
 
+def _samples(tmp: Path, disagreement: float | None) -> tuple[Path, Path]:
+    """The sample folder the table loads (the bundled one, or the same sample with the
+    people wrong at ``disagreement``) and the people's answers on every annotated
+    verdict: the datasheet's command (the one fact of how the sample was made) rerun
+    with the people's rate and share changed."""
+    sheet = (SAMPLE / "DATASHEET.md").read_text()
+    m = re.search(r"^\s*\.venv/bin/python -m truss_lab\.simulate (.+)$", sheet, re.M)
+    if m is None:
+        raise SystemExit("DATASHEET.md shows no generating command")
+    args = shlex.split(m.group(1))
+    rate = [] if disagreement is None else ["--match-disagreement", str(disagreement)]
+    out = {"sampled": SAMPLE}
+    for name, share in (("sampled", []), ("everywhere", ["--match-share", "1"])):
+        if name == "sampled" and disagreement is None:
+            continue
+        args[args.index("--out") + 1] = str(tmp / name)
+        with contextlib.redirect_stdout(io.StringIO()):  # its summary is not the table's
+            rc = simulate_main([*args, *rate, *share])
+        if rc != 0:
+            raise SystemExit(f"the simulator failed to write {tmp / name}")
+        out[name] = tmp / name
+    return out["sampled"], out["everywhere"] / "match_labels.csv"
+
+
+def _holds(b: pd.Series, p: float, r: float) -> str:
+    ok = b["precision_low"] <= p <= b["precision_high"] and b["recall_low"] <= r <= b["recall_high"]
+    return "yes" if ok else "NO"
+
+
 def _cell(r: pd.Series, m: str) -> str:
     return f"{r[m]:.3f} [{r[f'{m}_low']:.3f}, {r[f'{m}_high']:.3f}]"
 
 
-def main() -> None:
-    t = float(DEFAULT_MIN_SALIENCE)
-    warnings.simplefilter("ignore", UndefinedMetricWarning)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        store = load_sample(Path(tmp) / "s.duckdb")
-        run_sample_extractions(store, extractors=EXTRACTORS, write_memory=False)
-        ingest_match_labels(store, SAMPLE / "match_labels.csv")
-        truth_rows = pd.read_csv(SAMPLE / "match_truth.csv", dtype=str, keep_default_na=False)
-        truth_rows["lesson_index"] = truth_rows["lesson_index"].astype(int)
-        matchers = _matchers()
-        for ex in EXTRACTORS:
-            rid = sample_run_id(ex)
-            mine = truth_rows[truth_rows["extractor"] == ex]
-            true = sweep_run(store, rid, truth="references", thresholds=[t], correct="none",
-                             matcher=PeopleMatcher(mine)).iloc[0]
-            people = people_matches(store, run_id=rid)
-            # The same verdicts answered without error: the simulator's truth on them.
-            labelled = pd.read_csv(SAMPLE / "match_labels.csv", dtype=str,
-                                   keep_default_na=False)
-            incl = labelled.groupby("verdict_hash")["inclusion_probability"].first()
-            right = mine[mine["verdict_hash"].isin(people["verdict_hash"])].assign(
-                annotator="truth")
-            right = right.assign(inclusion_probability=right["verdict_hash"].map(incl)
-                                 .astype(float))
-            row = {"extractor": ex, "truth P": f"{true['precision']:.3f}",
-                   "truth R": f"{true['recall']:.3f}",
-                   "people-matched verdicts": people["verdict_hash"].nunique()}
-            for name, m in matchers:
-                for corr in ("none", "ppi"):
-                    b = bootstrap_run(store, rid, truth="references", matcher=m,
-                                      thresholds=[t], n_boot=N_BOOT, random_state=0,
-                                      correct=corr).table.iloc[0]
-                    tag = name if corr == "none" else f"{name} + ppi"
-                    row[f"{tag} P"] = _cell(b, "precision")
-                    row[f"{tag} R"] = _cell(b, "recall")
-                    if corr == "ppi":
-                        row[f"{tag} covers"] = (
-                            "yes" if (b["precision_low"] <= true["precision"]
-                                      <= b["precision_high"]
-                                      and b["recall_low"] <= true["recall"] <= b["recall_high"])
-                            else "NO")
-            b = bootstrap_run(store, rid, truth="references", thresholds=[t], n_boot=N_BOOT,
-                              random_state=0, correct="ppi", match_labels=right).table.iloc[0]
-            row["lexical + ppi, people without error P"] = _cell(b, "precision")
-            row["lexical + ppi, people without error R"] = _cell(b, "recall")
-            row["lexical + ppi, people without error covers"] = (
-                "yes" if (b["precision_low"] <= true["precision"] <= b["precision_high"]
-                          and b["recall_low"] <= true["recall"] <= b["recall_high"]) else "NO")
-            rows.append(row)
-        store.close()
-    df = pd.DataFrame(rows)
-    print(f"threshold {t:.2f}; 95 % intervals, {N_BOOT} verdict-bootstrap replicates, seed 0")
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m scripts.ppi_table", description=__doc__)
+    ap.add_argument("--match-disagreement", type=float, default=None,
+                    help="the people's error rate (default: the sample's, as bundled)")
+    args = ap.parse_args(argv)
+    df = ppi_table(args.match_disagreement, _matchers(), N_BOOT)
+    rate = ("as bundled" if args.match_disagreement is None
+            else f"wrong with probability {args.match_disagreement}")
+    print(f"threshold {DEFAULT_MIN_SALIENCE:.2f}; 95 % intervals, {N_BOOT} verdict-bootstrap "
+          f"replicates, seed 0; people {rate}")
     for _, r in df.iterrows():
         print()
         for k, v in r.items():
@@ -114,14 +113,76 @@ def main() -> None:
     print(readme_table(df))
 
 
+def ppi_table(disagreement: float | None, matchers: list[tuple[str, object]],
+              n_boot: int) -> pd.DataFrame:
+    """One row per extractor: the truths, each matcher uncorrected and corrected, and
+    whether each corrected interval holds the truth (``yes``/``NO`` columns)."""
+    t = float(DEFAULT_MIN_SALIENCE)
+    warnings.simplefilter("ignore", UndefinedMetricWarning)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        sample, everywhere = _samples(Path(tmp), disagreement)
+        store = load_sample(Path(tmp) / "s.duckdb", sample=sample)  # with its match labels
+        run_sample_extractions(store, extractors=EXTRACTORS, write_memory=False)
+        truth_rows = pd.read_csv(SAMPLE / "match_truth.csv", dtype=str, keep_default_na=False)
+        truth_rows["lesson_index"] = truth_rows["lesson_index"].astype(int)
+        said = pd.read_csv(everywhere, dtype=str, keep_default_na=False)
+        said["lesson_index"] = said["lesson_index"].astype(int)
+        for ex in EXTRACTORS:
+            rid = sample_run_id(ex)
+            mine = truth_rows[truth_rows["extractor"] == ex]
+            true = sweep_run(store, rid, truth="references", thresholds=[t], correct="none",
+                             matcher=PeopleMatcher(mine)).iloc[0]
+            theirs = sweep_run(store, rid, truth="references", thresholds=[t], correct="none",
+                               matcher=PeopleMatcher(said[said["extractor"] == ex])).iloc[0]
+            people = people_matches(store, run_id=rid)
+            # The same verdicts answered without error: the simulator's truth on them.
+            labelled = pd.read_csv(sample / "match_labels.csv", dtype=str,
+                                   keep_default_na=False)
+            incl = labelled.groupby("verdict_hash")["inclusion_probability"].first()
+            right = mine[mine["verdict_hash"].isin(people["verdict_hash"])].assign(
+                annotator="truth")
+            right = right.assign(inclusion_probability=right["verdict_hash"].map(incl)
+                                 .astype(float))
+            row = {"extractor": ex, "truth P": f"{true['precision']:.3f}",
+                   "truth R": f"{true['recall']:.3f}",
+                   "people P": f"{theirs['precision']:.3f}",
+                   "people R": f"{theirs['recall']:.3f}",
+                   "people-matched verdicts": people["verdict_hash"].nunique()}
+            for name, m in matchers:
+                for corr in ("none", "ppi"):
+                    b = bootstrap_run(store, rid, truth="references", matcher=m,
+                                      thresholds=[t], n_boot=n_boot, random_state=0,
+                                      correct=corr).table.iloc[0]
+                    tag = name if corr == "none" else f"{name} + ppi"
+                    row[f"{tag} P"] = _cell(b, "precision")
+                    row[f"{tag} R"] = _cell(b, "recall")
+                    if corr == "ppi":
+                        row[f"{tag} holds the truth"] = _holds(b, true["precision"],
+                                                               true["recall"])
+                        row[f"{tag} holds the people's"] = _holds(b, theirs["precision"],
+                                                                  theirs["recall"])
+            b = bootstrap_run(store, rid, truth="references", thresholds=[t], n_boot=n_boot,
+                              random_state=0, correct="ppi", match_labels=right).table.iloc[0]
+            row["lexical + ppi, people without error P"] = _cell(b, "precision")
+            row["lexical + ppi, people without error R"] = _cell(b, "recall")
+            row["lexical + ppi, people without error holds the truth"] = _holds(
+                b, true["precision"], true["recall"])
+            rows.append(row)
+        store.close()
+    return pd.DataFrame(rows)
+
+
 def readme_table(df: pd.DataFrame) -> str:
     """The README's table (markdown): per extractor each estimate as ``P / R``."""
-    tags = [c[:-2] for c in df.columns if c.endswith(" P") and c != "truth P"]
-    head = ["extractor", "truth (simulator) P / R", *(f"{t} P / R" for t in tags),
+    tags = [c[:-2] for c in df.columns if c.endswith(" P") and c not in ("truth P", "people P")]
+    head = ["extractor", "truth (simulator) P / R", "people, every verdict P / R",
+            *(f"{t} P / R" for t in tags),
             "people-matched verdicts"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in df.iterrows():
         cells = [r["extractor"], f"{r['truth P']} / {r['truth R']}",
+                 f"{r['people P']} / {r['people R']}",
                  *(f"{r[f'{t} P']} / {r[f'{t} R']}" for t in tags),
                  str(r["people-matched verdicts"])]
         lines.append("| " + " | ".join(cells) + " |")

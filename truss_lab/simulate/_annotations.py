@@ -246,7 +246,7 @@ MATCH_PEOPLE_HEADER = MATCH_LABELS_HEADER + ",inclusion_probability"
 MATCH_PEOPLE = ("person-1", "person-2")
 MATCH_TRUTH_ANNOTATOR = "simulator-truth"
 DEFAULT_MATCH_SHARE = 0.25  # of the annotated verdicts, matched by a person
-DEFAULT_MATCH_DISAGREEMENT = 0.05  # P(a person's answer is wrong, when a wrong one exists)
+DEFAULT_MATCH_DISAGREEMENT = 0.02  # P(a person's answer is wrong, when a wrong one exists)
 
 
 def match_rows(
