@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 import truss_lab as tl
+from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer, default_completion
 from tests.builders.stores import copy_db
 from truss_lab.evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
@@ -30,8 +32,6 @@ CONFIG = tl.MemoryConfig(lesson_extraction="on")
 
 def labels_all_useful(body: Any) -> dict[str, Any]:
     """A judge that calls every lesson it is shown useful (their tags are [L<i>])."""
-    import re
-
     out = default_completion(body)
     shown = sorted({int(i) for i in re.findall(r"\[L?(\d+)\]",
                                                body["messages"][-1]["content"])})
@@ -135,3 +135,90 @@ def test_sigkill_during_a_live_judge_keeps_every_answered_call(
     assert again.resumed == kept and again.provider_calls == n - kept
     assert srv.count == asked + n - kept <= n + 1
     assert again.n_labels == again.n_lessons
+
+
+# -- a second live judge of a run answers from its recordings, and says so -----------------
+
+
+def _prose(body: Any) -> dict[str, Any]:
+    out = default_completion(body)
+    out["choices"][0]["message"]["content"] = "I think L0 matches R1, and lesson 0 is useful."
+    return out
+
+
+def pairs_all_alike(body: Any) -> dict[str, Any]:
+    """A usable match answer: every (lesson, reference) pair the request shows, 0.9."""
+    text = body["messages"][-1]["content"]
+    tags = [sorted(set(re.findall(rf"^\[({k}\d+)\]", text, re.M))) for k in "LR"]
+    out = default_completion(body)
+    out["choices"][0]["message"]["content"] = json.dumps({"pairs": [
+        {"lesson": a, "reference": b, "similarity": 0.9} for a in tags[0] for b in tags[1]]})
+    return out
+
+
+def _cli_live(command: str, run_id: str, db: Path, srv: ScriptedServer, *more: str) -> Any:
+    return invoke(command, run_id, "--db", db, "--judge", "openai:m", "--base-url",
+                  srv.base_url, *more)
+
+
+def recorded_by_run(db: Path, prefix: str) -> dict[Any, int]:
+    with tl.Store(db, read_only=True) as s:
+        return dict(s.sql("SELECT judged_run_id, count(*) FROM completions WHERE "
+                          "starts_with(extractor_id, ?) GROUP BY 1", [prefix]).fetchall())
+
+
+@pytest.mark.parametrize(("command", "usable", "prefix"), [
+    ("match", pairs_all_alike, "match:m@"), ("judge", labels_all_useful, "judge:m@")])
+def test_a_second_live_judge_of_a_run_says_its_unusable_answers_were_replayed(
+        judged: tuple[Path, str, int], command: str, usable: Any, prefix: str) -> None:
+    """The defect: a run whose live answers were prose, judged live again against a
+    fixed server, answered from its recorded prose and called nothing -- and said
+    "none of the answers could be used" as if the model had been asked. Now it says the
+    answers were replayed, with no call, and how to ask again: a rerun, judged live,
+    makes the calls and uses the answers, while the run keeps replaying its own."""
+    db, run_id, _ = judged
+    with ScriptedServer(responder=_prose) as srv:
+        first = _cli_live(command, run_id, db, srv)
+        n = srv.count
+    assert first.exit_code == 1 and n > 3, first.output
+    assert "replayed" not in first.stderr  # every answer was the model's, just now
+    with ScriptedServer(responder=usable) as srv:
+        again = _cli_live(command, run_id, db, srv, "--json")
+        assert srv.count == 0  # the fixed server is never asked
+        assert again.exit_code == 1, again.output
+        res = json.loads(again.stdout)
+        assert (res["resumed"], res["resumed_unusable"], res["recorded"]) == (n, n, 0)
+        assert len(again.stderr.strip().splitlines()) == 1
+        assert (f"({n} of them recorded answers replayed from this run's recordings, no "
+                "call made; to ask the model again, " in again.stderr)
+        assert f"truss-lab rerun {run_id} --run-id NEW, then truss-lab {command} NEW" in (
+            again.stderr)
+        # What the line says to do asks the model, and its usable answers are used.
+        assert invoke("rerun", run_id, "--db", db, "--run-id", "again").exit_code == 0
+        fresh = _cli_live(command, "again", db, srv)
+        assert fresh.exit_code == 0, fresh.output
+        assert srv.count == n and "replayed" not in fresh.stdout
+        assert "not usable" not in fresh.stdout and "not fully usable" not in fresh.stdout
+        # Asked once more, the rerun answers from its own recordings and says so.
+        third = _cli_live(command, "again", db, srv)
+        assert srv.count == n and third.exit_code == 0, third.output
+        assert (f"{n} answer(s) replayed from this run's recordings (no call made); to ask "
+                "the model again" in third.stdout)
+    assert recorded_by_run(db, prefix) == {run_id: n, "again": n}
+    # The run still replays its own (prose) answers, the rerun its usable ones.
+    replay = invoke(command, run_id, "--db", db, "--judge", "replay:m")
+    assert replay.exit_code == 1 and "replayed from" not in replay.stderr
+    assert invoke(command, "again", "--db", db, "--judge", "replay:m").exit_code == 0
+
+
+def test_the_python_results_count_replayed_and_live_answers(
+        judged: tuple[Path, str, int]) -> None:
+    db, run_id, n = judged
+    with ScriptedServer(responder=labels_all_useful) as srv, tl.Store(db) as s:
+        srv.add(*[Reply(body=_prose({"messages": []}))] * 3)  # the first three: prose
+        live = run_judge(s, run_id, Judge.openai(srv.base_url, "m"))
+        assert (live.provider_calls, live.resumed, live.resumed_unusable) == (n, 0, 0)
+        assert len(live.errors) == 3
+        again = run_judge(s, run_id, Judge.openai(srv.base_url, "m"))
+        assert (again.provider_calls, again.resumed, again.resumed_unusable) == (0, n, 3)
+        assert again.to_dict()["resumed_unusable"] == 3 and srv.count == n

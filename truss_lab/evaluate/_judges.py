@@ -53,7 +53,14 @@ asks the model once per verdict.
 record each call the moment it is answered (one small transaction; a call takes
 seconds), not at the end: a run killed after 86 calls keeps those 86. Run again, each
 first answers from its recorded calls of the same request (:func:`recorded_answers`:
-same judge key and request hash), so a resumed run makes no call twice.
+same judge key and request hash), so a resumed run makes no call twice. That holds for
+a finished judge run too, its unusable answers (prose, malformed) included: a second
+live judge of the same run replays every answer and calls nothing. Each result says so
+(``resumed``: answers replayed from the run's recordings, no call made;
+``resumed_unusable``: those of them that could not be used), and ``truss-lab judge``
+/ ``match`` print it. To ask the model again, judge a rerun of the run (``truss-lab
+rerun RUN --run-id NEW``): a new run has no recordings of its own, so its live judge
+calls, and records the answers as NEW's, beside RUN's (which RUN keeps replaying).
 
 **Agreement.** On the lessons both labelled -- the human majority label (judges
 left out, ties left out) and the judge's label -- :func:`judge_agreement`
@@ -383,8 +390,9 @@ class JudgeRun:
     recorded: int
     errors: list[str] = field(default_factory=list, repr=False)
     resumed: int = 0
-    """Answers a live judge took from its calls recorded by an earlier, interrupted
-    run instead of calling again."""
+    """Answers a live judge replayed from this judge run's recordings (made by an
+    earlier judge of the same run, finished or interrupted) instead of calling: no
+    call was made for them."""
     labels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(
         _LABEL_COLUMNS)), repr=False, compare=False)
     """The label rows this run's answers gave (§3 columns), stored or not: label rows
@@ -394,6 +402,9 @@ class JudgeRun:
     labels_kept: int = 0
     """Label rows of this run that the ``labels`` table held already with the other
     label (kept as stored): the same judge's labels of another run of the extractor."""
+    resumed_unusable: int = 0
+    """Of :attr:`resumed`, the replayed answers that could not be used (wholly or in
+    part; in :attr:`errors`): a recorded answer, not one the model gave to this call."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "annotator": self.annotator,
@@ -401,7 +412,8 @@ class JudgeRun:
                 "n_labels": self.n_labels, "labels_added": self.labels_added,
                 "labels_kept": self.labels_kept,
                 "provider_calls": self.provider_calls, "recorded": self.recorded,
-                "resumed": self.resumed, "errors": self.errors}
+                "resumed": self.resumed, "resumed_unusable": self.resumed_unusable,
+                "errors": self.errors}
 
 
 def parse_judgement(text: str, lesson_indices: set[int]) -> tuple[dict[int, int], str | None]:
@@ -456,7 +468,7 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
     key = judge.replay_key(extractor_id)
     rows: list[dict[str, Any]] = []
     errors: list[str] = []
-    calls = recorded = resumed = 0
+    calls = recorded = resumed = resumed_unusable = 0
     live = is_live(judge.provider)
     provider = run_provider(judge.provider, run_id)
     done = recorded_answers(store, key, run_id) if live else {}
@@ -485,6 +497,7 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
         got, err = parse_judgement(completion.text, {t[0] for t in triples})
         if err:
             errors.append(f"verdict {vhash}: {err}")
+            resumed_unusable += request.request_hash in done
         rows.extend({"verdict_hash": str(vhash), "extractor": extractor_id, "lesson_index": i,
                      "useful": u, "annotator": judge.annotator} for i, u in got.items())
     df = pd.DataFrame(rows, columns=list(_LABEL_COLUMNS))
@@ -497,7 +510,7 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
                     n_verdicts=int(cands["verdict_hash"].nunique()), n_lessons=len(cands),
                     n_labels=len(df), labels_added=added, provider_calls=calls,
                     recorded=recorded, errors=errors, resumed=resumed, labels=df,
-                    labels_kept=kept)
+                    labels_kept=kept, resumed_unusable=resumed_unusable)
 
 # --------------------------------------------------------------------------- the judge matcher
 
@@ -575,8 +588,10 @@ class JudgeMatcher(ModelJudge):
     State after use: :attr:`errors` (``{"<extractor_id>/<verdict_hash>": why}``
     for verdicts left without similarities), :attr:`requests` (verdicts asked,
     memoised ones once), :attr:`pending` (live calls not yet recorded),
-    :attr:`recorded` (live calls recorded), :attr:`resumed` (answers taken from calls
-    recorded before). Built
+    :attr:`recorded` (live calls recorded), :attr:`resumed` (answers replayed from the
+    judged run's recordings, an earlier matcher's on it: no call made),
+    :attr:`resumed_errors` (the keys of :attr:`errors` whose answer was such a
+    recording). Built
     like a :class:`Judge`: :meth:`openai` (live) or
     :meth:`replay` (its recorded calls in a Store, a §2 JSONL path or a frame).
     """
@@ -595,7 +610,8 @@ class JudgeMatcher(ModelJudge):
     requests: int = field(default=0, init=False)
     recorded: int = field(default=0, init=False)
     resumed: int = field(default=0, init=False)
-    _memo: dict[tuple[str | None, str], tuple[np.ndarray | None, str | None]] = field(
+    resumed_errors: set[str] = field(default_factory=set, init=False, repr=False)
+    _memo: dict[tuple[str | None, str], tuple[np.ndarray | None, str | None, bool]] = field(
         default_factory=dict, init=False, repr=False)
     _store: Store | None = field(default=None, init=False, repr=False)
     _answers: dict[tuple[str, str | None], dict[str, Completion]] = field(
@@ -643,35 +659,41 @@ class JudgeMatcher(ModelJudge):
         if key not in self._memo:
             self._memo[key] = self._ask(request, run, [f"L{t[0]}" for t in triples],
                                         [f"R{k}" for k in range(1, m + 1)])
-        mat, err = self._memo[key]
+        mat, err, resumed = self._memo[key]
         if err is not None:
             # The error may quote the server's answer (an unknown lesson tag): redacted,
             # as every text from outside is before it is kept or shown.
             self.errors[f"{extractor_id}/{vhash}"] = redact(err)
+            if resumed:
+                self.resumed_errors.add(f"{extractor_id}/{vhash}")
+            else:
+                self.resumed_errors.discard(f"{extractor_id}/{vhash}")
             return np.full((n, m), np.nan)
         assert mat is not None
         return mat.copy()
 
     def _ask(self, request: Any, run: str | None, ltags: list[str],
-             rtags: list[str]) -> tuple[np.ndarray | None, str | None]:
+             rtags: list[str]) -> tuple[np.ndarray | None, str | None, bool]:
+        """The similarities, the error and whether the answer was replayed from the
+        run's recordings (no call made)."""
         self.requests += 1
         completion = self._recorded_answer(request, run)
         if completion is not None:
-            self.resumed += 1  # paid for by an earlier, interrupted run
-            return parse_similarities(completion.text, ltags, rtags)
+            self.resumed += 1  # paid for by an earlier matcher on this run
+            return (*parse_similarities(completion.text, ltags, rtags), True)
         try:
             completion = run_provider(self.provider, run).complete(request)
         except CircuitOpenError:
             raise  # the endpoint is gone: stop the evaluation, nothing is memoised
         except ProviderError as exc:
-            return None, f"provider: {exc}"
+            return None, f"provider: {exc}", False
         if is_live(self.provider) and not completion.replayed:
             rec = {**completion_record(request, completion), "judged_run_id": run}
             rec.pop("replayed")
             self.pending.append(rec)
             if self._store is not None:
                 self.record(self._store)  # as it goes: a kill keeps what was paid for
-        return parse_similarities(completion.text, ltags, rtags)
+        return (*parse_similarities(completion.text, ltags, rtags), False)
 
     def _recorded_answer(self, request: Any, run: str | None) -> Completion | None:
         """A recording matcher's recorded answer to this very request on ``run``'s
@@ -710,8 +732,10 @@ def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
 
     What ``truss-lab match`` runs before evaluating by replay: the returned dict
     has the matcher's name, requests made, live calls recorded, answers ``resumed``
-    from calls recorded before, verdicts and lessons judged, lessons matched,
-    references, and ``errors`` (the verdicts left without similarities, with why).
+    (replayed from the run's recordings, made by an earlier matcher on it: no call
+    made) and ``resumed_unusable`` (those of them in ``errors``), verdicts and lessons
+    judged, lessons matched, references, and ``errors`` (the verdicts left without
+    similarities, with why).
     """
     asked, recorded, resumed = matcher.requests, matcher.recorded, matcher.resumed
     matcher.record_to(store)
@@ -727,6 +751,7 @@ def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
     c = truth.counts
     return {"run_id": run_id, "matcher": matcher.name, "requests": matcher.requests - asked,
             "recorded": recorded, "resumed": matcher.resumed - resumed,
+            "resumed_unusable": sum(k in matcher.resumed_errors for k in errors),
             "verdicts": truth.n_verdicts,
             "verdicts_unmatched": int(c.get("verdicts_unmatched", 0)),
             "lessons": truth.n_lessons, "matched": int(c["matched"]),

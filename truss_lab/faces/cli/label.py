@@ -213,18 +213,25 @@ def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
           live: dict[str, Any], as_json: bool) -> None:
     """Label a run's lessons with a model, stored as judge:<model>@<prompt> labels.
 
-    Exits 1 with one line when no call gave a label (every one failed)."""
+    A run judged before answers from its own recorded answers, calling nothing (it says
+    so; to ask the model again, judge a rerun: truss-lab rerun RUN --run-id NEW). Exits 1
+    with one line when no call or answer gave a label."""
     with open_store(db, must_exist=True) as store:
         made = make_judge(spec, store, base_url=base_url, template=template, live=live)
         with _closing(made.provider):
             res = run_judge(store, run_id, made)
-    if res.provider_calls and not res.n_labels and res.errors:
+    if (res.provider_calls or res.resumed) and not res.n_labels and res.errors:
+        said = (f"every one of the {res.provider_calls} calls failed" if not res.resumed
+                else f"none of the {res.provider_calls + res.resumed} answers gave a label"
+                     f"{_replayed_unusable(res.resumed_unusable, run_id, 'judge')}")
         _every_call_failed(res.to_dict(), as_json,
-                           f"{res.annotator}: every one of the {res.provider_calls} calls "
-                           f"failed, no label written; the first: {res.errors[0]}")
+                           f"{res.annotator}: {said}, no label written; the first: "
+                           f"{res.errors[0]}")
     text = (f"{res.annotator}: {res.n_labels} labels for {res.n_lessons} lessons of run "
             f"{run_id} on {res.n_verdicts} verdicts ({res.labels_added} new); "
             f"{res.provider_calls} requests, {res.recorded} live calls recorded for replay")
+    if res.resumed:
+        text += "\n" + _replayed_line(res.resumed, res.resumed_unusable, run_id, "judge")
     if res.labels_kept:
         text += (f"\n{res.labels_kept} label(s) differ from the ones stored for the same "
                  "lessons (same extractor, verdict and index; another run judged first): "
@@ -243,6 +250,28 @@ def _closing(provider: Any) -> Iterator[None]:
         close = getattr(provider, "close", None)
         if callable(close):
             close()
+
+
+def _ask_again(run_id: str, command: str) -> str:
+    """How to have the model asked again about ``run_id``'s lessons: a live judge answers
+    from the run's own recordings, so a rerun (a new run, none of its own) is asked."""
+    return (f"to ask the model again, {command} a rerun of it: truss-lab rerun {run_id} "
+            f"--run-id NEW, then truss-lab {command} NEW")
+
+
+def _replayed_line(n: int, unusable: int, run_id: str, command: str) -> str:
+    """The line saying ``n`` answers came from ``run_id``'s recordings, not the model."""
+    bad = f", {unusable} of them not usable" if unusable else ""
+    return (f"{n} answer(s) replayed from this run's recordings (no call made{bad}); "
+            f"{_ask_again(run_id, command)}")
+
+
+def _replayed_unusable(unusable: int, run_id: str, command: str) -> str:
+    """What an every-answer-failed line adds when some answers were recordings."""
+    if not unusable:
+        return ""
+    return (f" ({unusable} of them recorded answers replayed from this run's recordings, "
+            f"no call made; {_ask_again(run_id, command)})")
 
 
 def _every_call_failed(result: dict[str, Any], as_json: bool, line: str) -> None:
@@ -342,20 +371,26 @@ def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
           live: dict[str, Any], references_path: str | None, as_json: bool) -> None:
     """Match a run's lessons to reference lessons with a model; record its calls.
 
-    Exits 1 with one line when no answer could be used (every call failed)."""
+    A run matched before answers from its own recorded answers, calling nothing (it says
+    so; to ask the model again, match a rerun: truss-lab rerun RUN --run-id NEW). Exits 1
+    with one line when no answer could be used."""
     with open_store(db, must_exist=True) as store:
         made = make_matcher(spec, store, base_url=base_url, template=template, live=live)
         with _closing(made.provider):
             res = match_run(store, run_id, made, references=references_path)
     if res["requests"] and len(res["errors"]) >= res["requests"]:
         first = next(iter(res["errors"].items()))
+        replayed = _replayed_unusable(res["resumed_unusable"], run_id, "match")
         _every_call_failed(res, as_json,
                            f"{res['matcher']}: none of the {res['requests']} answers could be "
-                           f"used, no verdict matched; the first: {first[0]}: {first[1]}")
+                           f"used{replayed}, no verdict matched; the first: {first[0]}: "
+                           f"{first[1]}")
     text = (f"{res['matcher']}: {res['matched']} of {res['lessons']} lessons of run "
             f"{run_id} matched {res['references']} references on {res['verdicts']} "
             f"annotated verdicts (match threshold {res['match_threshold']:g}); "
             f"{res['requests']} requests, {res['recorded']} live calls recorded for replay")
+    if res["resumed"]:
+        text += "\n" + _replayed_line(res["resumed"], res["resumed_unusable"], run_id, "match")
     if res["errors"]:
         first = next(iter(res["errors"].items()))
         text += (f"\n{len(res['errors'])} verdict(s) left out, answer not usable; the "
