@@ -10,20 +10,18 @@ what held. ``scripts/reliability.py`` calls :func:`calls_rows`; the rows use its
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from scripts.reliability_holes import CLI, ENV, ROOT, SAMPLE, cli, one_line, tally
-from tests.builders.http_server import Reply, ScriptedServer, default_completion
+from tests.builders.http_server import CountingResponder, Reply, ScriptedServer
 from tests.builders.stores import sample_template
 from truss_lab.evaluate._judges import Judge, run_judge
 from truss_lab.extract._batch import rerun
@@ -161,27 +159,19 @@ def outcomes_row(row: Callable[..., Any], tmp: Path) -> Any:
 # -- issue 27 items 3 and 5: recordings belong to their run; a killed judge resumes ---------
 
 
-class _Changing:
+class _Changing(CountingResponder):
     """A server model that answers each call differently (the n-th call's lesson names n,
-    its completion tokens are n)."""
+    its completion tokens are n; its prompt tokens stay 100)."""
 
-    def __init__(self) -> None:
-        self.n = itertools.count(1)
-        self.lock = threading.Lock()
-
-    def __call__(self, body: Any) -> dict[str, Any]:
-        with self.lock:
-            n = next(self.n)
-        out = default_completion(body)
+    def answer(self, body: Any, n: int) -> str:
         if "labels" in body["messages"][0]["content"]:  # a judge: every lesson useful
             shown = sorted({int(i) for i in re.findall(r"\[L?(\d+)\]",
                                                        body["messages"][-1]["content"])})
-            text = json.dumps({"labels": [{"lesson": i, "useful": 1} for i in shown]})
-        else:
-            text = json.dumps({"lessons": [{"text": f"answer number {n}", "salience": 0.8}]})
-        out["choices"][0]["message"]["content"] = text
-        out["usage"] = {"prompt_tokens": 100, "completion_tokens": n, "total_tokens": 0}
-        return out
+            return json.dumps({"labels": [{"lesson": i, "useful": 1} for i in shown]})
+        return json.dumps({"lessons": [{"text": f"answer number {n}", "salience": 0.8}]})
+
+    def prompt_tokens(self, n: int) -> int:
+        return 100
 
 
 def recordings_row(row: Callable[..., Any], tmp: Path) -> Any:

@@ -10,7 +10,6 @@ import hashlib
 import itertools
 import json
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,47 +18,36 @@ import pytest
 
 import truss_lab as tl
 from tests.builders.cli import invoke_json
-from tests.builders.http_server import ScriptedServer, default_completion
+from tests.builders.http_server import CountingResponder, ScriptedServer
 from tests.builders.stores import copy_db
 from truss_lab.evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
 
 RUNS = ("first", "second")
 
 
-class Changing:
+class Changing(CountingResponder):
     """A model that answers each call differently: an extraction request gets the
     lesson "answer number n" (n counts the calls), a judge request labels the lessons
     it is shown useful or not by a hash of n and their index, a match request
     gives each pair a similarity that moves with n."""
 
-    def __init__(self) -> None:
-        self.n = itertools.count(1)
-        self.lock = threading.Lock()
-
-    def __call__(self, body: Any) -> dict[str, Any]:
-        with self.lock:
-            n = next(self.n)
-        out = default_completion(body)
+    def answer(self, body: Any, n: int) -> str:
         user = body["messages"][-1]["content"]
         system = body["messages"][0]["content"]
         if '"pairs"' in system:
             ls = sorted(set(re.findall(r"\[(L\d+)\]", user)))
             rs = sorted(set(re.findall(r"\[(R\d+)\]", user)))
-            text = json.dumps({"pairs": [
+            return json.dumps({"pairs": [
                 {"lesson": a, "reference": b, "similarity": round((n * 7 + i) % 10 / 10, 1)}
                 for i, (a, b) in enumerate(itertools.product(ls, rs))]})
-        elif '"labels"' in system:
+        if '"labels"' in system:
             shown = sorted({int(i) for i in re.findall(r"\[(\d+)\]", user)})
-            text = json.dumps({"labels": [
+            return json.dumps({"labels": [
                 {"lesson": i, "useful": hashlib.sha256(f"{n}/{i}".encode()).digest()[0] % 2}
                 for i in shown]})
-        else:
-            text = json.dumps({"lessons": [
-                {"text": f"answer number {n}", "salience": 0.9},
-                {"text": f"another answer {n}", "salience": 0.8}]})
-        out["choices"][0]["message"]["content"] = text
-        out["usage"] = {"prompt_tokens": 100 + n, "completion_tokens": n, "total_tokens": 0}
-        return out
+        return json.dumps({"lessons": [
+            {"text": f"answer number {n}", "salience": 0.9},
+            {"text": f"another answer {n}", "salience": 0.8}]})
 
 
 def judge_rows(db: Path, prefix: str) -> dict[Any, int]:

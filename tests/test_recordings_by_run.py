@@ -4,9 +4,7 @@ differently on each call."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import pytest
 
 import truss_lab as tl
 from tests.builders.cli import invoke, invoke_json
-from tests.builders.http_server import Reply, ScriptedServer, default_completion
+from tests.builders.http_server import CountingResponder, Reply, ScriptedServer
 from tests.builders.stores import copy_db
 from truss_lab.core._models import LedgerRef
 from truss_lab.store._runs import run_content_hashes
@@ -24,23 +22,13 @@ VERDICTS = "seq <= 12"
 N = 12
 
 
-class Changing:
+class Changing(CountingResponder):
     """A model that answers each call differently (the n-th call's lesson names n, its
     salience and token counts change with n), like a sampling model."""
 
-    def __init__(self) -> None:
-        self.n = itertools.count(1)
-        self.lock = threading.Lock()
-
-    def __call__(self, body: Any) -> dict[str, Any]:
-        with self.lock:
-            n = next(self.n)
-        out = default_completion(body)
-        text = json.dumps({"lessons": [
+    def answer(self, body: Any, n: int) -> str:
+        return json.dumps({"lessons": [
             {"text": f"answer number {n}", "salience": round(0.5 + (n % 5) / 10, 2)}]})
-        out["choices"][0]["message"]["content"] = text
-        out["usage"] = {"prompt_tokens": 100 + n, "completion_tokens": n, "total_tokens": 0}
-        return out
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,10 @@ and the highest number of requests it saw in flight at once. A reply may drip
 (one byte every so many seconds) or leave out its Content-Length: the servers
 the call deadline and the answer-size cap are tested against.
 
+:class:`CountingResponder` is the model stand-in that answers each call
+differently (a sampling model): it numbers the calls it answers and hands the
+number to its subclass's ``answer``.
+
 Run as a script (``python -m tests.builders.http_server --latency 0.1``) it serves the
 default reply with a fixed delay and prints its base URL on the first line of
 stdout; the provider benchmark uses it that way, in its own process.
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import itertools
 import json
 import sys
 import threading
@@ -73,6 +78,38 @@ def default_completion(body: Any) -> dict[str, Any]:
                      "finish_reason": "stop"} for i, t in enumerate(texts)],
         "usage": {"prompt_tokens": len(last.split()), "completion_tokens": 7, "total_tokens": 0},
     }
+
+
+class CountingResponder:
+    """A responder that answers each call differently, like a sampling model.
+
+    It numbers the calls it answers 1, 2, ... (under a lock: the server answers
+    from many threads; a scripted :class:`Reply` takes no number) and answers the
+    n-th with the default completion whose text is ``answer(body, n)`` and whose
+    usage moves with n (``completion_tokens`` n, ``prompt_tokens`` from
+    :meth:`prompt_tokens`). A subclass writes only its ``answer``.
+    """
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def answer(self, body: Any, n: int) -> str:
+        """The completion text of the n-th call, ``body`` its request."""
+        raise NotImplementedError
+
+    def prompt_tokens(self, n: int) -> int:
+        """The n-th call's prompt tokens (default 100 + n, told apart from the others)."""
+        return 100 + n
+
+    def __call__(self, body: Any) -> dict[str, Any]:
+        with self._lock:
+            n = next(self._numbers)
+        out = default_completion(body)
+        out["choices"][0]["message"]["content"] = self.answer(body, n)
+        out["usage"] = {"prompt_tokens": self.prompt_tokens(n), "completion_tokens": n,
+                        "total_tokens": 0}
+        return out
 
 
 class _Server(ThreadingHTTPServer):
