@@ -222,3 +222,23 @@ def test_the_python_results_count_replayed_and_live_answers(
         again = run_judge(s, run_id, Judge.openai(srv.base_url, "m"))
         assert (again.provider_calls, again.resumed, again.resumed_unusable) == (0, n, 3)
         assert again.to_dict()["resumed_unusable"] == 3 and srv.count == n
+
+
+def test_an_evaluation_by_a_live_judge_matcher_notes_its_replayed_answers(
+        judged: tuple[Path, str, int]) -> None:
+    """`sweep --matcher judge:openai:M` answers from the run's recordings too: its own
+    output cannot say where the similarities came from, so a note on stderr does."""
+    db, run_id, _ = judged
+    args = ("sweep", run_id, "--db", db, "--truth", "references", "--n-boot", "20",
+            "--matcher", "judge:openai:m")
+    with ScriptedServer(responder=_prose) as srv:
+        first = invoke(*args, "--base-url", srv.base_url)
+        n = srv.count
+    assert first.exit_code == 0 and n > 3, first.output
+    assert "replayed" not in first.stderr
+    with ScriptedServer(responder=pairs_all_alike) as srv:
+        again = invoke(*args, "--base-url", srv.base_url)
+        assert srv.count == 0 and again.exit_code == 0, again.output
+    assert (f"note: judge:m@match-v1: {n} answer(s) replayed from the matched run's "
+            f"recordings (no call made, {n} of them not usable); to ask the model again, "
+            "evaluate a rerun of the run: truss-lab rerun RUN --run-id NEW") in again.stderr

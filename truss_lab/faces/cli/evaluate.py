@@ -58,7 +58,7 @@ from .common import (
     run_argument,
     write_output,
 )
-from .label import matcher_from_spec
+from .label import matcher_from_spec, say_replayed
 from .oneline import did_you_mean
 
 __all__ = ["COMMANDS", "register"]
@@ -97,9 +97,11 @@ def _matcher(store: Any, matcher: str, base_url: str | None) -> Any:
 
 
 def _record(store: Any, matcher: Any) -> None:
-    """Append a live judge matcher's calls, so the same command replays them next time."""
+    """Append a live judge matcher's calls, so the same command replays them next time;
+    say how many of its answers were replayed from the runs' recordings instead."""
     if getattr(matcher, "pending", None):
         matcher.record(store)
+    say_replayed(matcher)
 
 
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),

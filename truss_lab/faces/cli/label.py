@@ -66,7 +66,8 @@ from .common import (
     write_output,
 )
 
-__all__ = ["COMMANDS", "make_judge", "make_matcher", "matcher_from_spec", "register"]
+__all__ = ["COMMANDS", "make_judge", "make_matcher", "matcher_from_spec", "register",
+           "say_replayed"]
 
 _SAMPLE_TRUTH = SAMPLE / "lesson_truth.csv"
 
@@ -259,6 +260,20 @@ def _ask_again(run_id: str, command: str) -> str:
             f"--run-id NEW, then truss-lab {command} NEW")
 
 
+def say_replayed(matcher: Any) -> None:
+    """A ``note:`` line on stderr when a live judge matcher (``--matcher judge:SPEC`` of an
+    evaluating command) answered from the matched runs' recordings instead of calling:
+    the command's own output does not say where its similarities came from."""
+    n = getattr(matcher, "resumed", 0)
+    if not n:
+        return
+    bad = len(matcher.resumed_errors)
+    click.echo(f"note: {matcher.name}: {n} answer(s) replayed from the matched run's "
+               f"recordings (no call made{f', {bad} of them not usable' if bad else ''}); "
+               "to ask the model again, evaluate a rerun of the run: truss-lab rerun RUN "
+               "--run-id NEW", err=True)
+
+
 def _replayed_line(n: int, unusable: int, run_id: str, command: str) -> str:
     """The line saying ``n`` answers came from ``run_id``'s recordings, not the model."""
     bad = f", {unusable} of them not usable" if unusable else ""
@@ -357,6 +372,7 @@ def match_agreement_cmd(run_id: str, db: str, matcher: str, base_url: str | None
             res = match_agreement(store, run_id, matcher=m, match_labels=match_labels_path,
                                   references=references_path, match_threshold=match_threshold,
                                   score=score, n_boot=n_boot, random_state=random_state)
+    say_replayed(m)
     emit(res.to_dict(), as_json, repr(res))
 
 
