@@ -37,7 +37,9 @@ scripted HTTP server of tests/builders/http_server.py):
   completion's model or a lesson's evidence, a key in the --base-url query, a
   non-ASCII key;
 * the live calls of issue #28 (scripts/reliability_calls.py): a slow drip, a 429 asking
-  to wait 11 days, an 80 MB answer; judge and match when every call fails; and issue
+  to wait 11 days, an 80 MB answer; judge and match when every call fails, a second
+  live match of a run saying its answers were replayed (0 requests) and a rerun's asking
+  the model again; and issue
   #27's recordings: two live runs with the same settings each billed its own calls,
   their reruns with zero requests and their own candidates, a SIGKILLed judge resumed
   without paying a call twice (full run only).

@@ -143,6 +143,21 @@ def outcomes_row(row: Callable[..., Any], tmp: Path) -> Any:
         checks["match, every answer prose: exit 1, one line, no Python warning"] = (
             one_line(p, code=1) and "Warning" not in p.stderr
             and f"none of the {srv.count} answers could be used" in p.stderr)
+        prose_answers = srv.count
+    # The server fixed, the run matched again: its recorded (prose) answers are replayed,
+    # no call made, and the line says so and how to ask again (a rerun), which does.
+    with ScriptedServer(responder=_no_match) as srv:
+        p = cli("match", RUN, "--db", str(db), "--judge", "openai:m", "--base-url",
+                srv.base_url)
+        checks["match again, server fixed: 0 requests, says the prose was replayed"] = (
+            one_line(p, code=1) and srv.count == 0
+            and f"({prose_answers} of them recorded answers replayed from this run's "
+                "recordings, no call made" in p.stderr)
+        cli("rerun", RUN, "--db", str(db), "--run-id", f"{RUN}-again", "--quiet")
+        p = cli("match", f"{RUN}-again", "--db", str(db), "--judge", "openai:m",
+                "--base-url", srv.base_url)
+        checks["match of a rerun, as that line says: the model asked, answers used"] = (
+            p.returncode == 0 and srv.count == prose_answers and "left out" not in p.stdout)
     # A database of its own: in the one above the matcher recorded every (prose) answer
     # of this run, and a second match answers from its run's recordings, calling nothing.
     fresh = _lab_run(tmp, "outcomes_one.duckdb")
@@ -153,7 +168,8 @@ def outcomes_row(row: Callable[..., Any], tmp: Path) -> Any:
         checks["match, one answer prose: counted in its own words, no warning"] = (
             "Warning" not in p.stderr and ".py:" not in p.stderr
             and "verdict(s) left out, answer not usable" in p.stdout)
-    return tally(row, "judge/match outcomes: all failed exits 1, no raw warning", checks)
+    return tally(row, "judge/match outcomes: all failed exits 1, replays said, no raw warning",
+                 checks)
 
 
 # -- issue 27 items 3 and 5: recordings belong to their run; a killed judge resumes ---------
