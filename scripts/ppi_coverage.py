@@ -19,9 +19,14 @@ annotated verdicts, drawn per replicate and n), at threshold 0.70:
 - uncorrected: the lexical estimate's plain verdict bootstrap, for comparison.
 
 Coverage is the share of replicates covered, with its Monte Carlo standard error
-sqrt(c (1 - c) / R). Run (about 5 s a replicate on one core):
+sqrt(c (1 - c) / R). ``--match-disagreement D`` makes the people err: each answer wrong
+with probability D (the simulator's people, answering on every annotated verdict; the
+sample draws n of those verdicts), so the corrected estimates are unbiased for the
+people's truth, not the simulator's; coverage of both is reported. Run (about 5 s a
+replicate on one core):
 
-    .venv/bin/python -m scripts.ppi_coverage [--replicates 200] [--n-boot 400]
+    .venv/bin/python -m scripts.ppi_coverage [--replicates 200] [--n-boot 400] \\
+        [--match-disagreement D]
 """
 
 from __future__ import annotations
@@ -72,18 +77,22 @@ def at(truth: ReferenceTruth, t: float) -> tuple[float, float]:
 
 
 def replicate(r: int, n_boot: int, t: float,
-              matchers: tuple[tuple[str, float | None], ...] = MATCHERS
-              ) -> list[dict[str, object]]:
-    sm = simulate_matching(N_VERDICTS, seed=SEED + r, match_disagreement=0.0)
+              matchers: tuple[tuple[str, float | None], ...] = MATCHERS,
+              disagreement: float = 0.0) -> list[dict[str, object]]:
+    sm = simulate_matching(N_VERDICTS, seed=SEED + r, match_share=1.0,
+                           match_disagreement=disagreement)
     rng = np.random.default_rng(SEED + r)
-    truth_people = sm.match_truth.assign(reference_id=sm.match_truth["reference_id"].astype(str))
+    truth_all = sm.match_truth.assign(reference_id=sm.match_truth["reference_id"].astype(str))
+    said_all = sm.match_labels.drop(columns=["inclusion_probability"]).assign(
+        reference_id=sm.match_labels["reference_id"].astype(str))
     out = []
     for ext in sorted(sm.lessons["extractor"].unique()):
         les = sm.lessons[(sm.lessons["extractor"] == ext) & sm.lessons["valid"]]
         les = les.rename(columns={"salience": "s"}).reset_index(drop=True)
-        people_all = truth_people[truth_people["extractor"] == ext]
-        true = truth_of(les, sm.references, PeopleMatcher(people_all))
+        true = truth_of(les, sm.references, PeopleMatcher(truth_all[truth_all["extractor"] == ext]))
         tp, tr = at(true, t)
+        people_all = said_all[said_all["extractor"] == ext]
+        theirs = at(truth_of(les, sm.references, PeopleMatcher(people_all)), t)
         pop = np.asarray(true.verdicts, dtype=object)
         samples = {n: rng.choice(pop, size=min(n, len(pop)), replace=False) for n in SIZES}
         for matcher, threshold in matchers:
@@ -92,13 +101,14 @@ def replicate(r: int, n_boot: int, t: float,
             plain = bootstrap_metrics(y, s, g, thresholds=[t], n_boot=n_boot,
                                       random_state=r).table.iloc[0]
             out += _sizes(r, ext, matcher, auto, sm.references, people_all, samples, plain,
-                          (tp, tr), n_boot, t)
+                          (tp, tr), theirs, n_boot, t)
     return out
 
 
 def _sizes(r: int, ext: str, matcher: str, auto: ReferenceTruth, refs: pd.DataFrame,
            people_all: pd.DataFrame, samples: dict[int, np.ndarray], plain: pd.Series,
-           true: tuple[float, float], n_boot: int, t: float) -> list[dict[str, object]]:
+           true: tuple[float, float], theirs: tuple[float, float], n_boot: int, t: float
+           ) -> list[dict[str, object]]:
     """One row per sample size: ppi and people-only intervals, the plain one's verdict."""
     tp, tr = true
     out = []
@@ -109,7 +119,8 @@ def _sizes(r: int, ext: str, matcher: str, auto: ReferenceTruth, refs: pd.DataFr
         if data is None:
             continue
         row: dict[str, object] = {"replicate": r, "extractor": ext, "matcher": matcher,
-                                  "n": n, "true_precision": tp, "true_recall": tr}
+                                  "n": n, "true_precision": tp, "true_recall": tr,
+                                  "said_precision": theirs[0], "said_recall": theirs[1]}
         for name, opts in (("ppi", {}), ("people", {"lam": 0.0}),
                            ("classic", {"lam": 1.0, "interval": "percentile"})):
             with warnings.catch_warnings():
@@ -120,6 +131,8 @@ def _sizes(r: int, ext: str, matcher: str, auto: ReferenceTruth, refs: pd.DataFr
                 row[f"{name}_{m}"] = float(b[m])
                 row[f"{name}_{m}_width"] = float(b[f"{m}_high"] - b[f"{m}_low"])
                 row[f"{name}_{m}_covered"] = bool(b[f"{m}_low"] <= true_v <= b[f"{m}_high"])
+                row[f"{name}_{m}_covers_people"] = bool(
+                    b[f"{m}_low"] <= row[f"said_{m}"] <= b[f"{m}_high"])
         for m, true_v in (("precision", tp), ("recall", tr)):
             row[f"plain_{m}"] = float(plain[m])
             row[f"plain_{m}_covered"] = bool(plain[f"{m}_low"] <= true_v
@@ -176,6 +189,25 @@ def readme_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def people_table(df: pd.DataFrame) -> str:
+    """Where people err: the ppi coverage of the simulator's truth beside that of the
+    people's own (what ppi is unbiased for), and how far the two truths lie apart."""
+    def cov(d: pd.DataFrame, col: str) -> str:
+        c = float(d[col].mean())
+        return f"{c:.3f} ± {math.sqrt(c * (1 - c) / len(d)):.3f}"
+
+    lines = ["| extractor | people's truth minus the simulator's P / R | n "
+             "| ppi coverage of the truth P / R | of the people's truth P / R |",
+             "|---|---|---|---|---|"]
+    for (ext, _, n), d in df.groupby(["extractor", "matcher", "n"], sort=True):
+        gap = " / ".join(f"{(d[f'said_{m}'] - d[f'true_{m}']).mean():+.3f}"
+                         for m in ("precision", "recall"))
+        lines.append(f"| {ext} | {gap} | {n} | {cov(d, 'ppi_precision_covered')} / "
+                     f"{cov(d, 'ppi_recall_covered')} | {cov(d, 'ppi_precision_covers_people')}"
+                     f" / {cov(d, 'ppi_recall_covers_people')} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replicates", type=int, default=200)
@@ -183,23 +215,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="write every replicate's row here")
     ap.add_argument("--lexical-only", action="store_true",
                     help="only the lexical matcher at its own threshold (half the time)")
+    ap.add_argument("--match-disagreement", type=float, default=0.0,
+                    help="P(a person's answer is wrong, when a wrong one exists); default 0")
     args = ap.parse_args(argv)
     t = float(DEFAULT_MIN_SALIENCE)
     t0 = time.perf_counter()
     rows: list[dict[str, object]] = []
     for r in range(args.replicates):
-        rows += replicate(r, args.n_boot, t, MATCHERS[:1] if args.lexical_only else MATCHERS)
+        rows += replicate(r, args.n_boot, t, MATCHERS[:1] if args.lexical_only else MATCHERS,
+                          args.match_disagreement)
     df = pd.DataFrame(rows)
     if args.json:
         df.to_json(args.json, orient="records", indent=1)
     s = summary(df)
     print(f"{args.replicates} replicates (seeds {SEED}..{SEED + args.replicates - 1}), "
           f"{N_VERDICTS} verdicts each, threshold {t:.2f}, 95 % intervals from "
-          f"{args.n_boot} bootstrap replicates; {time.perf_counter() - t0:.0f} s")
+          f"{args.n_boot} bootstrap replicates; people wrong with probability "
+          f"{args.match_disagreement}; {time.perf_counter() - t0:.0f} s")
     with pd.option_context("display.width", 250, "display.max_columns", 40):
         print(s.to_markdown(index=False) if _has_tabulate() else s.to_string(index=False))
     print()
     print(readme_table(df))
+    if args.match_disagreement > 0:
+        print()
+        print(people_table(df))
     cov = df.groupby(["extractor", "matcher", "n"])[["ppi_precision_covered",
                                                       "ppi_recall_covered"]].mean()
     print(json.dumps({"min_ppi_coverage": float(cov.min().min())}))
