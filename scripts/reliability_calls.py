@@ -255,6 +255,7 @@ def recordings_row(row: Callable[..., Any], tmp: Path) -> Any:
 def calls_rows(row: Callable[..., Any], tmp: Path, quick: bool = False) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``); ``quick`` leaves
     out the recordings row (its tests run the same checks: tests/test_recordings_by_run.py,
+    tests/test_judge_recordings_by_run.py, and the killed judge's resume in
     tests/test_judge_recording.py)."""
     sub = tmp / "calls"
     sub.mkdir(exist_ok=True)
