@@ -52,11 +52,12 @@ def test_second_writer_and_html_rows(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_quick_run_prints_one_table() -> None:
-    """The real thing: ``reliability.py --quick`` as `make reliability` runs it (~40 s)."""
+    """The real thing: ``reliability.py --quick`` as `make reliability` runs it. The
+    timeout only catches a hang: the run takes minutes on a busy machine."""
     import subprocess
 
     r = subprocess.run([sys.executable, "-m", "scripts.reliability", "--quick"],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+                       capture_output=True, text=True, timeout=1200, cwd=ROOT)
     assert r.returncode in (0, 1), r.stderr[-2000:]
     lines = r.stdout.splitlines()
     assert lines[0].startswith("check ") and lines[0].endswith("| detail")
