@@ -101,8 +101,8 @@ def reference_conflict_row(row: Callable[..., Any], tmp: Path) -> Any:
 
 def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
     """Item 13: a 20 MB reference text is a bad line named by line and field (the good
-    ones land); a reference to an unknown verdict is warned; a long text already in the
-    table is cut in the report."""
+    ones land); a reference to an unknown verdict is warned, and the audit names it; a
+    long text already in the table is cut in the report."""
     from truss_lab.ingest._references import MAX_REFERENCE_TEXT
     from truss_lab.store._store import Store
 
@@ -123,6 +123,11 @@ def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
     with Store(db) as s:
         checks["good lines landed"] = s.sql(
             "SELECT count(*) FROM reference_lessons").fetchall() == [(2,)]
+    p = cli("audit", "--db", str(db))
+    checks["audit names the unknown verdict"] = (
+        p.returncode == 1 and "FAIL references_point_at_verdicts" in p.stdout
+        and "ab" * 6 in p.stdout)
+    with Store(db) as s:
         s.sql("INSERT INTO reference_lessons SELECT hash, 'r-huge', ?, [], 'a', 't', now() "
               "FROM journal WHERE seq = 1", ["y" * 20_000_000])
     cli("ingest", "labels", str(SAMPLE / "labels.csv"), "--db", str(db))

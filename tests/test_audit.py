@@ -398,6 +398,58 @@ def test_labels_point_at_lessons_unknown_verdict_and_index(db: Store) -> None:
     assert _failed(db) == {"labels_point_at_lessons"}
 
 
+def test_references_point_at_verdicts_after_an_ingest_naming_an_unknown_verdict(
+        sample_full: Path, tmp_path: Path) -> None:
+    """Issue 28 follow-up: a reference to a verdict the journal lacks lands with a warning
+    (item 13) and the audit names it; the bundled sample (references, people's match
+    labels) passes."""
+    path = copy_db(sample_full, tmp_path / "lab.duckdb")
+    with Store(path) as s:
+        clean = audit(s, checks=["references_point_at_verdicts"])
+        n_refs, n_match = _one(s, "SELECT (SELECT count(*) FROM reference_lessons), "
+                                  "(SELECT count(*) FROM match_labels)")
+    assert clean.ok, clean
+    assert n_refs > 0 and n_match > 0  # the sample's rows are checked, not an empty table
+    assert clean["references_point_at_verdicts"].detail == (
+        f"{n_refs} reference lesson(s) and {n_match} match label(s) name a stored "
+        "contract_verdict")
+    unknown = "ab" * 32
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text(json.dumps({"verdict_hash": unknown, "reference_id": "r1",
+                                "text": "Check the DST window", "annotator": "x"}) + "\n",
+                    encoding="utf-8")
+    r = invoke("ingest", "references", refs, "--db", path)
+    assert r.exit_code == 0, r.output  # it lands: a warning, not a rejected line
+    assert f"verdict {unknown}, 1 reference(s): unknown verdict" in r.output
+    r = invoke("audit", "--db", path)
+    assert r.exit_code == 1, r.output
+    assert "references_point_at_verdicts" in r.output and unknown[:12] in r.output
+    with Store(path) as s:
+        # A match label whose verdict is gone (say, a journal re-imported from another
+        # upstream): the same check, its own row.
+        s.sql("INSERT INTO match_labels VALUES (?, 'sim-good-v1', 0, '', 'x', NULL, 't', "
+              "now())", ["cd" * 32])
+        failed, report = _audited(s)
+    assert failed == {"references_point_at_verdicts"}
+    rows = report["references_point_at_verdicts"].rows
+    assert rows[["table_name", "verdict_hash", "item", "annotator"]].values.tolist() == [
+        ["reference_lessons", unknown, "r1", "x"],
+        ["match_labels", "cd" * 32, "sim-good-v1 #0", "x"]]
+    assert rows["problem"].str.endswith("unknown verdict (not in the journal)").all()
+
+
+def test_references_point_at_verdicts_of_another_kind(db: Store) -> None:
+    # A hash the journal holds, but not of a verdict: a policy proposal of an old database.
+    h = _one(db, "SELECT hash FROM journal ORDER BY seq LIMIT 1")[0]
+    db.sql("INSERT INTO reference_lessons VALUES (?, 'r1', 'x', [], '', 't', now())", [h])
+    assert _failed(db) == set()
+    db.sql("UPDATE journal SET kind = 'other' WHERE hash = ?", [h])
+    failed, report = _audited(db)
+    assert "references_point_at_verdicts" in failed
+    assert report["references_point_at_verdicts"].rows["problem"].tolist() == [
+        f"reference_lessons {h[:12]}… r1: journal entry is a other, not a contract_verdict"]
+
+
 def test_each_check_has_a_corruption_test() -> None:
     names = {n for n in globals() if n.startswith("test_")}
     for check in CHECKS:

@@ -53,6 +53,9 @@ name                                      inv.   fails when
 ``labels_point_at_lessons``               -      a gold label names a verdict the journal
                                                  does not hold, or a lesson_index beyond
                                                  the completion's lessons
+``references_point_at_verdicts``          -      a reference lesson or a match label names
+                                                 a verdict that is no ``contract_verdict``
+                                                 of the journal
 ========================================  =====  ==========================================
 """
 
@@ -397,6 +400,18 @@ def _labels_point_at_lessons(store: Store) -> tuple[pd.DataFrame, str]:
     return rows, f"{n} label rows name a stored verdict and a lesson in range"
 
 
+def _references_point_at_verdicts(store: Store) -> tuple[pd.DataFrame, str]:
+    n = audit_rows(store, "reference_counts", _DEFS).iloc[0]
+    if not n["n_references"] and not n["n_match_labels"]:
+        return pd.DataFrame(), "no reference lessons or match labels"
+    rows = audit_rows(store, "references_not_at_verdicts", _DEFS)
+    if len(rows):
+        rows["problem"] = [f"{r.table_name} {r.verdict_hash[:12]}… {r.item}: {r.problem}"
+                           for r in rows.itertuples()]
+    return rows, (f"{n['n_references']} reference lesson(s) and {n['n_match_labels']} "
+                  f"match label(s) name a stored {VERDICT_KIND}")
+
+
 CHECKS: dict[str, tuple[str, CheckFn]] = {
     "chain_verifies": ("9", _chain_verifies),
     "lessons_governed": ("4", _lessons_governed),
@@ -412,6 +427,7 @@ CHECKS: dict[str, tuple[str, CheckFn]] = {
     "default_query_verified_only": ("5", _default_query_verified_only),
     "candidates_match_completions": ("2", _candidates_match_completions),
     "labels_point_at_lessons": ("-", _labels_point_at_lessons),
+    "references_point_at_verdicts": ("-", _references_point_at_verdicts),
 }
 """Every check by stable name: (invariant, function)."""
 

@@ -190,6 +190,29 @@ AUDIT_SQL: Mapping[str, str] = {
                                                      'hash': p.produced_by_hash}), false)
         ORDER BY p.record_id
     """,
+    "references_not_at_verdicts": """
+        -- Reference lessons and match labels whose verdict is no contract_verdict of the
+        -- journal (the ingest lands them with a warning: they may come before their verdict).
+        WITH v AS (SELECT hash, kind FROM journal),
+             r AS (SELECT 'reference_lessons' AS table_name, verdict_hash,
+                          reference_id AS item, annotator
+                   FROM reference_lessons
+                   UNION ALL
+                   SELECT 'match_labels', verdict_hash,
+                          extractor_id || ' #' || lesson_index, annotator
+                   FROM match_labels)
+        SELECT r.table_name, r.verdict_hash, r.item, r.annotator, v.kind AS journal_kind,
+               CASE WHEN v.kind IS NULL THEN 'unknown verdict (not in the journal)'
+                    ELSE 'journal entry is a ' || v.kind || ', not a ' || $verdict_kind
+               END AS problem
+        FROM r LEFT JOIN v ON v.hash = r.verdict_hash
+        WHERE v.kind IS DISTINCT FROM $verdict_kind
+        ORDER BY r.table_name DESC, r.verdict_hash, r.item, r.annotator
+    """,
+    "reference_counts": """
+        SELECT (SELECT count(*) FROM reference_lessons) AS n_references,
+               (SELECT count(*) FROM match_labels) AS n_match_labels
+    """,
     "completion_scope": """
         WITH runs AS (SELECT r.run_id, r.extractor_id FROM extraction_runs r
                       WHERE EXISTS (SELECT 1 FROM completions k
