@@ -293,6 +293,188 @@ def test_keys_generate_onto_a_full_disk_leaves_no_truncated_key(tmp_path: Path) 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.json", "me.key"]
 
 
+# -- item 8, follow-up: the report and the simulator's folder, on the same helper -------------
+
+
+def _not_regular_outputs(tmp_path: Path) -> list[tuple[Path, str]]:
+    """Real paths no output may be written at: a device, a pipe, a link to a file, a dangling
+    link and a folder; with the start of the one line each is refused with."""
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    mine = tmp_path / "mine.html"
+    mine.write_text("mine\n")
+    link, dangling = tmp_path / "link.html", tmp_path / "dangling.html"
+    link.symlink_to(mine)
+    dangling.symlink_to(tmp_path / "nowhere.html")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    return [(Path("/dev/null"), "is not a regular file"), (fifo, "is not a regular file"),
+            (link, f"is a symbolic link (to {mine})"),
+            (dangling, f"is a symbolic link (to {tmp_path / 'nowhere.html'})"),
+            (folder, "is a directory")]
+
+
+def _untouched(tmp_path: Path) -> None:
+    assert Path("/dev/null").is_char_device() and (tmp_path / "pipe.html").is_fifo()
+    assert (tmp_path / "mine.html").read_text() == "mine\n"
+    assert not (tmp_path / "nowhere.html").exists() and not any((tmp_path / "folder").iterdir())
+    assert {p.name for p in tmp_path.iterdir()} - {"py"} == {
+        "dangling.html", "folder", "link.html", "mine.html", "pipe.html"}
+
+
+def test_report_refuses_a_device_a_pipe_a_link_and_a_folder(run_db: Path,
+                                                             tmp_path: Path) -> None:
+    # Was: the report written through the link (onto mine.html) and onto /dev/null, exit 0.
+    from truss_lab.faces import write_report
+
+    for path, why in _not_regular_outputs(tmp_path):
+        out = _one_line_error(invoke("report", "r", "--db", run_db, "--out", path,
+                                     "--n-boot", "20", "--n-verdicts", "5"))
+        assert why in out and str(path) in out
+    _untouched(tmp_path)
+    py = tmp_path / "py"  # the same from Python, where the folder is the helper's to refuse
+    py.mkdir()
+    with Store(run_db, read_only=True) as s:
+        for path, why in _not_regular_outputs(py):
+            with pytest.raises(BadInputError) as err:
+                write_report(s, ["r"], path, n_boot=20, max_verdicts=5)
+            assert (why if path.name != "folder" else "is a folder") in str(err.value)
+    _untouched(py)
+
+
+def test_report_onto_a_full_disk_leaves_the_old_file(run_db: Path, tmp_path: Path) -> None:
+    out_file = tmp_path / "report.html"
+    out_file.write_text("before\n")
+    with _file_size_limit(5000):
+        out = _one_line_error(invoke("report", "r", "--db", run_db, "--out", out_file,
+                                     "--n-boot", "20", "--n-verdicts", "5"))
+    assert f"{out_file}: cannot write: File too large; nothing written" in out
+    assert out_file.read_text() == "before\n" and len(list(tmp_path.iterdir())) == 1
+    r = invoke("report", "r", "--db", run_db, "--out", out_file, "--n-boot", "20",
+               "--n-verdicts", "5")
+    assert r.exit_code == 0, r.output
+    assert out_file.read_text().startswith("<!DOCTYPE html>")
+    assert oct(out_file.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _simulate(out: Path | str, *more: str) -> object:
+    return invoke("simulate", "--out", out, "--n-verdicts", "30", *more)
+
+
+def _digests(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def test_simulate_refuses_a_link_a_file_and_writes_nothing_through(tmp_path: Path) -> None:
+    from truss_lab.simulate import simulate
+    from truss_lab.simulate._simulate import main
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    linked, dangling = tmp_path / "linked", tmp_path / "dangling"
+    linked.symlink_to(empty)
+    dangling.symlink_to(tmp_path / "nowhere")
+    for link, to in ((linked, empty), (dangling, tmp_path / "nowhere")):
+        out = _one_line_error(_simulate(link))
+        assert f"{link}: is a symbolic link (to {to}); name a folder for the dataset" in out
+        assert main(["--out", str(link), "--runs", "30"]) == 2
+    notes = tmp_path / "notes.txt"
+    notes.write_text("x")
+    assert "is a file" in _one_line_error(_simulate(notes))  # click.Path(file_okay=False)
+    with pytest.raises(BadInputError, match="exists and is not a folder"):
+        simulate(notes, runs=30, seed=1)
+    assert not any(empty.iterdir()) and not (tmp_path / "nowhere").exists()
+    assert notes.read_text() == "x"
+
+
+def test_simulate_never_mixes_two_datasets(tmp_path: Path) -> None:
+    d = tmp_path / "sim"
+    assert _simulate(d, "--random-state", "1").exit_code == 0
+    (d / "DATASHEET.md").write_text("mine")
+    before = _digests(d)
+    # The same seed rewrites its own files, the same bytes; a file of another name stays.
+    assert _simulate(d, "--random-state", "1").exit_code == 0
+    assert _digests(d) == before
+    # Another seed is another dataset: refused, every file as it was.
+    out = _one_line_error(_simulate(d, "--random-state", "2"))
+    assert (f"{d}: holds another dataset's files (journal.jsonl, keys.json and 7 more; no "
+            "keys.json of seed 2's test key)") in out and "--force" in out
+    assert _digests(d) == before
+    r = _simulate(d, "--random-state", "2", "--force")
+    assert r.exit_code == 0, r.output
+    after = _digests(d)
+    assert after["DATASHEET.md"] == b"mine" and after.keys() == before.keys()
+    assert after["journal.jsonl"] != before["journal.jsonl"]
+    # A folder of one's own with a file of a simulator's name, and no keys.json: refused.
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "labels.csv").write_text("my labels\n")
+    assert "holds another dataset's files (labels.csv; " in _one_line_error(_simulate(own))
+    assert [p.name for p in own.iterdir()] == ["labels.csv"]
+    assert (own / "labels.csv").read_text() == "my labels\n"
+
+
+def test_simulate_never_writes_through_a_link_in_its_folder(tmp_path: Path) -> None:
+    d = tmp_path / "sim"
+    assert _simulate(d).exit_code == 0
+    mine = tmp_path / "mine.csv"
+    mine.write_text("mine\n")
+    (d / "labels.csv").unlink()
+    (d / "labels.csv").symlink_to(mine)
+    for more in ((), ("--force",)):
+        out = _one_line_error(_simulate(d, *more))
+        assert f"{d / 'labels.csv'}: is a symbolic link (to {mine})" in out
+    assert mine.read_text() == "mine\n" and (d / "labels.csv").is_symlink()
+
+
+def test_simulate_k_sample_files_of_another_draw(tmp_path: Path) -> None:
+    from truss_lab.simulate import simulate
+
+    d = tmp_path / "sim"
+    simulate(d, runs=20, seed=3, samples=2)
+    with pytest.raises(BadInputError, match=r"completions_samples\.jsonl, truth_samples\.csv "
+                                            "of a draw with several samples per verdict"):
+        simulate(d, runs=20, seed=3)
+    assert (d / "truth_samples.csv").exists()
+    simulate(d, runs=20, seed=3, force=True)
+    assert not (d / "truth_samples.csv").exists()
+    assert not (d / "completions_samples.jsonl").exists()
+
+
+def test_simulate_onto_a_full_disk_leaves_nothing(tmp_path: Path) -> None:
+    d = tmp_path / "new"
+    with _file_size_limit(1000):
+        out = _one_line_error(_simulate(d))
+    assert "cannot write: File too large; nothing written" in out
+    assert list(tmp_path.iterdir()) == []  # not even the folder it would have made
+    d.mkdir()
+    (d / "DATASHEET.md").write_text("mine")
+    assert _simulate(d, "--random-state", "4").exit_code == 0
+    before = _digests(d)
+    with _file_size_limit(1000):
+        _one_line_error(_simulate(d, "--random-state", "5", "--force"))
+    assert _digests(d) == before  # the old dataset whole, no temporary file
+
+
+def test_sample_never_writes_through_a_link(tmp_path: Path) -> None:
+    # Was: a dangling link at DIR/journal.jsonl passed the "already there" check and the
+    # copy wrote the journal wherever it pointed.
+    d = tmp_path / "sample"
+    d.mkdir()
+    (d / "journal.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    out = _one_line_error(invoke("sample", "--out", d))
+    assert f"{d}: journal.jsonl already there; refusing to overwrite" in out
+    assert not (tmp_path / "elsewhere.jsonl").exists()
+    assert [p.name for p in d.iterdir()] == ["journal.jsonl"]
+    linked = tmp_path / "linked"
+    linked.symlink_to(tmp_path / "nowhere")
+    assert "is a symbolic link" in _one_line_error(invoke("sample", "--out", linked))
+    assert not (tmp_path / "nowhere").exists()
+    fresh = tmp_path / "fresh"
+    assert invoke("sample", "--out", fresh).exit_code == 0
+    assert _digests(fresh) == _digests(SAMPLE)
+
+
 # -- item 6, the same edge on the way in from a server: deep JSON in an answer ---------------------
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, StoreError
+from ..core._files import check_output_folder, write_outputs
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extractor import Extractor
@@ -175,16 +176,22 @@ def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Stor
 
 def copy_sample(out: str | os.PathLike[str]) -> list[Path]:
     """Copy the bundled sample's files into ``out`` (created if missing); return the
-    files written. Refuses to overwrite a file that is already there."""
+    files written. Refuses a link or a file at ``out``, and a file (or link) of a
+    sample file's name already there; copies every file or none (a full disk)."""
     src = _sample_dir(None)
-    dest = Path(out)
+    dest = check_output_folder(out, what="a folder for the sample")
     files = sorted(p for p in src.iterdir() if p.is_file())
-    clash = [p.name for p in files if (dest / p.name).exists()]
+    clash = [p.name for p in files if os.path.lexists(dest / p.name)]
     if clash:
         raise BadInputError(f"{', '.join(clash)} already there; refusing to overwrite",
                             source=str(dest))
-    dest.mkdir(parents=True, exist_ok=True)
-    return [Path(shutil.copy2(p, dest / p.name)) for p in files]
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInputError(f"cannot create the folder: {exc.strerror}",
+                            source=str(dest)) from None
+    return write_outputs([(dest / p.name, lambda tmp, p=p: shutil.copyfile(p, tmp))
+                          for p in files])
 
 
 def notebook_store(

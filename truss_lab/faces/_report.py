@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core._errors import BadInputError, TrussLabError
+from ..core._errors import BadInputError
+from ..core._files import check_output_file, write_output
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..evaluate._choose import INTERVAL_LABELS, ThresholdChoice
 from ..evaluate._compare import DELTA_METRICS
@@ -862,12 +863,12 @@ def write_report(
     and ``correct`` (``auto``, ``ppi`` or ``none``: the sweeps corrected by the people's
     answers, as :func:`~truss_lab.evaluate._runs.sweep_run` takes it).
     A run without that truth gets its sections replaced by a note.
+
+    ``path`` must be absent or a regular file in an existing folder (a folder, a
+    symbolic link, a device or a pipe is refused before any work); the report is
+    written whole or not at all, as every output (:mod:`truss_lab.core._files`).
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+    out = check_output_file(path)
     text = report_html(store, ids, **options)
-    out = Path(path)
-    try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise TrussLabError(f"cannot write the report to {out}: {exc.strerror}") from exc
-    return out
+    return write_output(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))

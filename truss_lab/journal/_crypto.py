@@ -13,7 +13,6 @@ import base64
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ import nacl.signing
 
 from ..core._canonical import MalformedJSON, canonical, jcs_string, loads_strict
 from ..core._errors import BadInputError
+from ..core._files import write_output
 
 __all__ = [
     "GENESIS_HASH",
@@ -125,32 +125,10 @@ def _write_private_file(path: str | os.PathLike[str], data: str) -> Path:
 
 
 def _write_whole(p: Path, data: str, mode: int) -> Path:
-    """Write ``data`` to ``p`` whole or not at all, with file mode ``mode``.
-
-    The text goes to a new file next to ``p`` (created 0600, so a key is never
-    readable by others even for a moment), is flushed to disk, and is renamed over
-    ``p``: a full disk leaves the old file (or none), never a truncated key or
-    keyring, and is one line. The rename replaces a link at ``p``, never its target.
-    """
-    try:
-        fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp",
-                                    dir=p.parent if str(p.parent) else ".")
-    except OSError as exc:
-        raise BadInputError(f"cannot write: {exc.strerror}", source=str(p)) from None
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.chmod(mode)
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise BadInputError(f"cannot write: {exc.strerror}; nothing written",
-                            source=str(p)) from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return p
+    """Write ``data`` to ``p`` whole or not at all, with file mode ``mode``
+    (:func:`~truss_lab.core._files.write_output`): a full disk leaves the old file (or
+    none), never a truncated key or keyring, and is one line."""
+    return write_output(p, lambda tmp: tmp.write_text(data, encoding="utf-8"), mode=mode)
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,9 @@ import pandas as pd
 
 from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError, TrussLabError
+from ..core._files import Writer, check_output_file, check_output_folder, write_outputs
 from ..extract._parser import parse_completion
-from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, save_keyring
+from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring, save_keyring
 from ._annotations import (
     DEFAULT_MATCH_DISAGREEMENT,
     DEFAULT_MATCH_SHARE,
@@ -189,11 +190,12 @@ def _resolve(extractors: Sequence[str | ExtractorProfile]) -> list[ExtractorProf
     return out
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+def _text(text: str) -> Writer:
+    """A writer of ``text`` (UTF-8, ``\n`` line ends on every platform)."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+    return write
 
 
 def _check_sizes(runs: Any, seed: Any, samples: Any) -> tuple[int, int, int]:
@@ -221,15 +223,12 @@ def _signed_journal(v: Verdicts, key: SigningKey) -> tuple[list[str], list[str]]
     return hashes, jlines
 
 
-def _write_samples(out: Path, seed: int, profiles: list[ExtractorProfile], v: Verdicts,
-                   hashes: list[str], comps: list[Any], samples: int) -> dict[str, Path | None]:
-    """Write the k-sample files; their paths by SimulationResult field."""
-    s_lines, s_truth = sample_lines(seed, profiles, v, hashes, comps, samples)
-    _write(out / SAMPLE_FILES[0], "\n".join(s_lines) + "\n")
-    _write(out / SAMPLE_FILES[1], TRUTH_SAMPLES_HEADER + "\n"
-           + "".join(r + "\n" for r in s_truth))
-    return {"completions_samples": out / SAMPLE_FILES[0],
-            "truth_samples": out / SAMPLE_FILES[1]}
+def _sample_files(seed: int, b: _Built, samples: int) -> dict[str, Writer]:
+    """The k-sample files' writers, by file name."""
+    s_lines, s_truth = sample_lines(seed, b.profiles, b.v, b.hashes, b.comps, samples)
+    return {SAMPLE_FILES[0]: _text("\n".join(s_lines) + "\n"),
+            SAMPLE_FILES[1]: _text(TRUTH_SAMPLES_HEADER + "\n"
+                                   + "".join(r + "\n" for r in s_truth))}
 
 
 def _check_match(match_share: Any, match_verdicts: Any, disagreement: Any,
@@ -299,25 +298,87 @@ def _build(runs: int, seed: int, extractors: Sequence[str | ExtractorProfile],
                   ref_lines, people, mtruth, n_matched, n_wrong)
 
 
-def _write_files(out: Path, b: _Built) -> dict[str, Path]:
-    """Write every file of :data:`FILES` into ``out``; their paths by name."""
+def _files(b: _Built) -> dict[str, Writer]:
+    """The writers of every file of :data:`FILES`, by name."""
     names = [p.name for p in b.profiles]
-    paths = {n: out / n for n in FILES}
-    _write(paths["journal.jsonl"], "\n".join(b.jlines) + "\n")
-    save_keyring({b.key.key_id: b.key.public_key}, paths["keys.json"])
-    _write(paths["completions.jsonl"], "\n".join(b.clines) + "\n")
-    _write(paths["labels.csv"], "verdict_hash,extractor,lesson_index,useful,annotator\n"
-           + "".join(r + "\n" for r in b.lab_rows))
-    _write(paths["truth.csv"], "verdict_hash,extractor,lesson_index,p_useful,useful_true,"
-           "lesson_kind\n" + "".join(r + "\n" for r in b.truth_rows))
-    _write(paths["references.jsonl"], "".join(r + "\n" for r in b.ref_lines))
-    _write(paths["lesson_truth.csv"], LESSON_TRUTH_HEADER + "\n" + "".join(
-        r + "\n" for r in lesson_truth_rows(b.comps, names, b.hashes)))
-    _write(paths["match_labels.csv"], MATCH_PEOPLE_HEADER + "\n"
-           + "".join(r + "\n" for r in b.match_people))
-    _write(paths["match_truth.csv"], MATCH_LABELS_HEADER + "\n"
-           + "".join(r + "\n" for r in b.match_truth))
-    return paths
+    ring = {b.key.key_id: b.key.public_key}
+    return {
+        "journal.jsonl": _text("\n".join(b.jlines) + "\n"),
+        "keys.json": lambda tmp: save_keyring(ring, tmp),
+        "completions.jsonl": _text("\n".join(b.clines) + "\n"),
+        "labels.csv": _text("verdict_hash,extractor,lesson_index,useful,annotator\n"
+                            + "".join(r + "\n" for r in b.lab_rows)),
+        "truth.csv": _text("verdict_hash,extractor,lesson_index,p_useful,useful_true,"
+                           "lesson_kind\n" + "".join(r + "\n" for r in b.truth_rows)),
+        "references.jsonl": _text("".join(r + "\n" for r in b.ref_lines)),
+        "lesson_truth.csv": _text(LESSON_TRUTH_HEADER + "\n" + "".join(
+            r + "\n" for r in lesson_truth_rows(b.comps, names, b.hashes))),
+        "match_labels.csv": _text(MATCH_PEOPLE_HEADER + "\n"
+                                  + "".join(r + "\n" for r in b.match_people)),
+        "match_truth.csv": _text(MATCH_LABELS_HEADER + "\n"
+                                 + "".join(r + "\n" for r in b.match_truth)),
+    }
+
+
+def _same_seed(out: Path, key: SigningKey) -> bool:
+    """Whether ``out/keys.json`` is the keyring a simulation with ``key``'s seed writes."""
+    ring = out / "keys.json"
+    if ring.is_symlink() or not ring.is_file():
+        return False
+    try:
+        return load_keyring(ring) == {key.key_id: key.public_key}
+    except TrussLabError:
+        return False
+
+
+def _check_dataset_folder(out: Path, key: SigningKey, seed: int, names: Sequence[str],
+                          force: bool) -> list[str]:
+    """The simulator's files in ``out`` that this simulation does not write (to remove
+    with ``force``), or a BadInputError when ``out`` holds another dataset's files.
+
+    ``out`` may be absent, or a folder (never a link or a file); its files of the
+    simulator's names must be those of a dataset of the same ``seed`` (its keys.json
+    is this seed's test keyring), and of a draw with the same number of samples.
+    """
+    check_output_folder(out, what="a folder for the dataset")
+    if not out.exists():
+        return []
+    present = [n for n in (*FILES, *SAMPLE_FILES) if os.path.lexists(out / n)]
+    stale = [n for n in present if n not in names]
+    if force or not present:
+        return stale
+    if not _same_seed(out, key):
+        shown = ", ".join(present[:2]) + (f" and {len(present) - 2} more" if len(present) > 2
+                                           else "")
+        raise BadInputError(
+            f"holds another dataset's files ({shown}; no keys.json of seed {seed}'s test "
+            "key): writing would mix two datasets; choose a new folder, or --force "
+            "(force=True) to replace them", source=str(out))
+    if stale:
+        raise BadInputError(
+            f"holds {', '.join(stale)} of a draw with several samples per verdict, which "
+            "this one would not rewrite: give the same number of samples, or --force "
+            "(force=True) to remove them", source=str(out))
+    return []
+
+
+def _write_dataset(out: Path, files: dict[str, Writer], stale: list[str]) -> None:
+    """Write ``files`` into ``out`` (made if missing) all or none, then remove ``stale``."""
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInputError(f"cannot create output directory ({exc})", source=str(out)) from None
+    try:
+        for name in (*files, *stale):
+            check_output_file(out / name)
+        write_outputs([(out / n, w) for n, w in files.items()])
+    except BadInputError:
+        if made:  # the folder this call made goes too: a failure leaves nothing
+            out.rmdir()
+        raise
+    for name in stale:
+        (out / name).unlink()
 
 
 def simulate(
@@ -330,14 +391,23 @@ def simulate(
     match_share: float = DEFAULT_MATCH_SHARE,
     match_verdicts: int | None = None,
     match_disagreement: float = DEFAULT_MATCH_DISAGREEMENT,
+    force: bool = False,
 ) -> SimulationResult:
     """Write a synthetic dataset (journal, keys, completions, labels, truth, references,
     lesson truth, people's match labels and the true match assignment) to ``out_dir``.
 
     ``runs`` contract verdicts are signed with the public test key
     :func:`simulation_key`; each extractor answers every verdict once. The same
-    ``seed`` and extractors give byte-identical files. Existing files of the
-    same names are replaced; other files in ``out_dir`` are left alone.
+    ``seed`` and extractors give byte-identical files.
+
+    ``out_dir`` is created if missing; a symbolic link or a file there is refused. In
+    a folder that holds files the simulator does not write (a datasheet) those are
+    left alone; files of the simulator's names are replaced only when they are of
+    the same seed (its ``keys.json`` is this seed's test keyring) and the same number
+    of samples, so two datasets never mix: anything else is refused, unless
+    ``force``, which replaces them and removes the k-sample files this call does not
+    write. Every file is written next to its place and renamed there only when all
+    are written: a full disk leaves the folder as it was, in one line.
     ``samples`` > 1 also writes ``completions_samples.jsonl`` and
     ``truth_samples.csv``: k samples per verdict (below); the other files do
     not change with it. People match the lessons of ``match_verdicts`` annotated
@@ -348,20 +418,15 @@ def simulate(
     runs, seed, samples = _check_sizes(runs, seed, samples)
     # Everything is drawn before the folder is made: a bad argument writes nothing.
     b = _build(runs, seed, extractors, match_share, match_verdicts, match_disagreement)
+    files = _files(b) | (_sample_files(seed, b, samples) if samples > 1 else {})
     out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInputError(f"cannot create output directory ({exc})", source=str(out)) from None
-    v, hashes, comps, key, profiles = b.v, b.hashes, b.comps, b.key, b.profiles
+    _write_dataset(out, files, _check_dataset_folder(out, b.key, seed, list(files), force))
+    v, comps, key, profiles = b.v, b.comps, b.key, b.profiles
     names = [p.name for p in profiles]
     defects = {name: defect_counts(c) for name, c in zip(names, comps, strict=True)}
-
-    paths = _write_files(out, b)
-
-    sample_paths: dict[str, Path | None] = {}
-    if samples > 1:
-        sample_paths = _write_samples(out, seed, profiles, v, hashes, comps, samples)
+    paths = {n: out / n for n in files}
+    sample_paths = ({"completions_samples": paths[SAMPLE_FILES[0]],
+                     "truth_samples": paths[SAMPLE_FILES[1]]} if samples > 1 else {})
     n_unparseable = sum(int(np.isin(c.text_kind, UNPARSEABLE).sum()) for c in comps)
     return SimulationResult(
         out_dir=out,
@@ -491,11 +556,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="share of the annotated verdicts whose lessons simulated people match")
     ap.add_argument("--match-disagreement", type=float, default=DEFAULT_MATCH_DISAGREEMENT,
                     help="probability that a person's match answer is wrong")
+    ap.add_argument("--force", action="store_true",
+                    help="replace the files of another dataset (another seed, or more "
+                         "samples) in --out instead of refusing")
     args = ap.parse_args(argv)
     try:
         res = simulate(args.out, runs=args.runs, seed=args.seed,
                        extractors=args.extractors or DEFAULT_EXTRACTORS, samples=args.samples,
-                       match_share=args.match_share, match_disagreement=args.match_disagreement)
+                       match_share=args.match_share, match_disagreement=args.match_disagreement,
+                       force=args.force)
     except TrussLabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import duckdb
 from .. import __version__  # set by truss_lab/__init__ before it imports any stage
 from ..core._clock import utcnow
 from ..core._errors import BadInputError
+from ..core._files import check_output_folder
 from ._store import SCHEMA_VERSION, Store, quote_ident
 
 __all__ = ["EXPORT_FORMATS", "columns", "content_hash", "export_store", "relations"]
@@ -104,15 +104,9 @@ def export_store(store: Store, out: str | os.PathLike[str], *,
 
 
 def _check_new_folder(dest: Path) -> None:
-    try:
-        mode = dest.lstat().st_mode
-    except FileNotFoundError:
+    check_output_folder(dest, what="a new folder")
+    if not dest.exists():
         return
-    if stat.S_ISLNK(mode):
-        raise BadInputError(f"is a symbolic link (to {os.readlink(dest)}); name a new folder",
-                            source=str(dest))
-    if not stat.S_ISDIR(mode):
-        raise BadInputError("exists and is not a folder; name a new folder", source=str(dest))
     if (dest / "manifest.json").exists():
         raise BadInputError("already holds an export (manifest.json); choose a new folder",
                             source=str(dest))

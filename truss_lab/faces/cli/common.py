@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import stat
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ...core._errors import BadInputError, ChainError, TrussLabError
+from ...core._errors import ChainError, TrussLabError
+from ...core._files import check_output_file, write_output, write_outputs
 from ...store._store import Store, open_store
 from .oneline import EXIT_USER_ERROR, did_you_mean
 
@@ -43,6 +40,7 @@ __all__ = [
     "read_store",
     "run_argument",
     "write_output",
+    "write_outputs",
 ]
 
 # Keys of a metrics mapping that count things (tp, kept, n_verdicts, ...).
@@ -277,77 +275,3 @@ def int_counts(metrics: Any) -> Any:
         if (k in _COUNT_KEYS or k.startswith("n_")) and isinstance(v, float) and v.is_integer():
             out[k] = int(v)
     return out
-
-
-def check_output_file(path: str | os.PathLike[str], *, field: str,
-                      overwrite: bool = True) -> Path:
-    """``path`` if a file can be written there, else :class:`BadInputError` saying why.
-
-    Every command that writes a file the user named (a key, a keyring, a sweep CSV,
-    a plot, a labelling queue) checks all of them first, so a bad second path never
-    leaves the first file written.
-
-    Its folder must exist (a mistyped folder is not created silently); the path
-    must be absent or a regular file: a folder, a symbolic link (dangling or not),
-    a device (``/dev/full``), a pipe or a socket is refused, since the file is
-    written next to it and renamed over it (:func:`write_output`), which would
-    replace the link or the device node with a regular file. With
-    ``overwrite=False`` an existing file is refused too.
-    """
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    try:
-        mode = p.lstat().st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as exc:
-        raise BadInputError(f"cannot inspect: {exc.strerror}", source=str(p),
-                            field=field) from None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise BadInputError("is a folder; expected a file name", source=str(p), field=field)
-    if mode is not None and stat.S_ISLNK(mode):
-        raise BadInputError(f"is a symbolic link (to {os.readlink(p)}); name the file itself",
-                            source=str(p), field=field)
-    if mode is not None and not stat.S_ISREG(mode):
-        raise BadInputError("is not a regular file (a device, a pipe or a socket); name a "
-                            "file", source=str(p), field=field)
-    if not parent.exists():
-        raise BadInputError(f"no such folder {parent} (create it first)", source=str(p),
-                            field=field)
-    if not parent.is_dir():
-        raise BadInputError(f"{parent} is not a folder", source=str(p), field=field)
-    if not os.access(parent, os.W_OK):
-        raise BadInputError(f"folder {parent} is not writable", source=str(p), field=field)
-    if not overwrite and mode is not None:
-        raise BadInputError("exists; refusing to overwrite it", source=str(p), field=field)
-    return p
-
-
-def write_output(path: str | os.PathLike[str], write: Callable[[Path], object], *,
-                 field: str) -> Path:
-    """Write the file ``path`` (checked by :func:`check_output_file`) whole or not at all.
-
-    ``write`` writes a temporary file next to ``path`` (same suffix, so a plot's
-    format still follows the name); it is flushed to disk and renamed over
-    ``path`` only when that worked. A failure of the disk (full, read-only,
-    quota) is one line naming the file and the option, and leaves no file behind.
-    """
-    p = Path(path)
-    fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=p.suffix or ".tmp",
-                                dir=p.parent if str(p.parent) else ".")
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as fh:  # a full disk can surface only when the data is flushed
-            os.fsync(fh.fileno())
-        umask = os.umask(0)  # the mode a plain open() would give (mkstemp's is 0600)
-        os.umask(umask)
-        tmp.chmod(0o666 & ~umask)
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise BadInputError(f"cannot write: {exc.strerror or exc}; nothing written",
-                            source=str(p), field=field) from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return p

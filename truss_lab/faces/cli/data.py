@@ -55,7 +55,8 @@ def init(db: str) -> None:
 
 @click.command()
 @click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Folder to write the dataset into (created if missing).")
+              help="Folder to write the dataset into (created if missing). A folder "
+                   "holding another dataset's files (another seed) is refused.")
 @option("--n-verdicts", default=2000, show_default=True, type=click.IntRange(1),
         old=("--verdicts", "--runs"), help="Number of signed verdicts to simulate.")
 @option("--random-state", default=7, show_default=True, type=int, old=("--seed",),
@@ -68,18 +69,21 @@ def init(db: str) -> None:
               type=click.FloatRange(0, 1),
               help="Probability that a simulated person's match answer is wrong (when a "
                    "wrong one exists).")
+@click.option("--force", is_flag=True,
+              help="Replace another dataset's files in --out instead of refusing.")
 @friendly
 def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
-             match_disagreement: float) -> None:
+             match_disagreement: float, force: bool) -> None:
     """Write a synthetic dataset: signed verdicts, completions, labels and their truth.
 
     Files: journal.jsonl (signed verdicts), keys.json (its keyring), completions.jsonl
     (the extractors' recorded completions), labels.csv (gold labels), references.jsonl
     (reference lessons), match_labels.csv (people's match labels), truth.csv,
     lesson_truth.csv and match_truth.csv (what is true of each candidate, lesson and
-    match). `truss-lab schema NAME` describes the formats."""
+    match). `truss-lab schema NAME` describes the formats. Other files in --out are left
+    alone; the same seed rewrites its own files (the same bytes)."""
     r = run_simulation(out, runs=n_verdicts, seed=random_state, match_share=match_share,
-                       match_disagreement=match_disagreement)
+                       match_disagreement=match_disagreement, force=force)
     click.echo(f"{out}: {r.n_verdicts} verdicts, {r.n_completions} completions of "
                f"{len(r.defects)} extractors ({r.n_unparseable} unparseable), "
                f"{r.n_candidates} candidates, {r.n_labels} labels, {r.n_references} "

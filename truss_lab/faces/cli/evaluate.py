@@ -500,6 +500,7 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
     `truss-lab sweep` chooses it with the same options (--cv, --test-size, --n-boot,
     --random-state give the same numbers). See the README ("A report to share").
     """
+    check_output_file(out, field="--out")  # before the work: a bad path is refused at once
     with read_store(db, must_exist=True) as store:
         path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
                             random_state=random_state, max_verdicts=n_verdicts or None,

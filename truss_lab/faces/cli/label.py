@@ -64,6 +64,7 @@ from .common import (
     read_store,
     run_argument,
     write_output,
+    write_outputs,
 )
 
 __all__ = ["COMMANDS", "make_judge", "make_matcher", "matcher_from_spec", "register",
@@ -508,9 +509,11 @@ def _match_queue(db: str, run_id: str, out: str, n_verdicts: int | None,
         frame = match_queue(store, run_id, n_verdicts=n_verdicts, annotator=annotator,
                             random_state=random_state)
     info = {**frame.attrs["queue"], "out": out, "sidecar": meta}
-    write_output(out, lambda tmp: write_match_queue(frame, tmp), field="--out")
-    write_output(meta, lambda tmp: tmp.write_text(json.dumps(info, indent=2) + "\n",
-                                                  encoding="utf-8"), field="--out")
+    # The queue and its sidecar together or neither: a queue without its draw's record
+    # could not be weighted.
+    write_outputs([(out, lambda tmp: write_match_queue(frame, tmp)),
+                   (meta, lambda tmp: tmp.write_text(json.dumps(info, indent=2) + "\n",
+                                                     encoding="utf-8"))], field="--out")
     text = (f"{out}: {info['n_rows']} lesson(s) of run {run_id} on {info['n_verdicts']} "
             f"verdict(s) drawn at random (seed {random_state}) from {info['population']} "
             f"annotated verdict(s) with lessons; the draw is recorded in {meta}\n"
