@@ -31,8 +31,8 @@ scripted HTTP server of tests/builders/http_server.py):
   (11-14: the audit after a k-sample run, conflicting re-ingests, bounded references,
   verify and policy provenance);
 * the edges of issue #28 (scripts/reliability_edges.py): a remote --db, deep JSON in
-  every input, a full disk or a failing device under sweep/compare/calibrate, queue and
-  export onto a device, a symlink or a used folder;
+  every input, a full disk or a failing device under sweep/compare/calibrate, queue,
+  export, report, simulate and sample onto a device, a symlink or a used folder;
 * the secrets of issue #28 (scripts/reliability_secrets.py): a key echoed in a
   completion's model or a lesson's evidence, a key in the --base-url query, a
   non-ASCII key;

@@ -160,7 +160,48 @@ def output_paths_row(row: Callable[..., Any], tmp: Path) -> Any:
                        text=True, timeout=300)
     checks["export onto a full disk: nothing left"] = one_line(p) and not any(
         x.name.startswith((".full", "full")) for x in d.iterdir())
-    return tally(row, "queue/export onto a device, a symlink, a used folder", checks)
+    checks.update(_report_simulate_sample(d, db))
+    return tally(row, "queue/export/report/simulate/sample onto a device, a symlink, a used "
+                      "folder", checks)
+
+
+def _report_simulate_sample(d: Path, db: str) -> dict[str, bool]:
+    """The follow-ups: report --out like queue --out; simulate and sample --out never write
+    through a link nor mix two datasets."""
+    mine = d / "mine.html"
+    mine.write_text("mine\n")
+    link, dangling, fifo = d / "link.html", d / "dangling.html", d / "pipe.html"
+    link.symlink_to(mine)
+    dangling.symlink_to(d / "nowhere.html")
+    os.mkfifo(fifo)
+    checks: dict[str, bool] = {}
+    for name, out in (("/dev/null", "/dev/null"), ("a FIFO", str(fifo)), ("a symlink", str(link)),
+                      ("a dangling symlink", str(dangling)), ("a folder", str(d))):
+        p = cli("report", "r", "--db", db, "--out", out, "--n-boot", "20", "--n-verdicts", "5")
+        checks[f"report --out {name}"] = one_line(p)
+    checks["report: device, pipe and links left as they were"] = (
+        Path("/dev/null").is_char_device() and fifo.is_fifo() and mine.read_text() == "mine\n"
+        and not (d / "nowhere.html").exists())
+    sim = d / "sim"
+    cli("simulate", "--out", str(sim), "--n-verdicts", "30", "--random-state", "1")
+    before = {x.name: x.read_bytes() for x in sim.iterdir()}
+    again = cli("simulate", "--out", str(sim), "--n-verdicts", "30", "--random-state", "1")
+    other = cli("simulate", "--out", str(sim), "--n-verdicts", "30", "--random-state", "2")
+    checks["simulate: the same seed rewrites its files, another seed is refused"] = (
+        again.returncode == 0 and one_line(other) and "another dataset" in other.stderr
+        and {x.name: x.read_bytes() for x in sim.iterdir()} == before)
+    sim_link = d / "sim_link"
+    sim_link.symlink_to(d / "sim_nowhere")
+    checks["simulate --out a dangling symlink"] = one_line(
+        cli("simulate", "--out", str(sim_link), "--n-verdicts", "30")) and not (
+        d / "sim_nowhere").exists()
+    smp = d / "smp"
+    smp.mkdir()
+    (smp / "journal.jsonl").symlink_to(d / "smp_nowhere.jsonl")
+    checks["sample --out with a dangling link inside: nothing written through"] = one_line(
+        cli("sample", "--out", str(smp))) and not (d / "smp_nowhere.jsonl").exists() and [
+        x.name for x in smp.iterdir()] == ["journal.jsonl"]
+    return checks
 
 
 def edges_rows(row: Callable[..., Any], tmp: Path) -> list[Any]:
