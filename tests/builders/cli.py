@@ -24,6 +24,9 @@ Arg = str | os.PathLike[str]
 def invoke(*args: Arg, cli: click.Command = CLI, **kw: Any) -> Result:
     """Run ``cli`` (``truss-lab`` by default) with ``args``; the result, whatever the exit code.
 
+    ``r.stdout`` and ``r.stderr`` are apart (JSON is read from ``r.stdout``); ``r.output``
+    is both, in the order they were written, as a terminal shows them.
+
     ``kw`` go to :meth:`click.testing.CliRunner.invoke` (``input``,
     ``catch_exceptions``, ``env``). Paths may be passed as they are.
     """
@@ -31,7 +34,8 @@ def invoke(*args: Arg, cli: click.Command = CLI, **kw: Any) -> Result:
 
 
 def invoke_json(*args: Arg, cli: click.Command = CLI, **kw: Any) -> Any:
-    """``invoke(*args, "--json")``, which must exit 0; its output parsed as JSON."""
+    """``invoke(*args, "--json")``, which must exit 0; its stdout parsed as JSON (a
+    ``warning:`` or ``note:`` line goes to stderr, which ``r.output`` mixes in)."""
     r = invoke(*args, "--json", cli=cli, **kw)
     assert r.exit_code == 0, r.output
-    return json.loads(r.output)
+    return json.loads(r.stdout)

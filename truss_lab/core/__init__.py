@@ -20,6 +20,7 @@ if typing.TYPE_CHECKING:
         StoreError,
         StoreLockedError,
         TrussLabError,
+        TrussLabWarning,
     )
     from ._models import (
         AgentEvent,
@@ -63,6 +64,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "TrussLabError",
+    "TrussLabWarning",
     "Trust",
     "check_threshold",
 ]

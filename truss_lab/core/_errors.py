@@ -12,8 +12,14 @@
     └── StoreError                 the database cannot be opened or written
         └── StoreLockedError       another process holds the write lock
 
+    TrussLabWarning (a UserWarning) every warning truss_lab gives on purpose (its
+                                   categories: UndefinedMetricWarning, MatcherLeftOutWarning,
+                                   ThresholdGridWarning, UnregisteredPromptWarning, ...)
+
 Messages say what went wrong, where (file, line, field) and what was expected.
-The CLI prints ``str(error)`` on one line and exits non-zero.
+The CLI prints ``str(error)`` on one line and exits non-zero, and a warning of
+truss_lab's as one ``warning: <message>`` line (faces/cli/oneline.py); a warning of
+another package is Python's to show.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "TrussLabError",
+    "TrussLabWarning",
 ]
 
 
@@ -43,6 +50,13 @@ class TrussLabError(Exception):
 
     def __init__(self, *args: object) -> None:
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
+
+
+class TrussLabWarning(UserWarning):
+    """Base class of every warning truss_lab gives on purpose: a result that stands but
+    needs a reader's attention (a metric undefined, verdicts left out). The command line
+    shows each as one ``warning:`` line; ``warnings.simplefilter("ignore",
+    TrussLabWarning)`` silences them all."""
 
 
 class BadInputError(TrussLabError):

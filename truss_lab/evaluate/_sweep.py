@@ -51,7 +51,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from truss_lab.core._errors import BadInputError
+from truss_lab.core._errors import BadInputError, TrussLabWarning
 from truss_lab.evaluate._sort_u64 import sort_u64 as _sort_u64
 from truss_lab.store._store import quote_ident
 
@@ -66,7 +66,7 @@ __all__ = [
     "sweep_parquet",
 ]
 
-class ThresholdGridWarning(UserWarning):
+class ThresholdGridWarning(TrussLabWarning):
     """A given threshold is not the decimal it was meant to be (e.g. ``np.linspace``'s
     0.7000000000000001) and was rounded to it."""
 
@@ -127,7 +127,7 @@ SWEEP_COLUMNS = (
 _CHUNK = 1 << 20
 
 
-class UndefinedMetricWarning(UserWarning):
+class UndefinedMetricWarning(TrussLabWarning):
     """A metric is undefined for this input (e.g. recall without positives); it is NaN."""
 
 

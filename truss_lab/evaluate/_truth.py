@@ -111,7 +111,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import pandas as pd
 
-from ..core._errors import BadInputError
+from ..core._errors import BadInputError, TrussLabWarning
 from ..ingest._labels import read_labels
 from ..ingest._references import read_references
 from ..score._matching import LexicalMatcher, Matcher, match_lessons, match_threshold_of
@@ -176,7 +176,7 @@ ADJUDICATOR = "adjudicator"
 DEFAULT_TRANSFER = "exact"
 
 
-class MatcherLeftOutWarning(UserWarning):
+class MatcherLeftOutWarning(TrussLabWarning):
     """Verdicts left out of an evaluation because the matcher could not score their
     lessons (a judge matcher's unusable answers); a caller that reports them itself
     (``truss-lab match``) silences it."""

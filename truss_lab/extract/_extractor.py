@@ -71,7 +71,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core._canonical import canonical, canonical_digest, jcs_string
 from ..core._config import MemoryConfig
-from ..core._errors import BadInputError, ProviderError
+from ..core._errors import BadInputError, ProviderError, TrussLabWarning
 from ..ingest._completions import read_completions
 from ..ingest._ingest import FILE_TO_TABLE
 from ..journal._spec import plainly_valid_payload, validate_verdict_payload
@@ -607,7 +607,7 @@ def ensure_run(
         record_prompt_template(store, tpl.version, tpl.prompt_hash, tpl.text)
 
 
-class UnregisteredPromptWarning(UserWarning):
+class UnregisteredPromptWarning(TrussLabWarning):
     """Recordings carry request hashes, but the prompt version they were made with is
     not registered here: they replay unchecked (register the template to check them)."""
 

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core._errors import BadInputError
+from ..core._errors import BadInputError, TrussLabWarning
 from ._similarity import TokenSets, similar_pairs
 from ._tokens import content_words
 
@@ -287,7 +287,8 @@ def junk_flags(
     if unknown.any():
         warnings.warn(
             f"{int(unknown.sum())} candidate(s) name a verdict not in `verdicts`: "
-            "ungrounded and restates_summary are False for them", stacklevel=2,
+            "ungrounded and restates_summary are False for them", TrussLabWarning,
+            stacklevel=2,
         )
     texts = c["text"]
     if memory is not None and len(memory):

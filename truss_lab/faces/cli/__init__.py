@@ -23,7 +23,7 @@ from typing import Any
 import click
 from click.formatting import HelpFormatter
 
-from .oneline import did_you_mean, one_line_usage
+from .oneline import did_you_mean, one_line_usage, one_line_warnings
 
 __all__ = ["COMMANDS", "EPILOG", "cli", "main"]
 
@@ -138,8 +138,9 @@ class LazyCommands(MutableMapping[str, click.Command]):
 
 class TrussLabGroup(click.Group):
     """The ``truss-lab`` group: commands imported when used (:class:`LazyCommands`), the
-    list in ``--help`` from :data:`COMMANDS`, and a usage error anywhere below it one
-    line (an unknown command with a "did you mean")."""
+    list in ``--help`` from :data:`COMMANDS`, a usage error anywhere below it one line
+    (an unknown command with a "did you mean"), and each warning of truss_lab's one
+    ``warning:`` line (:func:`~.oneline.one_line_warnings`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -151,7 +152,8 @@ class TrussLabGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
-        with one_line_usage():
+        # Every command, and the import of its module, runs here: its warnings are lines.
+        with one_line_usage(), one_line_warnings():
             return super().invoke(ctx)
 
     def resolve_command(self, ctx: click.Context, args: list[str]

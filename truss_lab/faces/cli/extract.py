@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from typing import Any
 
 import click
@@ -21,7 +20,7 @@ from ...core._secrets import MASK
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...extract._batch import rerun as rerun_run
 from ...extract._batch import run_extraction
-from ...extract._extractor import MAX_SAMPLES, UnregisteredPromptWarning
+from ...extract._extractor import MAX_SAMPLES
 from ...extract._grid import load_grid, run_grid
 from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
@@ -39,18 +38,6 @@ from .common import (
 )
 
 __all__ = ["COMMANDS", "register"]
-
-
-def _warned(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)``, its warnings (recordings whose prompt version is not
-    registered here) said in one ``warning:`` line each on stderr, not Python's
-    file:line form."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UnregisteredPromptWarning)
-        out = fn(*args, **kwargs)
-    for w in caught:
-        click.echo(f"warning: {w.message}", err=True)
-    return out
 
 
 def _check_new_run_id(store: Any, run_id: str | None) -> None:
@@ -194,10 +181,10 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, prompt: s
             raise BadInputError(
                 f"run {resume_id}'s base URL held a credential, stored masked "
                 f"({prior['base_url']}); give it again with --base-url", field="--base-url")
-        extractor = _warned(make_extractor, spec, store,
-                            base_url=base_url or prior.get("base_url"), max_retries=retries,
-                            knobs=knobs, supports_n=supports_n, deadline=deadline,
-                            rerun_of=None if extractor_spec else prior.get("rerun_of"))
+        extractor = make_extractor(spec, store, base_url=base_url or prior.get("base_url"),
+                                   max_retries=retries, knobs=knobs, supports_n=supports_n,
+                                   deadline=deadline,
+                                   rerun_of=None if extractor_spec else prior.get("rerun_of"))
         verdicts: Any = verdict_filter if verdict_filter is not None else prior.get(
             "verdicts")
         run = run_extraction(
@@ -233,7 +220,7 @@ def grid(grid_file: str, db: str, max_error_share: float, quiet: bool, as_json: 
     check_threshold(max_error_share, "--max-error-share", name="max_error_share")
     g = load_grid(grid_file)  # the whole file is checked before the database is opened
     with open_store(db) as store:
-        df = _warned(run_grid, store, g, progress=not quiet and not as_json)
+        df = run_grid(store, g, progress=not quiet and not as_json)
     if as_json:
         emit(json.loads(df.to_json(orient="records", date_format="iso")), True, "")
     else:
