@@ -107,6 +107,7 @@ def test_a_matcher_stopped_part_way_keeps_its_calls_and_resumes(
             again = match_run(s, run_id, JudgeMatcher.openai(
                 srv.base_url, SIMULATED_MATCH_MODEL, max_retries=0))
     assert again["resumed"] == k and again["recorded"] == len(answers) - k
+    assert again["requests"] == len(answers) and again["provider_calls"] == len(answers) - k
     assert srv.count == k + 2 + len(answers) - k  # none of the k was asked twice
     assert again["errors"] == {}
 
@@ -188,6 +189,7 @@ def test_a_second_live_judge_of_a_run_says_its_unusable_answers_were_replayed(
         assert again.exit_code == 1, again.output
         res = json.loads(again.stdout)
         assert (res["resumed"], res["resumed_unusable"], res["recorded"]) == (n, n, 0)
+        assert res["provider_calls"] == 0  # match's and judge's count the calls sent
         assert len(again.stderr.strip().splitlines()) == 1
         assert (f"({n} of them recorded answers replayed from this run's recordings, no "
                 "call made; to ask the model again, " in again.stderr)
@@ -198,10 +200,13 @@ def test_a_second_live_judge_of_a_run_says_its_unusable_answers_were_replayed(
         fresh = _cli_live(command, "again", db, srv)
         assert fresh.exit_code == 0, fresh.output
         assert srv.count == n and "replayed" not in fresh.stdout
+        assert f"; {n} requests, {n} live calls recorded for replay" in fresh.stdout
         assert "not usable" not in fresh.stdout and "not fully usable" not in fresh.stdout
         # Asked once more, the rerun answers from its own recordings and says so.
         third = _cli_live(command, "again", db, srv)
         assert srv.count == n and third.exit_code == 0, third.output
+        # Its main line counts the calls sent (none); the replayed answers have their own.
+        assert "; 0 requests, 0 live calls recorded for replay" in third.stdout
         assert (f"{n} answer(s) replayed from this run's recordings (no call made); to ask "
                 "the model again" in third.stdout)
     assert recorded_by_run(db, prefix) == {run_id: n, "again": n}

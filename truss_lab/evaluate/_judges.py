@@ -731,7 +731,9 @@ def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
     verdicts it leaves out are in the result, not a warning.
 
     What ``truss-lab match`` runs before evaluating by replay: the returned dict
-    has the matcher's name, requests made, live calls recorded, answers ``resumed``
+    has the matcher's name, ``requests`` (verdicts asked, replayed ones included),
+    ``provider_calls`` (of them, the calls sent to the provider, as
+    :attr:`JudgeRun.provider_calls`), live calls recorded, answers ``resumed``
     (replayed from the run's recordings, made by an earlier matcher on it: no call
     made) and ``resumed_unusable`` (those of them in ``errors``), verdicts and lessons
     judged, lessons matched, references, and ``errors`` (the verdicts left without
@@ -749,8 +751,10 @@ def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
     prefix = f"{run_info(store, run_id)['extractor_id']}/"
     errors = {k: v for k, v in matcher.errors.items() if k.startswith(prefix)}
     c = truth.counts
+    resumed = matcher.resumed - resumed
     return {"run_id": run_id, "matcher": matcher.name, "requests": matcher.requests - asked,
-            "recorded": recorded, "resumed": matcher.resumed - resumed,
+            "provider_calls": matcher.requests - asked - resumed,
+            "recorded": recorded, "resumed": resumed,
             "resumed_unusable": sum(k in matcher.resumed_errors for k in errors),
             "verdicts": truth.n_verdicts,
             "verdicts_unmatched": int(c.get("verdicts_unmatched", 0)),

@@ -405,7 +405,8 @@ def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
     text = (f"{res['matcher']}: {res['matched']} of {res['lessons']} lessons of run "
             f"{run_id} matched {res['references']} references on {res['verdicts']} "
             f"annotated verdicts (match threshold {res['match_threshold']:g}); "
-            f"{res['requests']} requests, {res['recorded']} live calls recorded for replay")
+            f"{res['provider_calls']} requests, {res['recorded']} live calls recorded for "
+            "replay")
     if res["resumed"]:
         text += "\n" + _replayed_line(res["resumed"], res["resumed_unusable"], run_id, "match")
     if res["errors"]:
