@@ -8,11 +8,13 @@ HTTP server of the tests where a model answers) and counts what held.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scripts.reliability_holes import SAMPLE, cli, tally
+from scripts.reliability_holes import ENV, ROOT, SAMPLE, cli, tally
 
 
 def _lab_db(tmp: Path, name: str) -> Path:
@@ -169,13 +171,67 @@ def policy_provenance_row(row: Callable[..., Any], tmp: Path) -> Any:
                   checks)
 
 
+# A child reading a completions file and printing its own peak memory (VmHWM, MB), its
+# good rows and its errors: the line bound must bound the memory, not only say no.
+_READ_CHILD = """
+import sys
+from truss_lab.ingest._completions import read_completions
+df, errors = read_completions(sys.argv[1])
+with open("/proc/self/status") as f:
+    hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+print(hwm // 1024, len(df), len(errors))
+"""
+
+
+def _read_peak(path: Path) -> list[int]:
+    p = subprocess.run([sys.executable, "-c", _READ_CHILD, str(path)], env=ENV, cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    return [int(x) for x in p.stdout.split()] if p.returncode == 0 else [-1, -1, -1]
+
+
+def completion_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 13's follow-up: a 50 MB completion line is a bad line named by line and field,
+    refused without being read whole (the reader's peak memory grows by less than one
+    line bound, against some 220 MB when it was read whole); a text just over its bound
+    is named too, and the good lines land."""
+    from truss_lab.ingest._completions import MAX_COMPLETION_LINE, MAX_COMPLETION_TEXT
+    from truss_lab.store._store import Store
+
+    db = _lab_db(tmp, "completion_bounds.duckdb")
+    first = json.loads((SAMPLE / "completions.jsonl").read_text().splitlines()[0])
+    recs = [{**first, "extractor": "ok", "text": "x" * MAX_COMPLETION_TEXT},
+            {**first, "extractor": "huge", "text": "y" * 50_000_000},
+            {**first, "extractor": "over", "text": "y" * (MAX_COMPLETION_TEXT + 1)}]
+    big = tmp / "completions_big.jsonl"
+    big.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    small = tmp / "completions_small.jsonl"
+    small.write_text(json.dumps(recs[0]) + "\n")
+    p = cli("ingest", "completions", str(big), "--db", str(db))
+    checks = {
+        "50 MB text: exit 3": p.returncode == 3,
+        "named by line and field": ("line 2, field 'text'" in p.stdout
+                                    and "line 3, field 'text'" in p.stdout),
+        "not echoed": len(p.stdout) + len(p.stderr) < 10_000,
+    }
+    with Store(db, read_only=True) as s:
+        checks["good line landed"] = s.sql(
+            "SELECT extractor_id FROM completions WHERE extractor_id IN ('ok', 'huge', 'over')"
+        ).fetchall() == [("ok",)]
+    base, peak = _read_peak(small), _read_peak(big)
+    checks["reader's memory bounded"] = (
+        base[1:] == [1, 0] and peak[1:] == [1, 2]
+        and peak[0] - base[0] < MAX_COMPLETION_LINE // 2**20)
+    return tally(row, f"completion text bounded, 50 MB line read in +{peak[0] - base[0]} MB "
+                      "(#28 item 13 follow-up)", checks)
+
+
 def loss_rows(row: Callable[..., Any], tmp: Path, quick: bool) -> list[Any]:
     """Every row of this module (``row`` is reliability.py's ``Row``)."""
     sub = tmp / "loss"
     sub.mkdir(exist_ok=True)
     out = []
     for fn in (audit_k_samples_row, reference_conflict_row, reference_bounds_row,
-               policy_provenance_row):
+               completion_bounds_row, policy_provenance_row):
         try:
             out.append(fn(row, sub))
         except Exception as exc:  # a crashed check is a failed row

@@ -71,6 +71,8 @@ from ..core._secrets import (
     register_secret,
 )
 from ..ingest._completions import (
+    MAX_COMPLETION_NAME,
+    MAX_COMPLETION_TEXT,
     completion_columns,
     completion_frame,
     validate_completion_columns,
@@ -621,7 +623,19 @@ class OpenAICompatibleProvider:
                 f"{where}: choices[{choice}].message.content holds a lone surrogate (not valid "
                 "Unicode)"
             ) from None
+        # What a recording may hold (README "Formats"): a longer answer could be stored
+        # but never written to a completions file or ingested again.
+        if len(text) > MAX_COMPLETION_TEXT:
+            raise ProviderError(
+                f"{where}: choices[{choice}].message.content is {len(text)} characters, over "
+                f"the {MAX_COMPLETION_TEXT} a recorded completion holds"
+            )
         model = data.get("model") if isinstance(data.get("model"), str) else None
+        if model is not None and len(model) > MAX_COMPLETION_NAME:
+            raise ProviderError(
+                f"{where}: the answer's model is {len(model)} characters, over the "
+                f"{MAX_COMPLETION_NAME} a recorded completion holds"
+            )
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
 
         def count(name: str) -> int | None:

@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pydantic import BaseModel, Field, StrictStr
+from pydantic import BaseModel, Field, StrictStr, field_validator
 
 from ..core._canonical import MalformedJSON, canonical, loads_strict
 from ..core._errors import BadInputError
@@ -31,7 +30,6 @@ from ._strict import (
     SURROGATE,
     Count,
     Hex64,
-    NonEmpty,
     Problem,
     StrictRecord,
     atomic_text_file,
@@ -44,12 +42,17 @@ from ._strict import (
     json_kind,
     locate_field,
     parse_lines,
+    read_bounded_lines,
     split_lines,
 )
 
 __all__ = [
     "COMPLETION_FIELDS",
     "COMPLETION_KEY",
+    "MAX_COMPLETION_CONFIG",
+    "MAX_COMPLETION_LINE",
+    "MAX_COMPLETION_NAME",
+    "MAX_COMPLETION_TEXT",
     "CompletionRecordModel",
     "completion_columns",
     "completion_frame",
@@ -74,6 +77,31 @@ COMPLETION_FIELDS: tuple[str, ...] = (
 COMPLETION_KEY: tuple[str, ...] = ("verdict_hash", "extractor")
 """Unique key of a recorded completion within a file."""
 
+# Bounds on a line's fields (README "Formats"; ``truss-lab schema completions`` shows
+# them), as reference lessons have: far longer is a mistake or an attack (a pasted file,
+# a server sending megabytes), which would swell every table, export and report it
+# reaches. A value beyond its bound is a bad line, named by line and field.
+MAX_COMPLETION_TEXT = 1_048_576
+"""Most characters of a completion's ``text``. Every real completion fits: the longest
+answers models give in one call are 64k-128k tokens, about half a million characters at
+some four characters a token; 1 Mi characters is twice that. A live call whose answer is
+longer is a failed call (``extract/_providers.py``), so no recording exceeds it."""
+MAX_COMPLETION_NAME = 1024
+"""Most characters of an ``extractor``, a ``model`` or a ``prompt_version`` (and of the
+``extractor`` a label or match label names): an extractor id is ``MODEL@PROMPT_VERSION``
+plus eight hex digits, and model ids are paths of a hundred characters or so."""
+MAX_COMPLETION_CONFIG = 65_536
+"""Most characters of a line's ``config`` as canonical JSON (an extractor configuration,
+its response format's JSON Schema included, is a few kilobytes)."""
+MAX_COMPLETION_LINE = 16 * 1024 * 1024
+"""Most bytes of one line (its newline not counted). Every line whose fields are within
+their bounds fits, however it is escaped (a character is at most 12 bytes of JSON, a
+``\\uXXXX`` surrogate pair: 12 MiB of text, 768 KiB of config, 36 KiB of names); a
+longer line is refused without being read whole (a megabyte at a time, dropped as read),
+so a 50 MB line costs the reader a few megabytes of memory, not several copies of it."""
+
+_Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_COMPLETION_NAME)]
+
 _REQUIRED_COMPLETION = frozenset({"verdict_hash", "extractor", "model", "prompt_version", "text"})
 _ALLOWED_COMPLETION = frozenset(COMPLETION_FIELDS)
 
@@ -82,17 +110,17 @@ class CompletionRecordModel(StrictRecord):
 
     verdict_hash: Hex64
     """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""
-    extractor: NonEmpty
+    extractor: _Name
     """The extractor configuration id (model + prompt version); with
     ``verdict_hash`` it is unique within a file."""
-    model: NonEmpty
+    model: _Name
     """The model that answered."""
-    prompt_version: NonEmpty
+    prompt_version: _Name
     """The version of the prompt template that rendered the request."""
     request_hash: Hex64 | None = None
     """SHA-256 (64 lowercase hex) of the request the model saw; null (or absent)
     in data recorded elsewhere, in which case a replay cannot check it."""
-    text: StrictStr
+    text: Annotated[StrictStr, Field(max_length=MAX_COMPLETION_TEXT)]
     """The raw completion text, whatever the model returned (may be empty)."""
     latency_ms: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     """Wall time of the call in milliseconds (>= 0), when known."""
@@ -105,20 +133,42 @@ class CompletionRecordModel(StrictRecord):
     ``ExtractorConfig``: provider, model, prompt_version, response_format, sampling,
     samples), when truss_lab recorded the call; a replay of the file rebuilds the
     same requests from it. Null (or absent) in data recorded elsewhere. In frames it
-    is the configuration's canonical JSON text."""
+    is the configuration's canonical JSON text (at most ``MAX_COMPLETION_CONFIG``
+    characters)."""
+
+    @field_validator("config")
+    @classmethod
+    def _config_bounded(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and len(canonical(value)) > MAX_COMPLETION_CONFIG:
+            raise ValueError(f"expected at most {MAX_COMPLETION_CONFIG} characters of "
+                             "canonical JSON")
+        return value
 
 
 _CHECKS: dict[str, Any] = {
     "verdict_hash": lambda c: check_str(c, nullable=False, non_empty=True, hex64=True),
-    "extractor": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False),
-    "model": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False),
-    "prompt_version": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False),
+    "extractor": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False,
+                                     max_len=MAX_COMPLETION_NAME),
+    "model": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False,
+                                 max_len=MAX_COMPLETION_NAME),
+    "prompt_version": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False,
+                                          max_len=MAX_COMPLETION_NAME),
     "request_hash": lambda c: check_str(c, nullable=True, non_empty=True, hex64=True),
-    "text": lambda c: check_str(c, nullable=False, non_empty=False, hex64=False),
+    "text": lambda c: check_str(c, nullable=False, non_empty=False, hex64=False,
+                                max_len=MAX_COMPLETION_TEXT),
     "latency_ms": check_latency,
     "prompt_tokens": check_count,
     "completion_tokens": check_count,
 }
+
+
+_BOUNDS = {
+    "text": f"{MAX_COMPLETION_TEXT} characters",
+    "config": f"{MAX_COMPLETION_CONFIG} characters of canonical JSON",
+    **dict.fromkeys(("extractor", "model", "prompt_version"),
+                    f"{MAX_COMPLETION_NAME} characters"),
+}
+"""What the error of an over-long line says its field may hold."""
 
 
 def _object(value: Any) -> Any:
@@ -159,6 +209,11 @@ def _config_texts(col: list[Any]) -> tuple[list[Any], dict[int, str]]:
             text = canonical(obj)
         except (ValueError, TypeError, MalformedJSON):
             problems[i] = "expected a JSON object (the extractor configuration) or null"
+            out.append(v)
+            continue
+        if len(text) > MAX_COMPLETION_CONFIG:
+            problems[i] = (f"expected at most {MAX_COMPLETION_CONFIG} characters of canonical "
+                           f"JSON, got {len(text)}")
             out.append(v)
             continue
         out.append(text)
@@ -277,16 +332,21 @@ def read_completions(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[B
     (when known) the field, with a ``reason`` code: malformed JSON (``bad_json``,
     ``not_object``, ``bad_unicode`` — also for a lone-surrogate escape),
     ``duplicate_key``, ``non_finite`` (NaN/Infinity), ``unsafe_integer``
-    (beyond 2^53 - 1), ``missing``, ``unexpected_field``, ``bad_value``. Identical
+    (beyond 2^53 - 1), ``missing``, ``unexpected_field``, ``bad_value`` (a value
+    beyond its bound too: :data:`MAX_COMPLETION_TEXT` and the others), ``line_too_long``
+    (over :data:`MAX_COMPLETION_LINE` bytes: refused unread, naming the field that makes
+    it long when it can). Identical
     duplicate lines collapse into one row; conflicting ones are all dropped,
     with an error naming both lines. Blank lines are ignored.
     """
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise BadInputError(f"cannot read completions file: {exc.strerror}", source=source) from exc
+    data, long = read_bounded_lines(path, MAX_COMPLETION_LINE, "completions")
     lines, errors = split_lines(data, source)
+    del data
+    errors += [input_error(
+        f"line over {MAX_COMPLETION_LINE} bytes, not read whole"
+        + (f"; expected at most {_BOUNDS[field]}" if field in _BOUNDS else ""),
+        source, number, field, "line_too_long") for number, field in long]
     texts = [t for _, t in lines]
     numbers = np.asarray([i for i, _ in lines], dtype=np.int64)
     values, fast = parse_lines(texts)

@@ -17,15 +17,18 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pydantic import Field, StrictStr
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
 from ..store._tables import LABELS_SCHEMA
+from ._completions import MAX_COMPLETION_NAME
+from ._references import MAX_REFERENCE_NAME
 from ._strict import (
     DIGITS_COL_RE,
     DIGITS_RE,
@@ -65,14 +68,15 @@ class LabelRecordModel(StrictRecord):
 
     verdict_hash: Hex64
     """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""
-    extractor: NonEmpty
+    extractor: Annotated[StrictStr, Field(min_length=1, max_length=MAX_COMPLETION_NAME)]
     """The extractor configuration id whose completion proposed the lesson."""
     lesson_index: Count
     """0-based position of the lesson in the completion's ``lessons`` array
     (lessons dropped by the parser still count)."""
     useful: Literal[0, 1]
     """1 when the annotator judged the lesson useful, else 0."""
-    annotator: NonEmpty | None = None
+    annotator: Annotated[StrictStr, Field(min_length=1, max_length=MAX_REFERENCE_NAME)] | None \
+        = None
     """Who labelled it; optional (an empty CSV cell means none)."""
 
 
@@ -174,7 +178,9 @@ def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
     # Whole-column checks first (one regex over the joined column); only a
     # column that fails is walked value by value.
     bad_vh = bad_where(vh, HEX64_COL_RE, HEX64_RE)
-    bad_ex = [] if all(ex) else [i for i, v in enumerate(ex) if not v]
+    bad_ex = ([] if all(ex) and max(map(len, ex), default=0) <= MAX_COMPLETION_NAME
+              else [i for i, v in enumerate(ex) if not v or len(v) > MAX_COMPLETION_NAME])
+    bad_an = [i for i, v in enumerate(an) if v is not None and len(v) > MAX_REFERENCE_NAME]
     bad_li = bad_where(li, DIGITS_COL_RE, DIGITS_RE)
     li_num = [int(v) if len(v) <= 16 and v.isascii() and v.isdigit() else -1 for v in li]
     bad_li = sorted(set(bad_li) | {i for i, v in enumerate(li_num) if v > MAX_SAFE_INT})
@@ -182,9 +188,11 @@ def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
     bad = np.zeros(len(rows), dtype=bool)
     checks = [
         ("verdict_hash", bad_vh, vh, "expected 64 lowercase hex digits"),
-        ("extractor", bad_ex, ex, "expected a non-empty string"),
+        ("extractor", bad_ex, ex,
+         f"expected a non-empty string of at most {MAX_COMPLETION_NAME} characters"),
         ("lesson_index", bad_li, li, "expected an integer from 0 to 2^53 - 1 (digits only)"),
         ("useful", bad_us, us, "expected 0 or 1"),
+        ("annotator", bad_an, an, f"expected at most {MAX_REFERENCE_NAME} characters"),
     ]
     for name, idx, col, expected in checks:
         for i in idx:

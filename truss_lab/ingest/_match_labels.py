@@ -45,6 +45,7 @@ from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
 from ..store._ingested import match_label_lessons, verdict_reference_ids
 from ..store._store import Store
+from ._completions import MAX_COMPLETION_NAME
 from ._references import MAX_REFERENCE_NAME, NO_REFERENCE
 from ._strict import (
     DIGITS_COL_RE,
@@ -118,7 +119,7 @@ class MatchLabelRecordModel(StrictRecord):
 
     verdict_hash: Hex64
     """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""
-    extractor: NonEmpty
+    extractor: Annotated[StrictStr, Field(min_length=1, max_length=MAX_COMPLETION_NAME)]
     """The extractor configuration id whose completion proposed the lesson."""
     lesson_index: Count
     """0-based position of the lesson in the completion's ``lessons`` array
@@ -241,6 +242,8 @@ def _row_problems(cols: dict[str, list[str]], has_p: bool) -> dict[int, tuple[st
     add(bad_where(vh, HEX64_COL_RE, HEX64_RE), "verdict_hash",
         lambda i: f"expected 64 lowercase hex digits, got {short(vh[i])}")
     add([i for i, v in enumerate(ex) if not v], "extractor", "expected a non-empty string")
+    add([i for i, v in enumerate(ex) if len(v) > MAX_COMPLETION_NAME], "extractor",
+        f"expected at most {MAX_COMPLETION_NAME} characters")
     li_bad = set(bad_where(li, DIGITS_COL_RE, DIGITS_RE))
     li_bad |= {i for i, v in enumerate(li) if i not in li_bad and int(v) > MAX_SAFE_INT}
     add(li_bad, "lesson_index",

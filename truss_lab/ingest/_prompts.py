@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..core._errors import BadInputError
 
 __all__ = [
+    "MAX_PROMPT_FILE",
+    "MAX_PROMPT_TEXT",
     "PLACEHOLDERS",
     "PROMPT_KINDS",
     "PromptFileModel",
@@ -65,6 +67,16 @@ PLACEHOLDERS: dict[str, dict[str, str]] = {
 }
 """The placeholders of a user template, by kind, each with what it renders."""
 
+# Bounds (README "Formats"; ``truss-lab schema prompt`` shows them), as the other inputs
+# have: a template is instructions and a few examples, the verdict comes in through its
+# placeholders, so a far longer value is a mistake (a pasted file) that every run's
+# requests would carry.
+MAX_PROMPT_TEXT = 1_048_576
+"""Most characters of a template's ``system``, ``user`` or ``description``: some 250k
+tokens, more than most models read in one request."""
+MAX_PROMPT_FILE = 4 * 1024 * 1024
+"""Most bytes of a prompt file; a larger file is refused before it is read whole."""
+
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 _IDENT = re.compile(r"[A-Za-z0-9_]")
 
@@ -80,11 +92,11 @@ class PromptFileModel(BaseModel):
     """The prompt version recorded with every call (letters, digits, '.', '_', '-')."""
     kind: Literal["lesson", "judge", "match"] = "lesson"
     """What the template asks: lesson (extract), judge (judge) or match (match)."""
-    description: str = ""
+    description: str = Field("", max_length=MAX_PROMPT_TEXT)
     """For people; not part of the template's hash."""
-    system: str = Field(min_length=1)
+    system: str = Field(min_length=1, max_length=MAX_PROMPT_TEXT)
     """The system message, sent as written (no placeholders)."""
-    user: str = Field(min_length=1)
+    user: str = Field(min_length=1, max_length=MAX_PROMPT_TEXT)
     """The user message: text with {placeholder} fields of the kind (x-placeholders);
     '{{' and '}}' for literal braces."""
 
@@ -176,10 +188,18 @@ def read_prompt_file(path: str | Path) -> PromptFileModel:
     """Read one prompt template file (FORMATS.md §6)."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_PROMPT_FILE + 1)
     except OSError as exc:
         raise BadInputError(f"cannot read the prompt file ({exc.strerror})",
                             source=source) from None
+    if len(data) > MAX_PROMPT_FILE:
+        raise BadInputError(f"file over {MAX_PROMPT_FILE} bytes, not read whole (system, user "
+                            f"and description hold at most {MAX_PROMPT_TEXT} characters each)",
+                            source=source, reason="too_large")
+    try:
+        # As a text-mode read would: universal newlines (a template's hash sees "\n").
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError:
         raise BadInputError("not UTF-8 text", source=source) from None
     return parse_prompt_text(text, source)

@@ -18,7 +18,6 @@ references of the same annotator and verdict contradicts them and is dropped.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
@@ -34,11 +33,13 @@ from ._strict import (
     input_error,
     json_kind,
     locate_field,
+    read_bounded_lines,
     split_lines,
 )
 
 __all__ = [
     "MAX_REFERENCE_EVIDENCE",
+    "MAX_REFERENCE_LINE",
     "MAX_REFERENCE_NAME",
     "MAX_REFERENCE_TEXT",
     "NO_REFERENCE",
@@ -66,6 +67,14 @@ MAX_REFERENCE_NAME = 256
 """Most characters of a ``reference_id``, an ``annotator`` or one ``evidence`` token."""
 MAX_REFERENCE_EVIDENCE = 64
 """Most ``evidence`` tokens on one reference."""
+MAX_REFERENCE_LINE = 1024 * 1024
+"""Most bytes of one line (its newline not counted): every line whose fields are within
+their bounds fits, however it is escaped (at most 12 bytes of JSON a character: 192 KiB of
+text, 195 KiB of evidence); a longer line is refused without being read whole."""
+_BOUNDS = {"text": f"{MAX_REFERENCE_TEXT} characters",
+           "reference_id": f"{MAX_REFERENCE_NAME} characters",
+           "annotator": f"{MAX_REFERENCE_NAME} characters",
+           "evidence": f"{MAX_REFERENCE_EVIDENCE} tokens of {MAX_REFERENCE_NAME} characters"}
 
 _Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_REFERENCE_NAME)]
 
@@ -125,16 +134,18 @@ def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[Ba
     the field, with a ``reason``: ``bad_json``, ``not_object``,
     ``bad_unicode``, ``duplicate_key``, ``non_finite``, ``unsafe_integer``,
     ``missing``, ``unexpected_field``, ``bad_value``,
-    ``conflicting_duplicate`` or ``none_with_references``. Blank lines are
-    ignored.
+    ``conflicting_duplicate``, ``none_with_references`` or ``line_too_long`` (over
+    :data:`MAX_REFERENCE_LINE` bytes: refused unread, naming the field that makes it long
+    when it can). Blank lines are ignored.
     """
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise BadInputError(f"cannot read references file: {exc.strerror}",
-                            source=source) from exc
+    data, long = read_bounded_lines(path, MAX_REFERENCE_LINE, "references")
     lines, errors = split_lines(data, source)
+    del data
+    errors += [input_error(
+        f"line over {MAX_REFERENCE_LINE} bytes, not read whole"
+        + (f"; expected at most {_BOUNDS[field]}" if field in _BOUNDS else ""),
+        source, number, field, "line_too_long") for number, field in long]
     rows: list[dict[str, Any]] = []
     numbers: list[int] = []
     for number, text in lines:

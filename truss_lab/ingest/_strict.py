@@ -27,6 +27,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from json.decoder import scanstring
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -65,6 +66,7 @@ __all__ = [
     "json_kind",
     "locate_field",
     "parse_lines",
+    "read_bounded_lines",
     "short",
     "split_lines",
     "spreadsheet_cell",
@@ -250,6 +252,97 @@ def split_lines(data: bytes, source: str) -> tuple[list[tuple[int, str]], list[B
     return lines, errors
 
 
+#: Bytes of an over-long line kept to name the field that makes it long: the fields before
+#: it, each within its bound, fit in far less (see the readers' line bounds).
+_LONG_LINE_HEAD = 1 << 20
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def read_bounded_lines(
+    path: str | os.PathLike[str], max_line: int, what: str,
+) -> tuple[bytes, list[tuple[int, str | None]]]:
+    """A JSONL file's bytes with every line longer than ``max_line`` bytes (its newline
+    not counted) left blank, and ``(line, field)`` of each such line: ``field`` is the
+    top-level key whose value runs past the line's first megabyte, when one does.
+
+    A long line is never held whole: lines are read in pieces of a megabyte, and a long
+    one's pieces are dropped as they come, so memory is bounded by the good lines, not by
+    what the file holds. A file without a long line is read once more, whole, as before
+    (the first pass holds one piece at a time). ``what`` names the file in a read error.
+    """
+    source = str(path)
+    long: list[tuple[int, str | None]] = []
+    try:
+        with open(path, "rb") as fh:
+            for number, pieces in enumerate(_line_pieces(fh), start=1):
+                head = last = next(pieces)
+                size = len(head)
+                for last in pieces:
+                    size += len(last)
+                if size - last.endswith(b"\n") > max_line:  # the newline does not count
+                    long.append((number, _open_field(head)))
+            fh.seek(0)
+            if not long:
+                return fh.read(), []
+            skip = {n for n, _ in long}
+            parts: list[bytes] = []
+            for number, pieces in enumerate(_line_pieces(fh), start=1):
+                if number in skip:
+                    parts.append(b"\n")  # a blank line keeps the numbers after it
+                    for _ in pieces:  # dropped as read
+                        pass
+                else:
+                    parts.extend(pieces)
+    except OSError as exc:
+        raise BadInputError(f"cannot read {what} file: {exc.strerror}", source=source) from exc
+    return b"".join(parts), long
+
+
+def _line_pieces(fh: IO[bytes]) -> Iterator[Iterator[bytes]]:
+    """Each line of ``fh`` as an iterator of its pieces (a megabyte at most each, the
+    newline in the last); a line's pieces must be consumed before the next line."""
+    while first := fh.readline(_LONG_LINE_HEAD):
+        yield _rest_of_line(fh, first)
+
+
+def _rest_of_line(fh: IO[bytes], piece: bytes) -> Iterator[bytes]:
+    yield piece
+    while not piece.endswith(b"\n") and (piece := fh.readline(_LONG_LINE_HEAD)):
+        yield piece
+
+
+def _open_field(head: bytes) -> str | None:
+    """The top-level key of a JSON object's text ``head`` (the start of a line) whose value
+    does not end within it; None when the head is not an object's start or every value in
+    it ends. Scans with the json module's C string scanner and decoder, not char by char."""
+    text = head.decode("utf-8", "replace")  # the cut may split a character
+    decode = json.JSONDecoder().raw_decode
+    i = _WS.match(text).end()
+    if text[i:i + 1] != "{":
+        return None
+    i += 1
+    while True:
+        i = _WS.match(text, i).end()
+        if text[i:i + 1] != '"':
+            return None
+        try:
+            key, i = scanstring(text, i + 1)
+        except ValueError:  # the key itself runs past the head
+            return None
+        i = _WS.match(text, i).end()
+        if text[i:i + 1] != ":":
+            return None
+        i = _WS.match(text, i + 1).end()
+        try:
+            _, i = decode(text, i)
+        except (ValueError, RecursionError):
+            return key
+        i = _WS.match(text, i).end()
+        if text[i:i + 1] != ",":
+            return None
+        i += 1
+
+
 # A decoder that accepts what json accepts but keeps objects as pair tuples, so
 # duplicate keys can be spotted after a single C-speed parse. Anything else
 # loads_strict refuses (NaN, Infinity, integers beyond 2^53, nested duplicates)
@@ -341,16 +434,19 @@ def has_nested(cols: dict[str, list[Any]], values: list[Any], rows: np.ndarray) 
 
 
 def check_str(
-    col: list[Any], *, nullable: bool, non_empty: bool, hex64: bool
+    col: list[Any], *, nullable: bool, non_empty: bool, hex64: bool,
+    max_len: int | None = None,
 ) -> dict[int, str]:
-    """Row -> what was expected, for the invalid values of a string column."""
+    """Row -> what was expected, for the invalid values of a string column (``max_len``:
+    the most characters a value may hold)."""
     types = set(map(type, col))
     allowed = {str, type(None)} if nullable else {str}
     if types <= allowed:
         strs = col if type(None) not in types else [x for x in col if x is not None]
-        joined = "\n".join(strs)
+        long = max_len is not None and max(map(len, strs), default=0) > max_len
+        joined = "" if long else "\n".join(strs)
         # A lone surrogate anywhere sends the column to the per-value walk.
-        if _utf8_ok(joined):
+        if not long and _utf8_ok(joined):
             if hex64:
                 # A value holding a newline could pass as two hashes: count them.
                 if not strs or (
@@ -374,6 +470,8 @@ def check_str(
                     out[i] = f"expected {what}, got {short(v)}"
             elif non_empty and not v:
                 out[i] = f"expected {what}, got an empty string"
+            elif max_len is not None and len(v) > max_len:
+                out[i] = f"expected at most {max_len} characters, got {len(v)}"
         elif v is None and nullable:
             continue
         else:
