@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import socket
 from collections.abc import Iterator
@@ -355,6 +356,21 @@ def test_report_onto_a_full_disk_leaves_the_old_file(run_db: Path, tmp_path: Pat
     assert r.exit_code == 0, r.output
     assert out_file.read_text().startswith("<!DOCTYPE html>")
     assert oct(out_file.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def test_python_writers_refuse_a_link_and_a_pipe(run_db: Path, tmp_path: Path) -> None:
+    # Was: the rename replaced the link or the pipe with a regular file (the CLI checked
+    # first; the library did not).
+    from truss_lab.evaluate import labelling_queue
+    from truss_lab.ingest import write_label_queue
+
+    with Store(run_db, read_only=True) as s:
+        q = labelling_queue(s, "r", n=3)
+    for path, why in _not_regular_outputs(tmp_path)[1:4]:
+        with pytest.raises(BadInputError, match=re.escape(f"{path}: {why}")):
+            write_label_queue(q, path)
+    _untouched(tmp_path)
+    assert write_label_queue(q, tmp_path / "q.csv") == 3
 
 
 def _simulate(out: Path | str, *more: str) -> object:

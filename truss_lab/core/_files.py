@@ -1,13 +1,13 @@
 """The one way truss_lab writes a file or a folder a user named: checked first, written whole.
 
-Every output a user names (a sweep CSV, a plot, a labelling queue, a key, a keyring, a
-report, a simulated dataset's files, a copy of the sample) goes through here:
-:func:`check_output_file` refuses a path that is not absent or a regular file (a folder,
-a symbolic link, dangling or not, a device, a pipe, a socket) before any work is done,
-and :func:`write_output` / :func:`write_outputs` write next to it and rename, so a
-failing disk leaves the old file (or none) and is one line. :func:`check_output_folder`
-is the same for a folder a command writes files into (the simulator, the sample, an
-export).
+Every output a user names (a sweep CSV, a plot, a labelling queue, a completions file, a
+key, a keyring, a report, a simulated dataset's files, a copy of the sample) goes through
+here: :func:`check_output_file` refuses a path that is not absent or a regular file (a
+folder, a symbolic link, dangling or not, a device, a pipe, a socket) before any work is
+done, and :func:`write_output` / :func:`write_outputs` (or the handle of
+:func:`output_text`) write next to it and rename, so a failing disk leaves the old file
+(or none) and is one line. :func:`check_output_folder` is the same for a folder a command
+writes files into (the simulator, the sample, an export).
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from ._errors import BadInputError
 
-__all__ = ["Writer", "check_output_file", "check_output_folder", "write_output",
+__all__ = ["Writer", "check_output_file", "check_output_folder", "output_text", "write_output",
            "write_outputs"]
 
 Writer = Callable[[Path], object]
@@ -116,40 +118,64 @@ def write_outputs(files: Sequence[tuple[str | os.PathLike[str], Writer]], *,
     """Write several files (each checked by :func:`check_output_file`) all or none.
 
     Each is written by its writer to a temporary file next to it (created without
-    following any link, mode as a plain ``open`` gives) and flushed; only when every
-    one is written are they renamed over their paths, in order. A failure while
-    writing (a full disk) leaves every old file as it was and no temporary behind,
-    in one line; a rename needs no space, and were one to fail the line says how
-    many files were already replaced.
+    following any link) and flushed; only when every one is written are they renamed
+    over their paths, in order. A failure while writing (a full disk) leaves every
+    old file as it was and no temporary behind, in one line; a rename needs no
+    space, and were one to fail the line says how many files were already replaced.
     """
+    with _staged([Path(p) for p, _ in files], field=field, mode=mode) as tmps:
+        for (_, write), tmp in zip(files, tmps, strict=True):
+            write(tmp)
+    return [Path(p) for p, _ in files]
+
+
+@contextmanager
+def output_text(path: str | os.PathLike[str], *,
+                field: str | None = None) -> Iterator[IO[str]]:
+    """A UTF-8 text handle (``newline=""``: the writer chooses line ends) whose content
+    replaces ``path`` (checked by :func:`check_output_file`) only when the block ends
+    without error: a reader never sees half a file, and a failure leaves none."""
+    p = check_output_file(path, field=field)
+    with _staged([p], field=field) as (tmp,), open(tmp, "w", encoding="utf-8",
+                                                     newline="") as fh:
+        yield fh
+
+
+@contextmanager
+def _staged(paths: Sequence[Path], *, field: str | None,
+            mode: int | None = None) -> Iterator[list[Path]]:
+    """Temporary files next to ``paths`` for the block to write; flushed, given ``mode``
+    (default what a plain ``open`` gives) and renamed over ``paths`` when it ends
+    without error, removed whatever happens. An OSError is one BadInputError."""
     if mode is None:
         umask = os.umask(0)  # the mode a plain open() would give (mkstemp's is 0600)
         os.umask(umask)
         mode = 0o666 & ~umask
     staged: list[tuple[Path, Path]] = []
-    current = Path(files[0][0]) if files else Path(".")
+    current = paths[0] if paths else Path(".")
     renamed = 0
     try:
-        for path, write in files:
-            current = p = Path(path)
+        for p in paths:
+            current = p
             fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=p.suffix or ".tmp",
                                         dir=p.parent if str(p.parent) else ".")
             os.close(fd)
             staged.append((Path(name), p))
-            write(Path(name))
-            with open(name, "rb+") as fh:  # a full disk can surface only when data is flushed
+        yield [tmp for tmp, _ in staged]
+        for tmp, p in staged:
+            current = p
+            with open(tmp, "rb+") as fh:  # a full disk can surface only when data is flushed
                 os.fsync(fh.fileno())
-            Path(name).chmod(mode)
+            tmp.chmod(mode)
         for tmp, p in staged:
             current = p
             os.replace(tmp, p)
             renamed += 1
     except OSError as exc:
         done = ("nothing written" if not renamed else
-                f"{renamed} of {len(files)} files replaced")
+                f"{renamed} of {len(paths)} files replaced")
         raise BadInputError(f"cannot write: {exc.strerror or exc}; {done}",
                             source=str(current), field=field) from None
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
-    return [p for _, p in staged]

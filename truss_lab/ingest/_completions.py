@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, StrictStr, field_validator
 
 from ..core._canonical import MalformedJSON, canonical, loads_strict
 from ..core._errors import BadInputError
+from ..core._files import output_text
 from ._strict import (
     ESCAPE_BREAKS,
     LINE_BREAKS,
@@ -32,7 +33,6 @@ from ._strict import (
     Hex64,
     Problem,
     StrictRecord,
-    atomic_text_file,
     check_count,
     check_latency,
     check_str,
@@ -429,7 +429,7 @@ def write_completions(
         raise BadInputError(f"record {e.line}: {e.message}; nothing written", source=source,
                             field=e.field, reason=e.reason)
     out = _frame_columns(df)
-    with atomic_text_file(path) as fh:
+    with output_text(path) as fh:
         dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
         for row in zip(*(out[k] for k in COMPLETION_FIELDS), strict=True):
             rec = dict(zip(COMPLETION_FIELDS, row, strict=True))

@@ -26,6 +26,7 @@ from pydantic import Field, StrictStr
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
+from ..core._files import output_text
 from ..store._tables import LABELS_SCHEMA
 from ._completions import MAX_COMPLETION_NAME
 from ._references import MAX_REFERENCE_NAME
@@ -38,7 +39,6 @@ from ._strict import (
     Hex64,
     NonEmpty,
     StrictRecord,
-    atomic_text_file,
     bad_where,
     csv_records,
     dedupe,
@@ -269,7 +269,7 @@ def write_label_queue(queue: pd.DataFrame, path: str | os.PathLike[str]) -> int:
     n_label = len(LABEL_FIELDS)
     columns = [queue[c].astype(object).where(queue[c].notna(), None).tolist()
                for c in QUEUE_FIELDS]
-    with atomic_text_file(path) as fh:
+    with output_text(path) as fh:
         out = csv.writer(fh, lineterminator="\n")
         out.writerow(QUEUE_FIELDS)
         for row in zip(*columns, strict=True):

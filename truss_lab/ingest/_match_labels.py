@@ -43,6 +43,7 @@ from pydantic import Field, StrictFloat, StrictStr
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
+from ..core._files import output_text
 from ..store._ingested import match_label_lessons, verdict_reference_ids
 from ..store._store import Store
 from ._completions import MAX_COMPLETION_NAME
@@ -56,7 +57,6 @@ from ._strict import (
     Hex64,
     NonEmpty,
     StrictRecord,
-    atomic_text_file,
     bad_where,
     csv_records,
     dedupe,
@@ -518,7 +518,7 @@ def write_match_queue(queue: pd.DataFrame, path: str | os.PathLike[str]) -> int:
     columns = [queue[c].astype(object).where(queue[c].notna(), None).tolist()
                for c in MATCH_QUEUE_FIELDS]
     rid = MATCH_LABEL_FIELDS.index("reference_id")
-    with atomic_text_file(path) as fh:
+    with output_text(path) as fh:
         out = csv.writer(fh, lineterminator="\n")
         out.writerow(MATCH_QUEUE_FIELDS)
         for row in zip(*columns, strict=True):

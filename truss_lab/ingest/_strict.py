@@ -4,8 +4,8 @@ and writers share.
 The records: the pydantic field types of the record models and their strict base
 (:class:`StrictRecord`), the :class:`BadInputError` builder every reader uses
 (:func:`input_error`), the handling of duplicate keys (:func:`dedupe`: identical
-copies collapse, conflicting ones are dropped with an error naming both lines) and
-the all-or-nothing file write (:func:`atomic_text_file`).
+copies collapse, conflicting ones are dropped with an error naming both lines). Their
+writers write through :func:`truss_lab.core._files.output_text`, as every output.
 
 The JSON lines: a file is split into numbered lines (undecodable ones become
 errors), parsed leniently in one C-speed pass where that is safe, and its columns
@@ -24,11 +24,8 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from json.decoder import scanstring
-from pathlib import Path
 from typing import IO, Annotated, Any
 
 import numpy as np
@@ -54,7 +51,6 @@ __all__ = [
     "NonEmpty",
     "Problem",
     "StrictRecord",
-    "atomic_text_file",
     "bad_where",
     "check_count",
     "check_latency",
@@ -96,21 +92,6 @@ def input_error(
     spreadsheet numbers it)."""
     return BadInputError(message, source=source, line=line, field=field, reason=reason,
                          row=row)
-
-
-@contextmanager
-def atomic_text_file(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
-    """A UTF-8 text handle whose content replaces ``path`` only when the block ends
-    without error: a reader never sees half a file, and a failure leaves none."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            yield fh
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def short(value: Any, limit: int = 40) -> str:
