@@ -10,8 +10,10 @@ process reads its own VmHWM, as the 80 MB body row of ``make reliability`` does)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +124,7 @@ def test_the_bounds_are_in_the_schema_and_the_writer_keeps_them(tmp_path: Path) 
 
 _CHILD = """
 import sys
+import threading
 from truss_lab.ingest._completions import read_completions
 df, errors = read_completions(sys.argv[1])
 with open("/proc/self/status") as f:
@@ -216,3 +219,24 @@ def test_the_readme_states_every_bound() -> None:
               MAX_COMPLETION_LINE, MAX_REFERENCE_TEXT, MAX_REFERENCE_LINE, MAX_PROMPT_TEXT):
         assert str(n) in text, n
     assert MAX_PROMPT_FILE == 4 * 2**20 and "a file over 4 MiB is refused" in text
+
+
+def test_a_pipe_is_read_with_the_same_bounds(tmp_path: Path) -> None:
+    # A FIFO cannot be read twice: one pass keeps the good lines, drops the long one.
+    fifo = tmp_path / "c.fifo"
+    os.mkfifo(fifo)
+    body = "".join(x + "\n" for x in (_line(extractor="a"), _line(text="y" * (
+        MAX_COMPLETION_LINE + 5)), _line(extractor="b"))).encode()
+
+    def feed() -> None:
+        with open(fifo, "wb") as fh:
+            fh.write(body)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        df, errors = read_completions(fifo)
+    finally:
+        writer.join(timeout=60)
+    assert df["extractor"].tolist() == ["a", "b"]
+    assert _where(errors) == [(2, "text", "line_too_long")]

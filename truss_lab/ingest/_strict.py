@@ -247,36 +247,70 @@ def read_bounded_lines(
     top-level key whose value runs past the line's first megabyte, when one does.
 
     A long line is never held whole: lines are read in pieces of a megabyte, and a long
-    one's pieces are dropped as they come, so memory is bounded by the good lines, not by
-    what the file holds. A file without a long line is read once more, whole, as before
-    (the first pass holds one piece at a time). ``what`` names the file in a read error.
+    one's pieces are dropped once it is past the bound, so memory is bounded by the good
+    lines, not by what the file holds. A regular file is first scanned a megabyte at a
+    time (numpy finds the newlines) and, without a long line, read whole as before; a
+    pipe is read once, keeping the good lines. ``what`` names the file in a read error.
     """
     source = str(path)
-    long: list[tuple[int, str | None]] = []
     try:
         with open(path, "rb") as fh:
-            for number, pieces in enumerate(_line_pieces(fh), start=1):
-                head = last = next(pieces)
-                size = len(head)
-                for last in pieces:
-                    size += len(last)
-                if size - last.endswith(b"\n") > max_line:  # the newline does not count
-                    long.append((number, _open_field(head)))
-            fh.seek(0)
-            if not long:
-                return fh.read(), []
-            skip = {n for n, _ in long}
+            if fh.seekable():
+                if not _has_long_line(fh, max_line):
+                    fh.seek(0)
+                    return fh.read(), []
+                fh.seek(0)
             parts: list[bytes] = []
+            long: list[tuple[int, str | None]] = []
             for number, pieces in enumerate(_line_pieces(fh), start=1):
-                if number in skip:
+                kept, head = _bounded(pieces, max_line, keep=True)
+                if kept is None:
                     parts.append(b"\n")  # a blank line keeps the numbers after it
-                    for _ in pieces:  # dropped as read
-                        pass
+                    long.append((number, _open_field(head)))
                 else:
-                    parts.extend(pieces)
+                    parts.extend(kept)
     except OSError as exc:
-        raise BadInputError(f"cannot read {what} file: {exc.strerror}", source=source) from exc
+        raise BadInputError(f"cannot read {what} file: {exc.strerror or exc}",
+                            source=source) from exc
     return b"".join(parts), long
+
+
+def _has_long_line(fh: IO[bytes], max_line: int) -> bool:
+    """Whether a line of ``fh`` (from where it is) is longer than ``max_line`` bytes, its
+    newline not counted; reads a megabyte at a time."""
+    if os.fstat(fh.fileno()).st_size - fh.tell() <= max_line:
+        return False
+    run = 0  # bytes of the current line before this block
+    while block := fh.read(_LONG_LINE_HEAD):
+        nl = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+        if not len(nl):
+            run += len(block)
+        elif run + int(nl[0]) > max_line or (len(nl) > 1 and int(np.diff(nl).max()) - 1
+                                              > max_line):
+            return True
+        else:
+            run = len(block) - int(nl[-1]) - 1
+        if run > max_line:
+            return True
+    return False
+
+
+def _bounded(pieces: Iterator[bytes], max_line: int,
+             keep: bool = False) -> tuple[list[bytes] | None, bytes]:
+    """Consume one line's pieces: (its pieces, or [] when not ``keep``; None when it is
+    longer than ``max_line`` bytes, its newline not counted) and its first piece."""
+    head = last = next(pieces)
+    size = len(head)
+    kept: list[bytes] | None = [head] if keep else []
+    for last in pieces:
+        size += len(last)
+        if kept is not None and keep:
+            kept.append(last)
+            if size > max_line + 1:  # past the bound, newline or not: drop as read
+                kept = None
+    if size - last.endswith(b"\n") > max_line:
+        return None, head
+    return kept, head
 
 
 def _line_pieces(fh: IO[bytes]) -> Iterator[Iterator[bytes]]:
