@@ -1,4 +1,5 @@
-"""Rows of ``make reliability`` for issue 28's silent-loss items (11-14), one function each.
+"""Rows of ``make reliability`` for issue 28's silent-loss items (11-14) and item 13's follow-up
+(bounded completion text), one function each.
 
 Each row re-runs the issue's reproduction through the real CLI (against the real local
 HTTP server of the tests where a model answers) and counts what held.
