@@ -385,6 +385,18 @@ def test_demo_evaluation_writes_plots(ev, tmp_path):
                            f"compare_{GOOD}_vs_{OVER}.png"])
     for p in (tmp_path / "out").glob("*.png"):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # A plot's name taken by a link: refused, nothing written through it; a linked folder too.
+    mine = tmp_path / "mine.png"
+    mine.write_bytes(b"mine")
+    (tmp_path / "out" / f"sweep_{GOOD}.png").unlink()
+    (tmp_path / "out" / f"sweep_{GOOD}.png").symlink_to(mine)
+    with pytest.raises(BadInputError, match="is a symbolic link"):
+        demo_evaluation(ev, [GOOD], tmp_path / "out", n_boot=20)
+    assert mine.read_bytes() == b"mine"
+    (tmp_path / "linked").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(BadInputError, match="is a symbolic link"):
+        demo_evaluation(ev, [GOOD], tmp_path / "linked", n_boot=20)
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_labels_from_a_frame_override_the_table(ev, raw_labels):

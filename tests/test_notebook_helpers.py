@@ -157,6 +157,11 @@ def test_copy_store_refuses_an_existing_file(loaded: Store, tmp_path: Path) -> N
     (tmp_path / "there.duckdb").write_bytes(b"")
     with pytest.raises(StoreError, match="already exists"):
         copy_store(loaded, tmp_path / "there.duckdb")
+    link = tmp_path / "link.duckdb"
+    link.symlink_to(tmp_path / "elsewhere.duckdb")  # dangling: exists() is False
+    with pytest.raises(BadInputError, match="is a symbolic link"):
+        copy_store(loaded, link)
+    assert not (tmp_path / "elsewhere.duckdb").exists()
 
 
 def test_copy_store_of_an_in_memory_store(store: Store) -> None:

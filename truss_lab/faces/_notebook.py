@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, StoreError
-from ..core._files import check_output_folder, write_outputs
+from ..core._files import check_output_file, check_output_folder, write_outputs
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..extract._batch import ExtractionRun, run_extraction
 from ..extract._extractor import Extractor
@@ -170,6 +170,7 @@ def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Stor
     dest = Path(path) if path is not None else _scratch_dir("truss_lab_copy_") / "copy.duckdb"
     if dest.exists():
         raise StoreError(f"{dest} already exists; copy_store writes a new file")
+    check_output_file(dest, overwrite=False)  # a link (dangling too) is never written through
     copy_database(store, dest)
     return open_store(dest)
 

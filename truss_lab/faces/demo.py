@@ -13,13 +13,16 @@ is idempotent.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..core._config import MemoryConfig
 from ..core._errors import BadInputError, TrussLabError
+from ..core._files import check_output_file, check_output_folder, write_output
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..evaluate._calibration import calibration_run
 from ..evaluate._label_report import label_report
@@ -157,7 +160,7 @@ def demo_evaluation(
     runs = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if not runs:
         raise BadInputError("demo_evaluation needs at least one run id", field="run_ids")
-    out = Path(out_dir)
+    out = check_output_folder(out_dir, what="a folder for the plots")
     out.mkdir(parents=True, exist_ok=True)
     parts: list[str] = []
     plots: list[str] = []
@@ -175,21 +178,22 @@ def demo_evaluation(
             head += (f": {int(cov['n_labelled'])}/{int(cov['n_candidates'])} valid candidates "
                      f"labelled, {int(cov['n_ties'])} ties")
         parts += [head, format_sweep(ev.at(list(SUMMARY_THRESHOLDS))), format_choice(choice)]
-        plots.append(save_sweep_plot(
-            ev.sweep, out / f"sweep_{_safe(rid)}.png", threshold=choice.threshold,
+        plots.append(_plot(out / f"sweep_{_safe(rid)}.png", functools.partial(
+            save_sweep_plot, ev.sweep, threshold=choice.threshold,
             name=plot_title(rid, "metrics vs threshold", truth=ev.truth.name,
                             correction=ev.correction),
-            intervals=ev.bands.table if ev.bands is not None else None))
+            intervals=ev.bands.table if ev.bands is not None else None)))
     cal = calibration_run(store, runs[0], method="isotonic", random_state=random_state)
     parts += ["-- calibration (isotonic, fitted on training verdicts, judged on held-out)",
               repr(cal)]
-    plots.append(save_calibration_plot(cal, out / f"calibration_{_safe(runs[0])}.png"))
+    plots.append(_plot(out / f"calibration_{_safe(runs[0])}.png",
+                       lambda tmp: save_calibration_plot(cal, tmp)))
     if len(runs) >= 2:
         cmp = compare_runs(store, runs[0], runs[1], threshold=DEFAULT_MIN_SALIENCE,
                            n_boot=n_boot, random_state=random_state)
         parts += [f"-- comparison at threshold {DEFAULT_MIN_SALIENCE:g}", repr(cmp)]
-        plots.append(save_comparison_plot(
-            cmp, out / f"compare_{_safe(runs[0])}_vs_{_safe(runs[1])}.png", truth="labels"))
+        plots.append(_plot(out / f"compare_{_safe(runs[0])}_vs_{_safe(runs[1])}.png",
+                           lambda tmp: save_comparison_plot(cmp, tmp, truth="labels")))
     parts.append("plots: " + ", ".join(plots))
     return "\n".join(parts)
 
@@ -214,9 +218,9 @@ def demo_references(
     cmp = compare_runs(store, baseline, best, truth="references", threshold=threshold,
                        n_boot=n_boot, random_state=random_state,
                        correct="none")  # as rank_runs, whose table it illustrates
-    plot = save_comparison_plot(
-        cmp, Path(out_dir) / f"compare_{_safe(baseline)}_vs_{_safe(best)}_references.png",
-        truth="references")
+    plot = _plot(check_output_folder(out_dir, what="a folder for the plots")
+                 / f"compare_{_safe(baseline)}_vs_{_safe(best)}_references.png",
+                 lambda tmp: save_comparison_plot(cmp, tmp, truth="references"))
     cols = ["extractor_id", "verdicts", "kept", "precision", "recall", "f1",
             "kept_per_verdict", "delta_f1", "delta_f1_low", "delta_f1_high", "success",
             "baseline_success", "mcnemar_p"]
@@ -243,6 +247,12 @@ def demo_references(
                                     "right": _count, "baseline right": _count}),
         f"plot: {plot}",
     ])
+
+
+def _plot(path: Path, save: Callable[..., object]) -> str:
+    """Save a plot at ``path`` as every output is written (checked, whole or not at all):
+    ``save(tmp)`` draws it into the temporary file."""
+    return str(write_output(check_output_file(path), save))
 
 
 def _count(v: float) -> str:
