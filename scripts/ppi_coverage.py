@@ -162,12 +162,14 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _coverage(d: pd.DataFrame, col: str) -> str:
+    """The share of ``d``'s replicates whose ``col`` is true, ± its Monte Carlo s.e."""
+    c = float(d[col].mean())
+    return f"{c:.3f} ± {math.sqrt(c * (1 - c) / len(d)):.3f}"
+
+
 def readme_table(df: pd.DataFrame) -> str:
     """The README's coverage table (markdown) of the replicate rows ``df``."""
-    def cov(d: pd.DataFrame, col: str) -> str:
-        c = float(d[col].mean())
-        return f"{c:.3f} ± {math.sqrt(c * (1 - c) / len(d)):.3f}"
-
     def w(d: pd.DataFrame, m: str) -> str:
         return " / ".join(f"{d[f'{k}_{m}_width'].mean():.3f}"
                           for k in ("ppi", "people", "classic"))
@@ -183,8 +185,8 @@ def readme_table(df: pd.DataFrame) -> str:
                            for m in ("precision", "recall"))
         classic = " / ".join(f"{d[f'classic_{m}_covered'].mean():.3f}"
                              for m in ("precision", "recall"))
-        lines.append(f"| {ext} | {bias} | {n} | {cov(d, 'ppi_precision_covered')} "
-                     f"| {cov(d, 'ppi_recall_covered')} | {w(d, 'precision')} "
+        lines.append(f"| {ext} | {bias} | {n} | {_coverage(d, 'ppi_precision_covered')} "
+                     f"| {_coverage(d, 'ppi_recall_covered')} | {w(d, 'precision')} "
                      f"| {w(d, 'recall')} | {alone} | {classic} |")
     return "\n".join(lines)
 
@@ -192,19 +194,16 @@ def readme_table(df: pd.DataFrame) -> str:
 def people_table(df: pd.DataFrame) -> str:
     """Where people err: the ppi coverage of the simulator's truth beside that of the
     people's own (what ppi is unbiased for), and how far the two truths lie apart."""
-    def cov(d: pd.DataFrame, col: str) -> str:
-        c = float(d[col].mean())
-        return f"{c:.3f} ± {math.sqrt(c * (1 - c) / len(d)):.3f}"
-
     lines = ["| extractor | people's truth minus the simulator's P / R | n "
              "| ppi coverage of the truth P / R | of the people's truth P / R |",
              "|---|---|---|---|---|"]
     for (ext, _, n), d in df.groupby(["extractor", "matcher", "n"], sort=True):
         gap = " / ".join(f"{(d[f'said_{m}'] - d[f'true_{m}']).mean():+.3f}"
                          for m in ("precision", "recall"))
-        lines.append(f"| {ext} | {gap} | {n} | {cov(d, 'ppi_precision_covered')} / "
-                     f"{cov(d, 'ppi_recall_covered')} | {cov(d, 'ppi_precision_covers_people')}"
-                     f" / {cov(d, 'ppi_recall_covers_people')} |")
+        truth, theirs = (" / ".join(_coverage(d, f"ppi_{m}_{what}")
+                                    for m in ("precision", "recall"))
+                         for what in ("covered", "covers_people"))
+        lines.append(f"| {ext} | {gap} | {n} | {truth} | {theirs} |")
     return "\n".join(lines)
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from tests.builders import profiles
-from tests.builders.stores import fresh_store, sample_template
-from truss_lab.faces._notebook import load_sample
+from tests.builders.stores import copy_db, fresh_store, sample_template
+from truss_lab.faces._notebook import load_sample, run_sample_extractions
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.store._store import Store
 
@@ -24,7 +24,7 @@ def store() -> Iterator[Store]:
 
 
 # -- the bundled sample, ingested once per session ----------------------------------------
-# Three closed database files, templates for the whole session: a test (or a module
+# Four closed database files, templates for the whole session: a test (or a module
 # fixture) copies one with tests.builders.stores.copy_db before writing, or opens it
 # read-only. Never open a template for writing: every other test sees what it holds.
 
@@ -46,6 +46,16 @@ def sample_full(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Template: what ``load_sample`` ingests (journal, completions, labels, references)."""
     path = tmp_path_factory.mktemp("sample") / "full.duckdb"
     load_sample(path).close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_good_run(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Template: ``sample_full`` with the replay run of sim-good-v1 (no memory writes), the
+    run the judge, matcher and call-limit tests judge."""
+    path = copy_db(sample_full, tmp_path_factory.mktemp("sample") / "good_run.duckdb")
+    with Store(path) as store:
+        run_sample_extractions(store, extractors=("sim-good-v1",), write_memory=False)
     return path
 
 

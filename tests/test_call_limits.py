@@ -22,7 +22,7 @@ from truss_lab.extract._providers import (
     CompletionRequest,
     OpenAICompatibleProvider,
 )
-from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
+from truss_lab.faces._notebook import sample_run_id
 from truss_lab.store import Store
 
 RUN = sample_run_id("sim-good-v1")
@@ -117,17 +117,9 @@ def test_the_limits_have_documented_defaults_and_are_checked() -> None:
     assert "--deadline" in readme and "max_response_bytes" in readme
 
 
-@pytest.fixture(scope="module")
-def sample_db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = copy_db(sample_full, tmp_path_factory.mktemp("limits") / "s.duckdb")
-    with Store(path) as store:
-        run_sample_extractions(store, extractors=("sim-good-v1",), write_memory=False)
-    return path
-
-
-def test_extract_stops_on_a_drip_server_through_the_breaker(sample_db: Path,
+def test_extract_stops_on_a_drip_server_through_the_breaker(sample_good_run: Path,
                                                             tmp_path: Path) -> None:
-    db = copy_db(sample_db, tmp_path / "s.duckdb")
+    db = copy_db(sample_good_run, tmp_path / "s.duckdb")
     with ScriptedServer() as srv:
         srv.add(*[Reply(200, ANSWER, drip=0.2) for _ in range(3)])
         t0 = time.monotonic()
@@ -144,12 +136,12 @@ def test_extract_stops_on_a_drip_server_through_the_breaker(sample_db: Path,
 
 
 @pytest.mark.parametrize("command", ["match", "judge"])
-def test_match_and_judge_have_the_breaker(sample_db: Path, tmp_path: Path,
+def test_match_and_judge_have_the_breaker(sample_good_run: Path, tmp_path: Path,
                                           command: str) -> None:
     # A server that asks to be retried in 11 days: before, `match` was still running
     # at 120 s; now, with the default settings, each call ends at once (its Retry-After
     # is past the deadline) and the breaker stops the command after 5, writing nothing.
-    db = copy_db(sample_db, tmp_path / "s.duckdb")
+    db = copy_db(sample_good_run, tmp_path / "s.duckdb")
     with Store(db, read_only=True) as s:
         before = s.counts()
     with ScriptedServer() as srv:

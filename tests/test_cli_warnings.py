@@ -17,9 +17,8 @@ from tests.builders.cli import invoke
 from tests.builders.http_server import ScriptedServer
 from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core import TrussLabWarning
-from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
+from truss_lab.faces._notebook import sample_run_id
 from truss_lab.faces.cli.oneline import one_line_warnings
-from truss_lab.store import Store
 
 RUN = sample_run_id("sim-good-v1")
 # What Python's own display of a warning holds: "path.py:12: SomeWarning: ...".
@@ -27,11 +26,8 @@ PYTHON_FORM = re.compile(r"\.py:\d+|Warning\b")
 
 
 @pytest.fixture(scope="module")
-def db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = copy_db(sample_full, tmp_path_factory.mktemp("warn") / "s.duckdb")
-    with Store(path) as store:
-        run_sample_extractions(store, extractors=("sim-good-v1",), write_memory=False)
-    return path
+def db(sample_good_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_db(sample_good_run, tmp_path_factory.mktemp("warn") / "s.duckdb")
 
 
 def _warning_lines(stderr: str) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 from tests.builders.cli import invoke
 from tests.builders.http_server import Reply, ScriptedServer
 from tests.builders.stores import copy_db
-from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
+from truss_lab.faces._notebook import sample_run_id
 from truss_lab.store import Store
 
 RUN = sample_run_id("sim-good-v1")
@@ -23,17 +23,9 @@ def _answer(text: str) -> dict:
     return {"model": "m", "choices": [{"message": {"role": "assistant", "content": text}}]}
 
 
-@pytest.fixture(scope="module")
-def sample_db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = copy_db(sample_full, tmp_path_factory.mktemp("judgefail") / "s.duckdb")
-    with Store(path) as store:
-        run_sample_extractions(store, extractors=("sim-good-v1",), write_memory=False)
-    return path
-
-
 @pytest.fixture
-def db(sample_db: Path, tmp_path: Path) -> Path:
-    return copy_db(sample_db, tmp_path / "s.duckdb")
+def db(sample_good_run: Path, tmp_path: Path) -> Path:
+    return copy_db(sample_good_run, tmp_path / "s.duckdb")
 
 
 def _live(command: str, db: Path, srv: ScriptedServer, *more: str):

@@ -24,7 +24,7 @@ from truss_lab.evaluate import (
     sweep_run,
 )
 from truss_lab.extract._providers import Completion, CompletionRequest
-from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
+from truss_lab.faces._notebook import SAMPLE, sample_run_id
 from truss_lab.score import LexicalMatcher
 from truss_lab.simulate import SimulatedMatchProvider
 from truss_lab.simulate._providers import _LINE, SIMULATED_MATCH_MODEL
@@ -68,18 +68,10 @@ def test_parse_similarities_is_strict() -> None:
         assert mat is None and err is not None and why in err, (text, err)
 
 
-@pytest.fixture(scope="module")
-def sample_db(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = copy_db(sample_full, tmp_path_factory.mktemp("jm") / "s.duckdb")
-    with Store(path) as store:
-        run_sample_extractions(store, extractors=("sim-good-v1",), write_memory=False)
-    return path
-
-
 @pytest.fixture
-def store(sample_db: Path, tmp_path: Path) -> Iterator[Store]:
+def store(sample_good_run: Path, tmp_path: Path) -> Iterator[Store]:
     # A copy per test: the live runs write recordings.
-    with Store(copy_db(sample_db, tmp_path / "s.duckdb")) as s:
+    with Store(copy_db(sample_good_run, tmp_path / "s.duckdb")) as s:
         yield s
 
 
