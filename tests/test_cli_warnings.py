@@ -5,8 +5,10 @@ command (faces/cli/oneline.py ``one_line_warnings``)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+import sys
 import warnings
 from pathlib import Path
 
@@ -102,3 +104,28 @@ def test_a_judge_matcher_leaving_verdicts_out_is_one_warning_line(
         json.loads(r.stdout)  # stdout is the JSON alone
     else:
         assert "warning" not in r.stdout
+
+
+def test_a_live_judge_matcher_closes_its_connections_with_the_command(
+        sample_good_run: Path, tmp_path: Path) -> None:
+    """An evaluating command's live judge matcher closed nothing: its sockets were found
+    by the garbage collector later, in whatever test ran then (a ResourceWarning that
+    failed unrelated tests under pytest's unraisable-exception check)."""
+    db = copy_db(sample_good_run, tmp_path / "s.duckdb")
+    lost: list[object] = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = lost.append
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            with ScriptedServer(responder=_prose) as srv:
+                r = invoke("sweep", RUN, "--db", db, "--truth", "references", "--n-boot", "20",
+                           "--matcher", "judge:openai:m", "--base-url", srv.base_url)
+                asked = len(srv.requests)
+            gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert r.exit_code == 0, r.output
+    assert asked > 0  # live calls were made, so there were connections to close
+    unclosed = [u for u in lost if isinstance(getattr(u, "exc_value", None), ResourceWarning)]
+    assert unclosed == [], [str(getattr(u, "exc_value", u)) for u in unclosed]

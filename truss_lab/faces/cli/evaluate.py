@@ -89,10 +89,15 @@ _correct_option = click.option("--correct", type=click.Choice(CORRECTIONS), defa
 
 def _matcher(store: Any, matcher: str, base_url: str | None) -> Any:
     """The matcher of ``--matcher``; a judge one records each live call as it is answered
-    (a kill keeps them)."""
+    (a kill keeps them) and closes its connections with the command."""
     m = matcher_from_spec(matcher, store, base_url=base_url)
     if matcher.startswith("judge:"):
         m.record_to(store)
+        # A live one holds an HTTP client: closed when the command ends, however it ends,
+        # or its sockets stay open until the garbage collector finds them.
+        close = getattr(getattr(m, "provider", None), "close", None)
+        if callable(close):
+            click.get_current_context().call_on_close(close)
     return m
 
 
