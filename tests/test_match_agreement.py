@@ -24,6 +24,7 @@ from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._agreement import agreement_table, kappa_counts
 from truss_lab.evaluate._matches import match_agreement, people_matches, people_truth
 from truss_lab.evaluate._ppi import PeopleMatcher
+from truss_lab.evaluate._sweep import UndefinedMetricWarning
 from truss_lab.evaluate._truth import run_references
 from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
 from truss_lab.ingest._ingest import ingest_match_labels
@@ -248,3 +249,15 @@ def test_a_judge_matcher_records_then_replays_the_same_agreement(template: Path,
     assert replay.exit_code == 0, replay.output
     assert json.loads(replay.output)["metrics"] == json.loads(live.output)["metrics"]
     assert json.loads(live.output)["matcher"] == "judge:sim-match-v1@match-v1"
+
+
+def test_a_matcher_that_makes_no_pair_says_why_its_precision_is_nan(store: Store,
+                                                                     template: Path) -> None:
+    with pytest.warns(UndefinedMetricWarning, match="the matcher made no pair on the"):
+        res = match_agreement(store, GOOD, match_threshold=1.0, n_boot=20)
+    assert res.counts["pairs_matcher"] == 0 and np.isnan(res.table.loc["precision", "value"])
+    r = invoke("match-agreement", GOOD, "--db", template, "--match-threshold", "1",
+               "--n-boot", "20")
+    assert r.exit_code == 0, r.output
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: ")]
+    assert len(said) == 1 and "pair precision is undefined (NaN)" in said[0], r.stderr

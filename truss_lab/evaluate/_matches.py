@@ -62,6 +62,7 @@ from ..store._runs import run_info, run_processed_verdicts
 from ..store._store import Store
 from ._agreement import CANDIDATE_KEY, agreement_table, kappa_counts
 from ._ppi import PeopleMatcher
+from ._sweep import UndefinedMetricWarning
 from ._truth import MatcherLeftOutWarning, ReferenceTruth, reference_truth, run_references
 
 __all__ = ["MATCH_COLUMNS", "MatchAgreement", "match_agreement", "people_matches",
@@ -201,6 +202,17 @@ def _match_metrics(counts: np.ndarray) -> np.ndarray:
         return np.stack([same / auto, same / human, kappa_counts(a, b, c, d)])
 
 
+def _warn_no_pairs(run_id: str, n: int, matcher_pairs: int, people_pairs: int) -> None:
+    """Say why pair precision (the matcher made no pair) or pair recall (people made none)
+    is NaN: a NaN in the table never comes without a word."""
+    for n_pairs, who, metric in ((matcher_pairs, "the matcher", "pair precision"),
+                                 (people_pairs, "people", "pair recall")):
+        if n_pairs == 0:
+            warnings.warn(f"run {run_id!r}: {who} made no pair on the {n} lessons compared, "
+                          f"so {metric} is undefined (NaN)", UndefinedMetricWarning,
+                          stacklevel=3)
+
+
 @dataclass(frozen=True, eq=False)
 class MatchAgreement:
     """A matcher against people's match labels on the lessons people matched.
@@ -321,6 +333,7 @@ def match_agreement(
                                     confidence=confidence, random_state=random_state,
                                     weights=weights)
     raw = cells.sum(axis=1).astype(int)
+    _warn_no_pairs(run_id, len(rows), int(raw[1]), int(raw[2]))
     counts: dict[str, Any] = {
         "n": len(rows), "verdicts": int(rows["verdict_hash"].nunique()),
         **dict(zip(("pairs_same", "pairs_matcher", "pairs_people", "both", "matcher_only",
