@@ -87,20 +87,6 @@ _correct_option = click.option("--correct", type=click.Choice(CORRECTIONS), defa
                                show_default=True, help=CORRECT_HELP)
 
 
-def _matcher(store: Any, matcher: str, base_url: str | None) -> Any:
-    """The matcher of ``--matcher``; a judge one records each live call as it is answered
-    (a kill keeps them) and closes its connections with the command."""
-    m = matcher_from_spec(matcher, store, base_url=base_url)
-    if matcher.startswith("judge:"):
-        m.record_to(store)
-        # A live one holds an HTTP client: closed when the command ends, however it ends,
-        # or its sockets stay open until the garbage collector finds them.
-        close = getattr(getattr(m, "provider", None), "close", None)
-        if callable(close):
-            click.get_current_context().call_on_close(close)
-    return m
-
-
 def _record(store: Any, matcher: Any) -> None:
     """Append a live judge matcher's calls, so the same command replays them next time;
     say how many of its answers were replayed from the runs' recordings instead."""
@@ -193,7 +179,7 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
         if path:
             check_output_file(path, field=field)
     with _open(db, write=matcher_calls_model(matcher)) as store:
-        m = _matcher(store, matcher, base_url)
+        m = matcher_from_spec(matcher, store, base_url=base_url)
         # One evaluation (evaluate_run): the truth resolved and the run judged once;
         # the choice and bands are those of every other face with these options.
         ev = evaluate_run(store, run_id, objective=objective, score=score,
@@ -249,7 +235,7 @@ def choose(db: str, run_id: str, labels_path: str | None, objective: str, score:
     """Choose a run's salience threshold on held-out verdicts (the choice `sweep` shows,
     without the sweep), on corrected counts when people answered (--correct)."""
     with _open(db, write=matcher_calls_model(matcher)) as store:
-        m = _matcher(store, matcher, base_url)
+        m = matcher_from_spec(matcher, store, base_url=base_url)
         ev = evaluate_run(store, run_id, objective=objective, score=score,
                           test_size=test_size, cv=_cv(cv), cv_repeats=cv_repeats,
                           random_state=random_state, n_boot=n_boot, truth=truth, matcher=m,
@@ -290,7 +276,7 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
         check_output_file(plot_path, field="--plot")
     check_threshold(threshold, "--threshold", name="threshold")
     with _open(db, write=matcher_calls_model(matcher)) as store:
-        m = _matcher(store, matcher, base_url)
+        m = matcher_from_spec(matcher, store, base_url=base_url)
         t = Truth.resolve(store, truth, [run_a, run_b], labels=labels_path)
         truth, why = t.name, t.why
         res = compare_runs(store, run_a, run_b, threshold=threshold, score=score,
@@ -347,7 +333,7 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
         raise BadInputError("the plot's x axis is the cost per verdict: give --prices",
                             field="--plot")
     with _open(db, write=matcher_calls_model(matcher)) as store:
-        m = _matcher(store, matcher, base_url)
+        m = matcher_from_spec(matcher, store, base_url=base_url)
         ids = list(run_ids)
         if tags:
             runs = summarize_runs(store)
@@ -402,7 +388,7 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
     if plot_path:
         check_output_file(plot_path, field="--plot")
     with _open(db, write=matcher_calls_model(matcher)) as store:
-        m = _matcher(store, matcher, base_url)
+        m = matcher_from_spec(matcher, store, base_url=base_url)
         t = Truth.resolve(store, truth, [run_id], labels=labels_path)
         truth, why = t.name, t.why
         rep = calibration_run(store, run_id, method=None if method == "none" else method,

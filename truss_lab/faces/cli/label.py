@@ -16,8 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -80,15 +79,27 @@ def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
     returns the (provider, model) of the simulated one; ``live``: options of
     :meth:`~truss_lab.evaluate._judges.ModelJudge.openai` (``deadline``,
     ``max_consecutive_failures``) for ``openai:MODEL``. An error about the spec names
-    ``field``, the option the user gave it with."""
+    ``field``, the option the user gave it with. A live one's HTTP client is closed when
+    the command ends, however it ends (:func:`_close_with_command`)."""
     try:
-        return _judge_of(spec, store, cls, simulated, base_url=base_url, template=template,
-                         field=field, live=live)
+        return _close_with_command(_judge_of(spec, store, cls, simulated, base_url=base_url,
+                                             template=template, field=field, live=live))
     except BadInputError as exc:
         if exc.field not in (None, "--extractor") or exc.source is not None:
             raise
         # The library says --extractor (or nothing): name what the user typed.
         raise BadInputError(exc.message, field=field, reason=exc.reason) from None
+
+
+def _close_with_command(made: Any) -> Any:
+    """``made`` (a judge or matcher), its provider's connections closed when the running
+    command ends, however it ends: else its sockets stay open until the garbage collector
+    finds them (a ResourceWarning then, wherever the program is)."""
+    close = getattr(getattr(made, "provider", None), "close", None)
+    ctx = click.get_current_context(silent=True)
+    if callable(close) and ctx is not None:
+        ctx.call_on_close(close)
+    return made
 
 
 def _judge_of(spec: str, store: Any, cls: Any, simulated: Any, *,
@@ -220,8 +231,7 @@ def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
     with one line when no call or answer gave a label."""
     with open_store(db, must_exist=True) as store:
         made = make_judge(spec, store, base_url=base_url, template=template, live=live)
-        with _closing(made.provider):
-            res = run_judge(store, run_id, made)
+        res = run_judge(store, run_id, made)
     if (res.provider_calls or res.resumed) and not res.n_labels and res.errors:
         said = (f"every one of the {res.provider_calls} calls failed" if not res.resumed
                 else f"none of the {res.provider_calls + res.resumed} answers gave a label"
@@ -241,17 +251,6 @@ def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
     if res.errors:
         text += f"\n{len(res.errors)} answer(s) not fully usable; the first: {res.errors[0]}"
     emit(res.to_dict(), as_json, text)
-
-
-@contextmanager
-def _closing(provider: Any) -> Iterator[None]:
-    """Close ``provider``'s connections when done, if it has any (a live one)."""
-    try:
-        yield
-    finally:
-        close = getattr(provider, "close", None)
-        if callable(close):
-            close()
 
 
 def _ask_again(run_id: str, command: str) -> str:
@@ -325,15 +324,19 @@ def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
     ``lexical`` (None: the default :class:`~truss_lab.score._matching.LexicalMatcher`),
     ``semantic`` (:class:`~truss_lab.score._matching.SemanticMatcher`) or ``judge:SPEC``
     (a :class:`~truss_lab.evaluate._judges.JudgeMatcher` from SPEC, as
-    :func:`make_matcher` reads it; ``openai:MODEL`` needs ``base_url``). An error names
-    ``field``, by default the spelling of ``--matcher`` the user gave."""
+    :func:`make_matcher` reads it; ``openai:MODEL`` needs ``base_url``). A judge one
+    records each live call in ``store`` as it is answered (a kill keeps what was paid
+    for; the same command then replays them). An error names ``field``, by default the
+    spelling of ``--matcher`` the user gave."""
     field = field or option_given("matcher", "--matcher")
     if spec == "lexical":
         return None
     if spec == "semantic":
         return SemanticMatcher()
     if spec.startswith("judge:") and len(spec) > len("judge:"):
-        return make_matcher(spec[len("judge:"):], store, base_url=base_url, field=field)
+        m = make_matcher(spec[len("judge:"):], store, base_url=base_url, field=field)
+        m.record_to(store)
+        return m
     raise BadInputError(f"unknown matcher {spec!r}; expected lexical, semantic or judge:SPEC "
                         "(judge:replay:MODEL, judge:openai:MODEL ...)", field=field)
 
@@ -365,14 +368,9 @@ def match_agreement_cmd(run_id: str, db: str, matcher: str, base_url: str | None
     with (open_store(db, must_exist=True) if matcher_calls_model(matcher)
           else read_store(db, must_exist=True)) as store:
         m = matcher_from_spec(matcher, store, base_url=base_url)
-        if matcher_calls_model(matcher):
-            # Each live call is recorded as it is answered (a kill keeps what was paid
-            # for), and the same command then replays them.
-            m.record_to(store)
-        with _closing(getattr(m, "provider", None)):
-            res = match_agreement(store, run_id, matcher=m, match_labels=match_labels_path,
-                                  references=references_path, match_threshold=match_threshold,
-                                  score=score, n_boot=n_boot, random_state=random_state)
+        res = match_agreement(store, run_id, matcher=m, match_labels=match_labels_path,
+                              references=references_path, match_threshold=match_threshold,
+                              score=score, n_boot=n_boot, random_state=random_state)
     say_replayed(m)
     emit(res.to_dict(), as_json, repr(res))
 
@@ -393,8 +391,7 @@ def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
     with one line when no answer could be used."""
     with open_store(db, must_exist=True) as store:
         made = make_matcher(spec, store, base_url=base_url, template=template, live=live)
-        with _closing(made.provider):
-            res = match_run(store, run_id, made, references=references_path)
+        res = match_run(store, run_id, made, references=references_path)
     if res["requests"] and len(res["errors"]) >= res["requests"]:
         first = next(iter(res["errors"].items()))
         replayed = _replayed_unusable(res["resumed_unusable"], run_id, "match")
