@@ -33,6 +33,7 @@ from ._strict import (
     Hex64,
     Problem,
     StrictRecord,
+    bounded_lines,
     check_count,
     check_latency,
     check_str,
@@ -42,8 +43,6 @@ from ._strict import (
     json_kind,
     locate_field,
     parse_lines,
-    read_bounded_lines,
-    split_lines,
 )
 
 __all__ = [
@@ -340,13 +339,7 @@ def read_completions(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[B
     with an error naming both lines. Blank lines are ignored.
     """
     source = str(path)
-    data, long = read_bounded_lines(path, MAX_COMPLETION_LINE, "completions")
-    lines, errors = split_lines(data, source)
-    del data
-    errors += [input_error(
-        f"line over {MAX_COMPLETION_LINE} bytes, not read whole"
-        + (f"; expected at most {_BOUNDS[field]}" if field in _BOUNDS else ""),
-        source, number, field, "line_too_long") for number, field in long]
+    lines, errors = bounded_lines(path, MAX_COMPLETION_LINE, "completions", _BOUNDS)
     texts = [t for _, t in lines]
     numbers = np.asarray([i for i, _ in lines], dtype=np.int64)
     values, fast = parse_lines(texts)

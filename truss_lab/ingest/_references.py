@@ -29,12 +29,11 @@ from ..core._errors import BadInputError
 from ._strict import (
     Hex64,
     StrictRecord,
+    bounded_lines,
     dedupe,
     input_error,
     json_kind,
     locate_field,
-    read_bounded_lines,
-    split_lines,
 )
 
 __all__ = [
@@ -139,13 +138,7 @@ def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[Ba
     when it can). Blank lines are ignored.
     """
     source = str(path)
-    data, long = read_bounded_lines(path, MAX_REFERENCE_LINE, "references")
-    lines, errors = split_lines(data, source)
-    del data
-    errors += [input_error(
-        f"line over {MAX_REFERENCE_LINE} bytes, not read whole"
-        + (f"; expected at most {_BOUNDS[field]}" if field in _BOUNDS else ""),
-        source, number, field, "line_too_long") for number, field in long]
+    lines, errors = bounded_lines(path, MAX_REFERENCE_LINE, "references", _BOUNDS)
     rows: list[dict[str, Any]] = []
     numbers: list[int] = []
     for number, text in lines:

@@ -24,7 +24,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from json.decoder import scanstring
 from typing import IO, Annotated, Any
 
@@ -52,6 +52,7 @@ __all__ = [
     "Problem",
     "StrictRecord",
     "bad_where",
+    "bounded_lines",
     "check_count",
     "check_latency",
     "check_str",
@@ -273,6 +274,23 @@ def read_bounded_lines(
         raise BadInputError(f"cannot read {what} file: {exc.strerror or exc}",
                             source=source) from exc
     return b"".join(parts), long
+
+
+def bounded_lines(
+    path: str | os.PathLike[str], max_line: int, what: str, bounds: Mapping[str, str],
+) -> tuple[list[tuple[int, str]], list[BadInputError]]:
+    """The numbered non-blank lines of a JSONL file (:func:`split_lines`), every line over
+    ``max_line`` bytes refused unread (:func:`read_bounded_lines`): a ``line_too_long``
+    error naming the field that makes it long and, from ``bounds`` (field -> what it may
+    hold), its bound. ``what`` names the file in a read error."""
+    source = str(path)
+    data, long = read_bounded_lines(path, max_line, what)
+    lines, errors = split_lines(data, source)
+    errors += [input_error(
+        f"line over {max_line} bytes, not read whole"
+        + (f"; expected at most {bounds[field]}" if field in bounds else ""),
+        source, number, field, "line_too_long") for number, field in long]
+    return lines, errors
 
 
 def _has_long_line(fh: IO[bytes], max_line: int) -> bool:
