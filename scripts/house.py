@@ -173,6 +173,14 @@ def stage_violations() -> list[str]:
     return out
 
 
+def root_imports() -> list[str]:
+    """Stage modules importing the package root (an arrow up the house: the root imports
+    every stage), as ``path:line names``; what they need lives in a stage (the version
+    in core)."""
+    return [f"{_rel(p)}:{imp.line} {', '.join(imp.names)}" for p in modules()
+            if stage_of(p) in ORDER for imp in imports(p) if imp.target == "truss_lab"]
+
+
 def underscore_imports() -> list[str]:
     """Underscore names imported from another module, as ``path:line name from module``."""
     out = []
@@ -284,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
         "stage-order violations": stage_violations(),
         "import loops": [" <-> ".join(g) for g in import_loops()],
         "underscore names imported from another module": underscore_imports(),
+        "stage modules importing the package root": root_imports(),
         "package imports inside functions": function_imports(),
         "files with SQL on store tables outside store/journal":
             sql_outside_store(),

@@ -22,6 +22,11 @@ def test_no_import_loops() -> None:
     assert house.import_loops() == []
 
 
+def test_no_stage_imports_the_package_root() -> None:
+    # The root imports every stage; the version a run row or an export records is core's.
+    assert house.root_imports() == []
+
+
 def test_no_underscore_name_is_imported_from_another_module() -> None:
     # A name another module needs is public in its home module.
     assert house.underscore_imports() == []
@@ -55,6 +60,7 @@ def test_the_rules_can_fail(tmp_path, monkeypatch) -> None:
     (pkg / "__init__.py").write_text("")
     (pkg / "store" / "schema.sql").write_text("CREATE TABLE candidates (x INT);\n")
     (pkg / "core" / "_a.py").write_text("from ..faces._b import _hidden\nx = 0.7\nY = 0.7\n")
+    (pkg / "store" / "_c.py").write_text("from .. import __version__\n")
     (pkg / "faces" / "_b.py").write_text(
         "from ..core._a import x\n_hidden = 1\nQ = 'SELECT * FROM candidates'\n"
         "def f():\n" + "    x = 1\n" * 90)
@@ -66,6 +72,7 @@ def test_the_rules_can_fail(tmp_path, monkeypatch) -> None:
     try:
         assert house.stage_violations() == ["truss_lab/core/_a.py:1 core -> faces"]
         assert house.import_loops() == [["truss_lab.core._a", "truss_lab.faces._b"]]
+        assert house.root_imports() == ["truss_lab/store/_c.py:1 __version__"]
         assert house.underscore_imports() == ["truss_lab/core/_a.py:1 _hidden from "
                                               "truss_lab.faces._b"]
         assert house.sql_outside_store() == ["truss_lab/faces/_b.py:3 FROM candidates"]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import click
@@ -19,6 +22,37 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 STAGES = ("core", "store", "journal", "ingest", "score", "extract", "evaluate", "govern",
           "simulate", "faces")
 SUBPACKAGES = {s: importlib.import_module(f"truss_lab.{s}") for s in STAGES}
+
+
+# One exported name of each stage, reached through the package attribute alone.
+_STAGE_NAMES = {"core": "BadInputError", "store": "Store", "journal": "verify_chain",
+                "ingest": "ingest_references", "score": "junk_flags",
+                "extract": "run_extraction", "evaluate": "sweep_run",
+                "govern": "propose_threshold", "simulate": "simulate",
+                "faces": "load_sample"}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_stage_is_an_attribute_of_the_package(stage: str) -> None:
+    # A fresh process: nothing else has imported the stage (issue 34: tl.evaluate raised
+    # AttributeError unless something had imported it first).
+    # core alone is imported by the root itself (the lazy loader and the version live there).
+    fresh = "" if stage == "core" else f"assert 'truss_lab.{stage}' not in sys.modules; "
+    code = (f"import sys, truss_lab as tl; {fresh}"
+            f"print(tl.{stage}.{_STAGE_NAMES[stage]}.__name__, '{stage}' in dir(tl))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [_STAGE_NAMES[stage], "True"]
+
+
+def test_the_version_is_cores_and_pyprojects() -> None:
+    from truss_lab.core._version import __version__
+
+    meta = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml")
+                         .read_text(encoding="utf-8"))
+    assert truss_lab.__version__ is __version__
+    assert __version__ == meta["project"]["version"]
 
 
 def test_all_is_unique_and_importable() -> None:

@@ -2,17 +2,17 @@
 
 ``__all__`` below is what a researcher types in a notebook; each stage of the data flow
 is a subpackage with its own ``__all__`` for the rest (``truss_lab.journal``,
-``truss_lab.extract``, ``truss_lab.evaluate``, ...). Both are documented in the README;
-modules whose names start with ``_`` are private.
+``truss_lab.extract``, ``truss_lab.evaluate``, ...), an attribute of the package
+imported on first use (``tl.evaluate.sweep_run`` after ``import truss_lab as tl``).
+Both are documented in the README; modules whose names start with ``_`` are private.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import typing
 
 from .core._lazy import attach as _attach
+from .core._version import __version__
 
 if typing.TYPE_CHECKING:
     # Imported on first use (core/_lazy.py): importing the package stays cheap, so the

@@ -12,6 +12,12 @@ the store does not pay for pandas, scipy and matplotlib (issue 29: ``truss-lab -
 took 2.2 s, all of it imports). ``from truss_lab import sweep_run`` and
 ``truss_lab.sweep_run`` work as before; an export's module is imported once, then the name
 is an ordinary attribute of the package.
+
+A package's subpackages resolve the same way (SPEC 1, as SciPy's do): after
+``import truss_lab as tl``, ``tl.evaluate.sweep_run`` imports ``truss_lab.evaluate`` on
+first use, whatever was imported before. A subpackage is a folder with an
+``__init__.py`` beside the package's own; finding them reads one folder listing, and only
+when a name is not an export.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["attach"]
+__all__ = ["attach", "exports", "subpackages"]
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -46,6 +52,12 @@ def exports(init_file: str | Path) -> dict[str, tuple[str, str]]:
     return found
 
 
+def subpackages(init_file: str | Path) -> tuple[str, ...]:
+    """The public subpackages beside ``init_file`` (folders with an ``__init__.py``)."""
+    return tuple(sorted(p.parent.name for p in Path(init_file).parent.glob("*/__init__.py")
+                        if not p.parent.name.startswith("_")))
+
+
 def attach(package: str, init_file: str) -> tuple[Callable[[str], Any],
                                                   Callable[[], list[str]]]:
     """The module ``__getattr__`` and ``__dir__`` of ``package`` (its ``__name__`` and
@@ -60,12 +72,15 @@ def attach(package: str, init_file: str) -> tuple[Callable[[str], Any],
     def __getattr__(name: str) -> Any:
         home = load().get(name)
         if home is None:
+            if name in subpackages(init_file):
+                # Importing a subpackage sets it as an attribute of its parent.
+                return importlib.import_module(f"{package}.{name}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(home[0], package), home[1])
         setattr(sys.modules[package], name, value)  # the next lookup is a plain attribute
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(load()))
+        return sorted(set(vars(sys.modules[package])) | set(load()) | set(subpackages(init_file)))
 
     return __getattr__, __dir__

@@ -55,6 +55,7 @@ import pandas as pd
 from ..core._errors import BadInputError
 from ..core._files import check_output_file, write_output
 from ..core._threshold import DEFAULT_MIN_SALIENCE
+from ..core._version import __version__
 from ..evaluate._choose import INTERVAL_LABELS, ThresholdChoice
 from ..evaluate._compare import DELTA_METRICS
 from ..evaluate._objective import DEFAULT_OBJECTIVE
@@ -820,10 +821,6 @@ def report_html(
     sections.append(("verdicts", "Verdicts",
                      verdict_list(store, run_ids, flags=flags, max_verdicts=max_verdicts,
                                   truth=judged)))
-    # The package root imports faces: its version is read when the report is written,
-    # not when this module loads (at that time truss_lab is half-initialised).
-    from .. import __version__
-
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t, _ in sections)
     db = (f"{store.snapshot.source} (a snapshot copied at {store.snapshot.taken_at:%H:%M:%S} "

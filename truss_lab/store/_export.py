@@ -26,10 +26,10 @@ from typing import Any
 
 import duckdb
 
-from .. import __version__  # set by truss_lab/__init__ before it imports any stage
 from ..core._clock import utcnow
 from ..core._errors import BadInputError
 from ..core._files import check_output_folder
+from ..core._version import __version__
 from ._store import SCHEMA_VERSION, Store, quote_ident
 
 __all__ = ["EXPORT_FORMATS", "columns", "content_hash", "export_store", "relations"]

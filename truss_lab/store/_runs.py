@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .. import __version__  # set by truss_lab/__init__ before it imports any stage
 from ..core._clock import utcnow
 from ..core._errors import BadInputError
 from ..core._secrets import redact
+from ..core._version import __version__
 from ._run_list import (
     RUN_ERRORS_SQL,
     delete_run,
