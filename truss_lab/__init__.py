@@ -54,7 +54,7 @@ if typing.TYPE_CHECKING:
         run_sample_extractions,
     )
     from .govern import audit, policy_history, propose_threshold
-    from .ingest import ingest_completions, ingest_labels
+    from .ingest import ingest_completions, ingest_labels, sign_verdicts
     from .journal import SigningKey, import_journal, verdict_payloads, verify_chain
     from .score import Scorer, junk_flags, junk_rates, score_candidates
     from .store import Store, query_memory, summarize_runs
@@ -109,6 +109,7 @@ __all__ = [
     "run_sample_extractions",
     "score_candidates",
     "scored_candidates",
+    "sign_verdicts",
     "summarize_runs",
     "sweep",
     "sweep_run",

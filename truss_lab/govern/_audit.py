@@ -76,6 +76,7 @@ from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
 from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
 from ..journal._spec import VERDICT_KIND
+from ..journal._table import signers_text, verdict_signers
 from ..score._consistency import consistency_clusters
 from ..store._audit_sql import (
     audit_rows,
@@ -234,7 +235,8 @@ _DEFS: Mapping[str, Any] = {
 def _chain_verifies(store: Store) -> tuple[pd.DataFrame, str]:
     rep = verify_chain(store)
     if rep.ok:
-        return pd.DataFrame(), f"{rep.entries_checked} journal entries verify"
+        return pd.DataFrame(), (f"{rep.entries_checked} journal entries verify; "
+                                f"{signers_text(verdict_signers(store))}")
     rows = pd.DataFrame(
         [{"seq": rep.first_bad_seq, "reason": rep.reason, "message": rep.message,
           "problem": f"seq {rep.first_bad_seq}: {rep.reason}: {rep.message}"}]

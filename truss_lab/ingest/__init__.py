@@ -23,11 +23,13 @@ if typing.TYPE_CHECKING:
     from ._match_labels import read_match_labels, write_match_queue
     from ._references import read_references
     from ._schemas import json_schema
+    from ._verdict_records import VerdictRecords, read_verdict_records, sign_verdicts
 
 __getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
     "IngestReport",
+    "VerdictRecords",
     "ingest_completions",
     "ingest_labels",
     "ingest_match_labels",
@@ -37,6 +39,8 @@ __all__ = [
     "read_labels",
     "read_match_labels",
     "read_references",
+    "read_verdict_records",
+    "sign_verdicts",
     "write_completions",
     "write_label_queue",
     "write_match_queue",

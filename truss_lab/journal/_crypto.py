@@ -35,6 +35,7 @@ __all__ = [
     "entry_digest",
     "entry_hash",
     "format_ts",
+    "keyring_text",
     "load_keyring",
     "save_keyring",
     "sign_bytes",
@@ -277,7 +278,12 @@ def save_keyring(keys: Mapping[str, bytes], path: str | os.PathLike[str]) -> Pat
     p = Path(path)
     if p.is_symlink():  # the rename below would replace the link with a file
         raise BadInputError("is a symbolic link; name the keyring file itself", source=str(p))
-    data = {k: base64.b64encode(v).decode("ascii") for k, v in sorted(keys.items())}
     umask = os.umask(0)  # a keyring is public: the mode a plain open() would give
     os.umask(umask)
-    return _write_whole(p, json.dumps(data, indent=2) + "\n", 0o666 & ~umask)
+    return _write_whole(p, keyring_text(keys), 0o666 & ~umask)
+
+
+def keyring_text(keys: Mapping[str, bytes]) -> str:
+    """A keyring file's text: ``key_id`` -> standard base64 public key, sorted by id."""
+    data = {k: base64.b64encode(v).decode("ascii") for k, v in sorted(keys.items())}
+    return json.dumps(data, indent=2) + "\n"

@@ -491,7 +491,12 @@ def _parse_line(text: str | bytes) -> tuple[int, str, str, str, str, str, str, s
         raise _Bad(None, "not_an_object", f"expected a JSON object, got {type(obj).__name__}")
     for name in ENTRY_FIELDS:
         if name not in obj:
-            raise _Bad(name, "missing_field", f"required field {name!r} is missing")
+            hint = ""
+            if "verdict" in obj or name in ("hash", "signature"):
+                # the newcomer's mistake: verdicts not (yet) signed into a journal
+                hint = ("; unsigned verdict records? `truss-lab journal sign RECORDS --key KEY "
+                        "--out journal.jsonl` signs them into a journal")
+            raise _Bad(name, "missing_field", f"required field {name!r} is missing{hint}")
     if len(obj) != _N_FIELDS:
         extra = sorted(set(obj) - set(ENTRY_FIELDS))
         raise _Bad(extra[0], "unknown_field", f"unknown field(s) {extra}; FORMATS.md §1 has none")

@@ -37,9 +37,11 @@ __all__ = [
     "journal_columns",
     "journal_head",
     "payload_by_hash",
+    "signers_text",
     "stored_keyring",
     "verdict_payloads",
     "verdict_refs",
+    "verdict_signers",
     "verified_verdict",
 ]
 
@@ -60,6 +62,22 @@ def stored_keyring(store: Store) -> dict[str, bytes]:
     """The public keys in signing_keys."""
     rows = store.con.execute("SELECT key_id, public_key FROM signing_keys").fetchall()
     return {k: base64.b64decode(v) for k, v in rows}
+
+
+def verdict_signers(store: Store) -> dict[str, int]:
+    """Key id -> how many stored ``contract_verdict`` entries it signed, by key id: whose
+    verdicts the journal holds (a researcher's own key beside an operator's)."""
+    rows = store.con.execute(
+        "SELECT key_id, count(*) FROM journal WHERE kind = ? GROUP BY key_id ORDER BY key_id",
+        [VERDICT_KIND]).fetchall()
+    return {str(k): int(n) for k, n in rows}
+
+
+def signers_text(signers: dict[str, int]) -> str:
+    """``verdicts signed by a (3), b (2)`` (or ``no verdicts``), for one line of output."""
+    if not signers:
+        return "no verdicts"
+    return "verdicts signed by " + ", ".join(f"{k} ({n})" for k, n in signers.items())
 
 
 def journal_head(store: Store, *, table: str = "journal") -> LedgerRef | None:

@@ -178,7 +178,10 @@ def _entry_record(
     key_id = cols.key_id[i]
     pk = get_key(key_id)
     if pk is None:
-        return "unknown_key", f"key_id {key_id!r} is not in the keyring"
+        return "unknown_key", (f"key_id {key_id!r} is not in the keyring; pass the keyring "
+                               "that holds it (`truss-lab ingest journal FILE --keyring "
+                               "keys.json`; `truss-lab journal sign` and `truss-lab keys "
+                               "generate --keyring` write one)")
     digest = entry_digest(cols.seq[i], cols.kind[i], cols.ts[i], key_id, cols.payload[i],
                            cols.prev_hash[i])
     h = digest.hex()

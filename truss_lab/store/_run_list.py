@@ -117,7 +117,10 @@ def runs_query(run_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
         "coalesce(r.n_errors, 0) AS n_errors, coalesce(r.provider_calls, 0) AS provider_calls, "
         "coalesce(r.seconds, 0.0) AS seconds, "
         "CASE WHEN r.seconds > 0 THEN coalesce(r.n_verdicts, 0) / r.seconds "
-        "ELSE NULL END::DOUBLE AS verdicts_per_s, r.started_at, r.error "
+        "ELSE NULL END::DOUBLE AS verdicts_per_s, r.started_at, r.error, "
+        # Whose verdicts the run was made on: a researcher's own key is not an operator's.
+        "(SELECT string_agg(DISTINCT j.key_id, ', ' ORDER BY j.key_id) FROM run_verdicts v "
+        "JOIN journal j ON j.seq = v.verdict_seq WHERE v.run_id = r.run_id) AS signed_by "
         f"FROM extraction_runs r {where} ORDER BY r.started_at, r.run_id",
         params,
     )

@@ -333,7 +333,8 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
     write_memory, status, name, tags (a list), n_verdicts, n_candidates, n_lessons
     (passed the gate and written), n_lessons_new (memory entries this run added),
     n_errors, provider_calls, seconds (active wall time, summed over resumes),
-    verdicts_per_s (NaN before a run has taken time), started_at, error.
+    verdicts_per_s (NaN before a run has taken time), started_at, error, signed_by (the
+    key ids that signed the run's verdicts, comma-separated).
     The counts are named as in ``extraction_runs`` and :class:`ExtractionRun`. All
     runs when ``run_ids`` is None."""
     query, params = runs_query(run_ids)

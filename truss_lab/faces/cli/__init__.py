@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                        "content hashes."),
     "schema": ("data", "Print the JSON Schema of a format or record."),
     "keys": ("data", "Ed25519 signing keys."),
+    "journal": ("data", "Journals of your own verdicts: sign records into a journal export."),
     "extract": ("extract", "Extract lessons from recorded verdicts (a resumable batch run)."),
     "grid": ("extract", 'Run a grid of extractions (extractor x prompt x model x sampling, '
                         'README "Grids of runs"): one named, tagged run per cell.'),

@@ -21,8 +21,10 @@ from ...ingest._ingest import (
     ingest_references,
 )
 from ...ingest._schemas import SCHEMA_NAMES, json_schema
+from ...ingest._verdict_records import sign_verdicts
 from ...journal._crypto import SigningKey, load_keyring, save_keyring
 from ...journal._ledger import import_journal, verify_chain
+from ...journal._table import signers_text, verdict_signers
 from ...simulate import simulate as run_simulation
 from ...simulate._annotations import DEFAULT_MATCH_DISAGREEMENT, DEFAULT_MATCH_SHARE
 from ...store._export import export_store
@@ -201,7 +203,9 @@ def verify(db: str, as_json: bool) -> None:
     """Verify the stored journal; exit 0 when clean, 1 when tampered."""
     with read_store(db) as store:
         rep = verify_chain(store)
-    emit(rep.model_dump(mode="json"), as_json, str(rep))
+        signers = verdict_signers(store)
+    emit({**rep.model_dump(mode="json"), "verdict_signers": signers}, as_json,
+         f"{rep}; {signers_text(signers)}")
     sys.exit(0 if rep.ok else 1)
 
 
@@ -284,8 +288,55 @@ def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
     click.echo(f"{key_id} {key.public_key_b64}")
 
 
+@click.group("journal")
+def journal() -> None:
+    """Journals of your own verdicts: sign records into a journal export."""
+
+
+@journal.command("sign")
+@click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--key", "key_path", required=True, type=click.Path(dir_okay=False),
+              help="Private key file that signs (`truss-lab keys generate`).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Journal file to write (JSONL); with --append, the journal to continue.")
+@click.option("--append", is_flag=True,
+              help="Continue the journal --out (verified first) instead of starting one.")
+@click.option("--keyring", type=click.Path(dir_okay=False),
+              help="Keyring JSON that gains the key's public key (created if missing; "
+                   "default: keys.json beside --out).")
+@json_option
+@friendly
+def journal_sign(records: tuple[str, ...], key_path: str, out: str, append: bool,
+                 keyring: str | None, as_json: bool) -> None:
+    """Sign verdict records (JSONL; CSV with checks/tags as JSON text; Parquet) into a
+    journal: each record holds a verdict's payload fields (`truss-lab schema verdict`)
+    and an optional ts (RFC 3339 UTC; default now). Every record is checked first; one
+    bad record writes nothing (exit 3, each bad one named by file, line or row, field)."""
+    ring = keyring or str(Path(out).parent / "keys.json")
+    try:
+        entries = sign_verdicts(list(records), key_path, keyring=ring,
+                                **({"append_to": out} if append else {"out": out}))
+    except TrussLabError as exc:
+        errors = getattr(exc, "errors", None)
+        if not errors:
+            raise
+        lines = [f"error: {len(errors)} bad record(s); nothing was signed"]
+        lines += [f"  {e}" for e in errors[:10]]
+        if len(errors) > 10:
+            lines.append(f"  … and {len(errors) - 10} more")
+        click.echo("\n".join(lines), err=True)
+        sys.exit(EXIT_BAD_LINES)
+    first = entries[0]["seq"] if entries else None
+    head = entries[-1]["seq"] if entries else None
+    key_id = entries[0]["key_id"] if entries else SigningKey.load(key_path).key_id
+    text = (f"{out}: {len(entries)} verdicts signed by {key_id} (seq {first}..{head}); "
+            f"keyring {ring}" if entries else f"{out}: no records; nothing signed")
+    emit({"journal": out, "keyring": ring, "key_id": key_id, "entries_added": len(entries),
+          "first_seq": first, "head_seq": head}, as_json, text)
+
+
 COMMANDS: tuple[click.Command, ...] = (init, simulate, sample, ingest, verify, audit, export,
-                                       schema, keys)
+                                       schema, keys, journal)
 
 
 def register(group: click.Group) -> None:

@@ -49,7 +49,8 @@ def runs(ctx: click.Context, db: str, as_json: bool) -> None:
     else:
         click.echo(runs_text(rows, ["run_id", "name", "tags", "extractor_id",
                                     "prompt_version", "policy", "status", "n_verdicts",
-                                    "n_candidates", "n_lessons", "n_errors", "seconds"]))
+                                    "n_candidates", "n_lessons", "n_errors", "seconds",
+                                    "signed_by"]))
 
 
 def _json_value(value: Any) -> Any:
