@@ -11,8 +11,15 @@ format of :mod:`benchmarks._result`::
 
 Only those lines are read. A benchmark that crashed, timed out, printed no
 RESULT line or a malformed one gets an error row, so no figure is silently lost.
-The table is printed and the same rows, with the machine (cores, load average
-at start and end) and each benchmark's run time, are written as JSON beside it
+
+Every benchmark runs with its thread pools fixed: ``OPENBLAS_NUM_THREADS``,
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` and ``TRUSS_LAB_BLAS_THREADS`` set to
+``--blas-threads`` (1 by default, the pool truss_lab's hot paths choose), so a
+floor's matrix products and the library's run on the same pool whatever shell
+started the run; each RESULT line records the pools it saw (``threads=``) and the
+load average, and so does the JSON. The table is printed and the same rows, with
+the machine (cores, load average at start and end, the fixed thread variables)
+and each benchmark's run time, are written as JSON beside it
 (``bench_results.json`` at the repository root, or ``--json PATH``). Goals not
 met do not fail the run: the exit status is 1 only when a benchmark failed.
 """
@@ -31,10 +38,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script (make bench): benchmarks/ sits beside it
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._result import THREAD_ENV  # noqa: E402
+
 ORDER = ["bench_cli_start.py", "bench_verify.py", "bench_sweep.py", "bench_bootstrap.py",
-         "bench_provider.py", "bench_extract.py", "bench_executor.py", "bench_duckdb_sweep.py",
-         "bench_junk.py", "bench_ppi.py", "bench_report.py"]
+         "bench_blas.py", "bench_provider.py", "bench_extract.py", "bench_executor.py",
+         "bench_duckdb_sweep.py", "bench_junk.py", "bench_ppi.py", "bench_report.py"]
 _NUMERIC = ("value", "baseline", "ratio", "load")
+
+
+def thread_env(blas_threads: int) -> dict[str, str]:
+    """The thread variables every benchmark runs with (see the module docstring)."""
+    return dict.fromkeys(THREAD_ENV, str(blas_threads))
 
 
 @dataclass
@@ -51,6 +68,7 @@ class Fig:
     met: str = ""
     baseline_name: str = ""
     load: float | None = None
+    threads: str = ""
     note: str = ""
     error: str = ""
 
@@ -86,13 +104,19 @@ def parse_results(bench: str, stdout: str) -> list[Fig]:
             continue
         f = Fig(bench, kv["name"], nums["value"], kv.get("unit", ""), nums["baseline"],
                 nums["ratio"], kv.get("goal", ""), baseline_name=kv.get("baseline_name", ""),
-                load=nums["load"], note=kv.get("note", ""))
+                load=nums["load"], threads=kv.get("threads", ""), note=kv.get("note", ""))
         f.met = judge(f.ratio, f.goal)
         figs.append(f)
     return figs
 
 
-def run_one(name: str, quick: bool, timeout: float) -> tuple[int | None, str, str, float]:
+def child_env(blas_threads: int) -> dict[str, str]:
+    """A benchmark's environment: this one with its thread pools fixed, run from the root."""
+    return {**os.environ, **thread_env(blas_threads), "PYTHONPATH": str(ROOT)}
+
+
+def run_one(name: str, quick: bool, timeout: float, blas_threads: int = 1
+            ) -> tuple[int | None, str, str, float]:
     """(return code or None on timeout, stdout, stderr, seconds)."""
     t = time.perf_counter()
     try:
@@ -100,7 +124,7 @@ def run_one(name: str, quick: bool, timeout: float) -> tuple[int | None, str, st
         r = subprocess.run([sys.executable, "-m", f"benchmarks.{Path(name).stem}",
                             *(["--quick"] if quick else [])],
                            cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           env=child_env(blas_threads))
         return r.returncode, r.stdout, r.stderr, time.perf_counter() - t
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
@@ -144,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds per benchmark (default 120 quick, 3600 full)")
     ap.add_argument("--only", nargs="*", default=None, help="benchmark file names to run")
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="BLAS (and OpenMP) threads of every benchmark (default 1)")
     ap.add_argument("--json", type=Path, default=ROOT / "bench_results.json",
                     help="where to write the machine-readable results")
     args = ap.parse_args(argv)
@@ -153,12 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         names = [n for n in names if n in args.only or Path(n).stem in args.only]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = thread_env(args.blas_threads)
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     rows: list[Fig] = []
     ran: dict[str, dict[str, object]] = {}
     for name in names:
-        rc, stdout, stderr, secs = run_one(name, args.quick, timeout)
+        rc, stdout, stderr, secs = run_one(name, args.quick, timeout, args.blas_threads)
         ran[name] = {"seconds": round(secs, 2), "returncode": rc}
         rows += figures_of(name, rc, stdout, stderr)
     load1 = os.getloadavg()
@@ -166,14 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     busy = max(load0[0], load1[0]) > (cores or 1)
     print(f"benchmarks ({'--quick' if args.quick else 'full'}) on {cores} cores; 1-min load "
           f"average {load0[0]:.2f} at start, {load1[0]:.2f} at end"
-          + (f" (> {cores}: cores were shared, figures are noisy)" if busy else ""))
+          + (f" (> {cores}: cores were shared, figures are noisy)" if busy else "")
+          + f"; thread pools fixed: {' '.join(f'{k}={v}' for k, v in threads.items())}")
     print(table(rows))
     took = ", ".join(f"{k} {v['seconds']:.0f}s" for k, v in ran.items())
     print(f"\nran: {took}; total "
           f"{total:.0f}s. Ratios are as each benchmark defines them (see its docstring); "
           f"goals not met do not fail the run. JSON: {args.json}")
     doc = {"mode": "quick" if args.quick else "full", "cores": cores,
-           "loadavg_start": list(load0), "loadavg_end": list(load1),
+           "loadavg_start": list(load0), "loadavg_end": list(load1), "thread_env": threads,
            "python": platform.python_version(), "machine": platform.machine(),
            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "total_seconds": round(total, 2), "benchmarks": ran,

@@ -8,6 +8,7 @@ of the builders it imports from tests/builders/) shows up in `make test`.
 from __future__ import annotations
 
 import random
+import subprocess
 import sys
 from pathlib import Path
 
@@ -79,6 +80,8 @@ def test_bench_all_reads_only_result_lines_and_flags_failures() -> None:
     assert (f.bench, f.name, f.value, f.unit, f.baseline, f.ratio, f.goal, f.met) == (
         "new", "verify_chain 200,000", 27503.0, "entries/s", 36459.0, 0.75, ">= 0.8", "NO")
     assert f.load is not None and f.baseline_name == "raw x cores"
+    # Every figure says which thread pools it ran with: numpy's BLAS and truss_lab's limit.
+    assert f.threads.startswith("blas=") and " lib=" in f.threads
     # Only RESULT lines are read; a malformed one is an error row, never dropped.
     assert len(figs) == 2 and figs[1].error and "malformed" in figs[1].name
     assert bench.judge(1.2, "<= 1.25") == "yes" and bench.judge(None, ">= 1") == ""
@@ -87,6 +90,20 @@ def test_bench_all_reads_only_result_lines_and_flags_failures() -> None:
     assert bench.figures_of("bench_x.py", 0, "no figures", "")[0].error
     with pytest.raises(ValueError, match="goal"):
         result_line("x", 1.0, "s", goal="0.8")
+
+
+def test_bench_all_fixes_every_benchmarks_thread_pools(monkeypatch) -> None:
+    # The figures must not depend on the shell: each benchmark's process gets the same
+    # BLAS/OpenMP pool (one thread unless --blas-threads), whatever the environment says,
+    # and its RESULT lines record the pool numpy really has.
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")
+    env = bench.child_env(2)
+    assert all(env[k] == "2" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                       "MKL_NUM_THREADS", "TRUSS_LAB_BLAS_THREADS"))
+    r = subprocess.run([sys.executable, "-c", "from benchmarks._result import thread_counts; "
+                        "print(thread_counts())"], env=env, cwd=ROOT, capture_output=True,
+                       text=True, timeout=120, check=True)
+    assert r.stdout.split()[:3] == ["blas=2", "lib=2", "OPENBLAS_NUM_THREADS=2"]
 
 
 def test_best_times_interleaves_the_calls_and_keeps_each_ones_fastest(monkeypatch) -> None:

@@ -37,11 +37,13 @@ if typing.TYPE_CHECKING:
         Provenance,
         Trust,
     )
+    from ._threads import BLAS_THREADS_ENV, blas_thread_limit, blas_threads
     from ._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 
 __getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
+    "BLAS_THREADS_ENV",
     "DEFAULT_MIN_SALIENCE",
     "AgentEvent",
     "BadInputError",
@@ -66,5 +68,7 @@ __all__ = [
     "TrussLabError",
     "TrussLabWarning",
     "Trust",
+    "blas_thread_limit",
+    "blas_threads",
     "check_threshold",
 ]

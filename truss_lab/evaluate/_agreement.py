@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.core._threads import blas_limited
 from truss_lab.evaluate._bootstrap import (
     check_boot,
     percentile_interval,
@@ -379,6 +380,7 @@ def kappa_counts(both: Any, auto_only: Any, people_only: Any, neither: Any) -> n
         return np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan)
 
 
+@blas_limited()
 def agreement_table(
     cells: np.ndarray,
     verdicts: Any,

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.core._threads import blas_limited
 from truss_lab.evaluate._objective import DEFAULT_OBJECTIVE, Objective, make_objective
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
@@ -205,6 +206,7 @@ class WeightedCounter:
         self._f32 = (flat.astype(np.float32) if self._whole and total * _W_MAX_F32 < 2**24
                      else None)
 
+    @blas_limited()
     def cumulative(self, w: np.ndarray) -> np.ndarray:
         """Shape ``(replicates, k, T + 1)``: ``[b, i, j]`` = replicate b's count of kind i
         in bins ``0..j``, i.e. kept at descending threshold ``j`` (``j = T``: the total).
@@ -228,6 +230,7 @@ class WeightedCounter:
         cs = self.cumulative(w)
         return cs[:, 0, :-1], cs[:, 1, :-1], cs[:, 0, -1:], cs[:, 1, -1:]
 
+    @blas_limited()
     def judged(self, w: np.ndarray) -> ReplicateCounts:
         """Every count of a three-kind histogram (:func:`bin_counts` with ``judged``)."""
         cs = self.cumulative(w)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.core._threads import blas_limited
 from truss_lab.evaluate._bootstrap import percentile_interval, stream
 from truss_lab.evaluate._choose import draw_weights, split_by_verdict
 from truss_lab.evaluate._correction import run_correction
@@ -475,6 +476,7 @@ class _HeldOut:
         self.n_boot, self.confidence = n_boot, confidence
         self.rng_seed = random_state
 
+    @blas_limited()
     def row(self, p_of: Any, n_bins: int, strategy: Any, min_bin_count: int
             ) -> tuple[dict[str, float], pd.DataFrame]:
         """The summary row and the reliability table of the probabilities ``p_of(s,

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.core._threads import blas_limited
 from truss_lab.evaluate._bootstrap import (
     BOOT_METRICS,
     MAX_W_CELLS,
@@ -331,6 +332,7 @@ def _table(threshold: float, point: dict[str, float], reps: dict[str, list[np.nd
     return pd.DataFrame([row])
 
 
+@blas_limited()
 def choice_intervals(
     y: np.ndarray, s: np.ndarray, jm: np.ndarray, codes: np.ndarray, n_verdicts: int, *,
     sides: Sequence[Side], strata: Sequence[np.ndarray], obj: Objective, threshold: float,

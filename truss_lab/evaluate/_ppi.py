@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..core._threads import blas_limited
 from ..ingest._match_labels import INCLUSION
 from ._bootstrap import BootstrapResult, ReplicateCounts, as_rng, check_boot, percentile_interval
 from ._objective import DEFAULT_OBJECTIVE, Objective, make_objective
@@ -810,6 +811,7 @@ def _sample_kinds(data: PPIData, thr_desc: np.ndarray, sampled: np.ndarray) -> n
     return out.reshape(len(sampled), n_t * _KINDS)
 
 
+@blas_limited()
 def _grid_moments(u: np.ndarray, w: np.ndarray, n_t: int) -> CoMoment:
     """Co-moments per replicate (weights ``w``, replicates x people-matched verdicts)
     of the kinds ``u`` (:func:`_sample_kinds`): shape (replicates, T) per pair."""
@@ -849,6 +851,7 @@ def _stratified(n_boot: int, data: PPIData,
         yield w
 
 
+@blas_limited()
 def ppi_bootstrap(
     data: PPIData,
     *,

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..core._threads import blas_limited
 from ._salience import Scorer, fingerprint
 
 __all__ = ["IsotonicCalibrator", "PlattCalibrator", "calibrated"]
@@ -184,6 +185,7 @@ class PlattCalibrator(_Calibrator):
         self.max_iter = int(max_iter)
         self.tol = float(tol)
 
+    @blas_limited()
     def fit(self, scores: Any, labels: Any, *, verdict_hash: Any) -> Self:
         """Fit on labelled candidates; ``verdict_hash`` records the fitting set."""
         x, y = self._check_fit(scores, labels, verdict_hash)

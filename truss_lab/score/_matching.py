@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..core._threads import blas_limited
 from ._similarity import TokenSets, jaccard
 
 __all__ = [
@@ -202,6 +203,7 @@ class SemanticMatcher:
         li, ri = np.repeat(np.arange(n), m), np.tile(np.arange(m), n)
         return self.pairs(lessons, references, li, ri).reshape(n, m)
 
+    @blas_limited()
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length embeddings of ``texts`` (rows); an empty text is the zero vector."""
         texts = [str(t) for t in texts]
