@@ -43,7 +43,9 @@ from ._strict import (
     json_kind,
     locate_field,
     parse_lines,
+    split_lines,
 )
+from ._tables_in import is_table, records_jsonl, relocate, source_name, table_records
 
 __all__ = [
     "COMPLETION_FIELDS",
@@ -102,6 +104,9 @@ so a 50 MB line costs the reader a few megabytes of memory, not several copies o
 _Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_COMPLETION_NAME)]
 
 _REQUIRED_COMPLETION = frozenset({"verdict_hash", "extractor", "model", "prompt_version", "text"})
+_NULLABLE = ("request_hash", "latency_ms", "prompt_tokens", "completion_tokens", "config")
+"""The fields an empty CSV cell leaves absent (null); an empty ``text`` is the empty
+answer, an empty name a bad value."""
 _ALLOWED_COMPLETION = frozenset(COMPLETION_FIELDS)
 
 class CompletionRecordModel(StrictRecord):
@@ -321,8 +326,17 @@ def completion_frame(cols: dict[str, list[Any]], rows: np.ndarray | None = None)
     return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
 
 
-def read_completions(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
-    """Read a §2 completions JSONL file: ``(good rows, errors)``.
+def read_completions(
+    path: str | os.PathLike[str] | pd.DataFrame,
+) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Read §2 completions: ``(good rows, errors)``.
+
+    ``path`` is a JSONL file, or a table of the same fields as columns: a ``.csv`` file
+    (a header row; ``config`` as JSON text; an empty cell of ``request_hash``, the
+    numbers or ``config`` is null), a ``.parquet`` file or a DataFrame. A table is read
+    as the JSON lines its rows would be, with the same checks and errors, each naming
+    the table's row instead of a line (a file's row as a spreadsheet numbers it, the
+    header row 1; a DataFrame's 0-based position).
 
     The frame has the columns of :data:`COMPLETION_FIELDS` in that order
     (strings as ``string``, ``latency_ms`` as ``Float64``, token counts as
@@ -338,8 +352,15 @@ def read_completions(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[B
     duplicate lines collapse into one row; conflicting ones are all dropped,
     with an error naming both lines. Blank lines are ignored.
     """
-    source = str(path)
-    lines, errors = bounded_lines(path, MAX_COMPLETION_LINE, "completions", _BOUNDS)
+    source = source_name(path)
+    table = None
+    if is_table(path):
+        table = table_records(path, counts=("prompt_tokens", "completion_tokens"),
+                              numbers=("latency_ms",), nullable=_NULLABLE,
+                              max_cell=MAX_COMPLETION_LINE)
+        lines, errors = split_lines(records_jsonl(table.records), source)
+    else:
+        lines, errors = bounded_lines(path, MAX_COMPLETION_LINE, "completions", _BOUNDS)
     texts = [t for _, t in lines]
     numbers = np.asarray([i for i, _ in lines], dtype=np.int64)
     values, fast = parse_lines(texts)
@@ -364,9 +385,13 @@ def read_completions(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[B
     errors.extend(json_errors.values())
     good = np.flatnonzero(~bad)
     df = completion_frame(cols, None if len(good) == len(values) else good)
-    df, dup_errors = dedupe(df, numbers[good], COMPLETION_KEY, source)
+    if table is not None:  # a table's errors name its rows
+        errors = [*table.errors, *relocate(errors, table)]
+        numbers = np.asarray(table.numbers, dtype=np.int64)[numbers - 1]
+    df, dup_errors = dedupe(df, numbers[good], COMPLETION_KEY, source,
+                            where="line" if table is None else "row")
     errors += dup_errors
-    errors.sort(key=lambda e: e.line or 0)
+    errors.sort(key=lambda e: e.line or e.row or 0)
     return df, errors
 
 

@@ -33,6 +33,7 @@ from ._completions import read_completions
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
 from ._match_labels import INCLUSION, MATCH_LABEL_KEY, check_match_labels, read_match_labels
 from ._references import REFERENCE_KEY, read_references
+from ._tables_in import source_name
 
 __all__ = [
     "COMPLETIONS_KEY",
@@ -141,11 +142,44 @@ def _config_hashes(df: pd.DataFrame) -> tuple[list[str | None], dict[str, tuple[
 
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
-def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestReport:
-    """Load a FORMATS.md §2 completions file; the extractor configurations its lines
-    carry are kept too (``extractor_configs``), so ``replay:EXTRACTOR_ID`` rebuilds
-    the recorded requests from the database as from the file."""
-    source = str(path)
+def ingest_completions(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
+    """Load FORMATS.md §2 completions: a JSONL file, a CSV or Parquet file or a DataFrame
+    of the same fields (:func:`~truss_lab.ingest._completions.read_completions`; a
+    table's errors name its rows). The extractor configurations the rows carry are kept
+    too (``extractor_configs``), so ``replay:EXTRACTOR_ID`` rebuilds the recorded
+    requests from the database as from the file.
+
+    Parameters
+    ----------
+    store : Store
+        The database written.
+    path : path or DataFrame
+        The completions.
+
+    Returns
+    -------
+    IngestReport
+        Rows added, already present, and an error per bad row (the good ones land).
+
+    Raises
+    ------
+    BadInputError
+        An unreadable file; a configuration conflicting with the stored one.
+
+    See Also
+    --------
+    truss_lab.ingest.read_completions : the reader, without the store.
+
+    Examples
+    --------
+    >>> import pandas as pd, truss_lab as tl
+    >>> store = tl.Store(":memory:")
+    >>> rep = tl.ingest_completions(store, pd.DataFrame([{"verdict_hash": "0" * 64,
+    ...     "extractor": "mine", "model": "m", "prompt_version": "p", "text": "{}"}]))
+    >>> rep.rows_added
+    1
+    """
+    source = source_name(path)
     df, errors = read_completions(path)
     hashes, configs = _config_hashes(df)
     new = _frame(df, COMPLETIONS_SCHEMA, {"source": source, "recorded_at": utcnow()})
@@ -170,10 +204,10 @@ def ingest_completions(store: Store, path: str | os.PathLike[str]) -> IngestRepo
 
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
-def ingest_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
+def ingest_labels(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
     """Load a FORMATS.md §3 labels CSV, or a labelling queue file (``truss-lab queue``)
     whose rows left without a label are skipped and counted (``rows_blank``)."""
-    source = str(path)
+    source = source_name(path)
     df, errors = read_labels(path)
     blank = int(df.attrs.get("blank_rows", 0))
     n_read = len(df) + len(errors) + blank
@@ -220,7 +254,7 @@ def _append_labels(store: Store, df: pd.DataFrame,
 
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
-def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestReport:
+def ingest_references(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
     """Load a FORMATS.md §4 reference-lessons file into ``reference_lessons``.
 
     Bad lines are reported (file, line, field) and the good ones land in one
@@ -231,7 +265,7 @@ def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestRepor
     warning, as a label does. A field beyond its bound
     (:data:`~truss_lab.ingest._references.MAX_REFERENCE_TEXT` and the others) is a bad line.
     """
-    source = str(path)
+    source = source_name(path)
     df, errors = read_references(path)
     n_read = len(df) + len(errors)
     new = _frame(df, REFERENCES_SCHEMA, {"source": source, "annotated_at": utcnow()})
@@ -248,7 +282,7 @@ def ingest_references(store: Store, path: str | os.PathLike[str]) -> IngestRepor
 
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
-def ingest_match_labels(store: Store, path: str | os.PathLike[str]) -> IngestReport:
+def ingest_match_labels(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
     """Load a FORMATS.md §5 match-labels CSV into ``match_labels``, or a match queue file
     (``truss-lab queue RUN --kind match``) whose verdicts left unanswered are skipped and
     counted (``rows_blank``).
@@ -263,7 +297,7 @@ def ingest_match_labels(store: Store, path: str | os.PathLike[str]) -> IngestRep
     stored, and reported as a conflict when its ``reference_id`` or
     ``inclusion_probability`` differ (``truss-lab ingest`` exits 3, as for labels).
     """
-    source = str(path)
+    source = source_name(path)
     df, errors = read_match_labels(path)
     blank = int(df.attrs.get("blank_rows", 0))
     n_read = len(df) + len(errors) + blank

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import os
-from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
@@ -46,6 +45,7 @@ from ._strict import (
     short,
     spreadsheet_cell,
 )
+from ._tables_in import input_bytes, source_name
 
 __all__ = ["LABEL_FIELDS", "LABEL_KEY", "QUEUE_FIELDS", "LabelQueueRecordModel",
            "LabelRecordModel", "read_labels", "write_label_queue"]
@@ -215,8 +215,13 @@ def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
     return df, ~bad
 
 
-def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
+def read_labels(
+    path: str | os.PathLike[str] | pd.DataFrame,
+) -> tuple[pd.DataFrame, list[BadInputError]]:
     """Read a §3 gold-labels CSV file: ``(good rows, errors)``.
+
+    A DataFrame of the same columns is read as the CSV it would be written as (its rows
+    numbered as that file's: the header row 1).
 
     The header must be exactly ``verdict_hash,extractor,lesson_index,useful,annotator``
     (``annotator`` may be left out), or a labelling queue's (:data:`QUEUE_FIELDS`:
@@ -232,11 +237,8 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInp
     (verdict_hash, extractor, lesson_index, annotator) collapse, conflicting ones are
     all dropped with an error naming both rows.
     """
-    source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise BadInputError(f"cannot read labels file: {exc.strerror}", source=source) from exc
+    source = source_name(path)
+    data = input_bytes(path, "labels")  # a DataFrame: as the CSV it would be written as
     errors: list[BadInputError] = []
     records = _label_records(data, source, errors)
     if isinstance(records, BadInputError):

@@ -33,7 +33,6 @@ import csv
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -64,6 +63,7 @@ from ._strict import (
     short,
     spreadsheet_cell,
 )
+from ._tables_in import input_bytes, source_name
 
 __all__ = [
     "INCLUSION",
@@ -262,8 +262,11 @@ def _row_problems(cols: dict[str, list[str]], has_p: bool) -> dict[int, tuple[st
     return bad
 
 
-def read_match_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
-    """Read a §5 match-labels CSV file (or a match queue file): ``(good rows, errors)``.
+def read_match_labels(
+    path: str | os.PathLike[str] | pd.DataFrame,
+) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Read a §5 match-labels CSV file (or a match queue file, or a DataFrame of its
+    columns, read as the CSV it would be written as): ``(good rows, errors)``.
 
     The header is ``verdict_hash,extractor,lesson_index,reference_id,annotator``
     (``annotator`` may be left out), optionally followed by ``inclusion_probability``,
@@ -280,12 +283,8 @@ def read_match_labels(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[
     Identical duplicates collapse. Verdicts whose rows are all :data:`UNANSWERED` are
     skipped, their rows counted in ``frame.attrs["blank_rows"]``.
     """
-    source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise BadInputError(f"cannot read match labels file: {exc.strerror}",
-                            source=source) from exc
+    source = source_name(path)
+    data = input_bytes(path, "match labels")  # a DataFrame: as the CSV it would be written as
     errors: list[BadInputError] = []
     got = _records(data, source, errors)
     if isinstance(got, BadInputError):

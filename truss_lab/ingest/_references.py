@@ -34,7 +34,9 @@ from ._strict import (
     input_error,
     json_kind,
     locate_field,
+    split_lines,
 )
+from ._tables_in import is_table, records_jsonl, relocate, source_name, table_records
 
 __all__ = [
     "MAX_REFERENCE_EVIDENCE",
@@ -122,8 +124,11 @@ def _field_of(err: dict[str, Any]) -> str | None:
     return ".".join(loc)
 
 
-def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[BadInputError]]:
-    """Read a §4 reference-lessons JSONL file: ``(good rows, errors)``.
+def read_references(
+    path: str | os.PathLike[str] | pd.DataFrame,
+) -> tuple[pd.DataFrame, list[BadInputError]]:
+    """Read a §4 reference-lessons JSONL file (or a DataFrame of its fields, read as the
+    lines its rows would be; its errors name rows, 0-based): ``(good rows, errors)``.
 
     The frame has the columns of :data:`REFERENCE_FIELDS` (strings as
     ``string``; ``evidence`` a list of str per row; ``annotator`` ``""`` when
@@ -137,8 +142,12 @@ def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[Ba
     :data:`MAX_REFERENCE_LINE` bytes: refused unread, naming the field that makes it long
     when it can). Blank lines are ignored.
     """
-    source = str(path)
-    lines, errors = bounded_lines(path, MAX_REFERENCE_LINE, "references", _BOUNDS)
+    source = source_name(path)
+    table = table_records(path) if is_table(path) else None
+    if table is not None:  # a table: read as the JSON lines its rows would be
+        lines, errors = split_lines(records_jsonl(table.records), source)
+    else:
+        lines, errors = bounded_lines(path, MAX_REFERENCE_LINE, "references", _BOUNDS)
     rows: list[dict[str, Any]] = []
     numbers: list[int] = []
     for number, text in lines:
@@ -170,7 +179,7 @@ def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[Ba
         numbers.append(number)
     if not rows:
         errors.sort(key=lambda e: e.line or 0)
-        return _empty_frame(), errors
+        return _empty_frame(), errors if table is None else relocate(errors, table)
     df = pd.DataFrame(rows, columns=list(REFERENCE_FIELDS))
     for c in ("verdict_hash", "reference_id", "text", "annotator"):
         df[c] = df[c].astype("string")
@@ -184,7 +193,7 @@ def read_references(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list[Ba
     df, none_errors = _drop_contradicting_none(df, keep_lines, source)
     errors += none_errors
     errors.sort(key=lambda e: e.line or 0)
-    return df.reset_index(drop=True), errors
+    return df.reset_index(drop=True), errors if table is None else relocate(errors, table)
 
 
 def _surviving_lines(before: pd.DataFrame, lines: np.ndarray, after: pd.DataFrame) -> np.ndarray:
