@@ -42,7 +42,9 @@ scripted HTTP server of tests/builders/http_server.py):
   the model again; and issue
   #27's recordings: two live runs with the same settings each billed its own calls,
   their reruns with zero requests and their own candidates, a SIGKILLed judge resumed
-  without paying a call twice (full run only).
+  without paying a call twice (full run only);
+* the attacker's fourth pass, issue #39 (scripts/reliability_attack.py): secrets in every
+  encoding and every user file (the dump of scripts/secrets_dump.py).
 
 Exit status 1 when any row fails.
 """
@@ -72,6 +74,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import resume_torture
+from scripts.reliability_attack import attack_rows
 from scripts.reliability_calls import calls_rows
 from scripts.reliability_edges import edges_rows
 from scripts.reliability_holes import holes_rows
@@ -857,6 +860,7 @@ def main(argv: list[str] | None = None) -> int:
         section("edges (#28)", lambda: edges_rows(Row, tmp))
         section("secrets (#28)", lambda: secrets_echo_rows(Row, tmp))
         section("live calls (#28, #27)", lambda: calls_rows(Row, tmp, quick))
+        section("attacks (#39)", lambda: attack_rows(Row, tmp, quick))
     print_table(rows)
     failed = [r for r in rows if not r.good]
     print(f"\n{'quick' if quick else 'full'} run, seed {args.seed}, "

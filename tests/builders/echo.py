@@ -12,12 +12,47 @@ report) whose bytes hold a needle. Used by tests/test_secrets_echo.py and the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from tests.builders.http_server import ScriptedServer, default_completion
 
-__all__ = ["EchoServer", "leaks"]
+__all__ = ["EchoServer", "encoded_forms", "leaks", "leaks_encoded"]
+
+#: A key with the characters encoders treat specially ('/', '+', '=').
+ODD_KEY = "sk-test-ABC123xyz/+=Q9deadbeef"
+
+
+def encoded_forms(key: str) -> dict[str, str]:
+    """``key`` as a server's error body, a log or a URL may carry it: JSON-escaped (the
+    standard ``\\/``), percent-encoded (either case), ``\\u``-escaped (every character, or
+    one), upper- and lower-cased, and JSON-escaped twice (``\\\\\\/``)."""
+    from urllib.parse import quote
+
+    pct = quote(key, safe="")
+    return {
+        "plain": key,
+        "json_slash": key.replace("/", "\\/"),
+        "percent": pct,
+        "percent_lower": re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), pct),
+        "u_all": "".join(f"\\u{ord(c):04x}" for c in key),
+        "u_one": f"\\u{ord(key[0]):04x}" + key[1:],
+        "upper": key.upper(),
+        "lower": key.lower(),
+        "json_slash_twice": key.replace("/", "\\\\\\/"),
+    }
+
+
+def leaks_encoded(key: str, *paths: Path, texts: dict[str, str] | None = None) -> list[str]:
+    """``(where, form)`` of every encoded form of ``key`` (:func:`encoded_forms`) found in
+    the files under ``paths`` (as :func:`leaks` lists them) or in ``texts`` (a name ->
+    text: a command's stderr, a dump of every table), as ``where: form`` lines."""
+    found = []
+    for form, needle in encoded_forms(key).items():
+        found += [f"{f}: {form}" for f in leaks(needle, *paths)]
+        found += [f"{name}: {form}" for name, text in (texts or {}).items() if needle in text]
+    return found
 
 
 class EchoServer(ScriptedServer):

@@ -22,6 +22,7 @@ redacted whole (:func:`redact_json`) before the recorder sees it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -31,6 +32,7 @@ from typing import Any
 __all__ = [
     "MASK",
     "control_characters",
+    "holds_secret",
     "is_secret_parameter",
     "redact",
     "redact_arrow",
@@ -89,28 +91,58 @@ def control_characters(value: str) -> bool:
 
 
 def _secret_values() -> list[str]:
+    """The known secrets (registered, and named secret by the environment), longest first."""
     with _lock:
         values = set(_registered)
     for name, value in os.environ.items():
         if _SECRET_ENV.search(name) and len(value.strip()) >= _MIN_SECRET:
             values.add(value)
             values.add(value.strip())
-    out: set[str] = set()
-    for v in values:
-        out.add(v)
-        # The forms an exception message shows: repr escapes (b'sk-\r'), JSON escapes.
-        out.add(v.encode("unicode_escape").decode("ascii", "replace"))
-        out.add(repr(v)[1:-1])
     # Longest first, so a key is not half-masked by a shorter prefix of it.
-    return sorted((v for v in out if len(v) >= _MIN_SECRET), key=len, reverse=True)
+    return sorted((v for v in values if len(v) >= _MIN_SECRET), key=len, reverse=True)
 
 
-def _redact_with(text: str, values: list[str]) -> str:
-    for v in values:
-        if v in text:
-            text = text.replace(v, MASK)
-    for pattern, repl in _PATTERNS:
-        text = pattern.sub(repl, text)
+def _char_forms(c: str) -> str:
+    """A pattern for the character ``c`` in every form a text that carries it may show.
+
+    A key reaches a message through encoders that are not ours: JSON (``\\/`` for ``/``,
+    ``\\u0073``; escaped again when the JSON is itself quoted), a URL (``%2F``, either
+    case), Python's repr (``\\x2f``, ``\\r``) and HTML (``&#47;``, ``&#x2f;``). The match
+    ignores case: an echo that upper-cases a key (a header name's case-folding applied to
+    the value, a log that shouts) still gives away all but one bit a letter.
+    """
+    o = ord(c)
+    # \xHH reads the same in Python's re and in RE2 (Arrow's regexes), whatever c is.
+    literal = c if c.isalnum() or o >= 0x100 else f"\\x{o:02x}"
+    forms = [literal if c.isalnum() else r"\\*" + literal]  # JSON's \/ (or \\\/ quoted)
+    if o < 0x10000:
+        forms.append(rf"\\+u{o:04x}")
+    if o < 0x100:
+        forms += [rf"%{o:02x}", rf"\\+x{o:02x}", rf"&#0*{o};", rf"&#x0*{o:x};"]
+    if c in "\r\n\t":
+        forms.append(r"\\+" + {"\r": "r", "\n": "n", "\t": "t"}[c])
+    return forms[0] if len(forms) == 1 else "(?:" + "|".join(forms) + ")"
+
+
+def _secret_pattern() -> str | None:
+    """One case-insensitive pattern matching every known secret in any of its encoded
+    forms (:func:`_char_forms`); None when there is no known secret."""
+    values = _secret_values()
+    if not values:
+        return None
+    return "(?i)" + "|".join("".join(_char_forms(c) for c in v) for v in values)
+
+
+@functools.lru_cache(maxsize=16)  # the secrets change rarely
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _redact_with(text: str, pattern: str | None) -> str:
+    if pattern is not None:
+        text = _compiled(pattern).sub(MASK, text)
+    for pat, repl in _PATTERNS:
+        text = pat.sub(repl, text)
     return text
 
 
@@ -118,13 +150,21 @@ def redact(text: str | None) -> str | None:
     """``text`` with every secret (see the module docstring) replaced by ``[REDACTED]``."""
     if not text:
         return text
-    return _redact_with(text, _secret_values())
+    return _redact_with(text, _secret_pattern())
 
 
 def redact_many(texts: Iterable[str | None]) -> list[str | None]:
-    """:func:`redact` over many texts (the secret list is built once)."""
-    values = _secret_values()
-    return [_redact_with(t, values) if t else t for t in texts]
+    """:func:`redact` over many texts (the secret pattern is built once)."""
+    pattern = _secret_pattern()
+    return [_redact_with(t, pattern) if t else t for t in texts]
+
+
+def holds_secret(text: str | None) -> bool:
+    """Whether ``text`` holds a secret :func:`redact` would mask (a known key in any of
+    its encoded forms, an ``Authorization`` value, URL credentials): a reader of the
+    user's own files refuses such a value, naming its field, where masking it would
+    change the user's data."""
+    return bool(text) and redact(text) != text
 
 
 def redact_json(obj: Any) -> Any:
@@ -155,8 +195,9 @@ def redact_arrow(array: Any) -> Any:
         values = redact_arrow(array.values.slice(first, last - first))
         return cls.from_arrays(offsets, values, type=array.type,
                                mask=array.is_null() if array.null_count else None)
-    for v in _secret_values():
-        array = pc.replace_substring(array, v, MASK)
+    pattern = _secret_pattern()
+    if pattern is not None and pc.any(pc.match_substring_regex(array, pattern)).as_py():
+        array = pc.replace_substring_regex(array, pattern, MASK)
     # One guard pass (what every pattern needs) instead of three rewriting
     # passes: almost no bulk text (lessons, completions) holds any of it.
     if not pc.any(pc.match_substring_regex(array, _GUARD)).as_py():

@@ -331,7 +331,8 @@ def _import_httpx() -> Any:
 
 
 def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
+    # Redacted before it is cut: a key cut in half would no longer be recognised.
+    text = redact(" ".join(text.split())) or ""
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 

@@ -34,6 +34,7 @@ from ._strict import (
     DIGITS_RE,
     HEX64_COL_RE,
     HEX64_RE,
+    SECRET_HELD,
     Count,
     Hex64,
     NonEmpty,
@@ -42,6 +43,7 @@ from ._strict import (
     csv_records,
     dedupe,
     input_error,
+    secret_rows,
     short,
     spreadsheet_cell,
 )
@@ -193,11 +195,14 @@ def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
         ("lesson_index", bad_li, li, "expected an integer from 0 to 2^53 - 1 (digits only)"),
         ("useful", bad_us, us, "expected 0 or 1"),
         ("annotator", bad_an, an, f"expected at most {MAX_REFERENCE_NAME} characters"),
+        ("extractor", secret_rows(ex), ex, SECRET_HELD),
+        ("annotator", secret_rows(an), an, SECRET_HELD),
     ]
     for name, idx, col, expected in checks:
         for i in idx:
             errors.append(
-                input_error(f"{expected}, got {short(col[i])}", source, None, name,
+                input_error(expected if expected is SECRET_HELD else
+                            f"{expected}, got {short(col[i])}", source, None, name,
                             "bad_value", row=int(lines[i]))
             )
         bad[idx] = True

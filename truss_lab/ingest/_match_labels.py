@@ -52,6 +52,7 @@ from ._strict import (
     DIGITS_RE,
     HEX64_COL_RE,
     HEX64_RE,
+    SECRET_HELD,
     Count,
     Hex64,
     NonEmpty,
@@ -60,6 +61,7 @@ from ._strict import (
     csv_records,
     dedupe,
     input_error,
+    secret_rows,
     short,
     spreadsheet_cell,
 )
@@ -255,6 +257,8 @@ def _row_problems(cols: dict[str, list[str]], has_p: bool) -> dict[int, tuple[st
         f"expected at most {MAX_REFERENCE_NAME} characters")
     add([i for i, v in enumerate(an) if len(v) > MAX_REFERENCE_NAME], "annotator",
         f"expected at most {MAX_REFERENCE_NAME} characters")
+    for name, col in (("extractor", ex), ("reference_id", rid), ("annotator", an)):
+        add(secret_rows(col), name, SECRET_HELD)
     if has_p:
         ps = cols[INCLUSION]
         add([i for i, v in enumerate(ps) if _probability(v) is None], INCLUSION,

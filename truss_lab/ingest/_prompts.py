@@ -21,11 +21,12 @@ import string
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core._errors import BadInputError
+from ._strict import SecretFree
 
 __all__ = [
     "MAX_PROMPT_FILE",
@@ -88,15 +89,15 @@ class PromptFileModel(BaseModel):
         extra="forbid", use_attribute_docstrings=True,
         json_schema_extra={"x-placeholders": PLACEHOLDERS})
 
-    name: str = Field(pattern=_NAME)
+    name: Annotated[str, Field(pattern=_NAME), SecretFree]
     """The prompt version recorded with every call (letters, digits, '.', '_', '-')."""
     kind: Literal["lesson", "judge", "match"] = "lesson"
     """What the template asks: lesson (extract), judge (judge) or match (match)."""
-    description: str = Field("", max_length=MAX_PROMPT_TEXT)
+    description: Annotated[str, Field(max_length=MAX_PROMPT_TEXT), SecretFree] = ""
     """For people; not part of the template's hash."""
-    system: str = Field(min_length=1, max_length=MAX_PROMPT_TEXT)
+    system: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_TEXT), SecretFree]
     """The system message, sent as written (no placeholders)."""
-    user: str = Field(min_length=1, max_length=MAX_PROMPT_TEXT)
+    user: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_TEXT), SecretFree]
     """The user message: text with {placeholder} fields of the kind (x-placeholders);
     '{{' and '}}' for literal braces."""
 
@@ -174,7 +175,7 @@ def _model(data: Mapping[str, Any], source: str) -> PromptFileModel:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or None
-        raise BadInputError(err["msg"], source=source, field=where,
+        raise BadInputError(err["msg"].removeprefix("Value error, "), source=source, field=where,
                             reason="bad_value") from None
     try:
         user_from_file(model.user, model.kind)

@@ -28,6 +28,7 @@ from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError
 from ._strict import (
     Hex64,
+    SecretFree,
     StrictRecord,
     bounded_lines,
     dedupe,
@@ -77,7 +78,7 @@ _BOUNDS = {"text": f"{MAX_REFERENCE_TEXT} characters",
            "annotator": f"{MAX_REFERENCE_NAME} characters",
            "evidence": f"{MAX_REFERENCE_EVIDENCE} tokens of {MAX_REFERENCE_NAME} characters"}
 
-_Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_REFERENCE_NAME)]
+_Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_REFERENCE_NAME), SecretFree]
 
 
 class ReferenceRecordModel(StrictRecord):
@@ -88,11 +89,12 @@ class ReferenceRecordModel(StrictRecord):
     reference_id: _Name
     """The reference's id within its verdict (``r1``, ``r2`` ...); ``"none"``
     (with empty ``text``) says the annotator found nothing worth teaching."""
-    text: Annotated[StrictStr, Field(max_length=MAX_REFERENCE_TEXT)]
+    text: Annotated[StrictStr, Field(max_length=MAX_REFERENCE_TEXT), SecretFree]
     """What the lesson should say; empty exactly when ``reference_id`` is ``"none"``."""
     evidence: list[_Name] = Field(default_factory=list, max_length=MAX_REFERENCE_EVIDENCE)
     """``check:<name>`` / ``summary`` / ``goal`` tokens, as in lesson evidence; may be empty."""
-    annotator: Annotated[StrictStr, Field(max_length=MAX_REFERENCE_NAME)] | None = None
+    annotator: Annotated[StrictStr, Field(max_length=MAX_REFERENCE_NAME), SecretFree] | None \
+        = None
     """Who wrote it; optional (absent, null or empty: one anonymous annotator)."""
 
     @model_validator(mode="after")
@@ -170,7 +172,8 @@ def read_references(
                     kind, "bad_value")
                 msg = ("required field is missing" if reason == "missing" else
                        f"unexpected field (allowed: {', '.join(REFERENCE_FIELDS)})"
-                       if reason == "unexpected_field" else e["msg"])
+                       if reason == "unexpected_field"
+                       else e["msg"].removeprefix("Value error, "))
                 errors.append(input_error(msg, source, number, _field_of(dict(e)), reason))
             continue
         row = rec.model_dump()

@@ -30,10 +30,11 @@ from typing import IO, Annotated, Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
+from ..core._secrets import holds_secret, redact, redact_many
 
 __all__ = [
     "DIGITS_COL_RE",
@@ -45,11 +46,13 @@ __all__ = [
     "HEX64_RE",
     "LINE_BREAKS",
     "MISSING",
+    "SECRET_HELD",
     "SURROGATE",
     "Count",
     "Hex64",
     "NonEmpty",
     "Problem",
+    "SecretFree",
     "StrictRecord",
     "bad_where",
     "bounded_lines",
@@ -64,6 +67,7 @@ __all__ = [
     "locate_field",
     "parse_lines",
     "read_bounded_lines",
+    "secret_rows",
     "short",
     "split_lines",
     "spreadsheet_cell",
@@ -77,6 +81,31 @@ HEX64_COL_RE = re.compile(r"(?:[0-9a-f]{64}\n)*[0-9a-f]{64}")
 Hex64 = Annotated[StrictStr, Field(pattern=HEX64)]
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 Count = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INT)]
+
+
+SECRET_HELD = ("holds a secret (a known API key in any encoding, an Authorization value or "
+               "URL credentials); a secret is never stored: remove it")
+"""Why a value of a user's file is refused: masking it would change the user's data (an
+annotator's name, a reference's text, a prompt), so the line is refused instead,
+naming the field, and the file's other lines land."""
+
+
+def _secret_free(value: str) -> str:
+    if holds_secret(value):
+        raise ValueError(SECRET_HELD)
+    return value
+
+
+SecretFree = AfterValidator(_secret_free)
+"""The pydantic check of :data:`SECRET_HELD` on a string field of a record model."""
+
+
+def secret_rows(col: list[Any]) -> list[int]:
+    """Positions of the values of a column of strings (None skipped) that hold a secret
+    (:data:`SECRET_HELD`); one redaction pass over the column."""
+    texts = [v if isinstance(v, str) else None for v in col]
+    return [i for i, (a, b) in enumerate(zip(texts, redact_many(texts), strict=True))
+            if a != b]
 
 
 class StrictRecord(BaseModel):
@@ -96,7 +125,8 @@ def input_error(
 
 
 def short(value: Any, limit: int = 40) -> str:
-    text = repr(value)
+    # Redacted before it is cut: a key cut in half would no longer be recognised.
+    text = repr(redact(value) if isinstance(value, str) else value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
