@@ -19,9 +19,11 @@ from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._bootstrap import bootstrap_metrics
 from truss_lab.evaluate._matches import people_matches
 from truss_lab.evaluate._ppi import (
+    PartialLabelsWarning,
     PeopleMatcher,
     check_correct,
     labels_ppi,
+    partial_labels,
     ppi_bootstrap,
     ppi_data,
     ppi_sweep,
@@ -31,7 +33,14 @@ from truss_lab.evaluate._ppi import (
 )
 from truss_lab.evaluate._runs import bootstrap_run, sweep_run
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
-from truss_lab.evaluate._truth import ReferenceTruth, RunTruth, Truth, judge_lessons
+from truss_lab.evaluate._truth import (
+    ReferenceTruth,
+    RunTruth,
+    Truth,
+    judge_lessons,
+    labelled_candidates,
+    run_labels,
+)
 from truss_lab.faces._notebook import SAMPLE, run_sample_extractions, sample_run_id
 from truss_lab.ingest._ingest import ingest_match_labels
 from truss_lab.store._store import Store
@@ -504,3 +513,64 @@ def test_labels_ppi_corrects_a_judge_with_the_gold_labels():
     want = yi.sum() + 3.0 * ((1 - yi[on]).sum() - yi[on].sum())
     assert tp == pytest.approx(want)
     assert labels_ppi(judge, _run_truth(y, s, g, np.zeros(len(y)))) is None
+
+
+def test_labels_ppi_takes_whole_verdicts_only():
+    """The sampling unit is the verdict: gold labels on some of a verdict's lessons
+    (a queue's band) are refused, naming them; a verdict whose labelled lesson is a
+    tie (answered, no truth) is sampled whole."""
+    y, s, g = population(3, n_verdicts=60, per=3)
+    s = np.where(np.isnan(s), 0.5, s)
+    judge = _run_truth(y, s, g, np.ones(len(y)))
+    on = np.isin(g, np.unique(g)[:20])
+    assert partial_labels(judge, _run_truth(y, s, g, on)) is None
+    band = on & (s >= 0.3) & (s <= 0.7)
+    why = partial_labels(judge, _run_truth(y, s, g, band))
+    assert why is not None and "lesson(s) the judge labels there have no gold label" in why
+    with pytest.raises(BadInputError, match="in part"):
+        labels_ppi(judge, _run_truth(y, s, g, band))
+    # Verdict 0's lessons all tied: answered, without a truth; still one of the sample.
+    tied = _run_truth(y, s, g, on & (g != 0))
+    tied.candidates["answered"] = on
+    data = labels_ppi(judge, tied)
+    assert data.n_sampled == 20 and "0" in set(data.sampled)
+    assert not data.judged_human[data.groups_human == "0"].any()
+
+
+def test_a_judge_is_corrected_by_whole_verdicts_never_by_a_band(store):
+    """Issue 36 item 1 on the sample: gold labels of a queue's band (lessons in [0.6, 0.8],
+    at most 2 per verdict) leave the judge uncorrected under auto, with one warning
+    naming them, and are refused by ppi; every lesson of a random half of the verdicts
+    corrects it."""
+    lc = labelled_candidates(store, GOOD, transfer=None)
+    lc = lc[lc["labelled"] & lc["valid"]]
+    rng = np.random.default_rng(5)
+    flip = rng.random(len(lc)) < 0.2
+    judge = pd.DataFrame({"verdict_hash": lc["verdict_hash"], "extractor": lc["extractor_id"],
+                          "lesson_index": lc["lesson_index"],
+                          "useful": np.where(flip, 1 - lc["label"], lc["label"]).astype(int),
+                          "annotator": "judge:noisy@judge-v1"})
+    human = run_labels(store)
+    human = human[human["extractor"] == "sim-good-v1"]
+    key = pd.MultiIndex.from_frame(human[["verdict_hash", "lesson_index"]].astype(
+        {"lesson_index": "int64"}))
+    sal = lc.set_index(["verdict_hash", "lesson_index"])["salience"]
+    s = sal.reindex(key).to_numpy(dtype=np.float64)
+    in_band = human[(s >= 0.6) & (s <= 0.8)]
+    first_two = in_band.drop_duplicates(["verdict_hash", "lesson_index"]).groupby(
+        "verdict_hash").head(2)
+    band = in_band.merge(first_two[["verdict_hash", "lesson_index"]])
+    verdicts = pd.unique(human["verdict_hash"])
+    half = rng.choice(verdicts, size=len(verdicts) // 2, replace=False)
+    whole = human[human["verdict_hash"].isin(half)]
+    truth = "judge:noisy@judge-v1"
+    got = sweep_run(store, GOOD, truth=truth, labels=pd.concat([whole, judge]),
+                    thresholds=[0.7])
+    assert got.attrs["correction"]["correction"] == "ppi"
+    assert got.attrs["correction"]["people_verdicts"] == len(half)
+    with pytest.warns(PartialLabelsWarning, match=r"not corrected: .* in part: \d+ lesson"):
+        got = sweep_run(store, GOOD, truth=truth, labels=pd.concat([band, judge]),
+                        thresholds=[0.7])
+    assert got.attrs["correction"]["correction"] == "none"
+    with pytest.raises(BadInputError, match=r"correct='ppi' refused: .* no gold label"):
+        sweep_run(store, GOOD, truth=truth, labels=pd.concat([band, judge]), correct="ppi")

@@ -8,12 +8,20 @@ comparison, calibration) asks it, so they correct alike. The estimator is
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ..core._errors import BadInputError
 from ..store._store import Store
 from ._matches import people_matches
-from ._ppi import PPIData, check_correct, labels_ppi, reference_ppi
+from ._ppi import (
+    PartialLabelsWarning,
+    PPIData,
+    check_correct,
+    labels_ppi,
+    partial_labels,
+    reference_ppi,
+)
 from ._truth import DEFAULT_TIES, ReferenceTruth, RunTruth, Truth, run_references
 
 __all__ = ["run_correction", "runs_correction", "runs_correction_label"]
@@ -26,7 +34,11 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
 
     ``correct``: ``none`` (None back), ``ppi`` (refused when the truth is the people's
     own, gold labels, or when people answered for no verdict the run is judged on),
-    ``auto`` (ppi when people answered for some, else None). References are corrected
+    ``auto`` (ppi when people answered for some, else None). Gold labels that cover a
+    verdict in part (:func:`~truss_lab.evaluate._ppi.partial_labels`: a labelling
+    queue's band) break the correction's design: ``ppi`` refuses them, ``auto`` leaves
+    the run uncorrected with a :class:`~truss_lab.evaluate._ppi.PartialLabelsWarning`
+    saying why. References are corrected
     by the people's match labels (``match_labels``: the store's table, a §5 path or a
     frame), a judge by the gold labels (``labels``)."""
     mode = check_correct(correct)
@@ -41,8 +53,15 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
                    "fill them in, `truss-lab ingest match-labels`)")
     elif truth.judge:
         assert isinstance(judged, RunTruth)
-        gold = Truth.resolve(store, "labels", [run_id], labels=labels)
-        data = labels_ppi(judged, gold.counted(run_id, score=score, ties=ties))
+        gold = Truth.resolve(store, "labels", [run_id], labels=labels).counted(
+            run_id, score=score, ties=ties)
+        why = partial_labels(judged, gold)
+        if why is not None:
+            if mode == "auto":  # never a correction whose design the labels break
+                warnings.warn(f"not corrected: {why}", PartialLabelsWarning, stacklevel=2)
+                return None
+            raise BadInputError(f"correct='ppi' refused: {why}", field="labels")
+        data = labels_ppi(judged, gold)
         answers = "gold labels (`truss-lab ingest labels`)"
     else:
         if mode == "ppi":

@@ -60,7 +60,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..core._errors import BadInputError
+from ..core._errors import BadInputError, TrussLabWarning
 from ..core._threads import blas_limited
 from ..ingest._match_labels import INCLUSION
 from ._bootstrap import BootstrapResult, ReplicateCounts, as_rng, check_boot, percentile_interval
@@ -84,12 +84,14 @@ __all__ = [
     "RATIOS",
     "Correction",
     "PPIData",
+    "PartialLabelsWarning",
     "PeopleMatcher",
     "check_correct",
     "clip_metrics",
     "correction_label",
     "correction_of",
     "labels_ppi",
+    "partial_labels",
     "power_lams",
     "ppi_bootstrap",
     "ppi_data",
@@ -1105,20 +1107,73 @@ def reference_ppi(truth: ReferenceTruth, references: pd.DataFrame,
                                                      truth.lessons["verdict_hash"].nunique()))
 
 
+class PartialLabelsWarning(TrussLabWarning):
+    """``correct="auto"`` left a run uncorrected because the people's labels break the
+    correction's design (:func:`partial_labels`): the message says why, in one line."""
+
+
+def _short(v: str) -> str:
+    return v if len(v) <= 12 else f"{v[:12]}…"
+
+
+def partial_labels(auto: RunTruth, gold: RunTruth) -> str | None:
+    """Why the gold labels of a run break the design :func:`labels_ppi` rests on, or
+    None when they keep it.
+
+    The sampling unit is the verdict: a verdict people labelled must have every
+    lesson the judge judges on it answered (labelled, or tied), so that its people's
+    count is whole. A queue's band (``truss-lab queue``: lessons in a salience band, at
+    most ``per_verdict`` of each verdict) labels verdicts in part: counting the rest of
+    such a verdict by the judge alone, as if it were people's, biased the corrected
+    precision by -0.04 on simulated data, and nothing makes the band's verdicts a
+    random sample of the run's. The one-line message names how many verdicts and
+    lessons, and the first of them."""
+    a, h = auto.candidates, gold.candidates
+    answered = (h["answered"] if "answered" in h.columns else h["judged"]).to_numpy(dtype=bool)
+    mine = pd.Index(h.loc[answered, "candidate_id"])
+    hv = h["verdict_hash"].astype(str)
+    sampled = pd.Index(pd.unique(hv[answered]), dtype=object)
+    av = a["verdict_hash"].astype(str)
+    missing = (a["judged"].to_numpy(dtype=bool) & av.isin(sampled).to_numpy()
+               & ~pd.Index(a["candidate_id"]).isin(mine))
+    if not missing.any():
+        return None
+    first = int(np.flatnonzero(missing)[0])
+    n_v = int(av[missing].nunique())
+    n_l = int(np.count_nonzero(missing)) // max(auto.count_scale, 1)
+    return (f"gold labels of run {auto.run_id!r} cover {n_v} of the {len(sampled)} verdicts "
+            f"they touch in part: {n_l} lesson(s) the judge labels there have no gold label "
+            f"(first: verdict {_short(str(av.iloc[first]))} lesson "
+            f"{int(a['lesson_index'].iloc[first])}), as a labelling queue's band leaves them; "
+            "a prediction-powered correction needs every lesson of a labelled verdict "
+            "labelled (label whole verdicts, drawn at random)")
+
+
 def labels_ppi(auto: RunTruth, gold: RunTruth) -> PPIData | None:
     """The two truths of one run judged by a judge: the judge's labels on every verdict
     the run processed (``auto``) and the gold labels (``gold``, of the same run, scored
-    alike) on the verdicts where people labelled a lesson of the run (taken as a simple
-    random sample of the verdicts with a candidate: FORMATS.md §3 labels carry no
-    design). None when people labelled nothing of the run."""
+    alike) on the verdicts where people labelled a lesson of the run. The sampling unit
+    is the verdict: those verdicts are taken as a simple random sample of the verdicts
+    with a candidate (FORMATS.md §3 labels carry no design), each labelled whole.
+    None when people labelled nothing of the run.
+
+    Raises
+    ------
+    BadInputError
+        When people labelled a verdict in part (:func:`partial_labels`: a lesson the
+        judge judges there has no gold label); the message says which.
+    """
     if auto.count_scale != gold.count_scale:
         raise BadInputError('ties="half" counts a judge and the gold labels alike or not '
                             "at all", field="ties")
     a, h = auto.candidates, gold.candidates
-    labelled = h["judged"].to_numpy(dtype=bool)
+    labelled = (h["answered"] if "answered" in h.columns else h["judged"]).to_numpy(dtype=bool)
     sampled = np.asarray(pd.unique(h.loc[labelled, "verdict_hash"].astype(str)), dtype=object)
     if len(sampled) == 0:
         return None
+    why = partial_labels(auto, gold)
+    if why is not None:
+        raise BadInputError(why, field="labels")
     mine = h["verdict_hash"].astype(str).isin(pd.Index(sampled, dtype=object)).to_numpy()
     h = h[mine]
     return ppi_data(a["y"].to_numpy(), a["s"].to_numpy(),

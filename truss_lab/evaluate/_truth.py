@@ -568,7 +568,9 @@ class RunTruth:
     dropped), ordered by verdict seq and lesson index: ``candidate_id,
     verdict_hash, extractor_id, lesson_index, valid``, ``s`` (the thresholded
     score; NaN for dropped or unscored candidates: never kept), ``y`` (uint8
-    truth, 0 where there is none) and ``judged`` (bool: has a truth value).
+    truth, 0 where there is none), ``judged`` (bool: has a truth value) and
+    ``answered`` (bool: labelled, or tied: people answered for it; the gold side
+    of a prediction-powered correction needs it on every lesson of a verdict).
     ``n_verdicts`` is every verdict the run processed. ``counts``: candidates,
     valid, dropped, dropped_useful, labelled, tied, tied_judged, unlabelled,
     verdicts, and the ``ties`` policy (all in lessons, never doubled).
@@ -672,6 +674,8 @@ def labels_truth(
         "candidate_id": df["candidate_id"], "verdict_hash": df["verdict_hash"].astype(str),
         "extractor_id": df["extractor_id"], "lesson_index": df["lesson_index"],
         "valid": valid, "s": s, "y": y, "judged": judged,
+        # People answered (a label or a tie): what makes a verdict wholly labelled.
+        "answered": label.notna().to_numpy() | tie,
     })
     counts = {
         "candidates": len(df), "valid": int(valid.sum()), "dropped": int((~valid).sum()),
