@@ -12,6 +12,7 @@ if typing.TYPE_CHECKING:
     # Imported on first use (core/_lazy.py): importing the package stays cheap, so the
     # command line starts at once. These lines are the exports' one list of homes.
     from ._batch import ExtractionRun, rerun, run_extraction
+    from ._batch_api import ingest_batch, prepare_batch
     from ._extractor import Extractor, ReplayProvider, UnregisteredPromptWarning
     from ._gate import CloseResult, ContractCloseLearning, apply_gate
     from ._grid import Grid, GridCell, load_grid, run_grid
@@ -58,9 +59,11 @@ __all__ = [
     "build_match_request",
     "build_request",
     "get_template",
+    "ingest_batch",
     "load_grid",
     "load_prompt",
     "parse_completion",
+    "prepare_batch",
     "register_prompt",
     "rerun",
     "run_extraction",

@@ -210,6 +210,18 @@ class Provider(Protocol):
     def complete(self, request: CompletionRequest) -> Completion: ...
 
 
+def chat_body(request: CompletionRequest, n: int | None = None) -> dict[str, Any]:
+    """The chat-completions request body a live extractor sends for ``request`` (``n``:
+    the samples of one call): the one definition, which a Batch input file's ``body``
+    repeats (:mod:`truss_lab.extract._batch_api`), so its request hash is the live one."""
+    return {
+        **request.parameters,
+        **({} if n is None else {"n": n}),
+        "model": request.model,
+        "messages": [m.model_dump() for m in request.messages],
+    }
+
+
 def provider_name(provider: Any) -> str:
     """The name a run stores for ``provider``: its ``provider_id``, else its class name."""
     return str(getattr(provider, "provider_id", type(provider).__name__))
@@ -667,13 +679,7 @@ class OpenAICompatibleProvider:
                 f"{where}: the request asks for model {first.model!r} but this provider "
                 f"serves {self.model!r}"
             )
-        payload = {
-            **first.parameters,
-            **({} if n is None else {"n": n}),
-            "model": first.model,
-            "messages": [m.model_dump() for m in first.messages],
-        }
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = json.dumps(chat_body(first, n), ensure_ascii=False).encode("utf-8")
         attempts = self.max_retries + 1
         last = ""
         clock = CallClock(self.deadline)

@@ -44,6 +44,7 @@ __all__ = [
     "ingest_labels",
     "ingest_match_labels",
     "ingest_references",
+    "land_completions",
 ]
 
 @dataclass
@@ -181,8 +182,19 @@ def ingest_completions(store: Store, path: str | os.PathLike[str] | pd.DataFrame
     """
     source = source_name(path)
     df, errors = read_completions(path)
+    return land_completions(store, df, errors, source)
+
+
+def land_completions(store: Store, df: pd.DataFrame, errors: list[BadInputError], source: str,
+                     *, row_sources: list[str] | None = None) -> IngestReport:
+    """Write completions :func:`~truss_lab.ingest._completions.read_completions` read
+    (``df``, its ``errors``) and their extractor configurations, in one transaction: what
+    every completions ingest ends with. ``row_sources``: each row's own ``source`` (a
+    Batch output's request ids), default ``source``."""
     hashes, configs = _config_hashes(df)
-    new = _frame(df, COMPLETIONS_SCHEMA, {"source": source, "recorded_at": utcnow()})
+    new = _frame(df, COMPLETIONS_SCHEMA, {"recorded_at": utcnow()})
+    new = new.set_column(new.schema.get_field_index("source"), "source",
+                         pa.array(row_sources or [source] * len(df), pa.string()))
     new = new.append_column("config_hash", pa.array(hashes, pa.string()))
     key = COMPLETIONS_KEY
     n_read = len(df) + len(errors)

@@ -42,6 +42,7 @@ __all__ = [
     "delete_run",
     "done_chunks",
     "extractor_config",
+    "extractor_config_by_hash",
     "finish_run",
     "get_run",
     "lessons_stored",
@@ -163,6 +164,16 @@ def record_extractor_config(store: Store, extractor_id: str, config_hash: str,
     store.append("extractor_configs", pa.table({
         "config_hash": [config_hash], "config": [json.dumps(dict(config), sort_keys=True)],
         "recorded_at": pa.array([utcnow()], _TS)}), key=["config_hash"])
+
+
+def extractor_config_by_hash(store: Store, prefix: str) -> dict[str, Any] | None:
+    """The one kept configuration whose hash starts with ``prefix`` (hex digits, as a Batch
+    request's ``custom_id`` carries it), as a dict; None when none or several do."""
+    if not prefix or any(c not in "0123456789abcdef" for c in prefix):
+        return None
+    rows = store.con.execute("SELECT config FROM extractor_configs WHERE "
+                             "starts_with(config_hash, ?) LIMIT 2", [prefix]).fetchall()
+    return dict(json.loads(rows[0][0])) if len(rows) == 1 else None
 
 
 def extractor_config(store: Store, extractor_id: str) -> dict[str, Any] | None:

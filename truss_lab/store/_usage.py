@@ -33,9 +33,14 @@ from ..core._toml import read_toml
 from ._runs import recorded_completions, run_info, run_verdict_hashes
 from ._store import Store
 
-__all__ = ["Prices", "RunUsage", "load_prices", "run_usage"]
+__all__ = ["BATCH_SOURCE", "Prices", "RunUsage", "load_prices", "run_usage"]
 
 _PRICE_KEYS = ("input_per_million", "output_per_million")
+_BATCH_KEYS = ("batch_input_per_million", "batch_output_per_million")
+BATCH_SOURCE = "openai-batch:"
+"""How the ``source`` of a completion a provider's batch interface answered starts
+(``openai-batch:FILE#REQUEST_ID``): its cost is the model's batch price when the table
+gives one."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,14 @@ class Prices:
     """model -> (input_per_million, output_per_million)."""
     currency: str = "USD"
     """The currency of every price (shown with the cost)."""
+    batch: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """model -> (batch_input_per_million, batch_output_per_million), for the models whose
+    table gives them: what a call through the batch interface costs (default: the live
+    price)."""
+
+    def per_million(self, model: str, batch: bool) -> tuple[float, float]:
+        """The (input, output) price per million tokens of a call of ``model``."""
+        return self.batch.get(model, self.models[model]) if batch else self.models[model]
 
 
 def load_prices(path: str | os.PathLike[str]) -> Prices:
@@ -55,6 +68,8 @@ def load_prices(path: str | os.PathLike[str]) -> Prices:
         [models."gpt-4o-mini"]
         input_per_million = 0.15              # per million prompt tokens
         output_per_million = 0.60             # per million completion tokens
+        batch_input_per_million = 0.075       # optional: through the batch interface
+        batch_output_per_million = 0.30       # (both or neither)
     """
     source = str(path)
     data = read_toml(path, what="the price table")
@@ -63,6 +78,7 @@ def load_prices(path: str | os.PathLike[str]) -> Prices:
         raise BadInputError('expected [models."NAME"] tables with input_per_million and '
                             "output_per_million", source=source, field="models")
     out: dict[str, tuple[float, float]] = {}
+    batch: dict[str, tuple[float, float]] = {}
     for name, entry in models.items():
         vals = [entry.get(k) if isinstance(entry, dict) else None for k in _PRICE_KEYS]
         if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
@@ -71,11 +87,19 @@ def load_prices(path: str | os.PathLike[str]) -> Prices:
                 f"model {name!r}: expected numbers >= 0 for {' and '.join(_PRICE_KEYS)}",
                 source=source, field=f"models.{name}")
         out[str(name)] = (float(vals[0]), float(vals[1]))  # type: ignore[arg-type]
+        bvals = [entry.get(k) for k in _BATCH_KEYS]
+        if any(v is not None for v in bvals):
+            if not all(isinstance(v, int | float) and not isinstance(v, bool)
+                       and math.isfinite(v) and v >= 0 for v in bvals):
+                raise BadInputError(
+                    f"model {name!r}: expected numbers >= 0 for {' and '.join(_BATCH_KEYS)} "
+                    "(both or neither)", source=source, field=f"models.{name}")
+            batch[str(name)] = (float(bvals[0]), float(bvals[1]))  # type: ignore[arg-type]
     currency = data.get("currency", "USD")
     if not isinstance(currency, str) or not currency:
         raise BadInputError("currency must be a non-empty string", source=source,
                             field="currency")
-    return Prices(out, currency)
+    return Prices(out, currency, batch)
 
 
 @dataclass(frozen=True)
@@ -248,8 +272,9 @@ def _replayed_calls(store: Store, run_id: str, extractor_id: str,
     extra = ((rec["sample_index"] > 0) & rec["latency_ms"].isna()
              & rec["prompt_tokens"].isna() & rec["completion_tokens"].isna())
     rec = rec[~extra]
+    rec = rec.assign(batch=rec["source"].astype(str).str.startswith(BATCH_SOURCE))
     return [tuple(None if pd.isna(v) else v for v in r) for r in rec[
-        ["model", "latency_ms", "prompt_tokens", "completion_tokens"]].itertuples(
+        ["model", "latency_ms", "prompt_tokens", "completion_tokens", "batch"]].itertuples(
             index=False, name=None)]
 
 
@@ -261,5 +286,7 @@ def _cost(live: list[tuple[Any, ...]], prices: Prices | None) -> tuple[float | N
         return None, f"no price for model(s) {', '.join(unpriced)}"
     if any(r[2] is None or r[3] is None for r in live):
         return None, "some live calls reported no token counts"
-    total = sum(r[2] * prices.models[r[0]][0] + r[3] * prices.models[r[0]][1] for r in live)
+    # A recorded call the batch interface answered (a 5th element True) costs the batch price.
+    rates = [prices.per_million(r[0], len(r) > 4 and bool(r[4])) for r in live]
+    total = sum(r[2] * a + r[3] * b for r, (a, b) in zip(live, rates, strict=True))
     return total / 1e6, ""

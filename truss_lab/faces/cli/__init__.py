@@ -50,6 +50,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rerun": ("extract", "Replay run RUN from its own recordings as a new run: zero live "
                          "calls, the same candidates (a live run's own answers, never "
                          "another run's)."),
+    "batch": ("extract", "A provider's batch interface (the OpenAI Batch file format): "
+                         "prepare the input file; `ingest completions OUT --format "
+                         "openai-batch` reads the output."),
     "runs": ("runs", "List extraction runs with their names, tags and counts (`runs delete "
                      "RUN` deletes one)."),
     "errors": ("runs", "List a run's per-verdict errors (provider, parse, prompt), by "

@@ -138,14 +138,24 @@ def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_pref
         sys.exit(1)
 
 
+allow_bad_lines_option = click.option(
+    "--allow-bad-lines", is_flag=True,
+    help=f"Exit 0 when some lines were rejected (default: exit {EXIT_BAD_LINES}).")
+
+
 _INGEST = {"completions": ingest_completions, "labels": ingest_labels,
            "references": ingest_references, "match-labels": ingest_match_labels}
 
 
 def _ingest_table(kind: str, db: str, path: str, as_json: bool,
-                  allow_bad_lines: bool = False) -> None:
+                  allow_bad_lines: bool = False, batch_extractor: str | None = None) -> None:
     with open_store(db) as store:
-        rep = _INGEST[kind](store, path)
+        if batch_extractor is not None:
+            from ...extract._batch_api import ingest_batch  # only this form needs extract
+
+            rep = ingest_batch(store, path, batch_extractor)
+        else:
+            rep = _INGEST[kind](store, path)
     text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
            f"{len(rep.errors)} bad lines"
     if rep.rows_blank:
@@ -167,9 +177,6 @@ def _ingest_table(kind: str, db: str, path: str, as_json: bool,
         sys.exit(EXIT_BAD_LINES)
 
 
-allow_bad_lines_option = click.option(
-    "--allow-bad-lines", is_flag=True,
-    help=f"Exit 0 when some lines were rejected (default: exit {EXIT_BAD_LINES}).")
 
 
 def _ingest_table_command(kind: str, what: str) -> click.Command:
@@ -188,7 +195,31 @@ def _ingest_table_command(kind: str, what: str) -> click.Command:
     return command  # type: ignore[return-value]
 
 
-ingest_completions_cmd = _ingest_table_command("completions", "recorded completions")
+@ingest.command("completions")
+@db_option
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["completions", "openai-batch"]),
+              default="completions", show_default=True,
+              help="completions: JSONL, CSV or Parquet of the completions format (`truss-lab "
+                   "schema completions`); openai-batch: an OpenAI Batch output file of "
+                   "requests `truss-lab batch prepare` wrote.")
+@click.option("--extractor", "extractor_id", default=None,
+              help="With --format openai-batch: the extractor id the answers are recorded "
+                   "under (`batch prepare` prints it).")
+@allow_bad_lines_option
+@json_option
+@friendly
+def ingest_completions_cmd(db: str, path: str, fmt: str, extractor_id: str | None,
+                           allow_bad_lines: bool, as_json: bool) -> None:
+    """Load recorded completions (bad lines reported, good ones land; exit 3 if any)."""
+    if fmt == "openai-batch" and not extractor_id:
+        raise TrussLabError("--format openai-batch needs --extractor (the id `truss-lab "
+                            "batch prepare` printed)")
+    if fmt != "openai-batch" and extractor_id:
+        raise TrussLabError("--extractor names a Batch output's extractor (--format "
+                            "openai-batch); a completions file names its own")
+    _ingest_table("completions", db, path, as_json, allow_bad_lines,
+                  batch_extractor=extractor_id)
 ingest_labels_cmd = _ingest_table_command("labels", "gold labels")
 ingest_references_cmd = _ingest_table_command("references", "reference lessons")
 ingest_match_labels_cmd = _ingest_table_command(

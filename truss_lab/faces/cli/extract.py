@@ -20,6 +20,7 @@ from ...core._secrets import MASK
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ...extract._batch import rerun as rerun_run
 from ...extract._batch import run_extraction
+from ...extract._batch_api import prepare_batch
 from ...extract._extractor import MAX_SAMPLES
 from ...extract._grid import load_grid, run_grid
 from ...extract._limits import DEFAULT_DEADLINE
@@ -260,7 +261,50 @@ def rerun(run_id: str, db: str, new_run_id: str | None, executor: str | None, qu
         emit(run.to_dict(), as_json, repr(run))
 
 
-COMMANDS: tuple[click.Command, ...] = (extract, grid, rerun)
+@click.group("batch")
+def batch() -> None:
+    """A provider's batch interface (the OpenAI Batch file format): prepare the input file;
+    `ingest completions OUT --format openai-batch` reads the output."""
+
+
+@batch.command("prepare")
+@db_option
+@click.option("--extractor", "extractor_spec", required=True, metavar="openai:MODEL",
+              help="The live extractor whose requests the file holds.")
+@click.option("--prompt", default=None, metavar="NAME", help="Prompt template version.")
+@click.option("--verdicts", "verdict_filter", default=None,
+              help="SQL condition over the journal selecting verdicts (default: all).")
+@click.option("--response-format", type=click.Choice(["none", "json_object", "json_schema"]),
+              default=None, help="Structured output of the requests.")
+@click.option("--temperature", type=float, default=None, help="Sampling temperature.")
+@click.option("--max-tokens", type=click.IntRange(1), default=None, help="Most tokens.")
+@click.option("--samples", type=click.IntRange(1, 1), default=None,
+              help="Samples per verdict (a batch holds 1).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="The Batch input file to write (JSONL).")
+@json_option
+@friendly
+def batch_prepare(db: str, extractor_spec: str, prompt: str | None, verdict_filter: str | None,
+                  response_format: str | None, temperature: float | None,
+                  max_tokens: int | None, samples: int | None, out: str,
+                  as_json: bool) -> None:
+    """Write an OpenAI Batch input file: one request per verdict, each body exactly what
+    the live extractor sends (so its request hash is the live one)."""
+    knobs = {"prompt_version": prompt, "response_format": response_format,
+             "temperature": temperature, "max_tokens": max_tokens, "samples": samples}
+    with open_store(db) as store:
+        ext = make_extractor(extractor_spec, store, knobs=knobs)
+        try:
+            n = prepare_batch(store, ext, out, verdicts=verdict_filter)
+        finally:
+            ext.provider.close()
+    emit({"out": out, "requests": n, "extractor_id": ext.extractor_id}, as_json,
+         f"{out}: {n} requests for {ext.extractor_id}; send it to the provider's batch "
+         f"API, then `truss-lab ingest completions OUTPUT.jsonl --format openai-batch "
+         f"--extractor {ext.extractor_id} --db {db}`")
+
+
+COMMANDS: tuple[click.Command, ...] = (extract, grid, rerun, batch)
 
 
 def register(group: click.Group) -> None:
