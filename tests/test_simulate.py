@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
+import itertools
 import json
 import re
 import shlex
@@ -160,6 +161,48 @@ def test_any_seed_and_size_gives_a_consistent_dataset(
     lab = pd.read_csv(d / "labels.csv")
     assert len(lab) == res.n_labels
     assert set(zip(lab.verdict_hash, lab.extractor, lab.lesson_index, strict=True)) <= keys
+
+
+def test_a_long_simulation_is_written_block_by_block_as_one_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Memory holds one block whatever the size (BLOCK_VERDICTS, 100k in use; 400 here):
+    # block 0 is the dataset of that many verdicts byte for byte, the next blocks draw
+    # their own streams and continue the chain, the contracts and the clock.
+    from tests.builders.stores import fresh_store
+    from truss_lab.ingest._ingest import ingest_completions, ingest_labels
+    from truss_lab.journal._ledger import import_journal
+    from truss_lab.simulate import _simulate
+
+    monkeypatch.setattr(_simulate, "BLOCK_VERDICTS", 400)
+    one, long = tmp_path / "one", tmp_path / "long"
+    simulate(one, runs=400, seed=5)
+    res = simulate(long, runs=1000, seed=5)
+    entries = _verify_journal(long)  # one chain, seq 1..1000, every signature good
+    assert len(entries) == res.n_verdicts == 1000
+    head = (one / "journal.jsonl").read_bytes()
+    assert (long / "journal.jsonl").read_bytes().startswith(head)
+    ts = [e["ts"] for e in entries]
+    assert ts == sorted(ts) and len(set(ts)) == len(ts)
+    contracts = [int(e["payload"]["contract_id"][2:]) for e in entries]
+    assert contracts[0] == 1 and all(0 <= b - a <= 1 for a, b in itertools.pairwise(contracts))
+    # Blocks 1 and 2 are not copies of block 0: their own streams.
+    goals = [tuple(c["name"] for c in e["payload"]["checks"]) for e in entries]
+    assert goals[400:800] != goals[:400] and goals[800:] != goals[:200]
+    # The counts are the files' and every file loads as one dataset.
+    comps = _jsonl(long / "completions.jsonl")
+    assert len(comps) == res.n_completions == 3 * 1000
+    assert len(pd.read_csv(long / "labels.csv")) == res.n_labels
+    assert sum(res.verdicts.values()) == 1000
+    with fresh_store() as s:
+        assert import_journal(s, long / "journal.jsonl", keyring=long / "keys.json").ok
+        rep = ingest_completions(s, long / "completions.jsonl")
+        assert not rep.errors and rep.rows_added == 3000
+        rep = ingest_labels(s, long / "labels.csv")
+        assert not rep.errors and rep.rows_added == res.n_labels
+    with pytest.raises(BadInputError, match="match_share"):
+        simulate(tmp_path / "x", runs=1000, seed=5, match_verdicts=3)
+    assert not (tmp_path / "x").exists()
 
 
 def test_tampered_entry_no_longer_verifies(small: Path) -> None:

@@ -22,8 +22,8 @@ from typing import IO
 
 from ._errors import BadInputError
 
-__all__ = ["Writer", "check_output_file", "check_output_folder", "output_text", "write_output",
-           "write_outputs"]
+__all__ = ["Writer", "check_output_file", "check_output_folder", "output_text", "staged_outputs",
+           "write_output", "write_outputs"]
 
 Writer = Callable[[Path], object]
 """Writes the whole file at the path it is given (a temporary file next to the target)."""
@@ -127,6 +127,18 @@ def write_outputs(files: Sequence[tuple[str | os.PathLike[str], Writer]], *,
         for (_, write), tmp in zip(files, tmps, strict=True):
             write(tmp)
     return [Path(p) for p, _ in files]
+
+
+@contextmanager
+def staged_outputs(paths: Sequence[str | os.PathLike[str]], *,
+                   field: str | None = None) -> Iterator[list[Path]]:
+    """Temporary files (next to ``paths``, each checked by :func:`check_output_file`) that
+    the block writes in any order, a piece at a time; when it ends without error they
+    replace ``paths``, all or none, as :func:`write_outputs` does. For files written
+    together as a stream (a simulation's, block by block), which no one writer holds."""
+    checked = [check_output_file(p, field=field) for p in paths]
+    with _staged(checked, field=field) as tmps:
+        yield tmps
 
 
 @contextmanager

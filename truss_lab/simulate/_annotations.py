@@ -71,6 +71,7 @@ from ._words import (
     N_SYNONYMS,
     N_VOICE,
     PARAPHRASE_NAMES,
+    Seed,
     Voice,
     name_key,
     reference_text,
@@ -102,7 +103,7 @@ LESSON_TRUTH_HEADER = ("verdict_hash,extractor,lesson_index,lesson_kind,referenc
 
 
 def label_rows(
-    seed: int, comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
+    seed: Seed, comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
     labelled: Sequence[bool] | None = None,
 ) -> tuple[list[str], list[str]]:
     """CSV rows (without header) of labels.csv and truth.csv.
@@ -209,7 +210,7 @@ _REFERENCE_VOICES = {"ann-a": Voice(variant=0.6, sets=0.3, hedge=0.1),
                      "ann-b": Voice(variant=0.7, sets=0.35, hedge=0.15)}
 
 
-def reference_lines(seed: int, v: Verdicts, hashes: Sequence[str]) -> list[str]:
+def reference_lines(seed: Seed, v: Verdicts, hashes: Sequence[str]) -> list[str]:
     """The JSONL lines of references.jsonl: by verdict, annotator, reference id."""
     rng = stream(seed, 4)
     rng_w = stream(seed, 4, 1)
@@ -250,7 +251,7 @@ DEFAULT_MATCH_DISAGREEMENT = 0.02  # P(a person's answer is wrong, when a wrong 
 
 
 def match_rows(
-    seed: int, comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
+    seed: Seed, comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
     references: dict[str, list[str]], *, n_matched: int, disagreement: float,
 ) -> tuple[list[str], list[str], int]:
     """CSV rows (without header) of match_labels.csv (:data:`MATCH_PEOPLE_HEADER`: the

@@ -60,6 +60,7 @@ from ._words import (
     PROSE_ONLY,
     SAL_OUT,
     SAL_STRINGS,
+    Seed,
     Voice,
     heavy_paraphrase,
     lesson_text,
@@ -223,7 +224,7 @@ class _Wording(NamedTuple):
 
 
 def make_completions(
-    seed: int, prof: ExtractorProfile, v: Verdicts, hashes: list[str],
+    seed: Seed, prof: ExtractorProfile, v: Verdicts, hashes: list[str],
 ) -> Completions:
     """The completion of extractor ``prof`` for every verdict of ``v`` (``hashes`` in order).
 

@@ -51,7 +51,9 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +63,7 @@ import pandas as pd
 
 from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError, TrussLabError
-from ..core._files import Writer, check_output_file, check_output_folder, write_outputs
+from ..core._files import check_output_file, check_output_folder, staged_outputs
 from ..extract._parser import parse_completion
 from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring, save_keyring
 from ._annotations import (
@@ -86,6 +88,7 @@ from ._completions import (
     make_completions,
 )
 from ._verdicts import VERDICT_NAMES, Verdicts, make_verdicts
+from ._words import Seed
 
 __all__ = [
     "FILES",
@@ -108,6 +111,9 @@ GENERATOR_VERSION = "truss_lab-sim-3"
 SIM_KEY_ID = "truss-sim-operator-1"
 FILES = ("journal.jsonl", "keys.json", "completions.jsonl", "labels.csv", "truth.csv",
          "references.jsonl", "lesson_truth.csv", "match_labels.csv", "match_truth.csv")
+SAMPLE_FILES = ("completions_samples.jsonl", "truth_samples.csv")
+TRUTH_SAMPLES_HEADER = ("verdict_hash,extractor,sample_index,lesson_index,p_useful,useful_true,"
+                        "lesson_kind")
 
 
 @dataclass(frozen=True)
@@ -190,14 +196,6 @@ def _resolve(extractors: Sequence[str | ExtractorProfile]) -> list[ExtractorProf
     return out
 
 
-def _text(text: str) -> Writer:
-    """A writer of ``text`` (UTF-8, ``\n`` line ends on every platform)."""
-    def write(tmp: Path) -> None:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-    return write
-
-
 def _check_sizes(runs: Any, seed: Any, samples: Any) -> tuple[int, int, int]:
     """``runs``, ``seed`` and ``samples`` as ints, or a BadInputError naming the field."""
     if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
@@ -210,25 +208,18 @@ def _check_sizes(runs: Any, seed: Any, samples: Any) -> tuple[int, int, int]:
     return int(runs), int(seed), int(samples)
 
 
-def _signed_journal(v: Verdicts, key: SigningKey) -> tuple[list[str], list[str]]:
-    """The entry hashes and journal lines of the verdicts, chained and signed in order."""
-    prev = GENESIS_HASH
+def _signed_journal(v: Verdicts, key: SigningKey, first_seq: int = 1,
+                    prev: str = GENESIS_HASH) -> tuple[list[str], list[str]]:
+    """The entry hashes and journal lines of the verdicts, chained and signed in order
+    (from ``first_seq``, linked to ``prev``: a block continues the chain before it)."""
     hashes: list[str] = []
     jlines: list[str] = []
     for i in range(len(v.payloads)):
-        e = build_entry(i + 1, "contract_verdict", v.payloads[i], key, prev, v.ts[i])
+        e = build_entry(first_seq + i, "contract_verdict", v.payloads[i], key, prev, v.ts[i])
         prev = e["hash"]
         hashes.append(prev)
         jlines.append(json.dumps(e, ensure_ascii=False, separators=(",", ":")))
     return hashes, jlines
-
-
-def _sample_files(seed: int, b: _Built, samples: int) -> dict[str, Writer]:
-    """The k-sample files' writers, by file name."""
-    s_lines, s_truth = sample_lines(seed, b.profiles, b.v, b.hashes, b.comps, samples)
-    return {SAMPLE_FILES[0]: _text("\n".join(s_lines) + "\n"),
-            SAMPLE_FILES[1]: _text(TRUTH_SAMPLES_HEADER + "\n"
-                                   + "".join(r + "\n" for r in s_truth))}
 
 
 def _check_match(match_share: Any, match_verdicts: Any, disagreement: Any,
@@ -253,8 +244,9 @@ def _check_match(match_share: Any, match_verdicts: Any, disagreement: Any,
 
 @dataclass
 class _Built:
-    """Every file's text of one simulation, before anything is written."""
+    """Every file's text of one simulation (or one block of it), before it is written."""
 
+    seed: Seed
     key: SigningKey
     v: Verdicts
     hashes: list[str]
@@ -269,15 +261,21 @@ class _Built:
     match_truth: list[str]
     n_match_verdicts: int
     n_match_wrong: int
+    first_seq: int = 1
+    first_contract: int = 0
 
 
-def _build(runs: int, seed: int, extractors: Sequence[str | ExtractorProfile],
+def _build(runs: int, seed: Seed, extractors: Sequence[str | ExtractorProfile],
            match_share: float, match_verdicts: int | None,
-           match_disagreement: float) -> _Built:
+           match_disagreement: float, *,
+           after: tuple[int, str, int, int] = (1, GENESIS_HASH, 0, 0)) -> _Built:
+    """One simulation's data, or (``seed`` = ``(seed, block)``, ``after`` the
+    :func:`_continuation` of the block before) the next block of a long one."""
     profiles = _resolve(extractors)
-    v = make_verdicts(seed, runs)
-    key = simulation_key(seed)
-    hashes, jlines = _signed_journal(v, key)
+    first_seq, prev, contracts, seconds = after
+    v = make_verdicts(seed, runs, first_contract=contracts, start_seconds=seconds)
+    key = simulation_key(seed if isinstance(seed, int) else seed[0])
+    hashes, jlines = _signed_journal(v, key, first_seq, prev)
     comps = [make_completions(seed, p, v, hashes) for p in profiles]
     clines = [comps[k].lines[i] for i in range(runs) for k in range(len(profiles))]
     names = [p.name for p in profiles]
@@ -294,30 +292,39 @@ def _build(runs: int, seed: int, extractors: Sequence[str | ExtractorProfile],
     people, mtruth, n_wrong = match_rows(
         seed, comps, names, hashes, {h: sorted(ids) for h, ids in refs.items()},
         n_matched=n_matched, disagreement=float(match_disagreement))
-    return _Built(key, v, hashes, profiles, comps, jlines, clines, lab_rows, truth_rows,
-                  ref_lines, people, mtruth, n_matched, n_wrong)
+    return _Built(seed, key, v, hashes, profiles, comps, jlines, clines, lab_rows,
+                  truth_rows, ref_lines, people, mtruth, n_matched, n_wrong,
+                  first_seq=first_seq, first_contract=contracts)
 
 
-def _files(b: _Built) -> dict[str, Writer]:
-    """The writers of every file of :data:`FILES`, by name."""
+#: The first line of each CSV file the simulator writes (the JSONL files have none).
+_HEADERS = {
+    "labels.csv": "verdict_hash,extractor,lesson_index,useful,annotator",
+    "truth.csv": "verdict_hash,extractor,lesson_index,p_useful,useful_true,lesson_kind",
+    "lesson_truth.csv": LESSON_TRUTH_HEADER,
+    "match_labels.csv": MATCH_PEOPLE_HEADER,
+    "match_truth.csv": MATCH_LABELS_HEADER,
+    SAMPLE_FILES[1]: TRUTH_SAMPLES_HEADER,
+}
+
+
+def _lines(b: _Built, samples: int) -> dict[str, list[str]]:
+    """The lines (without their ends) one simulation or block adds to each text file."""
     names = [p.name for p in b.profiles]
-    ring = {b.key.key_id: b.key.public_key}
-    return {
-        "journal.jsonl": _text("\n".join(b.jlines) + "\n"),
-        "keys.json": lambda tmp: save_keyring(ring, tmp),
-        "completions.jsonl": _text("\n".join(b.clines) + "\n"),
-        "labels.csv": _text("verdict_hash,extractor,lesson_index,useful,annotator\n"
-                            + "".join(r + "\n" for r in b.lab_rows)),
-        "truth.csv": _text("verdict_hash,extractor,lesson_index,p_useful,useful_true,"
-                           "lesson_kind\n" + "".join(r + "\n" for r in b.truth_rows)),
-        "references.jsonl": _text("".join(r + "\n" for r in b.ref_lines)),
-        "lesson_truth.csv": _text(LESSON_TRUTH_HEADER + "\n" + "".join(
-            r + "\n" for r in lesson_truth_rows(b.comps, names, b.hashes))),
-        "match_labels.csv": _text(MATCH_PEOPLE_HEADER + "\n"
-                                  + "".join(r + "\n" for r in b.match_people)),
-        "match_truth.csv": _text(MATCH_LABELS_HEADER + "\n"
-                                 + "".join(r + "\n" for r in b.match_truth)),
+    out = {
+        "journal.jsonl": b.jlines,
+        "completions.jsonl": b.clines,
+        "labels.csv": b.lab_rows,
+        "truth.csv": b.truth_rows,
+        "references.jsonl": b.ref_lines,
+        "lesson_truth.csv": lesson_truth_rows(b.comps, names, b.hashes),
+        "match_labels.csv": b.match_people,
+        "match_truth.csv": b.match_truth,
     }
+    if samples > 1:
+        out[SAMPLE_FILES[0]], out[SAMPLE_FILES[1]] = sample_lines(
+            b.seed, b.profiles, b.v, b.hashes, b.comps, samples)
+    return out
 
 
 def _same_seed(out: Path, key: SigningKey) -> bool:
@@ -362,23 +369,92 @@ def _check_dataset_folder(out: Path, key: SigningKey, seed: int, names: Sequence
     return []
 
 
-def _write_dataset(out: Path, files: dict[str, Writer], stale: list[str]) -> None:
-    """Write ``files`` into ``out`` (made if missing) all or none, then remove ``stale``."""
+def _tally(b: _Built) -> Counter[str]:
+    """What one simulation or block holds, as :class:`SimulationResult` counts it
+    (``defects`` as ``extractor\0defect`` keys)."""
+    t: Counter[str] = Counter()
+    for p, c in zip(b.profiles, b.comps, strict=True):
+        for k, n in defect_counts(c).items():
+            t[f"{p.name}\0{k}"] += n
+        t["n_unparseable"] += int(np.isin(c.text_kind, UNPARSEABLE).sum())
+        t["n_candidates"] += int(c.candidate.sum())
+    for i, name in enumerate(VERDICT_NAMES):
+        t[f"verdict\0{name}"] += int((b.v.verdict == i).sum())
+    t.update(n_completions=len(b.clines), n_labels=len(b.lab_rows),
+             n_references=len(b.ref_lines), n_match_verdicts=b.n_match_verdicts,
+             n_match_labels=len(b.match_people), n_match_wrong=b.n_match_wrong)
+    return t
+
+
+def _write_dataset(out: Path, names: list[str], stale: list[str], blocks: Iterator[_Built],
+                   samples: int) -> Counter[str]:
+    """Write the files ``names`` into ``out`` (made if missing) from ``blocks``, one
+    block at a time, all or none; then remove ``stale``. Each block is written and
+    dropped before the next is drawn, so memory holds one block; what is kept of each
+    is what :class:`SimulationResult` counts (its completions' arrays, not its text)."""
     made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BadInputError(f"cannot create output directory ({exc})", source=str(out)) from None
+    tally: Counter[str] = Counter()
     try:
-        for name in (*files, *stale):
+        for name in stale:
             check_output_file(out / name)
-        write_outputs([(out / n, w) for n, w in files.items()])
-    except BadInputError:
+        texts = [n for n in names if n != "keys.json"]
+        with staged_outputs([out / n for n in names]) as tmps, ExitStack() as stack:
+            tmp = dict(zip(names, tmps, strict=True))
+            fh = {n: stack.enter_context(open(tmp[n], "w", encoding="utf-8", newline="\n"))
+                  for n in texts}
+            for n in texts:
+                if n in _HEADERS:
+                    fh[n].write(_HEADERS[n] + "\n")
+            for b in blocks:
+                for n, lines in _lines(b, samples).items():
+                    fh[n].writelines(line + "\n" for line in lines)
+                save_keyring({b.key.key_id: b.key.public_key}, tmp["keys.json"])
+                tally.update(_tally(b))  # update, not +=, keeps the zero counts
+                del b, lines  # the next block is drawn without this one
+            stack.close()  # flushed before the files are moved into place
+    except BaseException:
         if made:  # the folder this call made goes too: a failure leaves nothing
             out.rmdir()
         raise
     for name in stale:
         (out / name).unlink()
+    return tally
+
+
+#: Verdicts drawn at a time. A dataset of at most this many is one block, drawn as it
+#: always was; a longer one is written block after block, block k >= 1 drawing every
+#: stream from the entropy ``[seed, k]`` (``_words.stream``) and continuing the chain,
+#: the contract numbers and the clock of the block before (its first verdict is never a
+#: retry). Memory holds one block (about 1.5 GB at 100k verdicts), whatever ``runs`` is.
+BLOCK_VERDICTS = 100_000
+
+
+def _continuation(b: _Built) -> tuple[int, str, int, int]:
+    """Where the block after ``b`` starts: its first seq, the hash it links to, its
+    first contract number and its clock (seconds after BASE_TS)."""
+    return (b.first_seq + len(b.hashes), b.hashes[-1], b.first_contract + b.v.n_contracts,
+            b.v.seconds)
+
+
+def _blocks(held: list[_Built], runs: int, extractors: Sequence[str | ExtractorProfile],
+            match_share: float, match_disagreement: float) -> Iterator[_Built]:
+    """Block 0 (drawn already, handed over in ``held``, which this empties so that
+    nothing else keeps it), then the blocks after it up to ``runs``; only the block
+    yielded last is referenced here."""
+    b = held.pop()
+    seed = b.seed
+    assert isinstance(seed, int)
+    for k, lo in enumerate(range(BLOCK_VERDICTS, runs, BLOCK_VERDICTS), start=1):
+        after = _continuation(b)
+        yield b
+        del b  # dropped before the next block is drawn
+        b = _build(min(BLOCK_VERDICTS, runs - lo), (seed, k), extractors, match_share, None,
+                   match_disagreement, after=after)
+    yield b
 
 
 def simulate(
@@ -416,18 +492,32 @@ def simulate(
     change with these.
     """
     runs, seed, samples = _check_sizes(runs, seed, samples)
-    # Everything is drawn before the folder is made: a bad argument writes nothing.
-    b = _build(runs, seed, extractors, match_share, match_verdicts, match_disagreement)
-    files = _files(b) | (_sample_files(seed, b, samples) if samples > 1 else {})
+    if runs > BLOCK_VERDICTS and match_verdicts is not None:
+        raise BadInputError(f"match_verdicts counts the annotated verdicts of one block of "
+                            f"at most {BLOCK_VERDICTS:,} verdicts; for {runs:,} give "
+                            "match_share instead", field="match_verdicts")
+    # The first block is drawn before the folder is made: a bad argument writes nothing.
+    first = _build(min(runs, BLOCK_VERDICTS), seed, extractors, match_share, match_verdicts,
+                   match_disagreement)
+    files = [*FILES, *(SAMPLE_FILES if samples > 1 else ())]
     out = Path(out_dir)
-    _write_dataset(out, files, _check_dataset_folder(out, b.key, seed, list(files), force))
-    v, comps, key, profiles = b.v, b.comps, b.key, b.profiles
-    names = [p.name for p in profiles]
-    defects = {name: defect_counts(c) for name, c in zip(names, comps, strict=True)}
+    key, names = first.key, [p.name for p in first.profiles]
+    stale = _check_dataset_folder(out, key, seed, files, force)
+    held = [first]
+    del first
+    t = _write_dataset(out, files, stale, _blocks(held, runs, extractors, match_share,
+                                                   match_disagreement), samples)
+    return _result(out, files, runs, key.key_id, names, t)
+
+
+def _result(out: Path, files: list[str], runs: int, key_id: str, names: list[str],
+            t: Counter[str]) -> SimulationResult:
+    """What :func:`simulate` wrote into ``out``, from the :func:`_tally` of its blocks."""
+    defects = {name: {k.split("\0", 1)[1]: n for k, n in t.items()
+                      if k.startswith(f"{name}\0")} for name in names}
     paths = {n: out / n for n in files}
     sample_paths = ({"completions_samples": paths[SAMPLE_FILES[0]],
-                     "truth_samples": paths[SAMPLE_FILES[1]]} if samples > 1 else {})
-    n_unparseable = sum(int(np.isin(c.text_kind, UNPARSEABLE).sum()) for c in comps)
+                     "truth_samples": paths[SAMPLE_FILES[1]]} if SAMPLE_FILES[0] in files else {})
     return SimulationResult(
         out_dir=out,
         journal=paths["journal.jsonl"],
@@ -439,18 +529,18 @@ def simulate(
         lesson_truth=paths["lesson_truth.csv"],
         match_labels=paths["match_labels.csv"],
         match_truth=paths["match_truth.csv"],
-        key_id=key.key_id,
+        key_id=key_id,
         n_verdicts=runs,
-        n_completions=len(b.clines),
-        n_unparseable=n_unparseable,
+        n_completions=t["n_completions"],
+        n_unparseable=t["n_unparseable"],
         n_lessons=sum(d["lessons"] for d in defects.values()),
-        n_candidates=sum(int(c.candidate.sum()) for c in comps),
-        n_labels=len(b.lab_rows),
-        n_references=len(b.ref_lines),
-        n_match_verdicts=b.n_match_verdicts,
-        n_match_labels=len(b.match_people),
-        n_match_wrong=b.n_match_wrong,
-        verdicts={name: int((v.verdict == i).sum()) for i, name in enumerate(VERDICT_NAMES)},
+        n_candidates=t["n_candidates"],
+        n_labels=t["n_labels"],
+        n_references=t["n_references"],
+        n_match_verdicts=t["n_match_verdicts"],
+        n_match_labels=t["n_match_labels"],
+        n_match_wrong=t["n_match_wrong"],
+        verdicts={name: t[f"verdict\0{name}"] for name in VERDICT_NAMES},
         defects=defects,
         **sample_paths,  # type: ignore[arg-type]
     )
@@ -585,12 +675,7 @@ if __name__ == "__main__":
 
 
 
-SAMPLE_FILES = ("completions_samples.jsonl", "truth_samples.csv")
-TRUTH_SAMPLES_HEADER = ("verdict_hash,extractor,sample_index,lesson_index,p_useful,useful_true,"
-                        "lesson_kind")
-
-
-def sample_lines(seed: int, profiles: Sequence[ExtractorProfile], v: Verdicts,
+def sample_lines(seed: Seed, profiles: Sequence[ExtractorProfile], v: Verdicts,
                  hashes: list[str], first: Sequence[Completions],
                  samples: int) -> tuple[list[str], list[str]]:
     """Lines of ``completions_samples.jsonl`` and rows of ``truth_samples.csv``

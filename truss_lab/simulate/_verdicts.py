@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._words import CHECKS, DOM_NCHK, DOM_START, DOMAINS, MAX_CHK, pick, stream
+from ._words import CHECKS, DOM_NCHK, DOM_START, DOMAINS, MAX_CHK, Seed, pick, stream
 
 __all__ = ["BASE_TS", "VERDICT_NAMES", "Verdicts", "make_verdicts"]
 
@@ -32,13 +32,18 @@ class Verdicts:
     payloads: list[dict[str, Any]]
     ts: list[str]
     obj: list[str]  # the goal's object ("billing", "the ORM" …), which lessons quote
+    n_contracts: int = 0  # contracts these verdicts belong to (the next block's first)
+    seconds: int = 0  # seconds after BASE_TS of the last verdict (the next block's start)
 
 
 VERDICT_NAMES = ("pass", "partial", "fail")
 
 
-def make_verdicts(seed: int, runs: int) -> Verdicts:
-    """``runs`` verdicts from ``seed`` (in journal order)."""
+def make_verdicts(seed: Seed, runs: int, *, first_contract: int = 0,
+                  start_seconds: int = 0) -> Verdicts:
+    """``runs`` verdicts from ``seed`` (in journal order). A block of a long simulation
+    (``simulate._blocks``) numbers its contracts from ``first_contract`` and times its
+    verdicts from ``start_seconds`` after ``BASE_TS``; its first verdict is never a retry."""
     rng = stream(seed, 1)
     u = rng.random(runs)
     verdict = np.searchsorted(np.array([0.55, 0.75]), u, side="right")  # 55/20/25 %
@@ -83,18 +88,19 @@ def make_verdicts(seed: int, runs: int) -> Verdicts:
     ev_n = 2 + pick(rng, 60, runs * MAX_CHK).reshape(runs, MAX_CHK)
 
     gaps = 1 + np.floor(-np.log(1.0 - rng.random(runs)) * 900.0).astype(np.int64)
-    secs = np.cumsum(gaps)
+    secs = start_seconds + np.cumsum(gaps)
 
     payloads, ts, objs_used = _payloads(dom, contract, attempt, verdict, c_obj, c_goal,
-                                        c_num, n_chk, chk, failed, ev_n, secs)
+                                        c_num, n_chk, chk, failed, ev_n, secs, first_contract)
     return Verdicts(dom, verdict, chk, failed, n_chk, failed.sum(axis=1), payloads, ts,
-                    objs_used)
+                    objs_used, n_contracts=n_con, seconds=int(secs[-1]))
 
 
 def _payloads(
     dom: np.ndarray, contract: np.ndarray, attempt: np.ndarray, verdict: np.ndarray,
     c_obj: np.ndarray, c_goal: np.ndarray, c_num: np.ndarray, n_chk: np.ndarray,
     chk: np.ndarray, failed: np.ndarray, ev_n: np.ndarray, secs: np.ndarray,
+    first_contract: int = 0,
 ) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """Each verdict's FORMATS.md payload, timestamp and goal object, from the draws of
     :func:`make_verdicts` (this draws nothing)."""
@@ -135,9 +141,10 @@ def _payloads(
             summary = f"Goal not met: {first_fail}; {nf} of {len(checks)} checks failed"
         if attempt[i] > 1:
             tags.append("retry")
+        cn = first_contract + ci + 1
         payloads.append({
-            "contract_id": f"c-{ci + 1:05d}",
-            "run_id": f"r-{ci + 1:05d}-{int(attempt[i])}",
+            "contract_id": f"c-{cn:05d}",
+            "run_id": f"r-{cn:05d}-{int(attempt[i])}",
             "goal": goal,
             "verdict": VERDICT_NAMES[v],
             "summary": summary,

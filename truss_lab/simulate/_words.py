@@ -68,6 +68,7 @@ __all__ = [
     "SYNONYM_SETS",
     "Check",
     "Domain",
+    "Seed",
     "Voice",
     "heavy_paraphrase",
     "lesson_text",
@@ -87,9 +88,16 @@ __all__ = [
 ]
 
 
-def stream(seed: int, *key: int) -> np.random.Generator:
-    """The generator of the sub-stream ``key`` of ``seed``."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=key)))
+Seed = int | tuple[int, int]
+"""A simulation's seed, or ``(seed, block)`` for block >= 1 of a long one (its own streams)."""
+
+
+def stream(seed: Seed, *key: int) -> np.random.Generator:
+    """The generator of the sub-stream ``key`` of ``seed`` (a ``(seed, block)`` pair is
+    the entropy ``[seed, block]``: streams no other block or seed draws)."""
+    entropy = seed if isinstance(seed, int) else list(seed)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy,
+                                                                      spawn_key=key)))
 
 
 def name_key(name: str) -> int:
