@@ -82,5 +82,5 @@ VERDICT = {
 
 @pytest.fixture
 def verdict() -> dict:
-    """A FORMATS.md contract_verdict payload."""
+    """A Formats §1 contract_verdict payload."""
     return {**VERDICT, "checks": [dict(c) for c in VERDICT["checks"]]}

@@ -119,7 +119,7 @@ def test_evidence_holds_the_decision(dec, two_proposals):
             assert low <= high
     assert ev["test_intervals"]["f1"][0] <= ev["test"]["f1"] <= ev["test_intervals"]["f1"][1]
     assert ev["bootstrap"]["n_boot"] == 200
-    # labels_hash: sha256 over the sorted FORMATS.md §3 rows of the labels actually used.
+    # labels_hash: sha256 over the sorted Formats §3 rows of the labels actually used.
     raw = pd.read_csv(SAMPLE / "labels.csv", dtype=str, keep_default_na=False)
     used = scored_candidates(dec, OVER)
     keys = set(zip(used["verdict_hash"], used["extractor_id"], used["lesson_index"].astype(str),

@@ -1,4 +1,4 @@
-"""Readers and writer of the unchained formats (FORMATS.md §2 completions, §3 labels)."""
+"""Readers and writer of the unchained formats (Formats §2 completions, §3 labels)."""
 
 from __future__ import annotations
 

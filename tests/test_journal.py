@@ -1,4 +1,4 @@
-"""The signed journal, pure part: FORMATS.md §1 reading and chain verification.
+"""The signed journal, pure part: Formats §1 reading and chain verification.
 
 Golden data: tests/data/rfc8032_ed25519.json (RFC 8032 §7.1 vectors) and
 tests/data/journal/ (a small signed journal with its keyring, and a tampered

@@ -1,4 +1,4 @@
-"""The rules of the house (shared/DESIGN.md, Layout; STYLE.md §1), each one test that lists
+"""The rules of the house (docs/explanation/layout.md), each one test that lists
 its offenders. They replace a per-module line cap: a module is sized by its concept, and
 what matters is the direction of imports, one home for the store's SQL, and public names
 where another module needs them. ``python -m scripts.house --list`` prints the same lists."""

@@ -1,4 +1,4 @@
-"""Match labels (issue 26 item 1, FORMATS.md §5): the strict reader, the table and its
+"""Match labels (issue 26 item 1, Formats §5): the strict reader, the table and its
 ingest, the match queue and its round trip, and people's majority per lesson.
 
 Real DuckDB files: the sample (journal, completions, labels, references) with one replay

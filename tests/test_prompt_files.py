@@ -1,4 +1,4 @@
-"""Issue 27 items 1-2: prompt templates as files (FORMATS.md §6), and recordings under
+"""Issue 27 items 1-2: prompt templates as files (Formats §6), and recordings under
 any prompt version replay.
 
 Real DuckDB files, the real CLI, and a real local HTTP server for the live run: what the

@@ -578,7 +578,7 @@ def test_junk_detectors_match_the_truth_on_the_bundled_sample() -> None:
     assert got.loc["sim-good-v1", "duplicate_in_run"] < 0.35
 
 
-# -- people's match labels and the true assignment (FORMATS §5) -------------------------------
+# -- people's match labels and the true assignment (Formats §5) -------------------------------
 
 def _csv(p: Path) -> pd.DataFrame:
     return pd.read_csv(p, keep_default_na=False, dtype={"reference_id": str})

@@ -59,6 +59,6 @@ def test_whole_tables_are_whole(tables: dict[str, list[tuple[str, str]]]) -> Non
 
 
 def test_journal_table_holds_the_format_fields_in_order() -> None:
-    """The journal tables' first columns are the FORMATS.md §1 fields, in their order:
+    """The journal tables' first columns are the Formats §1 fields, in their order:
     the store writes and reads entries by those names (journal/_ledger, journal/_table)."""
     assert tuple(TABLE_SCHEMAS["journal"].names[: len(ENTRY_FIELDS)]) == ENTRY_FIELDS

@@ -30,7 +30,7 @@ Payload = Callable[[int], dict[str, Any]]
 
 
 def verdict_payload(i: int) -> dict[str, Any]:
-    """The FORMATS.md contract_verdict payload of entry ``i`` (non-ASCII on purpose)."""
+    """The Formats §1 contract_verdict payload of entry ``i`` (non-ASCII on purpose)."""
     return {
         "contract_id": f"c-{i:04d}", "run_id": f"r-{i:04d}-1",
         "goal": "Migrate the billing cron job to the new scheduler — ünïcödé 🚀",

@@ -109,7 +109,7 @@ class ChainError(TrussLabError):
     """A journal entry failed verification.
 
     ``seq`` is the first failing entry (or line), ``reason`` one of
-    ``truss_lab.journal._verify.REASONS``: a :class:`truss_lab.VerifyReport`
+    ``truss_lab.journal._verify.REASONS``: a :class:`truss_lab.journal.VerifyReport`
     reason, or ``missing`` when a ref names an entry the journal does not hold.
     """
 

@@ -40,7 +40,7 @@ def _sample_parts(sample_index: int) -> tuple[object, ...]:
 
 def candidate_id(verdict_hash: str, extractor: str, lesson_index: int,
                  sample_index: int = 0) -> str:
-    """Id of a candidate lesson (FORMATS.md §3 key, plus its sample when not the first)."""
+    """Id of a candidate lesson (Formats §3 key, plus its sample when not the first)."""
     return derive_id("cand", verdict_hash, extractor, int(lesson_index),
                      *_sample_parts(sample_index))
 

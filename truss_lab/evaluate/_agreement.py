@@ -5,7 +5,7 @@ an automated truth agrees with people, with verdict-bootstrap intervals
 labels and a matcher's agreement with match labels).
 
 Labels come as a DataFrame with columns ``verdict_hash, extractor,
-lesson_index, useful, annotator`` (FORMATS.md section 3). A candidate lesson is
+lesson_index, useful, annotator`` (Formats §3). A candidate lesson is
 keyed by ``(verdict_hash, extractor, lesson_index)``. ``annotator`` may be
 missing (null): an anonymous annotation. Anonymous rows of one source (the
 optional ``source`` column; a frame without it is one source) are one

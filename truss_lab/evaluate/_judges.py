@@ -6,7 +6,7 @@ Both judges go through the same Provider seam as extraction and are recorded
 and replayable like it: every live call is recorded into the ``completions``
 table keyed by (verdict_hash, ``<kind>:<model>@<prompt version>/<judged
 extractor_id>``, the judged run) with its request hash; ``replay`` answers from
-those recordings (or a FORMATS.md §2 file) and refuses a changed request. They live
+those recordings (or a Formats §2 file) and refuses a changed request. They live
 in evaluate, above extract, because what they produce is truth.
 
 **A call belongs to the judge run that paid for it**: the judge (or judge matcher)

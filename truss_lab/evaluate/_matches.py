@@ -1,4 +1,4 @@
-"""People's match labels (FORMATS.md §5): the human truth a matcher is checked against.
+"""People's match labels (Formats §5): the human truth a matcher is checked against.
 
 :func:`run_match_labels` reads them (the store's ``match_labels`` table, a §5 CSV
 path, or a frame), as :func:`~truss_lab.evaluate._truth.run_references` reads
@@ -19,7 +19,7 @@ answers into a matcher (similarity 1 to the reference a lesson's answer names, 0
 others; the prediction-powered correction builds the people's truth with it too), so the
 people's truth goes through the very code the lexical, semantic and judge matchers go
 through: :func:`~truss_lab.score._matching.match_lessons`' one-to-one greedy pass in
-descending score (FORMATS.md §5: two lessons naming one reference make the later one a
+descending score (Formats §5: two lessons naming one reference make the later one a
 duplicate, exactly as for a matcher's pairs) and
 :func:`~truss_lab.evaluate._truth.reference_truth`'s rows (lessons, misses).
 :func:`people_truth` is that truth on the people-matched verdicts of a run.
@@ -74,7 +74,7 @@ MATCH_COLUMNS: tuple[str, ...] = (*CANDIDATE_KEY, "reference_id", "n_annotators"
 
 
 def run_match_labels(store: Store, match_labels: Any = None) -> pd.DataFrame:
-    """Match labels as a FORMATS.md §5 frame: from the store's ``match_labels`` table
+    """Match labels as a Formats §5 frame: from the store's ``match_labels`` table
     (default), a §5 CSV path (read strictly and checked against the store as the ingest
     checks it: any bad row is a :class:`BadInputError` naming the first), or a frame.
 

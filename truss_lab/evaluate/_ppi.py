@@ -11,7 +11,7 @@ sample:
 
 where ``A_v(t)`` / ``H_v(t)`` is verdict v's count at threshold t by the
 automated / human truth and ``pi_v`` the probability that v was sampled
-(``n / N`` for a simple random sample of n of N verdicts; FORMATS.md §5's
+(``n / N`` for a simple random sample of n of N verdicts; Formats §5's
 ``inclusion_probability`` otherwise). Whatever the automated truth, the
 expectation over the sample is the human total over every verdict; when it
 agrees with the people it equals the automated total, with no sampling noise.
@@ -1154,7 +1154,7 @@ def labels_ppi(auto: RunTruth, gold: RunTruth) -> PPIData | None:
     the run processed (``auto``) and the gold labels (``gold``, of the same run, scored
     alike) on the verdicts where people labelled a lesson of the run. The sampling unit
     is the verdict: those verdicts are taken as a simple random sample of the verdicts
-    with a candidate (FORMATS.md §3 labels carry no design), each labelled whole.
+    with a candidate (Formats §3 labels carry no design), each labelled whole.
     None when people labelled nothing of the run.
 
     Raises

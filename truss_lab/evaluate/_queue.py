@@ -21,7 +21,7 @@ dealt round-robin (each verdict's lesson nearest the centre first, then its
 second...), at most ``per_verdict`` per verdict, so the first rows cover as many
 verdicts as possible. Each row carries the verdict's goal, summary and checks.
 
-**The match queue** (:func:`match_queue`, FORMATS.md §5) asks people which reference
+**The match queue** (:func:`match_queue`, Formats §5) asks people which reference
 each lesson expresses, to check a matcher and to correct reference-based estimates.
 It draws ``n_verdicts`` verdicts by simple random sampling without replacement
 (seeded) from the run's *matchable* verdicts -- annotated (with reference lessons)

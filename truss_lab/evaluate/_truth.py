@@ -23,7 +23,7 @@ a command that sweeps, chooses and bootstraps a run reads and matches its truth
 once. An unknown name is a :class:`BadInputError` listing the valid ones,
 including the judges that have labels.
 
-**Labels** (FORMATS.md §3) are counted by :class:`RunTruth`, written once:
+**Labels** (Formats §3) are counted by :class:`RunTruth`, written once:
 
 - **kept** at threshold t: every candidate the gate would write, i.e. valid
   with ``score >= t`` -- labelled, tied or unlabelled alike;
@@ -71,7 +71,7 @@ Source texts come from the store's ``candidates`` table (any run of the
 labelled extractor), so a labelled extractor must have been run in the store
 for its labels to travel.
 
-**Reference lessons** (FORMATS.md §4; README, "Reference lessons"):
+**Reference lessons** (Formats §4; README, "Reference lessons"):
 
 - A verdict is **annotated** when at least one annotator wrote a reference
   line for it (a ``"none"`` line counts: the verdict teaches nothing). Only
@@ -187,7 +187,7 @@ class MatcherLeftOutWarning(TrussLabWarning):
 
 def run_labels(store: Store, labels: Any = None, *,
                include_judges: bool = False) -> pd.DataFrame:
-    """Gold labels as a FORMATS.md §3 frame: from the store's labels table
+    """Gold labels as a Formats §3 frame: from the store's labels table
     (default), a CSV path, or a DataFrame. Rows of judge annotators
     (``judge:<model>@<prompt>``) are left out unless ``include_judges``: a judge
     never joins the human majority unless asked."""
@@ -234,12 +234,12 @@ def _judge_rows(rows: pd.DataFrame, judge: str) -> pd.DataFrame:
 
 def judge_labels(store: Store, judge: str, labels: Any = None) -> pd.DataFrame:
     """The label rows of annotator ``judge`` (from the store or ``labels``) as a
-    FORMATS.md §3 frame without the annotator: one voice, the truth of ``truth="judge:…"``."""
+    Formats §3 frame without the annotator: one voice, the truth of ``truth="judge:…"``."""
     return _judge_rows(run_labels(store, labels, include_judges=True), judge)
 
 
 def run_references(store: Store, references: Any = None) -> pd.DataFrame:
-    """Reference lessons as a FORMATS.md §4 frame: from the store's
+    """Reference lessons as a Formats §4 frame: from the store's
     ``reference_lessons`` table (default), a JSONL path, or a DataFrame.
     ``annotator`` is ``""`` where none was given."""
     if references is None:

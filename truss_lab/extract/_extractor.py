@@ -37,7 +37,7 @@ made elsewhere may lack one, or name a prompt version not registered here: those
 answered unchecked, whatever their version, and counted in
 :attr:`ReplayProvider.unchecked_requests` (the second kind with an
 :class:`UnregisteredPromptWarning`). Recordings that carry their extractor
-configuration (FORMATS.md §2 ``config``) give it back through
+configuration (Formats §2 ``config``) give it back through
 :meth:`ReplayProvider.config_of`, so a file replays by itself.
 
 Replay in bulk
@@ -364,7 +364,7 @@ class Extractor:
         recorder = provider_options.get("recorder")
         if recorder is not None:
             # Each record carries the configuration, so a §2 file of them replays by
-            # itself (FORMATS.md §2 ``config``).
+            # itself (Formats §2 ``config``).
             provider_options["recorder"] = _ConfigRecorder(recorder, config)
         provider = OpenAICompatibleProvider(base_url, model, **provider_options)
         return cls(extractor_id or config.default_extractor_id(), provider, tpl, model,
@@ -427,7 +427,7 @@ class ExtractionRows:
         self.provider_calls = provider_calls
         """How many times the provider was called."""
         self.completions: list[dict[str, Any]] = [] if completions is None else completions
-        """The completions received (FORMATS.md §2 fields), for recording live calls."""
+        """The completions received (Formats §2 fields), for recording live calls."""
         self.samples = samples
         """Samples drawn per verdict (k): the denominator of self-consistency."""
 
@@ -544,7 +544,7 @@ def error_row(seq: int, vhash: str, stage: str, reason: str, message: str | None
 
 
 def completion_record(request: CompletionRequest, c: Completion) -> dict[str, Any]:
-    """The FORMATS.md §2 record of completion ``c`` answering ``request`` (what a live
+    """The Formats §2 record of completion ``c`` answering ``request`` (what a live
     call records, for the extractor and the judges alike)."""
     return {
         "verdict_hash": request.verdict_hash, "extractor": request.extractor, "model": c.model,
@@ -649,7 +649,7 @@ def _column(df: pd.DataFrame, name: str) -> list[Any]:
 
 
 class ReplayProvider:
-    """Answer requests from recorded completions (FORMATS.md §2).
+    """Answer requests from recorded completions (Formats §2).
 
     ``recordings`` is a frame with the completions columns (from
     :func:`read_completions` or the store's ``completions`` table; extra

@@ -488,7 +488,7 @@ class HeldWrites:
 
 def record_completions(store: Store, records: list[dict[str, Any]],
                        run_id: str | None = None) -> int:
-    """Append live completion records (FORMATS.md §2) to ``completions``, with the
+    """Append live completion records (Formats §2) to ``completions``, with the
     configuration hash and the run that made each call (None for a judge's; a judge's
     record names the run it judged as ``judged_run_id``).
 

@@ -3,7 +3,7 @@
 :class:`HeuristicProvider` implements the :class:`~truss_lab.extract._providers.Provider`
 protocol. It reads the verdict payload carried by the request
 (``request.verdict``) and answers with the same JSON a model would
-(FORMATS.md §2), so its output goes through the same parser, scorers and gate.
+(Formats §2), so its output goes through the same parser, scorers and gate.
 
 The heuristic baseline's rules
 ------------------------------
@@ -87,7 +87,7 @@ def _words(name: str) -> str:
 def heuristic_lessons(payload: dict[str, Any], *, max_lessons: int = 5) -> list[dict[str, Any]]:
     """The lessons the heuristic baseline proposes for one verdict payload.
 
-    Each lesson is ``{"text", "salience", "evidence"}`` (FORMATS.md §2); see
+    Each lesson is ``{"text", "salience", "evidence"}`` (Formats §2); see
     the module docstring for the rules.
     """
     p = validate_verdict_payload(payload)
@@ -148,7 +148,7 @@ class HeuristicProvider:
         self.max_lessons = max_lessons
 
     def complete(self, request: CompletionRequest) -> Completion:
-        """Lessons for ``request.verdict`` as FORMATS.md §2 JSON text."""
+        """Lessons for ``request.verdict`` as Formats §2 JSON text."""
         if request.verdict is None:
             raise ProviderError(
                 f"the heuristic extractor needs the verdict payload in request.verdict "

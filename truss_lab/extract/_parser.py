@@ -1,6 +1,6 @@
 """The completion parser: any text in, a :class:`ParseResult` out, never an exception.
 
-Expected shape (FORMATS.md §2)::
+Expected shape (Formats §2)::
 
     {"lessons": [{"text": "...", "salience": 0.82, "evidence": ["check:tz_regression"]}]}
 
@@ -40,7 +40,7 @@ Decisions: ``evidence`` is optional — absent or null means an empty list (a
 lesson without evidence is still a lesson; the grounding scorer gives it 0).
 Lesson text is stored stripped. Extra lesson fields are ignored.
 Every lesson keeps its 0-based ``lesson_index`` in the ``lessons`` array,
-dropped or not (FORMATS.md §3).
+dropped or not (Formats §3).
 
 The common completion (one plain object, bare or fenced, every lesson valid) is
 parsed by :func:`fast_lessons` with orjson ("The fast path" below); it declines

@@ -2,7 +2,7 @@
 
 A template is a system text plus a user template, of one ``kind`` (``lesson``:
 extract, ``judge``: judge, ``match``: match). Researchers write templates as TOML
-files (FORMATS.md §6, ``{placeholder}`` fields, read by
+files (Formats §6, ``{placeholder}`` fields, read by
 :mod:`truss_lab.ingest._prompts`); inside the toolkit the user template is a
 :class:`string.Template` (``$name``, so the JSON example in a text needs no brace
 escaping), and the two spellings translate exactly. Rendering is deterministic: the
@@ -183,7 +183,7 @@ def register_template(template: PromptTemplate) -> PromptTemplate:
 
 
 def load_prompt(path: str | Path) -> PromptTemplate:
-    """The template of a prompt file (FORMATS.md §6), checked but not registered."""
+    """The template of a prompt file (Formats §6), checked but not registered."""
     return PromptTemplate.from_file(read_prompt_file(path))
 
 
@@ -233,7 +233,7 @@ def check_kind(template: PromptTemplate, kind: str, field: str = "--prompt") -> 
 
 
 def register_prompt(store: Store, template: PromptTemplate, source: str = "<memory>") -> bool:
-    """Store ``template`` in ``store``'s ``prompts`` table (FORMATS.md §6): True when
+    """Store ``template`` in ``store``'s ``prompts`` table (Formats §6): True when
     new, False when the same template is there already; the same version with other
     text (there, or among the built-in and process templates) is refused."""
     _check_placeholders(template)
@@ -276,7 +276,7 @@ def prompts_table(store: Store | None = None) -> list[dict[str, Any]]:
 
 
 def prompt_toml(template: PromptTemplate) -> str:
-    """``template`` as a FORMATS.md §6 file (what ``truss-lab prompts show`` prints)."""
+    """``template`` as a Formats §6 file (what ``truss-lab prompts show`` prints)."""
     return prompt_file_text(template.version, template.kind, template.description,
                             template.system, user_to_file(template.user))
 

@@ -37,7 +37,7 @@ semaphore shared by every thread that uses the provider. A call as a whole
 (its attempts and the waits between them) ends at its ``deadline`` and an
 answer may hold at most ``max_response_bytes`` (:mod:`truss_lab.extract._limits`);
 either is a :class:`ProviderUnavailableError`. Every successful
-call is handed to ``recorder`` as a FORMATS.md §2 record, so the run can be
+call is handed to ``recorder`` as a Formats §2 record, so the run can be
 replayed by :class:`truss_lab.extract._extractor.ReplayProvider`.
 
 httpx is imported lazily: ``pip install 'truss_lab[openai]'``.
@@ -382,7 +382,7 @@ class CompletionRecorder:
     """A thread-safe ``recorder`` that keeps every §2 record it is given.
 
     ``records`` is the list so far; :meth:`to_frame` and :meth:`write` export
-    them (the latter as FORMATS.md §2 JSONL, ready for replay).
+    them (the latter as Formats §2 JSONL, ready for replay).
     """
 
     def __init__(self) -> None:

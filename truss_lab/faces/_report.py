@@ -325,7 +325,7 @@ def _run_rows(store: Store, run_id: str, hashes: list[str], flags: pd.DataFrame 
 def reference_matches(store: Store, run_ids: Sequence[str], hashes: list[str],
                       truth: Truth | None = None
                       ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """``(references, matches)``: the reference lessons of ``hashes`` (FORMATS.md §4
+    """``(references, matches)``: the reference lessons of ``hashes`` (Formats §4
     rows, every annotator's) and, per run with an annotated verdict, its valid
     lessons on annotated verdicts among ``hashes`` with ``candidate_id,
     verdict_hash, lesson_index, reference_id`` (the reference the lesson claimed,

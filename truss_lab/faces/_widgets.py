@@ -82,7 +82,7 @@ def table_html(df: pd.DataFrame, css: str) -> str:
 class LabellingWidget:
     """Label candidate lessons one at a time: Useful / Not useful / Skip.
 
-    A click appends one FORMATS.md §3 row (``verdict_hash``, ``extractor``,
+    A click appends one Formats §3 row (``verdict_hash``, ``extractor``,
     ``lesson_index``, ``useful``, ``annotator``, source ``"widget"``,
     ``labelled_at``) to the store's ``labels`` table through
     :func:`~truss_lab.ingest._ingest.append_labels` and moves on. Labels are
@@ -373,9 +373,9 @@ class ThresholdExplorer:
     ``candidates`` is e.g. ``labelled_candidates(store, run_id)``: one row per
     candidate with ``score_col`` (salience), ``label_col`` (1 useful / 0 not;
     unlabelled rows, ``<NA>``, are left out) and ``groups_col`` (the verdict).
-    Moving the slider (or :meth:`set_threshold`) recomputes :attr:`metrics`
+    Moving the slider (or :meth:`set_threshold`) recomputes ``metrics``
     (``sweep`` at that one threshold), moves the threshold line of the
-    ``SweepDisplay`` and refills :attr:`above` / :attr:`below`, the ``n_rows``
+    ``SweepDisplay`` and refills ``above`` / ``below``, the ``n_rows``
     lessons nearest the cut on each side.
 
     :meth:`from_run` judges a run in the store by any truth (``truth="labels" |

@@ -1,6 +1,6 @@
 """The audit: does a database obey ADR 0011?
 
-``audit(store)`` runs every check below (each named, with the DESIGN.md invariant
+``audit(store)`` runs every check below (each named, with the invariant
 it guards) and returns an :class:`AuditReport`; each :class:`CheckResult` says
 pass/fail, gives a one-line detail and the offending rows as a DataFrame. The
 checks are mostly DuckDB SQL, kept by name in :mod:`truss_lab.store._audit_sql` (the
@@ -12,8 +12,8 @@ A check that cannot run (say, a table was dropped) fails with the error as its d
 Each check reads the governed tables with the definitions the writers use
 (:mod:`truss_lab.store._governed`'s kinds, trusts and event types, the
 policy and target enums), so the audit and the write path cannot disagree
-about what a lesson is. The checks, by stable name (and the DESIGN.md
-invariant each one guards):
+about what a lesson is. The checks, by stable name (and the invariant
+(docs/explanation/invariants.md) each one guards):
 
 ========================================  =====  ==========================================
 name                                      inv.   fails when
@@ -105,7 +105,7 @@ class CheckResult:
     rows: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     """The offending rows (empty when ``passed``)."""
     invariant: str = ""
-    """The DESIGN.md invariant(s) this check guards."""
+    """The invariant(s) (docs/explanation/invariants.md) this check guards."""
 
     def __repr__(self) -> str:
         mark = "PASS" if self.passed else "FAIL"

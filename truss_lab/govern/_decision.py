@@ -53,7 +53,7 @@ def labels_hash(
     """``(sha256 hex, n_rows)`` over the label rows a decision on ``run_ids`` used.
 
     The rows are those of the labelled, untied valid candidates of the runs,
-    written as FORMATS.md §3 CSV lines ``verdict_hash,extractor,lesson_index,useful,
+    written as Formats §3 CSV lines ``verdict_hash,extractor,lesson_index,useful,
     annotator`` (empty annotator when none), sorted, joined by ``\\n``.
     """
     keys = pd.concat(
@@ -85,7 +85,7 @@ def references_hash(
     truth: Truth | None = None,
 ) -> tuple[str, int]:
     """``(sha256 hex, n_rows)`` over the reference lessons a decision on ``run_ids``
-    used: the rows (FORMATS.md §4) of the annotated verdicts the runs processed,
+    used: the rows (Formats §4) of the annotated verdicts the runs processed,
     each written as the JSON array ``[verdict_hash, reference_id, annotator, text,
     evidence]``, sorted, joined by ``\\n``. ``truth``: the references truth the
     decision was judged by (its rows and matches are reused; else ``references``

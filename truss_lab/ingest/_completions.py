@@ -1,4 +1,4 @@
-"""Recorded completions: JSONL, one extractor call per line (FORMATS.md §2).
+"""Recorded completions: JSONL, one extractor call per line (Formats §2).
 
 :class:`CompletionRecordModel` is the specification (it feeds ``truss-lab
 schema completions``); :func:`read_completions` validates column-wise with the
@@ -74,7 +74,7 @@ COMPLETION_FIELDS: tuple[str, ...] = (
     "completion_tokens",
     "config",
 )
-"""The §2 fields, in FORMATS.md order (also the column order of the frames)."""
+"""The §2 fields, in the documented order (also the column order of the frames)."""
 COMPLETION_KEY: tuple[str, ...] = ("verdict_hash", "extractor")
 """Unique key of a recorded completion within a file."""
 
@@ -110,7 +110,7 @@ answer, an empty name a bad value."""
 _ALLOWED_COMPLETION = frozenset(COMPLETION_FIELDS)
 
 class CompletionRecordModel(StrictRecord):
-    """One recorded extractor call: a line of a completions JSONL file (FORMATS.md §2)."""
+    """One recorded extractor call: a line of a completions JSONL file (Formats §2)."""
 
     verdict_hash: Hex64
     """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""
@@ -413,7 +413,7 @@ def _frame_columns(df: pd.DataFrame) -> dict[str, list[Any]]:
 def write_completions(
     data: pd.DataFrame | Iterable[Mapping[str, Any] | BaseModel], path: str | os.PathLike[str]
 ) -> int:
-    """Write recorded completions as §2 JSONL (fields in FORMATS order); returns rows written.
+    """Write recorded completions as §2 JSONL (fields in order); returns rows written.
 
     ``data`` is a frame with the §2 columns (other columns are ignored), or
     records (dicts or :class:`CompletionRecordModel`). Every record is checked

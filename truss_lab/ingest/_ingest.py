@@ -83,7 +83,7 @@ class IngestReport:
         }
 
 
-# The interchange files (FORMATS.md §2, §3) and their frames call the extractor id
+# The interchange files (Formats §2, §3) and their frames call the extractor id
 # ``extractor``; every table calls it ``extractor_id``. This is the one mapping.
 FILE_TO_TABLE: dict[str, str] = {"extractor": "extractor_id"}
 COMPLETIONS_KEY = ["verdict_hash", "extractor_id"]
@@ -144,7 +144,7 @@ def _config_hashes(df: pd.DataFrame) -> tuple[list[str | None], dict[str, tuple[
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
 def ingest_completions(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
-    """Load FORMATS.md §2 completions: a JSONL file, a CSV or Parquet file or a DataFrame
+    """Load Formats §2 completions: a JSONL file, a CSV or Parquet file or a DataFrame
     of the same fields (:func:`~truss_lab.ingest._completions.read_completions`; a
     table's errors name its rows). The extractor configurations the rows carry are kept
     too (``extractor_configs``), so ``replay:EXTRACTOR_ID`` rebuilds the recorded
@@ -217,7 +217,7 @@ def land_completions(store: Store, df: pd.DataFrame, errors: list[BadInputError]
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
 def ingest_labels(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
-    """Load a FORMATS.md §3 labels CSV, or a labelling queue file (``truss-lab queue``)
+    """Load a Formats §3 labels CSV, or a labelling queue file (``truss-lab queue``)
     whose rows left without a label are skipped and counted (``rows_blank``)."""
     source = source_name(path)
     df, errors = read_labels(path)
@@ -236,7 +236,7 @@ def append_labels(
 ) -> tuple[int, list[BadInputError]]:
     """Append gold-label rows to the ``labels`` table: the one writer of label rows.
 
-    ``df`` has the FORMATS.md §3 columns (``verdict_hash``, ``extractor``,
+    ``df`` has the Formats §3 columns (``verdict_hash``, ``extractor``,
     ``lesson_index``, ``useful``, optional ``annotator``: missing or null is
     stored as ``""``); each row is stamped with ``source`` and the time and its
     ``extractor`` stored as ``extractor_id``. A row
@@ -267,7 +267,7 @@ def _append_labels(store: Store, df: pd.DataFrame,
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
 def ingest_references(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
-    """Load a FORMATS.md §4 reference-lessons file into ``reference_lessons``.
+    """Load a Formats §4 reference-lessons file into ``reference_lessons``.
 
     Bad lines are reported (file, line, field) and the good ones land in one
     transaction; a row whose key (verdict_hash, reference_id, annotator) is
@@ -295,7 +295,7 @@ def ingest_references(store: Store, path: str | os.PathLike[str] | pd.DataFrame)
 
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
 def ingest_match_labels(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
-    """Load a FORMATS.md §5 match-labels CSV into ``match_labels``, or a match queue file
+    """Load a Formats §5 match-labels CSV into ``match_labels``, or a match queue file
     (``truss-lab queue RUN --kind match``) whose verdicts left unanswered are skipped and
     counted (``rows_blank``).
 

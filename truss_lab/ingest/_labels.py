@@ -1,4 +1,4 @@
-"""Gold labels: a CSV file with a header (FORMATS.md §3), and the labelling queue.
+"""Gold labels: a CSV file with a header (Formats §3), and the labelling queue.
 
 :class:`LabelRecordModel` is the specification (it feeds ``truss-lab schema
 labels``); :func:`read_labels` checks whole columns at once and returns the good
@@ -66,7 +66,7 @@ _EXPORTED = tuple(LABELS_SCHEMA.names)
 for ``extractor``, then ``source`` and ``labelled_at``, which a re-ingest sets anew)."""
 
 class LabelRecordModel(StrictRecord):
-    """One gold label: a row of a labels CSV file (FORMATS.md §3)."""
+    """One gold label: a row of a labels CSV file (Formats §3)."""
 
     verdict_hash: Hex64
     """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""

@@ -1,4 +1,4 @@
-"""Match labels: a CSV file with a header (FORMATS.md §5), and the match queue file.
+"""Match labels: a CSV file with a header (Formats §5), and the match queue file.
 
 A match label is a person's answer to "which reference of its verdict does this
 lesson express?": ``reference_id`` names one, or is empty (none of them).
@@ -117,7 +117,7 @@ def _row_error(message: str, source: str, row: int | None, field: str | None,
 
 
 class MatchLabelRecordModel(StrictRecord):
-    """One match label: a row of a match-labels CSV file (FORMATS.md §5)."""
+    """One match label: a row of a match-labels CSV file (Formats §5)."""
 
     verdict_hash: Hex64
     """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""

@@ -1,4 +1,4 @@
-"""Prompt template files (FORMATS.md §6): TOML, one file per prompt version.
+"""Prompt template files (Formats §6): TOML, one file per prompt version.
 
 A file names the version (``name``, the ``prompt_version`` recorded with every call),
 its ``kind`` (``lesson``, ``judge`` or ``match``), a ``description``, the ``system``
@@ -83,7 +83,7 @@ _IDENT = re.compile(r"[A-Za-z0-9_]")
 
 
 class PromptFileModel(BaseModel):
-    """One prompt template file (FORMATS.md §6)."""
+    """One prompt template file (Formats §6)."""
 
     model_config = ConfigDict(
         extra="forbid", use_attribute_docstrings=True,
@@ -186,7 +186,7 @@ def _model(data: Mapping[str, Any], source: str) -> PromptFileModel:
 
 
 def read_prompt_file(path: str | Path) -> PromptFileModel:
-    """Read one prompt template file (FORMATS.md §6)."""
+    """Read one prompt template file (Formats §6)."""
     source = str(path)
     try:
         with open(path, "rb") as fh:

@@ -1,4 +1,4 @@
-"""Reference lessons: JSONL, one expected lesson per line (FORMATS.md §4).
+"""Reference lessons: JSONL, one expected lesson per line (Formats §4).
 
 :class:`ReferenceRecordModel` is the specification (it feeds ``truss-lab
 schema references``) and :func:`read_references` validates every line with it,
@@ -53,7 +53,7 @@ __all__ = [
 
 REFERENCE_FIELDS: tuple[str, ...] = ("verdict_hash", "reference_id", "text", "evidence",
                                      "annotator")
-"""The §4 fields, in FORMATS.md order (also the column order of the frame)."""
+"""The §4 fields, in the documented order (also the column order of the frame)."""
 REFERENCE_KEY: tuple[str, ...] = ("verdict_hash", "reference_id", "annotator")
 """Unique key of a reference lesson within a file."""
 NO_REFERENCE = "none"
@@ -82,7 +82,7 @@ _Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_REFERENCE_NAME),
 
 
 class ReferenceRecordModel(StrictRecord):
-    """One reference lesson: a line of a references JSONL file (FORMATS.md §4)."""
+    """One reference lesson: a line of a references JSONL file (Formats §4)."""
 
     verdict_hash: Hex64
     """The ``hash`` of the verdict's journal entry (64 lowercase hex digits)."""

@@ -1,4 +1,4 @@
-"""Strict reading of the unchained formats (FORMATS.md §2, §3, §4, §5): what their readers
+"""Strict reading of the unchained formats (Formats §2, §3, §4, §5): what their readers
 and writers share.
 
 The records: the pydantic field types of the record models and their strict base

@@ -1,5 +1,5 @@
 """A researcher's own verdicts: records of ``contract_verdict`` payloads (JSONL, CSV,
-Parquet, a DataFrame or a list of dicts) signed into a journal export (FORMATS.md §1).
+Parquet, a DataFrame or a list of dicts) signed into a journal export (Formats §1).
 
 A record is a verdict's payload fields (``contract_id``, ``run_id``, ``goal``,
 ``verdict``, ``summary``, ``checks``, ``tags``, and any further field, kept as the
@@ -333,7 +333,7 @@ def sign_verdicts(
     out: str | os.PathLike[str] | None = None,
     keyring: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Sign verdict records into a journal (FORMATS.md §1), or continue one.
+    """Sign verdict records into a journal (Formats §1), or continue one.
 
     Parameters
     ----------

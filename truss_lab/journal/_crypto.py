@@ -1,4 +1,4 @@
-"""Hashing and signing journal entries, and the keys that sign them (FORMATS.md §1).
+"""Hashing and signing journal entries, and the keys that sign them (Formats §1).
 
 An entry's ``hash`` is the lowercase hex SHA-256 of the RFC 8785 canonical
 JSON of ``{seq, kind, ts, key_id, payload, prev_hash}``; its ``signature`` is
@@ -224,7 +224,7 @@ def build_entry(
     prev_hash: str,
     ts: datetime | str,
 ) -> dict[str, Any]:
-    """A signed journal entry as a FORMATS.md §1 dict."""
+    """A signed journal entry as a Formats §1 dict."""
     ts_s = ts if isinstance(ts, str) else format_ts(ts)
     h = entry_hash(seq, kind, ts_s, key.key_id, canonical(payload), prev_hash)
     return {

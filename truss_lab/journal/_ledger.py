@@ -105,7 +105,7 @@ def register_keys(store: Store, keyring: Mapping[str, bytes]) -> None:
 # -- verifying the stored chains ----------------------------------------------
 
 LAB_JOURNAL = "lab_journal"
-"""The lab's own chain (DESIGN.md "Two chains"); ``journal`` is the verdict journal."""
+"""The lab's own chain (docs/explanation/two-chains.md); ``journal`` is the verdict journal."""
 VERDICT_HEAD = "verdict_head"
 """The payload field of a lab entry naming the verdict-journal head it was decided on."""
 
@@ -117,9 +117,9 @@ def verify_chain(
     then (without ``upto_seq``) the lab journal: hash, chain link, sequence and
     Ed25519 signature of each entry, and each lab entry's ``verdict_head`` must be
     a stored verdict-journal entry with that hash. Last, every policy record's
-    provenance must resolve (DESIGN invariant 8): its ``produced_by`` is a stored lab
-    entry with that hash, so deleting the lab journal's last entries (which leaves a
-    valid shorter chain) does not pass.
+    provenance must resolve (invariant 8, docs/explanation/invariants.md): its
+    ``produced_by`` is a stored lab entry with that hash, so deleting the lab journal's
+    last entries (which leaves a valid shorter chain) does not pass.
 
     The report names the first bad entry and why (a lab entry's message starts
     with ``lab journal``); ``entries_checked`` counts both chains, ``head_*`` is
@@ -332,7 +332,7 @@ def import_journal(
     keyring: Mapping[str, bytes] | str | os.PathLike[str] | None = None,
     keep_verified_prefix: bool = False,
 ) -> ImportReport:
-    """Import a FORMATS.md §1 JSONL export, verifying every entry as it is read.
+    """Import a Formats §1 JSONL export, verifying every entry as it is read.
 
     Entries the journal already holds (same seq and hash) are skipped, so a
     re-import is a no-op. An entry whose seq is stored with another hash is a

@@ -1,4 +1,4 @@
-"""The journal format (FORMATS.md §1): the one definition of an entry and of a verdict
+"""The journal format (Formats §1): the one definition of an entry and of a verdict
 payload, the journal as columns, and the strict reader of a JSONL export.
 
 :class:`JournalEntryModel` is the entry; the strict reader
@@ -16,7 +16,7 @@ validates with it. ``truss-lab schema journal`` and ``truss-lab schema verdict``
 print the JSON Schemas of the same two models.
 
 What a verdict payload requires follows what the extraction path has always
-accepted, which FORMATS.md §1 and the bundled sample satisfy: ``goal``,
+accepted, which Formats §1 and the bundled sample satisfy: ``goal``,
 ``verdict``, ``summary`` and ``checks`` are required (a lesson is grounded in
 the checks; an empty list says "no checks"); ``contract_id``, ``run_id`` and
 ``tags`` are optional (the prompt renders ``(unknown)`` / ``(none)``); fields
@@ -130,7 +130,7 @@ class _Frozen(BaseModel):
 
 
 class JournalEntryModel(_Frozen):
-    """One line of a journal export (FORMATS.md §1)."""
+    """One line of a journal export (Formats §1)."""
 
     seq: int = Field(ge=1, le=2**53 - 1)
     """Position in the chain: 1 for the first entry, then +1 per entry."""
@@ -181,7 +181,7 @@ class CheckModel(_Open):
 
 
 class VerdictPayloadModel(_Open):
-    """The payload of a ``contract_verdict`` journal entry (FORMATS.md §1)."""
+    """The payload of a ``contract_verdict`` journal entry (Formats §1)."""
 
     # Optional, but a string when present (null is refused, as it always was):
     # the default None stands for "absent" and is kept out of the JSON Schema.
@@ -363,7 +363,7 @@ class JournalColumns:
     def from_mapping(cls, data: Mapping[str, Sequence[Any]]) -> JournalColumns:
         """Columns from a mapping of sequences (e.g. ``arrow_table.to_pydict()``).
 
-        The eight FORMATS.md §1 columns are required (``payload`` as canonical
+        The eight Formats §1 columns are required (``payload`` as canonical
         text); ``line`` is optional; other keys are ignored.
         """
         missing = [c for c in ENTRY_FIELDS if c not in data]
@@ -376,7 +376,7 @@ class JournalColumns:
 
     @classmethod
     def from_entries(cls, entries: Iterable[Mapping[str, Any]]) -> JournalColumns:
-        """Columns from FORMATS.md §1 entry dicts (as :func:`build_entry` returns).
+        """Columns from Formats §1 entry dicts (as :func:`build_entry` returns).
 
         Each payload is canonicalized here; no validation happens (use
         :func:`read_journal_lines` for untrusted input).
@@ -413,7 +413,7 @@ class JournalColumns:
         return out
 
     def iter_jsonl(self) -> Iterator[str]:
-        """FORMATS.md §1 lines (no newline), fields in the documented order."""
+        """Formats §1 lines (no newline), fields in the documented order."""
         for i in range(len(self)):
             yield (
                 '{"seq":' + str(self.seq[i])
@@ -499,7 +499,7 @@ def _parse_line(text: str | bytes) -> tuple[int, str, str, str, str, str, str, s
             raise _Bad(name, "missing_field", f"required field {name!r} is missing{hint}")
     if len(obj) != _N_FIELDS:
         extra = sorted(set(obj) - set(ENTRY_FIELDS))
-        raise _Bad(extra[0], "unknown_field", f"unknown field(s) {extra}; FORMATS.md §1 has none")
+        raise _Bad(extra[0], "unknown_field", f"unknown field(s) {extra}; a journal entry has none")
     seq = obj["seq"]
     if type(seq) is not int:  # bool is an int subclass: excluded on purpose
         raise _Bad("seq", "wrong_type", f"expected an integer, got {_json_type(seq)}")
@@ -536,7 +536,7 @@ def _parse_line(text: str | bytes) -> tuple[int, str, str, str, str, str, str, s
 
 
 def read_journal_lines(lines: Iterable[str | bytes], *, source: str = "<memory>") -> ParsedJournal:
-    """Parse FORMATS.md §1 JSONL strictly, stopping at the first malformed line.
+    """Parse Formats §1 JSONL strictly, stopping at the first malformed line.
 
     Each line must be a JSON object with exactly the eight fields, each of the
     documented type and shape; JSON that RFC 8785 cannot represent (duplicate

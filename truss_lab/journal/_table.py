@@ -49,7 +49,7 @@ _SELECT = "SELECT seq, kind, ts, key_id, payload::VARCHAR AS payload, prev_hash,
 
 
 JOURNAL_TABLES = ("journal", "lab_journal")
-"""The two chains: the verdict journal (upstream's) and the lab's own (DESIGN.md)."""
+"""The verdict journal (upstream's) and the lab's own: docs/explanation/two-chains.md."""
 
 
 def _table(name: str) -> str:
@@ -119,7 +119,7 @@ def journal_batches(
 
 
 def get_entry(store: Store, seq: int, *, table: str = "journal") -> dict[str, Any] | None:
-    """One entry as a FORMATS.md §1 dict (payload parsed), or ``None``."""
+    """One entry as a Formats §1 dict (payload parsed), or ``None``."""
     rows = store.con.execute(f"{_SELECT} FROM {_table(table)} WHERE seq = ?", [seq]).fetchall()
     if not rows:
         return None

@@ -262,7 +262,7 @@ def junk_flags(
     (else ``extractor_id``) groups the duplicate detectors, ``verdict_seq`` and
     ``lesson_index`` order them, ``entry_id`` excludes a candidate's own memory
     entry. ``verdicts`` has ``verdict_hash`` (or ``hash``) and a ``payload``
-    (dict or JSON text, as :func:`truss_lab.journal.verdict_payloads` gives them) or
+    (dict or JSON text, as :func:`truss_lab.verdict_payloads` gives them) or
     ``summary`` and ``checks``. ``memory`` (``text``, optional ``entry_id`` and
     ``run_id``) enables ``duplicate_of_memory``. The result has the candidates'
     index, so ``candidates.join(flags)`` lines up. Candidates whose verdict is

@@ -1,4 +1,4 @@
-"""Matching a run's lessons to reference lessons (FORMATS.md §4).
+"""Matching a run's lessons to reference lessons (Formats §4).
 
 A **matcher** is a function from the candidate lessons and the reference
 lessons of ONE verdict (two frames with ``text`` and ``evidence``) to a

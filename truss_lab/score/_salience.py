@@ -14,7 +14,7 @@ from every scorer.
 by ``verdict_hash`` (a column or the index) with ``verdict``, ``checks``
 (list of ``{name, passed, evidence}`` dicts, or its JSON text) and optionally
 ``tags``, ``goal``, ``summary``; or a mapping ``verdict_hash -> payload dict``
-(FORMATS.md §1). Only scorers marked ``needs_verdicts`` read it.
+(Formats §1). Only scorers marked ``needs_verdicts`` read it.
 
 Scorers (each returns float64 in [0, 1], NaN for invalid rows)
 ---------------------------------------------------------------

@@ -11,7 +11,7 @@ extractor in the order given (an unlabelled extractor draws nothing).
 which reference each lesson expresses, what it duplicates, whether it is
 generic, ungrounded or a paraphrase.
 
-Simulated reference lessons (FORMATS.md §4): what an expert says a verdict should teach.
+Simulated reference lessons (Formats §4): what an expert says a verdict should teach.
 
 The latent truth of a verdict is one useful lesson per failed check: its
 reference ``r<k>`` is the lesson of the k-th failed check in display order, and
@@ -28,7 +28,7 @@ depend on which extractors are simulated; how each annotator words them (its
 :class:`~._words.Voice`: which of the check's wordings, synonym sets, hedges) from a
 second (``stream(seed, 4, 1)``), so the wording never moves which references exist.
 
-Simulated match labels (FORMATS.md §5): which reference a person says a lesson
+Simulated match labels (Formats §5): which reference a person says a lesson
 expresses. A simple random sample of the annotated verdicts (``match_verdicts``
 of them, or a share ``match_share``; ``stream(seed, 5)``) is matched by one of
 two simulated people each (``person-1``, ``person-2``): every lesson a reader

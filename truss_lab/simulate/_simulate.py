@@ -1,6 +1,6 @@
-"""A seeded simulator of a recorded Truss deployment (FORMATS.md §1–§3), and its k-sample files.
+"""A seeded simulator of a recorded Truss deployment (Formats §1–§3), and its k-sample files.
 
-A seeded simulator of a recorded Truss deployment (FORMATS.md §1–§3).
+A seeded simulator of a recorded Truss deployment (Formats §1–§3).
 
 :func:`simulate` writes a SYNTHETIC dataset: a signed journal of contract
 verdicts, the keyring that verifies it, recorded extractor completions (with
@@ -136,7 +136,7 @@ class SimulationResult:
     references: Path
     lesson_truth: Path
     match_labels: Path
-    """``match_labels.csv`` (FORMATS §5): simulated people's answers on a random share of
+    """``match_labels.csv`` (Formats §5): simulated people's answers on a random share of
     the annotated verdicts."""
     match_truth: Path
     """``match_truth.csv`` (§5, annotator ``simulator-truth``): the true lesson→reference
@@ -556,7 +556,7 @@ class SimulatedMatching:
       verdict, as the parser reads it: ``verdict_hash``, ``extractor``, ``lesson_index``,
       ``text``, ``evidence`` (list), ``salience`` (NaN when the parser drops the lesson),
       ``valid``;
-    - ``references``: the reference lessons (FORMATS §4 columns, ``"none"`` lines kept);
+    - ``references``: the reference lessons (Formats §4 columns, ``"none"`` lines kept);
     - ``match_labels``: the simulated people's answers (§5 columns; ``reference_id``
       ``""`` = none; ``inclusion_probability`` = ``n_match_verdicts`` / annotated
       verdicts), on ``n_match_verdicts`` random annotated verdicts (one drawn where no

@@ -102,7 +102,7 @@ def _payloads(
     chk: np.ndarray, failed: np.ndarray, ev_n: np.ndarray, secs: np.ndarray,
     first_contract: int = 0,
 ) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """Each verdict's FORMATS.md payload, timestamp and goal object, from the draws of
+    """Each verdict's Formats §1 payload, timestamp and goal object, from the draws of
     :func:`make_verdicts` (this draws nothing)."""
     runs = verdict.shape[0]
     payloads: list[dict[str, Any]] = []

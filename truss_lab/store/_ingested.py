@@ -84,7 +84,7 @@ def reference_problems(store: Store, verdict_hashes: Sequence[str]) -> pd.DataFr
 def verdict_reference_ids(store: Store, verdict_hashes: Sequence[str]) -> pd.DataFrame:
     """The reference ids (any annotator's, ``"none"`` left out) of the ``verdict_hashes``:
     columns ``verdict_hash``, ``reference_id``, one row per pair, sorted. What a match
-    label's ``reference_id`` may name (FORMATS.md §5)."""
+    label's ``reference_id`` may name (Formats §5)."""
     return store.sql(
         "SELECT DISTINCT verdict_hash, reference_id FROM reference_lessons "
         "WHERE reference_id <> 'none' AND verdict_hash IN (SELECT unnest(?)) ORDER BY ALL",
@@ -96,7 +96,7 @@ def match_label_lessons(store: Store, verdict_hashes: Sequence[str]) -> pd.DataF
     """The lessons any run holds of the ``verdict_hashes``: columns ``verdict_hash``,
     ``extractor_id``, ``lesson_index`` and ``valid`` (valid in some run), one row per
     lesson, sorted. A match label must name one, and a verdict whose lessons a person
-    matched must have every valid one answered (FORMATS.md §5)."""
+    matched must have every valid one answered (Formats §5)."""
     return store.sql(
         "SELECT verdict_hash, extractor_id, lesson_index, bool_or(valid) AS valid "
         "FROM candidates WHERE verdict_hash IN (SELECT unnest(?)) GROUP BY ALL ORDER BY ALL",

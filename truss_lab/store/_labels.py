@@ -33,7 +33,7 @@ JUDGE_PREFIX = "judge:"
 
 
 def label_rows(store: Store) -> pd.DataFrame:
-    """Every label row as FORMATS.md §3 columns (``verdict_hash, extractor,
+    """Every label row as Formats §3 columns (``verdict_hash, extractor,
     lesson_index, useful, annotator``; an empty annotator is NULL)."""
     return store.sql(
         "SELECT verdict_hash, extractor_id AS extractor, lesson_index, useful, "
@@ -49,7 +49,7 @@ def judge_annotators(store: Store) -> list[str]:
 
 
 def reference_rows(store: Store) -> pd.DataFrame:
-    """Every reference lesson as FORMATS.md §4 columns, by verdict, annotator, id."""
+    """Every reference lesson as Formats §4 columns, by verdict, annotator, id."""
     return store.sql(
         "SELECT verdict_hash, reference_id, text, evidence, annotator "
         "FROM reference_lessons ORDER BY verdict_hash, annotator, reference_id"
@@ -57,7 +57,7 @@ def reference_rows(store: Store) -> pd.DataFrame:
 
 
 def match_label_rows(store: Store) -> pd.DataFrame:
-    """Every match label as FORMATS.md §5 columns (``verdict_hash, extractor,
+    """Every match label as Formats §5 columns (``verdict_hash, extractor,
     lesson_index, reference_id, annotator, inclusion_probability``; ``reference_id`` and
     ``annotator`` ``""`` when none), by verdict, extractor, lesson, annotator."""
     return store.sql(

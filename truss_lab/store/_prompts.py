@@ -1,4 +1,4 @@
-"""The registered prompt templates (``prompts``, FORMATS.md §6): one row per prompt
+"""The registered prompt templates (``prompts``, Formats §6): one row per prompt
 version, written once; its columns are :data:`~truss_lab.store._tables.PROMPTS_SCHEMA`
 (``SELECT *`` reads them in that order: tests/test_tables.py checks it). The SQL on
 the table is here; the templates themselves (rendering, placeholders, the built-in

@@ -60,7 +60,7 @@ JOURNAL_SCHEMA = pa.schema(
         ("recorded_at", TS),
     ]
 )
-"""``journal`` and ``lab_journal`` (the same columns): the eight FORMATS.md §1 fields in
+"""``journal`` and ``lab_journal`` (the same columns): the eight Formats §1 fields in
 their documented order, then when this database received the entry."""
 
 
@@ -81,7 +81,7 @@ COMPLETIONS_SCHEMA = pa.schema(
         ("recorded_at", TS),
     ]
 )
-"""The first columns of ``completions``: a recorded call (FORMATS.md §2) and where it came
+"""The first columns of ``completions``: a recorded call (Formats §2) and where it came
 from. The later ones (``config_hash``, ``run_id``, ``sample_index``, ``judged_run_id``,
 migrations 008, 009 and 013) are appended by their writers: the ingest adds
 ``config_hash``; a live recording adds all four."""
@@ -106,7 +106,7 @@ LABELS_SCHEMA = pa.schema(
         ("labelled_at", TS),
     ]
 )
-"""``labels``: a gold label (FORMATS.md §3), where it came from and when it was loaded."""
+"""``labels``: a gold label (Formats §3), where it came from and when it was loaded."""
 
 REFERENCES_SCHEMA = pa.schema(
     [
@@ -119,7 +119,7 @@ REFERENCES_SCHEMA = pa.schema(
         ("annotated_at", TS),
     ]
 )
-"""``reference_lessons``: a reference lesson (FORMATS.md §4), its source and load time."""
+"""``reference_lessons``: a reference lesson (Formats §4), its source and load time."""
 
 MATCH_LABELS_SCHEMA = pa.schema(
     [
@@ -133,7 +133,7 @@ MATCH_LABELS_SCHEMA = pa.schema(
         ("labelled_at", TS),
     ]
 )
-"""``match_labels``: a person's match of a lesson to a reference (FORMATS.md §5), its
+"""``match_labels``: a person's match of a lesson to a reference (Formats §5), its
 source and load time."""
 
 
@@ -274,7 +274,7 @@ PROMPTS_SCHEMA = pa.schema(
         ("registered_at", TS),
     ]
 )
-"""Arrow schema of ``prompts``: a prompt template registered from a file (FORMATS.md §6)."""
+"""Arrow schema of ``prompts``: a prompt template registered from a file (Formats §6)."""
 
 
 # -- every schema by table ----------------------------------------------------------------

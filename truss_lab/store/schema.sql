@@ -7,7 +7,7 @@
 -- whole file, or `truss-lab schema`, for the current shape.
 --
 -- Names: the extractor configuration is `extractor_id` in every table (the
--- interchange files of FORMATS.md §2/§3 call it `extractor`; their readers map
+-- interchange files of Formats §2/§3 call it `extractor`; their readers map
 -- it); counts are `n_<things>`; the gate's threshold is `extraction_min_salience`,
 -- as in the config. Two kinds of journal reference, on purpose:
 --   verdict_seq / verdict_hash          the verdict a row is ABOUT (candidates,
@@ -34,7 +34,7 @@ CREATE TABLE schema_version (
     applied_at  TIMESTAMPTZ NOT NULL
 );
 
--- The signed, append-only journal (FORMATS.md §1). payload is the RFC 8785
+-- The signed, append-only journal (Formats §1). payload is the RFC 8785
 -- canonical text, so hashes are recomputed without re-canonicalizing.
 CREATE TABLE journal (
     seq         BIGINT PRIMARY KEY,
@@ -165,7 +165,7 @@ CREATE TABLE verdict_errors (
     message           VARCHAR
 );
 
--- Recorded provider calls (FORMATS.md §2); never an Authorization header.
+-- Recorded provider calls (Formats §2); never an Authorization header.
 CREATE TABLE completions (
     verdict_hash      VARCHAR NOT NULL,
     extractor         VARCHAR NOT NULL,
@@ -180,7 +180,7 @@ CREATE TABLE completions (
     recorded_at       TIMESTAMPTZ NOT NULL
 );
 
--- Gold labels (FORMATS.md §3).
+-- Gold labels (Formats §3).
 CREATE TABLE labels (
     verdict_hash      VARCHAR NOT NULL,
     extractor         VARCHAR NOT NULL,
@@ -241,7 +241,7 @@ ALTER TABLE extraction_runs RENAME COLUMN min_salience TO extraction_min_salienc
 DROP TABLE scores;
 
 -- migration: 005_references
--- Reference lessons (FORMATS.md §4): what an annotator says a verdict should
+-- Reference lessons (Formats §4): what an annotator says a verdict should
 -- teach, independent of any extractor. Named reference_lessons because
 -- REFERENCES is an SQL keyword. A verdict an annotator found nothing to teach
 -- in has one row with reference_id 'none' and empty text; a verdict with no
@@ -257,7 +257,7 @@ CREATE TABLE reference_lessons (
 );
 
 -- migration: 006_lab_journal
--- Two chains (DESIGN.md "Two chains"). The journal table is the verdict
+-- Two chains (docs/explanation/two-chains.md). The journal table is the verdict
 -- journal: a faithful copy of upstream Truss that grows only by importing
 -- upstream exports. The lab's own signed entries (threshold proposals, sweep
 -- results) form a chain of their own here, same columns, signed by the
@@ -595,7 +595,7 @@ COMMENT ON COLUMN verdict_errors.sample_index IS 'Which sample of the verdict fa
 
 -- migration: 010_match_labels
 -- Issue #26 item 1. People's answers to "which reference does this lesson
--- express?" (FORMATS.md §5): the human truth a matcher (lexical, semantic, a
+-- express?" (Formats §5): the human truth a matcher (lexical, semantic, a
 -- judge) is checked against, and that corrects reference-based estimates. One
 -- row per (lesson, annotator); reference_id '' says the lesson expresses none
 -- of its verdict's references. The verdicts with rows are a sample; a sampled
@@ -643,7 +643,7 @@ COMMENT ON TABLE completions IS 'Recorded provider calls (truss-lab schema compl
 COMMENT ON COLUMN completions.run_id IS 'Run whose live call made the recording (it owns it: truss-lab usage bills it, truss-lab rerun replays it); NULL when ingested from a file or made by a judge';
 
 -- migration: 012_prompts
--- Issue #27 item 1: prompt templates registered from files (FORMATS.md §6,
+-- Issue #27 item 1: prompt templates registered from files (Formats §6,
 -- `truss-lab prompts add FILE`), one row per prompt version, stored once with
 -- the SHA-256 of the template (the hash runs record as prompt_hash). A name is
 -- registered with one text only; prompt_templates keeps what each run used.
@@ -657,7 +657,7 @@ CREATE TABLE prompts (
     source            VARCHAR NOT NULL,
     registered_at     TIMESTAMPTZ NOT NULL
 );
-COMMENT ON TABLE prompts IS 'Prompt templates registered from files (truss-lab prompts add; FORMATS.md §6), one row per prompt version';
+COMMENT ON TABLE prompts IS 'Prompt templates registered from files (truss-lab prompts add; Formats §6), one row per prompt version';
 COMMENT ON COLUMN prompts.name IS 'The prompt version (prompt_version of every call made with it)';
 COMMENT ON COLUMN prompts.kind IS 'lesson (extract), judge (judge) or match (match)';
 COMMENT ON COLUMN prompts.description IS 'For people; not part of the hash';

@@ -1,5 +1,5 @@
 """The prompt commands: ``prompts add FILE`` registers a prompt template file
-(FORMATS.md §6) in the database, ``prompts list`` lists the known versions (built in
+(Formats §6) in the database, ``prompts list`` lists the known versions (built in
 and registered), ``prompts show NAME`` prints one as a file.
 
 No logic here: :mod:`truss_lab.extract._prompts` reads, checks and registers.
