@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DB     ?= truss_lab.duckdb
 
-.PHONY: demo lab test test-slow test-browser test-realserver lint bench bench-quick reliability install install-dev clean
+.PHONY: demo lab docs test test-slow test-browser test-realserver lint bench bench-quick reliability install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,18 @@ $(VENV)/.installed-realserver: pyproject.toml | $(BIN)/python
 # responses, started and stopped by the test (tests/realserver). No network, no key.
 test-realserver: $(VENV)/.installed-realserver
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m realserver tests/realserver
+
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[notebook,docs]'
+	@touch $@ $(VENV)/.installed
+
+# The documentation site (docs/, Sphinx) into docs/_build/html: warnings are errors
+# (a broken cross-reference, an undocumented parameter of a public name, a notebook
+# cell or an example that fails), the four notebooks executed. Nothing is downloaded.
+# Not part of `make test`; CI runs it (.ci/run).
+docs: $(VENV)/.installed-docs
+	rm -rf docs/_build/html
+	$(BIN)/python -m sphinx -W --keep-going -n -q -b html docs docs/_build/html
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts

@@ -1,9 +1,13 @@
-"""Every runnable snippet of README.md runs as written, from an empty folder.
+"""Every runnable snippet of README.md and of the site's tutorials and how-to guides runs
+as written, from an empty folder.
 
 The Python quickstart, the CLI quickstart (each line through the CLI, in a
 temporary working directory), the SQL examples (on the database the CLI made)
 and the local-endpoint snippets (against the suite's HTTP server instead of a
-real vLLM/Ollama). Only `make` and `vllm serve` lines are not run here.
+real vLLM/Ollama). Only `make` and `vllm serve` lines are not run here. A block
+is runnable when its language is python, sh, shell, sql or toml; ``text`` and ``json``
+blocks are outputs, synopses and data. ``test_every_runnable_block_is_run`` keeps
+the list of the blocks these tests run complete.
 """
 
 from __future__ import annotations
@@ -18,13 +22,51 @@ from tests.builders.cli import invoke
 from tests.builders.http_server import ScriptedServer
 from tests.builders.stores import copy_db
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+RUNNABLE = ("python", "sh", "shell", "sql", "toml")
+
+#: The (page, section, language) whose blocks the tests below run; ``None``: the page.
+RUN_HERE = {
+    ("README.md", "Python quickstart", "python"),
+    ("README.md", "CLI quickstart", "sh"),
+    ("docs/reference/database.md", None, "sql"),
+    ("docs/how-to/live-or-batch.md", "Providers and extractors", "sh"),
+    ("docs/how-to/live-or-batch.md", "Providers and extractors", "python"),
+    ("docs/how-to/live-or-batch.md", "Live extraction: configuration, replay, usage", "sh"),
+    ("docs/how-to/live-or-batch.md", "Live extraction: configuration, replay, usage", "toml"),
+    ("docs/how-to/live-or-batch.md", "Live extraction: configuration, replay, usage",
+     "python"),
+    ("docs/how-to/grids-frontier.md", None, "toml"),
+    ("docs/how-to/grids-frontier.md", None, "sh"),
+    ("docs/how-to/prompts.md", None, "toml"),
+    ("docs/how-to/prompts.md", None, "sh"),
+    ("docs/how-to/prompts.md", None, "python"),
+    ("docs/how-to/report.md", None, "sh"),
+}
+
+#: Blocks no test here runs, and why.
+NOT_RUN = {
+    ("README.md", "Two commands", "sh"): "make demo and make test: CI runs both (.ci/run)",
+    ("docs/tutorials/own-data.md", None, "python"): "tests/test_tutorials.py runs the page",
+    ("docs/tutorials/own-data.md", None, "sh"): "tests/test_tutorials.py runs the page",
+    ("docs/how-to/live-or-batch.md", "Live extraction: configuration, replay, usage",
+     "shell"): "the batch round trip: own-data.md runs it (tests/test_tutorials.py)",
+}
 
 
-def blocks(lang: str, section: str) -> list[str]:
-    """The ``lang`` code blocks of README section ``## section``."""
-    body = README.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(rf"```{lang}\n(.*?)```", body, flags=re.S)
+def body(page: str, section: str | None) -> str:
+    """Page ``page`` (relative to the repository), or its ``## section``."""
+    text = (ROOT / page).read_text()
+    if section is None:
+        return text
+    return text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def blocks(lang: str, section: str | None, page: str = "README.md") -> list[str]:
+    """The ``lang`` code blocks of ``page``'s section ``## section`` (None: the page)."""
+    assert (page, section, lang) in RUN_HERE, (page, section, lang)
+    return re.findall(rf"```{lang}\n(.*?)```", body(page, section), flags=re.S)
 
 
 def shell_lines(block: str) -> list[list[str]]:
@@ -64,6 +106,10 @@ def test_cli_quickstart_and_sql_run_from_any_directory(tmp_path, monkeypatch) ->
     assert len(commands) >= 20
     for argv in commands:
         run_cli(argv)
+    (report,) = blocks("sh", None, "docs/how-to/report.md")
+    for argv in shell_lines(report):
+        run_cli(argv)
+    assert (tmp_path / "report.html").stat().st_size > 0
     assert (tmp_path / "sweep.png").stat().st_size > 0
     assert (tmp_path / "export" / "manifest.json").exists()
     assert (tmp_path / "sim" / "journal.jsonl").exists()
@@ -72,15 +118,18 @@ def test_cli_quickstart_and_sql_run_from_any_directory(tmp_path, monkeypatch) ->
     with tl.Store("lab.duckdb", read_only=True) as store:
         assert store.sql("SELECT run_id FROM extraction_runs ORDER BY 1").fetchall() == [
             ("good",), ("over",)]  # heur was deleted
-        for sql in blocks("sql", "Storage"):
+        for sql in blocks("sql", None, "docs/reference/database.md"):
             for stmt in filter(str.strip, sql.split(";")):
                 assert store.sql(stmt).fetchall(), stmt
+
+
+LIVE = "docs/how-to/live-or-batch.md"
 
 
 @pytest.mark.parametrize("lang", ["sh", "python"])
 def test_local_endpoint_snippets_run(lang, sample_store_path, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    (block,) = blocks(lang, "Providers and extractors")
+    (block,) = blocks(lang, "Providers and extractors", LIVE)
     with ScriptedServer() as srv:
         if lang == "sh":
             (argv,) = shell_lines(block)
@@ -109,8 +158,8 @@ def test_live_extraction_section_runs(sample_store_path, tmp_path, monkeypatch) 
     # Issue #16: a live run, its replay from the CLI by extractor id alone, and usage.
     monkeypatch.chdir(tmp_path)
     section = "Live extraction: configuration, replay, usage"
-    (sh,) = blocks("sh", section)
-    (toml,) = blocks("toml", section)
+    (sh,) = blocks("sh", section, LIVE)
+    (toml,) = blocks("toml", section, LIVE)
     (tmp_path / "prices.toml").write_text(toml)
     with ScriptedServer() as srv:
         for argv in shell_lines(sh):
@@ -129,7 +178,7 @@ def test_live_extraction_section_runs(sample_store_path, tmp_path, monkeypatch) 
 
     with tl.Store(sample_store_path) as store:
         assert run_content_hashes(store, "live") == run_content_hashes(store, "replayed")
-        (py,) = blocks("python", section)
+        (py,) = blocks("python", section, LIVE)
         namespace = {"tl": tl, "store": store}
         exec(compile(py, "README.md", "exec"), namespace)
         assert namespace["live"].config == namespace["cfg"]
@@ -142,22 +191,21 @@ def test_grid_and_frontier_section_runs(sample_store_path, tmp_path, monkeypatch
     from truss_lab.extract._grid import load_grid
 
     monkeypatch.chdir(tmp_path)
-    section = "Grids of runs and the cost-quality frontier"
-    example, *files = blocks("toml", section)
+    page = "docs/how-to/grids-frontier.md"
+    example, *files = blocks("toml", None, page)
     (tmp_path / "example.toml").write_text(example)
     cells = load_grid(tmp_path / "example.toml").cells
     assert len(cells) == 2 + 2 * 2 and cells[-1].run_id == \
         "models-openai-llama3.1-8b-prompt=lesson-v1-temperature=0.7-samples=3"
     for text in files:
         (tmp_path / text.splitlines()[0].removeprefix("# ")).write_text(text)
-    (sh,) = blocks("sh", section)
+    (sh,) = blocks("sh", None, page)
     outs = [run_cli([a.replace("lab.duckdb", str(sample_store_path)) for a in argv])
             for argv in shell_lines(sh)]
     assert "(4 started, 0 resumed, 0 skipped)" in outs[0]
     assert "(0 started, 0 resumed, 4 skipped)" in outs[1]
     assert (tmp_path / "frontier.png").stat().st_size > 0
-    body = README.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
-    printed = re.findall(r"```text\n(.*?)```", body, flags=re.S)
+    printed = re.findall(r"```text\n(.*?)```", body(page, None), flags=re.S)
     for block in printed:  # the frontier's table as the README shows it
         for line in block.strip().splitlines()[1:]:
             assert line in outs[2], line
@@ -166,9 +214,10 @@ def test_grid_and_frontier_section_runs(sample_store_path, tmp_path, monkeypatch
 def test_prompts_section_runs(sample_store_path, tmp_path, monkeypatch) -> None:
     # Issue #27 item 1: the example file, registered, listed, shown, reaching a server.
     monkeypatch.chdir(tmp_path)
-    (toml,) = blocks("toml", "Prompts")
+    page = "docs/how-to/prompts.md"
+    (toml,) = blocks("toml", None, page)
     (tmp_path / "lesson-short-v1.toml").write_text(toml)
-    (sh,) = blocks("sh", "Prompts")
+    (sh,) = blocks("sh", None, page)
     with ScriptedServer() as srv:
         outs = [run_cli([a.replace("http://127.0.0.1:8000/v1", srv.base_url)
                          .replace("lab.duckdb", str(sample_store_path)) for a in argv])
@@ -183,5 +232,25 @@ def test_prompts_section_runs(sample_store_path, tmp_path, monkeypatch) -> None:
     import truss_lab as tl
 
     with tl.Store(sample_store_path) as store:
-        (py,) = blocks("python", "Prompts")
+        (py,) = blocks("python", None, page)
         exec(compile(py, "README.md", "exec"), {"tl": tl, "store": store})
+
+
+def test_every_runnable_block_is_run() -> None:
+    # Every python/sh/sql/toml block of the tutorials and the how-to guides
+    # lies in a (page, section, language) the tests above run; a new block elsewhere
+    # fails here until a test runs it.
+    pages = [str(p.relative_to(ROOT)) for d in ("tutorials", "how-to")
+             for p in sorted((ROOT / "docs" / d).glob("*.md"))]
+    missed = []
+    for page in pages:
+        text = body(page, None)
+        sections = [None, *re.findall(r"^## (.*)$", text, flags=re.M)]
+        for lang in RUNNABLE:
+            total = len(re.findall(rf"```{lang}\n", text))
+            covered = sum(len(re.findall(rf"```{lang}\n", body(page, s)))
+                          for s in sections
+                          if (page, s, lang) in RUN_HERE or (page, s, lang) in NOT_RUN)
+            if covered < total:
+                missed.append((page, lang, total - covered))
+    assert not missed, missed
