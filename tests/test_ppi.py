@@ -27,6 +27,7 @@ from truss_lab.evaluate._ppi import (
     ppi_bootstrap,
     ppi_data,
     ppi_sweep,
+    ratio_interval,
     reference_ppi,
     t_quantile,
     wilson_interval,
@@ -574,3 +575,23 @@ def test_a_judge_is_corrected_by_whole_verdicts_never_by_a_band(store):
     assert got.attrs["correction"]["correction"] == "none"
     with pytest.raises(BadInputError, match=r"correct='ppi' refused: .* no gold label"):
         sweep_run(store, GOOD, truth=truth, labels=pd.concat([band, judge]), correct="ppi")
+
+
+def test_a_ratio_at_its_bound_takes_its_width_from_the_replicates_spread():
+    """Issue 36 item 2: classic PPI clipped to 1 while its replicates spread gets the t
+    interval of the unclipped replicates, not the people's-count one; replicates that
+    all agreed still take the people's count."""
+    p, units, n = np.array([1.0, 1.0, 0.8]), np.array([400.0, 400.0, 400.0]), 30
+    raw = np.array([1.03, 1.0, 0.8])
+    var_raw = np.array([0.04 ** 2, 0.0, 0.05 ** 2])
+    var = np.array([0.0, 0.0, 0.05 ** 2])
+    lo, hi = ratio_interval(p, raw, var, var_raw, units, n, 0.95)
+    w_lo, w_hi = wilson_interval(p, var, units, n, 0.95)
+    q = t_quantile(0.975, n - 1)
+    assert lo[0] == pytest.approx(1.03 - q * 0.04 * np.sqrt(n / (n - 1))) and hi[0] == 1.0
+    assert lo[0] < w_lo[0] - 0.03  # the people's count alone: [0.99, 1]
+    assert (lo[1], hi[1]) == (w_lo[1], w_hi[1])  # every replicate agreed
+    assert (lo[2], hi[2]) == (w_lo[2], w_hi[2])  # inside: Wilson's
+    f_lo, f_hi = ratio_interval(p, raw, var, var_raw, units, n, 0.95, fixed=True)
+    assert f_lo[2] <= w_lo[2] and f_hi[2] >= w_hi[2]
+    assert f_lo[2] == pytest.approx(min(w_lo[2], 0.8 - q * 0.05 * np.sqrt(n / (n - 1))))
