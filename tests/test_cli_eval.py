@@ -65,6 +65,11 @@ def test_sweep_text_csv_plot_json(cli, db, tmp_path):
     full = pd.read_csv(csv)
     assert {"threshold", "precision", "recall", "f1", "kept_per_verdict"} <= set(full.columns)
     assert full["threshold"].is_monotonic_decreasing
+    # Every metric's interval at every threshold (issue 36 item 4), holding its value.
+    for m in ("precision", "recall", "f1", "kept_per_verdict", "write_rate"):
+        lo, hi = full[f"{m}_low"], full[f"{m}_high"]
+        assert lo.notna().all() and ((lo <= full[m] + 1e-12) & (full[m] <= hi + 1e-12)).all()
+    assert (full["precision_high"] - full["precision_low"]).max() > 0.05
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert f"plot: wrote {png}" in res.output  # says where
     res = invoke("sweep", "--db", str(db), "--run", GOOD, "--json",
@@ -73,6 +78,8 @@ def test_sweep_text_csv_plot_json(cli, db, tmp_path):
     assert out["choice"]["objective"] == "max recall s.t. precision >= 0.8"
     assert out["choice"]["train"]["precision"] >= 0.8
     assert len(out["sweep"]) == 6 and out["choice"]["test_intervals"]["f1"]
+    assert all(r["recall_low"] <= r["recall"] <= r["recall_high"]
+               and "write_rate_high" in r for r in out["sweep"])
 
 
 def test_sweep_with_a_labels_file(cli, db):

@@ -42,7 +42,7 @@ from truss_lab.evaluate._sweep import (
     snap_thresholds,
 )
 
-__all__ = ["STREAMS", "BootstrapResult", "bootstrap_metrics", "seed_streams"]
+__all__ = ["BOOT_METRICS", "STREAMS", "BootstrapResult", "bootstrap_metrics", "seed_streams"]
 
 #: Metrics that get an interval, in the order of :attr:`BootstrapResult.table`.
 BOOT_METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")

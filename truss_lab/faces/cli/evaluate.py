@@ -16,11 +16,12 @@ import click
 from ...core._canonical import json_safe
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
+from ...evaluate._bootstrap import BOOT_METRICS
 from ...evaluate._calibration import calibration_run
 from ...evaluate._frontier import format_frontier, frontier
 from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ...evaluate._ppi import CORRECT_HELP, CORRECTIONS, ppi_bootstrap
-from ...evaluate._runs import DEFAULT_CV, compare_runs, evaluate_run
+from ...evaluate._ppi import CORRECT_HELP, CORRECTIONS
+from ...evaluate._runs import DEFAULT_CV, bootstrap_run, compare_runs, evaluate_run
 from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
@@ -160,10 +161,20 @@ def _choice_options(f: Any) -> Any:
     return f
 
 
+def _with_intervals(df: Any, table: Any) -> Any:
+    """``df`` (sweep rows) with each metric's ``*_low``/``*_high`` of the bootstrap
+    ``table`` at the same thresholds, in the same order."""
+    for c in BOOT_METRICS:
+        df[f"{c}_low"] = table[f"{c}_low"].to_numpy()
+        df[f"{c}_high"] = table[f"{c}_high"].to_numpy()
+    return df
+
+
 @click.command()
 @_choice_options
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
-              help="Write the full sweep (every distinct threshold) as CSV.")
+              help="Write the full sweep (every distinct threshold) as CSV, each metric "
+                   "with its interval (*_low, *_high; none with --n-boot 0).")
 @_truth_option
 @matcher_options
 @_correct_option
@@ -186,17 +197,22 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
                           test_size=test_size, cv=_cv(cv), cv_repeats=cv_repeats,
                           random_state=random_state, n_boot=n_boot, truth=truth, matcher=m,
                           labels=labels_path, bands=bool(plot_path), correct=correct)
+        t, full, choice = ev.truth, ev.sweep, ev.choice
+        at = ev.at(list(SUMMARY_THRESHOLDS))
+        if n_boot:
+            # Every metric's interval beside it (*_low/*_high), in the JSON and the CSV:
+            # the same bootstrap, seed and correction as the bands and the choice.
+            def intervals(grid: Any) -> Any:
+                return bootstrap_run(store, run_id, thresholds=grid, truth=t, matcher=m,
+                                     score=score, n_boot=n_boot, random_state=random_state,
+                                     objective=objective, labels=labels_path,
+                                     correct="ppi" if ev.ppi is not None else "none").table
+            _with_intervals(at, intervals(list(SUMMARY_THRESHOLDS)))
+            if csv_path:
+                full = _with_intervals(full.copy(), intervals(full["threshold"].to_numpy()))
         _record(store, m)
-    t, full, choice = ev.truth, ev.sweep, ev.choice
     truth, why = t.name, t.why
-    at = ev.at(list(SUMMARY_THRESHOLDS))
     fixed = full.attrs["correction"]
-    if ev.ppi is not None and n_boot:
-        # Corrected counts are estimates: their intervals beside them (*_low/*_high).
-        iv = ppi_bootstrap(ev.ppi, thresholds=list(SUMMARY_THRESHOLDS), n_boot=n_boot,
-                           random_state=random_state).table
-        for c in ("precision", "recall", "f1"):
-            at[f"{c}_low"], at[f"{c}_high"] = iv[f"{c}_low"].to_numpy(), iv[f"{c}_high"].to_numpy()
     if csv_path:
         write_output(csv_path, lambda tmp: full.to_csv(tmp, index=False), field="--csv")
     if plot_path:
@@ -205,9 +221,10 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
             name=plot_title(run_id, "metrics vs threshold", truth=truth,
                             correction=ev.correction),
             intervals=ev.bands.table if ev.bands is not None else None), field="--plot")
+    # Corrected counts are estimates: rounded, never truncated (230.99999999999963: 231).
     judged = ("labelled candidates" if truth != "references" else
-              f"lessons on annotated verdicts, {int(full['tp'].iloc[0] + full['fn'].iloc[0])}"
-              " references")
+              f"lessons on annotated verdicts, "
+              f"{round(float(full['tp'].iloc[0] + full['fn'].iloc[0]))} references")
     matched_by = full.attrs.get("counts", {}).get("matcher")
     text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
             f"truth: {truth} ({why})"
