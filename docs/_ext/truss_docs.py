@@ -15,6 +15,45 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.application import Sphinx
 
+#: Names of ``truss_lab.__all__`` whose docstrings are still prose, not numpydoc: the
+#: build does not validate them and tests/test_docstrings.py does not run their (absent)
+#: examples. Converting one removes its line. The evaluation functions are being
+#: re-signed (issue 34) and keep their prose until then.
+PROSE_DOCSTRINGS = [
+    "CalibrationDisplay",
+    "ComparisonDisplay",
+    "ContractCloseLearning",
+    "Extractor",
+    "LabellingWidget",
+    "LessonBrowser",
+    "Objective",
+    "PrecisionRecallDisplay",
+    "Scorer",
+    "Store",
+    "SweepDisplay",
+    "ThresholdExplorer",
+    "bootstrap_metrics",
+    "calibration_run",
+    "choose_run_threshold",
+    "choose_threshold",
+    "compare_runs",
+    "frontier",
+    "ingest_completions",
+    "ingest_labels",
+    "junk_flags",
+    "junk_rates",
+    "label_report",
+    "labelled_candidates",
+    "propose_threshold",
+    "rerun",
+    "run_extraction",
+    "run_grid",
+    "score_candidates",
+    "scored_candidates",
+    "sweep",
+    "sweep_run",
+]
+
 
 class SchemaDirective(Directive):
     required_arguments = 1

@@ -49,7 +49,38 @@ def _check(field: str, value: Any, layer: str) -> Any:
 
 
 class MemoryConfig(BaseModel):
-    """The memory settings that govern lesson extraction (ADR 0011)."""
+    """The memory settings that govern lesson extraction (ADR 0011).
+
+    Frozen and validated: a threshold that is NaN or outside [0, 1] is refused when the
+    configuration is made, naming the layer it came from (:meth:`load`).
+
+    Parameters
+    ----------
+    lesson_extraction : {"off", "on", "model-scored"}, default "off"
+        ``off`` calls no extractor and writes nothing (the default, zero-cost); ``on``
+        writes every parsed lesson; ``model-scored`` writes the lessons whose salience
+        is at least ``extraction_min_salience``.
+    extraction_min_salience : float, default 0.70
+        The gate's threshold, in [0, 1]; a salience equal to it passes.
+
+    Raises
+    ------
+    truss_lab.core.ConfigError
+        A value out of range or of the wrong type, or an unknown setting.
+
+    See Also
+    --------
+    run_extraction : Runs an extractor under this configuration.
+    ContractCloseLearning : The same gate on one verdict as it closes.
+
+    Examples
+    --------
+    >>> config = tl.MemoryConfig(lesson_extraction="model-scored")
+    >>> config.lesson_extraction.value, config.extraction_min_salience
+    ('model-scored', 0.7)
+    >>> tl.MemoryConfig().lesson_extraction.value  # off unless asked
+    'off'
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -77,8 +108,29 @@ class MemoryConfig(BaseModel):
         env: Mapping[str, str] | None = None,
         **overrides: Any,
     ) -> MemoryConfig:
-        """Resolve the layers. ``path`` (or ``$TRUSS_LAB_CONFIG``) is the TOML file;
-        ``env`` defaults to ``os.environ``; keyword arguments win over everything."""
+        """Resolve the layers: defaults < TOML file < ``TRUSS_LAB_*`` environment <
+        keyword arguments.
+
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            The TOML file (default ``$TRUSS_LAB_CONFIG``, else none).
+        env : mapping of str to str, optional
+            The environment to read ``TRUSS_LAB_LESSON_EXTRACTION`` and
+            ``TRUSS_LAB_EXTRACTION_MIN_SALIENCE`` from (default ``os.environ``).
+        **overrides : Any
+            Settings that win over every layer.
+
+        Returns
+        -------
+        MemoryConfig
+            The resolved configuration.
+
+        Raises
+        ------
+        truss_lab.core.ConfigError
+            A bad value, naming the layer (file, environment variable or argument).
+        """
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         path = path if path is not None else env.get(ENV_PREFIX + "CONFIG")

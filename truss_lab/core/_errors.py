@@ -46,6 +46,28 @@ class TrussLabError(Exception):
     Its message is redacted (:func:`truss_lab.core._secrets.redact`): an error
     quoting a server's reply or the HTTP stack cannot carry a secret into a log,
     the CLI's one line or a stored error row.
+
+    Parameters
+    ----------
+    *args : object
+        The message (a string, redacted) and any further arguments, as for
+        :class:`Exception`.
+
+    See Also
+    --------
+    BadInputError : input that is malformed, naming file, line and field.
+    ChainError : a journal entry that failed verification.
+    StoreError : the database could not be opened, migrated or written.
+
+    Examples
+    --------
+    Catch every error truss_lab raises on purpose, and nothing else:
+
+    >>> try:
+    ...     tl.MemoryConfig(extraction_min_salience=1.5)
+    ... except tl.TrussLabError as exc:
+    ...     print(type(exc).__name__)
+    ConfigError
     """
 
     def __init__(self, *args: object) -> None:
@@ -60,12 +82,39 @@ class TrussLabWarning(UserWarning):
 
 
 class BadInputError(TrussLabError):
-    """User-supplied input is malformed.
+    """User-supplied input is malformed: the error says what and where.
 
-    ``source`` names the file (or ``"<memory>"``), ``line`` is 1-based when known,
-    ``field`` is a dotted path when known. A CSV file's errors give ``row`` instead:
-    the row a spreadsheet shows (the header is row 1), which is not the line when a
-    quoted field holds a newline.
+    Its text is ``"<source>, line N, field 'x': <message>"`` (the parts that are
+    known), the one line the command line prints.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong (redacted of secrets).
+    source : str, optional
+        The file, or ``"<memory>"`` for a frame or a string.
+    line : int, optional
+        The 1-based line of a JSONL or TOML file.
+    field : str, optional
+        The field, as a dotted path (``axes[1].temperature``).
+    reason : str, optional
+        A stable machine-readable reason (``malformed``, ``unsafe_integer``, ...).
+    row : int, optional
+        The row of a CSV file as a spreadsheet shows it (the header is row 1), given
+        instead of ``line``: a quoted field may hold a newline.
+
+    See Also
+    --------
+    TrussLabError : the base class.
+
+    Examples
+    --------
+    >>> err = tl.BadInputError("expected 0 or 1", source="labels.csv", row=3,
+    ...                        field="useful")
+    >>> print(err)
+    labels.csv, row 3, field 'useful': expected 0 or 1
+    >>> err.row, err.field
+    (3, 'useful')
     """
 
     def __init__(
@@ -108,9 +157,31 @@ class ConfigError(BadInputError):
 class ChainError(TrussLabError):
     """A journal entry failed verification.
 
-    ``seq`` is the first failing entry (or line), ``reason`` one of
-    ``truss_lab.journal._verify.REASONS``: a :class:`truss_lab.journal.VerifyReport`
-    reason, or ``missing`` when a ref names an entry the journal does not hold.
+    Parameters
+    ----------
+    message : str
+        What failed, for people.
+    seq : int or None
+        The first failing entry (or line).
+    reason : str
+        One of ``truss_lab.journal.REASONS`` (``bad_hash``, ``bad_signature``,
+        ``unknown_key``, ``broken_link``, ``seq_gap``, ``duplicate_seq``, ``fork``,
+        ``malformed``; a :class:`truss_lab.journal.VerifyReport` reason), or
+        ``missing`` when a reference names an entry the journal does not hold.
+    line : int, optional
+        The 1-based line of the file, when the entry came from one.
+
+    See Also
+    --------
+    import_journal : raises it for a file that does not verify.
+    verify_chain : reports the same reasons without raising.
+
+    Examples
+    --------
+    >>> err = tl.ChainError("entry 7: signature does not verify", seq=7,
+    ...                     reason="bad_signature", line=7)
+    >>> err.seq, err.reason
+    (7, 'bad_signature')
     """
 
     def __init__(self, message: str, *, seq: int | None, reason: str, line: int | None = None):
@@ -134,7 +205,26 @@ class ProviderUnavailableError(ProviderError):
 
 
 class StoreError(TrussLabError):
-    """The DuckDB store could not be opened, migrated or written."""
+    """The DuckDB store could not be opened, migrated or written.
+
+    Parameters
+    ----------
+    *args : object
+        The message, as for :class:`TrussLabError`.
+
+    See Also
+    --------
+    truss_lab.core.StoreLockedError : another process holds the file's write lock.
+    Store : the store whose operations raise it.
+
+    Examples
+    --------
+    >>> try:
+    ...     tl.Store("no-such-folder/lab.duckdb", read_only=True)
+    ... except tl.StoreError:
+    ...     print("cannot open")
+    cannot open
+    """
 
 
 class StoreLockedError(StoreError):

@@ -148,7 +148,37 @@ class MemoryEntry(_Frozen):
 
 class MemoryQuery(_Frozen):
     """A read of memory. The default returns verified entries only (ADR 0011):
-    lessons appear only when unverified entries are asked for explicitly."""
+    lessons appear only when unverified entries are asked for explicitly.
+
+    Parameters
+    ----------
+    trust : tuple of Trust, default (Trust.verified,)
+        Trust tiers to return. Add ``Trust.unverified`` to see lessons.
+    kinds : tuple of EntryKind, optional
+        Kinds to return; ``None`` means all.
+    run_id : str, optional
+        Only entries written by this run.
+    extractor_id : str, optional
+        Only entries proposed by this extractor.
+    produced_by_seq : int, optional
+        Only entries produced by this journal entry.
+    include_superseded : bool, default False
+        Also return entries that have been superseded.
+    limit : int, optional
+        At most this many rows (newest first).
+
+    See Also
+    --------
+    query_memory : Runs the query.
+
+    Examples
+    --------
+    >>> tl.MemoryQuery().trust  # verified only
+    (<Trust.verified: 'verified'>,)
+    >>> query = tl.MemoryQuery.unverified_lessons(run_id="good", limit=5)
+    >>> len(tl.query_memory(store, query))
+    5
+    """
 
     trust: tuple[Trust, ...] = (Trust.verified,)
     """Trust tiers to return. Add ``Trust.unverified`` to see lessons."""
@@ -167,7 +197,18 @@ class MemoryQuery(_Frozen):
 
     @classmethod
     def unverified_lessons(cls, **kw: Any) -> MemoryQuery:
-        """A query for SI-1 lesson candidates (unverified lessons)."""
+        """A query for SI-1 lesson candidates (unverified lessons).
+
+        Parameters
+        ----------
+        **kw : Any
+            Other fields of the query (``run_id``, ``extractor_id``, ``limit``, ...).
+
+        Returns
+        -------
+        MemoryQuery
+            Unverified entries of kind ``lesson``.
+        """
         return cls(trust=(Trust.unverified,), kinds=(EntryKind.lesson,), **kw)
 
 

@@ -84,6 +84,40 @@ def load_sample(
     match labels. Idempotent: calling it again on the same file adds nothing.
     Equivalent to ``Store(db)``, ``import_journal``, ``ingest_completions``,
     ``ingest_labels``, ``ingest_references`` and ``ingest_match_labels``.
+
+    Parameters
+    ----------
+    db_path : str or os.PathLike, optional
+        The database file to open (created when missing); default a new file in a
+        temporary folder.
+    sample : str or os.PathLike, optional
+        A folder of the same files (``journal.jsonl``, ``keys.json``,
+        ``completions.jsonl``, ``labels.csv``, ``references.jsonl``,
+        ``match_labels.csv``), e.g. made by ``truss-lab simulate``; default the
+        bundled sample, :data:`SAMPLE_DIR`.
+
+    Returns
+    -------
+    Store
+        The database, opened for writing.
+
+    Raises
+    ------
+    ChainError
+        The journal does not verify.
+    BadInputError
+        A file is missing or malformed.
+
+    See Also
+    --------
+    run_sample_extractions : replay the sample's recorded extractors.
+
+    Examples
+    --------
+    >>> lab = tl.load_sample("lab.duckdb")
+    >>> tl.summarize_runs(lab).empty, len(tl.verdict_payloads(lab))
+    (True, 1200)
+    >>> lab.close()
     """
     src = _sample_dir(sample)
     if db_path is None:
@@ -144,6 +178,38 @@ def run_sample_extractions(
     :func:`sample_run_id`, and a run that already exists is resumed (a finished
     one adds nothing), so this is idempotent. Each run is
     ``run_extraction(store, extractor, MemoryConfig(...), run_id=...)``.
+
+    Parameters
+    ----------
+    store : Store
+        A database holding the sample (:func:`load_sample`).
+    extractors : sequence of str, default all four
+        ``sim-good-v1``, ``sim-overconfident-v1``, ``sim-paraphrase-v1`` (recorded)
+        and ``heuristic-v1``.
+    policy : str, default "model-scored"
+        The gate's policy, ``on`` or ``model-scored``.
+    extraction_min_salience : float, default 0.70
+        The gate's threshold.
+    write_memory : bool, default True
+        Write the lessons to memory; ``False`` keeps candidates only (a dry run).
+
+    Returns
+    -------
+    dict of str to truss_lab.extract.ExtractionRun
+        The runs, by extractor id.
+
+    See Also
+    --------
+    run_extraction : one run of any extractor.
+    load_sample : the database these runs read.
+
+    Examples
+    --------
+    >>> runs = tl.run_sample_extractions(store, extractors=["heuristic-v1"],
+    ...                                  write_memory=False)
+    >>> run = runs["heuristic-v1"]
+    >>> run.run_id, run.n_verdicts, run.provider_calls > 0
+    ('sample-heuristic-v1-model-scored-0.70', 1200, True)
     """
     config = MemoryConfig(lesson_extraction=policy,
                           extraction_min_salience=extraction_min_salience)
@@ -166,6 +232,36 @@ def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Stor
     For experiments that must not touch the original, e.g. tampering with a
     journal entry to watch the audit catch it. Uses DuckDB's
     ``COPY FROM DATABASE``, so it works for in-memory stores too.
+
+    Parameters
+    ----------
+    store : Store
+        The database to copy (read-only is enough).
+    path : str or os.PathLike, optional
+        Where the copy is written: a new file. Default: a temporary folder deleted
+        when the process exits.
+
+    Returns
+    -------
+    Store
+        The copy, opened for writing.
+
+    Raises
+    ------
+    BadInputError
+        ``path`` exists, or is a link, a folder, a device or a pipe.
+
+    See Also
+    --------
+    load_sample : a fresh database of the sample.
+
+    Examples
+    --------
+    >>> scratch = tl.copy_store(store, "scratch.duckdb")
+    >>> _ = scratch.sql("DELETE FROM memory_entries WHERE kind = 'lesson'")
+    >>> tl.audit(scratch).ok, tl.audit(store).ok  # the original is untouched
+    (False, True)
+    >>> scratch.close()
     """
     dest = Path(path) if path is not None else _scratch_dir("truss_lab_copy_") / "copy.duckdb"
     if dest.exists():

@@ -456,6 +456,37 @@ def audit(store: Store, *, checks: Sequence[str] | None = None) -> AuditReport:
 
     Read-only: works on a store opened with ``read_only=True``. Returns an
     :class:`AuditReport`; it never raises for a failing check.
+
+    Parameters
+    ----------
+    store : Store
+        The database to check.
+    checks : sequence of str, optional
+        The names of the checks to run (``chain_verifies``, ``lessons_governed``, ...);
+        default all.
+
+    Returns
+    -------
+    truss_lab.govern.AuditReport
+        ``ok``, ``failed()`` and ``checks``: one :class:`truss_lab.govern.CheckResult`
+        per check, with the invariant it guards and the offending rows.
+
+    Raises
+    ------
+    BadInputError
+        A name in ``checks`` is not a check.
+
+    See Also
+    --------
+    verify_chain : the first check alone.
+
+    Examples
+    --------
+    >>> report = tl.audit(store)
+    >>> report.ok, report.failed()
+    (True, [])
+    >>> tl.audit(store, checks=["lessons_governed"]).checks[0].detail
+    '458 lessons, all kind lesson with trust unverified'
     """
     names = list(CHECKS) if checks is None else list(checks)
     unknown = [n for n in names if n not in CHECKS]

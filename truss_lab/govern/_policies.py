@@ -112,7 +112,35 @@ def write_policy(
 
 
 def policy_history(store: Store, policy_id: str) -> pd.DataFrame:
-    """Every version of ``policy_id``, oldest first."""
+    """Every version of ``policy_id``, oldest first.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    policy_id : str
+        The policy, e.g. ``"extraction_min_salience"`` (what :func:`propose_threshold`
+        writes).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per version: its record id, value, trust, provenance and the record
+        that superseded it (empty when the policy was never proposed).
+
+    See Also
+    --------
+    propose_threshold : writes a new version.
+    truss_lab.govern.current_policy : the current version alone.
+
+    Examples
+    --------
+    >>> key = tl.SigningKey.generate("researcher-1")
+    >>> record = tl.propose_threshold(store, "good", key, objective="f1", n_boot=0)
+    >>> history = tl.policy_history(store, "extraction_min_salience")
+    >>> len(history), history["trust"].iloc[-1]
+    (1, 'unverified')
+    """
     return policy_frame(store, policy_id=policy_id)
 
 

@@ -134,19 +134,77 @@ def _write_whole(p: Path, data: str, mode: int) -> Path:
 
 @dataclass(frozen=True)
 class SigningKey:
-    """An Ed25519 private key with its id. Never stored in the database."""
+    """An Ed25519 private key with its id. Never stored in the database.
+
+    Signs the lab's own journal entries (:func:`propose_threshold`) and, with
+    :func:`truss_lab.sign_verdicts`, verdict records of your own. Its ``repr``
+    shows the public key, never the seed.
+
+    Parameters
+    ----------
+    key_id : str
+        The id entries name (``key_id``) and the keyring maps to the public key.
+    seed : bytes
+        The 32-byte Ed25519 seed: the secret. Make keys with :meth:`generate`,
+        :meth:`load_or_create` or :meth:`from_seed` rather than by hand.
+
+    See Also
+    --------
+    propose_threshold : Signs a threshold decision with it.
+    truss_lab.journal.save_keyring : Writes public keys to a keyring file.
+
+    Examples
+    --------
+    >>> key = tl.SigningKey.from_seed("researcher-1", bytes(32))
+    >>> key
+    SigningKey(key_id='researcher-1', public_key='O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik=')
+    >>> len(key.sign(b"message"))
+    64
+    >>> kept = tl.SigningKey.load_or_create("researcher-1.key", "researcher-1")
+    >>> tl.SigningKey.load("researcher-1.key").public_key == kept.public_key
+    True
+    """
 
     key_id: str
     seed: bytes  # 32 bytes
 
     @classmethod
     def generate(cls, key_id: str) -> SigningKey:
-        """A fresh random key."""
+        """A fresh random key.
+
+        Parameters
+        ----------
+        key_id : str
+            The key's id.
+
+        Returns
+        -------
+        SigningKey
+            A key from 32 random bytes (libsodium's generator).
+        """
         return cls(key_id, bytes(nacl.signing.SigningKey.generate()))
 
     @classmethod
     def from_seed(cls, key_id: str, seed: bytes) -> SigningKey:
-        """A key from a fixed 32-byte seed (deterministic; for tests and the simulator)."""
+        """A key from a fixed 32-byte seed (deterministic; for tests and the simulator).
+
+        Parameters
+        ----------
+        key_id : str
+            The key's id.
+        seed : bytes
+            Exactly 32 bytes.
+
+        Returns
+        -------
+        SigningKey
+            The key.
+
+        Raises
+        ------
+        BadInputError
+            ``seed`` is not 32 bytes.
+        """
         if len(seed) != 32:
             raise BadInputError(f"an Ed25519 seed is 32 bytes, got {len(seed)}", field="seed")
         return cls(key_id, bytes(seed))
@@ -168,15 +226,48 @@ class SigningKey:
         return base64.b64encode(self.public_key).decode("ascii")
 
     def sign(self, msg: bytes) -> bytes:
-        """The raw 64-byte signature of ``msg``."""
+        """The raw 64-byte signature of ``msg``.
+
+        Parameters
+        ----------
+        msg : bytes
+            What to sign.
+
+        Returns
+        -------
+        bytes
+            The Ed25519 signature, 64 bytes.
+        """
         return sign_bytes(self._secret, msg)
 
     def sign_hash(self, hash_hex: str) -> str:
-        """Standard base64 signature over the 32 raw bytes of ``hash_hex``."""
+        """Standard base64 signature over the 32 raw bytes of ``hash_hex``.
+
+        Parameters
+        ----------
+        hash_hex : str
+            An entry's ``hash``: 64 lowercase hex digits.
+
+        Returns
+        -------
+        str
+            The ``signature`` field of a journal entry (Formats §1).
+        """
         return base64.b64encode(self.sign(bytes.fromhex(hash_hex))).decode("ascii")
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the key as JSON, readable by the owner only (mode 0600)."""
+        """Write the key as JSON, readable by the owner only (mode 0600).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The key file to write (not a link, a folder, a device or a pipe).
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
         data = json.dumps(
             {"key_id": self.key_id, "ed25519_seed": base64.b64encode(self.seed).decode("ascii")}
         )
@@ -184,7 +275,23 @@ class SigningKey:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SigningKey:
-        """Read a key file written by :meth:`save`."""
+        """Read a key file written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The key file.
+
+        Returns
+        -------
+        SigningKey
+            The key.
+
+        Raises
+        ------
+        BadInputError
+            No such file, or not a truss_lab key file.
+        """
         p = Path(path)
         try:
             data = loads_strict(p.read_bytes())  # the one strict JSON reader: depth bounded
@@ -201,7 +308,25 @@ class SigningKey:
         (mode 0600) when there is none: a script that signs runs the same the second
         time (a second :meth:`generate` under the same id would be a different key,
         refused once the first is registered). A key file naming another key id is
-        refused."""
+        refused.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The key file.
+        key_id : str
+            The key's id, checked against the file's.
+
+        Returns
+        -------
+        SigningKey
+            The key, loaded or new.
+
+        Raises
+        ------
+        BadInputError
+            The file holds another key id, or is not a key file.
+        """
         p = Path(path)
         if not p.exists():
             key = cls.generate(key_id)

@@ -125,6 +125,35 @@ def verify_chain(
     with ``lab journal``); ``entries_checked`` counts both chains, ``head_*`` is
     the verdict journal's head. It never raises for a bad chain (call
     ``.raise_for_error()`` for that).
+
+    Parameters
+    ----------
+    store : Store
+        The database whose chains are verified (read-only is enough).
+    upto_seq : int, optional
+        Verify the verdict journal up to this entry only, and not the lab journal.
+    workers : int, optional
+        Processes checking signatures (default: one per core, at most 4; 1 checks in
+        this process).
+
+    Returns
+    -------
+    truss_lab.journal.VerifyReport
+        ``ok``, ``entries_checked``, the head, and for a bad chain ``first_bad_seq``,
+        ``reason`` (``bad_hash``, ``bad_signature``, ...) and ``message``.
+
+    See Also
+    --------
+    import_journal : verifies a file as it imports it.
+    audit : every check of the invariants, this one included.
+
+    Examples
+    --------
+    >>> report = tl.verify_chain(store)
+    >>> report.ok, report.entries_checked
+    (True, 1200)
+    >>> report.raise_for_error()  # returns the report, or raises ChainError
+    VerifyReport(ok=True, entries_checked=1200)
     """
     ring = stored_keyring(store)
     report = verify_stream(journal_batches(store, upto_seq=upto_seq), ring, workers=workers)
@@ -340,6 +369,47 @@ def import_journal(
     and a bad file raises :class:`ChainError` naming the first bad line and
     why; with ``keep_verified_prefix=True`` the entries before it land and the
     report carries the error.
+
+    Parameters
+    ----------
+    store : Store
+        The database to import into (opened for writing).
+    path : str or os.PathLike
+        The JSONL export (Formats §1).
+    keyring : mapping or str or os.PathLike, optional
+        ``key_id`` to raw public key, or a ``keys.json`` file; by default the keys
+        the store already holds.
+    keep_verified_prefix : bool, default False
+        Land the entries before the first bad line instead of none.
+
+    Returns
+    -------
+    truss_lab.journal.ImportReport
+        Entries read, added and already present, the new head, and the
+        verification (``verify``: its error when ``keep_verified_prefix`` kept a
+        prefix).
+
+    Raises
+    ------
+    ChainError
+        The file does not verify (a bad hash or signature, an unknown key, a broken
+        link, a gap, a fork, a malformed line), naming the first bad line and why.
+    BadInputError
+        The file or the keyring cannot be read.
+
+    See Also
+    --------
+    verify_chain : verify what the store holds.
+    truss_lab.sign_verdicts : sign your own verdict records into a journal.
+
+    Examples
+    --------
+    The sample's journal is in ``store`` already, so importing it again adds nothing:
+
+    >>> report = tl.import_journal(store, tl.SAMPLE_DIR / "journal.jsonl",
+    ...                            keyring=tl.SAMPLE_DIR / "keys.json")
+    >>> report.entries_read, report.entries_added, report.entries_present
+    (1200, 0, 1200)
     """
     source = str(path)
     if not Path(path).is_file():

@@ -200,6 +200,28 @@ def verdict_payloads(store: Store) -> pd.DataFrame:
     """Every stored verdict: ``verdict_seq``, ``verdict_hash`` and its ``payload`` (JSON text).
 
     The ``verdicts`` argument of :func:`truss_lab.score._junk.junk_flags`.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``contract_verdict`` entry of the verdict journal, in ``seq``
+        order: ``verdict_seq``, ``verdict_hash``, ``payload`` (canonical JSON text).
+
+    See Also
+    --------
+    junk_flags : takes this frame as its ``verdicts``.
+
+    Examples
+    --------
+    >>> import json
+    >>> verdicts = tl.verdict_payloads(store)
+    >>> len(verdicts), sorted(json.loads(verdicts["payload"][0]))[:3]
+    (1200, ['checks', 'contract_id', 'goal'])
     """
     return store.sql(
         "SELECT seq AS verdict_seq, hash AS verdict_hash, payload::VARCHAR AS payload "

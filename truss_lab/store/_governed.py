@@ -411,6 +411,35 @@ def query_memory(store: Store, query: MemoryQuery | None = None) -> pd.DataFrame
 
     The default query returns verified entries only (ADR 0011): lessons are
     unverified and appear only when asked for, e.g. ``MemoryQuery.unverified_lessons()``.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    query : MemoryQuery, optional
+        Which entries (trust, kinds, run, extractor, producing verdict, superseded or
+        not, a limit); default ``MemoryQuery()``, verified entries only.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per entry: ``entry_id``, ``kind``, ``trust``, ``text``, ``salience``,
+        ``evidence``, the provenance columns (``produced_by_seq``,
+        ``produced_by_hash``, ``sources``, ``created_at``, ``superseded_by``),
+        ``run_id`` and ``extractor_id``.
+
+    See Also
+    --------
+    MemoryQuery : what to read.
+    run_extraction : writes the lessons.
+
+    Examples
+    --------
+    >>> tl.query_memory(store).empty  # lessons are unverified: not shown by default
+    True
+    >>> lessons = tl.query_memory(store, tl.MemoryQuery.unverified_lessons())
+    >>> len(lessons), set(lessons["trust"])
+    (458, {'unverified'})
     """
     q = query or MemoryQuery()
     where = ["list_contains(?, trust)"]

@@ -347,7 +347,31 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
     verdicts_per_s (NaN before a run has taken time), started_at, error, signed_by (the
     key ids that signed the run's verdicts, comma-separated).
     The counts are named as in ``extraction_runs`` and :class:`ExtractionRun`. All
-    runs when ``run_ids`` is None."""
+    runs when ``run_ids`` is None.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_ids : sequence of str, optional
+        The runs to list, in this order; default every run.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run, the columns above.
+
+    See Also
+    --------
+    run_extraction : makes a run.
+    Store : The database the runs are recorded in (``truss-lab runs`` prints this).
+
+    Examples
+    --------
+    >>> runs = tl.summarize_runs(store)
+    >>> runs[["run_id", "n_verdicts", "n_candidates", "n_lessons"]]
+      run_id  n_verdicts  n_candidates  n_lessons
+    0   good        1200          1134        458"""
     query, params = runs_query(run_ids)
     return store.sql(query, params).df()
 
