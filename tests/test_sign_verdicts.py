@@ -151,9 +151,9 @@ def test_python_takes_frames_lists_and_parquet(tmp_path: Path) -> None:
         [{**r, "ts": "2026-11-30T10:00:00Z"} for r in records(4)], key)] == \
         [e["hash"] for e in entries]
     bad = df.assign(ts=df["ts"].dt.tz_localize(None))
-    with pytest.raises(BadInputError, match="record 0: a time without a zone") as info:
+    with pytest.raises(BadInputError, match="a time without a zone") as info:
         tl.sign_verdicts(bad, key)
-    assert info.value.field == "ts"
+    assert (info.value.source, info.value.row, info.value.field) == ("<frame>", 0, "ts")
 
 
 def test_unsigned_records_and_an_unknown_key_name_the_command_that_fixes_them(
@@ -175,3 +175,21 @@ def test_a_key_id_bound_to_another_key_is_refused(tmp_path: Path) -> None:
                          out=tmp_path / "k.jsonl")
     assert (tmp_path / "keys.json").read_bytes() == ring
     assert not (tmp_path / "k.jsonl").exists()
+
+
+def test_no_records_is_an_error_and_writes_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "v.csv"
+    src.write_text("contract_id,run_id,goal,verdict,summary,checks,tags,ts\n")
+    with pytest.raises(BadInputError, match="no verdict records to sign"):
+        tl.sign_verdicts(src, tl.SigningKey.generate("ann"), out=tmp_path / "j.jsonl")
+    assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_every_bad_record_is_listed(tmp_path: Path) -> None:
+    recs = records(3)
+    recs[0]["verdict"] = "nope"
+    recs[2]["checks"] = [{"name": "", "passed": True}]
+    with pytest.raises(tl.ingest.BadRecordsError) as info:
+        tl.sign_verdicts(recs, tl.SigningKey.generate("ann"))
+    assert [(e.field, e.message.split(":")[0]) for e in info.value.errors] == [
+        ("verdict", "record 0"), ("checks[0].name", "record 2")]

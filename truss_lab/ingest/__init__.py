@@ -23,11 +23,17 @@ if typing.TYPE_CHECKING:
     from ._match_labels import read_match_labels, write_match_queue
     from ._references import read_references
     from ._schemas import json_schema
-    from ._verdict_records import VerdictRecords, read_verdict_records, sign_verdicts
+    from ._verdict_records import (
+        BadRecordsError,
+        VerdictRecords,
+        read_verdict_records,
+        sign_verdicts,
+    )
 
 __getattr__, __dir__ = _attach(__name__, __file__)
 
 __all__ = [
+    "BadRecordsError",
     "IngestReport",
     "VerdictRecords",
     "ingest_completions",

@@ -22,9 +22,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from ..core._canonical import MalformedJSON, canonical, loads_strict
 from ..core._clock import utcnow
 from ..core._errors import BadInputError
@@ -46,11 +43,12 @@ from ..journal._spec import (
     validate_verdict_payload,
 )
 from ..journal._verify import verify_journal
-from ._strict import csv_records, input_error, short, split_lines
+from ._strict import input_error, short, split_lines
+from ._tables_in import is_table, table_records
 
 __all__ = [
     "JSON_TEXT_FIELDS",
-    "SIGN_COMMAND",
+    "BadRecordsError",
     "VerdictRecords",
     "read_verdict_records",
     "sign_verdicts",
@@ -58,10 +56,20 @@ __all__ = [
 
 JSON_TEXT_FIELDS = ("checks", "tags")
 """The payload fields a CSV cell (or a frame's string) holds as JSON text."""
-SIGN_COMMAND = "truss-lab journal sign RECORDS --key KEY --out journal.jsonl"
-"""The command that makes a journal of verdict records (named by errors that need one)."""
 _OPTIONAL = ("contract_id", "run_id", "tags", "ts")
 _ENTRY_ONLY = frozenset(ENTRY_FIELDS) - {"ts"}
+
+
+class BadRecordsError(BadInputError):
+    """Verdict records of which some are bad: the first one's place and message, and
+    ``errors``, one per bad record (nothing was signed)."""
+
+    def __init__(self, errors: list[BadInputError]) -> None:
+        e = errors[0]
+        more = f" ({len(errors)} bad records in all)" if len(errors) > 1 else ""
+        super().__init__(f"{e.message}{more}; nothing was signed", source=e.source,
+                         line=e.line, row=e.row, field=e.field, reason=e.reason)
+        self.errors = list(errors)
 
 
 @dataclass
@@ -81,36 +89,23 @@ class VerdictRecords:
         return not self.errors
 
     def raise_for_errors(self) -> None:
-        """The first error, saying how many there are and that nothing was written."""
+        """:class:`BadRecordsError` when any record is bad."""
         if self.errors:
-            e = self.errors[0]
-            more = f" ({len(self.errors)} bad records in all)" if len(self.errors) > 1 else ""
-            err = BadInputError(f"{e.message}{more}; nothing was signed", source=e.source,
-                                line=e.line, row=e.row, field=e.field, reason=e.reason)
-            err.errors = list(self.errors)  # type: ignore[attr-defined]
-            raise err
+            raise BadRecordsError(self.errors)
 
 
 def _raw_records(records: Any) -> tuple[str, str, list[tuple[int, Any]], list[BadInputError]]:
     """``(source, unit, [(number, record)], errors)``: ``unit`` is ``line`` (JSONL),
-    ``row`` (CSV, Parquet: as a spreadsheet numbers it) or ``record`` (in memory, 0-based)."""
-    if isinstance(records, pd.DataFrame):
-        return "<records>", "record", list(enumerate(_frame_records(records))), []
+    ``row`` (a table: a CSV or Parquet file's row as a spreadsheet numbers it, a
+    DataFrame's 0-based position; read by :func:`~truss_lab.ingest._tables_in.table_records`
+    as every table the ingest reads) or ``record`` (a list of dicts, 0-based)."""
+    if is_table(records):
+        rows = table_records(records, nullable=_OPTIONAL)
+        return (rows.source, "row", list(zip(rows.numbers, rows.records, strict=True)),
+                rows.errors)
     if isinstance(records, str | os.PathLike):
         path = Path(records)
-        source = str(path)
-        suffix = path.suffix.lower()
-        if suffix == ".csv":
-            return source, "row", *_csv_records(path, source)
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            try:
-                frame = pq.read_table(path).to_pandas()
-            except (OSError, ValueError) as exc:
-                raise BadInputError(f"cannot read Parquet: {exc}", source=source) from None
-            return source, "row", list(enumerate(_frame_records(frame), start=2)), []
-        return source, "line", *_jsonl_records(path, source)
+        return str(path), "line", *_jsonl_records(path, str(path))
     if isinstance(records, Iterable) and not isinstance(records, str | bytes | Mapping):
         return "<records>", "record", list(enumerate(records)), []
     raise BadInputError("expected a file (.jsonl, .csv, .parquet), a DataFrame or a list of "
@@ -135,60 +130,6 @@ def _jsonl_records(path: Path, source: str) -> tuple[list[tuple[int, Any]], list
         except MalformedJSON as exc:
             errors.append(input_error(str(exc), source, number, exc.field, exc.reason))
     return out, errors
-
-
-def _csv_records(path: Path, source: str) -> tuple[list[tuple[int, Any]], list[BadInputError]]:
-    errors: list[BadInputError] = []
-    rows = csv_records(_read_bytes(path), source, errors)
-    header = next(rows, None)
-    if header is None:
-        return [], [input_error("empty file; expected a header row", source, None, None,
-                                "bad_header", row=1)]
-    names = header[1]
-    out = []
-    for number, cells in rows:
-        if not any(c.strip() for c in cells):
-            continue
-        if len(cells) != len(names):
-            errors.append(input_error(f"expected {len(names)} cells (the header's), got "
-                                      f"{len(cells)}", source, None, None, "bad_csv",
-                                      row=number))
-            continue
-        rec = {k: v for k, v in zip(names, cells, strict=True)
-               if not (v == "" and k in _OPTIONAL)}
-        out.append((number, rec))
-    return out, errors
-
-
-def _frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """A frame's rows as dicts of Python values; a missing value is an absent field."""
-    out = []
-    for rec in frame.to_dict(orient="records"):
-        row = {}
-        for k, v in rec.items():
-            if isinstance(v, np.ndarray):
-                v = v.tolist()
-            elif isinstance(v, np.generic):
-                v = v.item()
-            if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NaT \
-                    or v is pd.NA:
-                continue
-            row[str(k)] = _plain(v)
-        out.append(row)
-    return out
-
-
-def _plain(v: Any) -> Any:
-    """A value of a Parquet/Arrow column as plain JSON values (arrays to lists)."""
-    if isinstance(v, np.ndarray):
-        return [_plain(x) for x in v.tolist()]
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
 
 
 def _check_record(rec: Any, in_csv: bool) -> tuple[dict[str, Any], str | None]:
@@ -261,7 +202,7 @@ def read_verdict_records(
     ``run_id``, or without one the same payload) is an error naming the first, as is one
     already in ``signed`` (identity -> seq of a journal being continued). Errors name the
     file, the line (JSONL) or the row (CSV, Parquet: the header is row 1) or the record
-    (in memory, 0-based), and the field.
+    (a list of dicts, 0-based; a DataFrame names its 0-based row), and the field.
     """
     parts = list(records) if _is_paths(records) else [records]
     out = VerdictRecords(", ".join(str(p) for p in parts) if _is_paths(parts)
@@ -361,10 +302,12 @@ def sign_verdicts(
 
     Raises
     ------
+    BadRecordsError
+        Bad records (the first named by file, line or row, and field, with how many are
+        bad; ``errors`` holds each; nothing is written).
     BadInputError
-        A bad record (the first, naming file, line or row, and field, and how many are
-        bad; nothing is written), a journal to continue that does not verify, a key id
-        bound to another key, an unwritable path.
+        No records, a journal to continue that does not verify, a key id bound to
+        another key, an unwritable path.
 
     See Also
     --------
@@ -385,6 +328,9 @@ def sign_verdicts(
                          journal is not None else (JournalColumns(), {}))
     read = read_verdict_records(records, signed=signed)
     read.raise_for_errors()
+    if not read.payloads:
+        raise BadInputError("no verdict records to sign (a header row alone, or an empty "
+                            "file?)", source=read.source)
     seq, prev = (prev_cols.seq[-1], prev_cols.hash[-1]) if len(prev_cols) else (0, GENESIS_HASH)
     now = utcnow()
     entries = []

@@ -21,7 +21,7 @@ from ...ingest._ingest import (
     ingest_references,
 )
 from ...ingest._schemas import SCHEMA_NAMES, json_schema
-from ...ingest._verdict_records import sign_verdicts
+from ...ingest._verdict_records import BadRecordsError, sign_verdicts
 from ...journal._crypto import SigningKey, load_keyring, save_keyring
 from ...journal._ledger import import_journal, verify_chain
 from ...journal._table import signers_text, verdict_signers
@@ -347,21 +347,16 @@ def journal_sign(records: tuple[str, ...], key_path: str, out: str, append: bool
     try:
         entries = sign_verdicts(list(records), key_path, keyring=ring,
                                 **({"append_to": out} if append else {"out": out}))
-    except TrussLabError as exc:
-        errors = getattr(exc, "errors", None)
-        if not errors:
-            raise
-        lines = [f"error: {len(errors)} bad record(s); nothing was signed"]
-        lines += [f"  {e}" for e in errors[:10]]
-        if len(errors) > 10:
-            lines.append(f"  … and {len(errors) - 10} more")
+    except BadRecordsError as exc:
+        lines = [f"error: {len(exc.errors)} bad record(s); nothing was signed"]
+        lines += [f"  {e}" for e in exc.errors[:10]]
+        if len(exc.errors) > 10:
+            lines.append(f"  … and {len(exc.errors) - 10} more")
         click.echo("\n".join(lines), err=True)
         sys.exit(EXIT_BAD_LINES)
-    first = entries[0]["seq"] if entries else None
-    head = entries[-1]["seq"] if entries else None
-    key_id = entries[0]["key_id"] if entries else SigningKey.load(key_path).key_id
+    first, head, key_id = entries[0]["seq"], entries[-1]["seq"], entries[0]["key_id"]
     text = (f"{out}: {len(entries)} verdicts signed by {key_id} (seq {first}..{head}); "
-            f"keyring {ring}" if entries else f"{out}: no records; nothing signed")
+            f"keyring {ring}")
     emit({"journal": out, "keyring": ring, "key_id": key_id, "entries_added": len(entries),
           "first_seq": first, "head_seq": head}, as_json, text)
 
