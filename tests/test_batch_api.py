@@ -111,3 +111,31 @@ def test_a_batch_round_trip_lands_17_names_3_and_replays(
             usage["recorded_completion_tokens"]) == (17, want_in, want_out)
     # the batch price, not the live one
     assert usage["recorded_cost"] == pytest.approx((want_in * 0.5 + want_out * 1.0) / 1e6)
+
+
+def test_a_repeated_line_is_named_and_the_replay_checks_request_hashes(
+        prepared: tuple[Path, Path, str], tmp_path: Path) -> None:
+    db0, batch, ext = prepared
+    db = copy_db(db0, tmp_path / "lab.duckdb")
+    reqs = [json.loads(x) for x in batch.read_text().splitlines()]
+    out = [output_line(r, i) for i, r in enumerate(reqs)]
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in [*out, out[4]]))
+    rep = invoke_json("ingest", "completions", path, "--format", "openai-batch",
+                      "--extractor", ext, "--db", db, "--allow-bad-lines")
+    assert rep["rows_added"] == 20
+    assert rep["errors"] == [f"{path}, line 21, field 'custom_id': custom_id "
+                             f"{out[4]['custom_id']} repeats line 5"]
+    # A recording whose request hash is not the rebuilt request's is refused on replay.
+    victim = out[0]["custom_id"].split("-")[1]
+    with tl.Store(db) as s:
+        s.con.execute("UPDATE completions SET request_hash = ? WHERE verdict_hash = ?",
+                      ["0" * 64, victim])
+    r = invoke("extract", "--db", db, "--extractor", f"replay:{ext}", "--verdicts", WHERE,
+               "--policy", "on", "--dry-run", "--run-id", "checked", "--quiet",
+               "--max-error-share", "1")
+    assert r.exit_code == 0, r.output
+    with tl.Store(db, read_only=True) as s:
+        errs = s.sql("SELECT verdict_hash, message FROM verdict_errors WHERE run_id = "
+                     "'checked'").fetchall()
+    assert [h for h, _ in errs] == [victim] and "different request" in errs[0][1]
