@@ -28,8 +28,6 @@ PROSE_DOCSTRINGS = [
     "LessonBrowser",
     "Objective",
     "PrecisionRecallDisplay",
-    "Scorer",
-    "Store",
     "SweepDisplay",
     "ThresholdExplorer",
     "bootstrap_metrics",
@@ -40,15 +38,11 @@ PROSE_DOCSTRINGS = [
     "frontier",
     "ingest_completions",
     "ingest_labels",
-    "junk_flags",
-    "junk_rates",
     "label_report",
     "labelled_candidates",
     "propose_threshold",
-    "rerun",
     "run_extraction",
     "run_grid",
-    "score_candidates",
     "scored_candidates",
     "sweep",
     "sweep_run",
@@ -120,7 +114,18 @@ class TablesDirective(Directive):
         return out
 
 
+def _plain_help(app: Sphinx, ctx: Any, lines: list[str]) -> None:
+    """A command's help is plain text for a terminal; sphinx-click reads it as
+    reStructuredText, where ``*_low`` would open an emphasis: escape the asterisks of
+    the help text (not of the directives sphinx-click writes around it)."""
+    for i, line in enumerate(lines):
+        if not line.lstrip().startswith((".. ", ":")):
+            lines[i] = line.replace("*", "\\*")
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("truss-schema", SchemaDirective)
     app.add_directive("truss-tables", TablesDirective)
+    for event in ("description", "options", "arguments", "epilog"):
+        app.connect(f"sphinx-click-process-{event}", _plain_help)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -456,6 +456,41 @@ def rerun(store: Store, run_id: str, *, new_run_id: str | None = None,
     resumed. A run gated on a score other than the model's salience needs that
     ``score`` function again. ``usage`` of the new run shows the recorded calls'
     tokens and latency.
+
+    Parameters
+    ----------
+    store : Store
+        The database holding the run and its recordings.
+    run_id : str
+        The run to replay.
+    new_run_id : str, optional
+        The new run's id (default: generated from ``run_id``).
+    executor : str, optional
+        As for :func:`run_extraction`; default the run's own.
+    progress : bool, default True
+        Show a progress bar.
+    score : callable, optional
+        The score function the run was gated on, when not the model's salience.
+
+    Returns
+    -------
+    truss_lab.extract.ExtractionRun
+        The new run.
+
+    Raises
+    ------
+    BadInputError
+        No such run, ``new_run_id`` names another run, or a gating score is missing.
+
+    See Also
+    --------
+    run_extraction : Makes a run.
+
+    Examples
+    --------
+    >>> again = tl.rerun(store, "good", new_run_id="good-again", progress=False)
+    >>> again.run_id, again.n_candidates, again.n_lessons
+    ('good-again', 1134, 458)
     """
     row = run_info(store, run_id)
     cfg = json.loads(row["config"] or "{}")

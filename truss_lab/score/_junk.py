@@ -268,6 +268,45 @@ def junk_flags(
     index, so ``candidates.join(flags)`` lines up. Candidates whose verdict is
     not in ``verdicts`` get ``ungrounded`` and ``restates_summary`` False, with
     a warning.
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        Candidate lessons (the ``candidates`` table, or a run's rows of it).
+    verdicts : pandas.DataFrame
+        Their verdicts, as :func:`verdict_payloads` gives them.
+    memory : pandas.DataFrame, optional
+        Lessons already in memory (``query_memory``); enables ``duplicate_of_memory``.
+    threshold : float, default 0.7
+        Token-set Jaccard similarity at which two lessons are near-duplicates.
+    restate_containment : float, default 0.8
+        Share of a lesson's tokens found in its verdict's summary at which it only
+        restates the summary.
+    method : {"auto", "exact", "lsh"}, default "auto"
+        How near-duplicates are found: every pair, MinHash/LSH, or LSH for large groups.
+
+    Returns
+    -------
+    pandas.DataFrame
+        On the candidates' index: ``duplicate_in_verdict``, ``duplicate_in_run``,
+        ``duplicate_of_memory``, ``ungrounded``, ``no_evidence``, ``restates_summary``
+        and ``junk`` (any of them), all booleans.
+
+    Raises
+    ------
+    BadInputError
+        A required column is missing, or ``method`` or a threshold is invalid.
+
+    See Also
+    --------
+    junk_rates : The share of candidates each detector flags, per run.
+
+    Examples
+    --------
+    >>> candidates = store.sql("SELECT * FROM candidates WHERE run_id = 'good'").df()
+    >>> flags = tl.junk_flags(candidates, tl.verdict_payloads(store))
+    >>> int(flags["junk"].sum()), int(flags["no_evidence"].sum())
+    (379, 223)
     """
     missing = [c for c in ("text", "verdict_hash") if c not in candidates.columns]
     if missing:
@@ -359,6 +398,38 @@ def junk_rates(
     ``by`` names columns of ``flags`` or, when given, of ``candidates`` (aligned
     by index, as :func:`junk_flags` returns them). One row per group: the ``by``
     columns, ``n`` (candidates), then one rate column per flag (in [0, 1]).
+
+    Parameters
+    ----------
+    flags : pandas.DataFrame
+        What :func:`junk_flags` returned.
+    by : sequence of str, default ("run_id",)
+        The columns to group by.
+    candidates : pandas.DataFrame, optional
+        The candidates ``flags`` was computed on, when ``by`` names their columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group: the ``by`` columns, ``n`` and one rate per flag.
+
+    Raises
+    ------
+    BadInputError
+        A column of ``by`` is in neither frame.
+
+    See Also
+    --------
+    junk_flags : The flags per candidate.
+
+    Examples
+    --------
+    >>> candidates = store.sql("SELECT * FROM candidates WHERE run_id = 'good'").df()
+    >>> flags = tl.junk_flags(candidates, tl.verdict_payloads(store))
+    >>> rates = tl.junk_rates(flags, candidates=candidates)
+    >>> rates[["run_id", "n", "junk"]].round(3)
+      run_id     n   junk
+    0   good  1134  0.334
     """
     by = list(by)
     flag_cols = [c for c in (*DETECTORS, "junk") if c in flags.columns]

@@ -197,6 +197,42 @@ class Scorer:
     ``fn(candidates, verdict_table_or_None)`` returns one float per row.
     ``requires`` lists the candidate columns it reads; ``needs_verdicts``
     says whether it reads the verdicts.
+
+    Parameters
+    ----------
+    name : str
+        The score's name, ``[a-z][a-z0-9_]*``: it names the column ``score__<name>``.
+    version : str
+        Its version, stored with every score so a changed function is never taken for
+        the old one.
+    fn : callable
+        ``fn(candidates, verdict_table_or_None)`` returning one float per row,
+        vectorised over the frame.
+    requires : tuple of str, default ()
+        The candidate columns ``fn`` reads.
+    needs_verdicts : bool, default False
+        Whether ``fn`` reads the verdicts.
+    description : str, default ""
+        One line for people.
+
+    Raises
+    ------
+    BadInputError
+        A name that cannot name a column.
+
+    See Also
+    --------
+    score_candidates : Applies scorers to candidates.
+    run_extraction : Gates on a scorer given as ``score``.
+
+    Examples
+    --------
+    >>> short = tl.Scorer("short", "1", lambda c, v: 1 / (1 + c["text"].str.len() / 100),
+    ...                   requires=("text",), description="Shorter lessons score higher")
+    >>> candidates = store.sql("SELECT * FROM candidates WHERE run_id = 'good'").df()
+    >>> scored = tl.score_candidates(candidates, None, [short])
+    >>> short.column, bool(scored[short.column].dropna().between(0, 1).all())
+    ('score__short', True)
     """
 
     name: str
@@ -223,7 +259,20 @@ class Scorer:
         candidates: pd.DataFrame,
         verdicts: pd.DataFrame | Mapping[str, Mapping[str, Any]] | None = None,
     ) -> np.ndarray:
-        """Scores for every row of ``candidates`` (NaN where ``valid`` is False)."""
+        """Scores for every row of ``candidates`` (NaN where ``valid`` is False).
+
+        Parameters
+        ----------
+        candidates : pandas.DataFrame
+            Candidate rows with the ``requires`` columns.
+        verdicts : pandas.DataFrame or mapping, optional
+            The verdicts, when the scorer needs them.
+
+        Returns
+        -------
+        numpy.ndarray
+            One float per row.
+        """
         missing = [c for c in self.requires if c not in candidates.columns]
         if missing:
             raise BadInputError(
@@ -477,6 +526,43 @@ def score_candidates(
     The (name, version) of every scorer is recorded in ``result.attrs["scorers"]``
     (a list of dicts, as :func:`scorer_records`); keep it with the scores.
     Verdicts are normalized once and shared by all scorers.
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        Candidate lessons with the columns the scorers require.
+    verdicts : pandas.DataFrame or mapping or None
+        The verdicts, by verdict hash, for scorers that read them (a mapping of hash
+        to payload dict, or a verdict table); ``None`` when no scorer needs them.
+    scorers : iterable of Scorer
+        The scoring functions, e.g. those of ``truss_lab.score``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``candidates`` with a ``score__<name>`` column per scorer.
+
+    Raises
+    ------
+    BadInputError
+        A scorer's required column is missing, or it needs verdicts and none are given.
+
+    See Also
+    --------
+    Scorer : A scoring function with its name and version.
+
+    Examples
+    --------
+    >>> import json
+    >>> from truss_lab.score import grounding, model_salience
+    >>> candidates = store.sql("SELECT * FROM candidates WHERE run_id = 'good'").df()
+    >>> v = tl.verdict_payloads(store)
+    >>> verdicts = dict(zip(v["verdict_hash"], map(json.loads, v["payload"])))
+    >>> scored = tl.score_candidates(candidates, verdicts, [model_salience(), grounding()])
+    >>> [c for c in scored.columns if c.startswith("score__")]
+    ['score__model_salience', 'score__grounding']
+    >>> [s["version"] for s in scored.attrs["scorers"]]
+    ['1', '1']
     """
     ss = list(scorers)
     names = [s.name for s in ss]

@@ -146,8 +146,37 @@ def _lock_error(path: str, exc: Exception, read_only: bool = False) -> StoreErro
 class Store:
     """A truss_lab database: an embedded DuckDB file (or ``":memory:"``).
 
-    >>> store = Store("truss_lab.duckdb")      # creates and migrates it
-    >>> store.sql("SELECT count(*) FROM journal").fetchall()
+    Opening a file for writing creates it and applies every migration it lacks; a
+    second process that wants to write gets a one-line error naming the process that
+    holds the lock. Every write is one explicit transaction (:meth:`transaction`),
+    rolled back on any error. Use it as a context manager, or :meth:`close` it.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path, default ":memory:"
+        The database file, or ``":memory:"`` for a scratch database.
+    read_only : bool, default False
+        Open an existing file for reading only; several processes may then read at once.
+
+    Raises
+    ------
+    StoreError
+        The file cannot be opened or migrated, or (read-only) has an older schema.
+    truss_lab.core.StoreLockedError
+        Another process holds the file open for writing.
+
+    See Also
+    --------
+    truss_lab.store.open_store : Opens a read-only snapshot while another process writes.
+    load_sample : A database holding the bundled sample.
+
+    Examples
+    --------
+    >>> with tl.Store("lab.duckdb") as lab:          # creates and migrates it
+    ...     lab.sql("SELECT count(*) FROM journal").fetchall()
+    [(0,)]
+    >>> store.sql("SELECT count(*) FROM candidates WHERE run_id = ?", ["good"]).fetchall()
+    [(1134,)]
     """
 
     def __init__(self, path: str | Path = ":memory:", *, read_only: bool = False) -> None:
@@ -242,6 +271,11 @@ class Store:
 
         Any exception rolls back and re-raises: never a partial write. A read-only
         store refuses it (in :meth:`begin`: no transaction is ever open on one).
+
+        Yields
+        ------
+        duckdb.DuckDBPyConnection
+            The connection, inside the transaction.
         """
         if self._depth:
             self._depth += 1
@@ -296,6 +330,25 @@ class Store:
         Duplicates inside ``rows`` are dropped when identical and refused when
         they conflict (DuckDB would silently keep the first). Runs inside the
         current transaction, or its own.
+
+        Parameters
+        ----------
+        table : str
+            The table to append to.
+        rows : pandas.DataFrame or pyarrow.Table
+            Rows with a subset of the table's columns.
+        key : sequence of str
+            The columns that identify a row: a row whose key is stored is skipped.
+
+        Returns
+        -------
+        int
+            The rows that landed.
+
+        Raises
+        ------
+        StoreError
+            Two different rows of ``rows`` share a key.
         """
         import pyarrow as pa  # here, not at the top: light commands (`runs`) start without it
 
@@ -342,11 +395,35 @@ class Store:
             self.con.unregister(view)
 
     def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
-        """Run SQL with ``?`` parameters; ``.df()``, ``.fetchall()`` read the result."""
+        """Run SQL with ``?`` parameters; ``.df()``, ``.fetchall()`` read the result.
+
+        Parameters
+        ----------
+        query : str
+            One SQL statement; values go in ``params``, never into the text.
+        params : sequence, optional
+            The values of the statement's ``?`` placeholders.
+
+        Returns
+        -------
+        duckdb.DuckDBPyConnection
+            The executed statement.
+        """
         return self.con.execute(query, list(params or []))
 
     def table(self, name: str) -> pd.DataFrame:
-        """A whole table as a DataFrame."""
+        """A whole table as a DataFrame.
+
+        Parameters
+        ----------
+        name : str
+            A table or view of the database.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Every row.
+        """
         return self.con.execute(f"SELECT * FROM {quote_ident(name)}").df()
 
     def counts(self) -> dict[str, int]:
