@@ -23,7 +23,6 @@ PROSE_DOCSTRINGS = [
     "CalibrationDisplay",
     "ComparisonDisplay",
     "ContractCloseLearning",
-    "Extractor",
     "LabellingWidget",
     "LessonBrowser",
     "Objective",

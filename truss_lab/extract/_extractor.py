@@ -234,6 +234,41 @@ class Extractor:
     ``extractor_id`` names it in every row it produces (and is the replay key).
     ``config``, when set, is the recorded :class:`ExtractorConfig` (a live
     extractor, or the replay of one): its hash enters every request's hash.
+    Make one with :meth:`replay`, :meth:`openai` or :meth:`heuristic`.
+
+    Parameters
+    ----------
+    extractor_id : str
+        The id every candidate, lesson and recording of it carries.
+    provider : truss_lab.extract.Provider
+        What answers its requests (``complete(request) -> Completion``).
+    template : truss_lab.extract.PromptTemplate, default lesson-v1
+        The prompt that renders a verdict into messages.
+    model : str, default "unknown"
+        The model name sent in each request.
+    parameters : mapping, optional
+        Further request-body fields (sampling knobs).
+    config : truss_lab.extract._extractor.ExtractorConfig, optional
+        The recorded configuration of a live extractor, or of its replay.
+    samples : int, default 1
+        Samples per verdict when there is no ``config``.
+
+    See Also
+    --------
+    run_extraction : Runs an extractor over a batch of verdicts.
+    ContractCloseLearning : Runs it on one verdict as it closes.
+
+    Examples
+    --------
+    >>> ex = tl.Extractor.replay(store, "sim-good-v1")
+    >>> ex.extractor_id, ex.template.version, ex.n_samples
+    ('sim-good-v1', 'lesson-v1', 1)
+    >>> tl.Extractor.heuristic().extractor_id
+    'heuristic-v1'
+    >>> live = tl.Extractor.openai("http://127.0.0.1:8000/v1", "tiny-model",
+    ...                            parameters={"temperature": 0.7})
+    >>> live.extractor_id  # a knob other than the defaults: a hash in the id
+    'tiny-model@lesson-v1+...'
     """
 
     extractor_id: str
@@ -286,6 +321,37 @@ class Extractor:
         ``prompts`` table) rebuilds the requests their hashes are checked
         against; an unknown one replays unchecked, with an
         :class:`UnregisteredPromptWarning` when some recordings carry a hash.
+
+        Parameters
+        ----------
+        recordings : Store or str or os.PathLike or pandas.DataFrame
+            The recordings: a database's ``completions``, a completions file
+            (Formats §2) or a frame of its columns.
+        extractor_id : str
+            The recorded extractor to replay.
+        template : str or truss_lab.extract.PromptTemplate, optional
+            The prompt the recordings were made with (default: theirs).
+        model : str, optional
+            The model the recordings were made with, when no configuration is recorded.
+        parameters : mapping, optional
+            The request parameters they were made with, likewise.
+        samples : int, default 1
+            Samples per verdict of recordings made elsewhere.
+        run_id : str, optional
+            Replay the recordings of this run's live calls (a Store only).
+        store : Store, optional
+            Where registered prompts are found, when ``recordings`` is not a Store.
+
+        Returns
+        -------
+        Extractor
+            An extractor answered by the recordings: no model is called.
+
+        Raises
+        ------
+        BadInputError
+            The recordings cannot be read, ``samples`` is not a positive integer, or
+            ``run_id`` is given for a file or frame.
         """
         config = None
         failures: dict[tuple[str, str, int], str] = {}
@@ -322,7 +388,18 @@ class Extractor:
 
     @classmethod
     def heuristic(cls, *, max_lessons: int = 5) -> Extractor:
-        """The deterministic, model-free baseline (``heuristic-v1``)."""
+        """The deterministic, model-free baseline (``heuristic-v1``).
+
+        Parameters
+        ----------
+        max_lessons : int, default 5
+            The most lessons per verdict (the most salient are kept).
+
+        Returns
+        -------
+        Extractor
+            The heuristic extractor (its rules: docs/reference/extractors.md).
+        """
         h = HeuristicProvider(max_lessons=max_lessons)
         return cls(h.extractor_id, h, get_template("lesson-v1"), h.model)
 
@@ -348,6 +425,42 @@ class Extractor:
         ``template``: a lesson :class:`PromptTemplate` (:func:`load_prompt` reads a
         file) or a registered version name (``store``'s ``prompts`` table included);
         default ``config.prompt_version``, else ``lesson-v1``.
+
+        Parameters
+        ----------
+        base_url : str
+            The endpoint, e.g. ``http://127.0.0.1:8000/v1``.
+        model : str
+            The model name the server serves.
+        extractor_id : str, optional
+            The extractor's id (default ``MODEL@PROMPT_VERSION``, plus a hash of any
+            knob that differs from the defaults).
+        template : str or truss_lab.extract.PromptTemplate, optional
+            The lesson prompt.
+        parameters : mapping, optional
+            Sampling knobs (``temperature``, ``top_p``, ``seed``, ``max_tokens``).
+        config : truss_lab.extract._extractor.ExtractorConfig, optional
+            Every recorded knob at once, instead of ``parameters``.
+        store : Store, optional
+            Where a registered prompt version is found.
+        **provider_options : Any
+            Options of :class:`truss_lab.extract.OpenAICompatibleProvider`: ``api_key_env``,
+            ``timeout``, ``max_retries``, ``max_concurrency``, ``deadline``,
+            ``max_response_bytes``, ``supports_n``, ``recorder``, ...
+
+        Returns
+        -------
+        Extractor
+            A live extractor; every call it makes is recorded when it runs.
+
+        Raises
+        ------
+        pydantic.ValidationError
+            A knob out of range (``temperature=-1``): :class:`ExtractorConfig` refuses it.
+        TypeError
+            An option the provider does not take.
+        BadInputError
+            An unknown prompt version, or a prompt of another kind.
         """
         if template is None:
             template = config.prompt_version if config is not None else "lesson-v1"
@@ -371,7 +484,20 @@ class Extractor:
                    config.request_parameters(), config)
 
     def request(self, verdict_hash: str, payload: Mapping[str, Any]) -> CompletionRequest:
-        """The request for one verdict (carrying the config hash, when there is a config)."""
+        """The request for one verdict (carrying the config hash, when there is a config).
+
+        Parameters
+        ----------
+        verdict_hash : str
+            The verdict's journal hash.
+        payload : mapping
+            The verdict's payload.
+
+        Returns
+        -------
+        truss_lab.extract.CompletionRequest
+            The messages, model and parameters, with their ``request_hash``.
+        """
         req = build_request(
             self.template, payload, verdict_hash=verdict_hash, extractor=self.extractor_id,
             model=self.model, parameters=dict(self.parameters),
@@ -385,7 +511,20 @@ class Extractor:
         """The k requests for one verdict: ``[request()]`` when k is 1 (no sample
         index, so one-sample hashes stay as they were); else one per sample, each
         with its ``sample_index`` and, when a seed is set, ``seed + sample_index``
-        (k calls with one seed would draw one sample k times)."""
+        (k calls with one seed would draw one sample k times).
+
+        Parameters
+        ----------
+        verdict_hash : str
+            The verdict's journal hash.
+        payload : mapping
+            The verdict's payload.
+
+        Returns
+        -------
+        list of truss_lab.extract.CompletionRequest
+            One request per sample.
+        """
         base = self.request(verdict_hash, payload)
         k = self.n_samples
         if k == 1:
