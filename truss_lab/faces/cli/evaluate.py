@@ -320,7 +320,9 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
               help="Also every run with this tag (a grid's runs: grid:NAME); repeatable.")
 @click.option("--prices", "prices_path", default=None, metavar="PRICES.toml",
               help='Price table: [models."NAME"] input_per_million, output_per_million '
-                   "(and currency); without it no cost, and nothing is dominated.")
+                   "(optional batch_input_per_million, batch_output_per_million: the "
+                   "calls a Batch output file answered) and currency; without it no cost, "
+                   "and nothing is dominated.")
 @click.option("--threshold", default=None, type=float,
               help="Judge every run at this threshold (default: each run's own gate "
                    f"threshold when model-scored, else {DEFAULT_MIN_SALIENCE:.2f}).")
@@ -522,7 +524,9 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
 @db_option
 @click.option("--prices", "prices_path", default=None, metavar="PRICES.toml",
               help='Price table: [models."NAME"] input_per_million, output_per_million '
-                   "(and currency); without it no cost is shown.")
+                   "(optional batch_input_per_million, batch_output_per_million: the "
+                   "calls a Batch output file answered) and currency; without it no cost "
+                   "is shown.")
 @json_option
 @friendly
 def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
