@@ -22,7 +22,6 @@ from sphinx.application import Sphinx
 PROSE_DOCSTRINGS = [
     "CalibrationDisplay",
     "ComparisonDisplay",
-    "ContractCloseLearning",
     "LabellingWidget",
     "LessonBrowser",
     "Objective",
@@ -40,7 +39,6 @@ PROSE_DOCSTRINGS = [
     "label_report",
     "labelled_candidates",
     "propose_threshold",
-    "run_extraction",
     "run_grid",
     "scored_candidates",
     "sweep",

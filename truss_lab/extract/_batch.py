@@ -331,7 +331,80 @@ def run_extraction(
     run for people. ``max_consecutive_failures``: a live provider that fails this
     many verdicts in a row (the endpoint is down, retries exhausted) stops the
     run with :class:`CircuitOpenError`; the run is marked failed and resumable (``None``:
-    never stop)."""
+    never stop).
+
+    Every candidate is kept with its salience whether it passed the gate or not, so any
+    other threshold is a filter over the ``candidates`` table, with no model call.
+
+    Parameters
+    ----------
+    store : Store
+        The database holding the verified journal (opened for writing).
+    extractor : Extractor
+        The extractor to run.
+    config : MemoryConfig, optional
+        The policy and threshold (default ``MemoryConfig()``: off, which records an
+        empty run and calls nothing).
+    verdicts : optional
+        The batch: a SQL condition on the journal (``"seq <= 600"``), a frame or file of
+        verdict references; default every verdict.
+    params : sequence, optional
+        The values of ``?`` placeholders in a ``verdicts`` condition.
+    executor : str or distributed.Client, optional
+        Where extraction runs (above); default ``"auto"``.
+    progress : bool, default True
+        Show a progress bar.
+    run_id : str, optional
+        The run's id (default: derived from the extractor, policy, threshold and
+        batch); with ``resume=True`` the run to continue.
+    write_memory : bool, default True
+        Write the gate's lessons to memory; ``False`` keeps candidates only.
+    chunk_size : int, optional
+        Verdicts per chunk.
+    resume : bool, default False
+        Continue run ``run_id``.
+    score : callable, optional
+        The score the gate compares with the threshold (default the model's salience).
+    scorer_name : str, default "model_salience@1"
+        The name and version of ``score``, recorded with the run.
+    run_config : mapping, optional
+        JSON values added to the run's stored configuration.
+    name : str, optional
+        A name for people (``truss-lab runs`` shows it).
+    tags : sequence of str, default ()
+        Tags for people.
+    max_consecutive_failures : int or None, default 5
+        The circuit breaker's limit (above).
+
+    Returns
+    -------
+    truss_lab.extract.ExtractionRun
+        The run: counts, seconds, errors (``.errors()``), usage (``.usage()``).
+
+    Raises
+    ------
+    ChainError
+        The journal does not verify (a failed run is recorded).
+    BadInputError
+        A bad batch, executor, chunk size or run id (an existing run without
+        ``resume``, another chunk size on resume).
+
+    See Also
+    --------
+    rerun : Replay a run from its own recordings.
+    summarize_runs : Every run as a table.
+    ContractCloseLearning : One verdict as it closes.
+
+    Examples
+    --------
+    >>> run = tl.run_extraction(store, tl.Extractor.heuristic(),
+    ...                         tl.MemoryConfig(lesson_extraction="model-scored"),
+    ...                         verdicts="seq <= 100", run_id="heur", write_memory=False,
+    ...                         progress=False)
+    >>> run.status, run.n_verdicts, run.n_lessons
+    ('finished', 100, 0)
+    >>> int(store.sql("SELECT count(*) FROM candidates WHERE run_id = 'heur'").fetchone()[0])
+    69"""
     t0 = time.perf_counter()
     config = config or MemoryConfig()
     if chunk_size is not None and (isinstance(chunk_size, bool)

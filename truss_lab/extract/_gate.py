@@ -542,8 +542,39 @@ class CloseResult:
 class ContractCloseLearning:
     """Learn lessons when a contract closes (ADR 0011), one verdict at a time.
 
-    >>> ccl = ContractCloseLearning(Extractor.heuristic(), MemoryConfig(lesson_extraction="on"))
-    >>> ccl.on_verdict_recorded(store, verdict_ref)
+    The live form of :func:`run_extraction`, with the same gate: under policy ``off``
+    it returns before the extractor or the store is touched; otherwise it checks that
+    the verdict's journal entry is stored and verifies, extracts, gates and writes the
+    lessons as unverified memory entries in one transaction.
+
+    Parameters
+    ----------
+    extractor : Extractor
+        The extractor to call.
+    config : MemoryConfig, optional
+        The policy and threshold (default ``MemoryConfig()``: off).
+    run_id : str, optional
+        The run its candidates and lessons are recorded under (default: derived from
+        the extractor, the policy and the threshold).
+
+    See Also
+    --------
+    run_extraction : The same over a batch of verdicts.
+    truss_lab.extract.CloseResult : What a call returns.
+
+    Examples
+    --------
+    >>> from truss_lab.core import LedgerRef
+    >>> seq, h = store.sql("SELECT seq, hash FROM journal WHERE payload->>'verdict' = "
+    ...                    "'fail' ORDER BY seq LIMIT 1").fetchone()
+    >>> learn = tl.ContractCloseLearning(tl.Extractor.heuristic(),
+    ...                                  tl.MemoryConfig(lesson_extraction="model-scored"))
+    >>> result = learn.on_verdict_recorded(store, LedgerRef(seq=seq, hash=h))
+    >>> result.provider_calls, result.candidates, result.lessons_written
+    (1, 3, 3)
+    >>> off = tl.ContractCloseLearning(tl.Extractor.heuristic())  # policy off
+    >>> off.on_verdict_recorded(store, LedgerRef(seq=seq, hash=h)).provider_calls
+    0
     """
 
     def __init__(self, extractor: Extractor, config: MemoryConfig | None = None, *,
@@ -556,7 +587,26 @@ class ContractCloseLearning:
         )
 
     def on_verdict_recorded(self, store: Store, verdict_ref: LedgerRef) -> CloseResult:
-        """Extract, gate and write the lessons of one recorded verdict."""
+        """Extract, gate and write the lessons of one recorded verdict.
+
+        Parameters
+        ----------
+        store : Store
+            The database holding the verdict (opened for writing).
+        verdict_ref : truss_lab.core.LedgerRef
+            The verdict's journal entry (seq and hash).
+
+        Returns
+        -------
+        truss_lab.extract.CloseResult
+            Provider calls, candidates, lessons written, their ids, and the error
+            of the extraction, if any.
+
+        Raises
+        ------
+        ChainError
+            The verdict's entry is not stored, or does not verify: nothing is written.
+        """
         policy = self.config.lesson_extraction
         if policy is LessonExtractionPolicy.off:
             # Invariant 1: return before the provider (or the store) is touched.
