@@ -27,10 +27,13 @@ Per replicate (seed ``SEED + r``, ``--verdicts`` verdicts):
   ``labels_ppi`` does with them (refuses: the share refused), and how the old
   behaviour (the band's verdicts taken as a whole sample) covered;
 - (c) the replicates of (a) where the classic estimate of precision reaches 1 (clipped):
-  the coverage of the classic interval there.
+  the coverage of the classic interval there;
+- the simultaneous band (:attr:`~truss_lab.evaluate._bootstrap.BootstrapResult.band`)
+  of (a): does it hold the process's whole precision, recall and F1 curve over
+  :data:`GRID` (0.05 to 0.95), and how often the pointwise intervals all do.
 
 Coverage is the share of replicates covered with its Monte Carlo standard error
-sqrt(c (1 - c) / R). Run (about 1.5 s a replicate on one core with 400 bootstrap
+sqrt(c (1 - c) / R). Run (about 0.4 s a replicate on one core with 400 bootstrap
 replicates; the README's table):
 
     nice -n 10 .venv/bin/python -m scripts.ppi_design_coverage --replicates 300
@@ -55,6 +58,8 @@ from truss_lab.evaluate._truth import RunTruth
 
 SEED = 360_000
 THRESHOLD = 0.70
+#: The curve the simultaneous band must hold whole (THRESHOLD among them).
+GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
 SIZES = (30, 60, 100)
 BAND = (0.6, 0.8)
 #: The automated truth: P(says useful | useful), P(says useful | not useful).
@@ -77,15 +82,23 @@ def simulate(rng: np.random.Generator, n_verdicts: int) -> dict[str, np.ndarray]
     return {"g": g, "s": s, "y": y.astype(np.uint8), "a": a.astype(np.uint8)}
 
 
-def truth_of(d: dict[str, np.ndarray], t: float = THRESHOLD) -> tuple[float, float]:
-    kept = d["s"] >= t
-    tp = float(d["y"][kept].sum())
-    return tp / float(kept.sum()), tp / float(d["y"].sum())
+def truth_of(d: dict[str, np.ndarray], t: Any = THRESHOLD) -> tuple[Any, Any]:
+    """Precision and recall at ``t`` (a number or an array of thresholds)."""
+    kept = d["s"][None, :] >= np.atleast_1d(t)[:, None]
+    tp = (kept & d["y"].astype(bool)).sum(axis=1)
+    p, r = tp / kept.sum(axis=1), tp / float(d["y"].sum())
+    return (float(p[0]), float(r[0])) if np.ndim(t) == 0 else (p, r)
 
 
 def super_population(n: int) -> tuple[float, float]:
     """The process's precision and recall at the threshold, from ``n`` verdicts."""
     return truth_of(simulate(np.random.default_rng(SEED - 1), n))
+
+
+def super_curve(n: int) -> dict[str, np.ndarray]:
+    """The process's precision, recall and F1 over :data:`GRID`, from ``n`` verdicts."""
+    p, r = truth_of(simulate(np.random.default_rng(SEED - 1), n), GRID)
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r)}
 
 
 def _run_truth(d: dict[str, np.ndarray], y: np.ndarray, answered: np.ndarray) -> RunTruth:
@@ -122,8 +135,8 @@ def _covers(b: pd.Series, m: str, v: float) -> bool:
     return bool(b[f"{m}_low"] <= v <= b[f"{m}_high"])
 
 
-def replicate(r: int, n_verdicts: int, n_boot: int, truth: tuple[float, float]
-              ) -> list[dict[str, Any]]:
+def replicate(r: int, n_verdicts: int, n_boot: int, truth: tuple[float, float],
+              curve: dict[str, np.ndarray] | None = None) -> list[dict[str, Any]]:
     rng = np.random.default_rng(SEED + r)
     d = simulate(rng, n_verdicts)
     finite = truth_of(d)
@@ -137,9 +150,20 @@ def replicate(r: int, n_verdicts: int, n_boot: int, truth: tuple[float, float]
             data = labels_ppi(auto, _run_truth(d, np.where(on, d["y"], 0), on))
             assert data is not None
             row: dict[str, Any] = {"replicate": r, "design": "whole verdicts", "n": n}
+            at = int(np.flatnonzero(np.isclose(GRID, THRESHOLD))[0])
             for name, lam in (("ppi", None), ("classic", 1.0)):
-                b = ppi_bootstrap(data, thresholds=[THRESHOLD], n_boot=n_boot,
-                                  random_state=r, lam=lam).table.iloc[0]
+                res = ppi_bootstrap(data, thresholds=GRID, n_boot=n_boot, random_state=r,
+                                    lam=lam, snap=False)
+                b = res.table.iloc[at]
+                if curve is not None and res.band is not None:
+                    for m, true_curve in curve.items():
+                        lo = res.band[f"{m}_band_low"].to_numpy()
+                        hi = res.band[f"{m}_band_high"].to_numpy()
+                        row[f"{name}_{m}_band_covered"] = bool(
+                            ((lo <= true_curve) & (true_curve <= hi)).all())
+                        row[f"{name}_{m}_pointwise_all"] = bool(
+                            ((res.table[f"{m}_low"] <= true_curve)
+                             & (true_curve <= res.table[f"{m}_high"])).all())
                 for m, true, own in zip(("precision", "recall"), truth, finite, strict=True):
                     row[f"{name}_{m}"] = float(b[m])
                     row[f"{name}_{m}_covered"] = _covers(b, m, true)
@@ -178,12 +202,19 @@ def _cov(d: pd.DataFrame, col: str) -> str:
 
 def readme_table(df: pd.DataFrame) -> str:
     """The README's table (markdown) of the replicate rows ``df``."""
+    bands: list[str] = []
     lines = ["| design | people's labels | replicates | ppi coverage P / R "
              "| classic (lam = 1) coverage P / R | width P / R (ppi) "
              "| coverage of the verdicts at hand P / R (ppi) |",
              "|---|---|---|---|---|---|---|"]
     whole = df[df["design"] == "whole verdicts"]
     for n, d in whole.groupby("n", sort=True):
+        if "ppi_precision_band_covered" in d:
+            band = " / ".join(_cov(d, f"ppi_{m}_band_covered")
+                              for m in ("precision", "recall", "f1"))
+            points = " / ".join(f"{d[f'ppi_{m}_pointwise_all'].mean():.3f}"
+                                for m in ("precision", "recall", "f1"))
+            bands.append(f"| {n} verdicts | {len(d)} | {band} | {points} |")
         lines.append(
             f"| (a) whole verdicts, SRS | {n} verdicts | {len(d)} "
             f"| {_cov(d, 'ppi_precision_covered')} / {_cov(d, 'ppi_recall_covered')} "
@@ -204,6 +235,10 @@ def readme_table(df: pd.DataFrame) -> str:
             f"| {len(band)} | refused in {band['refused'].mean():.0%} (taken as whole "
             f"verdicts, as before: {_cov(band, 'old_precision_covered')} / "
             f"{_cov(band, 'old_recall_covered')}) | - | - | - |")
+    if bands:
+        lines += ["", f"| whole verdicts | replicates | simultaneous band holds the whole "
+                  f"true curve ({GRID[0]:.2f} to {GRID[-1]:.2f}) P / R / F1 | pointwise "
+                  "intervals hold it all P / R / F1 |", "|---|---|---|---|", *bands]
     return "\n".join(lines)
 
 
@@ -217,9 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     truth = super_population(args.population)
+    curve = super_curve(args.population)
     rows: list[dict[str, Any]] = []
     for r in range(args.replicates):
-        rows += replicate(r, args.verdicts, args.n_boot, truth)
+        rows += replicate(r, args.verdicts, args.n_boot, truth, curve)
     df = pd.DataFrame(rows)
     if args.json:
         df.to_json(args.json, orient="records", indent=1)

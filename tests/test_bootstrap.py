@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 from tests.builders.profiles import examples
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate import _bootstrap
-from truss_lab.evaluate._bootstrap import BootstrapResult, bootstrap_metrics
+from truss_lab.evaluate._bootstrap import (
+    BootstrapResult,
+    bootstrap_metrics,
+    percentile_interval,
+    simultaneous_band,
+)
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
 
 METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
@@ -256,3 +261,26 @@ def test_threshold_interval_of_keeping_nothing_is_infinite():
     assert _bootstrap.percentile_interval(values, 0.95)[1][0] == np.inf
     assert _bootstrap.percentile_interval(np.full((5, 1), np.inf), 0.9) == (
         np.array([np.inf]), np.array([np.inf]))
+
+
+def test_the_simultaneous_band_holds_the_curve_where_pointwise_intervals_hold_a_point():
+    """Issue 36 item 5: the max-|t| band is never narrower than the pointwise interval,
+    wider where the replicates spread, and the pointwise interval where they do not."""
+    rng = np.random.default_rng(0)
+    values = rng.normal(0.6, 0.05, size=(2000, 20))
+    values[:, 0] = 0.9  # no spread at the first threshold
+    point = values.mean(axis=0)
+    lo, hi = percentile_interval(values, 0.95)
+    b_lo, b_hi = simultaneous_band(values, point, lo, hi, 0.95)
+    assert (b_lo <= lo).all() and (b_hi >= hi).all()
+    assert (b_lo[0], b_hi[0]) == (lo[0], hi[0])
+    # 95 % of the replicates lie inside the band at every threshold at once.
+    inside = ((values >= b_lo) & (values <= b_hi)).all(axis=1).mean()
+    assert 0.94 <= inside <= 0.96
+    # The band of a run: every threshold of the grid, as many as the table's.
+    y, s, g = (rng.random(600) < 0.5).astype(np.uint8), rng.random(600), np.arange(600) // 3
+    res = bootstrap_metrics(y, s, g, thresholds=[0.2, 0.5, 0.8], n_boot=200)
+    assert res.band is not None and len(res.band) == 3
+    for m in ("precision", "recall", "f1"):
+        assert (res.band[f"{m}_band_low"] <= res.table[f"{m}_low"]).all()
+        assert (res.band[f"{m}_band_high"] >= res.table[f"{m}_high"]).all()

@@ -22,11 +22,16 @@ def test_the_band_queue_deals_at_most_two_lessons_a_verdict_inside_the_band() ->
 def test_one_replicate_refuses_the_band_and_corrects_whole_verdicts() -> None:
     truth = pdc.super_population(20_000)
     assert 0.85 < truth[0] < 0.95 and 0.4 < truth[1] < 0.6
-    df = pd.DataFrame(pdc.replicate(0, 300, 50, truth))
+    curve = pdc.super_curve(20_000)
+    at = int(np.flatnonzero(np.isclose(pdc.GRID, pdc.THRESHOLD))[0])
+    assert curve["precision"][at] == truth[0]
+    df = pd.DataFrame(pdc.replicate(0, 300, 50, truth, curve))
+    assert df["ppi_f1_band_covered"].notna().sum() == len(pdc.SIZES)
     whole = df[df["design"] == "whole verdicts"]
     assert whole["n"].tolist() == list(pdc.SIZES)
     assert whole["ppi_precision"].between(0, 1).all()
     band = df[df["design"] == "queue band"]
     assert band["refused"].tolist() == [True]
     table = pdc.readme_table(df)
-    assert len(table.splitlines()) == 2 + len(pdc.SIZES) + 2  # header, (a), (c), (b)
+    # header, (a), (c), (b); then the band's table: blank, header, one row per size
+    assert len(table.splitlines()) == 2 + len(pdc.SIZES) + 2 + 3 + len(pdc.SIZES)

@@ -42,10 +42,21 @@ from truss_lab.evaluate._sweep import (
     snap_thresholds,
 )
 
-__all__ = ["BOOT_METRICS", "STREAMS", "BootstrapResult", "bootstrap_metrics", "seed_streams"]
+__all__ = [
+    "BAND_METRICS",
+    "BOOT_METRICS",
+    "STREAMS",
+    "BootstrapResult",
+    "band_table",
+    "bootstrap_metrics",
+    "seed_streams",
+    "simultaneous_band",
+]
 
 #: Metrics that get an interval, in the order of :attr:`BootstrapResult.table`.
 BOOT_METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
+#: Metrics that get a simultaneous band over the grid (:attr:`BootstrapResult.band`).
+BAND_METRICS = ("precision", "recall", "f1")
 
 #: W chunks hold at most this many cells: small enough that the allocator
 #: reuses the buffers between chunks instead of faulting in fresh pages.
@@ -268,6 +279,47 @@ class ReplicateCounts:
         return obj.best_index(self.kept, self.tp, self.n_pos, self.n_verdicts, self.judged)
 
 
+def simultaneous_band(values: np.ndarray, point: np.ndarray, low: np.ndarray,
+                      high: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """A band that holds a whole curve at ``confidence``, not one threshold's value.
+
+    ``values``: the replicates (replicates x thresholds) of one metric, ``point`` its
+    curve, ``low``/``high`` its pointwise interval. The max-|t| band of the verdict
+    bootstrap (as for ROC confidence bands: Campbell 1994; Macskassy, Provost and
+    Rosset 2005): each replicate's largest standardised distance from the curve over
+    the thresholds where the replicates spread, ``max_t |v_bt - p_t| / sd_t``; its
+    ``confidence`` quantile ``c``; the band ``p_t ± c sd_t``, clipped to [0, 1] and
+    never narrower than the pointwise interval (where the replicates do not spread,
+    it is that interval). NaN where the point is."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        sd = np.nanstd(values, axis=0, ddof=1)
+    point = np.asarray(point, dtype=np.float64)
+    ok = np.isfinite(sd) & (sd > 1e-12) & np.isfinite(point)
+    lo, hi = np.array(low, dtype=np.float64), np.array(high, dtype=np.float64)
+    if ok.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a replicate all NaN
+            worst = np.nanmax(np.abs(values[:, ok] - point[ok]) / sd[ok], axis=1)
+        worst = worst[np.isfinite(worst)]
+        if len(worst):
+            c = float(np.quantile(worst, confidence))
+            lo[ok] = np.fmin(lo[ok], np.clip(point[ok] - c * sd[ok], 0.0, 1.0))
+            hi[ok] = np.fmax(hi[ok], np.clip(point[ok] + c * sd[ok], 0.0, 1.0))
+    nan = np.isnan(point)
+    return np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
+
+
+def band_table(thr: np.ndarray, inverse: np.ndarray,
+               bands: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """:attr:`BootstrapResult.band` from each metric's band on the descending grid."""
+    cols: dict[str, np.ndarray] = {"threshold": thr}
+    for name, (lo, hi) in bands.items():
+        cols[f"{name}_band_low"] = lo[inverse]
+        cols[f"{name}_band_high"] = hi[inverse]
+    return pd.DataFrame(cols)
+
+
 def percentile_interval(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval along axis 0, ignoring NaN (all-NaN columns give NaN).
 
@@ -329,6 +381,18 @@ class BootstrapResult:
     confidence: float = 0.95
     random_state: Any = 0
     n_verdicts: int = 0
+    band: pd.DataFrame | None = field(default=None, repr=False)
+    """The simultaneous band over the grid (:func:`simultaneous_band`): ``threshold``
+    and, for each metric of :data:`BAND_METRICS`, ``m_band_low``/``m_band_high``, in
+    :attr:`table`'s order; it holds the whole curve at ``confidence``, where each
+    interval of :attr:`table` holds one threshold's value."""
+
+    def with_band(self) -> pd.DataFrame:
+        """:attr:`table` with the columns of :attr:`band` (the same thresholds, in the
+        same order): what a plot of the curve draws."""
+        if self.band is None:
+            return self.table
+        return pd.concat([self.table, self.band.drop(columns="threshold")], axis=1)
 
     def __repr__(self) -> str:
         return (
@@ -413,18 +477,32 @@ def bootstrap_metrics(
 
     reps, replicate_thresholds = _replicates(counter, obj, thr_desc, n_boot, n_groups, rng)
     t_lo, t_hi = percentile_interval(replicate_thresholds[:, None], confidence)
+    table = _interval_table(thr, order, point, reps, confidence)
     return BootstrapResult(
-        table=_interval_table(thr, order, point, reps, confidence),
+        table=table, band=_band_of(table, thr, order, point, reps, confidence),
         objective=obj.describe(),
-        threshold=chosen,
-        threshold_low=float(t_lo[0]),
-        threshold_high=float(t_hi[0]),
+        threshold=chosen, threshold_low=float(t_lo[0]), threshold_high=float(t_hi[0]),
         replicate_thresholds=replicate_thresholds,
         n_boot=int(n_boot),
         confidence=float(confidence),
         random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
         n_verdicts=n_groups,
     )
+
+
+def _band_of(table: pd.DataFrame, thr: np.ndarray, order: np.ndarray,
+             point: dict[str, np.ndarray], reps: dict[str, list[np.ndarray]],
+             confidence: float) -> pd.DataFrame:
+    """:attr:`BootstrapResult.band` of the plain bootstrap (``point`` and ``reps`` in
+    descending order, ``table`` in the grid's)."""
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    bands = {}
+    for name in BAND_METRICS:
+        lo, hi = (table[f"{name}_{k}"].to_numpy()[order] for k in ("low", "high"))
+        bands[name] = simultaneous_band(np.concatenate(reps[name]), point[name], lo, hi,
+                                        confidence)
+    return band_table(thr, inverse, bands)
 
 
 def _per_verdict(proposed: Any, codes: np.ndarray, n_groups: int) -> np.ndarray | None:

@@ -67,7 +67,16 @@ import pandas as pd
 from ..core._errors import BadInputError, TrussLabWarning
 from ..core._threads import blas_limited
 from ..ingest._match_labels import INCLUSION
-from ._bootstrap import BootstrapResult, ReplicateCounts, as_rng, check_boot, percentile_interval
+from ._bootstrap import (
+    BAND_METRICS,
+    BootstrapResult,
+    ReplicateCounts,
+    as_rng,
+    band_table,
+    check_boot,
+    percentile_interval,
+    simultaneous_band,
+)
 from ._objective import DEFAULT_OBJECTIVE, Objective, make_objective
 from ._sweep import (
     UndefinedMetricWarning,
@@ -1038,6 +1047,7 @@ def ppi_bootstrap(
     inverse[order] = np.arange(len(order))
     units = _people_units(data, thr_desc)
     cols: dict[str, np.ndarray] = {"threshold": thr}
+    bands: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name in _METRICS:
         values = np.concatenate(reps[name])
         if interval == "wilson" and name in RATIOS:
@@ -1051,11 +1061,19 @@ def ppi_bootstrap(
                                     len(sampled), confidence, fixed=bool(lam))
         else:
             lo, hi = percentile_interval(values, confidence)
+        if name in BAND_METRICS:
+            # The band's spread is that of the unclipped replicates, around the
+            # unclipped curve (clipping hides it at 0 and 1).
+            bands[name] = simultaneous_band(np.concatenate(reps[f"{name}_raw"]),
+                                            raw_point[name], lo, hi, confidence)
+            bands[name] = (np.fmin(bands[name][0], np.clip(point[name], 0, 1)),
+                           np.fmax(bands[name][1], np.clip(point[name], 0, 1)))
         cols[name] = point[name][inverse]
         cols[f"{name}_low"] = lo[inverse]
         cols[f"{name}_high"] = hi[inverse]
     return BootstrapResult(
-        table=pd.DataFrame(cols), objective=obj.describe(),
+        table=pd.DataFrame(cols), band=band_table(thr, inverse, bands),
+        objective=obj.describe(),
         threshold=float(thr_desc[best0]) if best0 >= 0 else float("nan"),
         threshold_low=float(t_lo[0]), threshold_high=float(t_hi[0]),
         replicate_thresholds=replicate_thresholds, n_boot=int(n_boot),

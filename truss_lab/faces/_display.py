@@ -188,7 +188,7 @@ class SweepDisplay:
         t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
         df = sweep_run(store, run_id, truth=t, score=score, correct=correct)
         iv = (bootstrap_run(store, run_id, n_boot=n_boot, random_state=random_state, truth=t,
-                            score=score, correct=correct).table if n_boot else None)
+                            score=score, correct=correct).with_band() if n_boot else None)
         return cls(df, threshold=threshold, intervals=iv,
                    name=name if name else plot_title(
                        run_id, "metrics vs threshold", truth=df.attrs["truth"],
@@ -219,7 +219,10 @@ class SweepDisplay:
 
         Sets ``ax_``, ``ax2_`` (secondary axis), ``figure_``, ``lines_`` (by metric),
         ``bands_`` (by metric, when ``intervals`` has them, drawn over the thresholds
-        the lines span), ``chance_line_`` (the precision of keeping everything),
+        the lines span; dotted lines bound the simultaneous band where ``intervals``
+        has ``*_band_low``/``*_band_high``:
+        :meth:`~truss_lab.evaluate._bootstrap.BootstrapResult.with_band`),
+        ``chance_line_`` (the precision of keeping everything),
         ``threshold_line_`` and ``default_line_`` (when drawn).
         """
         ax = _axes(ax)
@@ -244,6 +247,16 @@ class SweepDisplay:
                     # one legend entry for all bands: the colour already says which
                     label="bootstrap interval" if not self.bands_ else "_nolegend_",
                 )
+                if f"{metric}_band_low" in iv.columns:
+                    # The simultaneous band: what holds the whole curve, the one to
+                    # read when choosing a threshold by eye.
+                    for side in ("low", "high"):
+                        ax.plot(iv["threshold"].to_numpy(),
+                                iv[f"{metric}_band_{side}"].to_numpy(),
+                                color=line.get_color(), lw=0.8, ls=(0, (1, 2)),
+                                label=("simultaneous band (the whole curve)"
+                                       if metric == "precision" and side == "low"
+                                       else "_nolegend_"))
         self.chance_line_ = None
         if len(df) and np.isfinite(df["precision"].iloc[0]):
             # Precision of keeping everything (the lowest threshold): what a gate

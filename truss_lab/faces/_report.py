@@ -657,7 +657,7 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
     fig = bare_figure((7.5, 4.6), margins=_SWEEP_MARGINS)
     conf = f"{ev.bands.confidence:.0%} " if ev.bands is not None else ""
     SweepDisplay(full, threshold=choice.threshold,
-                 intervals=ev.bands.table if ev.bands is not None else None,
+                 intervals=ev.bands.with_band() if ev.bands is not None else None,
                  name=plot_title(rid, f"metrics vs threshold ({conf}verdict-bootstrap bands)",
                                  truth=truth.name, correction=ev.correction),
                  ).plot(ax=fig.subplots())

@@ -182,7 +182,7 @@ def demo_evaluation(
             save_sweep_plot, ev.sweep, threshold=choice.threshold,
             name=plot_title(rid, "metrics vs threshold", truth=ev.truth.name,
                             correction=ev.correction),
-            intervals=ev.bands.table if ev.bands is not None else None)))
+            intervals=ev.bands.with_band() if ev.bands is not None else None)))
     cal = calibration_run(store, runs[0], method="isotonic", random_state=random_state)
     parts += ["-- calibration (isotonic, fitted on training verdicts, judged on held-out)",
               repr(cal)]

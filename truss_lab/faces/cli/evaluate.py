@@ -161,12 +161,16 @@ def _choice_options(f: Any) -> Any:
     return f
 
 
-def _with_intervals(df: Any, table: Any) -> Any:
+def _with_intervals(df: Any, res: Any) -> Any:
     """``df`` (sweep rows) with each metric's ``*_low``/``*_high`` of the bootstrap
-    ``table`` at the same thresholds, in the same order."""
+    ``res`` at the same thresholds, in the same order, and the simultaneous band's
+    ``*_band_low``/``*_band_high`` over those thresholds."""
     for c in BOOT_METRICS:
-        df[f"{c}_low"] = table[f"{c}_low"].to_numpy()
-        df[f"{c}_high"] = table[f"{c}_high"].to_numpy()
+        df[f"{c}_low"] = res.table[f"{c}_low"].to_numpy()
+        df[f"{c}_high"] = res.table[f"{c}_high"].to_numpy()
+    if res.band is not None:
+        for c in res.band.columns.drop("threshold"):
+            df[c] = res.band[c].to_numpy()
     return df
 
 
@@ -174,7 +178,8 @@ def _with_intervals(df: Any, table: Any) -> Any:
 @_choice_options
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
               help="Write the full sweep (every distinct threshold) as CSV, each metric "
-                   "with its interval (*_low, *_high; none with --n-boot 0).")
+                   "with its interval (*_low, *_high) and precision, recall and F1 with "
+                   "the simultaneous band over the thresholds (*_band_low, *_band_high).")
 @_truth_option
 @matcher_options
 @_correct_option
@@ -206,7 +211,7 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
                 return bootstrap_run(store, run_id, thresholds=grid, truth=t, matcher=m,
                                      score=score, n_boot=n_boot, random_state=random_state,
                                      objective=objective, labels=labels_path,
-                                     correct="ppi" if ev.ppi is not None else "none").table
+                                     correct="ppi" if ev.ppi is not None else "none")
             _with_intervals(at, intervals(list(SUMMARY_THRESHOLDS)))
             if csv_path:
                 full = _with_intervals(full.copy(), intervals(full["threshold"].to_numpy()))
@@ -220,7 +225,7 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
             full, tmp, threshold=choice.threshold,
             name=plot_title(run_id, "metrics vs threshold", truth=truth,
                             correction=ev.correction),
-            intervals=ev.bands.table if ev.bands is not None else None), field="--plot")
+            intervals=ev.bands.with_band() if ev.bands is not None else None), field="--plot")
     # Corrected counts are estimates: rounded, never truncated (230.99999999999963: 231).
     judged = ("labelled candidates" if truth != "references" else
               f"lessons on annotated verdicts, "
