@@ -86,6 +86,9 @@ nb_execution_timeout = 300
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_merge_streams = True
+# No script from a CDN in the pages: the site reads offline (a widget's live view needs
+# a kernel anyway; its text fallback stays).
+nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"  # the numpydoc Parameters section says the types

@@ -129,3 +129,19 @@ def test_a_live_judge_matcher_closes_its_connections_with_the_command(
     assert asked > 0  # live calls were made, so there were connections to close
     unclosed = [u for u in lost if isinstance(getattr(u, "exc_value", None), ResourceWarning)]
     assert unclosed == [], [str(getattr(u, "exc_value", u)) for u in unclosed]
+
+
+def test_ingest_warnings_go_to_stderr(sample_full: Path, tmp_path: Path) -> None:
+    # Issue 37 item 6: match labels of verdicts no run holds land with a warning each;
+    # stdout holds the report alone, each warning is one 'warning:' line on stderr.
+    from truss_lab.store import Store
+
+    db = copy_db(sample_full, tmp_path / "s.duckdb")
+    with Store(db) as store:
+        store.sql("DELETE FROM match_labels")
+    r = invoke("ingest", "match-labels", SAMPLE / "match_labels.csv", "--db", db)
+    assert r.exit_code == 0, r.output
+    assert "warning" not in r.stdout and r.stdout.count("\n") == 1, r.stdout
+    said = r.stderr.splitlines()
+    assert len(said) == 11 and all(ln.startswith("warning: ") for ln in said), said
+    assert "more (--json lists them all)" in said[-1]

@@ -165,11 +165,13 @@ def _ingest_table(kind: str, db: str, path: str, as_json: bool,
         text += f"\n  {e}"
     if len(rep.errors) > 10:
         text += f"\n  … and {len(rep.errors) - 10} more"
-    for w in rep.warnings[:10]:
-        text += f"\n  warning: {w}"
-    if len(rep.warnings) > 10:
-        text += f"\n  … and {len(rep.warnings) - 10} more warnings"
     emit(rep.to_dict(), as_json, text)
+    # A warning is a line on stderr, as every command's is: stdout stays the report.
+    for w in rep.warnings[:10]:
+        click.echo(f"warning: {w}", err=True)
+    if len(rep.warnings) > 10:
+        click.echo(f"warning: … and {len(rep.warnings) - 10} more (--json lists them all)",
+                   err=True)
     # No silent loss: a rejected line fails the command unless asked not to; a
     # file of which nothing was usable (wrong header, every line bad) always does.
     nothing_usable = not rep.header_ok or (rep.errors and rep.rows_added + rep.rows_present == 0)
