@@ -9,11 +9,19 @@ from typing import Any
 __all__ = ["runs_text", "text_table"]
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, col: str = "") -> str:
+    """``value`` for people: seconds to 2 decimals, a rate per second and a count
+    (``n_``) as whole numbers, other floats to 6 significant digits."""
     if value is None:
         return ""
     if isinstance(value, float):
-        return "NaN" if math.isnan(value) else f"{value:.6g}"
+        if math.isnan(value):
+            return "NaN"
+        if col == "seconds" or col.endswith("_seconds"):
+            return f"{value:.2f}"
+        if col.endswith("_per_s") or col.startswith("n_"):
+            return f"{value:.0f}"
+        return f"{value:.6g}"
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
     return str(value)
@@ -24,7 +32,7 @@ def text_table(rows: list[dict[str, Any]], cols: list[str],
     """``cols`` of ``rows`` as right-aligned text columns under ``headers`` (default the
     column names); a list cell is comma-joined, a missing one empty."""
     heads = headers or cols
-    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+    cells = [[_cell(r.get(c), c) for c in cols] for r in rows]
     widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(heads)]
     lines = [" ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True))]
     lines += [" ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in cells]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -126,11 +127,24 @@ def run(db: str, sample: Path = SAMPLE, out: Path = Path("demo_out")) -> int:
         print(demo_references(store, run_ids, run_ids[-1], out))
         print(f"({time.perf_counter() - t:.1f}s)")
 
-        _step("tables")
-        for name, n in store.counts().items():
-            print(f"  {name:<18} {n:>8}")
-    print(f"\ndone in {time.perf_counter() - t0:.1f}s; database: {db}")
+        counts = store.counts()
+    print(f"\ndone in {time.perf_counter() - t0:.1f}s; database {db}: "
+          f"{counts['journal']} verdicts, {counts['candidates']} candidates, "
+          f"{counts['memory_entries']} lessons in memory (unverified)")
+    print(next_steps(db, run_ids[:2]))
     return 0
+
+
+def next_steps(db: str | os.PathLike[str], run_ids: list[str]) -> str:
+    """The three commands to run after the demo: its report, the notebooks, your data."""
+    cli = os.path.relpath(Path(sys.executable).parent / "truss-lab")
+    return "\n".join([
+        "\nnext:",
+        f"  {cli} report {' '.join(run_ids)} --db {db} --out report.html"
+        "   # the evaluation, to open in a browser",
+        "  make lab   # the notebooks: 02 tunes extraction_min_salience with a slider",
+        "  docs/tutorials/own-data.md   # your own verdicts, completions and labels",
+    ])
 
 
 def demo_evaluation(
