@@ -292,6 +292,48 @@ def run_grid(store: Store, grid: Grid | str | os.PathLike[str], *,
     runs, in file order, with ``action`` (``started``, ``resumed`` or ``skipped``). A
     live endpoint that stops answering stops the grid (the run is failed and
     resumable): run the grid again once it answers.
+
+    Parameters
+    ----------
+    store : Store
+        The database (opened for writing).
+    grid : truss_lab.extract.Grid or str or os.PathLike
+        A grid file (Formats §7) or one :func:`truss_lab.extract.load_grid` read.
+    progress : bool, default True
+        Show a progress bar per run.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`summarize_runs` of the grid's runs, with ``action``.
+
+    Raises
+    ------
+    BadInputError
+        A mistake in the file (naming the line or the key), or a cell whose run exists
+        with other settings.
+    truss_lab.extract._providers.CircuitOpenError
+        A live endpoint stopped answering.
+
+    See Also
+    --------
+    frontier : The grid's runs side by side on cost, latency and F1.
+    run_extraction : One run.
+
+    Examples
+    --------
+    >>> _ = open("grid.toml", "w").write('''
+    ... name = "g"
+    ... verdicts = "seq <= 50"
+    ... [[axes]]
+    ... extractor = ["replay:sim-good-v1", "heuristic"]
+    ... ''')
+    >>> tl.run_grid(store, "grid.toml", progress=False)[["run_id", "action", "n_verdicts"]]
+                     run_id   action  n_verdicts
+    0  g-replay-sim-good-v1  started          50
+    1           g-heuristic  started          50
+    >>> list(tl.run_grid(store, "grid.toml", progress=False)["action"])  # nothing new
+    ['skipped', 'skipped']
     """
     g = grid if isinstance(grid, Grid) else load_grid(grid)
     plan: list[tuple[GridCell, str, Any]] = []

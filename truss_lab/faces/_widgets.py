@@ -90,6 +90,30 @@ class LabellingWidget:
     stored label (the widget says so), as ``ingest_labels`` does. With
     ``skip_labelled`` (default) the session starts at the first candidate the
     annotator has not labelled yet, so it resumes where it stopped.
+
+    Parameters
+    ----------
+    store : Store
+        The database the labels are written to.
+    candidates : pandas.DataFrame
+        The lessons to label (``verdict_hash``, ``extractor_id``, ``lesson_index``,
+        ``text``; a labelling queue's rows).
+    annotator : str
+        The name every label carries.
+    skip_labelled : bool, default True
+        Start at the first candidate this annotator has not labelled.
+
+    See Also
+    --------
+    ingest_labels : Labels from a CSV file (a queue filled in a spreadsheet).
+
+    Examples
+    --------
+    >>> widget = tl.LabellingWidget.from_queue(store, "good", annotator="me", n=5)
+    >>> widget.label(True)  # "Useful": one row written, the next lesson shown
+    True
+    >>> store.sql("SELECT count(*) FROM labels WHERE annotator = 'me'").fetchall()
+    [(1,)]
     """
 
     def __init__(
@@ -156,7 +180,24 @@ class LabellingWidget:
         move the threshold choice (:func:`~truss_lab.evaluate._queue.labelling_queue`,
         whose options ``n``, ``per_verdict``, ``interval``, ``objective``, ``n_boot``
         and ``random_state`` pass through), leaving out those ``annotator`` labelled.
-        ``widget.queue`` holds the queue's description (interval, source, counts)."""
+        ``widget.queue`` holds the queue's description (interval, source, counts).
+
+        Parameters
+        ----------
+        store : Store
+            The database.
+        run_id : str
+            The run whose lessons are queued.
+        annotator : str
+            The name every label carries.
+        **queue_options : Any
+            Options of the labelling queue (above).
+
+        Returns
+        -------
+        LabellingWidget
+            The widget at the queue's first lesson.
+        """
         frame = labelling_queue(store, run_id, annotator=annotator, **queue_options)
         widget = cls(store, frame, annotator=annotator)
         widget.queue = dict(frame.attrs["queue"])
@@ -176,7 +217,18 @@ class LabellingWidget:
         return self.candidates.iloc[self.position].to_dict()
 
     def label(self, useful: bool) -> bool:
-        """Label the current candidate and advance; True when a new row was written."""
+        """Label the current candidate and advance; True when a new row was written.
+
+        Parameters
+        ----------
+        useful : bool
+            The label: useful (1) or not (0).
+
+        Returns
+        -------
+        bool
+            Whether a new row was written (False when this annotator had labelled it).
+        """
         cur = self.current
         if cur is None:
             self.message = "nothing left to label"
@@ -263,6 +315,28 @@ class LessonBrowser:
     summary, checks) and whether that entry verifies now
     (``verified_verdict``: hash, signature, link to its predecessor).
     ``query`` defaults to ``MemoryQuery.unverified_lessons(limit=500)``.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    query : MemoryQuery, optional
+        The lessons to pick from.
+    limit : int, default 500
+        At most this many lessons in the dropdown, when ``query`` is not given.
+
+    See Also
+    --------
+    query_memory : The same lessons as a frame.
+    verify_chain : Verifies every entry, not one.
+
+    Examples
+    --------
+    >>> browser = tl.LessonBrowser(store)
+    >>> lesson = tl.query_memory(store, tl.MemoryQuery.unverified_lessons(limit=1))
+    >>> _ = browser.show(lesson["entry_id"][0])
+    >>> browser.status["ok"], browser.journal_entry["kind"]
+    (True, 'contract_verdict')
     """
 
     def __init__(self, store: Store, *, query: Any = None, limit: int = 500) -> None:
@@ -296,7 +370,18 @@ class LessonBrowser:
             self.details.value = "<p>No unverified lessons in this store (run an extraction).</p>"
 
     def show(self, entry_id: str) -> LessonBrowser:
-        """Show lesson ``entry_id`` (also selects it in the dropdown)."""
+        """Show lesson ``entry_id`` (also selects it in the dropdown).
+
+        Parameters
+        ----------
+        entry_id : str
+            A lesson of the dropdown.
+
+        Returns
+        -------
+        LessonBrowser
+            This browser.
+        """
         if entry_id is None:
             return self
         entry = get_memory_entry(self.store, entry_id)
@@ -382,6 +467,46 @@ class ThresholdExplorer:
     "references" | "judge:NAME"``); its metrics are then exactly
     :func:`~truss_lab.evaluate._runs.sweep_run`'s at the slider's threshold
     (``sweep_at``: a function of a threshold list giving those sweep rows).
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        One row per candidate (above).
+    groups_col : str, default "verdict_hash"
+        The verdict of each candidate.
+    score_col : str, default "salience"
+        The score the slider thresholds.
+    label_col : str, default "label"
+        The truth: 1 useful, 0 not, ``<NA>`` left out.
+    text_col : str, default "text"
+        The lesson text listed at the cut.
+    initial : float, default 0.7
+        Where the slider starts.
+    n_rows : int, default 5
+        Lessons listed on each side of the cut.
+    plot : bool, default True
+        Draw the sweep with the threshold line.
+    sweep_at : callable, optional
+        A function of a list of thresholds giving their sweep rows (what
+        :meth:`from_run` passes).
+    truth : str, optional
+        The truth's name, shown with the metrics.
+    run_id : str, optional
+        The run's id, shown with the metrics.
+
+    See Also
+    --------
+    sweep_run : Every threshold at once.
+    SweepDisplay : The plot alone.
+
+    Examples
+    --------
+    >>> explorer = tl.ThresholdExplorer.from_run(store, "good", plot=False)
+    >>> explorer.metrics["kept"], round(explorer.metrics["precision"], 3)
+    (458, 0.749)
+    >>> _ = explorer.set_threshold(0.5)
+    >>> round(explorer.metrics["precision"], 3), len(explorer.above), len(explorer.below)
+    (0.723, 5, 5)
     """
 
     def __init__(
@@ -477,7 +602,36 @@ class ThresholdExplorer:
         judge:NAME or a resolved Truth). The lessons listed at the cut are the judged
         ones (labelled candidates; with references, the run's lessons on annotated verdicts, with
         the reference each matched); the metrics count as
-        :func:`~truss_lab.evaluate._runs.sweep_run` does (``correct`` as it takes it)."""
+        :func:`~truss_lab.evaluate._runs.sweep_run` does (``correct`` as it takes it).
+
+        Parameters
+        ----------
+        store : Store
+            The database.
+        run_id : str
+            The run to explore.
+        truth : str or truss_lab.evaluate.Truth, default "labels"
+            What the lessons are judged by.
+        labels : optional
+            Gold labels instead of the store's table.
+        references : optional
+            Reference lessons instead of the store's table.
+        score : str, default "salience"
+            The candidates' score column the slider thresholds.
+        initial : float, default 0.7
+            Where the slider starts.
+        n_rows : int, default 5
+            Lessons listed on each side of the cut.
+        plot : bool, default True
+            Draw the sweep.
+        correct : {"auto", "ppi", "none"}, default "auto"
+            Correct the automated truth by the people's answers.
+
+        Returns
+        -------
+        ThresholdExplorer
+            The explorer.
+        """
         t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
         jr = t.judged(run_id, score=score)
         fix = run_correction(store, t, jr, run_id, correct, score=score, labels=labels)
@@ -497,7 +651,18 @@ class ThresholdExplorer:
         return float(self.slider.value)
 
     def set_threshold(self, t: float) -> ThresholdExplorer:
-        """Move the slider to ``t`` (clipped to its range); updates everything."""
+        """Move the slider to ``t`` (clipped to its range); updates everything.
+
+        Parameters
+        ----------
+        t : float
+            The threshold.
+
+        Returns
+        -------
+        ThresholdExplorer
+            This explorer.
+        """
         self.slider.value = float(np.clip(t, self.slider.min, self.slider.max))
         return self
 

@@ -250,6 +250,62 @@ def propose_threshold(
     here; a given choice's own (``split["truth"]``), which ``truth`` must not
     contradict; ``correct`` as :func:`choose_run_threshold` takes it (the evidence's
     ``correction``). The entry is signed into the lab's chain. Nothing applies it.
+
+    Parameters
+    ----------
+    store : Store
+        The database (opened for writing).
+    choice_or_run : truss_lab.evaluate.ThresholdChoice or str
+        A choice made already, or the run to choose on.
+    key : SigningKey
+        The key that signs the lab-journal entry.
+    run_ids : sequence of str, optional
+        The runs a given choice was computed from.
+    objective : str or Objective, optional
+        The objective (default ``"f1"``); for a given choice, the one it used.
+    labels : optional
+        Gold labels instead of the store's table (a labels CSV or frame).
+    score : str, default "salience"
+        The candidates' score column the threshold applies to.
+    policy_id : str, default "extraction_min_salience"
+        The policy the record is a version of.
+    truth : str or truss_lab.evaluate.Truth, optional
+        The truth the choice is judged by (``labels``, ``references``,
+        ``judge:NAME``).
+    references : optional
+        Reference lessons instead of the store's table.
+    correct : {"auto", "ppi", "none"}, default "auto"
+        Correct the automated truth by the people's answers.
+    **choose_options : Any
+        Options of :func:`choose_run_threshold` (``cv``, ``test_size``,
+        ``random_state``, ``n_boot``, ``confidence``, ...).
+
+    Returns
+    -------
+    truss_lab.core.PolicyRecord
+        The new record: target ``salience``, trust ``unverified``, its provenance the
+        signed entry.
+
+    Raises
+    ------
+    BadInputError
+        No threshold to propose (a choice that keeps nothing), an unknown run, or a
+        ``truth`` or ``objective`` that contradicts a given choice.
+
+    See Also
+    --------
+    choose_run_threshold : The choice alone.
+    policy_history : Every version of the policy.
+    verify_chain : Covers the signed entry.
+
+    Examples
+    --------
+    >>> key = tl.SigningKey.generate("researcher-1")
+    >>> record = tl.propose_threshold(store, "good", key, objective="f1", n_boot=0)
+    >>> record.policy.target.value, record.trust.value, record.policy.settings
+    ('salience', 'unverified', {'extraction_min_salience': 0.41})
+    >>> tl.verify_chain(store).ok  # the lab journal's new entry verifies
+    True
     """
     obj = parse_objective(objective) if objective is not None else None
     if isinstance(choice_or_run, str):
