@@ -4,8 +4,9 @@
     .venv/bin/python scripts/bench_all.py --quick    # small sizes (make bench-quick; < 1 min)
 
 Each ``benchmarks/bench_*.py`` runs as its own subprocess (resume_torture.py
-belongs to scripts/reliability.py) and reports each figure on one line of the
-format of :mod:`benchmarks._result`::
+belongs to scripts/reliability.py; bench_memory.py, which simulates and loads a
+million verdicts for about an hour, runs only when named with ``--only``) and
+reports each figure on one line of the format of :mod:`benchmarks._result`::
 
     RESULT name=NAME value=V unit=U baseline=B ratio=R goal=">= 0.8" load=L ...
 
@@ -46,6 +47,8 @@ from benchmarks._result import THREAD_ENV  # noqa: E402
 ORDER = ["bench_cli_start.py", "bench_verify.py", "bench_sweep.py", "bench_bootstrap.py",
          "bench_blas.py", "bench_provider.py", "bench_extract.py", "bench_executor.py",
          "bench_duckdb_sweep.py", "bench_junk.py", "bench_ppi.py", "bench_report.py"]
+#: Run only when named with --only: bench_memory's full run takes about an hour.
+ON_REQUEST = {"bench_memory.py"}
 _NUMERIC = ("value", "baseline", "ratio", "load")
 
 
@@ -178,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     names = [n for n in ORDER if n in found] + [n for n in found if n not in ORDER]
     if args.only:
         names = [n for n in names if n in args.only or Path(n).stem in args.only]
+    else:
+        names = [n for n in names if n not in ON_REQUEST]
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = thread_env(args.blas_threads)
     load0 = os.getloadavg()
