@@ -31,8 +31,6 @@ PROSE_DOCSTRINGS = [
     "choose_threshold",
     "compare_runs",
     "frontier",
-    "ingest_completions",
-    "ingest_labels",
     "label_report",
     "labelled_candidates",
     "scored_candidates",

@@ -218,7 +218,41 @@ def land_completions(store: Store, df: pd.DataFrame, errors: list[BadInputError]
 @full_collections_deferred()  # a large file's rows are held until written: core/_gc.py
 def ingest_labels(store: Store, path: str | os.PathLike[str] | pd.DataFrame) -> IngestReport:
     """Load a Formats §3 labels CSV, or a labelling queue file (``truss-lab queue``)
-    whose rows left without a label are skipped and counted (``rows_blank``)."""
+    whose rows left without a label are skipped and counted (``rows_blank``).
+
+    A bad row is reported by row and field and the good ones land; a label naming a
+    verdict the journal does not hold, or a lesson beyond its completion's, lands with
+    a warning (and ``audit`` flags it until the verdict is there).
+
+    Parameters
+    ----------
+    store : Store
+        The database written.
+    path : str or os.PathLike or pandas.DataFrame
+        The labels CSV, a labelling queue file, or a frame of the same columns.
+
+    Returns
+    -------
+    truss_lab.ingest.IngestReport
+        Rows read, added, already present, skipped blank, an error per bad row or
+        conflict, and the warnings.
+
+    Raises
+    ------
+    BadInputError
+        An unreadable file, or a header that is not the labels' or the queue's.
+
+    See Also
+    --------
+    ingest_completions : The completions the labels name.
+    LabellingWidget : Labels from a notebook.
+
+    Examples
+    --------
+    >>> rep = tl.ingest_labels(store, tl.SAMPLE_DIR / "labels.csv")  # in store already
+    >>> rep.rows_added, rep.rows_present > 0, rep.errors
+    (0, True, [])
+    """
     source = source_name(path)
     df, errors = read_labels(path)
     blank = int(df.attrs.get("blank_rows", 0))
