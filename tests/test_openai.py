@@ -334,3 +334,29 @@ def test_constructor_validation(kw: dict[str, Any], field: str) -> None:
 def test_base_url_trailing_slash() -> None:
     with OpenAICompatibleProvider("http://127.0.0.1:1/v1/", "m") as p:
         assert p.url == "http://127.0.0.1:1/v1/chat/completions"
+
+
+def test_a_dropped_provider_closes_its_sockets(server: ScriptedServer) -> None:
+    # A provider nobody closed (a notebook cell, an error path) holds a keep-alive
+    # connection; collecting it must close that socket, not leave it to the garbage
+    # collector's ResourceWarning (an intermittent failure of whichever test ran then).
+    import gc
+    import warnings
+
+    provider = OpenAICompatibleProvider(server.base_url, "m-small", api_key_env=KEY_ENV,
+                                        timeout=5.0)
+    provider.complete(request(1))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        del provider
+        gc.collect()
+    assert not [w for w in seen if issubclass(w.category, ResourceWarning)]
+
+
+def test_close_is_idempotent(server: ScriptedServer) -> None:
+    provider, _ = make(server)
+    provider.complete(request(1))
+    provider.close()
+    provider.close()
+    with pytest.raises(RuntimeError):  # httpx: a closed client sends nothing
+        provider._client.post(server.base_url)

@@ -54,6 +54,7 @@ import random
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC
@@ -516,13 +517,18 @@ class OpenAICompatibleProvider:
             ),
         )
         bound_client(self._client)  # socket waits end at the call's deadline
+        # A provider dropped without close() (a notebook cell, a command's error path, a
+        # test) closes its pool when it is collected: its sockets then never reach the
+        # garbage collector open, whose ResourceWarning would surface wherever the
+        # program happens to be (under load, inside an unrelated test).
+        self._finalizer = weakref.finalize(self, self._client.close)
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider({redact(self.base_url)!r}, model={self.model!r})"
 
     def close(self) -> None:
-        """Close the connection pool."""
-        self._client.close()
+        """Close the connection pool (once; also done when the provider is collected)."""
+        self._finalizer()
 
     def __enter__(self) -> OpenAICompatibleProvider:
         return self
