@@ -12,8 +12,11 @@ import pytest
 from tests.builders.cli import invoke
 from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core._config import MemoryConfig
+from truss_lab.evaluate._bootstrap import DEFAULT_N_BOOT
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
+from truss_lab.faces._display import SweepDisplay
+from truss_lab.faces._report import report_html
 from truss_lab.faces.cli import cli as main_cli
 from truss_lab.faces.cli.evaluate import register
 from truss_lab.govern._policies import policy_history
@@ -166,3 +169,22 @@ def test_missing_database_is_a_user_error(cli, tmp_path):
     res = invoke("sweep", "--db", str(tmp_path / "x.duckdb"), "--run", GOOD, cli=cli)
     assert res.exit_code == 2 and "no such database" in res.stderr
     assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_one_replicate_count_default_in_every_face():
+    """Issue 36 item 7: the report and the displays bootstrap as many replicates as the
+    CLI by default, so one run and seed show one interval everywhere (the labelling
+    queue's choice interval is the one exception, said in its help)."""
+    import inspect
+
+    defaults = {}
+    for name, cmd in main_cli.commands.items():
+        for sub in getattr(cmd, "commands", {"": cmd}).values():
+            for p in sub.params:
+                if "--n-boot" in getattr(p, "opts", ()):
+                    defaults[f"{name} {sub.name}"] = p.default
+    assert len(defaults) >= 8
+    assert {k: v for k, v in defaults.items() if v != DEFAULT_N_BOOT} == {
+        k: 200 for k in defaults if k.startswith("queue")}
+    for fn in (report_html, SweepDisplay.from_run):  # write_report passes to report_html
+        assert inspect.signature(fn).parameters["n_boot"].default == DEFAULT_N_BOOT

@@ -45,6 +45,7 @@ from truss_lab.evaluate._sweep import (
 __all__ = [
     "BAND_METRICS",
     "BOOT_METRICS",
+    "DEFAULT_N_BOOT",
     "STREAMS",
     "BootstrapResult",
     "band_table",
@@ -53,6 +54,9 @@ __all__ = [
     "simultaneous_band",
 ]
 
+#: Verdict-bootstrap replicates by default, in every face (CLI, report, displays): one
+#: run with one seed gives one interval wherever it is shown.
+DEFAULT_N_BOOT = 1000
 #: Metrics that get an interval, in the order of :attr:`BootstrapResult.table`.
 BOOT_METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
 #: Metrics that get a simultaneous band over the grid (:attr:`BootstrapResult.band`).

@@ -398,9 +398,10 @@ def power_lams(cov: CoMoment, tp: Any, judged: Any, n_pos: Any) -> dict[str, np.
     classic PPI). A direction the sample cannot tell keeps lam = 1 (the ridge
     pulls towards it). With one count per ratio this is Angelopoulos, Duchi and
     Zrnic's lam* = Cov(Z, X) / Var(X); here each count of the ratio gets its own
-    weight (a regression estimator with one covariate per count: where the
-    matcher counts the positives right but misses pairs, recall's denominator
-    keeps lam = 1 while its numerator's is lower).
+    weight (a regression estimator with one covariate per count). A count both
+    truths agree on (recall's denominator when both count the same references)
+    need not keep lam = 1: it also predicts the people's numerator, and the joint
+    regression gives it that share.
     """
     counts = (np.asarray(tp, dtype=np.float64), np.asarray(judged, dtype=np.float64),
               np.asarray(n_pos, dtype=np.float64))

@@ -19,6 +19,7 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._threshold import DEFAULT_MIN_SALIENCE
+from truss_lab.evaluate._bootstrap import DEFAULT_N_BOOT
 from truss_lab.evaluate._calibration import (
     DEFAULT_MIN_BIN_COUNT,
     calibration_run,
@@ -167,7 +168,7 @@ class SweepDisplay:
         run_id: str,
         *,
         threshold: float | None = None,
-        n_boot: int = 500,
+        n_boot: int = DEFAULT_N_BOOT,
         random_state: Any = 0,
         labels: Any = None,
         name: str | None = None,

@@ -56,6 +56,7 @@ from ..core._errors import BadInputError
 from ..core._files import check_output_file, write_output
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..core._version import __version__
+from ..evaluate._bootstrap import DEFAULT_N_BOOT
 from ..evaluate._choose import INTERVAL_LABELS, ThresholdChoice
 from ..evaluate._compare import DELTA_METRICS
 from ..evaluate._objective import DEFAULT_OBJECTIVE
@@ -777,7 +778,7 @@ def report_html(
     run_ids: Sequence[str],
     *,
     objective: str = DEFAULT_OBJECTIVE,
-    n_boot: int = 200,
+    n_boot: int = DEFAULT_N_BOOT,
     random_state: int = 0,
     max_verdicts: int | None = 200,
     title: str | None = None,
@@ -849,7 +850,8 @@ def write_report(
     """Write a self-contained HTML report about ``run_ids`` to ``path``; returns the path.
 
     Options (keyword): ``objective`` (the threshold choice, default ``"f1"``),
-    ``n_boot`` (verdict-bootstrap replicates, default 200), ``random_state``,
+    ``n_boot`` (verdict-bootstrap replicates, default
+    :data:`~truss_lab.evaluate._bootstrap.DEFAULT_N_BOOT`, every face's), ``random_state``,
     ``max_verdicts`` (verdicts in the list, default 200; None or 0 for all),
     ``title``, ``truth`` (what the sweep, calibration and comparison judge by:
     ``"labels"``, ``"references"``, ``"judge:NAME"`` or ``"auto"``, the default:

@@ -16,7 +16,7 @@ import click
 from ...core._canonical import json_safe
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
-from ...evaluate._bootstrap import BOOT_METRICS
+from ...evaluate._bootstrap import BOOT_METRICS, DEFAULT_N_BOOT
 from ...evaluate._calibration import calibration_run
 from ...evaluate._frontier import format_frontier, frontier
 from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
@@ -98,7 +98,7 @@ def _record(store: Any, matcher: Any) -> None:
 
 _plot_option = click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
                             help="Write a PNG plot here.")
-_boot_option = n_boot_option(1000, "Verdict-bootstrap replicates.")
+_boot_option = n_boot_option(DEFAULT_N_BOOT, "Verdict-bootstrap replicates.")
 
 
 def _seed_option(what: str) -> Any:
@@ -400,7 +400,8 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
 @_truth_option
 @matcher_options
 @_correct_option
-@n_boot_option(1000, "Verdict-bootstrap replicates of each bin's interval when corrected.")
+@n_boot_option(DEFAULT_N_BOOT,
+               "Verdict-bootstrap replicates of each bin's interval when corrected.")
 @_plot_option
 @json_option
 @friendly
@@ -492,7 +493,7 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               help="HTML file to write (self-contained: open it in any browser, offline).")
 @_objective_option
-@n_boot_option(200, "Verdict-bootstrap replicates for the bands and intervals.")
+@n_boot_option(DEFAULT_N_BOOT, "Verdict-bootstrap replicates for the bands and intervals.")
 @random_state_option("Seed of the verdict splits and the bootstrap.")
 @option("--n-verdicts", default=200, show_default=True, type=click.IntRange(0),
         old=("--max-verdicts",),

@@ -24,6 +24,7 @@ import click
 
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE
+from ...evaluate._bootstrap import DEFAULT_N_BOOT
 from ...evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
 from ...evaluate._judges import judge_agreement as agreement_of
 from ...evaluate._matches import match_agreement
@@ -304,7 +305,7 @@ def _every_call_failed(result: dict[str, Any], as_json: bool, line: str) -> None
 @click.option("--judge", "name", required=True,
               help="The judge annotator (judge:MODEL@PROMPT; the judge: prefix optional).")
 @labels_option("Labels CSV (truss-lab schema labels) instead of the labels table.")
-@n_boot_option(1000, "Verdict-bootstrap replicates.")
+@n_boot_option(DEFAULT_N_BOOT, "Verdict-bootstrap replicates.")
 @random_state_option("Seed of the verdict bootstrap behind the agreement intervals.")
 @json_option
 @friendly
@@ -355,7 +356,7 @@ def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
               help="Reference lessons JSONL instead of the database's reference_lessons.")
 @click.option("--score", default="salience", show_default=True,
               help="Score ordering the one-to-one assignment (a candidates column).")
-@n_boot_option(1000, "Verdict-bootstrap replicates.")
+@n_boot_option(DEFAULT_N_BOOT, "Verdict-bootstrap replicates.")
 @random_state_option("Seed of the verdict bootstrap behind the intervals.")
 @json_option
 @friendly
