@@ -24,6 +24,7 @@ from truss_lab.evaluate._ppi import (
     check_correct,
     labels_ppi,
     partial_labels,
+    partial_matches,
     ppi_bootstrap,
     ppi_data,
     ppi_sweep,
@@ -432,6 +433,13 @@ def test_reference_ppi_with_the_peoples_own_pairs_is_the_uncorrected_sweep():
     d3 = reference_ppi(auto, refs, tied)
     assert d3.judged_human.tolist() == [0, 1, 1, 1]  # lesson 0 tied: no human truth
     assert reference_ppi(auto, refs, people[people["verdict_hash"] == "zz"]) is None
+    # A verdict matched in part (lesson 2 of v1 unanswered) is no sample of whole ones.
+    part = sample[~((sample["verdict_hash"] == "v1") & (sample["lesson_index"] == 2))]
+    why = partial_matches(auto, part)
+    assert why is not None and "1 of the 2 verdicts" in why and "lesson 2" in why
+    with pytest.raises(BadInputError, match="no people's answer"):
+        reference_ppi(auto, refs, part)
+    assert partial_matches(auto, sample) is None
 
 
 # --------------------------------------------------------------------------- a run in the store

@@ -20,6 +20,7 @@ from ._ppi import (
     check_correct,
     labels_ppi,
     partial_labels,
+    partial_matches,
     reference_ppi,
 )
 from ._truth import DEFAULT_TIES, ReferenceTruth, RunTruth, Truth, run_references
@@ -48,6 +49,12 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
         assert isinstance(judged, ReferenceTruth)
         people = people_matches(store, match_labels, run_id=run_id)
         refs = truth.references if truth.references is not None else run_references(store)
+        why = partial_matches(judged, people) if len(people) else None
+        if why is not None:
+            if mode == "auto":  # never a correction whose design the answers break
+                warnings.warn(f"not corrected: {why}", PartialLabelsWarning, stacklevel=2)
+                return None
+            raise BadInputError(f"correct='ppi' refused: {why}", field="match_labels")
         data = reference_ppi(judged, refs, people) if len(people) else None
         answers = ("match labels (draw verdicts with `truss-lab queue RUN --kind match`, "
                    "fill them in, `truss-lab ingest match-labels`)")

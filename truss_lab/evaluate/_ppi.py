@@ -105,6 +105,7 @@ __all__ = [
     "correction_of",
     "labels_ppi",
     "partial_labels",
+    "partial_matches",
     "power_lams",
     "ppi_bootstrap",
     "ppi_data",
@@ -1152,6 +1153,31 @@ def _inclusion(people: pd.DataFrame, sampled: np.ndarray, n_matchable: int) -> n
     return p.to_numpy(dtype=np.float64)
 
 
+def partial_matches(truth: ReferenceTruth, people: pd.DataFrame) -> str | None:
+    """Why the people's match labels break the design :func:`reference_ppi` rests on
+    (a verdict they matched in part: a valid lesson of the run there without an answer,
+    a reference id, none or a tie), or None. The match queue lists every lesson of a
+    verdict and the ingest refuses a ``?`` beside answers, so only a file or frame made
+    otherwise can; the message names it as :func:`partial_labels` does."""
+    said = people["verdict_hash"].astype(str)
+    key = pd.MultiIndex.from_arrays([said, people["lesson_index"].astype(np.int64)])
+    les = truth.lessons
+    lv = les["verdict_hash"].astype(str)
+    mine = lv.isin(pd.Index(pd.unique(said), dtype=object)).to_numpy()
+    lkey = pd.MultiIndex.from_arrays([lv, les["lesson_index"].astype(np.int64)])
+    missing = mine & ~lkey.isin(key)
+    if not missing.any():
+        return None
+    first = int(np.flatnonzero(missing)[0])
+    return (f"match labels of run {truth.run_id!r} cover {int(lv[missing].nunique())} of the "
+            f"{int(lv[mine].nunique())} verdicts they touch in part: "
+            f"{int(np.count_nonzero(missing))} lesson(s) of the run there have no people's "
+            f"answer (first: verdict {_short(str(lv.iloc[first]))} lesson "
+            f"{int(les['lesson_index'].iloc[first])}); a prediction-powered correction "
+            "needs every lesson of a matched verdict answered (`truss-lab queue RUN --kind "
+            "match` lists them all)")
+
+
 def reference_ppi(truth: ReferenceTruth, references: pd.DataFrame,
                   people: pd.DataFrame) -> PPIData | None:
     """The two truths of one run judged by references: the matcher's rows of every
@@ -1162,12 +1188,16 @@ def reference_ppi(truth: ReferenceTruth, references: pd.DataFrame,
     ``references``: §4 rows (every annotator's); ``people``: one answer per lesson of
     the run's extractor (:func:`~truss_lab.evaluate._matches.people_matches`). A
     lesson the people tied on has no human truth (not judged). None when people
-    matched no verdict the run is judged on."""
+    matched no verdict the run is judged on; :class:`BadInputError` when they matched
+    one in part (:func:`partial_matches`)."""
     pop = np.asarray(truth.verdicts, dtype=object)
     said = people["verdict_hash"].astype(str)
     sampled = np.asarray(pd.unique(said[said.isin(pd.Index(pop, dtype=object))]), dtype=object)
     if len(sampled) == 0:
         return None
+    why = partial_matches(truth, people)
+    if why is not None:
+        raise BadInputError(why, field="match_labels")
     les = truth.lessons
     les = les[les["verdict_hash"].isin(pd.Index(sampled, dtype=object)).to_numpy()]
     refs = references[references["verdict_hash"].astype(str).isin(
