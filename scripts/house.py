@@ -31,6 +31,13 @@ SQL_STAGES = ("store", "journal")
 SQL_EXEMPT: tuple[str, ...] = ()
 #: A function longer than this says why in its docstring (``long because``).
 LONG_FUNCTION = 80
+#: A function with more parameters than this says why in its docstring (``many
+#: parameters because``; a click command after its ``\f``, so its --help is unchanged).
+MANY_PARAMETERS = 12
+#: The evaluation modules of maths over arrays (bootstrap, PPI, threshold choice,
+#: comparison, sweep, correction): a command calls the run-level functions built on them.
+EVALUATION_INTERNALS = ("_bootstrap", "_ppi", "_choose", "_compare", "_sweep", "_correction",
+                        "_sort_u64")
 
 
 def modules() -> list[Path]:
@@ -248,13 +255,16 @@ def literal_default_threshold() -> list[str]:
 
 @cache
 def functions() -> list[tuple[int, str, bool]]:
-    """(lines, ``path:line name``, says why it is long) for every function, longest first."""
+    """(lines, ``path:line name``, says why it is long) for every function, longest first;
+    its docstring's lines are not counted."""
     out = []
     for p in modules():
         for n in ast.walk(_tree(p)):
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
-                size = (n.end_lineno or n.lineno) - n.lineno + 1
+                # Its code: a numpydoc docstring (Parameters, Returns, ...) is not length.
                 doc = ast.get_docstring(n) or ""
+                skip = (n.body[0].end_lineno or 0) - n.body[0].lineno + 1 if doc else 0
+                size = (n.end_lineno or n.lineno) - n.lineno + 1 - skip
                 out.append((size, f"{_rel(p)}:{n.lineno} {n.name}", "long because" in doc.lower()))
     return sorted(out, key=lambda t: (-t[0], t[1]))
 
@@ -263,6 +273,57 @@ def long_functions() -> list[str]:
     """Functions over :data:`LONG_FUNCTION` lines whose docstring does not say why."""
     return [f"{where} ({n} lines)" for n, where, why in functions()
             if n > LONG_FUNCTION and not why]
+
+
+def many_parameters() -> list[str]:
+    """Functions over :data:`MANY_PARAMETERS` parameters (``*args``/``**kwargs`` count one
+    each; ``self``/``cls`` none) whose docstring does not say why."""
+    out = []
+    for p in modules():
+        for n in ast.walk(_tree(p)):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                a = n.args
+                names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)
+                         if x.arg not in ("self", "cls")]
+                count = len(names) + (a.vararg is not None) + (a.kwarg is not None)
+                doc = (ast.get_docstring(n) or "").lower()
+                if count > MANY_PARAMETERS and "many parameters because" not in doc:
+                    out.append(f"{_rel(p)}:{n.lineno} {n.name} ({count} parameters)")
+    return out
+
+
+def _public_names(init: Path) -> set[str]:
+    """The ``__all__`` of a package ``__init__.py``, read without importing it."""
+    for node in _tree(init).body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return {e.value for e in node.value.elts  # type: ignore[attr-defined]
+                    if isinstance(e, ast.Constant)}
+    return set()
+
+
+def cli_evaluation_internals() -> list[str]:
+    """Names a command-line module imports from the evaluation stage that are not its
+    run-level API, as ``path:line name from module``: a function or class that is not in
+    ``truss_lab.evaluate.__all__``, or that comes from one of
+    :data:`EVALUATION_INTERNALS` (constants, UPPER_CASE, such as help texts, may come
+    from anywhere)."""
+    public = _public_names(PKG / "evaluate" / "__init__.py")
+    out = []
+    for p in modules():
+        if _rel(p).split("/")[1:3] != ["faces", "cli"]:
+            continue
+        for imp in imports(p):
+            parts = imp.target.split(".")
+            if parts[:2] != ["truss_lab", "evaluate"]:
+                continue
+            home = parts[2] if len(parts) > 2 else ""
+            for name in imp.names:
+                if name.isupper():
+                    continue
+                if name not in public or home in EVALUATION_INTERNALS:
+                    out.append(f"{_rel(p)}:{imp.line} {name} from {imp.target}")
+    return out
 
 
 def _rel(p: Path) -> str:
@@ -293,6 +354,8 @@ def main(argv: list[str] | None = None) -> None:
         "import loops": [" <-> ".join(g) for g in import_loops()],
         "underscore names imported from another module": underscore_imports(),
         "stage modules importing the package root": root_imports(),
+        "evaluation internals imported by the command line": cli_evaluation_internals(),
+        f"functions over {MANY_PARAMETERS} parameters not saying why": many_parameters(),
         "package imports inside functions": function_imports(),
         "files with SQL on store tables outside store/journal":
             sql_outside_store(),

@@ -44,6 +44,7 @@ from truss_lab.evaluate._matches import people_matches
 from truss_lab.evaluate._ppi import PeopleMatcher
 from truss_lab.evaluate._runs import bootstrap_run, sweep_run
 from truss_lab.evaluate._sweep import UndefinedMetricWarning
+from truss_lab.evaluate._truth import Truth
 from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
 from truss_lab.simulate._simulate import main as simulate_main
 
@@ -131,10 +132,10 @@ def ppi_table(disagreement: float | None, matchers: list[tuple[str, object]],
         for ex in EXTRACTORS:
             rid = sample_run_id(ex)
             mine = truth_rows[truth_rows["extractor"] == ex]
-            true = sweep_run(store, rid, truth="references", thresholds=[t], correct="none",
-                             matcher=PeopleMatcher(mine)).iloc[0]
-            theirs = sweep_run(store, rid, truth="references", thresholds=[t], correct="none",
-                               matcher=PeopleMatcher(said[said["extractor"] == ex])).iloc[0]
+            true = sweep_run(store, rid, thresholds=[t], truth=Truth.references(
+                matcher=PeopleMatcher(mine), correct="none")).iloc[0]
+            theirs = sweep_run(store, rid, thresholds=[t], truth=Truth.references(
+                matcher=PeopleMatcher(said[said["extractor"] == ex]), correct="none")).iloc[0]
             people = people_matches(store, run_id=rid)
             # The same verdicts answered without error: the simulator's truth on them.
             labelled = pd.read_csv(sample / "match_labels.csv", dtype=str,
@@ -151,9 +152,9 @@ def ppi_table(disagreement: float | None, matchers: list[tuple[str, object]],
                    "people-matched verdicts": people["verdict_hash"].nunique()}
             for name, m in matchers:
                 for corr in ("none", "ppi"):
-                    b = bootstrap_run(store, rid, truth="references", matcher=m,
-                                      thresholds=[t], n_boot=n_boot, random_state=0,
-                                      correct=corr).table.iloc[0]
+                    b = bootstrap_run(store, rid, thresholds=[t], n_boot=n_boot,
+                                      random_state=0, truth=Truth.references(
+                                          matcher=m, correct=corr)).table.iloc[0]
                     tag = name if corr == "none" else f"{name} + ppi"
                     row[f"{tag} P"] = _cell(b, "precision")
                     row[f"{tag} R"] = _cell(b, "recall")
@@ -162,8 +163,9 @@ def ppi_table(disagreement: float | None, matchers: list[tuple[str, object]],
                                                                true["recall"])
                         row[f"{tag} holds the people's"] = _holds(b, theirs["precision"],
                                                                   theirs["recall"])
-            b = bootstrap_run(store, rid, truth="references", thresholds=[t], n_boot=n_boot,
-                              random_state=0, correct="ppi", match_labels=right).table.iloc[0]
+            b = bootstrap_run(store, rid, thresholds=[t], n_boot=n_boot, random_state=0,
+                              truth=Truth.references(correct="ppi", match_labels=right)
+                              ).table.iloc[0]
             row["lexical + ppi, people without error P"] = _cell(b, "precision")
             row["lexical + ppi, people without error R"] = _cell(b, "recall")
             row["lexical + ppi, people without error holds the truth"] = _holds(

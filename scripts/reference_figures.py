@@ -41,7 +41,7 @@ import pandas as pd
 
 from truss_lab.evaluate._runs import bootstrap_run
 from truss_lab.evaluate._sweep import UndefinedMetricWarning
-from truss_lab.evaluate._truth import reference_truth, scored_candidates
+from truss_lab.evaluate._truth import Truth, reference_truth, scored_candidates
 from truss_lab.faces._notebook import SAMPLE, load_sample, run_sample_extractions, sample_run_id
 
 EXTRACTORS = ("sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1", "heuristic-v1")
@@ -104,8 +104,8 @@ def agreement_at(store, threshold: float = 0.70, n_boot: int = 2000) -> pd.DataF
             truths = ["references", *(["labels"] if ex in LABELLED else [])]
             for name in truths:
                 # The matcher's own numbers (the README's ppi table corrects them).
-                b = bootstrap_run(store, rid, truth=name, thresholds=[threshold],
-                                  n_boot=n_boot, random_state=0, correct="none")
+                b = bootstrap_run(store, rid, truth=Truth.parse(name, correct="none"),
+                                  thresholds=[threshold], n_boot=n_boot, random_state=0)
                 row = {"extractor": ex, "truth": name, "verdicts": b.n_verdicts}
                 for m in ("precision", "recall", "f1", "kept_per_verdict"):
                     row[m] = float(b.table[m].iloc[0])

@@ -27,6 +27,17 @@ def test_no_stage_imports_the_package_root() -> None:
     assert house.root_imports() == []
 
 
+def test_the_command_line_imports_no_evaluation_internal() -> None:
+    # A command parses options, makes one library call and formats its result (issue 34):
+    # it imports the run-level API (evaluate_run, compare_runs, Truth, ...), never the
+    # bootstrap, PPI, choice or comparison maths, nor a name evaluate does not export.
+    assert house.cli_evaluation_internals() == []
+
+
+def test_functions_with_many_parameters_say_why() -> None:
+    assert house.many_parameters() == []
+
+
 def test_no_underscore_name_is_imported_from_another_module() -> None:
     # A name another module needs is public in its home module.
     assert house.underscore_imports() == []
@@ -61,6 +72,13 @@ def test_the_rules_can_fail(tmp_path, monkeypatch) -> None:
     (pkg / "store" / "schema.sql").write_text("CREATE TABLE candidates (x INT);\n")
     (pkg / "core" / "_a.py").write_text("from ..faces._b import _hidden\nx = 0.7\nY = 0.7\n")
     (pkg / "store" / "_c.py").write_text("from .. import __version__\n")
+    (pkg / "evaluate" / "__init__.py").write_text('__all__ = ["evaluate_run", "ppi_bootstrap"]\n')
+    (pkg / "faces" / "cli").mkdir()
+    (pkg / "faces" / "cli" / "__init__.py").write_text("")
+    (pkg / "faces" / "cli" / "_d.py").write_text(
+        "from ...evaluate._runs import evaluate_run, helper\n"
+        "from ...evaluate._ppi import CORRECT_HELP, ppi_bootstrap\n"
+        "def g(a, b, c, d, e, f, g, h, i, j, k, l, m):\n    pass\n")
     (pkg / "faces" / "_b.py").write_text(
         "from ..core._a import x\n_hidden = 1\nQ = 'SELECT * FROM candidates'\n"
         "def f():\n" + "    x = 1\n" * 90)
@@ -73,6 +91,10 @@ def test_the_rules_can_fail(tmp_path, monkeypatch) -> None:
         assert house.stage_violations() == ["truss_lab/core/_a.py:1 core -> faces"]
         assert house.import_loops() == [["truss_lab.core._a", "truss_lab.faces._b"]]
         assert house.root_imports() == ["truss_lab/store/_c.py:1 __version__"]
+        assert house.cli_evaluation_internals() == [
+            "truss_lab/faces/cli/_d.py:1 helper from truss_lab.evaluate._runs",
+            "truss_lab/faces/cli/_d.py:2 ppi_bootstrap from truss_lab.evaluate._ppi"]
+        assert house.many_parameters() == ["truss_lab/faces/cli/_d.py:3 g (13 parameters)"]
         assert house.underscore_imports() == ["truss_lab/core/_a.py:1 _hidden from "
                                               "truss_lab.faces._b"]
         assert house.sql_outside_store() == ["truss_lab/faces/_b.py:3 FROM candidates"]

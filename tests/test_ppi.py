@@ -470,7 +470,7 @@ def test_sweep_run_corrects_references_with_the_peoples_match_labels(store):
     np.testing.assert_array_equal(ppi["kept"], plain["kept"])  # what the gate writes: exact
     # By hand: the matcher's rows and the people's, through the pure functions.
     t = Truth.resolve(store, "references", [GOOD])
-    data = reference_ppi(t.judged(GOOD), t.references, people_matches(store, run_id=GOOD))
+    data = reference_ppi(t.judged(GOOD), t.reference_rows, people_matches(store, run_id=GOOD))
     np.testing.assert_allclose(ppi["tp"], ppi_sweep(data)["tp"])
     boot = bootstrap_run(store, GOOD, truth="references", correct="ppi", thresholds=[0.5, 0.7],
                          n_boot=200)

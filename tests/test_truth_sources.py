@@ -114,8 +114,8 @@ def test_the_judge_truth_is_the_judges_labels_alone(store: Store) -> None:
 @pytest.mark.parametrize("name", [JUDGE, JUDGE.removeprefix("judge:"), SIMULATED_JUDGE_MODEL])
 def test_a_judge_is_named_in_full_after_judge_or_by_its_model(store: Store, name: str) -> None:
     t = Truth.resolve(store, f"judge:{name}")
-    assert (t.name, t.kind, t.judge) == (JUDGE, "labels", JUDGE)
-    pd.testing.assert_frame_equal(t.labels, judge_labels(store, JUDGE))
+    assert (t.name, t.kind, t.judge_name) == (JUDGE, "labels", JUDGE)
+    pd.testing.assert_frame_equal(t.label_rows, judge_labels(store, JUDGE))
     assert sweep_run(store, GOOD, truth=f"judge:{name}").equals(
         sweep_run(store, GOOD, truth=JUDGE))
 

@@ -27,6 +27,7 @@ if typing.TYPE_CHECKING:
     )
     from .evaluate import (
         Objective,
+        Truth,
         bootstrap_metrics,
         calibration_run,
         choose_run_threshold,
@@ -83,6 +84,7 @@ __all__ = [
     "SweepDisplay",
     "ThresholdExplorer",
     "TrussLabError",
+    "Truth",
     "__version__",
     "audit",
     "bootstrap_metrics",

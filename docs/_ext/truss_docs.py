@@ -26,16 +26,11 @@ PROSE_DOCSTRINGS = [
     "PrecisionRecallDisplay",
     "SweepDisplay",
     "bootstrap_metrics",
-    "calibration_run",
-    "choose_run_threshold",
     "choose_threshold",
-    "compare_runs",
-    "frontier",
     "label_report",
     "labelled_candidates",
     "scored_candidates",
     "sweep",
-    "sweep_run",
 ]
 
 

@@ -43,6 +43,7 @@ from truss_lab import (
     SigningKey,
     SweepDisplay,
     ThresholdExplorer,
+    Truth,
     calibration_run,
     choose_run_threshold,
     label_report,
@@ -57,6 +58,7 @@ from truss_lab.faces import notebook_store  # the parameters cell's data
 
 store, run_ids = notebook_store(DB, RUNS, extractors=["sim-good-v1"])
 run_id = run_ids[0]
+truth = Truth.parse(TRUTH, labels=LABELS)  # how every figure below judges the run: one value
 summarize_runs(store, [run_id])
 
 # %% [markdown]
@@ -77,8 +79,8 @@ label_report(store, run_id, LABELS)
 # intervals come from a bootstrap that resamples **verdicts**, not candidates.
 
 # %%
-sweep = sweep_run(store, run_id, labels=LABELS, truth=TRUTH)
-boot = bootstrap_run(store, run_id, labels=LABELS, truth=TRUTH, n_boot=500, random_state=0)
+sweep = sweep_run(store, run_id, truth=truth)
+boot = bootstrap_run(store, run_id, truth=truth, n_boot=500, random_state=0)
 # The dashed line is the ADR default (0.70); the chosen threshold (below) is marked
 # once it is known.
 SweepDisplay(sweep, intervals=boot.table,
@@ -99,8 +101,7 @@ at[["threshold", "precision", "precision_low", "precision_high", "recall", "reca
 # on the held-out verdicts only.
 
 # %%
-cal = calibration_run(store, run_id, method="isotonic", random_state=0, labels=LABELS,
-                      truth=TRUTH)
+cal = calibration_run(store, run_id, method="isotonic", random_state=0, truth=truth)
 fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 CalibrationDisplay(cal.tables["before"], name="raw salience (held-out)").plot(ax=axes[0])
 CalibrationDisplay(cal.tables["after"], name="isotonic (held-out)").plot(ax=axes[1])
@@ -122,7 +123,7 @@ cal
 
 # %%
 choice = choose_run_threshold(store, run_id, objective="f1", cv="auto", n_boot=500,
-                              random_state=0, labels=LABELS, truth=TRUTH)
+                              random_state=0, truth=truth)
 choice
 
 # %% [markdown]
@@ -142,7 +143,7 @@ choice.to_frame().round(3)
 
 # %%
 strict = choose_run_threshold(store, run_id, objective="precision:0.85", cv=None, n_boot=0,
-                              random_state=0, labels=LABELS, truth=TRUTH)
+                              random_state=0, truth=truth)
 strict
 
 # %% [markdown]
@@ -158,7 +159,7 @@ strict
 
 # %%
 # threshold-explorer
-explorer = ThresholdExplorer.from_run(store, run_id, truth=TRUTH, labels=LABELS,
+explorer = ThresholdExplorer.from_run(store, run_id, truth=truth,
                                       initial=choice.threshold)
 explorer
 

@@ -48,6 +48,7 @@ from truss_lab import (
     CalibrationDisplay,
     ComparisonDisplay,
     PrecisionRecallDisplay,
+    Truth,
     calibration_run,
     compare_runs,
     junk_flags,
@@ -62,6 +63,7 @@ from truss_lab.faces import notebook_store  # the parameters cell's data
 store, ids = notebook_store(DB, RUNS, extractors=(
     "sim-good-v1", "sim-overconfident-v1", "sim-paraphrase-v1", "heuristic-v1"))
 good, over, baseline = ids[0], ids[1], ids[-1]
+truth = Truth.parse(TRUTH, labels=LABELS)  # the labelled comparison's truth: one value
 run_ids = {run_id: run_id for run_id in ids}
 summarize_runs(store, ids)[
     ["extractor_id", "n_verdicts", "n_candidates", "n_lessons", "n_errors", "provider_calls"]]
@@ -81,12 +83,13 @@ summarize_runs(store, ids)[
 # verdicts whose kept set is right):
 
 # %%
-rank_runs(store, ids, truth="references", baseline=baseline, n_boot=1000).round(3)
+rank_runs(store, ids, truth=Truth.references(), baseline=baseline, n_boot=1000).round(3)
 
 # %%
 fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
 for rid in ids:  # kept = what the gate writes; the marker is the ADR default, 0.70
-    PrecisionRecallDisplay.from_run(store, rid, truth="references", threshold=0.70, ax=ax)
+    PrecisionRecallDisplay.from_run(store, rid, truth=Truth.references(), threshold=0.70,
+                                    ax=ax)
 ax.set_title("precision-recall against the reference lessons")
 plt.show()
 
@@ -94,8 +97,9 @@ plt.show()
 # Both model extractors with good lessons beat the baseline; the paraphrasing one,
 # scored with none of its lessons labelled, looks worse than the lessons it
 # rewords, but that is the default lexical matcher, which misses most heavy
-# paraphrases (README, "Matchers"): pass `matcher=` (or correct with people's
-# match labels) before comparing extractors that word things differently.
+# paraphrases (README, "Matchers"): give the truth a matcher,
+# `Truth.references(matcher="semantic")` (or correct it with people's match labels,
+# `correct="ppi"`), before comparing extractors that word things differently.
 #
 # ## The labelled extractors by their labels
 #
@@ -114,7 +118,7 @@ label_report(store, labels=LABELS).coverage
 
 # %%
 cmp = compare_runs(store, good, over, threshold=[0.5, 0.7, 0.9], n_boot=1000,
-                   random_state=0, labels=LABELS, truth=TRUTH)
+                   random_state=0, truth=truth)
 cmp
 
 # %%
@@ -156,8 +160,8 @@ junk_rates(flags, by=["extractor_id", "passed_gate"], candidates=cands).round(3)
 # a calibrated extractor.
 
 # %%
-reports = {rid: calibration_run(store, rid, method=None, random_state=0, labels=LABELS,
-                                truth=TRUTH) for rid in (good, over)}
+reports = {rid: calibration_run(store, rid, method=None, random_state=0, truth=truth)
+           for rid in (good, over)}
 pd.concat({ex: r.summary for ex, r in reports.items()}).round(4)
 
 # %%

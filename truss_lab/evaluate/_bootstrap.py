@@ -442,6 +442,11 @@ def bootstrap_metrics(
     resampled too and count in kept per verdict); ``proposed`` marks the rows that
     write rate divides by (default all; a reference truth's miss rows are not
     proposed lessons).
+
+    Many parameters because the arrays of the rows (y_true, salience, groups, judged,
+    verdicts, proposed), the grid and the resampling (n_boot, confidence, random_state) and
+    the objective with its options are each the same option of sweep and choose_threshold:
+    grouping them would make three small classes that only this function takes.
     """
     obj = make_objective(objective, **objective_options)
     check_boot(n_boot, confidence)

@@ -39,7 +39,7 @@ from truss_lab.evaluate._correction import run_correction
 from truss_lab.evaluate._label_report import fmt_number
 from truss_lab.evaluate._ppi import PPIData, correction_label, correction_of
 from truss_lab.evaluate._sweep import UndefinedMetricWarning, as_labels, as_scores, check_lengths
-from truss_lab.evaluate._truth import DEFAULT_TIES, ReferenceTruth, Truth, whole_lessons
+from truss_lab.evaluate._truth import ReferenceTruth, Truth, truth_of, whole_lessons
 from truss_lab.score._calibrators import IsotonicCalibrator, PlattCalibrator
 from truss_lab.store._store import Store
 
@@ -310,48 +310,85 @@ def calibration_run(
     store: Store,
     run_id: str,
     *,
+    truth: str | Truth = "labels",
     method: Literal["isotonic", "platt"] | None = "isotonic",
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
+    min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
     test_size: float | int = 0.3,
     random_state: Any = 0,
-    labels: Any = None,
+    n_boot: int = 1000,
     score: str = "salience",
     allow_in_sample: bool = False,
-    ties: str = DEFAULT_TIES,
-    min_bin_count: int = DEFAULT_MIN_BIN_COUNT,
-    truth: str | Truth = "labels",
-    references: Any = None,
-    correct: str = "auto",
-    match_labels: Any = None,
-    n_boot: int = 1000,
-    matcher: Any = None,
+    **deprecated: Any,
 ) -> CalibrationReport:
     """Reliability, ECE, MCE and Brier of a run's score before and after calibration.
 
     Verdicts are split with :func:`~truss_lab.evaluate._choose.split_by_verdict`; the
-    ``method`` calibrator (isotonic or Platt) is fitted on the training
-    verdicts and scores the held-out verdicts only. ``method=None`` reports the
-    raw score on the held-out verdicts. ``allow_in_sample=True`` adds an
-    ``after_in_sample`` row (the calibrator scoring its own fitting verdicts,
-    optimistic by construction) — never computed without that opt-in.
-    Candidates without a score (NaN) or without a truth (unlabelled; tied under
-    ``ties="exclude"``) are left out; the split is over every verdict the run
-    processed, as :func:`choose_run_threshold` splits them with the same seed.
-    MCE leaves out bins of fewer than ``min_bin_count`` candidates (reported in
-    the result and each table's ``attrs``). ``truth`` (labels, references,
-    judge:NAME) says what "useful" is: with references, matched a reference (by
-    ``matcher``; the annotated verdicts are split). ``correct`` as ``sweep_run`` takes
-    it: bins counted prediction-powered (:class:`_HeldOut`; ``n_boot`` replicates).
+    ``method`` calibrator is fitted on the training verdicts and scores the held-out
+    verdicts only. Candidates without a score (NaN) or without a truth (unlabelled;
+    tied under ``ties="exclude"``) are left out; the split is over every verdict the
+    run processed, as :func:`choose_run_threshold` splits them with the same seed.
+
+    Parameters
+    ----------
+    store : Store
+        The database the run is in.
+    run_id : str
+        The run.
+    truth : Truth or str
+        What "useful" is (:class:`~truss_lab.evaluate._truth.Truth` or a spec): with
+        references, matched a reference by its matcher (the annotated verdicts are
+        split). Its correction counts the bins prediction-powered (:class:`_HeldOut`,
+        ``n_boot`` replicates).
+    method : {"isotonic", "platt"} or None
+        The calibrator; None reports the raw score on the held-out verdicts.
+    n_bins, strategy : int, {"uniform", "quantile"}
+        The reliability bins.
+    min_bin_count : int
+        MCE leaves out bins of fewer candidates (reported in the result and each
+        table's ``attrs``).
+    test_size, random_state : float, int
+        The verdict split.
+    n_boot : int
+        Bootstrap replicates of each bin's interval when corrected.
+    score : str
+        The candidates column scored.
+    allow_in_sample : bool
+        Add an ``after_in_sample`` row (the calibrator scoring its own fitting
+        verdicts, optimistic by construction); never computed without this opt-in.
+    **deprecated
+        The loose truth keywords (``labels``, ``references``, ``matcher``,
+        ``correct``, ``match_labels``, ``ties``), with a DeprecationWarning.
+
+    Returns
+    -------
+    CalibrationReport
+        The ``summary`` (ECE, MCE, Brier per scores row), the reliability ``tables``,
+        the ``split``, the fitted ``calibrator``, the truth's name and the correction.
+
+    See Also
+    --------
+    truss_lab.evaluate.reliability_table, truss_lab.evaluate.expected_calibration_error
+
+    Notes
+    -----
+    Many parameters because the calibrator (method), its bins (n_bins, strategy,
+    min_bin_count), the split (test_size, random_state) and the bootstrap (n_boot) are each
+    one option of the report, as scikit-learn's calibration_curve and CalibratedClassifierCV
+    take them; the deprecated loose truth keywords are one catch-all for one release.
+
+    Examples
+    --------
+    >>> rep = tl.calibration_run(store, "good", truth=tl.Truth.labels())
+    >>> list(rep.summary.index), rep.truth
+    (['before', 'after'], 'labels')
     """
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="calibration_run"), [run_id])
     _check_method(method)
-    whole_lessons(ties, "a calibrator fits 0/1 labels; it")
-    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    fix = run_correction(store, t, t.judged(run_id, score=score, ties=ties, matcher=matcher),
-                         run_id, correct, score=score, ties=ties, labels=labels,
-                         match_labels=match_labels)
-    y, s, g, train_idx, test_idx = _split(t, run_id, score, ties, matcher, test_size,
-                                          random_state)
+    whole_lessons(t.ties, "a calibrator fits 0/1 labels; it")
+    fix = run_correction(store, t, t.judged(run_id, score=score), run_id, score=score)
+    y, s, g, train_idx, test_idx = _split(t, run_id, score, test_size, random_state)
     fit_v = frozenset(str(v) for v in pd.unique(g[train_idx]))
     eval_v = frozenset(str(v) for v in pd.unique(g[test_idx]))
     rows: dict[str, dict[str, float]] = {}
@@ -394,30 +431,29 @@ def _check_method(method: Any) -> None:
                             field="method")
 
 
-def _split(t: Truth, run_id: str, score: str, ties: str, matcher: Any, test_size: Any,
+def _split(t: Truth, run_id: str, score: str, test_size: Any,
            random_state: Any) -> tuple[np.ndarray, ...]:
     """``(y, s, verdicts, train positions, held-out positions)`` of the candidates with a
     truth and a score, split by verdict as the threshold choice splits them."""
-    d, verdicts = _judged_scores(t, run_id, score, ties, matcher)
+    d, verdicts = _judged_scores(t, run_id, score)
     g = d["verdict_hash"].to_numpy(dtype=object)
     train_idx, test_idx = split_by_verdict(g, test_size=test_size, random_state=random_state,
                                            verdicts=verdicts)
     return d["y"].to_numpy(), d["s"].to_numpy(), g, train_idx, test_idx
 
 
-def _judged_scores(t: Truth, run_id: str, score: str, ties: str,
-                   matcher: Any = None) -> tuple[pd.DataFrame, list]:
+def _judged_scores(t: Truth, run_id: str, score: str) -> tuple[pd.DataFrame, list]:
     """``(rows, verdicts)``: the lessons of ``run_id`` with a truth and a score
     (``verdict_hash, y, s``) and every verdict the split is over (the processed
     ones, as the threshold choice splits them; with references the annotated ones)."""
     if t.kind == "references":
-        ref = t.judged(run_id, score=score, matcher=matcher)
+        ref = t.judged(run_id, score=score)
         assert isinstance(ref, ReferenceTruth)
         # Lessons only (a miss has no score); "useful" = matched a reference.
         d = ref.lessons.assign(judged=True)
         verdicts = ref.verdicts
     else:
-        rt = t.counted(run_id, score=score, ties=ties)
+        rt = t.counted(run_id, score=score)
         d, verdicts = rt.candidates, rt.verdicts
     # Calibration needs a truth and a score: judged, scored candidates only.
     d = d[d["judged"].to_numpy(dtype=bool) & ~np.isnan(d["s"].to_numpy())].reset_index(

@@ -348,6 +348,10 @@ def choice_intervals(
     ``weights`` = ``(w, written)`` makes the counts prediction-powered
     (:func:`choose_threshold_ppi`): a row's truth counts (tp, judged, positives) weigh
     ``w`` and only ``written`` rows count as kept (the people's rows are not).
+
+    Many parameters because it is the inner step of both choices (plain and prediction-
+    powered): the arrays the caller already encoded once (y, s, jm, codes, strata, weights)
+    are passed as they are rather than rebuilt.
     """
     clip = weights is not None
     grid_desc = boot_grid(s if weights is None else s[weights[1]],
@@ -637,6 +641,10 @@ def choose_threshold(
     :func:`choice_intervals`) and the interval of the choice.
     The split, folds and bootstraps use independent streams of ``random_state``.
     If no threshold satisfies the objective, warns and returns NaN metrics.
+
+    Many parameters because it mirrors scikit-learn's model-selection options (the split:
+    test_size, cv, cv_repeats, random_state; the bootstrap: n_boot, confidence) beside the
+    rows (y_true, salience, groups, judged, verdicts) and the objective.
     """
     obj = make_objective(objective, **objective_options)
     data = _Data.of(y_true, salience, groups, judged, verdicts)

@@ -32,7 +32,7 @@ from ..store._store import Store
 from ..store._usage import Prices, RunUsage, load_prices, run_usage
 from ._correction import runs_correction, runs_correction_label
 from ._runs import bootstrap_run
-from ._truth import Truth
+from ._truth import Truth, truth_of
 
 __all__ = ["Frontier", "dominance", "frontier"]
 
@@ -141,26 +141,52 @@ def frontier(
     n_boot: int = 1000,
     confidence: float = 0.95,
     random_state: Any = 0,
-    labels: Any = None,
-    references: Any = None,
-    matcher: Any = None,
-    correct: str = "auto",
-    match_labels: Any = None,
+    **deprecated: Any,
 ) -> Frontier:
     """Cost, latency and F1 of each run of ``run_ids``, and which ones another run beats.
 
-    ``prices``: a :class:`~truss_lab.store._usage.Prices` or the path of a price table
-    (TOML, README "Live extraction"); without one no cost is computed and nothing is
-    dominated. ``threshold``: the gate threshold every run is judged at; None: each
-    run's own (its ``extraction_min_salience`` when its policy is model-scored, else the
-    ADR default 0.70). ``truth`` is resolved once for all runs (``auto``: labels when
-    every run has some, else references); F1 and its interval come from
-    :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot`` verdict resamples,
-    ``random_state``, ``confidence``); with references, lessons are matched to them by
-    ``matcher`` (default lexical). ``correct``: every run's F1 and interval corrected by
-    the people's answers (``ppi_bootstrap``) or none
-    (:func:`~truss_lab.evaluate._correction.runs_correction`: ``auto`` corrects when
-    people answered for each run); ``correction`` names it.
+    Parameters
+    ----------
+    store : Store
+        The database the runs are in.
+    run_ids : str or sequence of str
+        The runs.
+    truth : Truth or str
+        How every run is judged (:class:`~truss_lab.evaluate._truth.Truth` or a spec),
+        resolved once for all runs (``auto``: labels when every run has some, else
+        references; with references, lessons matched by its matcher). Its correction:
+        every run's F1 and interval corrected by the people's answers or none
+        (:func:`~truss_lab.evaluate._correction.runs_correction`: ``auto`` corrects when
+        people answered for each run); ``correction`` names it.
+    prices : Prices or path, optional
+        A price table (TOML, README "Live extraction"); without one no cost is computed
+        and nothing is dominated.
+    threshold : float, optional
+        The gate threshold every run is judged at; None: each run's own (its
+        ``extraction_min_salience`` when its policy is model-scored, else the ADR
+        default 0.70).
+    score : str
+        The candidates column to threshold.
+    n_boot, confidence, random_state
+        F1 and its interval come from :func:`~truss_lab.evaluate._runs.bootstrap_run`.
+    **deprecated
+        The loose truth keywords, with a DeprecationWarning.
+
+    Returns
+    -------
+    Frontier
+        One row per run (cost, latency, F1 with its interval, dominated and by whom),
+        the truth and why, the matcher and the correction.
+
+    See Also
+    --------
+    truss_lab.evaluate.bootstrap_run : each run's F1 and interval.
+
+    Examples
+    --------
+    >>> f = tl.frontier(store, ["good"], truth=tl.Truth.labels(), n_boot=50)
+    >>> f.table["run_id"].tolist(), f.truth
+    (['good'], 'labels')
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(dict.fromkeys(run_ids))
     if not ids:
@@ -168,9 +194,8 @@ def frontier(
     if threshold is not None:
         check_threshold(threshold, "threshold", name="threshold")
     table = prices if isinstance(prices, Prices) or prices is None else load_prices(prices)
-    t = Truth.resolve(store, truth, ids, labels=labels, references=references)
-    fixes = runs_correction(store, t, ids, correct, score=score, matcher=matcher,
-                            labels=labels, match_labels=match_labels)
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="frontier"), ids)
+    fixes = runs_correction(store, t, ids, score=score)
     rows = []
     for rid in ids:
         info = run_info(store, rid)
@@ -182,9 +207,8 @@ def frontier(
             else DEFAULT_MIN_SALIENCE)
         boot = bootstrap_run(store, rid, thresholds=[at], score=score, n_boot=n_boot,
                              confidence=confidence, random_state=random_state,
-                             truth=t, matcher=matcher, labels=labels,
-                             correct="none" if fixes[rid] is None else "ppi",
-                             match_labels=match_labels).table.iloc[0]
+                             truth=t.corrected("none" if fixes[rid] is None else "ppi")
+                             ).table.iloc[0]
         cost = fig.pop("cost")
         rows.append({
             "run_id": rid, "name": info.get("name") or "",
@@ -198,7 +222,7 @@ def frontier(
     return Frontier(table=df, truth=t.name, why=t.why,
                     currency=None if table is None else table.currency,
                     confidence=confidence, n_boot=n_boot,
-                    matcher=getattr(matcher, "name", "lexical") if t.kind == "references"
+                    matcher=getattr(t.matching, "name", "lexical") if t.kind == "references"
                     else None, correction=runs_correction_label(fixes),
                     people_verdicts={r: f.n_sampled for r, f in fixes.items() if f is not None})
 

@@ -58,7 +58,7 @@ from ..ingest._match_labels import (
     read_match_labels,
 )
 from ..store._labels import match_label_rows
-from ..store._runs import run_info, run_processed_verdicts
+from ..store._runs import RunRecord, run_record
 from ..store._store import Store
 from ._agreement import CANDIDATE_KEY, agreement_table, kappa_counts
 from ._ppi import PeopleMatcher
@@ -114,7 +114,8 @@ def run_match_labels(store: Store, match_labels: Any = None) -> pd.DataFrame:
 
 
 def people_matches(store: Store, match_labels: Any = None, *,
-                   run_id: str | None = None) -> pd.DataFrame:
+                   run_id: str | None = None, record: RunRecord | None = None
+                   ) -> pd.DataFrame:
     """One answer per lesson people matched: the majority over annotators.
 
     ``match_labels``: as :func:`run_match_labels` takes it. ``run_id`` keeps the lessons
@@ -124,13 +125,14 @@ def people_matches(store: Store, match_labels: Any = None, *,
     the verdict's references, ``<NA>`` on a tie); ``n_annotators`` (answers);
     ``n_agree`` (of them, the top answer's); ``tied`` (two or more answers share the top
     count: no truth, reported, not guessed); ``inclusion_probability`` (of the verdict,
-    NaN for a simple random sample).
+    NaN for a simple random sample). ``record``: the run as
+    :func:`~truss_lab.store._runs.run_record` read it, when the caller holds it.
     """
     df = run_match_labels(store, match_labels)
     if run_id is not None:
-        info = run_info(store, run_id)
-        processed = set(run_processed_verdicts(store, run_id)["verdict_hash"].astype(str))
-        df = df[(df["extractor"] == str(info["extractor_id"])).to_numpy()
+        record = record if record is not None else run_record(store, run_id)
+        processed = set(record.verdicts["verdict_hash"].astype(str))
+        df = df[(df["extractor"] == record.extractor_id).to_numpy()
                 & df["verdict_hash"].isin(processed).to_numpy()]
     if df.empty:
         return pd.DataFrame({

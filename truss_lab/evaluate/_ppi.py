@@ -88,7 +88,16 @@ from ._sweep import (
     snap_thresholds,
     threshold_counts,
 )
-from ._truth import ReferenceTruth, RunTruth, judge_lessons
+
+# What correct= accepts is part of the truth a run is judged by (_truth.Truth).
+from ._truth import (
+    CORRECTIONS,
+    Correction,
+    ReferenceTruth,
+    RunTruth,
+    check_correct,
+    judge_lessons,
+)
 
 __all__ = [
     "CORRECTIONS",
@@ -116,9 +125,6 @@ __all__ = [
     "wilson_interval",
 ]
 
-Correction = Literal["ppi", "none", "auto"]
-#: What ``correct=`` / ``--correct`` accepts.
-CORRECTIONS: tuple[str, ...] = ("ppi", "none", "auto")
 CORRECT_HELP = ("Correct the automated truth (matcher or judge) with the people's answers: "
                 "ppi (prediction-powered: automated count over all annotated verdicts plus "
                 "the people-minus-automated correction on the verdicts people answered for), "
@@ -129,16 +135,6 @@ CORRECT_HELP = ("Correct the automated truth (matcher or judge) with the people'
 _METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
 #: Replicate-by-verdict weight matrices hold at most this many cells per chunk.
 _MAX_CELLS = 1 << 21
-
-
-def check_correct(correct: Any) -> str:
-    """``correct`` if it is ppi, none or auto (None means auto); else :class:`BadInputError`."""
-    if correct is None:
-        return "auto"
-    if isinstance(correct, str) and correct in CORRECTIONS:
-        return correct
-    raise BadInputError(f"correct must be one of {', '.join(CORRECTIONS)}, got {correct!r}",
-                        field="correct")
 
 
 @dataclass(frozen=True, eq=False)

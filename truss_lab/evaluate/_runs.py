@@ -25,11 +25,11 @@ from ..core._errors import BadInputError
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..store._runs import run_info
 from ..store._store import Store
-from ._bootstrap import BootstrapResult, bootstrap_metrics
+from ._bootstrap import BOOT_METRICS, BootstrapResult, bootstrap_metrics
 from ._calibration import CalibrationReport, calibration_run
 from ._choose import ThresholdChoice, choose_threshold, choose_threshold_ppi
 from ._compare import ComparisonResult, compare_extractors, compare_extractors_ppi
-from ._correction import run_correction, runs_correction, runs_correction_label
+from ._correction import run_correction, runs_correction, runs_correction_label, runs_mode
 from ._label_report import LabelReport, label_report
 from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._ppi import (
@@ -41,11 +41,11 @@ from ._ppi import (
 )
 from ._sweep import sweep
 from ._truth import (
-    DEFAULT_TIES,
     ReferenceTruth,
     RunTruth,
     Truth,
     reference_sweep,
+    truth_of,
     whole_lessons,
 )
 
@@ -77,33 +77,66 @@ def sweep_run(
     store: Store,
     run_id: str,
     *,
-    labels: Any = None,
+    truth: str | Truth = "labels",
     score: str = "salience",
     thresholds: Any = None,
-    ties: str = DEFAULT_TIES,
-    truth: str | Truth = "labels",
-    references: Any = None, matcher: Any = None,
-    correct: str = "auto", match_labels: Any = None,
+    **deprecated: Any,
 ) -> pd.DataFrame:
-    """:func:`~truss_lab.evaluate._sweep.sweep` of one run with the counts of
-    :class:`~truss_lab.evaluate._truth.RunTruth`: ``kept`` is what the gate would write
-    (labelled or not), ``kept_per_verdict`` divides by every processed verdict,
-    recall counts useful lessons the parser dropped as misses. ``score`` names
-    the candidates column (``salience``, ``score``). ``df.attrs["counts"]`` holds
-    the candidates unlabelled, tied and dropped and the ``ties`` policy,
-    ``df.attrs["truth"]`` the truth's name. ``truth="references"`` judges the run
-    by reference lessons instead
-    (:func:`~truss_lab.evaluate._truth.reference_sweep`, same columns);
-    ``truth="judge:NAME"`` by one judge's labels, counted as gold labels are.
-    ``correct``: ``auto`` (default), ``ppi`` or ``none``: the automated truth
-    (references, a judge) corrected by the people's answers (match labels, from
-    the store or ``match_labels``; gold labels) with prediction-powered counts
-    (:func:`~truss_lab.evaluate._ppi.run_correction`); ``df.attrs["correction"]``
-    says which and how many verdicts people answered for."""
-    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
-    ppi = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
-                         match_labels=match_labels)
+    """The sweep of one run judged by ``truth``: counts and metrics at every threshold.
+
+    Parameters
+    ----------
+    store : Store
+        The database the run is in.
+    run_id : str
+        The run.
+    truth : Truth or str
+        How the run is judged (:class:`~truss_lab.evaluate._truth.Truth`: its source,
+        matcher, correction and the people's rows), or a spec for
+        :meth:`~truss_lab.evaluate._truth.Truth.parse` (``labels``, ``references``,
+        ``judge:NAME``, ``auto``). Resolved here unless already resolved.
+    score : str
+        The candidates column to threshold (``salience``, ``score``).
+    thresholds : array-like, optional
+        Where to evaluate (default: every distinct score).
+    **deprecated
+        The loose keywords ``labels``, ``references``, ``matcher``, ``correct``,
+        ``match_labels``, ``ties``: still taken for one release, with a
+        DeprecationWarning; they are parts of ``truth`` now.
+
+    Returns
+    -------
+    DataFrame
+        :func:`~truss_lab.evaluate._sweep.sweep`'s columns. With labels (or a judge)
+        ``kept`` is what the gate would write (labelled or not), ``kept_per_verdict``
+        divides by every processed verdict and a useful lesson the parser dropped is a
+        miss; with references the rows of
+        :func:`~truss_lab.evaluate._truth.reference_sweep`. With a correction
+        (``truth.correct``) tp, fp, fn and the metrics are prediction-powered.
+        ``attrs``: ``counts`` (unlabelled, tied, dropped, the ties policy), ``truth``
+        (its resolved name), ``correction`` (which, and how many verdicts people
+        answered for).
+
+    Raises
+    ------
+    BadInputError
+        An unknown run or truth, a run with nothing judged, ``correct="ppi"`` without
+        the people's answers.
+
+    See Also
+    --------
+    evaluate_run : the sweep, choice and bands of one run at once.
+
+    Examples
+    --------
+    >>> df = tl.sweep_run(store, "good", truth=tl.Truth.references(correct="ppi"),
+    ...                   thresholds=[0.5, 0.7])
+    >>> df.attrs["truth"], df.attrs["correction"]["correction"], len(df)
+    ('references', 'ppi', 2)
+    """
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="sweep_run"), [run_id])
+    jr = t.judged(run_id, score=score)
+    ppi = run_correction(store, t, jr, run_id, score=score)
     df = sweep_judged(jr, thresholds, correction=ppi)
     df.attrs["truth"] = t.name
     return df
@@ -137,40 +170,58 @@ def bootstrap_run(
     store: Store,
     run_id: str,
     *,
+    truth: str | Truth = "labels",
     thresholds: Any = None,
-    labels: Any = None,
     score: str = "salience",
     n_boot: int = 1000,
     confidence: float = 0.95,
     random_state: Any = 0,
     objective: str | Objective = DEFAULT_OBJECTIVE,
-    truth: str | Truth = "labels",
-    references: Any = None,
-    matcher: Any = None,
-    ties: str = DEFAULT_TIES,
-    correct: str = "auto",
-    match_labels: Any = None,
+    **deprecated: Any,
 ) -> BootstrapResult:
-    """:func:`~truss_lab.evaluate._bootstrap.bootstrap_metrics` of one run judged as
-    :func:`sweep_run` judges it, resampling verdicts, on ``thresholds`` (default
-    :data:`BAND_THRESHOLDS`: 0, 0.01, ..., 1). Its point estimates are
-    :func:`sweep_run`'s at every threshold, for every truth: with labels (or a
-    judge) kept is what the gate would write (labelled or not), a useful lesson the
-    parser dropped is a miss, and kept per verdict divides by every verdict the run
-    processed (each resampled, those without a candidate too); with references, the
-    rows of :class:`~truss_lab.evaluate._truth.ReferenceTruth` (misses included,
-    matched by ``matcher``, default lexical) and write rate over the lessons. Its
-    ``table`` is the ``intervals`` of :class:`~truss_lab.faces._display.SweepDisplay`.
-    ``correct`` as :func:`sweep_run` takes it: with a correction the intervals are
-    :func:`~truss_lab.evaluate._ppi.ppi_bootstrap`'s (verdicts resampled in both sets)."""
-    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
+    """Verdict-bootstrap intervals of one run's metrics, judged as :func:`sweep_run` judges it.
+
+    Parameters
+    ----------
+    store : Store
+        The database the run is in.
+    run_id : str
+        The run.
+    truth : Truth or str
+        How the run is judged (:class:`~truss_lab.evaluate._truth.Truth`), as
+        :func:`sweep_run` takes it.
+    thresholds : array-like, optional
+        Where to give intervals (default :data:`BAND_THRESHOLDS`: 0, 0.01, ..., 1).
+    score : str
+        The candidates column to threshold.
+    n_boot, confidence, random_state
+        Replicates, interval level and seed of the verdict resampling.
+    objective : Objective or str
+        What the procedure intervals re-choose.
+    **deprecated
+        The loose truth keywords (:func:`sweep_run`), with a DeprecationWarning.
+
+    Returns
+    -------
+    BootstrapResult
+        Point estimates equal to :func:`sweep_run`'s at every threshold, for every
+        truth (verdicts resampled, those without a candidate too; with references the
+        misses included). Its ``table`` is the ``intervals`` of
+        :class:`~truss_lab.faces._display.SweepDisplay`. With a correction the intervals
+        are :func:`~truss_lab.evaluate._ppi.ppi_bootstrap`'s (verdicts resampled in
+        both sets).
+
+    See Also
+    --------
+    sweep_run, evaluate_run
+    """
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="bootstrap_run"), [run_id])
+    jr = t.judged(run_id, score=score)
     grid = BAND_THRESHOLDS if thresholds is None else thresholds
     opts: dict[str, Any] = {"thresholds": grid, "n_boot": n_boot, "confidence": confidence,
                             "random_state": random_state,
                             "objective": parse_objective(objective)}
-    fix = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
-                         match_labels=match_labels)
+    fix = run_correction(store, t, jr, run_id, score=score)
     if fix is not None:
         res = ppi_bootstrap(fix, **opts, proposed=(jr.rows["kind"] == "lesson").to_numpy()
                             if isinstance(jr, ReferenceTruth) else None)
@@ -225,8 +276,8 @@ def choose_run_threshold(
     store: Store,
     run_id: str,
     *,
+    truth: str | Truth = "labels",
     objective: str | Objective = DEFAULT_OBJECTIVE,
-    labels: Any = None,
     score: str = "salience",
     test_size: float | int = DEFAULT_TEST_SIZE,
     cv: int | Literal["auto"] | None = DEFAULT_CV,
@@ -234,33 +285,63 @@ def choose_run_threshold(
     random_state: Any = 0,
     n_boot: int = 1000,
     confidence: float = 0.95,
-    ties: str = DEFAULT_TIES,
-    truth: str | Truth = "labels",
-    references: Any = None, matcher: Any = None,
-    correct: str = "auto", match_labels: Any = None,
+    **deprecated: Any,
 ) -> ThresholdChoice:
-    """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run, counted as
-    :func:`sweep_run` counts (:class:`~truss_lab.evaluate._truth.RunTruth`: kept is what
-    the gate would write, every processed verdict is split and counts in kept
-    per verdict). ``cv="auto"`` (:data:`DEFAULT_CV`, every face's default)
-    cross-validates with :data:`AUTO_FOLDS` folds of verdicts when :func:`auto_cv`
-    says the data allow it, else makes one split (``test_size``); ``cv=k``
-    cross-validates over k folds (``cv_repeats`` times); ``cv=None`` makes one split.
-    ``objective`` is an :class:`Objective` or a spec for :func:`parse_objective`
-    (``"precision:0.8"``). ``split["counts"]`` holds the truth counts and
-    ``split["truth"]`` the truth's name. ``truth="references"`` judges by
-    reference lessons (misses count in recall; the annotated verdicts the run
-    processed are split); ``truth="judge:NAME"`` by one judge's labels.
-    ``correct`` as :func:`sweep_run` takes it: with a correction the choice, its
-    interval and the held-out metrics are made on the prediction-powered counts
-    (:func:`~truss_lab.evaluate._choose.choose_threshold_ppi`: the same split or
-    folds; each side corrected by the people's answers on its own verdicts);
-    ``split["correction"]`` names it (:func:`~truss_lab.evaluate._ppi.correction_label`)."""
-    whole_lessons(ties, "the threshold choice")
-    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
-    fix = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
-                         match_labels=match_labels)
+    """:func:`~truss_lab.evaluate._choose.choose_threshold` on one run judged by ``truth``.
+
+    Parameters
+    ----------
+    store : Store
+        The database the run is in.
+    run_id : str
+        The run.
+    truth : Truth or str
+        How the run is judged (:class:`~truss_lab.evaluate._truth.Truth`), as
+        :func:`sweep_run` takes it. With references the annotated verdicts the run
+        processed are split and misses count in recall. With a correction the choice,
+        its interval and the held-out metrics are made on the prediction-powered counts
+        (:func:`~truss_lab.evaluate._choose.choose_threshold_ppi`: the same split or
+        folds, each side corrected by the people's answers on its own verdicts).
+    objective : Objective or str
+        What is chosen (:func:`parse_objective` spec, e.g. ``"precision:0.8"``).
+    score : str
+        The candidates column to threshold.
+    test_size : float or int
+        Held out by one split (``cv=None``, or ``auto`` with too few verdicts).
+    cv : "auto", int or None
+        ``auto`` (:data:`DEFAULT_CV`, every face's default): :data:`AUTO_FOLDS` folds
+        of verdicts when :func:`auto_cv` says the data allow it, else one split; ``k``:
+        k folds; None: one split.
+    cv_repeats : int
+        Repeats of the k folds.
+    random_state, n_boot, confidence
+        Seed, replicates and level of the split and the bootstraps.
+    **deprecated
+        The loose truth keywords (:func:`sweep_run`), with a DeprecationWarning.
+
+    Returns
+    -------
+    ThresholdChoice
+        Counted as :func:`sweep_run` counts (kept is what the gate would write, every
+        processed verdict is split). ``split["counts"]`` holds the truth counts,
+        ``split["truth"]`` its name and ``split["correction"]`` the correction
+        (:func:`~truss_lab.evaluate._ppi.correction_label`).
+
+    See Also
+    --------
+    evaluate_run : the same choice beside the sweep and bands.
+
+    Examples
+    --------
+    >>> choice = tl.choose_run_threshold(store, "good", truth=tl.Truth.labels(), n_boot=0)
+    >>> 0 <= choice.threshold <= 1, choice.split["truth"]
+    (True, 'labels')
+    """
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="choose_run_threshold"),
+                      [run_id])
+    whole_lessons(t.ties, "the threshold choice")
+    jr = t.judged(run_id, score=score)
+    fix = run_correction(store, t, jr, run_id, score=score)
     return choose_judged(t, jr, fix, objective=objective, test_size=test_size, cv=cv,
                          cv_repeats=cv_repeats, random_state=random_state, n_boot=n_boot,
                          confidence=confidence)
@@ -332,11 +413,39 @@ class RunEvaluation:
     correction: str = "none"
     options: dict[str, Any] = field(default_factory=dict)
     ppi: PPIData | None = field(default=None, repr=False)
+    objective: Objective | None = field(default=None, repr=False)
 
     def at(self, thresholds: Any) -> pd.DataFrame:
         """:func:`sweep_run` rows at ``thresholds`` (from the judged run: no store read)."""
         df = sweep_judged(self.judged, thresholds, correction=self.ppi)
         df.attrs["truth"] = self.truth.name
+        return df
+
+    def intervals(self, thresholds: Any = None) -> pd.DataFrame:
+        """The sweep with every metric's interval beside it (``*_low`` / ``*_high`` of
+        :data:`~truss_lab.evaluate._bootstrap.BOOT_METRICS`, and the simultaneous band's
+        ``*_band_low`` / ``*_band_high`` over those thresholds): at ``thresholds`` (None:
+        every distinct threshold, :attr:`sweep`), from :func:`bootstrap_run` with the
+        evaluation's truth, correction, score, objective, ``n_boot`` and seed (the bands'
+        and the choice's). With ``n_boot=0`` the rows alone. What ``truss-lab sweep``
+        prints and writes (JSON at the summary thresholds, ``--csv`` at every one)."""
+        df = self.sweep.copy() if thresholds is None else self.at(thresholds)
+        n_boot = self.options.get("n_boot", 0)
+        if not n_boot:
+            return df
+        grid = df["threshold"].to_numpy() if thresholds is None else thresholds
+        res = bootstrap_run(
+            self.truth.store, self.run_id, thresholds=grid, score=self.score,
+            truth=self.truth.corrected("ppi" if self.ppi is not None else "none"),
+            n_boot=n_boot, confidence=self.options.get("confidence", 0.95),
+            random_state=self.options["random_state"],
+            objective=self.objective if self.objective is not None else DEFAULT_OBJECTIVE)
+        for c in BOOT_METRICS:
+            df[f"{c}_low"] = res.table[f"{c}_low"].to_numpy()
+            df[f"{c}_high"] = res.table[f"{c}_high"].to_numpy()
+        if res.band is not None:  # the simultaneous band over these thresholds
+            for c in res.band.columns.drop("threshold"):
+                df[c] = res.band[c].to_numpy()
         return df
 
     @property
@@ -349,8 +458,8 @@ def evaluate_run(
     store: Store,
     run_id: str,
     *,
+    truth: str | Truth = "labels",
     objective: str | Objective = DEFAULT_OBJECTIVE,
-    labels: Any = None,
     score: str = "salience",
     test_size: float | int = DEFAULT_TEST_SIZE,
     cv: int | Literal["auto"] | None = DEFAULT_CV,
@@ -358,44 +467,80 @@ def evaluate_run(
     random_state: Any = 0,
     n_boot: int = 1000,
     confidence: float = 0.95,
-    ties: str = DEFAULT_TIES,
-    truth: str | Truth = "labels",
-    references: Any = None,
-    matcher: Any = None,
     bands: bool = True,
-    correct: str = "auto",
-    match_labels: Any = None,
+    **deprecated: Any,
 ) -> RunEvaluation:
-    """The one evaluation of a run every face shows (:class:`RunEvaluation`): the
-    truth resolved and the run judged once, then :func:`sweep_run`,
-    :func:`choose_run_threshold` (the same options, the same defaults:
-    :data:`DEFAULT_CV`, :data:`DEFAULT_TEST_SIZE`) and :func:`bootstrap_run`'s bands
-    (``n_boot`` replicates, the same seed; none with ``n_boot=0`` or ``bands=False``)
-    of that judged run; ``correct`` as :func:`sweep_run` takes it (the sweep, the
-    bands and the choice corrected alike)."""
-    whole_lessons(ties, "the threshold choice")
-    t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-    jr = t.judged(run_id, score=score, ties=ties, matcher=matcher)
-    fix = run_correction(store, t, jr, run_id, correct, score=score, ties=ties, labels=labels,
-                         match_labels=match_labels)
+    """The one evaluation of a run every face shows: sweep, threshold choice and bands.
+
+    The truth is resolved and the run judged once, then :func:`sweep_run`,
+    :func:`choose_run_threshold` (the same options and defaults: :data:`DEFAULT_CV`,
+    :data:`DEFAULT_TEST_SIZE`) and :func:`bootstrap_run`'s bands of that judged run, all
+    corrected alike (``truth.correct``); with a correction and ``n_boot``, the
+    intervals of every metric (:meth:`RunEvaluation.intervals`).
+
+    Parameters
+    ----------
+    store : Store
+        The database the run is in.
+    run_id : str
+        The run.
+    truth : Truth or str
+        How the run is judged (:class:`~truss_lab.evaluate._truth.Truth`), as
+        :func:`sweep_run` takes it.
+    objective, score, test_size, cv, cv_repeats, random_state, n_boot, confidence
+        As :func:`choose_run_threshold` takes them; ``n_boot`` replicates and the same
+        seed for the bands.
+    bands : bool
+        Compute :func:`bootstrap_run`'s bands (none with ``n_boot=0`` either).
+    **deprecated
+        The loose truth keywords (:func:`sweep_run`), with a DeprecationWarning.
+
+    Returns
+    -------
+    RunEvaluation
+        The resolved truth, the judged run, the sweep at every distinct threshold, the
+        choice, the bands (None without them) and the correction.
+
+    See Also
+    --------
+    sweep_run, choose_run_threshold, bootstrap_run
+
+    Notes
+    -----
+    Many parameters because it is the one call of the choice (objective, score, test_size,
+    cv, cv_repeats) and its bootstrap (random_state, n_boot, confidence, bands) beside the
+    truth; the five truth keywords moved into Truth, and the deprecated loose ones are one
+    catch-all for one release.
+
+    Examples
+    --------
+    >>> ev = tl.evaluate.evaluate_run(store, "good", truth=tl.Truth.labels(), n_boot=0)
+    >>> ev.truth.name, ev.correction
+    ('labels', 'none')
+    """
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="evaluate_run"), [run_id])
+    whole_lessons(t.ties, "the threshold choice")
+    jr = t.judged(run_id, score=score)
+    fix = run_correction(store, t, jr, run_id, score=score)
     full = sweep_judged(jr, correction=fix)
     full.attrs["truth"] = t.name
     options: dict[str, Any] = {
         "objective": parse_objective(objective), "score": score, "test_size": test_size,
         "cv": cv, "cv_repeats": cv_repeats, "random_state": random_state, "n_boot": n_boot,
-        "confidence": confidence, "ties": ties}
+        "confidence": confidence, "ties": t.ties}
     choice = choose_judged(t, jr, fix, **{k: v for k, v in options.items()
                                           if k not in ("score", "ties")})
-    boot = (bootstrap_run(store, run_id, truth=t, matcher=matcher, score=score,
-                          n_boot=n_boot, confidence=confidence, random_state=random_state,
-                          objective=options["objective"], ties=ties,
-                          correct="ppi" if fix is not None else "none",
-                          match_labels=match_labels)
+    boot = (bootstrap_run(store, run_id, truth=t.corrected("ppi" if fix is not None
+                                                            else "none"),
+                          score=score, n_boot=n_boot, confidence=confidence,
+                          random_state=random_state, objective=options["objective"])
             if n_boot and bands else None)
-    options["objective"] = options["objective"].describe()
+    obj = options["objective"]
+    options["objective"] = obj.describe()
     return RunEvaluation(run_id=run_id, truth=t, judged=jr, sweep=full, choice=choice,
                          bands=boot, score=score, options=options,
-                         correction=correction_label(full.attrs["correction"]), ppi=fix)
+                         correction=correction_label(full.attrs["correction"]), ppi=fix,
+                         objective=obj)
 
 
 # --------------------------------------------------------------------------- comparison
@@ -406,34 +551,63 @@ def compare_runs(
     run_a: str,
     run_b: str,
     *,
+    truth: str | Truth = "labels",
     threshold: Any = DEFAULT_MIN_SALIENCE,
     threshold_b: Any = None,
-    labels: Any = None,
     score: str = "salience",
     n_boot: int = 1000,
     confidence: float = 0.95,
     random_state: Any = 0,
-    ties: str = DEFAULT_TIES,
-    truth: str | Truth = "labels",
-    references: Any = None, matcher: Any = None,
-    correct: str = "auto", match_labels: Any = None,
+    **deprecated: Any,
 ) -> ComparisonResult:
-    """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs, counted as in
-    :class:`~truss_lab.evaluate._truth.RunTruth` (kept = what the gate would write). The
-    paired analysis uses the verdicts both runs processed (``run_verdicts``);
-    verdicts present in one run only are listed in the result (``only_in_a`` /
-    ``only_in_b``), never dropped silently. ``truth="references"`` judges both
-    runs by reference lessons, on the annotated verdicts both processed: no
-    labels needed; ``truth="judge:NAME"`` by one judge's labels of both runs.
-    ``correct`` as :func:`sweep_run` takes it, for both runs at once: with ppi each run
-    is corrected by the people's answers on its lessons
-    (:func:`~truss_lab.evaluate._compare.compare_extractors_ppi`); ``auto`` corrects
-    when people answered for some verdict of each run, else neither (one corrected
-    run beside an uncorrected one would compare two truths)."""
-    whole_lessons(ties, "the paired comparison")
-    t = Truth.resolve(store, truth, [run_a, run_b], labels=labels, references=references)
-    fixes = runs_correction(store, t, [run_a, run_b], correct, score=score, ties=ties,
-                            matcher=matcher, labels=labels, match_labels=match_labels)
+    """:func:`~truss_lab.evaluate._compare.compare_extractors` of two runs judged by one truth.
+
+    Parameters
+    ----------
+    store : Store
+        The database the runs are in.
+    run_a, run_b : str
+        The runs (A and B of the result).
+    truth : Truth or str
+        How both runs are judged (:class:`~truss_lab.evaluate._truth.Truth`), as
+        :func:`sweep_run` takes it. With references both runs are judged on the
+        annotated verdicts both processed (no labels needed). Its correction applies to
+        both runs at once: with ppi each run is corrected by the people's answers on its
+        lessons (:func:`~truss_lab.evaluate._compare.compare_extractors_ppi`); ``auto``
+        corrects when people answered for some verdict of each run, else neither (one
+        corrected run beside an uncorrected one would compare two truths).
+    threshold, threshold_b : float
+        The gate threshold of A (and of B, default the same).
+    score : str
+        The candidates column to threshold.
+    n_boot, confidence, random_state
+        The paired verdict bootstrap.
+    **deprecated
+        The loose truth keywords (:func:`sweep_run`), with a DeprecationWarning.
+
+    Returns
+    -------
+    ComparisonResult
+        Counted as in :class:`~truss_lab.evaluate._truth.RunTruth` (kept = what the gate
+        would write), on the verdicts both runs processed (``run_verdicts``); verdicts
+        of one run only are listed (``only_in_a`` / ``only_in_b``), never dropped
+        silently.
+
+    See Also
+    --------
+    rank_runs : several runs against a baseline.
+
+    Examples
+    --------
+    >>> res = tl.compare_runs(store, "good", "good", n_boot=50,
+    ...                       truth=tl.Truth.references(correct="none"))
+    >>> res.names, res.n_common > 0
+    (('good', 'good'), True)
+    """
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="compare_runs"),
+                      [run_a, run_b])
+    whole_lessons(t.ties, "the paired comparison")
+    fixes = runs_correction(store, t, [run_a, run_b], score=score)
     opts = {"threshold": threshold, "threshold_b": threshold_b, "n_boot": n_boot,
             "confidence": confidence, "random_state": random_state, "names": (run_a, run_b)}
     fa, fb = fixes[run_a], fixes.get(run_b)
@@ -443,7 +617,7 @@ def compare_runs(
                        people_verdicts=(fa.n_sampled, fb.n_sampled))
     frames, processed = [], []
     for rid in (run_a, run_b):
-        jr = t.judged(rid, score=score, ties=ties, matcher=matcher)
+        jr = t.judged(rid, score=score)
         if isinstance(jr, ReferenceTruth):
             d = jr.rows
             frames.append(pd.DataFrame({"verdict_hash": d["verdict_hash"].astype(str),
@@ -470,13 +644,10 @@ def rank_runs(
     truth: str | Truth = "references",
     threshold: float = DEFAULT_MIN_SALIENCE,
     baseline: str | None = None,
-    labels: Any = None,
-    references: Any = None,
     score: str = "salience",
     n_boot: int = 1000,
     random_state: Any = 0,
-    correct: str = "auto",
-    match_labels: Any = None,
+    **deprecated: Any,
 ) -> pd.DataFrame:
     """Several runs judged by one ``truth`` at one gate ``threshold``, best F1 first.
 
@@ -489,19 +660,20 @@ def rank_runs(
     run): ``delta_f1`` with ``delta_f1_low``/``delta_f1_high``, ``success`` and
     ``baseline_success`` (verdicts whose kept set is right), ``mcnemar_p`` and
     ``n_common``. With references every run is scored, labelled or not.
-    ``correct``: every run corrected by the people's answers or none
-    (:func:`~truss_lab.evaluate._correction.runs_correction`: ``auto`` corrects when
-    people answered for each run), the rows and the paired columns alike;
-    ``attrs["correction"]`` names it.
+    ``truth`` (a :class:`~truss_lab.evaluate._truth.Truth` or a spec; the loose
+    keywords in ``deprecated`` with a DeprecationWarning): every run corrected by the
+    people's answers or none (:func:`~truss_lab.evaluate._correction.runs_correction`:
+    ``auto`` corrects when people answered for each run), the rows and the paired
+    columns alike; ``attrs["correction"]`` names it.
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if baseline is not None and baseline not in ids:
         ids = [baseline, *ids]
     if not ids:
         raise BadInputError("rank_runs needs at least one run id", field="run_ids")
-    t = Truth.resolve(store, truth, ids, labels=labels, references=references)
-    fixes = runs_correction(store, t, ids, correct, score=score, match_labels=match_labels)
-    mode = "ppi" if all(f is not None for f in fixes.values()) else "none"
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="rank_runs"), ids)
+    fixes = runs_correction(store, t, ids, score=score)
+    same = t.corrected(runs_mode(fixes))
     rows = []
     for rid in ids:
         # One correction for every row and the paired columns alike.
@@ -517,9 +689,8 @@ def rank_runs(
                "success": np.nan, "baseline_success": np.nan, "mcnemar_p": np.nan,
                "n_common": np.nan}
         if baseline is not None and rid != baseline:
-            res = compare_runs(store, baseline, rid, truth=t, score=score, threshold=threshold,
-                               n_boot=n_boot, random_state=random_state, correct=mode,
-                               match_labels=match_labels)
+            res = compare_runs(store, baseline, rid, truth=same, score=score,
+                               threshold=threshold, n_boot=n_boot, random_state=random_state)
             r = res.table.iloc[0]
             cmp = {"delta_f1": r["delta_f1"], "delta_f1_low": r["delta_f1_low"],
                    "delta_f1_high": r["delta_f1_high"], "success": r["success_b"],

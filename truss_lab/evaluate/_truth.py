@@ -105,7 +105,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -114,29 +114,33 @@ import pandas as pd
 from ..core._errors import BadInputError, TrussLabWarning
 from ..ingest._labels import read_labels
 from ..ingest._references import read_references
-from ..score._matching import LexicalMatcher, Matcher, match_lessons, match_threshold_of
-from ..store._labels import JUDGE_PREFIX, label_rows, lesson_texts, reference_rows
-from ..store._runs import (
-    run_candidate_counts,
-    run_candidates,
-    run_info,
-    run_processed_verdicts,
-    run_verdict_hashes,
+from ..score._matching import (
+    LexicalMatcher,
+    Matcher,
+    SemanticMatcher,
+    match_lessons,
+    match_threshold_of,
 )
+from ..store._labels import JUDGE_PREFIX, label_rows, lesson_texts, reference_rows
+from ..store._runs import RunRecord, run_record, run_verdict_hashes
 from ..store._store import Store
 from ._agreement import CANDIDATE_KEY, majority_labels
 from ._sweep import UndefinedMetricWarning, sweep
 
 __all__ = [
     "ADJUDICATOR",
+    "CORRECTIONS",
     "DEFAULT_TIES",
     "DEFAULT_TRANSFER",
+    "LOOSE_KEYWORDS",
     "TIES",
     "TRUTH_HELP",
+    "Correction",
     "MatcherLeftOutWarning",
     "ReferenceTruth",
     "RunTruth",
     "Truth",
+    "check_correct",
     "check_transfer",
     "check_truth_spec",
     "judge_labels",
@@ -153,6 +157,7 @@ __all__ = [
     "transfer_label_rows",
     "transfer_report",
     "transferred_labels",
+    "truth_of",
     "whole_lessons",
 ]
 
@@ -451,6 +456,7 @@ def labelled_candidates(
     labels: Any = None,
     valid_only: bool = True,
     transfer: str | float | None = DEFAULT_TRANSFER,
+    record: RunRecord | None = None,
 ) -> pd.DataFrame:
     """The candidates of ``run_id`` with their majority gold label.
 
@@ -463,10 +469,12 @@ def labelled_candidates(
     (the module docstring): ``transfer="exact"`` (default) lends
     a label to an equal text of another extractor on the same verdict, a float
     to a lexical match at least that similar, None never; a direct label always
-    wins. Use ``df[df.labelled]`` for the rows a sweep can score.
+    wins. Use ``df[df.labelled]`` for the rows a sweep can score. ``record``: the run
+    as :func:`~truss_lab.store._runs.run_record` read it, when the caller holds it.
     """
-    run_info(store, run_id)  # an unknown run is an error naming the recent ones
-    cands = run_candidates(store, run_id, valid_only=valid_only)
+    if record is None:
+        record = run_record(store, run_id)  # an unknown run is an error naming the recent ones
+    cands = record.valid_candidates() if valid_only else record.candidates.copy()
     lab = run_labels(store, labels)
     moved = transferred_labels(store, run_id, lab, transfer=transfer)
     if len(moved):
@@ -536,7 +544,8 @@ _NOT_SCORES = frozenset({"candidate_id", "run_id", "verdict_hash", "extractor_id
 
 
 def scored_candidates(
-    store: Store, run_id: str, *, labels: Any = None, score: str = "salience"
+    store: Store, run_id: str, *, labels: Any = None, score: str = "salience",
+    record: RunRecord | None = None,
 ) -> pd.DataFrame:
     """The labelled, non-tied valid candidates of ``run_id`` that a sweep scores.
 
@@ -544,7 +553,7 @@ def scored_candidates(
     lesson_index, y`` (uint8 majority label) and ``s`` (the ``score`` values;
     NaN = unscored, never kept). Ordered by verdict seq and lesson index.
     """
-    df = labelled_candidates(store, run_id, labels=labels)
+    df = labelled_candidates(store, run_id, labels=labels, record=record)
     s = score_values(run_id, df, score)
     keep = df["labelled"].to_numpy()
     out = df.loc[keep, ["candidate_id", "verdict_seq", "verdict_hash", "extractor_id",
@@ -637,12 +646,12 @@ def _adjudicated(store: Store, labels: Any) -> pd.DataFrame:
 def labels_truth(
     store: Store, run_id: str, *, labels: Any = None, score: str = "salience",
     ties: str = DEFAULT_TIES, transfer: str | float | None = DEFAULT_TRANSFER,
-    candidates: pd.DataFrame | None = None,
+    candidates: pd.DataFrame | None = None, record: RunRecord | None = None,
 ) -> RunTruth:
     """The truth source of gold labels: majority label per candidate, ties by ``ties``;
     labels follow content to equal lessons of other extractors (``transfer``, see
     :func:`~truss_lab.evaluate._truth.labelled_candidates`). ``candidates``: that
-    frame (``valid_only=False``) when the caller holds it already."""
+    frame (``valid_only=False``) and ``record`` the run when the caller holds them."""
     policy = check_ties(ties)
     df = (candidates if candidates is not None else
           labelled_candidates(store, run_id, labels=labels, valid_only=False,
@@ -664,7 +673,7 @@ def labels_truth(
         y[settle] = adj[settle].astype(np.uint8)
         judged = judged | settle
         tied_judged = int(settle.sum())
-    verdicts = run_verdict_hashes(store, run_id)
+    verdicts = record.recorded if record is not None else run_verdict_hashes(store, run_id)
     # A run recorded before run_verdicts existed: its candidates' verdicts are all we know.
     verdicts = verdicts or [str(v) for v in pd.unique(df["verdict_hash"])]
     scale = 1
@@ -761,6 +770,7 @@ def reference_truth(
     matcher: Matcher | None = None,
     match_threshold: float | None = None,
     annotator: str | None = None,
+    record: RunRecord | None = None,
 ) -> ReferenceTruth:
     """Match the valid lessons of ``run_id`` to the reference lessons of its verdicts.
 
@@ -771,14 +781,16 @@ def reference_truth(
     to the matcher's own (:func:`~truss_lab.score._matching.match_threshold_of`).
     A verdict the matcher could not score is left out and counted
     (``counts["verdicts_unmatched"]``, with a warning). ``annotator`` keeps
-    one annotator's references (default: the union over annotators). Raises
+    one annotator's references (default: the union over annotators). ``record``: the
+    run as :func:`~truss_lab.store._runs.run_record` read it, when held. Raises
     :class:`BadInputError` when no verdict of the run is annotated.
     """
-    run_info(store, run_id)
+    if record is None:
+        record = run_record(store, run_id)
     refs = run_references(store, references)
     if annotator is not None:
         refs = refs[refs["annotator"] == annotator]
-    processed = run_processed_verdicts(store, run_id)
+    processed = record.verdicts
     annotated = set(refs["verdict_hash"].astype(str))
     verdicts = processed[processed["verdict_hash"].isin(annotated)]
     if verdicts.empty:
@@ -787,12 +799,12 @@ def reference_truth(
             f"run {run_id!r} has no verdict with reference lessons{who} to evaluate "
             "(load them with `truss-lab ingest references`, or pass references=)",
             field="references")
-    cands = run_candidates(store, run_id, valid_only=True)
+    cands = record.valid_candidates()
     s_all = score_values(run_id, cands, score)
     in_ann = cands["verdict_hash"].isin(annotated).to_numpy()
     les = cands[in_ann].reset_index(drop=True).assign(s=s_all[in_ann])
     keep = set(verdicts["verdict_hash"])
-    extractor = str(run_info(store, run_id)["extractor_id"])
+    extractor = record.extractor_id
     seq = dict(zip(verdicts["verdict_hash"], verdicts["verdict_seq"], strict=True))
     rows, n_refs = judge_lessons(les, refs[refs["verdict_hash"].isin(keep)], verdict_seq=seq,
                                  extractor_id=extractor, matcher=matcher,
@@ -949,97 +961,285 @@ def _unknown(truth: Any, judges: list[str]) -> BadInputError:
 
 
 
-def _check_has_candidates(store: Store, run_id: str) -> None:
+def _check_has_candidates(record: RunRecord) -> None:
     """Refuse a run with no valid candidate in one line (a sweep of it has nothing to
     threshold): a run whose every verdict failed, or whose recordings proposed nothing."""
-    n, valid = run_candidate_counts(store, run_id)
+    run_id = record.run_id
+    n = len(record.candidates)
+    valid = int(record.candidates["valid"].sum()) if n else 0
     if not valid:
-        run_info(store, run_id)  # an unknown run says so first
         raise BadInputError(
             f"run {run_id!r} has no candidates to evaluate ("
             + (f"{n} candidate(s), none valid" if n else "it proposed no lesson")
             + f"; its errors: `truss-lab errors {run_id}`)", field="run")
 
-@dataclass(eq=False)
-class Truth:
-    """The truth runs are judged by, resolved once (:meth:`resolve`) and passed along.
 
-    ``name`` is what results and evidence record (``labels``, ``references`` or
-    the judge's full annotator ``judge:<model>@<prompt>``); ``kind`` is how it is
-    counted (``labels`` for gold labels and a judge, ``references``); ``why``
-    says how it was chosen (``as asked``, or the reason of ``auto``).
-    ``labels`` holds the §3 rows the label counting takes (the human rows, or the
-    judge's rows without the annotator: one voice), read once; ``references``
-    the §4 rows of a references truth, read once. :meth:`judged` judges a run by
-    it, once per run, score, ties policy and matcher.
+#: The keywords a :class:`Truth` gathers, as the evaluating functions took them loose
+#: before (:func:`truth_of` still accepts them, with a DeprecationWarning).
+LOOSE_KEYWORDS = ("labels", "references", "matcher", "correct", "match_labels", "ties")
+
+Correction = Literal["ppi", "none", "auto"]
+#: What ``correct=`` / ``--correct`` accepts.
+CORRECTIONS: tuple[str, ...] = ("ppi", "none", "auto")
+
+
+def check_correct(correct: Any) -> str:
+    """``correct`` if it is ppi, none or auto (None means auto); else :class:`BadInputError`."""
+    if correct is None:
+        return "auto"
+    if isinstance(correct, str) and correct in CORRECTIONS:
+        return correct
+    raise BadInputError(f"correct must be one of {', '.join(CORRECTIONS)}, got {correct!r}",
+                        field="correct")
+
+
+def _rows_repr(value: Any) -> str:
+    """How a repr names where rows come from: the store, a file, or a frame's size."""
+    if value is None:
+        return "store"
+    if isinstance(value, pd.DataFrame):
+        return f"<DataFrame {len(value)} rows>"
+    return repr(os.fspath(value)) if isinstance(value, str | os.PathLike) else repr(value)
+
+
+def _matcher_name(matcher: Any) -> str:
+    return "lexical" if matcher is None else str(getattr(matcher, "name", matcher))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Truth:
+    """How runs are judged: the truth, its matcher and correction, and the people's rows.
+
+    One value carries what every evaluating function takes as ``truth=``
+    (:func:`~truss_lab.evaluate._runs.sweep_run`, ``evaluate_run``, ``compare_runs``,
+    ``calibration_run``, ``frontier``, ``propose_threshold``, the Displays, the
+    explorer and the report). Make it with :meth:`labels`, :meth:`references`,
+    :meth:`judge`, :meth:`auto` or :meth:`parse` (the CLI's ``--truth`` spelling); it
+    is resolved against a store once per command (:meth:`resolve`: its rows read, the
+    name of ``auto`` chosen) and passed along, so each run is read and judged once
+    (:meth:`judged`, memoised per run and score).
+
+    Parameters
+    ----------
+    source : str
+        ``"labels"`` (the human gold labels' majority), ``"references"`` (reference
+        lessons matched to the lessons), ``"judge:NAME"`` (one judge's labels, counted
+        as gold labels are) or ``"auto"`` (labels when every run has a directly
+        labelled candidate, else references).
+    matcher : None, str or Matcher
+        How lessons are matched to references: None or ``"lexical"`` (default),
+        ``"semantic"``, or a matcher object (a judge matcher the CLI builds).
+    correct : {"auto", "ppi", "none"}
+        The correction of an automated truth (references, a judge) by the people's
+        answers: prediction-powered (``ppi``), none, or ``auto`` (ppi when people
+        answered for some verdict of the run).
+    gold_labels : None, path or DataFrame
+        The gold labels (FORMATS §3 rows): None reads the store's ``labels`` table.
+        They are the truth of ``labels`` and correct a judge.
+    reference_lessons : None, path or DataFrame
+        The reference lessons (§4 rows): None reads the store's table.
+    match_labels : None, path or DataFrame
+        The people's match labels (§5 rows) that correct references: None reads the
+        store's table.
+    ties : {"exclude", "adjudicate", "half"}
+        How a label tie among annotators counts (module docstring).
+
+    Attributes
+    ----------
+    name : str
+        Once resolved: what results and evidence record (``labels``, ``references`` or
+        the judge's full annotator ``judge:<model>@<prompt>``); before, the source.
+    kind : str
+        Once resolved: how it is counted (``labels`` for gold labels and a judge,
+        ``references``).
+    why : str
+        How it was chosen (``as asked``, or the reason of ``auto``).
+    label_rows, reference_rows : DataFrame or None
+        The rows read once by :meth:`resolve`.
+
+    See Also
+    --------
+    truth_of : ``truth=`` as a Truth (a spec string, or the deprecated loose keywords).
+    truss_lab.evaluate.evaluate_run : the one evaluation of a run by a Truth.
+
+    Examples
+    --------
+    >>> import truss_lab as tl
+    >>> tl.Truth.references(matcher="semantic", correct="ppi")
+    Truth.references(matcher='semantic', correct='ppi', references=store, match_labels=store)
+    >>> tl.Truth.parse("judge:sim-judge-v1@judge-v1")
+    Truth.judge('sim-judge-v1@judge-v1', correct='auto', labels=store, ties='exclude')
     """
 
-    name: str
-    kind: str
-    why: str = "as asked"
-    labels: pd.DataFrame | None = field(default=None, repr=False)
-    references: pd.DataFrame | None = field(default=None, repr=False)
-    store: Store | None = field(default=None, repr=False)
-    _judged: dict[tuple[Any, ...], tuple[Any, RunTruth | ReferenceTruth | pd.DataFrame]] = field(
-        default_factory=dict, init=False, repr=False)
+    source: str = "labels"
+    matcher: Any = None
+    correct: str = "auto"
+    gold_labels: Any = None
+    reference_lessons: Any = None
+    match_labels: Any = None
+    ties: str = DEFAULT_TIES
+    name: str = field(default="", init=False)
+    kind: str = field(default="", init=False)
+    why: str = field(default="as asked", init=False)
+    label_rows: pd.DataFrame | None = field(default=None, init=False)
+    reference_rows: pd.DataFrame | None = field(default=None, init=False)
+    store: Store | None = field(default=None, init=False)
+    _judged: dict[tuple[Any, ...], Any] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        check_truth_spec(self.source)
+        object.__setattr__(self, "correct", check_correct(self.correct))
+        check_ties(self.ties)
+        if isinstance(self.matcher, str) and self.matcher not in ("lexical", "semantic"):
+            raise BadInputError(f"matcher must be lexical, semantic or a matcher object, got "
+                                f"{self.matcher!r} (a judge matcher: JudgeMatcher, or the "
+                                "CLI's --matcher judge:SPEC)", field="matcher")
+        object.__setattr__(self, "name", self.source)
+        object.__setattr__(self, "kind", self.source if self.source in _TRUTHS else "")
+
+    # ------------------------------------------------------------------ making one
 
     @classmethod
-    def resolve(cls, store: Store, spec: Any = "labels", runs: Any = (), *,
-                labels: Any = None, references: Any = None) -> Truth:
-        """The :class:`Truth` named by ``spec`` for ``runs`` (a run id or several).
+    def labels(cls, labels: Any = None, *, ties: str = DEFAULT_TIES) -> Truth:
+        """The human gold labels (majority; judges left out): ``labels`` None reads the
+        store's table, else a §3 CSV path or a frame."""
+        return cls("labels", gold_labels=labels, ties=ties)
 
-        ``spec``: ``labels``, ``references``, ``judge:NAME`` (see the module
-        docstring), ``auto`` or None (labels when every run of ``runs`` has a
-        directly labelled candidate, else references), or a Truth, returned as
-        it is (its rows were read when it was resolved; ``labels`` and
-        ``references`` are then not read again). ``labels``: the gold labels
-        (None: the store's table; a §3 CSV path or a frame); ``references``: the
-        reference lessons (None: the store's table; a §4 JSONL path or a frame).
-        """
+    @classmethod
+    def references(cls, *, matcher: Any = None, correct: str = "auto",
+                   references: Any = None, match_labels: Any = None) -> Truth:
+        """Reference lessons matched by ``matcher``, corrected by the people's
+        ``match_labels`` as ``correct`` says (None: the store's tables)."""
+        return cls("references", matcher=matcher, correct=correct,
+                   reference_lessons=references, match_labels=match_labels)
+
+    @classmethod
+    def judge(cls, name: str, *, correct: str = "auto", labels: Any = None,
+              ties: str = DEFAULT_TIES) -> Truth:
+        """One judge's labels (``name``: ``sim-judge-v1@judge-v1``, with or without
+        ``judge:``, or the model alone when one prompt version of it labelled),
+        corrected by the gold ``labels`` as ``correct`` says."""
+        bare = name.removeprefix(JUDGE_PREFIX)
+        return cls(JUDGE_PREFIX + bare, correct=correct, gold_labels=labels, ties=ties)
+
+    @classmethod
+    def auto(cls, *, matcher: Any = None, correct: str = "auto", labels: Any = None,
+             references: Any = None, match_labels: Any = None,
+             ties: str = DEFAULT_TIES) -> Truth:
+        """Labels when every run judged has a directly labelled candidate, else
+        references (:attr:`why` says which once resolved)."""
+        return cls("auto", matcher=matcher, correct=correct, gold_labels=labels,
+                   reference_lessons=references, match_labels=match_labels, ties=ties)
+
+    @classmethod
+    def parse(cls, spec: Any = "labels", **parts: Any) -> Truth:
+        """``spec`` (labels, references, judge:NAME, auto; None: auto) with ``parts``
+        under the names of the loose keywords (:data:`LOOSE_KEYWORDS`: ``labels``,
+        ``references``, ``matcher``, ``correct``, ``match_labels``, ``ties``). A Truth
+        is returned as it is when no part is given, else with those parts replaced
+        (then resolved again)."""
+        unknown = sorted(set(parts) - set(LOOSE_KEYWORDS))
+        if unknown:
+            raise TypeError(f"unexpected keyword argument {unknown[0]!r} "
+                            f"(a Truth takes {', '.join(LOOSE_KEYWORDS)})")
+        fields = {{"labels": "gold_labels", "references": "reference_lessons"}.get(k, k): v
+                  for k, v in parts.items()}
         if isinstance(spec, Truth):
+            return replace(spec, **fields) if fields else spec
+        return cls("auto" if spec is None else spec, **fields)
+
+    def __repr__(self) -> str:
+        head = {"labels": "Truth.labels(", "references": "Truth.references(",
+                "auto": "Truth.auto("}.get(self.source)
+        if head is None:
+            head = f"Truth.judge({self.source.removeprefix(JUDGE_PREFIX)!r}, "
+        parts = []
+        if self.source in ("references", "auto"):
+            parts.append(f"matcher={_matcher_name(self.matcher)!r}")
+        if self.source != "labels":
+            parts.append(f"correct={self.correct!r}")
+        if self.source != "references":
+            parts.append(f"labels={_rows_repr(self.gold_labels)}")
+        if self.source in ("references", "auto"):
+            parts += [f"references={_rows_repr(self.reference_lessons)}",
+                      f"match_labels={_rows_repr(self.match_labels)}"]
+        if self.source != "references":
+            parts.append(f"ties={self.ties!r}")
+        done = f" -> {self.label}" if self.store is not None else ""
+        return head + ", ".join(parts) + ")" + done
+
+    # ------------------------------------------------------------------ resolving it
+
+    @classmethod
+    def resolve(cls, store: Store, spec: Any = "labels", runs: Any = (),
+                **parts: Any) -> Truth:
+        """``spec`` (a Truth, or a spec with ``parts``: :meth:`parse`) resolved against
+        ``store`` for ``runs`` (a run id or several): its rows read once, ``auto``
+        decided, every run checked to have a valid candidate. A Truth already resolved
+        against ``store`` is returned as it is (its rows and judged runs are reused)."""
+        if isinstance(spec, Truth) and not parts and spec.store is store:
             return spec
         ids = [runs] if isinstance(runs, str) else list(runs)
+        if not isinstance(spec, Truth) and spec is not None:
+            try:
+                check_truth_spec(spec)
+            except BadInputError:
+                # The runs first, then the judges the store has labels of.
+                for rid in ids:
+                    _check_has_candidates(run_record(store, rid))
+                raise _unknown(spec, _judges_in(run_labels(
+                    store, parts.get("labels"), include_judges=True))) from None
+        self = cls.parse(spec, **parts)
+        out = replace(self)  # a fresh value: the spec's own never holds a store
+        object.__setattr__(out, "store", store)
         for rid in ids:
-            _check_has_candidates(store, rid)
-        if spec == "references":
-            return cls("references", "references",
-                       references=run_references(store, references), store=store)
-        if spec is not None and spec != "auto" and spec != "labels" and not (
-                isinstance(spec, str) and spec.startswith(JUDGE_PREFIX)):
-            raise _unknown(spec, _judges_in(run_labels(store, labels, include_judges=True)))
-        rows = run_labels(store, labels, include_judges=True)
-        if spec == "labels":
-            return cls("labels", "labels", labels=_without_judges(rows), store=store)
-        if spec is None or spec == "auto":
-            return cls._auto(store, ids, _without_judges(rows), references)
-        return cls._judge(store, spec, rows)
+            _check_has_candidates(out.record(rid))
+        src = self.source
+        if src == "references":
+            out._set("references", "references",
+                     reference_rows=run_references(store, self.reference_lessons))
+            return out
+        rows = run_labels(store, self.gold_labels, include_judges=True)
+        if src == "labels":
+            out._set("labels", "labels", label_rows=_without_judges(rows))
+        elif src == "auto":
+            humans = _without_judges(rows)
+            for rid in ids:
+                # Direct labels only: a run labelled by transfer alone is mostly unlabelled.
+                if not labelled_candidates(store, rid, labels=humans, transfer=None,
+                                           record=out.record(rid))["labelled"].any():
+                    out._set("references", "references", f"run {rid!r} has no gold labels",
+                             label_rows=humans,
+                             reference_rows=run_references(store, self.reference_lessons))
+                    return out
+            out._set("labels", "labels", "every run has gold labels", label_rows=humans)
+        else:
+            full = _judge_name(src, _judges_in(rows))
+            out._set(full, "labels", label_rows=_judge_rows(rows, full))
+        return out
 
-    @classmethod
-    def _auto(cls, store: Store, runs: list[str], humans: pd.DataFrame,
-              references: Any) -> Truth:
-        for rid in runs:
-            # Direct labels only: a run labelled by transfer alone is mostly unlabelled.
-            if not labelled_candidates(store, rid, labels=humans, transfer=None)["labelled"].any():
-                return cls("references", "references", f"run {rid!r} has no gold labels",
-                           labels=humans, references=run_references(store, references),
-                           store=store)
-        return cls("labels", "labels", "every run has gold labels", labels=humans, store=store)
+    def _set(self, name: str, kind: str, why: str = "as asked", **rows: Any) -> None:
+        for k, v in {"name": name, "kind": kind, "why": why, **rows}.items():
+            object.__setattr__(self, k, v)
 
-    @classmethod
-    def _judge(cls, store: Store, spec: str, rows: pd.DataFrame) -> Truth:
-        name = spec[len(JUDGE_PREFIX):]
-        full = name if name.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + name
-        judges = _judges_in(rows)
-        if full not in judges:
-            # The model alone, when one prompt version of it labelled.
-            same = [j for j in judges if j.startswith(full + "@")]
-            if len(same) != 1:
-                raise _unknown(spec, judges)
-            full = same[0]
-        return cls(full, "labels", labels=_judge_rows(rows, full), store=store)
+    def memo(self, key: tuple[Any, ...], make: Any) -> Any:
+        """``make()`` once per ``key`` for this resolved truth (its judged runs, records
+        and corrections live here, shared by :meth:`corrected` copies)."""
+        self._check_resolved()
+        if key not in self._judged:
+            self._judged[key] = make()
+        return self._judged[key]
+
+    def record(self, run_id: str) -> RunRecord:
+        """``run_id``'s row, processed verdicts and candidates (:func:`~truss_lab.store.
+        _runs.run_record`), read once per run by this resolved truth."""
+        key = ("record", run_id)
+        if key not in self._judged:
+            self._judged[key] = run_record(self._store(), run_id)
+        return self._judged[key]
 
     @property
-    def judge(self) -> str | None:
+    def judge_name(self) -> str | None:
         """The judge annotator, or None for labels and references."""
         return self.name if self.name.startswith(JUDGE_PREFIX) else None
 
@@ -1048,53 +1248,69 @@ class Truth:
         """The truth and why it was chosen: ``labels (every run has gold labels)``."""
         return f"{self.name} ({self.why})"
 
+    @property
+    def matching(self) -> Matcher | None:
+        """The matcher object (None: lexical, the default of every reference match)."""
+        if isinstance(self.matcher, str):
+            key = ("matcher",)
+            if key not in self._judged:
+                self._judged[key] = SemanticMatcher() if self.matcher == "semantic" else None
+            return self._judged[key]
+        return self.matcher
+
     def missing(self, run_id: str) -> str:
         """The message of a run with nothing to evaluate by this truth."""
-        if self.judge:
-            return (f"run {run_id!r} has no lesson labelled by {self.judge} to evaluate "
+        if self.judge_name:
+            return (f"run {run_id!r} has no lesson labelled by {self.judge_name} to evaluate "
                     "(label them with `truss-lab judge RUN`)")
         return (f"run {run_id!r} has no labelled candidate to evaluate "
                 "(load gold labels with `truss-lab ingest labels`, or pass labels=)")
 
     def _store(self) -> Store:
         if self.store is None:
-            raise BadInputError("this Truth has no store: build it with Truth.resolve",
+            raise BadInputError("this Truth is not resolved: Truth.resolve(store, truth, runs)",
                                 field="truth")
         return self.store
 
-    def judged(self, run_id: str, *, score: str = "salience", ties: str = DEFAULT_TIES,
-               matcher: Matcher | None = None) -> RunTruth | ReferenceTruth:
+    def _check_resolved(self) -> None:
+        if not self.kind or self.store is None:
+            raise BadInputError("this Truth is not resolved: Truth.resolve(store, truth, runs)",
+                                field="truth")
+
+    def judged(self, run_id: str, *, score: str = "salience") -> RunTruth | ReferenceTruth:
         """``run_id`` judged by this truth: a :class:`RunTruth` for gold labels or a
-        judge (counted alike; ``ties`` applies), a :class:`ReferenceTruth` for
-        references (matched by ``matcher``, default lexical). Judged once per run,
-        score, ties and matcher; refuses a run with nothing judged."""
-        store = self._store()
+        judge (counted alike; :attr:`ties` applies), a :class:`ReferenceTruth` for
+        references (matched by :attr:`matcher`). Judged once per run and score;
+        refuses a run with nothing judged."""
+        self._check_resolved()
         if self.kind == "references":
-            key: tuple[Any, ...] = (run_id, score, id(matcher))
+            key: tuple[Any, ...] = (run_id, score)
             if key not in self._judged:
-                self._judged[key] = (matcher, reference_truth(
-                    store, run_id, references=self.references, score=score, matcher=matcher))
-            return self._judged[key][1]
-        rt = self.counted(run_id, score=score, ties=ties)
+                self._judged[key] = reference_truth(
+                    self._store(), run_id, references=self.reference_rows, score=score,
+                    matcher=self.matching, record=self.record(run_id))
+            return self._judged[key]
+        rt = self.counted(run_id, score=score)
         if not rt.candidates["judged"].any():
             raise BadInputError(self.missing(run_id),
-                                field="labels" if not self.judge else "truth")
+                                field="labels" if not self.judge_name else "truth")
         return rt
 
-    def counted(self, run_id: str, *, score: str = "salience",
-                ties: str = DEFAULT_TIES) -> RunTruth:
+    def counted(self, run_id: str, *, score: str = "salience") -> RunTruth:
         """``run_id`` counted by this labels (or judge) truth, as :meth:`judged` gives
         it but without refusing a run with nothing judged (calibration reports that
-        itself); once per run, score and ties."""
+        itself); once per run and score."""
+        self._check_resolved()
         if self.kind == "references":
             raise BadInputError("a references truth counts no labels; use judged()",
                                 field="truth")
-        key = (run_id, score, ties)
+        key = (run_id, score, self.ties)
         if key not in self._judged:
-            self._judged[key] = (None, labels_truth(self._store(), run_id, labels=self.labels,
-                                                    score=score, ties=ties,
-                                                    candidates=self.labelled(run_id)))
-        rt = self._judged[key][1]
+            self._judged[key] = labels_truth(self._store(), run_id, labels=self.label_rows,
+                                             score=score, ties=self.ties,
+                                             candidates=self.labelled(run_id),
+                                             record=self.record(run_id))
+        rt = self._judged[key]
         assert isinstance(rt, RunTruth)
         return rt
 
@@ -1102,23 +1318,94 @@ class Truth:
         """:func:`labelled_candidates` of ``run_id`` (every candidate, dropped ones too)
         by this labels (or judge) truth's rows, read once per run: what its counting,
         and a report's verdict list, take."""
+        self._check_resolved()
         if self.kind == "references":
             raise BadInputError("a references truth has no labelled candidates; use judged()",
                                 field="truth")
         key = ("labelled", run_id)
         if key not in self._judged:
-            self._judged[key] = (None, labelled_candidates(self._store(), run_id,
-                                                           labels=self.labels,
-                                                           valid_only=False))
-        return self._judged[key][1]  # type: ignore[return-value]
+            self._judged[key] = labelled_candidates(self._store(), run_id,
+                                                    labels=self.label_rows, valid_only=False,
+                                                    record=self.record(run_id))
+        return self._judged[key]
 
     def scored(self, run_id: str, *, score: str = "salience") -> pd.DataFrame:
         """The labelled, untied valid candidates of ``run_id`` by this labels truth
         (:func:`scored_candidates` of its rows: what the bootstrap bands and the
         labels hash take); a judge that labelled nothing of the run says so."""
+        self._check_resolved()
         if self.kind == "references":
             raise BadInputError("a references truth has no labelled candidates; use judged()",
                                 field="truth")
-        if self.judge:  # the judge's own message when it labelled nothing of the run
+        if self.judge_name:  # the judge's own message when it labelled nothing of the run
             self.judged(run_id, score=score)
-        return scored_candidates(self._store(), run_id, labels=self.labels, score=score)
+        return scored_candidates(self._store(), run_id, labels=self.label_rows, score=score)
+
+    def corrected(self, correct: str) -> Truth:
+        """This truth with ``correct`` in place of its own; resolved as it is (its rows and
+        judged runs shared), so a comparison can set one correction for every run."""
+        if check_correct(correct) == self.correct:
+            return self
+        out = replace(self, correct=correct)
+        if self.store is not None:
+            for k in ("name", "kind", "why", "label_rows", "reference_rows", "store",
+                      "_judged"):
+                object.__setattr__(out, k, getattr(self, k))
+        return out
+
+    def gold(self) -> Truth:
+        """The gold labels this truth's people gave (what corrects a judge), resolved
+        against the same store."""
+        key = ("gold",)
+        if key not in self._judged:
+            self._judged[key] = Truth.resolve(self._store(), Truth.labels(self.gold_labels,
+                                                                          ties=self.ties))
+        return self._judged[key]
+
+
+def _judge_name(spec: str, judges: list[str]) -> str:
+    """The judge annotator ``spec`` (``judge:NAME``) names among ``judges``."""
+    name = spec[len(JUDGE_PREFIX):]
+    full = name if name.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + name
+    if full not in judges:
+        # The model alone, when one prompt version of it labelled.
+        same = [j for j in judges if j.startswith(full + "@")]
+        if len(same) != 1:
+            raise _unknown(spec, judges)
+        full = same[0]
+    return full
+
+
+def truth_of(truth: Any = "labels", loose: dict[str, Any] | None = None, *,
+             where: str) -> Truth | str:
+    """``truth=`` of an evaluating function as a :class:`Truth`.
+
+    Parameters
+    ----------
+    truth : Truth or str
+        A Truth (returned as it is) or a spec (``labels``, ``references``,
+        ``judge:NAME``, ``auto``; :meth:`Truth.parse`).
+    loose : dict, optional
+        The keywords a caller passed loose (``labels=``, ``references=``, ``matcher=``,
+        ``correct=``, ``match_labels=``, ``ties=``), deprecated: they become the
+        Truth's parts, with a :class:`DeprecationWarning` naming the new form.
+    where : str
+        The function's name, for the warning and a :class:`TypeError` on a keyword
+        it does not take.
+
+    Returns
+    -------
+    Truth or str
+        ``truth`` itself without loose keywords (a spec string is checked by
+        :meth:`Truth.resolve`, whose error lists the judges with labels), else the Truth
+        they make.
+    """
+    if not loose:
+        return truth
+    unknown = sorted(set(loose) - set(LOOSE_KEYWORDS))
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    new = Truth.parse(truth, **loose)
+    warnings.warn(f"{where}(..., {'=..., '.join(loose)}=...) is deprecated: the truth is one "
+                  f"value, truth={new!r}", DeprecationWarning, stacklevel=3)
+    return new

@@ -395,6 +395,13 @@ def run_extraction(
     summarize_runs : Every run as a table.
     ContractCloseLearning : One verdict as it closes.
 
+    Notes
+    -----
+    Many parameters because a batch is the run's record (run_id, name, tags, run_config,
+    scorer_name), its selection (verdicts, params), its execution (executor, chunk_size,
+    resume, progress, max_consecutive_failures) and its gate (config, write_memory, score)
+    in one call, each stored with the run so a resume can check it.
+
     Examples
     --------
     >>> run = tl.run_extraction(store, tl.Extractor.heuristic(),

@@ -726,7 +726,12 @@ def ensure_run(
     """Create the extraction_runs row for ``run_id`` if it does not exist
     (and, with ``templates``, record the prompt template it uses): the run
     record of :mod:`truss_lab.store._runs`, filled from ``extractor`` and ``config``.
-    ``counted``: the run keeps counts in its row (a batch does, a live learner not)."""
+    ``counted``: the run keeps counts in its row (a batch does, a live learner not).
+
+    Many parameters because it fills every column of a run's record that the extractor and
+    config do not hold (status, scorer, dataset hash, name, tags, counted), as create_run
+    stores them.
+    """
     tpl = extractor.template
     ext_config = extractor.config
     if ext_config is not None:

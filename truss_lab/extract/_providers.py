@@ -454,6 +454,9 @@ class OpenAICompatibleProvider:
         deadline: float | None = DEFAULT_DEADLINE,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
+        """Many parameters because each is one setting of an OpenAI-compatible client
+        (endpoint, key, timeout, retries, back-off, concurrency, limits, headers) that
+        the provider table and the CLI set one by one."""
         layer = "OpenAICompatibleProvider"
         if max_concurrency < 1:
             raise ConfigError(f"must be >= 1, got {max_concurrency}", layer=layer,

@@ -30,7 +30,7 @@ from truss_lab.evaluate._compare import DELTA_METRICS
 from truss_lab.evaluate._ppi import correction_label
 from truss_lab.evaluate._runs import bootstrap_run, compare_runs, sweep_run
 from truss_lab.evaluate._sweep import average_precision, sweep
-from truss_lab.evaluate._truth import Truth
+from truss_lab.evaluate._truth import Truth, truth_of
 
 if TYPE_CHECKING:
     from truss_lab.evaluate._compare import ComparisonResult
@@ -170,26 +170,27 @@ class SweepDisplay:
         threshold: float | None = None,
         n_boot: int = DEFAULT_N_BOOT,
         random_state: Any = 0,
-        labels: Any = None,
         name: str | None = None,
         default_threshold: float | None = DEFAULT_MIN_SALIENCE,
         ax: Any = None,
         truth: Any = "labels",
-        references: Any = None,
         score: str = "salience",
-        correct: str = "auto",
+        **deprecated: Any,
     ) -> SweepDisplay:
         """:func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` with bands from
         :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot=0``: no bands), both
-        judged by ``truth`` (labels, references, judge:NAME); ``threshold`` is the
-        chosen one (e.g. ``choose_run_threshold(...).threshold``); ``correct`` as
-        :func:`~truss_lab.evaluate._runs.sweep_run` takes it. The default name is the
-        run id, the truth and the correction."""
+        judged by ``truth`` (a :class:`~truss_lab.evaluate._truth.Truth` or a spec:
+        labels, references, judge:NAME; its correction named in the title);
+        ``threshold`` is the chosen one (e.g. ``choose_run_threshold(...).threshold``).
+        The default name is the run id, the truth and the correction. The loose truth
+        keywords (``labels=``, ``correct=``, ...) are still taken, with a
+        DeprecationWarning."""
         # Resolved once: the sweep and its bands read and match the truth once.
-        t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
-        df = sweep_run(store, run_id, truth=t, score=score, correct=correct)
+        t = Truth.resolve(store, truth_of(truth, deprecated, where="SweepDisplay.from_run"),
+                          [run_id])
+        df = sweep_run(store, run_id, truth=t, score=score)
         iv = (bootstrap_run(store, run_id, n_boot=n_boot, random_state=random_state, truth=t,
-                            score=score, correct=correct).with_band() if n_boot else None)
+                            score=score).with_band() if n_boot else None)
         return cls(df, threshold=threshold, intervals=iv,
                    name=name if name else plot_title(
                        run_id, "metrics vs threshold", truth=df.attrs["truth"],
@@ -351,15 +352,16 @@ class PrecisionRecallDisplay:
 
     @classmethod
     def from_run(
-        cls, store: Any, run_id: str, *, truth: Any = "labels", labels: Any = None,
-        references: Any = None, score: str = "salience", threshold: float | None = None,
-        name: str | None = None, ax: Any = None, correct: str = "auto",
+        cls, store: Any, run_id: str, *, truth: Any = "labels", score: str = "salience",
+        threshold: float | None = None, name: str | None = None, ax: Any = None,
+        **deprecated: Any,
     ) -> PrecisionRecallDisplay:
         """The curve of :func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` judged by
-        ``truth`` (labels, references, judge:NAME): kept is what the gate would
-        write, and with references recall counts every missed reference."""
-        df = sweep_run(store, run_id, labels=labels, truth=truth, references=references,
-                       score=score, correct=correct)
+        ``truth`` (a :class:`~truss_lab.evaluate._truth.Truth` or a spec): kept is what
+        the gate would write, and with references recall counts every missed reference.
+        The loose truth keywords are still taken, with a DeprecationWarning."""
+        df = sweep_run(store, run_id, score=score, truth=truth_of(
+            truth, deprecated, where="PrecisionRecallDisplay.from_run"))
         return cls.from_sweep(df, threshold=threshold, ax=ax,
                               name=name if name else f"{run_id} (truth: {df.attrs['truth']})",
                               title=plot_title(run_id, "precision-recall",
@@ -452,19 +454,19 @@ class CalibrationDisplay:
 
     @classmethod
     def from_run(
-        cls, store: Any, run_id: str, *, truth: Any = "labels", labels: Any = None,
-        references: Any = None, score: str = "salience",
+        cls, store: Any, run_id: str, *, truth: Any = "labels", score: str = "salience",
         method: Literal["isotonic", "platt"] | None = None,
         scores: str | None = None, random_state: Any = 0, n_bins: int = 10,
-        ax: Any = None, correct: str = "auto",
+        ax: Any = None, **deprecated: Any,
     ) -> CalibrationDisplay:
         """The reliability table ``scores`` (default ``"after"`` with a ``method``,
         ``"before"`` without) of :func:`~truss_lab.evaluate._calibration.calibration_run`
-        of ``run_id`` judged by ``truth`` (labels, references, judge:NAME; ``correct`` as
-        it takes it, named in the title); the report is kept as ``report``."""
-        rep = calibration_run(store, run_id, method=method, truth=truth, labels=labels,
-                              references=references, score=score, random_state=random_state,
-                              n_bins=n_bins, correct=correct)
+        of ``run_id`` judged by ``truth`` (a :class:`~truss_lab.evaluate._truth.Truth` or
+        a spec; its correction named in the title); the report is kept as ``report``.
+        The loose truth keywords are still taken, with a DeprecationWarning."""
+        rep = calibration_run(store, run_id, method=method, score=score,
+                              random_state=random_state, n_bins=n_bins, truth=truth_of(
+                                  truth, deprecated, where="CalibrationDisplay.from_run"))
         which = scores or ("after" if method else "before")
         out = cls(rep.tables[which], name=f"{score} ({which})",
                   title=plot_title(run_id, f"calibration ({which})", truth=rep.truth,

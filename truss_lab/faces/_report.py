@@ -70,7 +70,7 @@ from ..evaluate._runs import (
     label_report,
 )
 from ..evaluate._sweep import UndefinedMetricWarning, average_precision
-from ..evaluate._truth import ReferenceTruth, Truth, check_truth_spec, labelled_candidates
+from ..evaluate._truth import ReferenceTruth, Truth, labelled_candidates, truth_of
 from ..govern._audit import audit
 from ..journal._table import verdict_payloads
 from ..score._junk import junk_flags, junk_rates
@@ -334,8 +334,8 @@ def reference_matches(store: Store, run_ids: Sequence[str], hashes: list[str],
     report's truth, reused when it is the store's references (else they are read)."""
     t = (truth if truth is not None and truth.kind == "references"
          else Truth.resolve(store, "references", run_ids))
-    assert t.references is not None  # a references truth holds its rows
-    refs = t.references
+    assert t.reference_rows is not None  # a references truth holds its rows
+    refs = t.reference_rows
     refs = refs[refs["verdict_hash"].astype(str).isin(hashes)].reset_index(drop=True)
     matches: dict[str, pd.DataFrame] = {}
     if refs.empty:
@@ -684,8 +684,8 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
                      "calibrate RUN --truth references</code> draws it)</p>")
         return "".join(parts)
     rs = ev.options.get("random_state", 0)
-    cal = calibration_run(store, rid, method="isotonic", random_state=rs, truth=truth,
-                          correct="ppi" if ev.ppi is not None else "none")
+    cal = calibration_run(store, rid, method="isotonic", random_state=rs,
+                          truth=truth.corrected("ppi" if ev.ppi is not None else "none"))
     names = list(cal.tables)
     fig = bare_figure((5.5 * len(names), 4.2), margins=_CAL_MARGINS)
     for ax, name in zip(fig.subplots(1, len(names), squeeze=False)[0], names, strict=True):
@@ -732,13 +732,12 @@ def _comparison_table(res: Any) -> str:
 
 
 def _comparison_section(store: Store, run_ids: Sequence[str], truth: Truth, *,
-                        n_boot: int, random_state: int, correct: str = "auto") -> str:
+                        n_boot: int, random_state: int) -> str:
     parts = []
     for other in run_ids[1:]:
         try:
             res = compare_runs(store, run_ids[0], other, threshold=DEFAULT_MIN_SALIENCE,
-                               n_boot=n_boot, random_state=random_state, truth=truth,
-                               correct=correct)
+                               n_boot=n_boot, random_state=random_state, truth=truth)
         except BadInputError as exc:
             parts.append(f'<p class="muted">{esc(run_ids[0])} vs {esc(other)}: {esc(exc)}</p>')
             continue
@@ -782,11 +781,11 @@ def report_html(
     random_state: int = 0,
     max_verdicts: int | None = 200,
     title: str | None = None,
-    truth: str = "auto",
+    truth: str | Truth = "auto",
     cv: int | str | None = DEFAULT_CV,
     cv_repeats: int = 1,
     test_size: float | int = DEFAULT_TEST_SIZE,
-    correct: str = "auto",
+    **deprecated: Any,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     run_ids = list(dict.fromkeys(run_ids))
@@ -794,7 +793,7 @@ def report_html(
         raise BadInputError("a report needs at least one run id", field="run_ids")
     for rid in run_ids:
         run_info(store, rid)  # an unknown run is an error naming the recent ones
-    judged = Truth.resolve(store, check_truth_spec(truth), run_ids)
+    judged = Truth.resolve(store, truth_of(truth, deprecated, where="report_html"), run_ids)
     title = title or f"truss_lab report: {', '.join(run_ids)}"
     sections = [("runs", "Runs and their configuration", _runs_section(store, run_ids))]
     with warnings.catch_warnings():
@@ -806,16 +805,14 @@ def report_html(
             try:
                 evals[rid] = evaluate_run(store, rid, objective=objective, n_boot=n_boot,
                                           random_state=random_state, truth=judged, cv=cv,
-                                          cv_repeats=cv_repeats, test_size=test_size,
-                                          correct=correct)
+                                          cv_repeats=cv_repeats, test_size=test_size)
             except BadInputError as exc:
                 evals[rid] = exc
         sections.append(("sweep", "Sweep, precision-recall and calibration",
                          "".join(_evaluation(store, ev, rid) for rid, ev in evals.items())))
         if len(run_ids) >= 2:
             sections.append(("comparison", "Comparison", _comparison_section(
-                store, run_ids, judged, n_boot=n_boot, random_state=random_state,
-                correct=correct)))
+                store, run_ids, judged, n_boot=n_boot, random_state=random_state)))
     junk_body, flags = _junk(store, run_ids)
     sections.append(("junk", "Junk rates", junk_body))
     sections.append(("audit", "Audit (ADR 0011)", _audit_section(store)))
@@ -853,14 +850,15 @@ def write_report(
     ``n_boot`` (verdict-bootstrap replicates, default
     :data:`~truss_lab.evaluate._bootstrap.DEFAULT_N_BOOT`, every face's), ``random_state``,
     ``max_verdicts`` (verdicts in the list, default 200; None or 0 for all),
-    ``title``, ``truth`` (what the sweep, calibration and comparison judge by:
-    ``"labels"``, ``"references"``, ``"judge:NAME"`` or ``"auto"``, the default:
-    labels when every run has some, else references; the header says which) and
-    the choice's ``cv``, ``cv_repeats`` and ``test_size`` (defaults those of
+    ``title``, ``truth`` (what the sweep, calibration and comparison judge by: a
+    :class:`~truss_lab.evaluate._truth.Truth` or a spec, ``"labels"``,
+    ``"references"``, ``"judge:NAME"`` or ``"auto"``, the default: labels when every
+    run has some, else references; the header says which; its correction corrects the
+    sweeps by the people's answers) and the choice's ``cv``, ``cv_repeats`` and
+    ``test_size`` (defaults those of
     :func:`~truss_lab.evaluate._runs.choose_run_threshold`: the run's numbers are
-    those of :func:`~truss_lab.evaluate._runs.evaluate_run`, as in ``truss-lab sweep``),
-    and ``correct`` (``auto``, ``ppi`` or ``none``: the sweeps corrected by the people's
-    answers, as :func:`~truss_lab.evaluate._runs.sweep_run` takes it).
+    those of :func:`~truss_lab.evaluate._runs.evaluate_run`, as in ``truss-lab sweep``).
+    The loose ``correct=`` is still taken, with a DeprecationWarning.
     A run without that truth gets its sections replaced by a note.
 
     ``path`` must be absent or a regular file in an existing folder (a folder, a

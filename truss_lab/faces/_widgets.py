@@ -35,7 +35,7 @@ from ..evaluate._ppi import correction_label
 from ..evaluate._queue import labelling_queue
 from ..evaluate._runs import run_correction, sweep_judged
 from ..evaluate._sweep import UndefinedMetricWarning, sweep
-from ..evaluate._truth import Truth, labelled_candidates
+from ..evaluate._truth import Truth, labelled_candidates, truth_of
 from ..ingest._ingest import append_labels
 from ..journal._table import get_entry, payload_by_hash, verified_verdict
 from ..store._governed import get_memory_entry, query_memory
@@ -590,19 +590,16 @@ class ThresholdExplorer:
         run_id: str,
         *,
         truth: Any = "labels",
-        labels: Any = None,
-        references: Any = None,
         score: str = "salience",
         initial: float = DEFAULT_MIN_SALIENCE,
         n_rows: int = 5,
         plot: bool = True,
-        correct: str = "auto",
+        **deprecated: Any,
     ) -> ThresholdExplorer:
-        """An explorer over ``run_id`` judged by ``truth`` (labels, references,
-        judge:NAME or a resolved Truth). The lessons listed at the cut are the judged
-        ones (labelled candidates; with references, the run's lessons on annotated verdicts, with
-        the reference each matched); the metrics count as
-        :func:`~truss_lab.evaluate._runs.sweep_run` does (``correct`` as it takes it).
+        """An explorer over ``run_id`` judged by ``truth``. The lessons listed at the cut
+        are the judged ones (labelled candidates; with references, the run's lessons on
+        annotated verdicts, with the reference each matched); the metrics count as
+        :func:`~truss_lab.evaluate._runs.sweep_run` does (corrected as the truth says).
 
         Parameters
         ----------
@@ -611,11 +608,9 @@ class ThresholdExplorer:
         run_id : str
             The run to explore.
         truth : str or truss_lab.evaluate.Truth, default "labels"
-            What the lessons are judged by.
-        labels : optional
-            Gold labels instead of the store's table.
-        references : optional
-            Reference lessons instead of the store's table.
+            What the lessons are judged by: a Truth (resolved or not: its matcher,
+            correction and the people's rows) or a spec (labels, references,
+            judge:NAME).
         score : str, default "salience"
             The candidates' score column the slider thresholds.
         initial : float, default 0.7
@@ -624,21 +619,24 @@ class ThresholdExplorer:
             Lessons listed on each side of the cut.
         plot : bool, default True
             Draw the sweep.
-        correct : {"auto", "ppi", "none"}, default "auto"
-            Correct the automated truth by the people's answers.
+        **deprecated
+            The loose truth keywords (``labels``, ``references``, ``correct``, ...),
+            still taken with a DeprecationWarning; they are parts of ``truth``.
 
         Returns
         -------
         ThresholdExplorer
             The explorer.
         """
-        t = Truth.resolve(store, truth, [run_id], labels=labels, references=references)
+        t = Truth.resolve(store, truth_of(truth, deprecated,
+                                          where="ThresholdExplorer.from_run"), [run_id])
         jr = t.judged(run_id, score=score)
-        fix = run_correction(store, t, jr, run_id, correct, score=score, labels=labels)
+        fix = run_correction(store, t, jr, run_id, score=score)
         if t.kind == "references":
             view = jr.lessons.rename(columns={"s": score, "y": "label"})  # type: ignore[union-attr]
         else:
-            view = labelled_candidates(store, run_id, labels=t.labels)
+            view = labelled_candidates(store, run_id, labels=t.label_rows,
+                                       record=t.record(run_id))
         return cls(view, score_col=score, initial=initial, n_rows=n_rows, plot=plot,
                    sweep_at=lambda thresholds: sweep_judged(jr, thresholds, correction=fix),
                    truth=t.name, run_id=run_id)

@@ -35,6 +35,7 @@ from ..evaluate._runs import (
     evaluate_run,
     rank_runs,
 )
+from ..evaluate._truth import Truth
 from ..extract._batch import run_extraction
 from ..extract._extractor import Extractor
 from ..ingest._ingest import (
@@ -229,9 +230,9 @@ def demo_references(
     table = rank_runs(store, run_ids, truth="references", threshold=threshold,
                       baseline=baseline, n_boot=n_boot, random_state=random_state)
     best = next(r for r in table["run_id"] if r != baseline)
-    cmp = compare_runs(store, baseline, best, truth="references", threshold=threshold,
-                       n_boot=n_boot, random_state=random_state,
-                       correct="none")  # as rank_runs, whose table it illustrates
+    # Uncorrected, as rank_runs' table it illustrates (the baseline has no people's answers).
+    cmp = compare_runs(store, baseline, best, truth=Truth.references(correct="none"),
+                       threshold=threshold, n_boot=n_boot, random_state=random_state)
     plot = _plot(check_output_folder(out_dir, what="a folder for the plots")
                  / f"compare_{_safe(baseline)}_vs_{_safe(best)}_references.png",
                  lambda tmp: save_comparison_plot(cmp, tmp, truth="references"))

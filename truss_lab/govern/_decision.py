@@ -30,7 +30,7 @@ from ..core._threshold import check_threshold
 from ..evaluate._choose import ThresholdChoice
 from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
 from ..evaluate._runs import choose_run_threshold
-from ..evaluate._truth import Truth, run_labels, scored_candidates
+from ..evaluate._truth import LOOSE_KEYWORDS, Truth, run_labels, scored_candidates, truth_of
 from ..journal._crypto import SigningKey
 from ..store._runs import run_info
 from ..store._store import Store
@@ -96,8 +96,8 @@ def references_hash(
     for r in run_ids:
         jr = t.judged(r, score=score)
         judged |= set(jr.verdicts)
-    assert t.references is not None  # a references truth holds its rows
-    refs = t.references
+    assert t.reference_rows is not None  # a references truth holds its rows
+    refs = t.reference_rows
     used = refs[refs["verdict_hash"].astype(str).isin(judged)]
     # evidence is a list, or a numpy array when read from the table
     lines = sorted(json.dumps([str(v), str(i), str(a), str(x),
@@ -116,7 +116,7 @@ def _truth_evidence(store: Store, truth: Truth, run_ids: Sequence[str], *,
         h, n = references_hash(store, run_ids, score=score, truth=truth)
         return {"truth": truth.name, "truth_hash": h, "n_truth_rows": n,
                 "labels_hash": None, "n_label_rows": 0}
-    h, n = labels_hash(store, run_ids, labels=truth.labels, score=score)
+    h, n = labels_hash(store, run_ids, labels=truth.label_rows, score=score)
     return {"truth": truth.name, "truth_hash": h, "n_truth_rows": n,
             "labels_hash": h, "n_label_rows": n}
 
@@ -146,10 +146,9 @@ def threshold_evidence(
     *,
     run_ids: Sequence[str],
     objective: Objective | None = None,
-    labels: Any = None,
     score: str = "salience",
     truth: str | Truth = "labels",
-    references: Any = None,
+    **deprecated: Any,
 ) -> dict[str, Any]:
     """The JSON-safe evidence of a threshold decision (what :func:`propose_threshold` signs).
 
@@ -181,7 +180,7 @@ def threshold_evidence(
                      "dataset_hash": info["dataset_hash"], "status": info["status"],
                      "scorer": info.get("scorer")})
     hashes = sorted({str(r["dataset_hash"]) for r in runs})
-    t = Truth.resolve(store, truth, run_ids, labels=labels, references=references)
+    t = Truth.resolve(store, truth_of(truth, deprecated, where="threshold_evidence"), run_ids)
     truth_keys = _truth_evidence(store, t, run_ids, score=score)
     boot = choice.bootstrap
     spec: dict[str, Any] = (objective_spec(objective) if objective is not None
@@ -227,12 +226,9 @@ def propose_threshold(
     *,
     run_ids: Sequence[str] | None = None,
     objective: str | Objective | None = None,
-    labels: Any = None,
     score: str = "salience",
     policy_id: str = "extraction_min_salience",
     truth: str | Truth | None = None,
-    references: Any = None,
-    correct: str = "auto",
     **choose_options: Any,
 ) -> PolicyRecord:
     """Sign the evidence of a threshold choice into the journal and record it as an
@@ -246,10 +242,12 @@ def propose_threshold(
     Returns the new :class:`PolicyRecord`; its ``provenance.produced_by`` is the signed
     ``policy_record`` entry whose ``payload["evidence"]`` is
     :func:`threshold_evidence`, which records the truth the choice was judged by:
-    ``truth`` (labels, references, judge:NAME; default labels) for a choice made
-    here; a given choice's own (``split["truth"]``), which ``truth`` must not
-    contradict; ``correct`` as :func:`choose_run_threshold` takes it (the evidence's
-    ``correction``). The entry is signed into the lab's chain. Nothing applies it.
+    ``truth`` (a :class:`~truss_lab.evaluate._truth.Truth` or a spec: labels,
+    references, judge:NAME; default labels) for a choice made here, its correction the
+    evidence's ``correction``; a given choice's own (``split["truth"]``), which
+    ``truth`` must not contradict. The loose truth keywords (``labels``,
+    ``references``, ``correct``, ...) among ``choose_options`` are still taken, with a
+    DeprecationWarning. The entry is signed into the lab's chain. Nothing applies it.
 
     Parameters
     ----------
@@ -263,22 +261,17 @@ def propose_threshold(
         The runs a given choice was computed from.
     objective : str or Objective, optional
         The objective (default ``"f1"``); for a given choice, the one it used.
-    labels : optional
-        Gold labels instead of the store's table (a labels CSV or frame).
     score : str, default "salience"
         The candidates' score column the threshold applies to.
     policy_id : str, default "extraction_min_salience"
         The policy the record is a version of.
     truth : str or truss_lab.evaluate.Truth, optional
-        The truth the choice is judged by (``labels``, ``references``,
-        ``judge:NAME``).
-    references : optional
-        Reference lessons instead of the store's table.
-    correct : {"auto", "ppi", "none"}, default "auto"
-        Correct the automated truth by the people's answers.
+        The truth the choice is judged by: a Truth (its correction, the people's rows)
+        or a spec (``labels``, ``references``, ``judge:NAME``).
     **choose_options : Any
         Options of :func:`choose_run_threshold` (``cv``, ``test_size``,
-        ``random_state``, ``n_boot``, ``confidence``, ...).
+        ``random_state``, ``n_boot``, ``confidence``, ...); the deprecated loose truth
+        keywords (``labels``, ``references``, ``correct``, ...) are taken from here.
 
     Returns
     -------
@@ -307,6 +300,7 @@ def propose_threshold(
     >>> tl.verify_chain(store).ok  # the lab journal's new entry verifies
     True
     """
+    loose = {k: choose_options.pop(k) for k in LOOSE_KEYWORDS if k in choose_options}
     obj = parse_objective(objective) if objective is not None else None
     if isinstance(choice_or_run, str):
         obj = obj or parse_objective(DEFAULT_OBJECTIVE)
@@ -315,10 +309,10 @@ def propose_threshold(
             raise BadInputError(
                 f"run_ids {run_ids} must include the run the choice is made on "
                 f"({choice_or_run!r})", field="run_ids")
-        used = Truth.resolve(store, truth or "labels", run_ids, labels=labels,
-                             references=references)
+        used = Truth.resolve(store, truth_of(truth or "labels", loose,
+                                             where="propose_threshold"), run_ids)
         choice = choose_run_threshold(store, choice_or_run, objective=obj, score=score,
-                                      truth=used, correct=correct, **choose_options)
+                                      truth=used, **choose_options)
     elif isinstance(choice_or_run, ThresholdChoice):
         if not run_ids:
             raise BadInputError("run_ids must name the run(s) the choice was computed from",
@@ -334,8 +328,8 @@ def propose_threshold(
                 f"objective {obj.describe()!r} is not the one the choice used "
                 f"({choice.objective!r})", field="objective")
         made = str(choice.split.get("truth", "labels"))
-        used = Truth.resolve(store, truth or made, run_ids, labels=labels,
-                             references=references)
+        used = Truth.resolve(store, truth_of(truth or made, loose,
+                                             where="propose_threshold"), run_ids)
         if used.name != made:
             raise BadInputError(f"truth {used.name!r} is not the one the choice was judged by "
                                 f"({made!r})", field="truth")
@@ -350,8 +344,7 @@ def propose_threshold(
             f"the choice gives threshold {choice.threshold!r} ({choice.objective}); "
             "expected a number in [0, 1], so nothing is proposed") from None
     evidence = threshold_evidence(store, choice, run_ids=run_ids, objective=obj,
-                                  labels=labels, score=score, truth=used,
-                                  references=references)
+                                  score=score, truth=used)
     policy = Policy(policy_id=policy_id, target=PolicyTarget.salience,
                     settings={"extraction_min_salience": float(choice.threshold)})
     return write_policy(store, policy, key, evidence=evidence, trust=Trust.unverified,

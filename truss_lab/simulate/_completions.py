@@ -449,7 +449,11 @@ def _completion_lines(
     pretty: np.ndarray, cut: np.ndarray, wrap: np.ndarray, tok_noise: np.ndarray,
     lat_noise: np.ndarray,
 ) -> list[str]:
-    """The §2 completion line of every verdict: its lessons as model text, in its shape."""
+    """The §2 completion line of every verdict: its lessons as model text, in its shape.
+
+    Many parameters because the arrays are the simulator's random draws, made once for every
+    verdict by make_completions and handed over as they are (private: its one caller)
+    """
     runs = n_les.shape[0]
     n = len(texts)
     sal_l = sal.tolist()

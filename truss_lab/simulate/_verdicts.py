@@ -103,7 +103,8 @@ def _payloads(
     first_contract: int = 0,
 ) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """Each verdict's Formats §1 payload, timestamp and goal object, from the draws of
-    :func:`make_verdicts` (this draws nothing)."""
+    :func:`make_verdicts` (this draws nothing). Many parameters because the arrays are
+    the simulator's draws, made once by its one caller and handed over as they are."""
     runs = verdict.shape[0]
     payloads: list[dict[str, Any]] = []
     ts: list[str] = []

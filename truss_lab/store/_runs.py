@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pan
     import pandas as pd
 
 __all__ = [
+    "RunRecord",
     "add_run_counts",
     "check_resumable",
     "create_run",
@@ -65,6 +67,7 @@ __all__ = [
     "run_memory_entries",
     "run_processed_verdicts",
     "run_provider_failures",
+    "run_record",
     "run_verdict_hashes",
     "summarize_runs",
     "update_run_config",
@@ -106,6 +109,9 @@ def create_run(
     ``seconds`` at 0.0); a live run does not (they stay NULL). ``name`` and
     ``tags`` are for people (``truss-lab runs`` shows them). ``config_hash``:
     the extractor configuration (``extractor_configs``), when it has one.
+
+    Many parameters because each is one column of the extraction_runs row it writes (the
+    store owns the row's shape; a caller names each value).
     """
     cfg = dict(config or {})
     start = 0 if counted else None
@@ -465,6 +471,62 @@ def valid_candidates(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- evaluation reads
+
+
+@dataclass(frozen=True, eq=False)
+class RunRecord:
+    """One run as an evaluation reads it, fetched by one store call (:func:`run_record`).
+
+    ``info``: its ``extraction_runs`` row (:func:`run_info`); ``verdicts``: every verdict
+    it processed (``verdict_hash, verdict_seq``: :func:`run_processed_verdicts`, by seq);
+    ``recorded``: the verdicts it recorded in ``run_verdicts``, by seq
+    (:func:`run_verdict_hashes`); ``candidates``: every candidates column of every
+    candidate, dropped ones too (:func:`run_candidates`).
+    """
+
+    run_id: str
+    info: dict[str, Any]
+    verdicts: pd.DataFrame
+    recorded: list[str]
+    candidates: pd.DataFrame
+
+    def valid_candidates(self) -> pd.DataFrame:
+        """The valid candidates, as ``run_candidates(valid_only=True)`` reads them."""
+        c = self.candidates
+        return c[c["valid"].to_numpy(dtype=bool)].reset_index(drop=True)
+
+    @property
+    def extractor_id(self) -> str:
+        return str(self.info["extractor_id"])
+
+
+def run_record(store: Store, run_id: str) -> RunRecord:
+    """``run_id``'s row, processed verdicts and candidates in one call (three statements:
+    what :func:`run_info`, :func:`run_processed_verdicts`, :func:`run_verdict_hashes` and
+    :func:`run_candidates` read one by one). An unknown run is :func:`missing_run_error`."""
+    con = store.con
+    cur = con.execute("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    if not rows:
+        raise missing_run_error(store, run_id)
+    seen = con.execute(
+        "SELECT verdict_hash, min(verdict_seq) AS verdict_seq,"
+        " min(verdict_seq) FILTER (WHERE recorded) AS recorded_seq FROM ("
+        " SELECT verdict_hash, verdict_seq, true AS recorded FROM run_verdicts"
+        " WHERE run_id = ?"
+        " UNION ALL SELECT verdict_hash, verdict_seq, false FROM verdict_errors"
+        " WHERE run_id = ?"
+        " UNION ALL SELECT verdict_hash, verdict_seq, false FROM candidates WHERE run_id = ?"
+        ") GROUP BY verdict_hash ORDER BY verdict_seq, verdict_hash",
+        [run_id, run_id, run_id]).df()
+    cands = con.execute("SELECT * FROM candidates WHERE run_id = ?"
+                        " ORDER BY verdict_seq, lesson_index", [run_id]).df()
+    rec = seen[seen["recorded_seq"].notna().to_numpy()].sort_values(
+        ["recorded_seq", "verdict_hash"], kind="stable")
+    return RunRecord(run_id=run_id, info=dict(zip(names, rows[0], strict=True)),
+                     verdicts=seen[["verdict_hash", "verdict_seq"]].reset_index(drop=True),
+                     recorded=[str(v) for v in rec["verdict_hash"]], candidates=cands)
 
 
 def run_candidates(store: Store, run_id: str, *, valid_only: bool = False) -> pd.DataFrame:

@@ -1,10 +1,13 @@
 """The evaluation commands: ``sweep``, ``choose``, ``compare``, ``frontier`` and ``usage`` (what a
 run cost), ``calibrate``, ``propose`` and ``report`` (one self-contained HTML file).
 
-No logic lives here: every number comes from :mod:`truss_lab.evaluate` or
-:mod:`truss_lab.govern._decision`; text, plots and the report come from
-:mod:`truss_lab.faces._display` and
-:mod:`truss_lab.faces._report`.
+No logic lives here: each command parses its options into a
+:class:`~truss_lab.evaluate._truth.Truth` and the rest, makes one library call that
+returns a result (:func:`~truss_lab.evaluate._runs.evaluate_run`, ``compare_runs``,
+``calibration_run``, ``frontier``, :func:`~truss_lab.govern._decision.propose_threshold`,
+:func:`~truss_lab.faces._report.write_report`) and formats it; text, plots and the report
+come from :mod:`truss_lab.faces._display` and :mod:`truss_lab.faces._report`
+(tests/test_layers.py lists any import here of an evaluation internal).
 """
 
 from __future__ import annotations
@@ -16,13 +19,13 @@ import click
 from ...core._canonical import json_safe
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
-from ...evaluate._bootstrap import BOOT_METRICS, DEFAULT_N_BOOT
+from ...evaluate._bootstrap import DEFAULT_N_BOOT
 from ...evaluate._calibration import calibration_run
-from ...evaluate._frontier import format_frontier, frontier
+from ...evaluate._frontier import frontier
 from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ...evaluate._ppi import CORRECT_HELP, CORRECTIONS
-from ...evaluate._runs import DEFAULT_CV, bootstrap_run, compare_runs, evaluate_run
-from ...evaluate._truth import TRUTH_HELP, Truth, check_truth_spec
+from ...evaluate._ppi import CORRECT_HELP
+from ...evaluate._runs import DEFAULT_CV, compare_runs, evaluate_run
+from ...evaluate._truth import CORRECTIONS, TRUTH_HELP, Truth
 from ...govern._decision import propose_threshold
 from ...journal._crypto import SigningKey
 from ...journal._table import get_entry
@@ -76,7 +79,7 @@ def _check_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> st
     """``--truth`` is auto, labels, references or judge:NAME (the judge is checked
     against the database's judges when the command resolves it)."""
     try:
-        return check_truth_spec(value)
+        return Truth.parse(value).source
     except BadInputError as exc:
         hint = did_you_mean(value, ("auto", "labels", "references", "judge:"))
         raise click.BadParameter(str(exc).removeprefix("field 'truth': ") + hint) from None
@@ -86,6 +89,13 @@ _truth_option = click.option("--truth", default="auto", show_default=True, callb
                              help=TRUTH_HELP)
 _correct_option = click.option("--correct", type=click.Choice(CORRECTIONS), default="auto",
                                show_default=True, help=CORRECT_HELP)
+
+
+def _truth(spec: str, *, labels_path: str | None = None, matcher: Any = None,
+           correct: str = "auto") -> Truth:
+    """The command's ``--truth``, ``--labels``, ``--matcher`` and ``--correct`` as the one
+    :class:`Truth` its library call takes."""
+    return Truth.parse(spec, labels=labels_path, matcher=matcher, correct=correct)
 
 
 def _record(store: Any, matcher: Any) -> None:
@@ -161,19 +171,6 @@ def _choice_options(f: Any) -> Any:
     return f
 
 
-def _with_intervals(df: Any, res: Any) -> Any:
-    """``df`` (sweep rows) with each metric's ``*_low``/``*_high`` of the bootstrap
-    ``res`` at the same thresholds, in the same order, and the simultaneous band's
-    ``*_band_low``/``*_band_high`` over those thresholds."""
-    for c in BOOT_METRICS:
-        df[f"{c}_low"] = res.table[f"{c}_low"].to_numpy()
-        df[f"{c}_high"] = res.table[f"{c}_high"].to_numpy()
-    if res.band is not None:
-        for c in res.band.columns.drop("threshold"):
-            df[c] = res.band[c].to_numpy()
-    return df
-
-
 @click.command()
 @_choice_options
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
@@ -190,7 +187,13 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
           test_size: float, cv: str, cv_repeats: int, random_state: int, n_boot: int,
           csv_path: str | None, truth: str, matcher: str, base_url: str | None,
           correct: str, plot_path: str | None, as_json: bool) -> None:
-    """Sweep a run's salience thresholds and choose one on held-out verdicts."""
+    """Sweep a run's salience thresholds and choose one on held-out verdicts.
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface (unchanged), and the body parses them, makes one library call and
+    formats its result.
+    """
     for path, field in ((csv_path, "--csv"), (plot_path, "--plot")):
         if path:
             check_output_file(path, field=field)
@@ -200,22 +203,15 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
         # the choice and bands are those of every other face with these options.
         ev = evaluate_run(store, run_id, objective=objective, score=score,
                           test_size=test_size, cv=_cv(cv), cv_repeats=cv_repeats,
-                          random_state=random_state, n_boot=n_boot, truth=truth, matcher=m,
-                          labels=labels_path, bands=bool(plot_path), correct=correct)
-        t, full, choice = ev.truth, ev.sweep, ev.choice
-        at = ev.at(list(SUMMARY_THRESHOLDS))
-        if n_boot:
-            # Every metric's interval beside it (*_low/*_high), in the JSON and the CSV:
-            # the same bootstrap, seed and correction as the bands and the choice.
-            def intervals(grid: Any) -> Any:
-                return bootstrap_run(store, run_id, thresholds=grid, truth=t, matcher=m,
-                                     score=score, n_boot=n_boot, random_state=random_state,
-                                     objective=objective, labels=labels_path,
-                                     correct="ppi" if ev.ppi is not None else "none")
-            _with_intervals(at, intervals(list(SUMMARY_THRESHOLDS)))
-            if csv_path:
-                full = _with_intervals(full.copy(), intervals(full["threshold"].to_numpy()))
+                          random_state=random_state, n_boot=n_boot,
+                          truth=_truth(truth, labels_path=labels_path, matcher=m,
+                                       correct=correct), bands=bool(plot_path))
+        # Every metric's interval beside it (*_low/*_high), in the JSON and the CSV: the
+        # same bootstrap, seed and correction as the bands and the choice.
+        at = ev.intervals(list(SUMMARY_THRESHOLDS))
+        full = ev.intervals() if csv_path else ev.sweep
         _record(store, m)
+    t, choice = ev.truth, ev.choice
     truth, why = t.name, t.why
     fixed = full.attrs["correction"]
     if csv_path:
@@ -255,13 +251,20 @@ def choose(db: str, run_id: str, labels_path: str | None, objective: str, score:
            truth: str, matcher: str, base_url: str | None, correct: str,
            as_json: bool) -> None:
     """Choose a run's salience threshold on held-out verdicts (the choice `sweep` shows,
-    without the sweep), on corrected counts when people answered (--correct)."""
+    without the sweep), on corrected counts when people answered (--correct).
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface (unchanged), and the body parses them, makes one library call and
+    formats its result.
+    """
     with _open(db, write=matcher_calls_model(matcher)) as store:
         m = matcher_from_spec(matcher, store, base_url=base_url)
         ev = evaluate_run(store, run_id, objective=objective, score=score,
                           test_size=test_size, cv=_cv(cv), cv_repeats=cv_repeats,
-                          random_state=random_state, n_boot=n_boot, truth=truth, matcher=m,
-                          labels=labels_path, bands=False, correct=correct)
+                          random_state=random_state, n_boot=n_boot,
+                          truth=_truth(truth, labels_path=labels_path, matcher=m,
+                                       correct=correct), bands=False)
         _record(store, m)
     by = ev.counts.get("matcher") if ev.truth.kind == "references" else None
     fixed = ev.sweep.attrs["correction"]
@@ -293,17 +296,23 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
             score: str, n_boot: int, random_state: int, truth: str, matcher: str,
             base_url: str | None, correct: str, plot_path: str | None,
             as_json: bool) -> None:
-    """Compare two runs on their common verdicts (paired bootstrap, McNemar)."""
+    """Compare two runs on their common verdicts (paired bootstrap, McNemar).
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface (unchanged), and the body parses them, makes one library call and
+    formats its result.
+    """
     if plot_path:
         check_output_file(plot_path, field="--plot")
     check_threshold(threshold, "--threshold", name="threshold")
     with _open(db, write=matcher_calls_model(matcher)) as store:
         m = matcher_from_spec(matcher, store, base_url=base_url)
-        t = Truth.resolve(store, truth, [run_a, run_b], labels=labels_path)
+        t = Truth.resolve(store, _truth(truth, labels_path=labels_path, matcher=m,
+                                        correct=correct), [run_a, run_b])
         truth, why = t.name, t.why
         res = compare_runs(store, run_a, run_b, threshold=threshold, score=score,
-                           n_boot=n_boot, random_state=random_state, truth=t, matcher=m,
-                           labels=labels_path, correct=correct)
+                           n_boot=n_boot, random_state=random_state, truth=t)
         _record(store, m)
     if plot_path:
         write_output(plot_path, lambda tmp: save_comparison_plot(res, tmp, truth=truth),
@@ -347,7 +356,13 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
                  base_url: str | None, correct: str, plot_path: str | None,
                  as_json: bool) -> None:
     """Cost per verdict, latency p50/p95 and F1 (with its interval) of runs side by side;
-    a run is dominated only when another is cheaper and has an F1 above its interval."""
+    a run is dominated only when another is cheaper and has an F1 above its interval.
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface (unchanged), and the body parses them, makes one library call and
+    formats its result.
+    """
     if plot_path:
         check_output_file(plot_path, field="--plot")
     if threshold is not None:
@@ -366,9 +381,10 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
         if not ids:
             raise BadInputError("no runs: give run ids, or --tag TAG naming some",
                                 field="RUN")
-        f = frontier(store, ids, truth=truth, prices=prices, threshold=threshold,
-                     score=score, n_boot=n_boot, random_state=random_state,
-                     labels=labels_path, matcher=m, correct=correct)
+        f = frontier(store, ids, truth=_truth(truth, labels_path=labels_path, matcher=m,
+                                              correct=correct),
+                     prices=prices, threshold=threshold, score=score, n_boot=n_boot,
+                     random_state=random_state)
         _record(store, m)
     if plot_path:
         write_output(plot_path, lambda tmp: save_frontier_plot(f, tmp), field="--plot")
@@ -377,7 +393,7 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
           "currency": f.currency,
           "confidence": f.confidence, "n_boot": f.n_boot, "plot": plot_path,
           "runs": json_safe(f.table.to_dict(orient="records"))},
-         as_json, format_frontier(f) + (f"\nplot: wrote {plot_path}" if plot_path else ""))
+         as_json, repr(f) + (f"\nplot: wrote {plot_path}" if plot_path else ""))
 
 
 @click.command()
@@ -409,18 +425,24 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
               min_bin_count: int, labels_path: str | None, score: str, test_size: float,
               random_state: int, truth: str, matcher: str, base_url: str | None,
               correct: str, n_boot: int, plot_path: str | None, as_json: bool) -> None:
-    """Calibration before/after fitting on training verdicts, judged on held-out ones."""
+    """Calibration before/after fitting on training verdicts, judged on held-out ones.
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface (unchanged), and the body parses them, makes one library call and
+    formats its result.
+    """
     if plot_path:
         check_output_file(plot_path, field="--plot")
     with _open(db, write=matcher_calls_model(matcher)) as store:
         m = matcher_from_spec(matcher, store, base_url=base_url)
-        t = Truth.resolve(store, truth, [run_id], labels=labels_path)
+        t = Truth.resolve(store, _truth(truth, labels_path=labels_path, matcher=m,
+                                        correct=correct), [run_id])
         truth, why = t.name, t.why
         rep = calibration_run(store, run_id, method=None if method == "none" else method,
                               n_bins=n_bins, strategy=strategy, score=score,
                               test_size=test_size, random_state=random_state,
-                              min_bin_count=min_bin_count, truth=t, labels=labels_path,
-                              correct=correct, n_boot=n_boot, matcher=m)
+                              min_bin_count=min_bin_count, truth=t, n_boot=n_boot)
         _record(store, m)
     if plot_path:
         write_output(plot_path, lambda tmp: save_calibration_plot(rep, tmp), field="--plot")
@@ -465,15 +487,22 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
             labels_path: str | None, score: str, test_size: float, cv: str,
             cv_repeats: int, random_state: int, n_boot: int, policy_id: str,
             truth: str, correct: str, as_json: bool) -> None:
-    """Sign a threshold decision and record it as an unverified salience policy."""
+    """Sign a threshold decision and record it as an unverified salience policy.
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface (unchanged), and the body parses them, makes one library call and
+    formats its result.
+    """
     key = SigningKey.load(key_path)
     with _open(db, write=True) as store:
-        t = Truth.resolve(store, truth, [run_id], labels=labels_path)
+        t = Truth.resolve(store, _truth(truth, labels_path=labels_path, correct=correct),
+                          [run_id])
         truth, why = t.name, t.why
         rec = propose_threshold(store, run_id, key, objective=objective, score=score,
                                 policy_id=policy_id, test_size=test_size, cv=_cv(cv),
                                 cv_repeats=cv_repeats, random_state=random_state,
-                                n_boot=n_boot, truth=t, correct=correct)
+                                n_boot=n_boot, truth=t)
         ref = rec.provenance.produced_by
         entry = get_entry(store, ref.seq, table="lab_journal")
     fixed = (entry or {}).get("payload", {}).get("evidence", {}).get("correction", "none")
@@ -520,8 +549,8 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
     with read_store(db, must_exist=True) as store:
         path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
                             random_state=random_state, max_verdicts=n_verdicts or None,
-                            truth=truth, cv=_cv(cv), cv_repeats=cv_repeats,
-                            test_size=test_size, correct=correct)
+                            truth=_truth(truth, correct=correct), cv=_cv(cv),
+                            cv_repeats=cv_repeats, test_size=test_size)
     click.echo(f"{path}: report of {len(run_ids)} run(s), {path.stat().st_size:,} bytes")
 
 

@@ -141,7 +141,13 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, prompt: s
     """Extract lessons from recorded verdicts (a resumable batch run).
 
     openai:MODEL runs are recorded with their configuration (the --response-format
-    and sampling options); `--extractor replay:EXTRACTOR_ID` replays them offline."""
+    and sampling options); `--extractor replay:EXTRACTOR_ID` replays them offline.
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface (unchanged), and the body parses them, makes one library call and
+    formats its result.
+    """
     check_threshold(max_error_share, "--max-error-share", name="max_error_share")
     if resume_id and run_id and resume_id != run_id:
         raise BadInputError("give either --run-id or --resume, not both", field="--resume")

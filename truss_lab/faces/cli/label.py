@@ -462,6 +462,11 @@ def queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | None, n: 
     summary and checks. See the README ("A labelling queue").
     match: every valid lesson of --n-verdicts annotated verdicts drawn at random, with
     the verdict's references to choose from. See the README ("Match labels").
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface (unchanged), and the body parses them, makes one library call and
+    formats its result.
     """
     if kind == "match":
         _match_queue(db, run_id, out, n_verdicts, annotator, random_state, as_json)
