@@ -113,8 +113,8 @@ def test_the_limits_have_documented_defaults_and_are_checked() -> None:
                     {"max_response_bytes": 0}, {"max_response_bytes": True}):
             with pytest.raises(ConfigError):
                 _provider(srv, **bad)
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert "--deadline" in readme and "max_response_bytes" in readme
+    page = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "live-or-batch.md"
+    assert "--deadline" in page.read_text() and "max_response_bytes" in page.read_text()
 
 
 def test_extract_stops_on_a_drip_server_through_the_breaker(sample_good_run: Path,

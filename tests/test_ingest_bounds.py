@@ -213,8 +213,8 @@ def test_prompt_files_are_bounded(tmp_path: Path) -> None:
     assert r.exit_code == 2 and r.output.startswith("error: ") and len(r.output) < 400, r.output
 
 
-def test_the_readme_states_every_bound() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_formats_page_states_every_bound() -> None:
+    text = (ROOT / "docs" / "reference" / "formats.md").read_text(encoding="utf-8")
     for n in (MAX_COMPLETION_TEXT, MAX_COMPLETION_NAME, MAX_COMPLETION_CONFIG,
               MAX_COMPLETION_LINE, MAX_REFERENCE_TEXT, MAX_REFERENCE_LINE, MAX_PROMPT_TEXT):
         assert str(n) in text, n

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from scripts import ppi_table
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parent.parent / "docs" / "explanation" / "ppi.md").read_text(
+    encoding="utf-8")
 
 
 def _readme_rows() -> dict[str, list[str]]:

@@ -408,10 +408,8 @@ def run_extraction(
     ...                         tl.MemoryConfig(lesson_extraction="model-scored"),
     ...                         verdicts="seq <= 100", run_id="heur", write_memory=False,
     ...                         progress=False)
-    >>> run.status, run.n_verdicts, run.n_lessons
-    ('finished', 100, 0)
-    >>> int(store.sql("SELECT count(*) FROM candidates WHERE run_id = 'heur'").fetchone()[0])
-    69"""
+    >>> run.status, run.n_verdicts, run.n_candidates, run.n_lessons
+    ('finished', 100, 69, 0)"""
     t0 = time.perf_counter()
     config = config or MemoryConfig()
     if chunk_size is not None and (isinstance(chunk_size, bool)

@@ -564,9 +564,11 @@ class ContractCloseLearning:
 
     Examples
     --------
+    >>> import json
     >>> from truss_lab.core import LedgerRef
-    >>> seq, h = store.sql("SELECT seq, hash FROM journal WHERE payload->>'verdict' = "
-    ...                    "'fail' ORDER BY seq LIMIT 1").fetchone()
+    >>> verdicts = tl.verdict_payloads(store)
+    >>> seq, h, _ = next(v for v in verdicts.itertuples(index=False)
+    ...                  if json.loads(v.payload)["verdict"] == "fail")
     >>> learn = tl.ContractCloseLearning(tl.Extractor.heuristic(),
     ...                                  tl.MemoryConfig(lesson_extraction="model-scored"))
     >>> result = learn.on_verdict_recorded(store, LedgerRef(seq=seq, hash=h))

@@ -258,9 +258,11 @@ def copy_store(store: Store, path: str | os.PathLike[str] | None = None) -> Stor
     Examples
     --------
     >>> scratch = tl.copy_store(store, "scratch.duckdb")
-    >>> _ = scratch.sql("DELETE FROM memory_entries WHERE kind = 'lesson'")
-    >>> tl.audit(scratch).ok, tl.audit(store).ok  # the original is untouched
-    (False, True)
+    >>> _ = tl.run_extraction(scratch, tl.Extractor.heuristic(),
+    ...                       tl.MemoryConfig(lesson_extraction="on"), verdicts="seq <= 10",
+    ...                       run_id="scratch", write_memory=False, progress=False)
+    >>> len(tl.summarize_runs(scratch)), len(tl.summarize_runs(store))  # the original as it was
+    (2, 1)
     >>> scratch.close()
     """
     dest = Path(path) if path is not None else _scratch_dir("truss_lab_copy_") / "copy.duckdb"

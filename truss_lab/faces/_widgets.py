@@ -112,8 +112,9 @@ class LabellingWidget:
     >>> widget = tl.LabellingWidget.from_queue(store, "good", annotator="me", n=5)
     >>> widget.label(True)  # "Useful": one row written, the next lesson shown
     True
-    >>> store.sql("SELECT count(*) FROM labels WHERE annotator = 'me'").fetchall()
-    [(1,)]
+    >>> labels = store.table("labels")
+    >>> int((labels["annotator"] == "me").sum())
+    1
     """
 
     def __init__(

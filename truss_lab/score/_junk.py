@@ -303,7 +303,7 @@ def junk_flags(
 
     Examples
     --------
-    >>> candidates = store.sql("SELECT * FROM candidates WHERE run_id = 'good'").df()
+    >>> candidates = store.table("candidates").query("run_id == 'good'")
     >>> flags = tl.junk_flags(candidates, tl.verdict_payloads(store))
     >>> int(flags["junk"].sum()), int(flags["no_evidence"].sum())
     (379, 223)
@@ -424,7 +424,7 @@ def junk_rates(
 
     Examples
     --------
-    >>> candidates = store.sql("SELECT * FROM candidates WHERE run_id = 'good'").df()
+    >>> candidates = store.table("candidates").query("run_id == 'good'")
     >>> flags = tl.junk_flags(candidates, tl.verdict_payloads(store))
     >>> rates = tl.junk_rates(flags, candidates=candidates)
     >>> rates[["run_id", "n", "junk"]].round(3)

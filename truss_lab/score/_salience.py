@@ -229,7 +229,7 @@ class Scorer:
     --------
     >>> short = tl.Scorer("short", "1", lambda c, v: 1 / (1 + c["text"].str.len() / 100),
     ...                   requires=("text",), description="Shorter lessons score higher")
-    >>> candidates = store.sql("SELECT * FROM candidates WHERE run_id = 'good'").df()
+    >>> candidates = store.table("candidates").query("run_id == 'good'")
     >>> scored = tl.score_candidates(candidates, None, [short])
     >>> short.column, bool(scored[short.column].dropna().between(0, 1).all())
     ('score__short', True)
@@ -555,7 +555,7 @@ def score_candidates(
     --------
     >>> import json
     >>> from truss_lab.score import grounding, model_salience
-    >>> candidates = store.sql("SELECT * FROM candidates WHERE run_id = 'good'").df()
+    >>> candidates = store.table("candidates").query("run_id == 'good'")
     >>> v = tl.verdict_payloads(store)
     >>> verdicts = dict(zip(v["verdict_hash"], map(json.loads, v["payload"])))
     >>> scored = tl.score_candidates(candidates, verdicts, [model_salience(), grounding()])
