@@ -12,8 +12,8 @@ score raw, and after an isotonic calibration fitted on the other 70%.
     .venv/bin/python scripts/measure_self_consistency.py [--samples 5] [--runs 1200] [--table]
 
 Deterministic: the simulator is seeded, and the candidates are read in a fixed order
-(the split and the isotonic fit follow row order). ``--table`` prints the README's
-table (tests/test_self_consistency_script.py checks the README holds what it prints).
+(the split and the isotonic fit follow row order). ``--table`` prints the site's
+table (tests/test_self_consistency_script.py checks the documentation holds what it prints).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ _LABELS = {"salience": "model salience", "self_consistency": "self-consistency"}
 
 
 def table(rows: list[dict]) -> str:
-    """The README's markdown table of :func:`measure`'s rows (3 decimals)."""
+    """The site's markdown table of :func:`measure`'s rows (3 decimals)."""
     lines = ["| extractor | lessons (test) | score | AP | ECE | AP isotonic | ECE isotonic |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -110,7 +110,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7, help="simulator seed (the sample's is 7)")
     ap.add_argument("--extractor", action="append", dest="extractors",
                     help="extractor profile (default: sim-good-v1 and sim-overconfident-v1)")
-    ap.add_argument("--table", action="store_true", help="print the README's table")
+    ap.add_argument("--table", action="store_true", help="print the site's table")
     args = ap.parse_args()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

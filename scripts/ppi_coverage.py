@@ -169,7 +169,7 @@ def _coverage(d: pd.DataFrame, col: str) -> str:
 
 
 def readme_table(df: pd.DataFrame) -> str:
-    """The README's coverage table (markdown) of the replicate rows ``df``."""
+    """The site's coverage table (markdown) of the replicate rows ``df``."""
     def w(d: pd.DataFrame, m: str) -> str:
         return " / ".join(f"{d[f'{k}_{m}_width'].mean():.3f}"
                           for k in ("ppi", "people", "classic"))

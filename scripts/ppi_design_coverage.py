@@ -9,8 +9,8 @@ cannot tell) is asymmetric: it finds half of the useful lessons and calls 10 % o
 the others useful. The people are right (their truth is the simulator's).
 
 **Estimand.** Every interval of the toolkit is for the super-population: the process
-that produced the verdicts at hand, of which they are a sample (README: Prediction-powered
-estimates, "What an interval is for"). The truth is therefore the process's precision and
+that produced the verdicts at hand, of which they are a sample (docs/explanation/ppi.md,
+"What an interval is for"). The truth is therefore the process's precision and
 recall at 0.70, computed once on ``--population`` verdicts drawn from it (seed
 ``SEED - 1``); the coverage of the replicate's own people's figure (the finite
 population) is reported beside it.
@@ -34,7 +34,7 @@ Per replicate (seed ``SEED + r``, ``--verdicts`` verdicts):
 
 Coverage is the share of replicates covered with its Monte Carlo standard error
 sqrt(c (1 - c) / R). Run (about 0.4 s a replicate on one core with 400 bootstrap
-replicates; the README's table):
+replicates; the site's table):
 
     nice -n 10 .venv/bin/python -m scripts.ppi_design_coverage --replicates 300
 """
@@ -201,7 +201,7 @@ def _cov(d: pd.DataFrame, col: str) -> str:
 
 
 def readme_table(df: pd.DataFrame) -> str:
-    """The README's table (markdown) of the replicate rows ``df``."""
+    """The site's table (markdown) of the replicate rows ``df``."""
     bands: list[str] = []
     lines = ["| design | people's labels | replicates | ppi coverage P / R "
              "| classic (lam = 1) coverage P / R | width P / R (ppi) "

@@ -1,4 +1,4 @@
-"""The README's prediction-powered table on the bundled sample (issue 26, "what must be shown").
+"""The site's prediction-powered table on the bundled sample (issue 26, "what must be shown").
 
 Per simulated extractor at gate threshold 0.70: precision and recall by
 
@@ -176,7 +176,7 @@ def ppi_table(disagreement: float | None, matchers: list[tuple[str, object]],
 
 
 def readme_table(df: pd.DataFrame) -> str:
-    """The README's table (markdown): per extractor each estimate as ``P / R``."""
+    """The site's table (markdown): per extractor each estimate as ``P / R``."""
     tags = [c[:-2] for c in df.columns if c.endswith(" P") and c not in ("truth P", "people P")]
     head = ["extractor", "truth (simulator) P / R", "people, every verdict P / R",
             *(f"{t} P / R" for t in tags),

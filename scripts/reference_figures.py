@@ -1,4 +1,5 @@
-"""Figures of reference-based evaluation on the bundled sample (README, "Reference lessons").
+"""Figures of reference-based evaluation on the bundled sample
+(docs/how-to/score-without-labels.md).
 
     .venv/bin/python scripts/reference_figures.py            # matcher + agreement figures
     .venv/bin/python scripts/reference_figures.py --grid     # also the match-threshold grid
@@ -103,7 +104,7 @@ def agreement_at(store, threshold: float = 0.70, n_boot: int = 2000) -> pd.DataF
             rid = sample_run_id(ex)
             truths = ["references", *(["labels"] if ex in LABELLED else [])]
             for name in truths:
-                # The matcher's own numbers (the README's ppi table corrects them).
+                # The matcher's own numbers (the site's ppi table corrects them).
                 b = bootstrap_run(store, rid, truth=Truth.parse(name, correct="none"),
                                   thresholds=[threshold], n_boot=n_boot, random_state=0)
                 row = {"extractor": ex, "truth": name, "verdicts": b.n_verdicts}

@@ -237,11 +237,11 @@ def test_prompts_section_runs(sample_store_path, tmp_path, monkeypatch) -> None:
 
 
 def test_every_runnable_block_is_run() -> None:
-    # Every python/sh/sql/toml block of the tutorials and the how-to guides
+    # Every python/sh/sql/toml block of the README, the tutorials and the how-to guides
     # lies in a (page, section, language) the tests above run; a new block elsewhere
     # fails here until a test runs it.
-    pages = [str(p.relative_to(ROOT)) for d in ("tutorials", "how-to")
-             for p in sorted((ROOT / "docs" / d).glob("*.md"))]
+    pages = ["README.md", *(str(p.relative_to(ROOT)) for d in ("tutorials", "how-to")
+                            for p in sorted((ROOT / "docs" / d).glob("*.md")))]
     missed = []
     for page in pages:
         text = body(page, None)

@@ -13,8 +13,8 @@ import pytest
 
 from scripts import measure_self_consistency as msc
 
-README = (Path(__file__).resolve().parent.parent / "docs" / "how-to" / "live-or-batch.md").read_text(
-    encoding="utf-8")
+README = (Path(__file__).resolve().parent.parent / "docs" / "how-to"
+          / "live-or-batch.md").read_text(encoding="utf-8")
 
 
 def _representatives(n_verdicts: int = 120, seed: int = 3) -> pd.DataFrame:

@@ -4,7 +4,7 @@
 is a subpackage with its own ``__all__`` for the rest (``truss_lab.journal``,
 ``truss_lab.extract``, ``truss_lab.evaluate``, ...), an attribute of the package
 imported on first use (``tl.evaluate.sweep_run`` after ``import truss_lab as tl``).
-Both are documented in the README; modules whose names start with ``_`` are private.
+Both are documented in docs/reference/api.md; modules whose names start with ``_`` are private.
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def frontier(
         (:func:`~truss_lab.evaluate._correction.runs_correction`: ``auto`` corrects when
         people answered for each run); ``correction`` names it.
     prices : Prices or path, optional
-        A price table (TOML, README "Live extraction"); without one no cost is computed
+        A price table (TOML, Formats §8); without one no cost is computed
         and nothing is dominated.
     threshold : float, optional
         The gate threshold every run is judged at; None: each run's own (its

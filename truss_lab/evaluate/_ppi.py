@@ -47,8 +47,8 @@ replicates are matrix products. Precision, recall and F1 get a Wilson interval o
 the replicates' variance, a ratio at 0 or 1 whose unclipped replicates spread (and
 every ratio of a fixed ``lam`` above 0) the wider of it and the t interval on those
 (:func:`ratio_interval`), the rest percentile ones. The estimand of every interval is
-the super-population: the process the verdicts at hand are a sample of (README: What
-an interval is for); no finite-population correction.
+the super-population: the process the verdicts at hand are a sample of (docs/explanation/ppi.md,
+"What an interval is for"); no finite-population correction.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ CORRECT_HELP = ("Correct the automated truth (matcher or judge) with the people'
                 "ppi (prediction-powered: automated count over all annotated verdicts plus "
                 "the people-minus-automated correction on the verdicts people answered for), "
                 "none, or auto (ppi when people answered for some of the run's verdicts). "
-                "README: Prediction-powered estimates.")
+                "See docs/explanation/ppi.md.")
 
 #: Metrics :func:`ppi_bootstrap` gives intervals for, as the plain bootstrap does.
 _METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
@@ -953,8 +953,8 @@ def ppi_bootstrap(
     replicate, so the intervals carry the tuning's own noise (on 50 people-matched
     verdicts it is not negligible); a number fixes it (1 classic PPI, 0 the
     people's sample alone). ``interval``: ``"wilson"`` (default) bounds precision,
-    recall and F1 by :func:`wilson_interval` on the replicates' variance (README:
-    Prediction-powered estimates, the coverage study); ``"percentile"`` by the
+    recall and F1 by :func:`wilson_interval` on the replicates' variance (docs/explanation/ppi.md,
+    the coverage study); ``"percentile"`` by the
     replicates' percentiles (too narrow on 50 to 100 people-matched verdicts).
     Kept per verdict, write rate and the threshold keep percentile intervals.
     """

@@ -71,7 +71,7 @@ Source texts come from the store's ``candidates`` table (any run of the
 labelled extractor), so a labelled extractor must have been run in the store
 for its labels to travel.
 
-**Reference lessons** (Formats §4; README, "Reference lessons"):
+**Reference lessons** (Formats §4; docs/how-to/score-without-labels.md):
 
 - A verdict is **annotated** when at least one annotator wrote a reference
   line for it (a ``"none"`` line counts: the verdict teaches nothing). Only
@@ -166,7 +166,7 @@ TRUTH_HELP = ("What the lessons are judged by: labels (gold labels on them), ref
               "(reference lessons of their verdicts, `truss-lab schema references`) or "
               "judge:NAME (one judge's labels, e.g. judge:sim-judge-v1@judge-v1; see "
               "`truss-lab judge`). auto: labels when every run has some, else references "
-              "(the output says which). README: Truth sources.")
+              "(the output says which). See docs/explanation/truth-sources.md.")
 
 # The named truths besides judge:NAME, in the order errors list them.
 _TRUTHS = ("labels", "references")
@@ -621,7 +621,7 @@ def check_ties(ties: str) -> TiesPolicy:
 
 
 def whole_lessons(ties: str, what: str) -> None:
-    """Refuse ``ties="half"`` where the counting needs whole lessons (README:
+    """Refuse ``ties="half"`` where the counting needs whole lessons (docs/how-to/tune-threshold.md:
     the budget objective, McNemar's per-verdict outcome, a calibrator's 0/1 fit)."""
     if ties == "half":
         raise BadInputError(
@@ -1127,7 +1127,7 @@ class Truth:
              references: Any = None, match_labels: Any = None,
              ties: str = DEFAULT_TIES) -> Truth:
         """Labels when every run judged has a directly labelled candidate, else
-        references (:attr:`why` says which once resolved)."""
+        references (``why`` says which once resolved)."""
         return cls("auto", matcher=matcher, correct=correct, gold_labels=labels,
                    reference_lessons=references, match_labels=match_labels, ties=ties)
 
@@ -1231,8 +1231,8 @@ class Truth:
         return self._judged[key]
 
     def record(self, run_id: str) -> RunRecord:
-        """``run_id``'s row, processed verdicts and candidates (:func:`~truss_lab.store.
-        _runs.run_record`), read once per run by this resolved truth."""
+        """``run_id``'s row, processed verdicts and candidates
+        (``store._runs.run_record``), read once per run by this resolved truth."""
         key = ("record", run_id)
         if key not in self._judged:
             self._judged[key] = run_record(self._store(), run_id)
@@ -1279,8 +1279,8 @@ class Truth:
 
     def judged(self, run_id: str, *, score: str = "salience") -> RunTruth | ReferenceTruth:
         """``run_id`` judged by this truth: a :class:`RunTruth` for gold labels or a
-        judge (counted alike; :attr:`ties` applies), a :class:`ReferenceTruth` for
-        references (matched by :attr:`matcher`). Judged once per run and score;
+        judge (counted alike; ``ties`` applies), a :class:`ReferenceTruth` for
+        references (matched by ``matcher``). Judged once per run and score;
         refuses a run with nothing judged."""
         self._check_resolved()
         if self.kind == "references":

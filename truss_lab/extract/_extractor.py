@@ -169,7 +169,7 @@ class ExtractorConfig(BaseModel):
     (``sample_index`` in its hash; a set ``seed`` becomes ``seed + sample_index``), sent
     as one call with ``n=k`` to a provider that supports it, else as k calls; the gate
     keeps one lesson per cluster of near-duplicates across the samples, scored for
-    self-consistency (README "Several samples per verdict")."""
+    self-consistency (docs/how-to/live-or-batch.md)."""
 
     @property
     def config_hash(self) -> str:

@@ -1,7 +1,7 @@
 """A grid of extraction runs: extractor x prompt x model x sampling settings over one
 verdict selection, each cell a normal, named and tagged run.
 
-:func:`load_grid` reads a grid file (TOML, README "Grids of runs"); :func:`run_grid`
+:func:`load_grid` reads a grid file (TOML, docs/how-to/grids-frontier.md); :func:`run_grid`
 makes its runs through the one extraction path: each cell's extractor comes from
 :func:`~truss_lab.extract._spec.make_extractor` (the spec ``truss-lab extract
 --extractor`` takes), its run from :func:`~truss_lab.extract._batch.run_extraction`
@@ -109,7 +109,7 @@ class Grid:
 
 
 def load_grid(path: str | os.PathLike[str]) -> Grid:
-    """Read and check a grid file (README "Grids of runs"). Any mistake is one
+    """Read and check a grid file (docs/how-to/grids-frontier.md). Any mistake is one
     :class:`BadInputError` naming the file and the line (TOML syntax) or the key."""
     source = str(path)
     data = read_toml(path, what="the grid file")

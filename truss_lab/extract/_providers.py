@@ -645,7 +645,7 @@ class OpenAICompatibleProvider:
                 f"{where}: choices[{choice}].message.content holds a lone surrogate (not valid "
                 "Unicode)"
             ) from None
-        # What a recording may hold (README "Formats"): a longer answer could be stored
+        # What a recording may hold (docs/reference/formats.md): a longer answer could be stored
         # but never written to a completions file or ingested again.
         if len(text) > MAX_COMPLETION_TEXT:
             raise ProviderError(

@@ -250,8 +250,7 @@ def demo_references(
     caveat = ("" if correction != "none" else
               "\n   uncorrected: on the sample's rewordings the lexical matcher misses most pairs, "
               "so these are below the truth; `truss-lab sweep RUN --truth references --correct ppi`"
-              "\n   corrects a run by the people's match labels (README: Prediction-powered "
-              "estimates)")
+              "\n   corrects a run by the people's match labels (docs/explanation/ppi.md)")
     return "\n".join([
         f"-- every extractor against the reference lessons at {threshold:.2f} (annotated "
         f"verdicts only; matcher lexical, correction {correction}; dF1 = run - {baseline}, "

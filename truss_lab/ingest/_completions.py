@@ -78,7 +78,7 @@ COMPLETION_FIELDS: tuple[str, ...] = (
 COMPLETION_KEY: tuple[str, ...] = ("verdict_hash", "extractor")
 """Unique key of a recorded completion within a file."""
 
-# Bounds on a line's fields (README "Formats"; ``truss-lab schema completions`` shows
+# Bounds on a line's fields (docs/reference/formats.md; ``truss-lab schema completions`` shows
 # them), as reference lessons have: far longer is a mistake or an attack (a pasted file,
 # a server sending megabytes), which would swell every table, export and report it
 # reaches. A value beyond its bound is a bad line, named by line and field.

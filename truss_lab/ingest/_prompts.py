@@ -68,7 +68,7 @@ PLACEHOLDERS: dict[str, dict[str, str]] = {
 }
 """The placeholders of a user template, by kind, each with what it renders."""
 
-# Bounds (README "Formats"; ``truss-lab schema prompt`` shows them), as the other inputs
+# Bounds (docs/reference/formats.md; ``truss-lab schema prompt`` shows them), as the other inputs
 # have: a template is instructions and a few examples, the verdict comes in through its
 # placeholders, so a far longer value is a mistake (a pasted file) that every run's
 # requests would carry.

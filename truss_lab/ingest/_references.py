@@ -59,7 +59,7 @@ REFERENCE_KEY: tuple[str, ...] = ("verdict_hash", "reference_id", "annotator")
 NO_REFERENCE = "none"
 """The ``reference_id`` of the line saying "this verdict teaches nothing"."""
 
-# Bounds on a line's fields (README "Formats"; ``truss-lab schema references`` shows
+# Bounds on a line's fields (docs/reference/formats.md; ``truss-lab schema references`` shows
 # them): a reference is a sentence or a paragraph, so a far longer value is a mistake
 # (a pasted file, a generated blob) that would swell every table and report it reaches.
 # It is refused like any bad value: an error naming the line and the field.

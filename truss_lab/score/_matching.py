@@ -67,13 +67,13 @@ __all__ = [
 #: Similarity a lesson needs to claim a reference. Chosen on an earlier, templated
 #: sample, where precision and recall were flat from 0.20 to 0.25; on the bundled
 #: sample, worded to defeat word overlap, no threshold saves the lexical matcher
-#: (README, "Reference lessons": 1.000 / 0.469 at 0.22, 0.948 / 0.782 at 0.10).
+#: (docs/how-to/score-without-labels.md: 1.000 / 0.469 at 0.22, 0.948 / 0.782 at 0.10).
 DEFAULT_MATCH_THRESHOLD = 0.22
 
 #: The semantic matcher's match threshold (cosine similarity of sentence
-#: embeddings), chosen on the bundled sample against the simulator's truth (README,
-#: "Matchers"): the best pair F1 over the three simulated extractors (0.891; 0.878
-#: at 0.25, 0.864 at 0.35).
+#: embeddings), chosen on the bundled sample against the simulator's truth (see
+#: docs/how-to/score-without-labels.md): the best pair F1 over the three simulated
+#: extractors (0.891; 0.878 at 0.25, 0.864 at 0.35).
 SEMANTIC_MATCH_THRESHOLD = 0.3
 
 SEMANTIC_HINT = "pip install 'truss_lab[semantic]'"

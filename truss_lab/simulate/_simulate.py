@@ -641,7 +641,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help=f"extractor profile (repeatable; default {' '.join(DEFAULT_EXTRACTORS)})")
     ap.add_argument("--samples", type=int, default=1,
                     help="samples per verdict; K > 1 also writes completions_samples.jsonl "
-                         "and truth_samples.csv (README 'Several samples per verdict')")
+                         "and truth_samples.csv (docs/how-to/live-or-batch.md)")
     ap.add_argument("--match-share", type=float, default=DEFAULT_MATCH_SHARE,
                     help="share of the annotated verdicts whose lessons simulated people match")
     ap.add_argument("--match-disagreement", type=float, default=DEFAULT_MATCH_DISAGREEMENT,

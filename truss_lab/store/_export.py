@@ -3,7 +3,7 @@
 ``truss-lab export --out DIR`` writes one file per table and view
 (``DIR/<name>.parquet`` or ``.csv``) and ``DIR/manifest.json``, which records,
 per relation, its kind (table or view), row count, file, columns (name, DuckDB type,
-nullable) and content hash. Read back with pandas as the README says
+nullable) and content hash. Read back with pandas as docs/reference/database.md says
 (``dtype_backend="numpy_nullable"``), an integer column with nulls stays integer.
 
 The content hash (``content_sha256``) is the SHA-256 of the relation's rows,

@@ -46,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "journal": ("data", "Journals of your own verdicts: sign records into a journal export."),
     "extract": ("extract", "Extract lessons from recorded verdicts (a resumable batch run)."),
     "grid": ("extract", 'Run a grid of extractions (extractor x prompt x model x sampling, '
-                        'README "Grids of runs"): one named, tagged run per cell.'),
+                        'docs/how-to/grids-frontier.md): one named, tagged run per cell.'),
     "rerun": ("extract", "Replay run RUN from its own recordings as a new run: zero live "
                          "calls, the same candidates (a live run's own answers, never "
                          "another run's)."),
@@ -86,7 +86,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                  "labels (RUN optional)."),
     "match-agreement": ("label", "A matcher's pair precision, pair recall and matched-flag "
                                  "kappa against people's match labels, on the lessons "
-                                 "people matched (README, Match labels)."),
+                                 "people matched (docs/how-to/correct-with-people.md)."),
     "match": ("label", "Match a run's lessons to reference lessons with a model; record its "
                        "calls."),
     "prompts": ("prompts", "Prompt templates, TOML files (`truss-lab schema prompt`): add, "

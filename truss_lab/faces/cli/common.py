@@ -144,7 +144,7 @@ def option_given(dest: str, default: str) -> str:
 JUDGE_SPEC_HELP = ("openai:MODEL | replay:MODEL | replay:PATH.jsonl#MODEL | "
                    "simulated[:LESSON_TRUTH.csv] (synthetic, for the sample)")
 MATCH_SPEC_HELP = (JUDGE_SPEC_HELP + "; simulated reads references.jsonl beside the "
-                   "lesson truth. See README, Matchers.")
+                   "lesson truth. See docs/how-to/score-without-labels.md.")
 MATCHER_HELP = ("lexical (word overlap), semantic (sentence embeddings, offline: pip "
                 "install 'truss_lab[semantic]') or judge:SPEC, a model matcher, SPEC one of "
                 + MATCH_SPEC_HELP)

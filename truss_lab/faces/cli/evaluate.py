@@ -543,7 +543,7 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
 
     The first run is A in every comparison; each run's threshold is chosen as
     `truss-lab sweep` chooses it with the same options (--cv, --test-size, --n-boot,
-    --random-state give the same numbers). See the README ("A report to share").
+    --random-state give the same numbers). See docs/how-to/report.md.
     """
     check_output_file(out, field="--out")  # before the work: a bad path is refused at once
     with read_store(db, must_exist=True) as store:

@@ -118,7 +118,7 @@ def _off_refused() -> BadInputError:
 @click.option("--samples", type=click.IntRange(1, MAX_SAMPLES), default=None,
               help="Completions per verdict for openai:MODEL (default 1); with K > 1 the "
                    "gate keeps one lesson per cluster and stores its self-consistency "
-                   "(README 'Several samples per verdict').")
+                   "(docs/how-to/live-or-batch.md).")
 @click.option("--supports-n", is_flag=True,
               help="The server honours n (OpenAI, vLLM): one call per verdict draws its "
                    "K samples; otherwise K calls.")
@@ -221,9 +221,9 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, prompt: s
 @json_option
 @friendly
 def grid(grid_file: str, db: str, max_error_share: float, quiet: bool, as_json: bool) -> None:
-    """Run a grid of extractions (extractor x prompt x model x sampling, README "Grids of
-    runs"): one named, tagged run per cell. Re-running it skips finished runs and
-    resumes unfinished ones."""
+    """Run a grid of extractions (extractor x prompt x model x sampling,
+    docs/how-to/grids-frontier.md): one named, tagged run per cell. Re-running it skips
+    finished runs and resumes unfinished ones."""
     check_threshold(max_error_share, "--max-error-share", name="max_error_share")
     g = load_grid(grid_file)  # the whole file is checked before the database is opened
     with open_store(db) as store:

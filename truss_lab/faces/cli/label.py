@@ -365,7 +365,7 @@ def match_agreement_cmd(run_id: str, db: str, matcher: str, base_url: str | None
                         references_path: str | None, score: str, n_boot: int,
                         random_state: int, as_json: bool) -> None:
     """A matcher's pair precision, pair recall and matched-flag kappa against people's
-    match labels, on the lessons people matched (README, Match labels)."""
+    match labels, on the lessons people matched (docs/how-to/correct-with-people.md)."""
     with (open_store(db, must_exist=True) if matcher_calls_model(matcher)
           else read_store(db, must_exist=True)) as store:
         m = matcher_from_spec(matcher, store, base_url=base_url)
@@ -430,7 +430,7 @@ _LABEL_ONLY = ("n", "per_verdict", "interval", "objective", "n_boot")
               show_default=True,
               help="label: lessons to label useful or not, where the threshold is chosen. "
                    "match: every lesson of --n-verdicts annotated verdicts drawn at random, "
-                   "to match to the verdict's references (README, Match labels).")
+                   "to match to the verdict's references (docs/how-to/correct-with-people.md).")
 @click.option("--n-verdicts", "n_verdicts", default=None, type=click.IntRange(1),
               help="--kind match: how many verdicts to draw (required there).")
 @option("--n-lessons", "n", default=200, show_default=True, type=click.IntRange(1),
@@ -459,9 +459,9 @@ def queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | None, n: 
 
     label: lessons without a label (or with tied labels) whose salience lies where the
     threshold is being chosen, spread over verdicts, each with its verdict's goal,
-    summary and checks. See the README ("A labelling queue").
+    summary and checks. See docs/how-to/correct-with-people.md.
     match: every valid lesson of --n-verdicts annotated verdicts drawn at random, with
-    the verdict's references to choose from. See the README ("Match labels").
+    the verdict's references to choose from. See docs/how-to/correct-with-people.md.
     \f
 
     Many parameters because click passes one per command-line option: the options are the
