@@ -456,7 +456,9 @@ class OpenAICompatibleProvider:
     ) -> None:
         """Many parameters because each is one setting of an OpenAI-compatible client
         (endpoint, key, timeout, retries, back-off, concurrency, limits, headers) that
-        the provider table and the CLI set one by one."""
+        the provider table and the CLI set one by one. Long because it checks each
+        setting where it is given (one ConfigError naming its field), registers the URL's
+        secrets before anything can print it, and builds the client with its close."""
         layer = "OpenAICompatibleProvider"
         if max_concurrency < 1:
             raise ConfigError(f"must be >= 1, got {max_concurrency}", layer=layer,
