@@ -46,12 +46,14 @@ __all__ = [
     "BAND_METRICS",
     "BOOT_METRICS",
     "DEFAULT_N_BOOT",
+    "SMALL_SAMPLE_VERDICTS",
     "STREAMS",
     "BootstrapResult",
     "band_table",
     "bootstrap_metrics",
     "seed_streams",
     "simultaneous_band",
+    "small_sample_line",
 ]
 
 #: Verdict-bootstrap replicates by default, in every face (CLI, report, displays): one
@@ -61,6 +63,26 @@ DEFAULT_N_BOOT = 1000
 BOOT_METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
 #: Metrics that get a simultaneous band over the grid (:attr:`BootstrapResult.band`).
 BAND_METRICS = ("precision", "recall", "f1")
+
+SMALL_SAMPLE_VERDICTS = 30
+"""The fewest verdicts an interval, a threshold choice or a correction rests on without a
+warning. A percentile bootstrap over fewer verdicts covers far less often than its
+nominal level, and over a handful every replicate can draw the same few verdicts and
+agree: an interval of zero width that says nothing (two held-out verdicts printed
+``1.000 [1.000, 1.000]``). Thirty is the usual rule of thumb for resampling and normal
+approximations alike; below it every face says so in one line
+(:func:`small_sample_line`)."""
+
+
+def small_sample_line(n: int, what: str) -> str | None:
+    """The one warning line of a result whose ``what`` (``the held-out metrics``) rests on
+    ``n`` verdicts, fewer than :data:`SMALL_SAMPLE_VERDICTS`; None from that many on."""
+    if n >= SMALL_SAMPLE_VERDICTS:
+        return None
+    return (f"warning: {what} rest on {n} verdict{'' if n == 1 else 's'}, fewer than "
+            f"{SMALL_SAMPLE_VERDICTS}: no interval from so few can be trusted (one of zero "
+            "width says nothing); label or judge more verdicts")
+
 
 #: W chunks hold at most this many cells: small enough that the allocator
 #: reuses the buffers between chunks instead of faulting in fresh pages.

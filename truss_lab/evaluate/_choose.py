@@ -63,6 +63,7 @@ from truss_lab.evaluate._bootstrap import (
     check_boot,
     percentile_interval,
     seed_streams,
+    small_sample_line,
     stream,
     verdict_codes,
 )
@@ -192,9 +193,21 @@ class ThresholdChoice:
                     f"out-of-fold, {sp['cv']} folds{rep}")
         return (f"{sp['n_train_verdicts']} verdicts", f"{sp['n_test_verdicts']} verdicts")
 
+    @property
+    def small_sample(self) -> str | None:
+        """The warning line when the held-out side (with cross-validation: all the
+        verdicts) holds fewer than :data:`SMALL_SAMPLE_VERDICTS` verdicts, else None."""
+        sp = self.split
+        if self.cv:
+            return small_sample_line(int(sp["n_verdicts"]),
+                                     "the choice and its out-of-fold metrics")
+        return small_sample_line(int(sp["n_test_verdicts"]),
+                                 "the held-out metrics and their intervals")
+
     def interval_lines(self) -> list[str]:
-        """One line per held-out interval, each saying what it covers."""
-        lines = []
+        """The small-sample warning (:attr:`small_sample`), if any, then one line per
+        held-out interval, each saying what it covers."""
+        lines = [self.small_sample] if self.small_sample else []
         conf = f"{self.confidence:.0%} " if self.confidence is not None else ""
         for key, table in (("fixed", self.test_intervals),
                            ("procedure", self.procedure_intervals)):

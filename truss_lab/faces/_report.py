@@ -637,8 +637,10 @@ def choice_html(choice: ThresholdChoice) -> str:
     return (f"<div class=\"choice\"><p><b>chosen threshold {esc(fmt(choice.threshold))}</b>"
             f"{esc(lo_hi)} ({esc(conf)}bootstrap interval of the choice) · objective "
             f"{esc(choice.objective)} · {esc(how)}, seed {esc(sp.get('random_state'))}</p>"
-            + folds + (f"<p class=\"muted\">{esc(conf)}intervals of the held-out metrics</p>"
-                       if ivs else "")
+            + folds + (f"<p class=\"warning\">{esc(choice.small_sample)}</p>"
+                       if choice.small_sample else "")
+            + (f"<p class=\"muted\">{esc(conf)}intervals of the held-out metrics</p>"
+               if ivs else "")
             + table(pd.DataFrame(rows)) + "</div>")
 
 
