@@ -44,7 +44,8 @@ scripted HTTP server of tests/builders/http_server.py):
   their reruns with zero requests and their own candidates, a SIGKILLed judge resumed
   without paying a call twice (full run only);
 * the attacker's fourth pass, issue #39 (scripts/reliability_attack.py): secrets in every
-  encoding and every user file (the dump of scripts/secrets_dump.py).
+  encoding and every user file (the dump of scripts/secrets_dump.py); a named pipe,
+  /dev/zero and /dev/urandom as every input; TOML nested 500 deep.
 
 Exit status 1 when any row fails.
 """

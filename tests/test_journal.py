@@ -399,7 +399,7 @@ def test_read_journal_files(tmp_path: Path, good3: list[str]) -> None:
     p = tmp_path / "j.jsonl"
     p.write_bytes("".join(good3).replace("\n", "\r\n").encode())
     assert read_journal(p).ok and len(read_journal(p).columns) == 3
-    with pytest.raises(BadInputError, match="no such journal file"):
+    with pytest.raises(BadInputError, match="no such file; expected a journal file"):
         read_journal(tmp_path / "missing.jsonl")
     p.write_bytes(good3[0].encode() + b'{"seq": "\xff"}\n')
     bad = read_journal(p).error

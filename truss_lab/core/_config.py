@@ -13,16 +13,16 @@ came from (``environment TRUSS_LAB_EXTRACTION_MIN_SALIENCE: ...``).
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ._errors import ConfigError
+from ._errors import BadInputError, ConfigError
 from ._models import LessonExtractionPolicy
 from ._threshold import DEFAULT_MIN_SALIENCE, check_threshold
+from ._toml import read_toml
 
 __all__ = ["ENV_PREFIX", "MemoryConfig"]
 
@@ -138,15 +138,11 @@ class MemoryConfig(BaseModel):
             p = Path(path)
             layer = f"config file {p}"
             try:
-                doc = tomllib.loads(p.read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                raise ConfigError("file not found", layer=layer) from None
-            except IsADirectoryError:
-                raise ConfigError("is a folder; expected a TOML file", layer=layer) from None
-            except OSError as exc:
-                raise ConfigError(f"cannot read: {exc.strerror}", layer=layer) from None
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"not valid TOML: {exc}", layer=layer) from None
+                doc = read_toml(p, what="a TOML file")
+            except BadInputError as exc:
+                raise ConfigError(exc.message.replace("not TOML", "not valid TOML")
+                                  + (f" (line {exc.line})" if exc.line else ""),
+                                  layer=layer) from None
             table = doc.get("memory", {})
             if not isinstance(table, dict):
                 raise ConfigError("[memory] must be a table", layer=layer, field="memory")

@@ -1,4 +1,11 @@
-"""The one way truss_lab writes a file or a folder a user named: checked first, written whole.
+"""The one way truss_lab reads a file a user named, and writes a file or a folder: checked
+first, read within a bound, written whole.
+
+Every input a user names (a journal, completions, labels, references, a prompt file, a key,
+a keyring, a TOML file) is opened by :func:`open_input` / :func:`read_input`: a regular
+file or a pipe (``<(zcat ...)``) is read, never past the bound its format sets; a folder, a
+device (``/dev/zero``, ``/dev/urandom``, a terminal) or a socket is refused in one line
+before a byte is read, and a named pipe with no writer is an empty input, not a hang.
 
 Every output a user names (a sweep CSV, a plot, a labelling queue, a completions file, a
 key, a keyring, a report, a simulated dataset's files, a copy of the sample) goes through
@@ -12,18 +19,144 @@ writes files into (the simulator, the sample, an export).
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import io
 import os
+import select
 import stat
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from ._errors import BadInputError
 
-__all__ = ["Writer", "check_output_file", "check_output_folder", "output_text", "staged_outputs",
-           "write_output", "write_outputs"]
+__all__ = ["PIPE_IDLE_SECONDS", "Writer", "check_output_file", "check_output_folder", "open_input",
+           "output_text", "read_input", "size_text", "staged_outputs", "write_output",
+           "write_outputs"]
+
+PIPE_IDLE_SECONDS = 120.0
+"""How long a pipe may send nothing before its reader gives up (a writer that holds a named
+pipe open and never writes would otherwise hang the command)."""
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes as people read it: ``4 MiB``, ``16 GiB``, ``1000 bytes``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
+
+
+class _Pipe(io.RawIOBase):
+    """A pipe's read end (non-blocking) that refuses to read past ``limit`` bytes, or to
+    wait more than :data:`PIPE_IDLE_SECONDS` for the next byte of a writer that is there;
+    a pipe with no writer (a named pipe no one opened) reads as empty at once."""
+
+    def __init__(self, fd: int, limit: int, source: str, what: str,
+                 field: str | None) -> None:
+        self._fd, self._left, self._limit = fd, limit + 1, limit
+        self._source, self._what, self._field = source, what, field
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._left <= 0:
+            raise _too_large(self._source, self._what, self._limit, self._field)
+        while True:
+            # Non-blocking: no writer is the end (0), a silent writer is waited for.
+            try:
+                n = os.readv(self._fd, [memoryview(buffer)[: min(len(buffer), self._left)]])
+                break
+            except BlockingIOError:
+                ready, _, _ = select.select([self._fd], [], [], PIPE_IDLE_SECONDS)
+                if not ready:
+                    raise BadInputError(
+                        f"nothing arrived on the pipe for {PIPE_IDLE_SECONDS:g} s; expected "
+                        f"{self._what}", source=self._source, field=self._field) from None
+        self._left -= n
+        if self._left <= 0:
+            raise _too_large(self._source, self._what, self._limit, self._field)
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+def _too_large(source: str, what: str, limit: int, field: str | None) -> BadInputError:
+    size = size_text(limit)
+    return BadInputError(f"file over {limit} bytes" + (f" ({size})" if "bytes" not in size else
+                                                       "")
+                         + f", the most {what} may hold; not read further", source=source,
+                         field=field, reason="too_large")
+
+
+@contextmanager
+def open_input(path: str | os.PathLike[str], *, what: str, limit: int,
+               field: str | None = None) -> Iterator[IO[bytes]]:
+    """A binary handle on the input file ``path``: a regular file (seekable) or a pipe
+    (read once, never past ``limit`` bytes nor waiting more than :data:`PIPE_IDLE_SECONDS`
+    for a byte); anything else is a :class:`BadInputError` in one line, before a byte is
+    read. ``what`` names the format in errors ("a keyring"), ``limit`` is its bound in
+    bytes (a regular file larger than it is refused unread), ``field`` the option.
+
+    A named pipe is opened without waiting for a writer (a pipe no one writes to is an
+    empty input, not a hang); a folder, a device (``/dev/zero``, ``/dev/urandom``, a
+    terminal) or a socket is refused.
+    """
+    source = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise BadInputError(f"cannot read: no such file; expected {what}", source=source,
+                            field=field) from None
+    except OSError as exc:
+        why = ("is a socket, not a file" if exc.errno == errno.ENXIO
+               else f"cannot read: {exc.strerror or exc}")
+        raise BadInputError(f"{why}; expected {what}", source=source, field=field) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise BadInputError(f"is a folder; expected {what}", source=source, field=field)
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            kind = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+            raise BadInputError(f"is {kind}, not a file; expected {what} (a file or a pipe)",
+                                source=source, field=field)
+        if stat.S_ISREG(mode):
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            if os.fstat(fd).st_size > limit:
+                raise _too_large(source, what, limit, field)
+            fh: IO[bytes] = os.fdopen(fd, "rb")
+        else:
+            fh = cast(IO[bytes], io.BufferedReader(_Pipe(fd, limit, source, what, field)))
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        try:
+            yield fh
+        except OSError as exc:
+            raise BadInputError(f"cannot read: {exc.strerror or exc}; expected {what}",
+                                source=source, field=field) from None
+
+
+def read_input(path: str | os.PathLike[str], *, what: str, limit: int,
+               field: str | None = None) -> bytes:
+    """The bytes of the input file ``path`` (:func:`open_input`), at most ``limit`` of them
+    (a file that grows while read, a ``/proc`` file, is cut off there and refused)."""
+    with open_input(path, what=what, limit=limit, field=field) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise _too_large(str(path), what, limit, field)
+    return data
 
 Writer = Callable[[Path], object]
 """Writes the whole file at the path it is given (a temporary file next to the target)."""

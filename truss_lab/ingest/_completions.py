@@ -50,6 +50,7 @@ from ._tables_in import is_table, records_jsonl, relocate, source_name, table_re
 __all__ = [
     "COMPLETION_FIELDS",
     "COMPLETION_KEY",
+    "MAX_COMPLETIONS_FILE",
     "MAX_COMPLETION_CONFIG",
     "MAX_COMPLETION_LINE",
     "MAX_COMPLETION_NAME",
@@ -100,6 +101,9 @@ their bounds fits, however it is escaped (a character is at most 12 bytes of JSO
 ``\\uXXXX`` surrogate pair: 12 MiB of text, 768 KiB of config, 36 KiB of names); a
 longer line is refused without being read whole (a megabyte at a time, dropped as read),
 so a 50 MB line costs the reader a few megabytes of memory, not several copies of it."""
+MAX_COMPLETIONS_FILE = 16 << 30
+"""Most bytes of a completions JSONL file (read whole: a pipe is read no further, a larger
+file is refused unread)."""
 
 _Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_COMPLETION_NAME)]
 
@@ -360,7 +364,8 @@ def read_completions(
                               max_cell=MAX_COMPLETION_LINE)
         lines, errors = split_lines(records_jsonl(table.records), source)
     else:
-        lines, errors = bounded_lines(path, MAX_COMPLETION_LINE, "completions", _BOUNDS)
+        lines, errors = bounded_lines(path, MAX_COMPLETION_LINE, "completions", _BOUNDS,
+                                      MAX_COMPLETIONS_FILE)
     texts = [t for _, t in lines]
     numbers = np.asarray([i for i, _ in lines], dtype=np.int64)
     values, fast = parse_lines(texts)

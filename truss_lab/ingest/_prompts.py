@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import string
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,6 +25,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core._errors import BadInputError
+from ..core._files import read_input
+from ..core._toml import parse_toml
 from ._strict import SecretFree
 
 __all__ = [
@@ -162,10 +163,10 @@ def user_to_file(user: str) -> str:
 def parse_prompt_text(text: str, source: str = "<memory>") -> PromptFileModel:
     """Read the TOML text of one prompt file; errors name ``source`` and the field."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInputError(f"not TOML ({exc})", source=source,
-                            reason="bad_toml") from None
+        data = parse_toml(text, source=source, what="the prompt file")
+    except BadInputError as exc:
+        raise BadInputError(exc.message, source=source, line=exc.line,
+                            reason=exc.reason or "bad_toml") from None
     return _model(data, source)
 
 
@@ -188,16 +189,8 @@ def _model(data: Mapping[str, Any], source: str) -> PromptFileModel:
 def read_prompt_file(path: str | Path) -> PromptFileModel:
     """Read one prompt template file (Formats §6)."""
     source = str(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_PROMPT_FILE + 1)
-    except OSError as exc:
-        raise BadInputError(f"cannot read the prompt file ({exc.strerror})",
-                            source=source) from None
-    if len(data) > MAX_PROMPT_FILE:
-        raise BadInputError(f"file over {MAX_PROMPT_FILE} bytes, not read whole (system, user "
-                            f"and description hold at most {MAX_PROMPT_TEXT} characters each)",
-                            source=source, reason="too_large")
+    data = read_input(path, what="a prompt file (system, user and description hold at most "
+                      f"{MAX_PROMPT_TEXT} characters each)", limit=MAX_PROMPT_FILE)
     try:
         # As a text-mode read would: universal newlines (a template's hash sees "\n").
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")

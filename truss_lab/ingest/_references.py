@@ -41,6 +41,7 @@ from ._tables_in import is_table, records_jsonl, relocate, source_name, table_re
 
 __all__ = [
     "MAX_REFERENCE_EVIDENCE",
+    "MAX_REFERENCE_FILE",
     "MAX_REFERENCE_LINE",
     "MAX_REFERENCE_NAME",
     "MAX_REFERENCE_TEXT",
@@ -73,6 +74,8 @@ MAX_REFERENCE_LINE = 1024 * 1024
 """Most bytes of one line (its newline not counted): every line whose fields are within
 their bounds fits, however it is escaped (at most 12 bytes of JSON a character: 192 KiB of
 text, 195 KiB of evidence); a longer line is refused without being read whole."""
+MAX_REFERENCE_FILE = 1 << 30
+"""Most bytes of a references file (a pipe is read no further; a larger file unread)."""
 _BOUNDS = {"text": f"{MAX_REFERENCE_TEXT} characters",
            "reference_id": f"{MAX_REFERENCE_NAME} characters",
            "annotator": f"{MAX_REFERENCE_NAME} characters",
@@ -149,7 +152,8 @@ def read_references(
     if table is not None:  # a table: read as the JSON lines its rows would be
         lines, errors = split_lines(records_jsonl(table.records), source)
     else:
-        lines, errors = bounded_lines(path, MAX_REFERENCE_LINE, "references", _BOUNDS)
+        lines, errors = bounded_lines(path, MAX_REFERENCE_LINE, "references", _BOUNDS,
+                                      MAX_REFERENCE_FILE)
     rows: list[dict[str, Any]] = []
     numbers: list[int] = []
     for number, text in lines:

@@ -34,6 +34,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, St
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
+from ..core._files import open_input
 from ..core._secrets import holds_secret, redact, redact_many
 
 __all__ = [
@@ -271,7 +272,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 
 
 def read_bounded_lines(
-    path: str | os.PathLike[str], max_line: int, what: str,
+    path: str | os.PathLike[str], max_line: int, what: str, limit: int,
 ) -> tuple[bytes, list[tuple[int, str | None]]]:
     """A JSONL file's bytes with every line longer than ``max_line`` bytes (its newline
     not counted) left blank, and ``(line, field)`` of each such line: ``field`` is the
@@ -281,11 +282,12 @@ def read_bounded_lines(
     one's pieces are dropped once it is past the bound, so memory is bounded by the good
     lines, not by what the file holds. A regular file is first scanned a megabyte at a
     time (numpy finds the newlines) and, without a long line, read whole as before; a
-    pipe is read once, keeping the good lines. ``what`` names the file in a read error.
+    pipe is read once, keeping the good lines. ``what`` names the file in a read error;
+    the file (:func:`~truss_lab.core._files.open_input`) holds at most ``limit`` bytes.
     """
     source = str(path)
     try:
-        with open(path, "rb") as fh:
+        with open_input(path, what=f"a {what} file", limit=limit) as fh:
             if fh.seekable():
                 if not _has_long_line(fh, max_line):
                     fh.seek(0)
@@ -308,13 +310,14 @@ def read_bounded_lines(
 
 def bounded_lines(
     path: str | os.PathLike[str], max_line: int, what: str, bounds: Mapping[str, str],
+    limit: int,
 ) -> tuple[list[tuple[int, str]], list[BadInputError]]:
     """The numbered non-blank lines of a JSONL file (:func:`split_lines`), every line over
     ``max_line`` bytes refused unread (:func:`read_bounded_lines`): a ``line_too_long``
     error naming the field that makes it long and, from ``bounds`` (field -> what it may
-    hold), its bound. ``what`` names the file in a read error."""
+    hold), its bound. ``what`` names the file in a read error; ``limit`` bounds its size."""
     source = str(path)
-    data, long = read_bounded_lines(path, max_line, what)
+    data, long = read_bounded_lines(path, max_line, what, limit)
     lines, errors = split_lines(data, source)
     errors += [input_error(
         f"line over {max_line} bytes, not read whole"

@@ -24,10 +24,12 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..core._files import open_input, read_input
 from ._strict import csv_records, input_error
 
 __all__ = [
     "FRAME_SOURCE",
+    "MAX_TABLE_FILE",
     "TableRows",
     "frame_csv",
     "input_bytes",
@@ -56,16 +58,18 @@ def source_name(source: Any) -> str:
     return FRAME_SOURCE if isinstance(source, pd.DataFrame) else str(source)
 
 
-def input_bytes(source: Any, what: str) -> bytes:
-    """The bytes of a file ``source`` (one line on a read error), or a DataFrame as the
-    CSV it would be written as (:func:`frame_csv`). ``what`` names the file in an error."""
+MAX_TABLE_FILE = 4 << 30
+"""Most bytes of a table file (CSV or Parquet) read whole: records, labels, match labels."""
+
+
+def input_bytes(source: Any, what: str, limit: int = MAX_TABLE_FILE) -> bytes:
+    """The bytes of a file ``source`` (:func:`~truss_lab.core._files.read_input`: a
+    regular file or a pipe, at most ``limit`` bytes; one line on a read error), or a
+    DataFrame as the CSV it would be written as (:func:`frame_csv`). ``what`` names the
+    file in an error."""
     if isinstance(source, pd.DataFrame):
         return frame_csv(source)
-    try:
-        return Path(source).read_bytes()
-    except OSError as exc:
-        raise BadInputError(f"cannot read {what} file: {exc.strerror}",
-                            source=str(source)) from exc
+    return read_input(source, what=f"a {what} file", limit=limit)
 
 
 def frame_csv(df: pd.DataFrame) -> bytes:
@@ -154,7 +158,11 @@ def table_records(source: Any, *, counts: Collection[str] = (),
 
         out = TableRows(str(source))
         try:
-            rows = pq.read_table(source).to_pylist()
+            with open_input(source, what="a Parquet file", limit=MAX_TABLE_FILE) as fh:
+                if not fh.seekable():  # Parquet's footer is at its end
+                    raise BadInputError("is a pipe; a Parquet file is read from its end, "
+                                        "so name the file itself", source=str(source))
+                rows = pq.read_table(fh).to_pylist()
         except (OSError, ValueError) as exc:
             raise BadInputError(f"cannot read Parquet: {exc}", source=str(source)) from None
         out.numbers = list(range(2, len(rows) + 2))

@@ -26,10 +26,12 @@ import nacl.signing
 
 from ..core._canonical import MalformedJSON, canonical, jcs_string, loads_strict
 from ..core._errors import BadInputError
-from ..core._files import write_output
+from ..core._files import read_input, write_output
 
 __all__ = [
     "GENESIS_HASH",
+    "MAX_KEYRING_FILE",
+    "MAX_KEY_FILE",
     "SigningKey",
     "build_entry",
     "entry_digest",
@@ -43,6 +45,10 @@ __all__ = [
 ]
 
 GENESIS_HASH = "0" * 64
+MAX_KEY_FILE = 64 << 10
+"""Most bytes of a key file (its JSON holds a key id and a 32-byte seed)."""
+MAX_KEYRING_FILE = 16 << 20
+"""Most bytes of a keyring (some 100,000 keys)."""
 
 
 def format_ts(dt: datetime) -> str:
@@ -293,12 +299,11 @@ class SigningKey:
             No such file, or not a truss_lab key file.
         """
         p = Path(path)
+        raw = read_input(p, what="a key file", limit=MAX_KEY_FILE)
         try:
-            data = loads_strict(p.read_bytes())  # the one strict JSON reader: depth bounded
+            data = loads_strict(raw)  # the one strict JSON reader: depth bounded
             seed = base64.b64decode(data["ed25519_seed"], validate=True)
             return cls.from_seed(str(data["key_id"]), seed)
-        except FileNotFoundError:
-            raise BadInputError("no such key file", source=str(p)) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise BadInputError(f"not a truss_lab key file ({exc})", source=str(p)) from None
 
@@ -367,21 +372,18 @@ def build_entry(
 def load_keyring(path: str | os.PathLike[str]) -> dict[str, bytes]:
     """Read a keyring JSON (``key_id`` → standard base64 raw public key)."""
     p = Path(path)
+    data = read_input(p, what="a keyring", limit=MAX_KEYRING_FILE)
     try:
         # The one strict JSON reader (the journal's): nesting is bounded, a duplicated
         # key is refused (json would keep the last silently: a second entry could swap
         # the key a reviewer read for another one).
-        raw = loads_strict(p.read_bytes())
-    except FileNotFoundError:
-        raise BadInputError("no such keyring file", source=str(p)) from None
+        raw = loads_strict(data)
     except MalformedJSON as exc:
         if exc.reason == "duplicate_key":
             raise BadInputError("key id appears twice; a keyring names each key once",
                                 source=str(p), field=exc.field) from None
         raise BadInputError(f"keyring is not JSON ({exc})", source=str(p),
                             field=exc.field) from None
-    except OSError as exc:
-        raise BadInputError(f"cannot read keyring: {exc.strerror}", source=str(p)) from None
     if not isinstance(raw, Mapping):
         raise BadInputError("a keyring maps key_id to a base64 public key", source=str(p))
     out: dict[str, bytes] = {}

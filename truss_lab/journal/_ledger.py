@@ -13,7 +13,6 @@ import base64
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -412,8 +411,6 @@ def import_journal(
     (1200, 0, 1200)
     """
     source = str(path)
-    if not Path(path).is_file():
-        raise BadInputError("no such journal file", source=source)
     ring = _import_keyring(store, keyring)
     parsed = read_journal(path)
     cols = parsed.columns

@@ -33,17 +33,19 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import IO, Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from ..core._canonical import MalformedJSON, canonical, jcs_string, loads_strict
 from ..core._errors import BadInputError
+from ..core._files import open_input
 
 __all__ = [
     "ENTRY_FIELDS",
+    "MAX_JOURNAL_FILE",
+    "MAX_JOURNAL_LINE",
     "POLICY_ENTRY_KIND",
     "VERDICT_KIND",
     "VERDICT_OUTCOMES",
@@ -575,13 +577,28 @@ def read_journal_lines(lines: Iterable[str | bytes], *, source: str = "<memory>"
     return ParsedJournal(source, cols)
 
 
+MAX_JOURNAL_LINE = 16 << 20
+"""Most bytes of one journal line (an entry whose payload is a verdict with its checks is a
+few kilobytes); a longer line is refused without being read whole."""
+MAX_JOURNAL_FILE = 64 << 30
+"""Most bytes of a journal file (a pipe is read no further)."""
+
+
 def read_journal(path: str | os.PathLike[str]) -> ParsedJournal:
-    """:func:`read_journal_lines` over a file (read as UTF-8, line by line)."""
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            return read_journal_lines(fh, source=str(p))
-    except FileNotFoundError:
-        raise BadInputError("no such journal file", source=str(p)) from None
-    except IsADirectoryError:
-        raise BadInputError("expected a journal file, got a directory", source=str(p)) from None
+    """:func:`read_journal_lines` over a file or a pipe
+    (:func:`~truss_lab.core._files.open_input`), read as UTF-8 line by line, each line at
+    most :data:`MAX_JOURNAL_LINE` bytes."""
+    source = str(path)
+    with open_input(path, what="a journal file", limit=MAX_JOURNAL_FILE) as fh:
+        return read_journal_lines(_bounded_lines(fh, source), source=source)
+
+
+def _bounded_lines(fh: IO[bytes], source: str) -> Iterator[bytes]:
+    number = 0
+    while line := fh.readline(MAX_JOURNAL_LINE + 1):
+        number += 1
+        if len(line) > MAX_JOURNAL_LINE and not (len(line) == MAX_JOURNAL_LINE + 1
+                                                  and line.endswith(b"\n")):
+            raise BadInputError(f"line over {MAX_JOURNAL_LINE} bytes, not read whole",
+                                source=source, line=number, reason="line_too_long")
+        yield line
