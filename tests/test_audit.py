@@ -292,7 +292,8 @@ def _insert_lesson(db: Store, run_id: str, salience: float) -> str:
 def test_gate_respected_lesson_below_threshold(db: Store) -> None:
     eid = _insert_lesson(db, SCORED_RUN, 0.5)
     failed, report = _audited(db)
-    assert failed == {"gate_respected"}
+    # ... and no candidate wrote it
+    assert failed == {"gate_respected", "lessons_match_candidates"}
     rows = report["gate_respected"].rows
     assert set(rows["entry_id"]) == {eid}
     assert "lesson below its run's extraction_min_salience" in set(rows["problem"])
@@ -322,14 +323,16 @@ def test_gate_respected_on_a_run_without_recordings(db: Store) -> None:
 
 def test_policy_targets_valid(db: Store) -> None:
     db.sql("UPDATE policy_records SET target = 'core_identity' WHERE policy_id = 'router'")
-    assert _failed(db) == {"policy_targets_valid"}
+    assert _failed(db) == {"policy_targets_valid", "policy_records_match_entries"}
 
 
 def test_policy_provenance_signed(db: Store) -> None:
     db.sql("UPDATE policy_records SET produced_by_hash = ? WHERE policy_id = 'router'",
            ["f" * 64])
-    # verify_chain checks every policy record's provenance too (issue 28 item 14)
-    assert _failed(db) == {"policy_provenance_signed", "chain_verifies"}
+    # verify_chain checks every policy record's provenance too (issue 28 item 14), and the
+    # signed entry it pointed at has no record now
+    assert _failed(db) == {"policy_provenance_signed", "chain_verifies",
+                           "policy_records_match_entries"}
 
 
 def test_policy_provenance_missing_from_sources(db: Store) -> None:
@@ -347,7 +350,7 @@ def test_policy_chains_simple_cycle(db: Store) -> None:
     db.sql("UPDATE policy_records SET supersedes = ?, superseded_by = ? WHERE record_id = ?",
            [v1, v1, v2])
     failed, report = _audited(db)
-    assert failed == {"policy_chains_simple"}
+    assert failed == {"policy_chains_simple", "policy_records_match_entries"}
     problems = set(report["policy_chains_simple"].rows["problem"])
     assert "supersession cycle" in problems
 
@@ -358,14 +361,73 @@ def test_policy_chains_simple_fork(db: Store) -> None:
     db.sql("INSERT INTO policy_records SELECT 'policy-fork', policy_id, target, 3, settings, "
            "trust, produced_by_seq, produced_by_hash, sources, extractor_id, run_id, "
            "created_at, ?, NULL FROM policy_records WHERE record_id = ?", [v1, v1])
-    assert _failed(db) == {"policy_chains_simple"}
+    assert _failed(db) == {"policy_chains_simple", "policy_records_match_entries"}
+
+
+# Issue 39 item 7: direct edits of governed rows, each caught against what was signed
+# (a policy record against its lab entry) or what wrote it (a lesson against its candidate).
+
+
+def _policy(db: Store, policy_id: str = "router") -> str:
+    return _one(db, "SELECT record_id FROM policy_records WHERE policy_id = ? "
+                    "AND superseded_by IS NULL", [policy_id])[0]
+
+
+@pytest.mark.parametrize("column,value", [
+    ("settings", '{"extraction_min_salience": 0.05}'), ("trust", "verified"),
+    ("version", 7), ("policy_id", "other")])
+def test_policy_records_match_entries_edited(db: Store, column: str, value: object) -> None:
+    rid = _policy(db, "min-salience")
+    db.sql(f"UPDATE policy_records SET {column} = ? WHERE record_id = ?", [value, rid])
+    failed, report = _audited(db)
+    assert "policy_records_match_entries" in failed
+    assert failed <= {"policy_records_match_entries", "policy_chains_simple"}
+    rows = report["policy_records_match_entries"].rows
+    assert rows["record_id"].tolist() == [rid]
+    assert f"{column} " in rows["problem"].iat[0] and "signed:" in rows["problem"].iat[0]
+
+
+def test_policy_records_match_entries_deleted(db: Store) -> None:
+    n = _one(db, "SELECT count(*) FROM policy_records")[0]
+    db.sql("DELETE FROM policy_records")
+    failed, report = _audited(db)
+    assert failed == {"policy_records_match_entries"}
+    rows = report["policy_records_match_entries"].rows
+    assert len(rows) == n and set(rows["problem"]) == {
+        "signed policy entry has no record (the record was deleted)"}
+
+
+def test_policy_records_match_entries_supersedes(db: Store) -> None:
+    v1, v2 = [r[0] for r in db.sql(
+        "SELECT record_id FROM policy_records WHERE policy_id = 'min-salience' ORDER BY version"
+    ).fetchall()]
+    # v2 no longer supersedes v1, and v1 is a head again: two heads, and unsigned
+    db.sql("UPDATE policy_records SET supersedes = NULL WHERE record_id = ?", [v2])
+    db.sql("UPDATE policy_records SET superseded_by = NULL WHERE record_id = ?", [v1])
+    failed, report = _audited(db)
+    assert failed == {"policy_records_match_entries", "policy_chains_simple"}
+    assert "supersedes None" in report["policy_records_match_entries"].rows["problem"].iat[0]
+
+
+@pytest.mark.parametrize("column,value", [
+    ("salience", 0.99), ("text", "an edited lesson"), ("evidence", ["check:forged"]),
+    ("lesson_index", 7)])
+def test_lessons_match_candidates_edited(db: Store, column: str, value: object) -> None:
+    eid = _a_lesson(db)
+    db.sql(f"UPDATE memory_entries SET {column} = ? WHERE entry_id = ?", [value, eid])
+    failed, report = _audited(db)
+    assert "lessons_match_candidates" in failed
+    rows = report["lessons_match_candidates"].rows
+    assert rows["entry_id"].tolist() == [eid]
+    assert rows["problem"].iat[0] == f"differs from its candidate in {column}"
 
 
 def test_candidates_match_completions_text(db: Store) -> None:
     db.sql("UPDATE candidates SET text = text || ' (edited)' WHERE candidate_id = ("
            "SELECT min(candidate_id) FROM candidates WHERE run_id = ? AND valid)", [ON_RUN])
     failed, report = _audited(db)
-    assert failed == {"candidates_match_completions"}
+    # the candidate wrote a lesson, which no longer has its text
+    assert failed == {"candidates_match_completions", "lessons_match_candidates"}
     rows = report["candidates_match_completions"].rows
     assert len(rows) == 2  # the edited row, and the parsed lesson it no longer matches
 
@@ -507,7 +569,8 @@ def test_cli_audit(good_db: Path, tmp_path: Path) -> None:
     assert res.exit_code == 1
     doc = json.loads(res.output)
     assert doc["ok"] is False
-    assert [c["name"] for c in doc["checks"] if not c["passed"]] == ["policy_targets_valid"]
+    assert [c["name"] for c in doc["checks"] if not c["passed"]] == [
+        "policy_targets_valid", "policy_records_match_entries"]
 
     res = invoke("audit", "--db", str(tmp_path / "none.duckdb"))
     assert res.exit_code == 2

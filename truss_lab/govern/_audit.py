@@ -43,6 +43,11 @@ name                                      inv.   fails when
 ``policy_provenance_signed``              8      a policy record's produced_by is not a
                                                  stored journal entry with that hash, or is
                                                  not among its sources
+``policy_records_match_entries``          8      a policy record's policy_id, target,
+                                                 version, settings, trust or supersedes is
+                                                 not what its signed lab entry says, its id
+                                                 is not the one that entry gives, or a
+                                                 signed policy entry has no record
 ``policy_chains_simple``                  8      supersession pointers fork, cycle, dangle
                                                  or leave a policy without exactly one head
 ``default_query_verified_only``           5      ``query_memory(store)`` returns an entry
@@ -50,6 +55,10 @@ name                                      inv.   fails when
 ``candidates_match_completions``          2      re-parsing a run's recorded completions
                                                  (one per sample) does not give its
                                                  candidate rows
+``lessons_match_candidates``              2, 4   a lesson of an extraction run differs from
+                                                 the candidate that wrote it (text,
+                                                 evidence, salience = the candidate's score,
+                                                 index, extractor), or no candidate wrote it
 ``labels_point_at_lessons``               -      a gold label names a verdict the journal
                                                  does not hold, or a lesson_index beyond
                                                  the completion's lessons
@@ -72,6 +81,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core._errors import BadInputError
+from ..core._ids import derive_id
 from ..core._models import LessonExtractionPolicy, PolicyTarget, Trust
 from ..extract._parser import candidates_frame, parse_completion
 from ..journal._ledger import verify_chain
@@ -310,6 +320,42 @@ def _policy_provenance_signed(store: Store) -> tuple[pd.DataFrame, str]:
     return rows, "every policy record points at a stored (chain-verified) lab journal entry"
 
 
+def _policy_records_match_entries(store: Store) -> tuple[pd.DataFrame, str]:
+    rows = audit_rows(store, "policy_records_and_entries", _DEFS)
+    problems: list[dict[str, Any]] = []
+    for r in rows.itertuples():
+        where = {"record_id": None if pd.isna(r.record_id) else r.record_id,
+                 "entry_seq": int(r.entry_seq), "entry_hash": r.entry_hash}
+        if pd.isna(r.payload):
+            continue  # a record pointing at no entry: policy_provenance_signed's finding
+        signed = json.loads(r.payload)
+        if where["record_id"] is None:
+            problems.append({**where, "problem": "signed policy entry has no record (the "
+                             "record was deleted)"})
+            continue
+        stored = {"policy_id": r.policy_id, "target": r.target, "version": int(r.version),
+                  "settings": json.loads(r.settings), "trust": r.trust,
+                  "supersedes": None if pd.isna(r.supersedes) else r.supersedes}
+        differ = [f"{k} {stored[k]!r} (signed: {signed[k]!r})" for k in stored
+                  if k in signed and stored[k] != signed[k]]
+        if r.record_id != derive_id("policy", signed.get("policy_id"), signed.get("version"),
+                                    r.entry_hash):
+            differ.append("record_id is not the one its signed entry gives")
+        if differ:
+            problems.append({**where, "problem": "record differs from its signed entry: "
+                             + "; ".join(differ)})
+    out = pd.DataFrame(problems, columns=["record_id", "entry_seq", "entry_hash", "problem"])
+    n = int(rows["record_id"].notna().sum()) if len(rows) else 0
+    return out, (f"{n} policy record(s), each what its signed lab entry says (settings, "
+                 "target, trust, version, supersession), every signed entry with its record")
+
+
+def _lessons_match_candidates(store: Store) -> tuple[pd.DataFrame, str]:
+    rows = audit_rows(store, "lessons_unlike_candidates", _DEFS)
+    return rows, ("every lesson of an extraction run is its candidate's text, evidence, "
+                  "score and index")
+
+
 def _policy_chains_simple(store: Store) -> tuple[pd.DataFrame, str]:
     problems = check_policy_chains(store)
     # Invalid targets are policy_targets_valid's finding; report each fault once.
@@ -425,9 +471,11 @@ CHECKS: dict[str, tuple[str, CheckFn]] = {
     "gate_respected": ("2", _gate_respected),
     "policy_targets_valid": ("7", _policy_targets_valid),
     "policy_provenance_signed": ("8", _policy_provenance_signed),
+    "policy_records_match_entries": ("8", _policy_records_match_entries),
     "policy_chains_simple": ("8", _policy_chains_simple),
     "default_query_verified_only": ("5", _default_query_verified_only),
     "candidates_match_completions": ("2", _candidates_match_completions),
+    "lessons_match_candidates": ("2, 4", _lessons_match_candidates),
     "labels_point_at_lessons": ("-", _labels_point_at_lessons),
     "references_point_at_verdicts": ("-", _references_point_at_verdicts),
 }

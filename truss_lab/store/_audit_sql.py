@@ -190,6 +190,52 @@ AUDIT_SQL: Mapping[str, str] = {
                                                      'hash': p.produced_by_hash}), false)
         ORDER BY p.record_id
     """,
+    "policy_records_and_entries": """
+        -- Every policy record with the signed lab entry it points at (NULLs when there is
+        -- none), and every signed policy entry no record points at (a NULL record_id).
+        WITH j AS (SELECT seq, hash, payload FROM lab_journal WHERE kind = $policy_kind
+                   UNION ALL SELECT seq, hash, payload FROM journal WHERE kind = $policy_kind)
+        SELECT p.record_id, p.policy_id, p.target, p.version, CAST(p.settings AS VARCHAR)
+               AS settings, p.trust, p.supersedes, p.superseded_by,
+               coalesce(j.seq, p.produced_by_seq) AS entry_seq,
+               coalesce(j.hash, p.produced_by_hash) AS entry_hash,
+               CAST(j.payload AS VARCHAR) AS payload
+        FROM policy_records p
+        FULL JOIN j ON j.seq = p.produced_by_seq AND j.hash = p.produced_by_hash
+        ORDER BY entry_seq, p.record_id
+    """,
+    "lessons_unlike_candidates": """
+        -- A lesson of an extraction run is its candidate's text, evidence, score, index,
+        -- extractor and verdict, as the gate wrote them: an edit of either side shows.
+        SELECT m.entry_id, m.run_id,
+               CASE WHEN NOT EXISTS (SELECT 1 FROM candidates c WHERE c.entry_id = m.entry_id)
+                    THEN 'no candidate wrote it'
+                    ELSE 'differs from its candidate in ' || (
+                        SELECT concat_ws(', ',
+                            CASE WHEN c.text IS DISTINCT FROM m.text THEN 'text' END,
+                            CASE WHEN c.score IS DISTINCT FROM m.salience THEN 'salience' END,
+                            CASE WHEN c.evidence IS DISTINCT FROM m.evidence
+                                 THEN 'evidence' END,
+                            CASE WHEN c.lesson_index IS DISTINCT FROM m.lesson_index
+                                 THEN 'lesson_index' END,
+                            CASE WHEN c.extractor_id IS DISTINCT FROM m.extractor_id
+                                 THEN 'extractor_id' END,
+                            CASE WHEN c.run_id IS DISTINCT FROM m.run_id THEN 'run_id' END)
+                        FROM candidates c WHERE c.entry_id = m.entry_id
+                        ORDER BY c.candidate_id LIMIT 1)
+               END AS problem
+        FROM memory_entries m
+        WHERE m.kind = $lesson AND m.run_id IN (SELECT run_id FROM extraction_runs)
+          AND NOT EXISTS (
+            SELECT 1 FROM candidates c
+            WHERE c.entry_id = m.entry_id AND c.run_id = m.run_id
+              AND c.text IS NOT DISTINCT FROM m.text
+              AND c.score IS NOT DISTINCT FROM m.salience
+              AND c.evidence IS NOT DISTINCT FROM m.evidence
+              AND c.lesson_index IS NOT DISTINCT FROM m.lesson_index
+              AND c.extractor_id IS NOT DISTINCT FROM m.extractor_id)
+        ORDER BY m.entry_id
+    """,
     "references_not_at_verdicts": """
         -- Reference lessons and match labels whose verdict is no contract_verdict of the
         -- journal (the ingest lands them with a warning: they may come before their verdict).
