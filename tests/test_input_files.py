@@ -99,13 +99,13 @@ def _feed(fifo: Path, data: bytes, hold: float = 0.0) -> threading.Thread:
 def test_a_pipe_is_read_within_its_bound(tmp_path: Path) -> None:
     fifo = tmp_path / "big.fifo"
     os.mkfifo(fifo)
-    t = _feed(fifo, b"x" * 300_000)
+    t = _feed(fifo, b"x" * 300_000, hold=3)
     with pytest.raises(BadInputError, match="file over 100000 bytes") as exc:
         read_input(fifo, what="a test file", limit=100_000)
     assert exc.value.reason == "too_large"
     small = tmp_path / "small.fifo"
     os.mkfifo(small)
-    t = _feed(small, b"y" * 1000)
+    t = _feed(small, b"y" * 1000, hold=3)  # open until read: a pipe no one holds is gone
     assert read_input(small, what="a test file", limit=100_000) == b"y" * 1000
     t.join(5)
 
