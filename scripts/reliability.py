@@ -45,7 +45,9 @@ scripted HTTP server of tests/builders/http_server.py):
   without paying a call twice (full run only);
 * the attacker's fourth pass, issue #39 (scripts/reliability_attack.py): secrets in every
   encoding and every user file (the dump of scripts/secrets_dump.py); a named pipe,
-  /dev/zero and /dev/urandom as every input; TOML nested 500 deep.
+  /dev/zero and /dev/urandom as every input; TOML nested 500 deep; direct edits of
+  governed rows (policy records, lessons) failing the audit; CSV formula cells escaped
+  and a grid's size bounded.
 
 Exit status 1 when any row fails.
 """

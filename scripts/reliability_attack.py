@@ -172,7 +172,51 @@ def governed_row(row: Callable[..., Any], tmp: Path) -> Any:
     return tally(row, "direct edits of governed rows: audit fails", checks)
 
 
+FORMULAS = ('=HYPERLINK("http://evil.example","x")', "@SUM(A1:A9)", "+1+1", "-2-2",
+            "\tTAB", "\rCR")
+
+
+def weak_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 8 (weak), the parts done: reference texts a spreadsheet would run come out of
+    a CSV export with a leading ', and a grid of 1,000,000 cells is one line with its
+    count, at once."""
+    import csv
+    import json
+    import time
+
+    from truss_lab.store._store import Store
+
+    db = _inputs_db(tmp)
+    with Store(db, read_only=True) as s:
+        vh = s.sql("SELECT hash FROM journal WHERE kind = 'contract_verdict' LIMIT 1"
+                   ).fetchall()[0][0]
+    refs = tmp / "inputs" / "formula_refs.jsonl"
+    refs.write_text("".join(json.dumps({"verdict_hash": vh, "reference_id": f"f{i}",
+                                        "text": t, "annotator": "attacker"}) + "\n"
+                            for i, t in enumerate(FORMULAS)), encoding="utf-8")
+    checks = {"formula references ingested": run_cli(
+        ["ingest", "references", str(refs), "--db", str(db)]).returncode == 0}
+    out = tmp / "inputs" / "export_csv"
+    checks["export csv ran"] = run_cli(["export", "--db", str(db), "--format", "csv",
+                                        "--out", str(out)]).returncode == 0
+    with open(out / "reference_lessons.csv", encoding="utf-8", newline="") as fh:
+        texts = {r["text"] for r in csv.DictReader(fh) if r["annotator"] == "attacker"}
+    for t in FORMULAS:
+        checks[f"{t[:12]!r}: exported with a leading '"] = ("'" + t) in texts
+    grid = tmp / "inputs" / "huge.toml"
+    ten = ", ".join(str(i) for i in range(1, 11))
+    grid.write_text('name = "huge"\n[[axes]]\nextractor = "heuristic"\n'
+                    f"seed = [{', '.join(str(i) for i in range(100))}]\n"
+                    f"temperature = [{ten}]\ntop_p = [{ten}]\nmax_tokens = [{ten}]\n"
+                    f"samples = [{ten}]\n", encoding="utf-8")
+    t0 = time.perf_counter()
+    ok, text = _ended(["grid", str(grid), "--db", str(tmp / "inputs" / "grid.duckdb")])
+    checks["1,000,000-cell grid: one line with its count within 30 s"] = (
+        _one_error(ok, text, "makes 1,000,000 cells") and time.perf_counter() - t0 < 30)
+    return tally(row, "weak: CSV formulas escaped, grid size bounded", checks)
+
+
 def attack_rows(row: Callable[..., Any], tmp: Path, quick: bool) -> list[Any]:
     """The rows of issue 39's items."""
     return [secrets_dump_row(row, tmp), fifo_row(row, tmp), device_row(row, tmp),
-            toml_depth_row(row, tmp)]
+            toml_depth_row(row, tmp), governed_row(row, tmp), weak_row(row, tmp)]

@@ -71,6 +71,27 @@ def test_csv_export_writes_every_relation(db: Path, tmp_path: Path) -> None:
         assert len(df) == e["rows"], e["name"]
 
 
+@pytest.mark.parametrize("text", ['=HYPERLINK("http://evil.example","x")', "@SUM(A1)", "+1",
+                                  "-2", "\tTAB", "\rCR"])
+def test_csv_export_escapes_cells_a_spreadsheet_would_run(db: Path, tmp_path: Path,
+                                                          text: str) -> None:
+    # Issue 39 item 8 (OWASP's CSV injection rule): a text cell starting with = + - @ tab
+    # or CR gets a leading apostrophe; Parquet keeps the value as it is.
+    work = copy_db(db, tmp_path / "w.duckdb")
+    with tl.Store(work) as s:
+        s.sql("UPDATE candidates SET text = ? WHERE candidate_id = (SELECT min(candidate_id) "
+              "FROM candidates)", [text])
+    for fmt in ("csv", "parquet"):
+        r = invoke("export", "--db", str(work), "--format", fmt, "--out", str(tmp_path / fmt))
+        assert r.exit_code == 0, r.output
+    df = pd.read_csv(tmp_path / "csv" / "candidates.csv", keep_default_na=False)
+    assert "'" + text in set(df["text"]) and text not in set(df["text"])
+    texts = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])]
+    assert not any(str(v).startswith(("=", "+", "-", "@", "\t", "\r"))
+                   for v in df[texts].to_numpy().ravel())
+    assert text in set(pd.read_parquet(tmp_path / "parquet" / "candidates.parquet")["text"])
+
+
 def test_labelled_candidates_view_agrees_with_the_library(db: Path) -> None:
     run = sample_run_id(RUNS[0])
     with tl.Store(db, read_only=True) as store:

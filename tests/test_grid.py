@@ -220,3 +220,30 @@ def test_run_grid_from_python(db: Path, tmp_path: Path) -> None:
             ["skipped"]
         assert json.loads(s.sql("SELECT config FROM extraction_runs").fetchall()[0][0]
                           )["grid"] == "py"
+
+
+def test_a_grid_of_a_million_cells_is_refused_with_its_count(tmp_path: Path) -> None:
+    # Issue 39 item 8: 1,000,000 cells ran for over 90 s with no output; now the count is
+    # checked before one cell is built, and a grid says its size before it starts.
+    from truss_lab.extract._grid import MAX_GRID_CELLS
+
+    p = tmp_path / "huge.toml"
+    seeds = ", ".join(str(i) for i in range(100))
+    tens = ", ".join(str(i / 10) for i in range(10))
+    p.write_text(f'name = "huge"\n[[axes]]\nextractor = "heuristic"\ntemperature = [{tens}]\n'
+                 f"seed = [{seeds}]\ntop_p = [{tens}]\n"
+                 f"max_tokens = [{', '.join(str(100 * i + 100) for i in range(10))}]\n"
+                 f"samples = [{', '.join(str(i + 1) for i in range(10))}]\n", encoding="utf-8")
+    r = invoke("grid", p, "--db", tmp_path / "lab.duckdb")
+    assert r.exit_code == 2 and r.output.startswith("error: ") and len(r.output.splitlines()) == 1
+    assert "makes 1,000,000 cells" in r.output and f"{MAX_GRID_CELLS:,}" in r.output
+    assert not (tmp_path / "lab.duckdb").exists()
+
+
+def test_a_grid_says_how_many_cells_before_it_starts(db: Path, tmp_path: Path) -> None:
+    p = tmp_path / "g.toml"
+    p.write_text('name = "two"\nverdicts = "seq <= 5"\n[[axes]]\n'
+                 'extractor = ["heuristic", "replay:sim-good-v1"]\n', encoding="utf-8")
+    r = invoke("grid", p, "--db", db)
+    assert "Traceback" not in r.output and "grid two: 2 runs (2 started" in r.stdout, r.output
+    assert r.stderr.splitlines()[0] == "grid two: 2 cells"

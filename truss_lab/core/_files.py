@@ -33,9 +33,14 @@ from typing import IO, cast
 
 from ._errors import BadInputError
 
-__all__ = ["PIPE_IDLE_SECONDS", "Writer", "check_output_file", "check_output_folder", "open_input",
-           "output_text", "read_input", "size_text", "staged_outputs", "write_output",
-           "write_outputs"]
+__all__ = ["FORMULA_START", "PIPE_IDLE_SECONDS", "Writer", "check_output_file",
+           "check_output_folder", "open_input", "output_text", "read_input", "size_text",
+           "staged_outputs", "write_output", "write_outputs"]
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet runs as a formula when a cell starts with it (CSV injection, OWASP's
+list): a CSV truss_lab writes (a labelling queue's context, an export) starts such a text
+cell with a ``'``."""
 
 PIPE_IDLE_SECONDS = 120.0
 """How long a pipe may send nothing before its reader gives up (a writer that holds a named

@@ -35,7 +35,12 @@ from ._extractor import ExtractorConfig
 from ._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ._spec import make_extractor, spec_run_config
 
-__all__ = ["Grid", "GridCell", "load_grid", "run_grid"]
+__all__ = ["MAX_GRID_CELLS", "Grid", "GridCell", "load_grid", "run_grid"]
+
+MAX_GRID_CELLS = 10_000
+"""Most cells (runs) a grid file may make: a product of a few long lists grows past what
+anyone compares (1,000,000 cells ran for minutes before a word); a larger grid is refused
+with its count before anything is built."""
 
 #: The axes of an ``[[axes]]`` table, in the order cells are spelled (and run ids
 #: written); every one but ``extractor`` and ``model`` is an
@@ -165,7 +170,8 @@ def grid_from_dict(data: Mapping[str, Any], *, source: str = "<grid>") -> Grid:
     cells: list[GridCell] = []
     where: dict[str, str] = {}
     for i, block in enumerate(blocks):
-        for cell in _block_cells(block, f"axes[{i}]", s["name"], s["base_url"], bad):
+        for cell in _block_cells(block, f"axes[{i}]", s["name"], s["base_url"], bad,
+                                 MAX_GRID_CELLS - len(cells)):
             if cell.run_id in where:
                 raise bad(f"gives the same run as {where[cell.run_id]} ({cell.run_id}); "
                           "each cell must differ", f"axes[{i}]")
@@ -188,9 +194,10 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 def _block_cells(block: Mapping[str, Any], at: str, grid_name: str, base_url: str | None,
-                 bad: Any) -> list[GridCell]:
+                 bad: Any, room: int) -> list[GridCell]:
     """The cells of one ``[[axes]]`` table: the product of its lists (a scalar is a list
-    of one), each checked as the extractor it names."""
+    of one), each checked as the extractor it names; more than ``room`` is refused
+    before one is built."""
     unknown = sorted(set(block) - set(AXES) - {"base_url"})
     if unknown:
         raise bad(f"unknown axis; an [[axes]] table has {', '.join(AXES)} (and base_url)",
@@ -214,6 +221,11 @@ def _block_cells(block: Mapping[str, Any], at: str, grid_name: str, base_url: st
                 raise bad(f"expected a value or a list of values, got {json.dumps(v)}",
                           f"{at}.{key}")
         axes[key] = vals
+    n = math.prod(len(v) for v in axes.values())
+    if n > room:
+        raise bad(f"makes {n:,} cells ({' x '.join(str(len(v)) for v in axes.values())}), "
+                  f"more than the {room:,} a grid has room for (at most {MAX_GRID_CELLS:,} "
+                  "cells in all); split it into smaller grids", at)
     cells = []
     for combo in itertools.product(*axes.values()):
         values = dict(zip(axes, combo, strict=True))

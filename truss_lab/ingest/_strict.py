@@ -34,7 +34,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, St
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
-from ..core._files import open_input
+from ..core._files import FORMULA_START, open_input
 from ..core._secrets import holds_secret, redact, redact_many
 
 __all__ = [
@@ -667,11 +667,6 @@ def csv_records(data: bytes, source: str,
             errors.append(input_error(f"malformed CSV: {exc}", source, None, None, "bad_csv",
                                       row=row))
             pos += done + 1
-
-
-#: Context cells a spreadsheet would run as a formula when they start with one of these
-#: (CSV injection): the queue writes them with a leading apostrophe.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def spreadsheet_cell(value: object) -> str:

@@ -28,7 +28,7 @@ import duckdb
 
 from ..core._clock import utcnow
 from ..core._errors import BadInputError
-from ..core._files import check_output_folder
+from ..core._files import FORMULA_START, check_output_folder
 from ..core._version import __version__
 from ._store import SCHEMA_VERSION, Store, quote_ident
 
@@ -103,6 +103,19 @@ def export_store(store: Store, out: str | os.PathLike[str], *,
     return manifest
 
 
+def _csv_cells(store: Store, name: str) -> str:
+    """The select list of ``name`` for a CSV file: a text cell a spreadsheet would run as a
+    formula (it starts with one of :data:`~truss_lab.core._files.FORMULA_START`) gets a
+    leading ``'`` (OWASP's rule for CSV injection); other columns as they are."""
+    starts = "".join(f"\\x{ord(c):02x}" for c in FORMULA_START)
+    out = []
+    for col in columns(store, name):
+        q = quote_ident(col["name"])
+        out.append(f"CASE WHEN regexp_matches({q}, '^[{starts}]') THEN chr(39) || {q} "
+                   f"ELSE {q} END AS {q}" if col["type"] == "VARCHAR" else q)
+    return ", ".join(out)
+
+
 def _check_new_folder(dest: Path) -> None:
     check_output_folder(dest, what="a new folder")
     if not dest.exists():
@@ -122,7 +135,9 @@ def _write_export(store: Store, dest: Path, format: str) -> dict[str, Any]:
         option = "FORMAT parquet" if format == "parquet" else "FORMAT csv, HEADER true"
         # COPY takes no bound parameters: the path is a literal, quotes doubled.
         literal = "'" + str(path).replace("'", "''") + "'"
-        store.con.execute(f"COPY (SELECT * FROM {quote_ident(name)}) TO {literal} ({option})")
+        select = "*" if format == "parquet" else _csv_cells(store, name)
+        store.con.execute(f"COPY (SELECT {select} FROM {quote_ident(name)}) TO {literal} "
+                          f"({option})")
         n = store.con.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchall()[0][0]
         entries.append({"name": name, "kind": kind, "file": path.name, "rows": int(n),
                         "columns": columns(store, name),

@@ -226,6 +226,8 @@ def grid(grid_file: str, db: str, max_error_share: float, quiet: bool, as_json: 
     finished runs and resumes unfinished ones."""
     check_threshold(max_error_share, "--max-error-share", name="max_error_share")
     g = load_grid(grid_file)  # the whole file is checked before the database is opened
+    if not quiet and not as_json:
+        click.echo(f"grid {g.name}: {len(g.cells)} cells", err=True)
     with open_store(db) as store:
         df = run_grid(store, g, progress=not quiet and not as_json)
     if as_json:
