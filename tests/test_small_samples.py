@@ -50,13 +50,3 @@ def test_cross_validation_counts_all_verdicts() -> None:
     ch = choose_threshold(*candidates(20), cv=5, random_state=0)
     assert ch.small_sample is not None and "rest on 20 verdicts" in ch.small_sample
     assert choose_threshold(*candidates(40), cv=5, random_state=0).small_sample is None
-
-
-def test_a_correction_on_few_people_verdicts_says_so() -> None:
-    from truss_lab.evaluate._ppi import correction_label
-
-    few = correction_label({"correction": "ppi", "people_verdicts": 12, "verdicts": 402})
-    assert few.startswith("ppi (people answered for 12 of 402 verdicts); warning: the "
-                          "correction and its intervals rest on 12 verdicts, fewer than 30")
-    assert correction_label({"correction": "ppi", "people_verdicts": 48,
-                             "verdicts": 402}) == "ppi (people answered for 48 of 402 verdicts)"

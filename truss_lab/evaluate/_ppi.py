@@ -76,7 +76,6 @@ from ._bootstrap import (
     check_boot,
     percentile_interval,
     simultaneous_band,
-    small_sample_line,
 )
 from ._objective import DEFAULT_OBJECTIVE, Objective, make_objective
 from ._sweep import (
@@ -1311,11 +1310,7 @@ def correction_of(data: PPIData | None) -> dict[str, Any]:
 
 def correction_label(c: dict[str, Any] | None) -> str:
     """How outputs name a correction (:func:`correction_of`): ``none``, or ``ppi
-    (people answered for 59 of 402 verdicts)``; fewer than
-    :data:`~truss_lab.evaluate._bootstrap.SMALL_SAMPLE_VERDICTS` people-answered verdicts
-    add ``; warning: ...`` (:func:`~truss_lab.evaluate._bootstrap.small_sample_line`)."""
+    (people answered for 59 of 402 verdicts)``."""
     if not c or c.get("correction") != "ppi":
         return "none"
-    label = f"ppi (people answered for {c['people_verdicts']} of {c['verdicts']} verdicts)"
-    few = small_sample_line(int(c["people_verdicts"]), "the correction and its intervals")
-    return label if few is None else f"{label}; {few}"
+    return f"ppi (people answered for {c['people_verdicts']} of {c['verdicts']} verdicts)"
