@@ -48,7 +48,8 @@ REVIEWED: dict[str, set[str]] = {
     "store/_run_list.py": {"t", "query"},
     # COPY takes no parameters: the path is a quoted literal; option one of two
     # literals; relation_sql a quote_ident result
-    "store/_export.py": {"literal", "option", "relation_sql"},
+    # select: "*" or _csv_cells, quote_ident of the columns in a literal CASE
+    "store/_export.py": {"literal", "option", "relation_sql", "select"},
     "store/_store.py": {"query", "sql", "keys", "name", "on", "qcols", "qtable", "source"},
 }
 

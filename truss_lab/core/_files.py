@@ -42,6 +42,9 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 list): a CSV truss_lab writes (a labelling queue's context, an export) starts such a text
 cell with a ``'``."""
 
+PIPE_FIRST_WRITER_SECONDS = 5.0
+"""How long a named pipe with no writer yet is waited for before it reads as empty."""
+
 PIPE_IDLE_SECONDS = 120.0
 """How long a pipe may send nothing before its reader gives up (a writer that holds a named
 pipe open and never writes would otherwise hang the command)."""
@@ -64,6 +67,7 @@ class _Pipe(io.RawIOBase):
                  field: str | None) -> None:
         self._fd, self._left, self._limit = fd, limit + 1, limit
         self._source, self._what, self._field = source, what, field
+        self._waited = False
 
     def readable(self) -> bool:
         return True
@@ -78,6 +82,12 @@ class _Pipe(io.RawIOBase):
             # Non-blocking: no writer is the end (0), a silent writer is waited for.
             try:
                 n = os.readv(self._fd, [memoryview(buffer)[: min(len(buffer), self._left)]])
+                if n == 0 and not self._waited and self._left == self._limit + 1:
+                    # No writer yet: one started with the command may not have opened its
+                    # end. A writer's first bytes wake the wait; none within it: empty.
+                    self._waited = True
+                    if select.select([self._fd], [], [], PIPE_FIRST_WRITER_SECONDS)[0]:
+                        continue
                 break
             except BlockingIOError:
                 ready, _, _ = select.select([self._fd], [], [], PIPE_IDLE_SECONDS)
