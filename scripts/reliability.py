@@ -326,7 +326,7 @@ def torture_row(tmp: Path, quick: bool) -> Row:
     kills = 3 if quick else 20
     verdicts = "seq <= 120" if quick else "seq <= 600"
     res = resume_torture.torture(template, work, kills=kills, seed=20261202, verdicts=verdicts,
-                     chunk_size=10, delay=(0.2, 2.0 if quick else 3.5))
+                     chunk_size=2, delay=(0.2, 2.0 if quick else 3.5))
     dups = sum(res["duplicates"].values())
     ref = res["reference_counts"]
     got = tuple(res["run_row"][1:])

@@ -97,7 +97,7 @@ def test_resume_uses_the_runs_chunk_size(sample_unlabelled: Path, tmp_path: Path
 
 def test_sigkill_at_10_random_points_then_resume(sample_unlabelled: Path, tmp_path: Path) -> None:
     res = torture_mod.torture(sample_unlabelled, tmp_path, kills=10, seed=20261202,
-                              verdicts="seq <= 500", chunk_size=10, delay=(0.2, 3.0))
+                              verdicts="seq <= 500", chunk_size=2, delay=(0.2, 3.0))
     assert res["final_rc"] == 0, res["final_stderr"]
     assert res["same_hashes"], res
     assert not any(res["duplicates"].values()), res["duplicates"]
