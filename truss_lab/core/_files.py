@@ -168,7 +168,13 @@ def read_input(path: str | os.PathLike[str], *, what: str, limit: int,
     """The bytes of the input file ``path`` (:func:`open_input`), at most ``limit`` of them
     (a file that grows while read, a ``/proc`` file, is cut off there and refused)."""
     with open_input(path, what=what, limit=limit, field=field) as fh:
-        data = fh.read(limit + 1)
+        # A megabyte-bounded read at a time: read(limit + 1) allocates its whole size at
+        # once (MemoryError for a journal's 64 GiB bound, whatever the file's size).
+        parts, left = [], limit + 1
+        while left > 0 and (part := fh.read(min(left, 1 << 20))):
+            parts.append(part)
+            left -= len(part)
+        data = b"".join(parts)
     if len(data) > limit:
         raise _too_large(str(path), what, limit, field)
     return data
