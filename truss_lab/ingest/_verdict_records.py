@@ -25,7 +25,7 @@ from typing import Any
 from ..core._canonical import MalformedJSON, canonical, loads_strict
 from ..core._clock import utcnow
 from ..core._errors import BadInputError
-from ..core._files import check_output_file, write_outputs
+from ..core._files import check_output_file, read_input, write_outputs
 from ..journal._crypto import (
     GENESIS_HASH,
     SigningKey,
@@ -36,6 +36,7 @@ from ..journal._crypto import (
 )
 from ..journal._spec import (
     ENTRY_FIELDS,
+    MAX_JOURNAL_FILE,
     VERDICT_KIND,
     JournalColumns,
     read_journal,
@@ -44,7 +45,7 @@ from ..journal._spec import (
 )
 from ..journal._verify import verify_journal
 from ._strict import input_error, short, split_lines
-from ._tables_in import is_table, table_records
+from ._tables_in import input_bytes, is_table, table_records
 
 __all__ = [
     "JSON_TEXT_FIELDS",
@@ -112,17 +113,8 @@ def _raw_records(records: Any) -> tuple[str, str, list[tuple[int, Any]], list[Ba
                         f"dicts, got {type(records).__name__}", field="records")
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise BadInputError("no such file", source=str(path)) from None
-    except OSError as exc:
-        raise BadInputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
-
-
 def _jsonl_records(path: Path, source: str) -> tuple[list[tuple[int, Any]], list[BadInputError]]:
-    lines, errors = split_lines(_read_bytes(path), source)
+    lines, errors = split_lines(input_bytes(path, "verdict records"), source)
     out = []
     for number, text in lines:
         try:
@@ -379,7 +371,8 @@ def _write(journal: Path, before: JournalColumns, entries: Sequence[dict[str, An
     """The journal (the continued one's lines, then the new entries) and the keyring,
     all or none."""
     # The continued journal's own bytes stay as they were (verified just before).
-    head = _read_bytes(journal).decode("utf-8").rstrip("\r\n \t") if len(before) else ""
+    head = (read_input(journal, what="a journal file", limit=MAX_JOURNAL_FILE)
+            .decode("utf-8").rstrip("\r\n \t") if len(before) else "")
     new = "".join(line + "\n" for line in JournalColumns.from_entries(entries).iter_jsonl())
     text = (head + "\n" if head else "") + new
     files: list[tuple[Path, Any]] = [
