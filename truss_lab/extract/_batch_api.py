@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError
-from ..core._files import output_text
-from ..ingest._completions import read_completions
+from ..core._files import output_text, read_input
+from ..ingest._completions import MAX_COMPLETIONS_FILE, read_completions
 from ..ingest._ingest import IngestReport, land_completions
 from ..ingest._strict import input_error, short, split_lines
 from ..journal._table import entry_payloads, payload_by_hash, verdict_refs
@@ -146,11 +145,7 @@ def ingest_batch(store: Store, path: str | os.PathLike[str], extractor_id: str) 
     recorded with its request hash, model, tokens and ``source``
     ``openai-batch:FILE#REQUEST_ID``."""
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise BadInputError(f"cannot read batch output file: {exc.strerror}",
-                            source=source) from exc
+    data = read_input(path, what="a batch output file", limit=MAX_COMPLETIONS_FILE)
     lines, errors = split_lines(data, source)
     records: list[dict[str, Any]] = []
     request_ids: list[str] = []
