@@ -171,3 +171,26 @@ def test_usage_of_a_live_run_its_replay_and_a_failing_run(db: Path, tmp_path: Pa
     bad.write_text('[models."m"]\ninput_per_million = "free"\n')
     r = invoke("usage", "live", "--db", str(db), "--prices", str(bad))
     assert r.exit_code == 2 and "expected numbers >= 0" in r.output
+
+
+@pytest.mark.parametrize(("kwargs", "field", "shown"), [
+    ({"parameters": {"temperature": -1}}, "temperature", "value -1"),
+    ({"parameters": {"top_p": 2}}, "top_p", "value 2"),
+    ({"parameters": {"max_tokens": 0}}, "max_tokens", "value 0"),
+    ({"timeout_seconds": 3}, "timeout_seconds", "OpenAICompatibleProvider takes"),
+])
+def test_openai_extractor_refuses_a_bad_knob_or_option_naming_it(
+        kwargs: dict, field: str, shown: str) -> None:
+    # A user's typo reaches them as one BadInputError naming the knob, never as
+    # pydantic's multi-line ValidationError or a TypeError from the provider.
+    with pytest.raises(BadInputError) as err:
+        Extractor.openai("http://127.0.0.1:9/v1", "m", **kwargs)
+    assert err.value.field == field
+    assert shown in str(err.value)
+
+
+def test_checked_config_names_an_unknown_field() -> None:
+    with pytest.raises(BadInputError) as err:
+        ExtractorConfig.checked(model="m", temprature=0.5)
+    assert err.value.field == "temprature"
+    assert ExtractorConfig.checked(model="m") == ExtractorConfig(model="m")

@@ -58,6 +58,8 @@ cannot be UTF-8) goes through the per-verdict path itself.
 from __future__ import annotations
 
 import hashlib
+import inspect
+import json
 import os
 import threading
 import warnings
@@ -67,7 +69,7 @@ from functools import partial
 from typing import Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core._canonical import canonical, canonical_digest, jcs_string
 from ..core._config import MemoryConfig
@@ -140,6 +142,11 @@ DEFAULT_TEMPERATURE = 0.0
 MAX_SAMPLES = 64
 # The sampling knobs that travel in the request body under their own names.
 _SAMPLING = ("temperature", "top_p", "seed", "max_tokens")
+# The keyword options Extractor.openai passes through: read from the provider's own
+# signature, so the list cannot drift from what the provider takes.
+_PROVIDER_OPTIONS = frozenset(
+    inspect.signature(OpenAICompatibleProvider.__init__).parameters) - {
+        "self", "base_url", "model"}
 
 
 class ExtractorConfig(BaseModel):
@@ -170,6 +177,37 @@ class ExtractorConfig(BaseModel):
     as one call with ``n=k`` to a provider that supports it, else as k calls; the gate
     keeps one lesson per cluster of near-duplicates across the samples, scored for
     self-consistency (docs/how-to/live-or-batch.md)."""
+
+    @classmethod
+    def checked(cls, **fields: Any) -> ExtractorConfig:
+        """The configuration of ``fields``, or a :class:`BadInputError` naming the first
+        bad field (pydantic's own error would reach a user as a multi-line traceback).
+
+        Parameters
+        ----------
+        **fields : Any
+            The fields of :class:`ExtractorConfig` (``model``, ``temperature``, ...).
+
+        Returns
+        -------
+        ExtractorConfig
+            The configuration.
+
+        Raises
+        ------
+        BadInputError
+            A field out of range or unknown; ``field`` is its name, ``reason``
+            ``bad_value``.
+        """
+        try:
+            return cls(**fields)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            name = str(err["loc"][0]) if err["loc"] else "config"
+            value = err.get("input")
+            shown = "" if isinstance(value, dict) else f" (value {json.dumps(value, default=str)})"
+            raise BadInputError(f"{err['msg']}{shown}", field=name,
+                                reason="bad_value") from None
 
     @property
     def config_hash(self) -> str:
@@ -222,7 +260,7 @@ class ExtractorConfig(BaseModel):
                 "of ExtractorConfig)", field="parameters", reason="unknown_parameter")
         if "temperature" not in params:
             params["temperature"] = None
-        return cls(model=model, prompt_version=prompt_version, **params, **fields)
+        return cls.checked(model=model, prompt_version=prompt_version, **params, **fields)
 
 
 # --- the extractor --------------------------------------------------------------------------------
@@ -455,12 +493,10 @@ class Extractor:
 
         Raises
         ------
-        pydantic.ValidationError
-            A knob out of range (``temperature=-1``): :class:`ExtractorConfig` refuses it.
-        TypeError
-            An option the provider does not take.
         BadInputError
-            An unknown prompt version, or a prompt of another kind.
+            A knob out of range (``temperature=-1``, the field named), an option the
+            provider does not take, an unknown prompt version, or a prompt of another
+            kind.
         """
         if template is None:
             template = config.prompt_version if config is not None else "lesson-v1"
@@ -479,6 +515,12 @@ class Extractor:
             # Each record carries the configuration, so a §2 file of them replays by
             # itself (Formats §2 ``config``).
             provider_options["recorder"] = _ConfigRecorder(recorder, config)
+        unknown = sorted(set(provider_options) - _PROVIDER_OPTIONS)
+        if unknown:
+            raise BadInputError(
+                f"unknown provider option(s) {unknown}; OpenAICompatibleProvider takes "
+                f"{', '.join(sorted(_PROVIDER_OPTIONS))}", field=unknown[0],
+                reason="unknown_option")
         provider = OpenAICompatibleProvider(base_url, model, **provider_options)
         return cls(extractor_id or config.default_extractor_id(), provider, tpl, model,
                    config.request_parameters(), config)

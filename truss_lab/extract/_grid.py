@@ -252,14 +252,10 @@ def _cell(values: dict[str, Any], at: str, grid_name: str, base_url: str | None,
     knobs = {_KNOB.get(k, k): v for k, v in values.items()}
     if spec.startswith("openai:"):
         try:
-            ExtractorConfig(model=spec.removeprefix("openai:"), **knobs)
-        except ValueError as exc:  # pydantic's ValidationError: name the first bad knob
-            errs = getattr(exc, "errors", lambda: [])()
-            key = next((k for k, v in _KNOB.items() if errs and v == errs[0]["loc"][0]),
-                       str(errs[0]["loc"][0]) if errs else "extractor")
-            msg = errs[0]["msg"] if errs else str(exc)
-            raise bad(f"{msg} (value {json.dumps(errs[0].get('input')) if errs else '?'})",
-                      f"{at}.{key}") from None
+            ExtractorConfig.checked(model=spec.removeprefix("openai:"), **knobs)
+        except BadInputError as exc:  # name the knob as the grid file spells it
+            key = next((k for k, v in _KNOB.items() if v == exc.field), exc.field)
+            raise bad(exc.message, f"{at}.{key}") from None
     elif knobs:
         key = next(iter(values))
         raise bad(f"{key} sets a live extractor's configuration (openai); {spec} uses the "

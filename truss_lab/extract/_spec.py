@@ -71,8 +71,8 @@ def make_extractor(spec: str, store: Any, *, base_url: str | None = None,
         if deadline is not None:
             options["deadline"] = deadline
         try:
-            config = ExtractorConfig(model=arg, **knobs)
-        except ValueError as exc:  # pydantic's ValidationError: one line per bad knob
+            config = ExtractorConfig.checked(model=arg, **knobs)
+        except BadInputError as exc:
             raise BadInputError(f"bad extractor configuration: {exc}",
                                 field="--extractor") from None
         # The template is the configuration's prompt version (a knob like the others).
