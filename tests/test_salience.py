@@ -115,9 +115,11 @@ def test_verdicts_as_frame_or_mapping_agree() -> None:
     )
     as_json = frame.assign(checks=frame["checks"].map(json.dumps))
     payload_col = pd.DataFrame({"verdict_hash": list(VERDICTS), "payload": list(VERDICTS.values())})
+    # verdict_payloads() gives each payload as JSON text: it is read the same.
+    payload_text = payload_col.assign(payload=payload_col["payload"].map(json.dumps))
     scorers = [grounding(), verdict_outcome(), failed_checks()]
     want = score_candidates(c, VERDICTS, scorers)
-    variants = (frame, frame.set_index("verdict_hash"), as_json, payload_col,
+    variants = (frame, frame.set_index("verdict_hash"), as_json, payload_col, payload_text,
                 verdict_table(VERDICTS))
     for v in variants:
         pd.testing.assert_frame_equal(score_candidates(c, v, scorers), want)
@@ -133,6 +135,9 @@ def test_verdict_table_rejects_bad_input() -> None:
                                     "checks": [[], []]}))
     with pytest.raises(BadInputError, match="checks"):
         verdict_table({A: {"verdict": "fail", "checks": [{"nme": "x"}]}})
+    with pytest.raises(BadInputError, match="JSON text") as err:
+        verdict_table(pd.DataFrame({"verdict_hash": [A], "payload": ["{not json"]}))
+    assert err.value.field == "payload" and err.value.source == A
 
 
 def test_specificity_hand_cases() -> None:

@@ -91,7 +91,9 @@ def verdict_table(verdicts: pd.DataFrame | Mapping[str, Mapping[str, Any]]) -> p
                 "verdicts need a 'verdict_hash' column or index", field="verdict_hash"
             )
         if "verdict" not in df.columns and "payload" in df.columns:
-            return verdict_table(dict(zip(df.index, df["payload"], strict=True)))
+            # verdict_payloads() gives the payload as canonical JSON text.
+            return verdict_table({h: _payload_of(h, p) for h, p in
+                                  zip(df.index, df["payload"], strict=True)})
         missing = {"verdict", "checks"} - set(df.columns)
         if missing:
             raise BadInputError(
@@ -291,6 +293,17 @@ class Scorer:
         if "valid" in candidates.columns:
             out[~candidates["valid"].to_numpy(dtype=bool)] = np.nan
         return out
+
+
+def _payload_of(verdict_hash: Any, payload: Any) -> Any:
+    if not isinstance(payload, str):
+        return payload
+    try:
+        return json.loads(payload)
+    except ValueError:
+        raise BadInputError("expected a verdict payload as a mapping or JSON text",
+                            source=str(verdict_hash), field="payload",
+                            reason="malformed") from None
 
 
 def _is_verdict_table(v: Any) -> bool:
@@ -532,8 +545,9 @@ def score_candidates(
     candidates : pandas.DataFrame
         Candidate lessons with the columns the scorers require.
     verdicts : pandas.DataFrame or mapping or None
-        The verdicts, by verdict hash, for scorers that read them (a mapping of hash
-        to payload dict, or a verdict table); ``None`` when no scorer needs them.
+        The verdicts, by verdict hash, for scorers that read them: the frame
+        :func:`truss_lab.verdict_payloads` returns (payloads as JSON text), a mapping of
+        hash to payload dict, or a verdict table; ``None`` when no scorer needs them.
     scorers : iterable of Scorer
         The scoring functions, e.g. those of ``truss_lab.score``.
 
@@ -553,11 +567,9 @@ def score_candidates(
 
     Examples
     --------
-    >>> import json
     >>> from truss_lab.score import grounding, model_salience
     >>> candidates = store.table("candidates").query("run_id == 'good'")
-    >>> v = tl.verdict_payloads(store)
-    >>> verdicts = dict(zip(v["verdict_hash"], map(json.loads, v["payload"])))
+    >>> verdicts = tl.verdict_payloads(store)
     >>> scored = tl.score_candidates(candidates, verdicts, [model_salience(), grounding()])
     >>> [c for c in scored.columns if c.startswith("score__")]
     ['score__model_salience', 'score__grounding']
