@@ -139,3 +139,37 @@ def test_a_repeated_line_is_named_and_the_replay_checks_request_hashes(
         errs = s.sql("SELECT verdict_hash, message FROM verdict_errors WHERE run_id = "
                      "'checked'").fetchall()
     assert [h for h, _ in errs] == [victim] and "different request" in errs[0][1]
+
+
+def test_the_files_follow_their_published_schemas(prepared: tuple[Path, Path, str],
+                                                  tmp_path: Path) -> None:
+    """The JSON Schemas docs/reference/formats.md shows (`truss-lab schema batch-input`,
+    `batch-output`) hold every line `batch prepare` writes and every line of the
+    format, error and expired lines included; a line the output model refuses (a
+    status code that is no integer) is a bad line naming the field."""
+    jsonschema = pytest.importorskip("jsonschema")
+    db0, batch, ext = prepared
+    inp = json.loads(invoke("schema", "batch-input").stdout)
+    outp = json.loads(invoke("schema", "batch-output").stdout)
+    reqs = [json.loads(x) for x in batch.read_text().splitlines()]
+    for req in reqs:
+        jsonschema.validate(req, inp)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**reqs[0], "url": "/v1/embeddings"}, inp)
+    expired = {"id": "batch_req_x", "custom_id": reqs[1]["custom_id"], "response": None,
+               "error": {"code": "batch_expired", "message": "not run in time"}}
+    for line in (output_line(reqs[0], 0), expired):
+        jsonschema.validate(line, outp)
+    odd = output_line(reqs[2], 2)
+    odd["response"]["status_code"] = "200"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(odd, outp)
+    db = copy_db(db0, tmp_path / "lab.duckdb")
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in (output_line(reqs[0], 0), odd)))
+    rep = invoke_json("ingest", "completions", path, "--format", "openai-batch",
+                      "--extractor", ext, "--db", db, "--allow-bad-lines")
+    assert rep["rows_added"] == 1
+    assert rep["errors"] == [f"{path}, line 2, field 'custom_id': custom_id "
+                             f"{odd['custom_id']}: response.status_code: Input should be a "
+                             "valid integer"]

@@ -14,6 +14,9 @@ verdict and configuration, the request is rebuilt and hashed, and the answer (``
 failed (an ``error``, a status other than 200), expired (``error.code``
 ``batch_expired``), unknown or repeated ``custom_id`` is a bad line, named by line
 number; the good lines land. Other fields of the format are not read.
+The two lines' models, :class:`~truss_lab.ingest._batch_files.BatchRequestModel` (what
+:func:`prepare_batch` writes) and :class:`~truss_lab.ingest._batch_files.BatchOutputModel`
+(what :func:`ingest_batch` reads), are :mod:`truss_lab.ingest._batch_files`'.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ import os
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError
 from ..core._files import output_text, read_input
+from ..ingest._batch_files import BATCH_URL, BatchOutputModel, BatchRequestModel
 from ..ingest._completions import MAX_COMPLETIONS_FILE, read_completions
 from ..ingest._ingest import IngestReport, land_completions
 from ..ingest._strict import input_error, short, split_lines
@@ -38,15 +43,11 @@ from ._extractor import Extractor, ExtractorConfig
 from ._prompts import build_request, get_template
 from ._providers import chat_body
 
-__all__ = ["BATCH_FORMAT", "BATCH_URL", "batch_custom_id", "ingest_batch", "prepare_batch"]
+__all__ = ["BATCH_FORMAT", "batch_custom_id", "ingest_batch", "prepare_batch"]
 
 BATCH_FORMAT = "openai-batch"
 """The ``--format`` of ``ingest completions`` that reads a Batch output file."""
-BATCH_URL = "/v1/chat/completions"
-"""The endpoint every line of a Batch input file names."""
 _ID_HASH = 16
-
-
 def batch_custom_id(config_hash: str, verdict_hash: str) -> str:
     """A request's ``custom_id``: the configuration's hash (16 hex digits) and the
     verdict's hash, all an output line needs to find its request again."""
@@ -73,37 +74,39 @@ def prepare_batch(store: Store, extractor: Extractor, out: str | os.PathLike[str
     with output_text(out, field="--out") as fh:
         for _, vhash, text in rows:
             req = extractor.request(vhash, json.loads(text))
-            line = {"custom_id": batch_custom_id(config.config_hash, vhash), "method": "POST",
-                    "url": BATCH_URL, "body": chat_body(req)}
-            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+            line = BatchRequestModel(custom_id=batch_custom_id(config.config_hash, vhash),
+                                     method="POST", url=BATCH_URL, body=chat_body(req))
+            fh.write(json.dumps(line.model_dump(mode="json"), ensure_ascii=False) + "\n")
     return len(rows)
 
 
 def _answer(line: Any) -> tuple[str, dict[str, Any], str | None]:
-    """``(custom_id, response body, request_id)`` of an output line, or ValueError why not."""
+    """``(custom_id, response body, request_id)`` of an output line
+    (:class:`BatchOutputModel`), or ValueError why not."""
     if type(line) is not dict:
         raise ValueError("expected a JSON object")
-    cid = line.get("custom_id")
-    if type(cid) is not str:
+    if type(line.get("custom_id")) is not str:
         raise ValueError("custom_id: expected a string")
-    err = line.get("error")
-    resp = line.get("response")
-    if err is not None:
-        code = err.get("code") if isinstance(err, dict) else None
-        msg = err.get("message") if isinstance(err, dict) else err
-        what = "expired" if code == "batch_expired" else "failed"
-        raise ValueError(f"custom_id {cid}: {what} ({code}: {short(msg, 80)})")
-    if not isinstance(resp, dict):
+    cid = line["custom_id"]
+    try:
+        out = BatchOutputModel.model_validate(line)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"custom_id {cid}: {where}: {first['msg']}") from None
+    if out.error is not None:
+        what = "expired" if out.error.code == "batch_expired" else "failed"
+        raise ValueError(f"custom_id {cid}: {what} ({out.error.code}: "
+                         f"{short(out.error.message, 80)})")
+    resp = out.response
+    if resp is None:
         raise ValueError(f"custom_id {cid}: no response")
-    status = resp.get("status_code")
-    if status != 200:
-        raise ValueError(f"custom_id {cid}: failed with status {status} (request_id "
-                         f"{resp.get('request_id')})")
-    body = resp.get("body")
-    if not isinstance(body, dict):
+    if resp.status_code != 200:
+        raise ValueError(f"custom_id {cid}: failed with status {resp.status_code} (request_id "
+                         f"{resp.request_id})")
+    if resp.body is None:
         raise ValueError(f"custom_id {cid}: response.body is not an object")
-    rid = resp.get("request_id")
-    return cid, body, rid if isinstance(rid, str) else None
+    return cid, resp.body, resp.request_id
 
 
 def _completion(store: Store, cid: str, body: dict[str, Any], extractor_id: str,

@@ -10,6 +10,7 @@ from ..core._config import MemoryConfig
 from ..core._errors import BadInputError
 from ..core._models import MemoryEntry, PolicyRecord
 from ..journal._spec import JournalEntryModel, VerdictPayloadModel
+from ._batch_files import BatchOutputModel, BatchRequestModel
 from ._completions import CompletionRecordModel
 from ._labels import LabelQueueRecordModel, LabelRecordModel
 from ._match_labels import MatchLabelRecordModel, MatchQueueRecordModel
@@ -33,12 +34,14 @@ def _models() -> dict[str, type[BaseModel]]:
         "memory-entry": MemoryEntry,
         "config": MemoryConfig,
         "prompt": PromptFileModel,
+        "batch-input": BatchRequestModel,
+        "batch-output": BatchOutputModel,
     }
 
 
 SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "label-queue", "references",
                 "match-labels", "match-queue", "policy-record", "memory-entry", "config",
-                "prompt")
+                "prompt", "batch-input", "batch-output")
 
 
 def json_schema(name: str) -> dict[str, Any]:
