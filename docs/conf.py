@@ -18,7 +18,6 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
 import truss_lab  # noqa: E402
-from truss_docs import PROSE_DOCSTRINGS  # noqa: E402
 
 project = "truss_lab"
 author = "the truss_lab authors"
@@ -89,6 +88,9 @@ nb_merge_streams = True
 # No script from a CDN in the pages: the site reads offline (a widget's live view needs
 # a kernel anyway; its text fallback stays).
 nb_ipywidgets_js: dict[str, dict[str, str]] = {}
+# So a widget's cell shows the static picture its display bundle carries beside the live
+# view (truss_lab.faces._widgets.widget_bundle), not the view no script here renders.
+nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"  # the numpydoc Parameters section says the types
@@ -97,11 +99,9 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 # An undocumented or unknown parameter, or a Returns section without a description,
-# fails the build. PROSE_DOCSTRINGS (truss_docs.py) lists the names whose docstrings are
-# still prose: each conversion removes its line, and a new public name is checked from
-# the start (tests/test_docstrings.py runs the examples of the others).
+# fails the build (tests/test_docstrings.py runs the examples; python -m
+# scripts.numpydoc_check also checks the stages' names and the See Also sections).
 numpydoc_validation_checks = {"PR01", "PR02", "PR10", "RT03"}
-numpydoc_validation_exclude = {rf"^truss_lab\.{n}(\.|$)" for n in PROSE_DOCSTRINGS}
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"truss_lab {release}"

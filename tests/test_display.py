@@ -145,7 +145,8 @@ def test_comparison_display():
     assert ticks["counts"] == ticks["count_deltas"] == ["kept per verdict"]
     # each run's values are drawn (one bar per run and metric), labelled by run
     r = res.table.iloc[0]
-    assert [t.get_text() for t in axes["rates"].get_legend().get_texts()] == ["A", "B"]
+    assert [t.get_text() for t in axes["rates"].get_legend().get_texts()] == ["v1", "v2"]
+    assert axes["rates"].get_xlim() == (-0.02, 1.02)  # rates on [0, 1]
     assert "A = v1, B = v2" in disp.title_.get_text()
     widths = sorted(round(p.get_width(), 9) for p in axes["rates"].patches)
     assert widths == sorted(round(float(r[f"{m}_{s}"]), 9) for m in ("precision", "recall",

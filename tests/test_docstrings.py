@@ -1,8 +1,7 @@
-"""The examples of the public docstrings run as doctests, and the converted ones are whole.
+"""The examples of the public docstrings run as doctests, and every docstring is whole.
 
-Every name of ``truss_lab.__all__`` whose docstring is numpydoc (all but those
-``docs/_ext/truss_docs.py`` still lists as prose) has Parameters (when it takes any),
-See Also and Examples sections, and its examples run here as written. The examples'
+Every name of ``truss_lab.__all__`` has a numpydoc docstring with Parameters (when it
+takes any), See Also and Examples sections, and its examples run here as written. The examples'
 convention, stated in the API reference: ``tl`` is ``import truss_lab as tl`` and
 ``store`` the bundled sample (``tl.load_sample()``) with the replay run ``good`` of
 ``sim-good-v1`` at the default gate (lessons written); the working folder is empty.
@@ -10,7 +9,6 @@ convention, stated in the API reference: ``tl`` is ``import truss_lab as tl`` an
 
 from __future__ import annotations
 
-import ast
 import doctest
 import inspect
 from pathlib import Path
@@ -20,22 +18,7 @@ import pytest
 import truss_lab as tl
 from tests.builders.stores import copy_db
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _prose() -> frozenset[str]:
-    # Read as text, not imported: the site's extension imports docutils and Sphinx,
-    # which the docs extra brings and make test (the dev extra) does not.
-    tree = ast.parse((ROOT / "docs/_ext/truss_docs.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if (isinstance(node, ast.Assign)
-                and any(getattr(t, "id", None) == "PROSE_DOCSTRINGS" for t in node.targets)):
-            return frozenset(ast.literal_eval(node.value))
-    raise AssertionError("docs/_ext/truss_docs.py defines no PROSE_DOCSTRINGS list")
-
-
-PROSE = _prose()
-CONVERTED = [n for n in tl.__all__ if n not in PROSE and n not in ("__version__", "SAMPLE_DIR")]
+DOCUMENTED = [n for n in tl.__all__ if n not in ("__version__", "SAMPLE_DIR")]
 
 
 def _takes_parameters(obj: object) -> bool:
@@ -56,12 +39,8 @@ def good_store(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return path
 
 
-def test_the_prose_list_names_only_public_names() -> None:
-    assert PROSE <= set(tl.__all__)
-
-
-@pytest.mark.parametrize("name", CONVERTED)
-def test_converted_docstring_has_its_sections(name: str) -> None:
+@pytest.mark.parametrize("name", DOCUMENTED)
+def test_docstring_has_its_sections(name: str) -> None:
     doc = inspect.getdoc(getattr(tl, name)) or ""
     wanted = ["See Also", "Examples"]
     if _takes_parameters(getattr(tl, name)):
@@ -70,7 +49,7 @@ def test_converted_docstring_has_its_sections(name: str) -> None:
     assert not missing, (name, missing)
 
 
-@pytest.mark.parametrize("name", CONVERTED)
+@pytest.mark.parametrize("name", DOCUMENTED)
 def test_examples_run(name: str, good_store: Path, tmp_path: Path,
                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

@@ -15,25 +15,6 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.application import Sphinx
 
-#: Names of ``truss_lab.__all__`` whose docstrings are still prose, not numpydoc: the
-#: build does not validate them and tests/test_docstrings.py does not run their (absent)
-#: examples. Converting one removes its line. The evaluation functions are being
-#: re-signed (issue 34) and keep their prose until then.
-PROSE_DOCSTRINGS = [
-    "Truth",
-    "CalibrationDisplay",
-    "ComparisonDisplay",
-    "Objective",
-    "PrecisionRecallDisplay",
-    "SweepDisplay",
-    "bootstrap_metrics",
-    "choose_threshold",
-    "label_report",
-    "labelled_candidates",
-    "scored_candidates",
-    "sweep",
-]
-
 
 class SchemaDirective(Directive):
     required_arguments = 1

@@ -453,17 +453,70 @@ def bootstrap_metrics(
 ) -> BootstrapResult:
     """Percentile intervals of precision, recall, F1 and kept-per-verdict, resampling verdicts.
 
-    ``thresholds`` is the grid (e.g. ``np.round(np.linspace(0, 1, 101), 2)``;
-    points off their typed decimal are rounded with a warning); the chosen
-    threshold and its interval are taken over that grid with ``objective`` and
-    its options (``min_precision=`` etc., see
-    :func:`~truss_lab.evaluate._objective.make_objective`). Seeded by ``random_state``.
-    Counts as :func:`~truss_lab.evaluate._sweep.sweep` does: ``judged`` marks
-    candidates with a truth value (the others are kept but neither tp nor fp),
-    ``verdicts`` lists every verdict processed (those without candidates are
-    resampled too and count in kept per verdict); ``proposed`` marks the rows that
-    write rate divides by (default all; a reference truth's miss rows are not
-    proposed lessons).
+    Lessons of one verdict come from one model call, so the replicates draw whole
+    verdicts (with replacement), not candidates. Counts as
+    :func:`~truss_lab.evaluate._sweep.sweep` does. The chosen threshold and its
+    interval are taken over the grid with ``objective``.
+
+    Parameters
+    ----------
+    y_true : array of 0/1, shape (n,)
+        Gold label of each candidate lesson (1 = useful).
+    salience : array of float, shape (n,)
+        Score of each candidate (NaN: never kept).
+    groups : array, shape (n,)
+        Verdict of each candidate: the unit of resampling.
+    thresholds : array of float
+        The grid (e.g. ``np.round(np.linspace(0, 1, 101), 2)``); points off their
+        typed decimal are rounded with a warning.
+    n_boot : int, default 1000
+        Replicates.
+    confidence : float, default 0.95
+        Level of the percentile intervals.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the replicates.
+    objective : str or Objective, default "f1"
+        How the threshold is chosen on the full data and on every replicate.
+    snap : bool, default True
+        Round the grid as typed (False for thresholds chosen on other data).
+    judged : array of bool, shape (n,), optional
+        Which candidates have a truth value: the others are kept but neither tp nor fp.
+    verdicts : array, optional
+        Every verdict processed: those without candidates are resampled too and count
+        in kept per verdict (default the distinct ``groups``).
+    proposed : array of bool, shape (n,), optional
+        The rows the write rate divides by (default all; a reference truth's miss rows
+        are not proposed lessons).
+    **objective_options
+        The objective's options (``min_precision=`` etc., see
+        :func:`~truss_lab.evaluate._objective.make_objective`).
+
+    Returns
+    -------
+    BootstrapResult
+        ``table`` (each metric, ``_low`` and ``_high`` per threshold), the chosen
+        threshold with its interval, the replicates' choices and the simultaneous band.
+
+    Raises
+    ------
+    BadInputError
+        Bad arrays (as ``sweep``), ``n_boot`` < 1, a confidence outside (0, 1), an
+        unknown objective.
+
+    See Also
+    --------
+    bootstrap_run : The same for a run in the store, judged by a truth.
+    sweep : The point estimates alone.
+
+    Examples
+    --------
+    >>> cands = tl.scored_candidates(store, "good")
+    >>> boot = tl.bootstrap_metrics(cands["y"], cands["s"], cands["verdict_hash"],
+    ...                             thresholds=[0.5, 0.7], n_boot=200)
+    >>> boot.table[["threshold", "precision", "precision_low", "precision_high"]].round(3)
+       threshold  precision  precision_low  precision_high
+    0        0.5      0.723          0.688           0.758
+    1        0.7      0.749          0.702           0.797
 
     Many parameters because the arrays of the rows (y_true, salience, groups, judged,
     verdicts, proposed), the grid and the resampling (n_boot, confidence, random_state) and

@@ -89,11 +89,51 @@ def label_report(
     store: Store, run_id: str | None = None, labels: Any = None, *, valid_only: bool = True,
     transfer: str | float | None = DEFAULT_TRANSFER,
 ) -> LabelReport:
-    """Coverage of the run's candidates by gold labels (ties counted), Cohen's kappa
-    per annotator pair, Fleiss' kappa over all annotators (when a candidate has
-    two annotations or more), and direct vs transferred labels (``transfer``, as in
-    :func:`~truss_lab.evaluate._truth.labelled_candidates`). Without ``run_id``:
-    every candidate of every run, all labels."""
+    """Coverage of a run's candidates by gold labels, and how far the annotators agree.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str, optional
+        The run (None: every candidate of every run, all labels).
+    labels : path or DataFrame, optional
+        Gold labels (the labels format's rows; default the store's ``labels`` table).
+    valid_only : bool, default True
+        Count valid candidates only (those the parser kept).
+    transfer : {"exact"}, float or None, default "exact"
+        How labels follow content to other extractors' lessons, as in
+        :func:`~truss_lab.evaluate._truth.labelled_candidates`.
+
+    Returns
+    -------
+    LabelReport
+        ``coverage`` (per extractor: n_candidates, n_labelled, n_ties, n_unlabelled,
+        n_orphan_labels, coverage), ``agreement`` (Cohen's kappa per annotator
+        pair), ``fleiss`` (Fleiss' kappa over all annotators, when a candidate has
+        two annotations or more) and ``transfer`` (direct vs transferred labels).
+
+    Raises
+    ------
+    BadInputError
+        An unknown run, a labels file that does not read.
+
+    See Also
+    --------
+    labelled_candidates : Each candidate with its majority label.
+    truss_lab.evaluate.annotator_agreement : The agreement table alone.
+
+    Examples
+    --------
+    >>> rep = tl.label_report(store, "good")
+    >>> rep.n_label_rows, rep.n_ties
+    (1574, 79)
+    >>> rep.coverage[["n_candidates", "n_labelled", "n_ties", "n_orphan_labels"]]
+       n_candidates  n_labelled  n_ties  n_orphan_labels
+    0          1105        1026      79               25
+    >>> round(float(rep.agreement["kappa"].iloc[0]), 3)
+    0.638
+    """
     lab = run_labels(store, labels)
     if run_id is not None:
         run_info(store, run_id)

@@ -101,6 +101,45 @@ class Objective:
       average) <= ``max_per_verdict``;
     - ``cost``: minimise ``cost_fp * fp + cost_fn * fn``, keeping nothing
       (:data:`KEEP_NOTHING`, cost ``cost_fn * positives``) included.
+
+    Ties between thresholds go to the highest one (fewest lessons written). The
+    CLI spells an objective ``f1``, ``fbeta:B``, ``precision:P``, ``budget:K`` or
+    ``cost:FP,FN`` (:func:`parse_objective`).
+
+    Parameters
+    ----------
+    kind : {"f1", "fbeta", "precision_floor", "budget", "cost"}, default "f1"
+        Which rule.
+    beta : float, default 1.0
+        The F-beta weight of recall (``fbeta``); > 0.
+    min_precision : float, optional
+        The precision floor in [0, 1] (``precision_floor``, required there).
+    max_per_verdict : float, optional
+        The most lessons kept per verdict on average (``budget``, required there).
+    cost_fp : float, default 1.0
+        Cost of one kept lesson that is not useful (``cost``); finite, >= 0.
+    cost_fn : float, default 1.0
+        Cost of one useful lesson not kept (``cost``); finite, >= 0.
+
+    Raises
+    ------
+    BadInputError
+        An unknown kind, a missing or out-of-range option (naming it).
+
+    See Also
+    --------
+    choose_threshold : Chooses a threshold with an objective.
+    choose_run_threshold : The same for a run in the store.
+
+    Examples
+    --------
+    >>> obj = tl.Objective("precision_floor", min_precision=0.85)
+    >>> obj.describe()
+    'max recall s.t. precision >= 0.85'
+    >>> obj.scores(kept=[10, 20], tp=[9, 15], n_pos=30).tolist()  # 0.9 and 0.75 precise
+    [9.0, -inf]
+    >>> tl.Objective("cost", cost_fp=1, cost_fn=3).considers_nothing
+    True
     """
 
     kind: ObjectiveKind = "f1"
@@ -162,11 +201,25 @@ class Objective:
                judged: Any = None) -> np.ndarray:
         """Score of each threshold (higher is better, ``-inf`` = infeasible or undefined).
 
-        ``kept`` (every kept candidate: what the gate writes), ``tp`` and
-        ``judged`` (kept candidates with a truth value, ``tp + fp``; default
-        ``kept``) have shape ``(..., T)``; ``n_pos`` and ``n_groups`` (verdicts)
-        broadcast against ``(..., 1)``. The budget reads ``kept``; precision,
-        F-beta and cost read ``judged``.
+        The budget reads ``kept``; precision, F-beta and cost read ``judged``.
+
+        Parameters
+        ----------
+        kept : array-like, shape (..., T)
+            Every kept candidate at each threshold (what the gate writes).
+        tp : array-like, shape (..., T)
+            Kept candidates that are useful.
+        n_pos : array-like
+            Useful candidates in all; broadcasts against ``(..., 1)``.
+        n_groups : array-like, optional
+            Verdicts (the budget's denominator; required by ``budget``).
+        judged : array-like, shape (..., T), optional
+            Kept candidates with a truth value, ``tp + fp`` (default ``kept``).
+
+        Returns
+        -------
+        numpy.ndarray
+            The score of each threshold, shape of ``kept``.
         """
         budget_kept = kept
         kept = np.asarray(kept if judged is None else judged, dtype=np.float64)
@@ -199,8 +252,17 @@ class Objective:
                    judged: Any = None) -> np.ndarray:
         """Index of the best threshold along the last axis (thresholds must be descending).
 
-        Arguments as in :meth:`scores`. ``argmax`` returns the first maximum,
-        i.e. the highest threshold among ties. ``-1`` where no threshold is feasible.
+        ``argmax`` returns the first maximum, i.e. the highest threshold among ties.
+
+        Parameters
+        ----------
+        kept, tp, n_pos, n_groups, judged : array-like
+            As in :meth:`scores`.
+
+        Returns
+        -------
+        numpy.ndarray
+            The index along the last axis, ``-1`` where no threshold is feasible.
         """
         score = self.scores(kept, tp, n_pos, n_groups, judged)
         if score.shape[-1] == 0:

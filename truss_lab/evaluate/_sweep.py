@@ -446,24 +446,56 @@ def sweep(
 
     Returns
     -------
-    DataFrame with one row per threshold; for row ``i``:
+    DataFrame
+        One row per threshold; for row ``i``:
 
-    - ``threshold``: the i-th threshold;
-    - ``kept``: candidates with ``salience >= threshold`` (lessons that would be
-      written, judged or not);
-    - ``tp`` / ``fp``: kept judged candidates labelled 1 / 0;
-    - ``fn``: judged candidates labelled 1 that are not kept (NaN-salience ones
-      included: a useful lesson the parser dropped is a miss);
-    - ``precision`` = tp / (tp + fp) (NaN when nothing judged is kept);
-    - ``recall`` = tp / (number of judged 1 labels) (NaN without positives);
-    - ``f1`` = 2 tp / (2 tp + fp + fn) (NaN when that is 0/0);
-    - ``kept_per_verdict`` = kept / ``n_verdicts`` (default: distinct groups),
-      only with ``groups`` or ``n_verdicts``;
-    - ``write_rate`` = kept / n.
+        - ``threshold``: the i-th threshold;
+        - ``kept``: candidates with ``salience >= threshold`` (lessons that would be
+          written, judged or not);
+        - ``tp`` / ``fp``: kept judged candidates labelled 1 / 0;
+        - ``fn``: judged candidates labelled 1 that are not kept (NaN-salience ones
+          included: a useful lesson the parser dropped is a miss);
+        - ``precision`` = tp / (tp + fp) (NaN when nothing judged is kept);
+        - ``recall`` = tp / (number of judged 1 labels) (NaN without positives);
+        - ``f1`` = 2 tp / (2 tp + fp + fn) (NaN when that is 0/0);
+        - ``kept_per_verdict`` = kept / ``n_verdicts`` (default: distinct groups),
+          only with ``groups`` or ``n_verdicts``;
+        - ``write_rate`` = kept / n.
 
-    With default thresholds, ``precision``, ``recall`` and ``threshold`` equal
-    scikit-learn's ``precision_recall_curve`` without its final (recall 0,
-    precision 1) point, in reverse order.
+        With default thresholds, ``precision``, ``recall`` and ``threshold`` equal
+        scikit-learn's ``precision_recall_curve`` without its final (recall 0,
+        precision 1) point, in reverse order.
+
+    Raises
+    ------
+    BadInputError
+        Labels other than 0/1, scores that are not numbers, arrays of different
+        lengths or not 1-D, a NaN threshold.
+
+    Warns
+    -----
+    UndefinedMetricWarning
+        No positive label, or no candidate: the metrics that divide by them are NaN.
+    ThresholdGridWarning
+        A given threshold moved when rounded to 12 significant digits.
+
+    See Also
+    --------
+    sweep_run : The sweep of a run in the store, judged by a truth.
+    bootstrap_metrics : Intervals of the same metrics, resampling verdicts.
+    choose_threshold : Chooses one threshold on training verdicts.
+
+    Examples
+    --------
+    >>> df = tl.sweep([1, 0, 1, 0], [0.9, 0.8, 0.6, 0.3], groups=["a", "a", "b", "b"])
+    >>> df[["threshold", "kept", "tp", "fp", "precision", "recall"]].round(3)
+       threshold  kept  tp  fp  precision  recall
+    0        0.9     1   1   0      1.000     0.5
+    1        0.8     2   1   1      0.500     0.5
+    2        0.6     3   2   1      0.667     1.0
+    3        0.3     4   2   2      0.500     1.0
+    >>> tl.sweep([1, 0, 1, 0], [0.9, 0.8, 0.6, 0.3], thresholds=[0.7])["f1"].round(3).tolist()
+    [0.5]
 
     (It is long because this docstring is the reference of every parameter and
     column; the code is some forty lines.)

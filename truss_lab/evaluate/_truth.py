@@ -460,17 +460,53 @@ def labelled_candidates(
 ) -> pd.DataFrame:
     """The candidates of ``run_id`` with their majority gold label.
 
-    One row per candidate (valid ones only by default), ordered by verdict
-    seq and lesson_index, with the candidates columns plus ``label`` (nullable
-    Int8: 1 useful, 0 not, ``<NA>`` when unlabelled or tied), ``tie``,
-    ``n_annotators``, ``labelled`` (bool), and where the label came from:
-    ``transferred`` (bool), ``transfer_similarity`` and ``transferred_from``
-    (the source extractor). Labels follow content
-    (the module docstring): ``transfer="exact"`` (default) lends
-    a label to an equal text of another extractor on the same verdict, a float
-    to a lexical match at least that similar, None never; a direct label always
-    wins. Use ``df[df.labelled]`` for the rows a sweep can score. ``record``: the run
-    as :func:`~truss_lab.store._runs.run_record` read it, when the caller holds it.
+    Labels follow content (the module docstring): a direct label always wins; a
+    transfer lends a label to another extractor's lesson on the same verdict.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str
+        The run.
+    labels : path or DataFrame, optional
+        Gold labels (the labels format's rows; default the store's ``labels`` table).
+    valid_only : bool, default True
+        Valid candidates only (those the parser kept).
+    transfer : {"exact"}, float or None, default "exact"
+        ``"exact"`` lends a label to an equal text of another extractor on the same
+        verdict, a float to a lexical match at least that similar, None never.
+    record : RunRecord, optional
+        The run as :func:`~truss_lab.store._runs.run_record` read it, when the caller
+        holds it (saves a read).
+
+    Returns
+    -------
+    DataFrame
+        One row per candidate, ordered by verdict seq and lesson_index: the
+        candidates columns plus ``label`` (nullable Int8: 1 useful, 0 not, ``<NA>``
+        when unlabelled or tied), ``tie``, ``n_annotators``, ``labelled`` (bool),
+        and where the label came from: ``transferred`` (bool),
+        ``transfer_similarity`` and ``transferred_from`` (the source extractor).
+        ``df[df.labelled]`` holds the rows a sweep can score.
+
+    Raises
+    ------
+    BadInputError
+        An unknown run (naming the recent ones), a labels file that does not read.
+
+    See Also
+    --------
+    scored_candidates : The labelled, untied rows as ``y`` and ``s``.
+    label_report : Coverage and agreement of the labels.
+
+    Examples
+    --------
+    >>> df = tl.labelled_candidates(store, "good")
+    >>> len(df), int(df["labelled"].sum()), int(df["tie"].sum())
+    (1105, 1026, 79)
+    >>> df.loc[df["labelled"], "label"].value_counts().sort_index().tolist()
+    [464, 562]
     """
     if record is None:
         record = run_record(store, run_id)  # an unknown run is an error naming the recent ones
@@ -549,9 +585,46 @@ def scored_candidates(
 ) -> pd.DataFrame:
     """The labelled, non-tied valid candidates of ``run_id`` that a sweep scores.
 
-    Columns: ``candidate_id, verdict_seq, verdict_hash, extractor_id,
-    lesson_index, y`` (uint8 majority label) and ``s`` (the ``score`` values;
-    NaN = unscored, never kept). Ordered by verdict seq and lesson index.
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str
+        The run.
+    labels : path or DataFrame, optional
+        Gold labels (default the store's ``labels`` table).
+    score : str, default "salience"
+        The candidates column that becomes ``s`` (``salience``, ``score``).
+    record : RunRecord, optional
+        The run as :func:`~truss_lab.store._runs.run_record` read it, when the caller
+        holds it.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``candidate_id, verdict_seq, verdict_hash, extractor_id,
+        lesson_index, y`` (uint8 majority label) and ``s`` (the ``score`` values;
+        NaN = unscored, never kept), ordered by verdict seq and lesson index: the
+        arrays of :func:`~truss_lab.evaluate._sweep.sweep`.
+
+    Raises
+    ------
+    BadInputError
+        An unknown run, or a run with no labelled, untied valid candidate.
+
+    See Also
+    --------
+    labelled_candidates : Every candidate, labelled or not.
+    sweep : What these arrays feed.
+
+    Examples
+    --------
+    >>> df = tl.scored_candidates(store, "good")
+    >>> len(df), int(df["y"].sum())
+    (1026, 562)
+    >>> tl.sweep(df["y"], df["s"], groups=df["verdict_hash"], thresholds=[0.7])["f1"].round(3)
+    0    0.647
+    Name: f1, dtype: float64
     """
     df = labelled_candidates(store, run_id, labels=labels, record=record)
     s = score_values(run_id, df, score)
@@ -1057,6 +1130,11 @@ class Truth:
     label_rows, reference_rows : DataFrame or None
         The rows read once by :meth:`resolve`.
 
+    Raises
+    ------
+    BadInputError
+        An unknown source, matcher, correction or ties policy.
+
     See Also
     --------
     truth_of : ``truth=`` as a Truth (a spec string, or the deprecated loose keywords).
@@ -1064,11 +1142,12 @@ class Truth:
 
     Examples
     --------
-    >>> import truss_lab as tl
     >>> tl.Truth.references(matcher="semantic", correct="ppi")
     Truth.references(matcher='semantic', correct='ppi', references=store, match_labels=store)
     >>> tl.Truth.parse("judge:sim-judge-v1@judge-v1")
     Truth.judge('sim-judge-v1@judge-v1', correct='auto', labels=store, ties='exclude')
+    >>> tl.Truth.resolve(store, "auto", ["good"]).label
+    'labels (every run has gold labels)'
     """
 
     source: str = "labels"
@@ -1101,24 +1180,68 @@ class Truth:
 
     @classmethod
     def labels(cls, labels: Any = None, *, ties: str = DEFAULT_TIES) -> Truth:
-        """The human gold labels (majority; judges left out): ``labels`` None reads the
-        store's table, else a §3 CSV path or a frame."""
+        """The human gold labels (majority; judges left out).
+
+        Parameters
+        ----------
+        labels : path or DataFrame, optional
+            A labels CSV path or frame (None: the store's ``labels`` table).
+        ties : {"exclude", "adjudicate", "half"}, default "exclude"
+            How a label tie among annotators counts.
+
+        Returns
+        -------
+        Truth
+            Not resolved yet.
+        """
         return cls("labels", gold_labels=labels, ties=ties)
 
     @classmethod
     def references(cls, *, matcher: Any = None, correct: str = "auto",
                    references: Any = None, match_labels: Any = None) -> Truth:
-        """Reference lessons matched by ``matcher``, corrected by the people's
-        ``match_labels`` as ``correct`` says (None: the store's tables)."""
+        """Reference lessons matched to the lessons, corrected by the people's match labels.
+
+        Parameters
+        ----------
+        matcher : None, str or Matcher
+            None or ``"lexical"`` (default), ``"semantic"``, or a matcher object.
+        correct : {"auto", "ppi", "none"}, default "auto"
+            The correction by the people's match labels.
+        references : path or DataFrame, optional
+            Reference lessons (None: the store's table).
+        match_labels : path or DataFrame, optional
+            The people's match labels (None: the store's table).
+
+        Returns
+        -------
+        Truth
+            Not resolved yet.
+        """
         return cls("references", matcher=matcher, correct=correct,
                    reference_lessons=references, match_labels=match_labels)
 
     @classmethod
     def judge(cls, name: str, *, correct: str = "auto", labels: Any = None,
               ties: str = DEFAULT_TIES) -> Truth:
-        """One judge's labels (``name``: ``sim-judge-v1@judge-v1``, with or without
-        ``judge:``, or the model alone when one prompt version of it labelled),
-        corrected by the gold ``labels`` as ``correct`` says."""
+        """One judge's labels, corrected by the gold labels.
+
+        Parameters
+        ----------
+        name : str
+            The judge: ``sim-judge-v1@judge-v1``, with or without ``judge:``, or the
+            model alone when one prompt version of it labelled.
+        correct : {"auto", "ppi", "none"}, default "auto"
+            The correction by the gold labels.
+        labels : path or DataFrame, optional
+            Gold labels (None: the store's table).
+        ties : {"exclude", "adjudicate", "half"}, default "exclude"
+            How a label tie counts.
+
+        Returns
+        -------
+        Truth
+            Not resolved yet.
+        """
         bare = name.removeprefix(JUDGE_PREFIX)
         return cls(JUDGE_PREFIX + bare, correct=correct, gold_labels=labels, ties=ties)
 
@@ -1126,18 +1249,49 @@ class Truth:
     def auto(cls, *, matcher: Any = None, correct: str = "auto", labels: Any = None,
              references: Any = None, match_labels: Any = None,
              ties: str = DEFAULT_TIES) -> Truth:
-        """Labels when every run judged has a directly labelled candidate, else
-        references (``why`` says which once resolved)."""
+        """Labels when every run judged has a directly labelled candidate, else references.
+
+        Parameters
+        ----------
+        matcher, correct, references, match_labels
+            As :meth:`references` takes them.
+        labels, ties
+            As :meth:`labels` takes them.
+
+        Returns
+        -------
+        Truth
+            Not resolved yet; once resolved ``why`` says which it chose.
+        """
         return cls("auto", matcher=matcher, correct=correct, gold_labels=labels,
                    reference_lessons=references, match_labels=match_labels, ties=ties)
 
     @classmethod
     def parse(cls, spec: Any = "labels", **parts: Any) -> Truth:
-        """``spec`` (labels, references, judge:NAME, auto; None: auto) with ``parts``
-        under the names of the loose keywords (:data:`LOOSE_KEYWORDS`: ``labels``,
-        ``references``, ``matcher``, ``correct``, ``match_labels``, ``ties``). A Truth
-        is returned as it is when no part is given, else with those parts replaced
-        (then resolved again)."""
+        """A Truth from the CLI's ``--truth`` spelling.
+
+        Parameters
+        ----------
+        spec : str, Truth or None, default "labels"
+            labels, references, judge:NAME, auto (None: auto), or a Truth.
+        **parts
+            Under the names of the loose keywords (:data:`LOOSE_KEYWORDS`:
+            ``labels``, ``references``, ``matcher``, ``correct``, ``match_labels``,
+            ``ties``).
+
+        Returns
+        -------
+        Truth
+            A Truth ``spec`` as it is when no part is given, else with those parts
+            replaced (then resolved again).
+
+        Raises
+        ------
+        BadInputError
+            An unknown spec.
+        TypeError
+            A part that is no loose keyword.
+        """
         unknown = sorted(set(parts) - set(LOOSE_KEYWORDS))
         if unknown:
             raise TypeError(f"unexpected keyword argument {unknown[0]!r} "
@@ -1173,10 +1327,30 @@ class Truth:
     @classmethod
     def resolve(cls, store: Store, spec: Any = "labels", runs: Any = (),
                 **parts: Any) -> Truth:
-        """``spec`` (a Truth, or a spec with ``parts``: :meth:`parse`) resolved against
-        ``store`` for ``runs`` (a run id or several): its rows read once, ``auto``
-        decided, every run checked to have a valid candidate. A Truth already resolved
-        against ``store`` is returned as it is (its rows and judged runs are reused)."""
+        """A truth resolved against ``store``: its rows read once, ``auto`` decided.
+
+        Parameters
+        ----------
+        store : Store
+            The database.
+        spec : Truth or str, default "labels"
+            A Truth, or a spec with ``parts`` (:meth:`parse`).
+        runs : str or sequence of str, default ()
+            The runs it will judge: each is checked to have a valid candidate.
+        **parts
+            As :meth:`parse` takes them.
+
+        Returns
+        -------
+        Truth
+            Resolved; a Truth already resolved against ``store`` is returned as it is
+            (its rows and judged runs are reused).
+
+        Raises
+        ------
+        BadInputError
+            An unknown run or judge, a run without a valid candidate.
+        """
         if isinstance(spec, Truth) and not parts and spec.store is store:
             return spec
         ids = [runs] if isinstance(runs, str) else list(runs)
@@ -1223,16 +1397,41 @@ class Truth:
             object.__setattr__(self, k, v)
 
     def memo(self, key: tuple[Any, ...], make: Any) -> Any:
-        """``make()`` once per ``key`` for this resolved truth (its judged runs, records
-        and corrections live here, shared by :meth:`corrected` copies)."""
+        """``make()`` once per ``key`` for this resolved truth.
+
+        Its judged runs, records and corrections live here, shared by
+        :meth:`corrected` copies.
+
+        Parameters
+        ----------
+        key : tuple
+            What is made.
+        make : callable
+            Makes it, without arguments.
+
+        Returns
+        -------
+        object
+            What ``make()`` returned the first time.
+        """
         self._check_resolved()
         if key not in self._judged:
             self._judged[key] = make()
         return self._judged[key]
 
     def record(self, run_id: str) -> RunRecord:
-        """``run_id``'s row, processed verdicts and candidates
-        (``store._runs.run_record``), read once per run by this resolved truth."""
+        """``run_id``'s row, processed verdicts and candidates, read once per run.
+
+        Parameters
+        ----------
+        run_id : str
+            The run.
+
+        Returns
+        -------
+        RunRecord
+            What ``store._runs.run_record`` reads.
+        """
         key = ("record", run_id)
         if key not in self._judged:
             self._judged[key] = run_record(self._store(), run_id)
@@ -1259,7 +1458,18 @@ class Truth:
         return self.matcher
 
     def missing(self, run_id: str) -> str:
-        """The message of a run with nothing to evaluate by this truth."""
+        """The message of a run with nothing to evaluate by this truth.
+
+        Parameters
+        ----------
+        run_id : str
+            The run.
+
+        Returns
+        -------
+        str
+            The message, naming the command that would give it a truth.
+        """
         if self.judge_name:
             return (f"run {run_id!r} has no lesson labelled by {self.judge_name} to evaluate "
                     "(label them with `truss-lab judge RUN`)")
@@ -1278,10 +1488,27 @@ class Truth:
                                 field="truth")
 
     def judged(self, run_id: str, *, score: str = "salience") -> RunTruth | ReferenceTruth:
-        """``run_id`` judged by this truth: a :class:`RunTruth` for gold labels or a
-        judge (counted alike; ``ties`` applies), a :class:`ReferenceTruth` for
-        references (matched by ``matcher``). Judged once per run and score;
-        refuses a run with nothing judged."""
+        """``run_id`` judged by this truth, once per run and score.
+
+        Parameters
+        ----------
+        run_id : str
+            The run.
+        score : str, default "salience"
+            The candidates column that is thresholded.
+
+        Returns
+        -------
+        RunTruth or ReferenceTruth
+            A :class:`RunTruth` for gold labels or a judge (counted alike; ``ties``
+            applies), a :class:`ReferenceTruth` for references (matched by
+            ``matcher``).
+
+        Raises
+        ------
+        BadInputError
+            Not resolved, or a run with nothing judged.
+        """
         self._check_resolved()
         if self.kind == "references":
             key: tuple[Any, ...] = (run_id, score)
@@ -1297,9 +1524,23 @@ class Truth:
         return rt
 
     def counted(self, run_id: str, *, score: str = "salience") -> RunTruth:
-        """``run_id`` counted by this labels (or judge) truth, as :meth:`judged` gives
-        it but without refusing a run with nothing judged (calibration reports that
-        itself); once per run and score."""
+        """``run_id`` counted by this labels (or judge) truth, once per run and score.
+
+        As :meth:`judged` gives it, but a run with nothing judged is not refused
+        (calibration reports that itself).
+
+        Parameters
+        ----------
+        run_id : str
+            The run.
+        score : str, default "salience"
+            The candidates column that is thresholded.
+
+        Returns
+        -------
+        RunTruth
+            The counted run.
+        """
         self._check_resolved()
         if self.kind == "references":
             raise BadInputError("a references truth counts no labels; use judged()",
@@ -1315,9 +1556,19 @@ class Truth:
         return rt
 
     def labelled(self, run_id: str) -> pd.DataFrame:
-        """:func:`labelled_candidates` of ``run_id`` (every candidate, dropped ones too)
-        by this labels (or judge) truth's rows, read once per run: what its counting,
-        and a report's verdict list, take."""
+        """:func:`labelled_candidates` of ``run_id`` by this truth's rows, once per run.
+
+        Parameters
+        ----------
+        run_id : str
+            The run.
+
+        Returns
+        -------
+        DataFrame
+            Every candidate, dropped ones too: what its counting, and a report's
+            verdict list, take.
+        """
         self._check_resolved()
         if self.kind == "references":
             raise BadInputError("a references truth has no labelled candidates; use judged()",
@@ -1330,9 +1581,21 @@ class Truth:
         return self._judged[key]
 
     def scored(self, run_id: str, *, score: str = "salience") -> pd.DataFrame:
-        """The labelled, untied valid candidates of ``run_id`` by this labels truth
-        (:func:`scored_candidates` of its rows: what the bootstrap bands and the
-        labels hash take); a judge that labelled nothing of the run says so."""
+        """The labelled, untied valid candidates of ``run_id`` by this labels truth.
+
+        Parameters
+        ----------
+        run_id : str
+            The run.
+        score : str, default "salience"
+            The column that becomes ``s``.
+
+        Returns
+        -------
+        DataFrame
+            :func:`scored_candidates` of its rows (what the bootstrap bands and the
+            labels hash take); a judge that labelled nothing of the run says so.
+        """
         self._check_resolved()
         if self.kind == "references":
             raise BadInputError("a references truth has no labelled candidates; use judged()",
@@ -1342,8 +1605,19 @@ class Truth:
         return scored_candidates(self._store(), run_id, labels=self.label_rows, score=score)
 
     def corrected(self, correct: str) -> Truth:
-        """This truth with ``correct`` in place of its own; resolved as it is (its rows and
-        judged runs shared), so a comparison can set one correction for every run."""
+        """This truth with another correction, resolved as it is.
+
+        Parameters
+        ----------
+        correct : {"auto", "ppi", "none"}
+            The correction in place of its own.
+
+        Returns
+        -------
+        Truth
+            Its rows and judged runs shared, so a comparison can set one correction
+            for every run.
+        """
         if check_correct(correct) == self.correct:
             return self
         out = replace(self, correct=correct)
@@ -1354,8 +1628,13 @@ class Truth:
         return out
 
     def gold(self) -> Truth:
-        """The gold labels this truth's people gave (what corrects a judge), resolved
-        against the same store."""
+        """The gold labels this truth's people gave (what corrects a judge).
+
+        Returns
+        -------
+        Truth
+            Resolved against the same store.
+        """
         key = ("gold",)
         if key not in self._judged:
             self._judged[key] = Truth.resolve(self._store(), Truth.labels(self.gold_labels,

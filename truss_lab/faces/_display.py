@@ -114,14 +114,51 @@ def plot_title(run_id: str, what: str, *, truth: str, correction: str = "none") 
 class SweepDisplay:
     """Precision, recall and F1 against the threshold, kept-per-verdict on a second axis.
 
-    ``sweep`` is a :func:`~truss_lab.evaluate._sweep.sweep` frame. ``threshold``
-    (optional) is the chosen threshold, a solid black line labelled
-    ``threshold_label`` ("chosen"); ``default_threshold`` (the ADR default,
-    :data:`~truss_lab.core.DEFAULT_MIN_SALIENCE`;
-    None hides it) is a dashed red line labelled "default": two facts, two lines.
-    ``intervals`` (optional) is a frame with ``threshold`` and
-    ``<metric>_low``/``<metric>_high`` columns (e.g. ``BootstrapResult.table``,
-    or :func:`~truss_lab.evaluate._runs.bootstrap_run`), drawn as bands.
+    The chosen threshold and the ADR default are two facts, so two lines: a solid
+    black one and a dashed red one. Build it with :meth:`from_run`,
+    :meth:`from_sweep` or :meth:`from_predictions` (they plot), or construct it
+    and call :meth:`plot`.
+
+    Parameters
+    ----------
+    sweep : DataFrame
+        A :func:`~truss_lab.evaluate._sweep.sweep` frame (``threshold``,
+        ``precision``, ``recall``, ``f1``; ``kept_per_verdict`` or ``write_rate``).
+    threshold : float, optional
+        The chosen threshold, a solid black line labelled ``threshold_label``.
+    intervals : DataFrame, optional
+        ``threshold`` and ``<metric>_low``/``<metric>_high`` columns (e.g.
+        ``BootstrapResult.table``), drawn as bands; ``<metric>_band_low``/``_high``
+        columns (``BootstrapResult.with_band()``) as dotted lines.
+    name : str, optional
+        The title of the axes.
+    default_threshold : float or None, default 0.7
+        The ADR default (:data:`~truss_lab.core.DEFAULT_MIN_SALIENCE`), a dashed
+        red line; None hides it.
+    threshold_label : str, default "chosen"
+        The legend label of ``threshold``.
+
+    Raises
+    ------
+    BadInputError
+        ``sweep`` lacks one of the metric columns.
+
+    See Also
+    --------
+    sweep_run : The frame of a run in the store.
+    PrecisionRecallDisplay : The same sweep as a precision-recall curve.
+    ThresholdExplorer : The plot with a slider.
+
+    Examples
+    --------
+    >>> disp = tl.SweepDisplay.from_run(store, "good", n_boot=100, threshold=0.41)
+    >>> sorted(disp.lines_)
+    ['f1', 'kept_per_verdict', 'precision', 'recall']
+    >>> print(disp.ax_.get_title())
+    good: metrics vs threshold
+    truth labels · correction none
+    >>> disp.threshold_line_.get_label(), disp.default_line_.get_label()
+    ('chosen 0.41', 'default 0.70')
     """
 
     def __init__(
@@ -157,7 +194,20 @@ class SweepDisplay:
         default_threshold: float | None = DEFAULT_MIN_SALIENCE,
         ax: Any = None,
     ) -> SweepDisplay:
-        """Plot an existing sweep frame."""
+        """Plot an existing sweep frame.
+
+        Parameters
+        ----------
+        sweep, threshold, intervals, name, default_threshold
+            As the class takes them.
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+
+        Returns
+        -------
+        SweepDisplay
+            The display, plotted.
+        """
         return cls(sweep, threshold=threshold, intervals=intervals, name=name,
                    default_threshold=default_threshold).plot(ax=ax)
 
@@ -178,13 +228,40 @@ class SweepDisplay:
         **deprecated: Any,
     ) -> SweepDisplay:
         """:func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` with bands from
-        :func:`~truss_lab.evaluate._runs.bootstrap_run` (``n_boot=0``: no bands), both
-        judged by ``truth`` (a :class:`~truss_lab.evaluate._truth.Truth` or a spec:
-        labels, references, judge:NAME; its correction named in the title);
-        ``threshold`` is the chosen one (e.g. ``choose_run_threshold(...).threshold``).
-        The default name is the run id, the truth and the correction. The loose truth
-        keywords (``labels=``, ``correct=``, ...) are still taken, with a
-        DeprecationWarning."""
+        :func:`~truss_lab.evaluate._runs.bootstrap_run`, both judged by one truth.
+
+        Parameters
+        ----------
+        store : Store
+            The database.
+        run_id : str
+            The run.
+        threshold : float, optional
+            The chosen threshold (e.g. ``choose_run_threshold(...).threshold``).
+        n_boot : int, default 1000
+            Verdict-bootstrap replicates of the bands (0: no bands).
+        random_state : int, default 0
+            Seed of the bootstrap.
+        name : str, optional
+            The title (default: the run id, the truth and the correction).
+        default_threshold : float or None, default 0.7
+            The ADR default line (None hides it).
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+        truth : Truth or str, default "labels"
+            A :class:`~truss_lab.evaluate._truth.Truth` or a spec (labels,
+            references, judge:NAME); its correction is named in the title.
+        score : str, default "salience"
+            The candidates column to threshold.
+        **deprecated
+            The loose truth keywords (``labels=``, ``correct=``, ...), still taken
+            with a DeprecationWarning.
+
+        Returns
+        -------
+        SweepDisplay
+            The display, plotted.
+        """
         # Resolved once: the sweep and its bands read and match the truth once.
         t = Truth.resolve(store, truth_of(truth, deprecated, where="SweepDisplay.from_run"),
                           [run_id])
@@ -211,7 +288,28 @@ class SweepDisplay:
         default_threshold: float | None = DEFAULT_MIN_SALIENCE,
         ax: Any = None,
     ) -> SweepDisplay:
-        """Sweep the predictions (see :func:`~truss_lab.evaluate._sweep.sweep`) and plot."""
+        """Sweep the predictions (see :func:`~truss_lab.evaluate._sweep.sweep`) and plot.
+
+        Parameters
+        ----------
+        y_true : array of 0/1
+            Gold label of each candidate.
+        salience : array of float
+            Score of each candidate.
+        groups : array, optional
+            Verdict of each candidate (enables kept per verdict).
+        thresholds : array of float, optional
+            Where to evaluate (default every distinct salience).
+        threshold, intervals, name, default_threshold
+            As the class takes them.
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+
+        Returns
+        -------
+        SweepDisplay
+            The display, plotted.
+        """
         df = sweep(y_true, salience, groups=groups, thresholds=thresholds)
         return cls.from_sweep(df, threshold=threshold, intervals=intervals, name=name,
                               default_threshold=default_threshold, ax=ax)
@@ -219,13 +317,21 @@ class SweepDisplay:
     def plot(self, ax: Any = None) -> SweepDisplay:
         """Draw on ``ax`` (new figure when None).
 
-        Sets ``ax_``, ``ax2_`` (secondary axis), ``figure_``, ``lines_`` (by metric),
-        ``bands_`` (by metric, when ``intervals`` has them, drawn over the thresholds
-        the lines span; dotted lines bound the simultaneous band where ``intervals``
-        has ``*_band_low``/``*_band_high``:
-        :meth:`~truss_lab.evaluate._bootstrap.BootstrapResult.with_band`),
-        ``chance_line_`` (the precision of keeping everything),
-        ``threshold_line_`` and ``default_line_`` (when drawn).
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw.
+
+        Returns
+        -------
+        SweepDisplay
+            This display. It sets ``ax_``, ``ax2_`` (secondary axis), ``figure_``,
+            ``lines_`` (by metric), ``bands_`` (by metric, when ``intervals`` has
+            them, drawn over the thresholds the lines span; dotted lines bound the
+            simultaneous band where ``intervals`` has ``*_band_low``/``*_band_high``:
+            :meth:`~truss_lab.evaluate._bootstrap.BootstrapResult.with_band`),
+            ``chance_line_`` (the precision of keeping everything),
+            ``threshold_line_`` and ``default_line_`` (when drawn).
         """
         ax = _axes(ax)
         df = self.sweep.sort_values("threshold")
@@ -299,10 +405,40 @@ class SweepDisplay:
 class PrecisionRecallDisplay:
     """Precision-recall curve (precision on y, recall on x), as a step plot.
 
-    ``chance_level`` (optional) is the precision of keeping every candidate (the
-    share of useful ones), drawn as a dotted horizontal line; ``operating_point``
-    (optional) is ``(recall, precision, threshold)`` at a chosen threshold, drawn as
-    a marker and labelled with the threshold.
+    Several displays may share one axes (one curve per run): the legend then names
+    each run once, with its chance level, and stands beside the axes, not over the
+    curves.
+
+    Parameters
+    ----------
+    precision : array of float
+        Precision at each threshold.
+    recall : array of float
+        Recall at the same thresholds.
+    average_precision : float, optional
+        Shown in the legend.
+    name : str, optional
+        The curve's legend label (default "extractor").
+    chance_level : float, optional
+        The precision of keeping every candidate (the share of useful ones), a
+        dotted horizontal line.
+    operating_point : tuple of float, optional
+        ``(recall, precision, threshold)`` at a chosen threshold, a marker labelled
+        with the threshold.
+
+    See Also
+    --------
+    SweepDisplay : The same sweep against the threshold.
+    sweep_run : The frame of a run in the store.
+
+    Examples
+    --------
+    >>> disp = tl.PrecisionRecallDisplay.from_run(store, "good", threshold=0.7)
+    >>> disp.line_.get_label(), disp.operating_point_.get_label()
+    ('good (truth: labels)', 'operating point (threshold 0.7)')
+    >>> ap = tl.PrecisionRecallDisplay.from_predictions([1, 0, 1, 0], [0.9, 0.8, 0.6, 0.3])
+    >>> round(ap.average_precision, 3)
+    0.833
     """
 
     def __init__(
@@ -339,9 +475,26 @@ class PrecisionRecallDisplay:
     ) -> PrecisionRecallDisplay:
         """Plot the curve of a sweep frame (thresholds descending, as sweep returns them).
 
-        ``threshold`` marks the operating point; the chance level defaults to the
-        precision at the lowest threshold of the sweep (everything kept); ``title``
-        heads the axes."""
+        Parameters
+        ----------
+        sweep : DataFrame
+            A :func:`~truss_lab.evaluate._sweep.sweep` frame.
+        threshold : float, optional
+            Marks the operating point.
+        name : str, optional
+            The curve's legend label.
+        chance_level : float, optional
+            Default: the precision at the lowest threshold of the sweep (everything kept).
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+        title : str, optional
+            Heads the axes.
+
+        Returns
+        -------
+        PrecisionRecallDisplay
+            The display, plotted.
+        """
         df = sweep.sort_values("threshold", ascending=False)
         if chance_level is None and len(df):
             chance_level = float(df["precision"].iloc[-1])
@@ -356,10 +509,37 @@ class PrecisionRecallDisplay:
         threshold: float | None = None, name: str | None = None, ax: Any = None,
         **deprecated: Any,
     ) -> PrecisionRecallDisplay:
-        """The curve of :func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id`` judged by
-        ``truth`` (a :class:`~truss_lab.evaluate._truth.Truth` or a spec): kept is what
-        the gate would write, and with references recall counts every missed reference.
-        The loose truth keywords are still taken, with a DeprecationWarning."""
+        """The curve of :func:`~truss_lab.evaluate._runs.sweep_run` of ``run_id``.
+
+        Kept is what the gate would write, and with references recall counts every
+        missed reference.
+
+        Parameters
+        ----------
+        store : Store
+            The database.
+        run_id : str
+            The run.
+        truth : Truth or str, default "labels"
+            A :class:`~truss_lab.evaluate._truth.Truth` or a spec (labels,
+            references, judge:NAME).
+        score : str, default "salience"
+            The candidates column to threshold.
+        threshold : float, optional
+            Marks the operating point.
+        name : str, optional
+            The curve's legend label (default: the run id and the truth).
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure); pass one axes to several runs to
+            draw their curves together.
+        **deprecated
+            The loose truth keywords, still taken with a DeprecationWarning.
+
+        Returns
+        -------
+        PrecisionRecallDisplay
+            The display, plotted.
+        """
         df = sweep_run(store, run_id, score=score, truth=truth_of(
             truth, deprecated, where="PrecisionRecallDisplay.from_run"))
         return cls.from_sweep(df, threshold=threshold, ax=ax,
@@ -374,8 +554,26 @@ class PrecisionRecallDisplay:
         cls, y_true: Any, salience: Any, *, threshold: float | None = None,
         name: str | None = None, ax: Any = None,
     ) -> PrecisionRecallDisplay:
-        """Sweep the predictions, compute average precision, plot; the chance level is
-        the share of positive labels, ``threshold`` marks the operating point."""
+        """Sweep the predictions, compute average precision, plot.
+
+        Parameters
+        ----------
+        y_true : array of 0/1
+            Gold label of each candidate; the chance level is the share of 1s.
+        salience : array of float
+            Score of each candidate.
+        threshold : float, optional
+            Marks the operating point.
+        name : str, optional
+            The curve's legend label.
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+
+        Returns
+        -------
+        PrecisionRecallDisplay
+            The display, plotted.
+        """
         df = sweep(y_true, salience)
         ap = average_precision(y_true, salience)
         y = np.asarray(y_true, dtype=float)
@@ -384,8 +582,19 @@ class PrecisionRecallDisplay:
                    chance_level=chance, operating_point=cls._point(df, threshold)).plot(ax=ax)
 
     def plot(self, ax: Any = None) -> PrecisionRecallDisplay:
-        """Draw on ``ax``; sets ``ax_``, ``figure_``, ``line_`` and, when given,
-        ``chance_line_`` and ``operating_point_``."""
+        """Draw on ``ax``.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+
+        Returns
+        -------
+        PrecisionRecallDisplay
+            This display; it sets ``ax_``, ``figure_``, ``line_`` and, when given,
+            ``chance_line_`` and ``operating_point_``.
+        """
         ax = _axes(ax)
         label = self.name or "extractor"
         if self.average_precision is not None:
@@ -406,22 +615,72 @@ class PrecisionRecallDisplay:
         ax.set_ylabel("precision")
         ax.set_xlim(-0.01, 1.01)
         ax.set_ylim(-0.01, 1.01)
-        ax.legend(loc="lower left", fontsize="small")
+        # The curves already on these axes (one per run when several share them).
+        shared = [d for d in getattr(ax, "_truss_pr_displays", []) if d is not self] + [self]
+        ax._truss_pr_displays = shared
+        if len(shared) == 1:
+            ax.legend(loc="lower left", fontsize="small")
+        else:
+            self._shared_legend(ax, shared)
         if self.title:
             ax.set_title(self.title)
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
 
+    @staticmethod
+    def _shared_legend(ax: Any, shared: list[PrecisionRecallDisplay]) -> None:
+        """One entry per run (its chance level in the label, the dotted line in its
+        colour) and one for the operating points, beside the axes: three entries a run
+        over the curves hid them."""
+        handles, labels = [], []
+        for d in shared:
+            label = d.line_.get_label()
+            if getattr(d, "chance_line_", None) is not None:
+                label += f", chance {d.chance_level:.2f}"
+            handles.append(d.line_)
+            labels.append(label)
+        points = [d for d in shared if getattr(d, "operating_point_", None) is not None]
+        if points:
+            ts = sorted({f"{d.operating_point[2]:.3g}" for d in points})  # type: ignore[index]
+            handles.append(points[0].operating_point_)
+            labels.append(f"operating point (threshold {', '.join(ts)})")
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1),
+                  fontsize="small", title="dotted: chance (keep all)",
+                  title_fontsize="x-small", borderaxespad=0)
+
 
 class CalibrationDisplay:
     """Reliability diagram: observed frequency per bin with its Wilson interval, and the
     count of candidates per bin (bars, second axis).
 
-    ``table`` is a :func:`~truss_lab.evaluate._calibration.reliability_table`;
-    bins under its ``min_bin_count`` (``enough`` False) are drawn hollow, as
-    MCE leaves them out. ``name`` labels the curve, ``title`` (optional) heads
-    the axes.
+    Bins under the table's ``min_bin_count`` (``enough`` False) are drawn hollow, as
+    MCE leaves them out.
+
+    Parameters
+    ----------
+    table : DataFrame
+        A :func:`~truss_lab.evaluate._calibration.reliability_table`.
+    name : str, optional
+        Labels the curve (default "salience").
+    title : str, optional
+        Heads the axes.
+
+    See Also
+    --------
+    calibration_run : The report of a run (before and after a calibrator).
+    truss_lab.evaluate.reliability_table : The table it draws.
+
+    Examples
+    --------
+    >>> disp = tl.CalibrationDisplay.from_run(store, "good")
+    >>> disp.report.summary[["candidates", "ece"]].round(3)
+            candidates    ece
+    scores
+    before         313  0.068
+    >>> print(disp.ax_.get_title())
+    good: calibration (before)
+    truth labels · correction none
     """
 
     def __init__(
@@ -444,8 +703,30 @@ class CalibrationDisplay:
         name: str | None = None,
         ax: Any = None,
     ) -> CalibrationDisplay:
-        """Bin with :func:`~truss_lab.evaluate._calibration.reliability_table` and plot
-        (``min_bin_count`` None: its default)."""
+        """Bin with :func:`~truss_lab.evaluate._calibration.reliability_table` and plot.
+
+        Parameters
+        ----------
+        y_true : array of 0/1
+            Gold label of each candidate.
+        prob : array of float
+            Predicted probability (salience) of each candidate.
+        n_bins : int, default 10
+            Bins.
+        strategy : {"uniform", "quantile"}, default "uniform"
+            Equal-width bins or equal-count bins.
+        min_bin_count : int, optional
+            Bins with fewer candidates are drawn hollow (None: the table's default).
+        name : str, optional
+            Labels the curve.
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+
+        Returns
+        -------
+        CalibrationDisplay
+            The display, plotted.
+        """
         table = reliability_table(
             y_true, prob, n_bins=n_bins, strategy=strategy,  # type: ignore[arg-type]
             min_bin_count=DEFAULT_MIN_BIN_COUNT if min_bin_count is None else min_bin_count,
@@ -459,11 +740,38 @@ class CalibrationDisplay:
         scores: str | None = None, random_state: Any = 0, n_bins: int = 10,
         ax: Any = None, **deprecated: Any,
     ) -> CalibrationDisplay:
-        """The reliability table ``scores`` (default ``"after"`` with a ``method``,
-        ``"before"`` without) of :func:`~truss_lab.evaluate._calibration.calibration_run`
-        of ``run_id`` judged by ``truth`` (a :class:`~truss_lab.evaluate._truth.Truth` or
-        a spec; its correction named in the title); the report is kept as ``report``.
-        The loose truth keywords are still taken, with a DeprecationWarning."""
+        """A reliability table of :func:`~truss_lab.evaluate._calibration.calibration_run`
+        of ``run_id``; the report is kept as ``report``.
+
+        Parameters
+        ----------
+        store : Store
+            The database.
+        run_id : str
+            The run.
+        truth : Truth or str, default "labels"
+            A :class:`~truss_lab.evaluate._truth.Truth` or a spec; its correction is
+            named in the title.
+        score : str, default "salience"
+            The candidates column to calibrate.
+        method : {"isotonic", "platt"}, optional
+            A calibrator fitted on training verdicts (None: the raw score only).
+        scores : {"before", "after"}, optional
+            Which table (default ``"after"`` with a ``method``, ``"before"`` without).
+        random_state : int, default 0
+            Seed of the split.
+        n_bins : int, default 10
+            Bins.
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+        **deprecated
+            The loose truth keywords, still taken with a DeprecationWarning.
+
+        Returns
+        -------
+        CalibrationDisplay
+            The display, plotted.
+        """
         rep = calibration_run(store, run_id, method=method, score=score,
                               random_state=random_state, n_bins=n_bins, truth=truth_of(
                                   truth, deprecated, where="CalibrationDisplay.from_run"))
@@ -475,9 +783,20 @@ class CalibrationDisplay:
         return out.plot(ax=ax)
 
     def plot(self, ax: Any = None) -> CalibrationDisplay:
-        """Draw on ``ax``; sets ``ax_``, ``ax2_`` (counts), ``figure_``, ``line_``,
-        ``errorbar_`` (Wilson intervals), ``small_`` (hollow markers of small bins)
-        and ``bars_``."""
+        """Draw on ``ax``.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw (None: a new figure).
+
+        Returns
+        -------
+        CalibrationDisplay
+            This display; it sets ``ax_``, ``ax2_`` (counts), ``figure_``, ``line_``,
+            ``errorbar_`` (Wilson intervals), ``small_`` (hollow markers of small
+            bins) and ``bars_``.
+        """
         ax = _axes(ax)
         t = self.table
         full = t[t["count"] > 0]
@@ -533,8 +852,30 @@ class CalibrationDisplay:
 class ComparisonDisplay:
     """Two runs side by side: each run's values on top (bars with each run's bootstrap
     interval), the differences B - A with their paired bootstrap intervals below;
-    rates (precision, recall, F1, in [0, 1]) on the left, the count (lessons kept per
-    verdict) on the right, so a count never shares an axis with a rate.
+    rates (precision, recall, F1, on [0, 1]) on the left, the count (lessons kept per
+    verdict) on the right, so a count never shares an axis with a rate. The legend
+    names the two runs; the title says which is A and which B.
+
+    Parameters
+    ----------
+    result : ComparisonResult
+        A :func:`~truss_lab.evaluate._runs.compare_runs` (or ``compare_extractors``)
+        result.
+    row : int, default 0
+        The row (threshold) of ``result.table`` to draw.
+
+    See Also
+    --------
+    compare_runs : The comparison it draws.
+
+    Examples
+    --------
+    >>> disp = tl.ComparisonDisplay.from_runs(store, "good", "good", n_boot=50,
+    ...                                       truth=tl.Truth.references(correct="none"))
+    >>> [t.get_text() for t in disp.axes_["rates"].get_legend().get_texts()]
+    ['good', 'good']
+    >>> tuple(float(x) for x in disp.axes_["rates"].get_xlim())
+    (-0.02, 1.02)
     """
 
     #: Panel names, in the order of a sequence of axes passed to :meth:`plot`.
@@ -548,17 +889,55 @@ class ComparisonDisplay:
 
     @classmethod
     def from_result(cls, result: Any, *, row: int = 0, ax: Any = None) -> ComparisonDisplay:
-        """Plot a :class:`~truss_lab.evaluate._compare.ComparisonResult` (threshold row ``row``)."""
+        """Plot a :class:`~truss_lab.evaluate._compare.ComparisonResult`.
+
+        Parameters
+        ----------
+        result : ComparisonResult
+            The comparison.
+        row : int, default 0
+            The row (threshold) of ``result.table`` to draw.
+        ax : matplotlib Figure or sequence of 4 Axes, optional
+            Where to draw (see :meth:`plot`).
+
+        Returns
+        -------
+        ComparisonDisplay
+            The display, plotted.
+        """
         return cls(result, row=row).plot(ax=ax)
 
     @classmethod
     def from_runs(cls, store: Any, run_a: str, run_b: str, *, truth: Any = "labels",
                   threshold: Any = DEFAULT_MIN_SALIENCE, row: int = 0, ax: Any = None,
                   **options: Any) -> ComparisonDisplay:
-        """Plot :func:`~truss_lab.evaluate._runs.compare_runs` of two runs judged by
-        ``truth`` (labels, references, judge:NAME; ``options``: its other keywords,
-        e.g. ``n_boot``, ``random_state``, ``labels``, ``references``, ``correct``; the
-        title names the correction)."""
+        """Plot :func:`~truss_lab.evaluate._runs.compare_runs` of two runs.
+
+        Parameters
+        ----------
+        store : Store
+            The database.
+        run_a : str
+            Run A.
+        run_b : str
+            Run B (the differences are B - A).
+        truth : Truth or str, default "labels"
+            What both are judged by (labels, references, judge:NAME); the title names
+            it and its correction.
+        threshold : float or sequence of float, default 0.7
+            The threshold(s) of the comparison (one per row).
+        row : int, default 0
+            The row (threshold) to draw.
+        ax : matplotlib Figure or sequence of 4 Axes, optional
+            Where to draw (see :meth:`plot`).
+        **options
+            The other keywords of ``compare_runs`` (``n_boot``, ``random_state``, ...).
+
+        Returns
+        -------
+        ComparisonDisplay
+            The display, plotted.
+        """
         res = compare_runs(store, run_a, run_b, truth=truth, threshold=threshold, **options)
         out = cls(res, row=row)
         out.truth = getattr(truth, "name", truth)  # a resolved Truth shows its name
@@ -580,10 +959,26 @@ class ComparisonDisplay:
         return dict(zip(cls.PANELS, axes, strict=True))
 
     def plot(self, ax: Any = None) -> ComparisonDisplay:
-        """Draw into ``ax``: None (a new figure), a Figure / SubFigure, or 4 axes in the
-        order of :attr:`PANELS`. Sets ``axes_`` (dict by panel), ``ax_`` (the rate
-        deltas), ``figure_``, ``values_`` (by run name), ``errorbars_`` (by panel) and
-        ``title_``. Run A is ``result.names[0]``, B the other."""
+        """Draw the four panels.
+
+        Parameters
+        ----------
+        ax : matplotlib Figure or sequence of 4 Axes, optional
+            None (a new figure), a Figure / SubFigure, or 4 axes in the order of
+            :attr:`PANELS`.
+
+        Returns
+        -------
+        ComparisonDisplay
+            This display; it sets ``axes_`` (dict by panel), ``ax_`` (the rate
+            deltas), ``figure_``, ``values_`` (by run name), ``errorbars_`` (by
+            panel) and ``title_``. Run A is ``result.names[0]``, B the other.
+
+        Raises
+        ------
+        BadInputError
+            ``ax`` is a number of axes other than 4.
+        """
         panels = self._panels(ax)
         r = self.result.table.iloc[self.row]
         a, b = self.result.names
@@ -605,7 +1000,20 @@ class ComparisonDisplay:
                 bars = val_ax.barh(y + offset, vals, height=0.3, label=name, xerr=xerr,
                                    error_kw={"capsize": 3, "elinewidth": 1})
                 self.values_.setdefault(name, {}).update(dict(zip(metrics, vals, strict=True)))
-                val_ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=2)
+                if kind == "rates":
+                    # On a [0, 1] axis there is no room right of a bar near 1: a value is
+                    # written inside its bar, at its start, clear of the error bar; a
+                    # short bar's value goes right of its interval.
+                    ends = vals if xerr is None else vals + xerr[1]
+                    for bar, v, end in zip(bars, vals, ends, strict=True):
+                        inside = bool(np.isfinite(v) and v >= 0.15)
+                        y_mid = bar.get_y() + bar.get_height() / 2
+                        val_ax.annotate(f"{v:.3g}", (0 if inside else np.nan_to_num(end), y_mid),
+                                        xytext=(3, 0), textcoords="offset points",
+                                        va="center", ha="left", fontsize="x-small",
+                                        color="white" if inside else "black")
+                else:
+                    val_ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=2)
             est = np.array([r[f"delta_{m}"] for m in metrics], dtype=float)
             lo = np.array([r[f"delta_{m}_low"] for m in metrics], dtype=float)
             hi = np.array([r[f"delta_{m}_high"] for m in metrics], dtype=float)
@@ -618,13 +1026,15 @@ class ComparisonDisplay:
                 axis.set_yticks(y, ticks)
                 axis.invert_yaxis()
             val_ax.margins(x=0.3)  # room for the value labels
-        panels["rates"].set_xlim(0, 1.3)
+        # Rates live on [0, 1]: a small margin keeps the bars' ends and error caps in view.
+        panels["rates"].set_xlim(-0.02, 1.02)
         panels["rates"].set_xlabel(f"value per run (thresholds {r['threshold_a']:.3g} / "
                                    f"{r['threshold_b']:.3g})")
         panels["counts"].set_xlabel("lessons kept per verdict")
-        # "A"/"B" in the legend, the run ids once in the title: a long run id in
-        # a legend or an axis label would squeeze or cut off the panels.
-        panels["rates"].legend(loc="center right", fontsize="small", labels=["A", "B"])
+        # The run ids in a legend above the rates panel, in one row: outside the axes,
+        # so it covers no bar, and the layout makes room for a long id.
+        panels["rates"].legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncols=2,
+                               fontsize="small", frameon=False, borderaxespad=0)
         ci = f"{self.result.confidence:.0%} CI"
         panels["rate_deltas"].set_xlabel(f"B - A (paired verdict bootstrap, {ci})")
         panels["count_deltas"].set_xlabel(f"B - A ({ci})")
@@ -645,7 +1055,25 @@ class ComparisonDisplay:
 def frontier_plot(frontier: Any, ax: Any = None) -> Any:
     """A :class:`~truss_lab.evaluate._frontier.Frontier`'s runs: cost per verdict against
     F1 with its interval, each run named, dominated runs hollow and grey; runs without a
-    cost are left out (the title counts them). Returns the axes."""
+    cost are left out (the title counts them).
+
+    Parameters
+    ----------
+    frontier : Frontier
+        What :func:`~truss_lab.evaluate._frontier.frontier` returns.
+    ax : matplotlib Axes, optional
+        Where to draw (None: a new figure).
+
+    Returns
+    -------
+    matplotlib Axes
+        The axes drawn on.
+
+    Raises
+    ------
+    BadInputError
+        No run has a cost (give a price table naming every model the runs called).
+    """
     t = frontier.table
     shown = t[np.isfinite(t["cost_per_verdict"].to_numpy(dtype=float))]
     if shown.empty:

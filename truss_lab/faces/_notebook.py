@@ -301,12 +301,27 @@ def notebook_store(
 ) -> tuple[Store, list[str]]:
     """The store and the run ids a notebook studies, from its ``parameters`` cell.
 
-    ``db=None``: the bundled sample in a temporary database (:func:`load_sample`)
-    with one run per sample extractor in ``extractors``
-    (:func:`run_sample_extractions`); their ids are returned, in that order,
-    unless ``runs`` names others. ``db`` given: that database, which must exist
-    (nothing is loaded into it), and ``runs`` (default: every run in it, oldest
-    first). An unknown run id is an error naming the database's recent runs.
+    Parameters
+    ----------
+    db : path, optional
+        A database, which must exist (nothing is loaded into it). None: the bundled
+        sample in a temporary database (:func:`load_sample`) with one run per
+        extractor of ``extractors`` (:func:`run_sample_extractions`).
+    runs : sequence of str, optional
+        The run ids to study (default: the sample's runs, in the order of
+        ``extractors``; with ``db``, every run in it, oldest first).
+    extractors : sequence of str
+        The sample extractors run when ``db`` is None.
+
+    Returns
+    -------
+    tuple of (Store, list of str)
+        The store (the caller closes it) and the run ids.
+
+    Raises
+    ------
+    BadInputError
+        An unknown run id (naming the database's recent runs), a missing database.
     """
     if db is None:
         store = load_sample()
