@@ -273,6 +273,63 @@ def test_report_reads_as_people_read_it(sample) -> None:
     assert "{&#x27;" not in text and "{'" not in text  # no raw dict
     assert not re.search(r">\s*nan\s*<", text.lower())  # no NaN cell
     assert "e-" not in re.sub(r"(data:image/png;base64,[^\"]+|[a-z]e-[a-z])", "", text)
-    for cell in re.findall(r"<td>(-?\d+\.\d+)</td>", text):
-        assert len(cell.split(".")[1]) == 3, cell  # one decimal format everywhere
+    # One format: seconds to 2 decimals (their row of the runs table), others to 3.
+    seconds = re.search(r"<tr><td>seconds</td>(.*?)</tr>", text)
+    assert seconds and re.fullmatch(r"(<td>\d+\.\d\d</td>)+", seconds.group(1))
+    for cell in re.findall(r"<td>(-?\d+\.\d+)</td>", text.replace(seconds.group(0), "")):
+        assert len(cell.split(".")[1]) == 3, cell
     assert text.count("table-box") >= 3  # wide tables scroll inside the page
+
+
+def test_report_leads_with_the_answer(sample) -> None:
+    """Issue 37: a summary before any table (each run's choice and its interval against
+    0.70, precision/recall/F1 there, the truth and correction, the comparison's verdict),
+    and every column of every table explained in the legend under it."""
+    _, run_ids, _, path = sample
+    text = path.read_text(encoding="utf-8")
+    summary = text[text.index('<section id="summary">'):text.index("</section>")]
+    assert text.index('<section id="summary">') < text.index("<table")
+    for rid in run_ids:
+        assert re.search(rf"<b>{re.escape(rid)}</b>: chosen threshold <b>\d\.\d{{3}}</b> "
+                         r"\[\d\.\d{3}, \d\.\d{3}\], (below|above|at) the ADR default 0\.700",
+                         summary)
+    assert summary.count("precision ") >= 2 and summary.count("F1 <b>") == 2
+    assert "Lessons judged by <b>labels (every run has gold labels)</b>" in summary
+    assert "correction <b>none</b>" in summary
+    a, b = run_ids
+    assert re.search(rf"{re.escape(b)} vs {re.escape(a)} at 0\.700: F1 .* = -?\d\.\d{{3}} "
+                     r"\[.*\] \(95% paired interval\): (.* is better on F1|no clear "
+                     r"difference in F1.*); McNemar p", html.unescape(summary))
+    # every header of every table (but the verdict list's own) is in its legend
+    body = text[:text.index('<section id="verdicts">')]
+    tables = re.findall(r"<table[^>]*><thead><tr>(.*?)</tr></thead><tbody>(.*?)</tbody>"
+                        r"</table></div>(<p class=\"legend\">.*?</p>)?", body)
+    assert len(tables) >= 10
+    for head, rows, notes in tables:
+        names = re.findall(r"<th>(.*?)</th>", head)
+        if names[:1] == ["field"]:  # a run's fields are its rows
+            names += re.findall(r"<tr><td>(.*?)</td>", rows)
+        explained = re.findall(r"<b>(.*?)</b>:", notes)
+        assert not [n for n in names if n not in explained], (names, explained)
+    # the comparison names its runs, in the plot's legend and the table
+    assert f"<th>{a} (A)</th><th>{b} (B)</th>" in text
+
+
+def test_a_calibration_that_worsens_a_score_says_so(sample) -> None:
+    """The sample's good run: isotonic calibration raises ECE on the held-out verdicts
+    (0.068 -> 0.079 in the issue); the report, the summary and the result say so."""
+    store, run_ids, _, path = sample
+    text = html.unescape(path.read_text(encoding="utf-8"))
+    from truss_lab.evaluate import calibration_run
+
+    for rid in run_ids:
+        cal = calibration_run(store, rid, method="isotonic", random_state=0)
+        s = cal.summary
+        worse = s.loc["after", "ece"] > s.loc["before", "ece"]
+        note = cal.worsened()
+        assert (note is not None and "ECE" in note) == bool(worse), (rid, s)
+        if note:
+            assert f"{note}" in text and f"note: {note}" in repr(cal)
+            assert f"{rid}: {note}." in text  # in the summary too
+    assert any(calibration_run(store, r, method="isotonic", random_state=0).worsened()
+               for r in run_ids)

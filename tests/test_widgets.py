@@ -131,7 +131,28 @@ def test_explorer_parts_have_stable_classes(lc: pd.DataFrame) -> None:
     assert ex.slider.description == "min salience"
     assert ex.slider in ex.widget.children
     assert repr(ex).startswith("ThresholdExplorer(threshold=0.70, candidates=")
-    assert callable(ex._ipython_display_)
+
+
+def test_explorer_leaves_a_static_picture(lc: pd.DataFrame) -> None:
+    """Issue 37: the display bundle holds the live view and, beside it, the HTML of what
+    the explorer shows (metrics, the plot as an inline PNG, the lessons at the cut): an
+    exported notebook without widget state renders that instead of a blank cell."""
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    ex = ThresholdExplorer(lc, initial=0.6)
+    bundle = ex._repr_mimebundle_()
+    view = bundle["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] == ex.widget.model_id
+    static = bundle["text/html"]
+    assert "min salience 0.60" in static and ex.metrics_html.value in static
+    assert static.count('src="data:image/png;base64,') == 1
+    assert ex.above_html.value in static and ex.below_html.value in static
+    assert bundle["text/plain"] == repr(ex)
+    # nbconvert's choice for an output whose widget state was not saved: the snapshot
+    chosen = WidgetsDataTypeFilter(notebook_metadata={})(bundle)
+    assert chosen[0] == "text/html"
+    ex.set_threshold(0.8)
+    assert "min salience 0.80" in ex._repr_mimebundle_()["text/html"]
 
 
 def test_explorer_escapes_lesson_text() -> None:

@@ -37,6 +37,7 @@ LABELS = None  # gold labels: None = the database's labels table; or a labels CS
 
 # %%
 import matplotlib.pyplot as plt
+import pandas as pd
 
 from truss_lab import (
     CalibrationDisplay,
@@ -59,7 +60,9 @@ from truss_lab.faces import notebook_store  # the parameters cell's data
 store, run_ids = notebook_store(DB, RUNS, extractors=["sim-good-v1"])
 run_id = run_ids[0]
 truth = Truth.parse(TRUTH, labels=LABELS)  # how every figure below judges the run: one value
-summarize_runs(store, [run_id])
+summarize_runs(store, [run_id])[["run_id", "extractor_id", "extraction_min_salience",
+                                 "n_verdicts", "n_candidates", "n_lessons", "n_errors",
+                                 "seconds"]].round({"seconds": 2})
 
 # %% [markdown]
 # ## Gold labels
@@ -89,8 +92,8 @@ plt.show()
 
 # %%
 at = boot.table[boot.table["threshold"].isin([0.5, 0.6, 0.7, 0.8, 0.9])]
-at[["threshold", "precision", "precision_low", "precision_high", "recall", "recall_low",
-    "recall_high", "f1", "f1_low", "f1_high", "kept_per_verdict"]].round(3)
+at[["threshold", "precision", "precision_low", "precision_high", "f1", "f1_low", "f1_high",
+    "kept_per_verdict"]].round(3)
 
 # %% [markdown]
 # ## Is salience a probability?
@@ -135,11 +138,9 @@ SweepDisplay(sweep, threshold=choice.threshold, intervals=boot.table,
 plt.show()
 
 # %%
-choice.folds[["fold", "threshold", "kept", "precision", "recall", "f1",
-              "kept_per_verdict"]].round(3)
-
-# %%
-choice.to_frame().round(3)
+# The choice as a table: each metric on the verdicts it was chosen on, held out, and
+# the two held-out intervals (choice.to_frame() has every column, counts included).
+choice.metrics_table()
 
 # %%
 strict = choose_run_threshold(store, run_id, objective="precision:0.85", cv=None, n_boot=0,
@@ -169,7 +170,10 @@ explorer
 
 # %%
 explorer.set_threshold(0.70)
-print({k: round(v, 3) for k, v in explorer.metrics.items()})
+pd.DataFrame([explorer.metrics])[["threshold", "kept", "precision", "recall", "f1",
+                                  "kept_per_verdict"]].round(3)
+
+# %%
 explorer.below[["text", "salience", "label"]]
 
 # %% [markdown]

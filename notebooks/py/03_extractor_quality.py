@@ -83,10 +83,14 @@ summarize_runs(store, ids)[
 # verdicts whose kept set is right):
 
 # %%
-rank_runs(store, ids, truth=Truth.references(), baseline=baseline, n_boot=1000).round(3)
+ranked = rank_runs(store, ids, truth=Truth.references(), baseline=baseline, n_boot=1000)
+ranked[["run_id", "kept", "precision", "recall", "f1", "delta_f1", "delta_f1_low",
+        "delta_f1_high", "mcnemar_p"]].round(3)
 
 # %%
-fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
+# One curve per run on one axes: the legend names each run once (with its chance
+# level) and stands beside the curves.
+fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
 for rid in ids:  # kept = what the gate writes; the marker is the ADR default, 0.70
     PrecisionRecallDisplay.from_run(store, rid, truth=Truth.references(), threshold=0.70,
                                     ax=ax)
@@ -119,7 +123,10 @@ label_report(store, labels=LABELS).coverage
 # %%
 cmp = compare_runs(store, good, over, threshold=[0.5, 0.7, 0.9], n_boot=1000,
                    random_state=0, truth=truth)
-cmp
+# The F1 of each run, B - A with its interval and McNemar's p at each threshold
+# (cmp.table has every metric, each run's intervals and the verdict outcomes).
+cmp.table[["threshold_a", "f1_a", "f1_b", "delta_f1", "delta_f1_low", "delta_f1_high",
+           "mcnemar_p"]].round(3)
 
 # %%
 ComparisonDisplay.from_result(cmp, row=1)  # the ADR default, 0.70; A = good, B = over
@@ -220,7 +227,8 @@ grid[["run_id", "action", "extractor_id", "n_verdicts", "n_candidates", "n_error
 
 # %%
 front = frontier(store, grid["run_id"], truth="auto", prices=PRICES, n_boot=1000)
-front
+front.table[["run_id", "cost_per_verdict", "latency_ms_p50", "threshold", "f1", "f1_low",
+             "f1_high", "dominated"]].round(3)
 
 # %%
 if front.table["cost_per_verdict"].notna().any():  # a run is plotted once it has a cost

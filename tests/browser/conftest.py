@@ -21,9 +21,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -268,9 +269,10 @@ def lab_server() -> Iterator[LabServer]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
-    """Debian's chromium driven by Playwright (no browser download)."""
+    """Debian's chromium driven by Playwright (no browser download), launched once for
+    every browser test."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install 'truss_lab[browser]'")
     if not CHROMIUM.is_file():
         pytest.skip(f"{CHROMIUM} is missing; run scripts/install_browser.sh")
@@ -304,6 +306,46 @@ def page(browser: object, lab_server: LabServer) -> Iterator[object]:
         yield pg
     finally:
         context.close()
+
+
+@pytest.fixture
+def guarded_page(browser: Any) -> Iterator[Callable[..., Any]]:
+    """Make a page that reaches only URLs starting with one of ``allowed`` (``data:``
+    always): any other request is aborted and recorded in ``page.seen["blocked"]``, as
+    are console errors (``"console"``) and uncaught page errors (``"pageerror"``).
+    Keywords: ``viewport`` (default 1300 x 950) and ``offline``. The contexts close
+    after the test."""
+    contexts: list[Any] = []
+
+    def make(*allowed: str, viewport: tuple[int, int] = (1300, 950),
+             offline: bool = False) -> Any:
+        context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
+                                      offline=offline)
+        contexts.append(context)
+        seen: dict[str, list[str]] = {"blocked": [], "console": [], "pageerror": []}
+        prefixes = (*allowed, "data:")
+
+        def _route(route: Any) -> None:
+            url = route.request.url
+            if url.startswith(prefixes):
+                route.continue_()
+            else:
+                seen["blocked"].append(url)
+                route.abort()
+
+        context.route("**/*", _route)
+        page = context.new_page()
+        page.on("console", lambda m: seen["console"].append(m.text)
+                if m.type == "error" else None)
+        page.on("pageerror", lambda e: seen["pageerror"].append(str(e)))
+        page.seen = seen
+        return page
+
+    try:
+        yield make
+    finally:
+        for context in contexts:
+            context.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:

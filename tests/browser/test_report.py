@@ -2,17 +2,19 @@
 
 The report of two sample runs, one lesson of which holds ``<script>``, is opened from
 ``file://`` in a context with the network switched off and every non-file request
-aborted. Checked: the plots render, the header names the truth, the text box filters
+aborted. Checked: the first screen holds the summary (each run's chosen threshold,
+the comparison's verdict) above any table, the plots render, the header names the
+truth, the text box filters
 the list down to one verdict, the verdict, error and reference filters and the pager
 work, a verdict shows its reference lessons with the lesson each run matched to them,
 the ``<script>`` lesson and reference show as text and never run, and the console stays
-free of errors. Screenshots of the sweep, the list filtered to one verdict, a verdict
-with its references and the escaped lesson go to ``browser_artifacts/``.
+free of errors. Screenshots of the first screen, the sweep, the list filtered to one
+verdict, a verdict with its references and the escaped lesson go to
+``browser_artifacts/``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,29 +44,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 @pytest.fixture
-def offline_page(browser: Any) -> Iterator[Any]:
-    """A page with the network off; any request other than file:/data: is aborted and
-    recorded, as are console errors and uncaught page errors."""
-    context = browser.new_context(viewport={"width": 1300, "height": 950}, offline=True)
-    seen: dict[str, list[str]] = {"blocked": [], "console": [], "pageerror": []}
-
-    def _route(route: Any) -> None:
-        url = route.request.url
-        if url.startswith(("file:", "data:")):
-            route.continue_()
-        else:
-            seen["blocked"].append(url)
-            route.abort()
-
-    context.route("**/*", _route)
-    page = context.new_page()
-    page.on("console", lambda m: seen["console"].append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: seen["pageerror"].append(str(e)))
-    page.seen = seen
-    try:
-        yield page
-    finally:
-        context.close()
+def offline_page(guarded_page: Any) -> Any:
+    """A page with the network off that opens file: URLs only (the shared guarded page)."""
+    return guarded_page("file:", offline=True)
 
 
 def _visible(page: Any) -> list[dict[str, str]]:
@@ -86,6 +68,19 @@ def test_report_offline_filter_escape_and_screenshots(
     assert len(_visible(page)) == 25  # first page
     assert page.locator("#truth").inner_text() == (
         "truth: lessons judged by labels (every run has gold labels) · correction none")
+
+    # the first screen answers (issue 37): each run's chosen threshold against 0.70 and
+    # the comparison's verdict are in view before any table or scrolling
+    answers = page.locator("#summary li")
+    assert answers.count() >= 3
+    for i in range(3):
+        box = answers.nth(i).bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 950, box
+    assert "chosen threshold" in answers.first.inner_text()
+    assert " vs " in answers.nth(2).inner_text() and "McNemar" in answers.nth(2).inner_text()
+    first_table = page.locator("table").first.bounding_box()
+    assert first_table is not None and first_table["y"] > answers.nth(2).bounding_box()["y"]
+    page.screenshot(path=str(artifacts_dir / "report_first_screen.png"), full_page=False)
 
     # every plot decoded from its data: URI
     widths = page.evaluate(
@@ -160,7 +155,7 @@ def test_report_offline_filter_escape_and_screenshots(
     assert page.seen["pageerror"] == []
     assert page.seen["console"] == []
     assert page.seen["blocked"] == []
-    for name in ("report_sweep.png", "report_filtered_verdict.png",
+    for name in ("report_first_screen.png", "report_sweep.png", "report_filtered_verdict.png",
                  "report_verdict_references.png", "report_escaped_lesson.png"):
         assert (artifacts_dir / name).stat().st_size > 1000
 

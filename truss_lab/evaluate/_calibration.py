@@ -271,6 +271,30 @@ class CalibrationReport:
     truth: str = "labels"
     correction: str = "none"
 
+    def worsened(self) -> str | None:
+        """The note when the calibrator makes a score worse on the held-out verdicts
+        (ECE, MCE or Brier higher ``after`` than ``before``; each of them is lower
+        when better), None when none is worse or there is no ``after``.
+
+        Returns
+        -------
+        str or None
+            E.g. ``"isotonic calibration makes ECE worse on the held-out verdicts
+            (0.068 -> 0.079): keep the raw salience"``.
+        """
+        if not {"before", "after"} <= set(self.summary.index):
+            return None
+        before, after = self.summary.loc["before"], self.summary.loc["after"]
+        worse = [f"{name} {before[col]:.3f} -> {after[col]:.3f}"
+                 for col, name in (("ece", "ECE"), ("mce", "MCE"), ("brier", "Brier"))
+                 if np.isfinite(before[col]) and np.isfinite(after[col])
+                 and round(float(after[col]), 3) > round(float(before[col]), 3)]
+        if not worse:
+            return None
+        better = "" if len(worse) < 3 else f": keep the raw {self.score}"
+        return (f"{self.method} calibration makes {', '.join(w.split()[0] for w in worse)} "
+                f"worse on the held-out verdicts ({'; '.join(worse)}){better}")
+
     def __repr__(self) -> str:
         fixed = f", correction {self.correction!r}" if self.correction != "none" else ""
         lines = [f"CalibrationReport(run={self.run_id!r}, score={self.score!r}, "
@@ -281,11 +305,15 @@ class CalibrationReport:
         for name, r in self.summary.iterrows():
             lines.append(f"  {name}: ECE={r['ece']:.4f} MCE={r['mce']:.4f} "
                          f"Brier={r['brier']:.4f} ({int(r['candidates'])} candidates)")
+        if self.worsened():
+            lines.append(f"  note: {self.worsened()}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         head = html.escape(repr(self).splitlines()[0])
-        return (f"<div><p><b>CalibrationReport</b>: {head}</p>"
+        note = (f"<p class=\"note\"><b>note</b>: {html.escape(self.worsened() or '')}</p>"
+                if self.worsened() else "")
+        return (f"<div><p><b>CalibrationReport</b>: {head}</p>{note}"
                 f"{self.summary.to_html(float_format=fmt_number)}</div>")
 
 

@@ -86,6 +86,7 @@ from truss_lab.evaluate._sweep import (
 )
 
 __all__ = [
+    "COUNT_COLUMNS",
     "INTERVAL_LABELS",
     "Side",
     "ThresholdChoice",
@@ -94,6 +95,7 @@ __all__ = [
     "choose_threshold",
     "choose_threshold_ppi",
     "draw_weights",
+    "people_frame",
     "split_by_verdict",
     "verdict_kfold",
 ]
@@ -184,6 +186,48 @@ class ThresholdChoice:
         df.index.name = "metric"
         return df
 
+    @property
+    def how(self) -> str:
+        """How the choice was made and judged, in words: the folds or the split, the
+        verdict counts, the seed."""
+        sp = self.split
+        if self.cv:
+            reps = sp.get("cv_repeats", 1)
+            rep = f" x {reps} repeats" if reps > 1 else ""
+            return (f"cross-validated by verdict, {sp['cv']} folds{rep} of "
+                    f"{sp['n_verdicts']} verdicts, seed {sp.get('random_state')}")
+        return (f"one split by verdict: {sp['n_train_verdicts']} train, "
+                f"{sp['n_test_verdicts']} held out (test_size {sp['test_size']}), "
+                f"seed {sp.get('random_state')}")
+
+    def metrics_table(self) -> pd.DataFrame:
+        """The choice as people read it: one row per metric (precision, recall, F1,
+        kept per verdict), its value on the side the threshold was chosen on and on the
+        held-out side, and each held-out interval as ``[low, high]``: no NaN cell, no
+        count printed as a rate.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``metric``, the two sides (named as :attr:`how` says them) and one
+            column per interval (:data:`INTERVAL_LABELS`).
+        """
+        sides = (("in-sample (all verdicts)", "held-out (out-of-fold)") if self.cv
+                 else ("train", "held-out"))
+        ivs = [(INTERVAL_LABELS[k], t.iloc[0]) for k, t in
+               (("fixed", self.test_intervals), ("procedure", self.procedure_intervals))
+               if t is not None]
+        rows = []
+        for m in _SHOWN:
+            row: dict[str, Any] = {"metric": m.replace("_", " "),
+                                   sides[0]: self.train.get(m, np.nan),
+                                   sides[1]: self.test.get(m, np.nan)}
+            for label, r in ivs:
+                row[label] = (f"[{r[f'{m}_low']:.3f}, {r[f'{m}_high']:.3f}]"
+                              if f"{m}_low" in r.index else "")
+            rows.append(row)
+        return pd.DataFrame(rows)
+
     def _sides(self) -> tuple[str, str]:
         sp = self.split
         if self.cv:
@@ -243,18 +287,59 @@ class ThresholdChoice:
         return "\n".join(lines) + ")"
 
     def _repr_html_(self) -> str:
-        head = html.escape(
-            f"threshold = {self.threshold:.4g} ({self.objective}); split: "
-            + ", ".join(f"{k}={v}" for k, v in self.split.items())
-        )
+        # The answer first (the threshold and its interval), then how it was made, then
+        # short tables: the raw split dict and the full to_frame() read as a wall of text.
+        conf = f"{self.confidence:.0%} " if self.confidence is not None else ""
+        ci = ""
         if self.threshold_interval is not None:
             lo, hi = self.threshold_interval
-            head += html.escape(f"; bootstrap interval of the choice: [{lo:.4g}, {hi:.4g}]")
-        notes = "".join(f"<br>{html.escape(line)}" for line in self.interval_lines())
-        table = self.to_frame().to_html(float_format=lambda v: f"{v:.4g}")
-        folds = ("" if self.folds is None
-                 else self.folds.to_html(index=False, float_format=lambda v: f"{v:.4g}"))
-        return f"<div><p><b>ThresholdChoice</b>: {head}{notes}</p>{table}{folds}</div>"
+            ci = f" [{lo:.3f}, {hi:.3f}] ({conf}bootstrap interval of the choice)"
+        head = html.escape(f"{self.threshold:.3f}{ci}")
+        how = html.escape(f"objective {self.objective} · {self.how}")
+        notes = f"<br>{html.escape(self.small_sample)}" if self.small_sample else ""
+        table = self.metrics_table().to_html(index=False, na_rep="",
+                                             float_format=lambda v: f"{v:.3f}")
+        folds = ""
+        if self.folds is not None:
+            shown = self.folds[[c for c in ("repeat", "fold", "threshold", "kept", "precision",
+                                            "recall", "f1", "kept_per_verdict")
+                                if c in self.folds.columns]]
+            if shown["repeat"].nunique() == 1:
+                shown = shown.drop(columns="repeat")
+            folds = ("<p>each fold's choice, judged on its held-out verdicts:</p>"
+                     + people_frame(shown).to_html(index=False, na_rep="",
+                                                   float_format=lambda v: f"{v:.3f}"))
+        return (f"<div><p><b>ThresholdChoice</b>: chosen threshold <b>{head}</b><br>{how}"
+                f"{notes}</p>{table}{folds}</div>")
+
+
+#: Columns that count lessons: whole numbers, shown without decimals (a prediction-powered
+#: count is an estimate and keeps its decimals).
+COUNT_COLUMNS = ("kept", "tp", "fp", "fn", "repeat", "fold", "n_train_verdicts",
+                 "n_test_verdicts")
+
+
+def people_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its count columns as integers where every value is whole (782, not
+    782.000), for a table people read; other columns unchanged.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of counts and rates (a sweep, a choice's folds).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy.
+    """
+    out = df.copy()
+    for c in COUNT_COLUMNS:
+        if c in out.columns:
+            v = pd.to_numeric(out[c], errors="coerce")
+            if v.notna().all() and (v % 1 == 0).all():
+                out[c] = v.astype("int64")
+    return out
 
 
 # ---------------------------------------------------------- intervals of the held-out metrics
@@ -635,25 +720,78 @@ def choose_threshold(
 ) -> ThresholdChoice:
     """Choose a salience threshold on training verdicts and score it on held-out ones.
 
-    ``objective`` is ``"f1"``, ``"fbeta"`` (with ``beta``), ``"precision_floor"``
-    (with ``min_precision``), ``"budget"`` (with ``max_per_verdict``), ``"cost"``
-    (with ``cost_fp``, ``cost_fn``; an option left at None takes the
-    :class:`Objective` default) or an :class:`Objective`. Candidate
-    thresholds are the distinct training saliences; ties go to the highest.
+    Candidate thresholds are the distinct training saliences; ties go to the highest.
+    Counts are :func:`~truss_lab.evaluate._sweep.sweep`'s. Without ``cv``: one split,
+    :func:`split_by_verdict` with ``test_size``. With ``cv=k``: :func:`verdict_kfold`
+    folds (``cv_repeats`` times, each with fresh folds); the result's ``test`` is
+    out-of-fold, ``folds`` has each fold's threshold and held-out metrics, and
+    ``threshold`` is the choice on every verdict. The split, folds and bootstraps use
+    independent streams of ``random_state``.
 
-    Counts are :func:`~truss_lab.evaluate._sweep.sweep`'s: ``judged`` (default
-    all) marks candidates with a truth value, ``verdicts`` (default the
-    distinct ``groups``) every verdict processed.
+    Parameters
+    ----------
+    y_true : array of 0/1, shape (n,)
+        Gold label of each candidate lesson (1 = useful).
+    salience : array of float, shape (n,)
+        Score of each candidate (NaN: never kept).
+    groups : array, shape (n,)
+        Verdict of each candidate: the unit of the split and the resampling.
+    objective : str or Objective, default "f1"
+        ``"f1"``, ``"fbeta"`` (with ``beta``), ``"precision_floor"`` (with
+        ``min_precision``), ``"budget"`` (with ``max_per_verdict``), ``"cost"`` (with
+        ``cost_fp``, ``cost_fn``) or an :class:`~truss_lab.evaluate._objective.Objective`.
+    judged : array of bool, shape (n,), optional
+        Which candidates have a truth value (default all), as in ``sweep``.
+    verdicts : array, optional
+        Every verdict processed (default the distinct ``groups``), as in ``sweep``.
+    test_size : float or int, default 0.3
+        Share (or number) of verdicts held out, without ``cv``.
+    cv : int, optional
+        Folds of cross-validation by verdict (None: one split).
+    cv_repeats : int, default 1
+        Repeats of the cross-validation, each with fresh folds.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the split, the folds and the bootstraps.
+    n_boot : int, default 0
+        Verdict-bootstrap replicates (0: no intervals). With ``n_boot > 0`` the
+        result carries two labelled intervals of the held-out metrics (threshold
+        fixed; choice re-made, see :func:`choice_intervals`) and the interval of
+        the choice.
+    confidence : float, default 0.95
+        Level of the intervals.
+    **objective_options
+        ``beta``, ``min_precision``, ``max_per_verdict``, ``cost_fp``, ``cost_fn``
+        (None: the :class:`~truss_lab.evaluate._objective.Objective` default).
 
-    Without ``cv``: one split, :func:`split_by_verdict` with ``test_size``.
-    With ``cv=k``: :func:`verdict_kfold` folds (``cv_repeats`` times, each with
-    fresh folds); the result's ``test`` is out-of-fold, ``folds`` has each
-    fold's threshold and held-out metrics, and ``threshold`` is the choice on
-    every verdict. With ``n_boot > 0`` the result also carries two labelled
-    intervals of the held-out metrics (threshold fixed; choice re-made, see
-    :func:`choice_intervals`) and the interval of the choice.
-    The split, folds and bootstraps use independent streams of ``random_state``.
-    If no threshold satisfies the objective, warns and returns NaN metrics.
+    Returns
+    -------
+    ThresholdChoice
+        The threshold, its train and held-out metrics, the split (and folds), the
+        intervals when ``n_boot`` is given. If no threshold satisfies the objective,
+        warns and carries NaN metrics.
+
+    Raises
+    ------
+    BadInputError
+        Bad arrays (as ``sweep``), an unknown objective or a missing option, a split
+        that leaves a side without verdicts.
+
+    See Also
+    --------
+    choose_run_threshold : The same for a run in the store, judged by a truth.
+    Objective : What "the best threshold" means.
+    sweep : Every threshold's metrics.
+
+    Examples
+    --------
+    >>> cands = tl.scored_candidates(store, "good")
+    >>> choice = tl.choose_threshold(cands["y"], cands["s"], cands["verdict_hash"], cv=5)
+    >>> choice.threshold, choice.split["n_verdicts"], round(choice.test["f1"], 3)
+    (0.41, 537, 0.783)
+    >>> strict = tl.choose_threshold(cands["y"], cands["s"], cands["verdict_hash"],
+    ...                              objective="precision_floor", min_precision=0.85)
+    >>> strict.threshold > choice.threshold
+    True
 
     Many parameters because it mirrors scikit-learn's model-selection options (the split:
     test_size, cv, cv_repeats, random_state; the bootstrap: n_boot, confidence) beside the

@@ -57,6 +57,7 @@ from ..core._files import check_output_file, write_output
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..core._version import __version__
 from ..evaluate._bootstrap import DEFAULT_N_BOOT
+from ..evaluate._calibration import CalibrationReport
 from ..evaluate._choose import INTERVAL_LABELS, ThresholdChoice
 from ..evaluate._compare import DELTA_METRICS
 from ..evaluate._objective import DEFAULT_OBJECTIVE
@@ -149,9 +150,10 @@ DECIMALS = 3
 
 
 def fmt(value: Any, column: str = "") -> str:
-    """A cell as text, one format for the whole report: whole numbers as integers, other
-    numbers to :data:`DECIMALS` decimals (a p-value below 0.001 as ``< 0.001``), NaN/None
-    as an empty cell, booleans as yes/no, text cut at :data:`TEXT_CHARS`."""
+    """A cell as text, one format for the whole report: whole numbers as integers, seconds
+    to 2 decimals, other numbers to :data:`DECIMALS` decimals (a p-value below 0.001 as
+    ``< 0.001``), NaN/None as an empty cell, booleans as yes/no, text cut at
+    :data:`TEXT_CHARS`."""
     if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return ""
     if isinstance(value, (np.bool_, bool)):
@@ -164,6 +166,8 @@ def fmt(value: Any, column: str = "") -> str:
             return f"< {10 ** -DECIMALS:.{DECIMALS}f}"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
+        if column == "seconds" or column.endswith("_seconds"):
+            return f"{v:.2f}"
         if v.is_integer() and column not in _RATE_COLUMNS and abs(v) >= 1:
             return str(int(v))
         return f"{v:.{DECIMALS}f}"
@@ -175,11 +179,122 @@ _RATE_COLUMNS = frozenset({"threshold", "precision", "recall", "f1", "kept_per_v
                            "write_rate", "coverage", "ece", "mce", "brier", "value"})
 
 
+#: What each column (or field) a table of the report shows means: the legend under the
+#: table names the ones it shows (tests/test_report.py checks every header has one).
+COLUMN_NOTES: dict[str, str] = {
+    # the runs and their configuration
+    "field": "a property of the run", "value": "its value",
+    "extractor_id": "what proposed the lessons (recorded completions or a model)",
+    "extractor": "what proposed the lessons",
+    "prompt_version": "the extraction prompt's version",
+    "prompt_hash": "hash of that prompt's text (empty: not registered here)",
+    "policy": "lesson_extraction: off, on or model-scored",
+    "extraction_min_salience": "the gate: a lesson is written when salience >= it",
+    "write_memory": "whether the run wrote its lessons to memory",
+    "status": "finished, failed or running", "name": "the run's name", "tags": "its tags",
+    "n_verdicts": "verdicts the run processed",
+    "n_candidates": "candidate lessons (proposed, before the gate)",
+    "n_lessons": "lessons that passed the gate and were written",
+    "n_lessons_new": "memory entries this run added",
+    "n_errors": "verdicts whose completion could not be used (parse or call error)",
+    "provider_calls": "model calls made (0: replayed from recordings)",
+    "seconds": "active wall time, summed over resumes",
+    "verdicts_per_s": "verdicts processed per second",
+    "started_at": "when it started (UTC)", "finished_at": "when it finished (UTC)",
+    "error": "why it failed", "signed_by": "key ids that signed the run's verdicts",
+    "provider": "the model provider", "scorer": "what scored salience",
+    "dataset_hash": "hash of the verdicts it ran on",
+    "code_version": "truss_lab version that ran it",
+    # what a run is judged on
+    "n_labelled": "candidates with a majority gold label",
+    "n_ties": "candidates whose annotators tied (no label; left out)",
+    "n_unlabelled": "candidates no annotator labelled",
+    "n_orphan_labels": "labels that match no candidate (often a wrong extractor name or "
+                       "lesson_index)",
+    "coverage": "n_labelled / n_candidates",
+    "annotator_a": "one annotator", "annotator_b": "the other",
+    "n_common": "candidates both labelled",
+    "raw_agreement": "share of those with equal labels",
+    "kappa": "Cohen's kappa: agreement beyond chance (1 full, 0 chance)",
+    "n_lessons_labelled": "lessons with a label",
+    "n_direct": "lessons with a direct majority label",
+    "n_transferred": "lessons labelled only by transfer (an equal text of another "
+                     "extractor on the same verdict)",
+    "n_both": "lessons with a direct label that a transfer would also label",
+    "agreement": "share of n_both where the direct and transferred labels are equal",
+    "n_references": "reference lessons of the annotated verdicts",
+    "n_matched": "reference lessons a kept lesson matched",
+    # the sweep and the choice
+    "row": "which threshold the row is (chosen, ADR default, or a grid point)",
+    "threshold": "salience threshold: lessons with salience >= it are kept",
+    "kept": "lessons kept at the threshold (written by the gate)",
+    "tp": "kept and useful", "fp": "kept and not useful",
+    "fn": "useful but not kept (a useful lesson the parser dropped included)",
+    "precision": "tp / (tp + fp): share of kept lessons that are useful",
+    "recall": "tp / (tp + fn): share of useful lessons that are kept",
+    "f1": "harmonic mean of precision and recall",
+    "kept_per_verdict": "lessons kept per verdict processed",
+    "write_rate": "share of candidates kept",
+    "metric": "the measure",
+    # the counts of a judge's labels or of reference lessons
+    "candidates": "candidate lessons counted", "verdicts": "verdicts counted",
+    "valid": "candidates the parser kept", "dropped": "candidates the parser dropped",
+    "dropped_useful": "dropped ones labelled useful (misses)",
+    "labelled": "candidates with a label", "tied": "candidates whose labels tied",
+    "tied_judged": "tied candidates counted (by the ties policy)",
+    "transferred": "labels lent by an equal text of another extractor",
+    "unlabelled": "candidates without a label", "ties": "how a tie counts",
+    "verdicts_processed": "verdicts the run processed",
+    "verdicts_annotated": "of those, verdicts with reference lessons",
+    "verdicts_without_lessons": "annotated verdicts where the run wrote nothing",
+    "lessons": "the run's lessons on annotated verdicts",
+    "matched": "lessons matched to a reference lesson",
+    "references": "reference lessons (each a lesson to find)",
+    "lessons_unannotated": "lessons on verdicts without reference lessons (not judged)",
+    "annotator": "whose reference lessons (union: every annotator's)",
+    "verdicts_unmatched": "annotated verdicts left out (no match could be made)",
+    "matcher": "how lessons are matched to reference lessons",
+    # calibration
+    "scores": "before: the raw salience; after: calibrated (both on held-out verdicts)",
+    "ece": "expected calibration error: mean gap between salience and the observed "
+           "share of useful lessons (lower is better)",
+    "mce": "maximum calibration error over bins with enough candidates (lower is better)",
+    "brier": "mean squared error of salience as a probability (lower is better)",
+    # the comparison
+    "B - A": "difference of the two runs (B minus A)",
+    # junk
+    "run_id": "the run", "passed_gate": "lessons that passed the gate (yes) or all (no)",
+    "n": "candidates counted",
+    "duplicate_in_verdict": "repeats another lesson of the same verdict",
+    "duplicate_in_run": "repeats a lesson of another verdict of the run",
+    "duplicate_of_memory": "repeats a lesson already in memory",
+    "ungrounded": "cites a check the verdict does not have",
+    "no_evidence": "gives no evidence", "restates_summary": "restates the verdict summary",
+    "junk": "flagged by any detector",
+    # the audit
+    "passed": "the check passed", "n_rows": "offending rows",
+    "invariant": "the ADR 0011 invariant it guards", "detail": "what it found",
+}
+
+
+def legend(names: Sequence[str], extra: dict[str, str] | None = None) -> str:
+    """The legend of a table: each of ``names`` that ``extra`` (the table's own columns)
+    or :data:`COLUMN_NOTES` explains, once."""
+    notes = {**COLUMN_NOTES, **(extra or {})}
+    shown = [n for n in dict.fromkeys(names) if n in notes]
+    if not shown:
+        return ""
+    return ("<p class=\"legend\">" + " · ".join(
+        f"<b>{esc(n)}</b>: {esc(notes[n])}" for n in shown) + "</p>")
+
+
 def table(df: pd.DataFrame, *, index: bool = False, cls: str = "",
-          mark: Sequence[bool] | None = None) -> str:
+          mark: Sequence[bool] | None = None, notes: Sequence[str] | None = None,
+          extra: dict[str, str] | None = None) -> str:
     """An escaped HTML table of ``df`` (cells formatted by :func:`fmt`, by column), in a
-    box that scrolls sideways rather than overflow the page; rows with ``mark`` True
-    are highlighted."""
+    box that scrolls sideways rather than overflow the page, with its :func:`legend`
+    (of its columns, or of ``notes``; ``extra`` explains columns of its own); rows with
+    ``mark`` True are highlighted."""
     frame = df.reset_index() if index else df
     cols = [str(c) for c in frame.columns]
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
@@ -192,7 +307,8 @@ def table(df: pd.DataFrame, *, index: bool = False, cls: str = "",
     )
     attr = f' class="{esc(cls)}"' if cls else ""
     return (f"<div class=\"table-box\"><table{attr}><thead><tr>{head}</tr></thead>"
-            f"<tbody>{rows}</tbody></table></div>")
+            f"<tbody>{rows}</tbody></table></div>"
+            + legend(cols if notes is None else notes, extra))
 
 
 def png_img(fig: Any, alt: str, *, dpi: int = 90) -> str:
@@ -221,6 +337,9 @@ details.verdict>summary{cursor:pointer}.badge{display:inline-block;padding:0 .5e
 #filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #eee}
 #filters input[type=search]{width:24em}.lesson-text{max-width:40em}
 .table-box{max-width:100%;overflow-x:auto}tr.mark td{background:#fff6d6;font-weight:bold}
+p.legend{font-size:12px;color:#555;margin:.1em 0 1em}p.note{background:#fff3e0;
+ border-left:4px solid #e65100;padding:.3em .6em}#summary ul{padding-left:1.2em}
+#summary li{margin:.3em 0}
 td{overflow-wrap:anywhere}
 """
 
@@ -559,11 +678,18 @@ def _runs_section(store: Store, run_ids: Sequence[str]) -> str:
         meta = {k: info.get(k) for k in ("provider", "scorer", "prompt_version", "prompt_hash",
                                          "dataset_hash", "code_version", "finished_at")}
         configs.append(f"<details><summary>config of <code>{esc(rid)}</code></summary>"
-                       f"{table(pd.DataFrame({'field': list(meta), 'value': list(meta.values())}))}"
+                       + table(pd.DataFrame({"field": list(meta), "value": list(meta.values())}),
+                               notes=["field", "value", *meta]) +
                        f"<pre>{esc(cfg_text)}</pre></details>")
-    # One column per run, one row per field: a run's many fields fit the page's width.
-    runs = summary.set_index("run_id").T.reset_index().rename(columns={"index": "field"})
-    return table(runs.astype(object)) + "".join(configs)
+    # One column per run, one row per field: a run's many fields fit the page's width;
+    # each cell formatted by its field (a count whole, seconds to 2 decimals).
+    runs = summary.set_index("run_id").T
+    cells = pd.DataFrame({rid: [fmt(v, str(f)) for f, v in runs[rid].items()]
+                          for rid in runs.columns}, index=runs.index)
+    cells = cells.reset_index().rename(columns={"index": "field"})
+    return table(cells, notes=["field", *map(str, runs.columns), *map(str, runs.index)],
+                 extra={str(rid): "one column per run" for rid in runs.columns}
+                 ) + "".join(configs)
 
 
 def _truth_counts(store: Store, rid: str, truth: Truth, counts: dict[str, Any]) -> str:
@@ -576,7 +702,9 @@ def _truth_counts(store: Store, rid: str, truth: Truth, counts: dict[str, Any]) 
                  if f else "")
         return (f"<p>Judged by the gold labels: {rep.n_label_rows} label rows, {rep.n_ties} "
                 f"ties{esc(kappa)}.</p>" + table(rep.coverage) + table(rep.agreement)
-                + (table(rep.transfer) if len(rep.transfer) else ""))
+                + (table(rep.transfer, extra={"n_lessons": "the extractor's candidate "
+                                                             "lessons"})
+                   if len(rep.transfer) else ""))
     what = ("reference lessons matched by the lexical matcher (threshold "
             f"{DEFAULT_MATCH_THRESHOLD})" if truth.name == "references"
             else f"the labels of {truth.name}")
@@ -604,44 +732,34 @@ def _sweep_rows(ev: RunEvaluation) -> str:
 
 def choice_html(choice: ThresholdChoice) -> str:
     """The choice as people read it: the threshold with its interval, how it was made,
-    and one row per metric (train or in-sample, held-out, each interval): no NaN cell,
-    no raw dict."""
-    sp = choice.split
+    and :meth:`~truss_lab.evaluate._choose.ThresholdChoice.metrics_table` (one row per
+    metric: each side, each interval): no NaN cell, no raw dict."""
     lo_hi = (f" [{fmt(choice.threshold_interval[0])}, {fmt(choice.threshold_interval[1])}]"
              if choice.threshold_interval is not None else "")
-    if choice.cv:
-        reps = f" x {sp['cv_repeats']} repeats" if sp.get("cv_repeats", 1) > 1 else ""
-        how = (f"cross-validated by verdict, {sp['cv']} folds{reps} of {sp['n_verdicts']} "
-               "verdicts")
-        sides = ("in-sample (all verdicts)", "held-out (out-of-fold)")
-    else:
-        how = (f"one split by verdict: {sp['n_train_verdicts']} train, "
-               f"{sp['n_test_verdicts']} held out (test_size {sp['test_size']})")
-        sides = ("train", "held-out")
-    rows = []
-    ivs = [(INTERVAL_LABELS[k], t.iloc[0]) for k, t in
-           (("fixed", choice.test_intervals), ("procedure", choice.procedure_intervals))
-           if t is not None]
-    for m in ("precision", "recall", "f1", "kept_per_verdict"):
-        row = {"metric": m.replace("_", " "), sides[0]: choice.train.get(m, np.nan),
-               sides[1]: choice.test.get(m, np.nan)}
-        for label, r in ivs:
-            row[label] = (f"[{fmt(r[f'{m}_low'])}, {fmt(r[f'{m}_high'])}]"
-                          if f"{m}_low" in r.index else "")
-        rows.append(row)
     conf = f"{choice.confidence:.0%} " if choice.confidence is not None else ""
     folds = ""
     if choice.folds is not None:
         folds = ("<p>thresholds per fold: "
                  + esc(", ".join(fmt(t) for t in choice.fold_thresholds)) + "</p>")
+    metrics = choice.metrics_table()
+    sides = list(metrics.columns[1:3])
+    has_iv = len(metrics.columns) > 3
     return (f"<div class=\"choice\"><p><b>chosen threshold {esc(fmt(choice.threshold))}</b>"
             f"{esc(lo_hi)} ({esc(conf)}bootstrap interval of the choice) · objective "
-            f"{esc(choice.objective)} · {esc(how)}, seed {esc(sp.get('random_state'))}</p>"
+            f"{esc(choice.objective)} · {esc(choice.how)}</p>"
             + folds + (f"<p class=\"warning\">{esc(choice.small_sample)}</p>"
                        if choice.small_sample else "")
             + (f"<p class=\"muted\">{esc(conf)}intervals of the held-out metrics</p>"
-               if ivs else "")
-            + table(pd.DataFrame(rows)) + "</div>")
+               if has_iv else "")
+            + table(metrics, extra={
+                sides[0]: "the metric at the chosen threshold on the verdicts it was "
+                          "chosen on (flatters the choice)",
+                sides[1]: "the metric on verdicts the choice did not see: the one to read",
+                INTERVAL_LABELS["fixed"]: f"{conf}verdict-bootstrap interval of the "
+                                          "held-out value at this threshold",
+                INTERVAL_LABELS["procedure"]: f"{conf}interval that also covers the "
+                                              "threshold choosing itself (wider)"})
+            + "</div>")
 
 
 # Fixed margins of the report's figures (fractions of the figure): their labels are
@@ -651,7 +769,19 @@ _PR_MARGINS = {"left": 0.13, "right": 0.97, "bottom": 0.12, "top": 0.87}
 _CAL_MARGINS = {"left": 0.07, "right": 0.93, "bottom": 0.12, "top": 0.86, "wspace": 0.35}
 
 
-def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> str:
+def _calibration(store: Store, ev: RunEvaluation) -> CalibrationReport | None:
+    """The report's calibration of one run (isotonic, judged on held-out verdicts), None
+    when it judges by references: a calibration judges scored lessons only, so it would
+    leave out the references no lesson matched, which the sweep counts."""
+    if ev.truth.kind == "references":
+        return None
+    return calibration_run(store, ev.run_id, method="isotonic",
+                           random_state=ev.options.get("random_state", 0),
+                           truth=ev.truth.corrected("ppi" if ev.ppi is not None else "none"))
+
+
+def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str,
+                cal: CalibrationReport | None) -> str:
     """The sweep, PR and calibration of one run from its one evaluation (a note when
     the run has no truth)."""
     if isinstance(ev, BadInputError):
@@ -677,7 +807,7 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
                                                        truth=truth.name,
                                                        correction=ev.correction))
     parts.append(png_img(fig, f"precision-recall of {rid}"))
-    if truth.kind == "references":
+    if cal is None:
         # The report calibrates scores against labels only (a references calibration
         # would leave out the misses its sweep counts).
         parts.append(f"<h4>calibration</h4><p class=\"muted\">not drawn for {esc(truth.name)}: "
@@ -685,9 +815,6 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
                      "references no lesson matched, which the sweep counts (<code>truss-lab "
                      "calibrate RUN --truth references</code> draws it)</p>")
         return "".join(parts)
-    rs = ev.options.get("random_state", 0)
-    cal = calibration_run(store, rid, method="isotonic", random_state=rs,
-                          truth=truth.corrected("ppi" if ev.ppi is not None else "none"))
     names = list(cal.tables)
     fig = bare_figure((5.5 * len(names), 4.2), margins=_CAL_MARGINS)
     for ax, name in zip(fig.subplots(1, len(names), squeeze=False)[0], names, strict=True):
@@ -696,8 +823,11 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str) -> st
                                             f"{cal.summary.loc[name, 'ece']:.3f}",
                                             truth=truth.name, correction=ev.correction)
                            ).plot(ax=ax)
+    worse = cal.worsened()
     parts += [f"<h4>calibration, by {esc(truth.name)}</h4>",
-              png_img(fig, f"calibration of {rid}"), table(cal.summary, index=True)]
+              png_img(fig, f"calibration of {rid}"),
+              f'<p class="note"><b>note</b>: {esc(worse)}</p>' if worse else "",
+              table(cal.summary, index=True)]
     return "".join(parts)
 
 
@@ -714,10 +844,14 @@ def judged_arrays(ev: RunEvaluation) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _comparison_table(res: Any) -> str:
-    """One row per metric: A, B, B - A and its interval; then the verdict outcomes."""
+    """One row per metric: each run (by name), B - A and its interval; then the verdict
+    outcomes."""
     r = res.table.iloc[0]
+    a, b = res.names
     conf = f"{res.confidence:.0%} interval of B - A"
-    rows = [{"metric": m.replace("_", " "), "A": r[f"{m}_a"], "B": r[f"{m}_b"],
+    # Two runs of one name (a run against itself) keep two columns.
+    col_a, col_b = (f"{a} (A)", f"{b} (B)")
+    rows = [{"metric": m.replace("_", " "), col_a: r[f"{m}_a"], col_b: r[f"{m}_b"],
              "B - A": r[f"delta_{m}"],
              conf: f"[{fmt(r[f'delta_{m}_low'])}, {fmt(r[f'delta_{m}_high'])}]"}
             for m in DELTA_METRICS]
@@ -730,18 +864,32 @@ def _comparison_table(res: Any) -> str:
                + f" · McNemar p {fmt(float(r['mcnemar_p']), 'mcnemar_p')}"
                + (f" · correction {esc(res.correction)}" if res.correction != "none" else "")
                + "</p>")
-    return table(pd.DataFrame(rows)) + outcome
+    return table(pd.DataFrame(rows), extra={
+        col_a: "run A at its threshold", col_b: "run B at its threshold",
+        conf: "paired verdict-bootstrap interval (the same verdicts drawn for both runs): "
+              "excluding 0, the difference is more than noise"}) + outcome
 
 
-def _comparison_section(store: Store, run_ids: Sequence[str], truth: Truth, *,
-                        n_boot: int, random_state: int) -> str:
-    parts = []
+def _comparisons(store: Store, run_ids: Sequence[str], truth: Truth, *, n_boot: int,
+                 random_state: int) -> dict[str, Any]:
+    """Every run after the first compared with the first at the ADR default (the
+    result, or the error that says why not), by run id."""
+    out: dict[str, Any] = {}
     for other in run_ids[1:]:
         try:
-            res = compare_runs(store, run_ids[0], other, threshold=DEFAULT_MIN_SALIENCE,
-                               n_boot=n_boot, random_state=random_state, truth=truth)
+            out[other] = compare_runs(store, run_ids[0], other, threshold=DEFAULT_MIN_SALIENCE,
+                                      n_boot=n_boot, random_state=random_state, truth=truth)
         except BadInputError as exc:
-            parts.append(f'<p class="muted">{esc(run_ids[0])} vs {esc(other)}: {esc(exc)}</p>')
+            out[other] = exc
+    return out
+
+
+def _comparison_section(run_ids: Sequence[str], truth: Truth,
+                        results: dict[str, Any]) -> str:
+    parts = []
+    for other, res in results.items():
+        if isinstance(res, BadInputError):
+            parts.append(f'<p class="muted">{esc(run_ids[0])} vs {esc(other)}: {esc(res)}</p>')
             continue
         fig = bare_figure((10, 5.5))
         d = ComparisonDisplay(res)
@@ -751,6 +899,91 @@ def _comparison_section(store: Store, run_ids: Sequence[str], truth: Truth, *,
                   f"{fmt(DEFAULT_MIN_SALIENCE)}, by {esc(truth.name)}</h3>",
                   png_img(fig, f"comparison with {other}"), _comparison_table(res)]
     return "".join(parts)
+
+
+def _against_default(choice: ThresholdChoice) -> str:
+    """Where the ADR default stands against the choice and its interval, in words."""
+    d, t = DEFAULT_MIN_SALIENCE, choice.threshold
+    if not math.isfinite(t):
+        return "no threshold meets the objective"
+    side = "below" if t < d else "above" if t > d else "at"
+    if choice.threshold_interval is None:
+        return f"{side} the ADR default {fmt(d)} (no interval: n_boot 0)"
+    lo, hi = choice.threshold_interval
+    inside = lo <= d <= hi
+    return (f"{side} the ADR default {fmt(d)}, which lies "
+            + ("inside the interval: the data do not tell the two apart" if inside else
+               "outside the interval: the data favour the chosen threshold"))
+
+
+def _verdict_of(res: Any) -> str:
+    """The comparison's answer in one sentence: which run is better on F1, and whether
+    the paired interval of the difference says more than noise."""
+    r = res.table.iloc[0]
+    a, b = res.names
+    lo, hi, d = (float(r["delta_f1_low"]), float(r["delta_f1_high"]), float(r["delta_f1"]))
+    if lo > 0:
+        answer = f"{b} is better on F1"
+    elif hi < 0:
+        answer = f"{a} is better on F1"
+    else:
+        answer = "no clear difference in F1 (the interval holds 0)"
+    p = float(r["mcnemar_p"])
+    return (f"{b} vs {a} at {fmt(DEFAULT_MIN_SALIENCE)}: F1 {b} - {a} = {fmt(d)} "
+            f"[{fmt(lo)}, {fmt(hi)}] ({res.confidence:.0%} paired interval): {answer}; "
+            f"McNemar p {fmt(p, 'mcnemar_p')}")
+
+
+def _summary(evals: dict[str, RunEvaluation | BadInputError],
+             cals: dict[str, CalibrationReport | None], comparisons: dict[str, Any],
+             truth: Truth, fixed: str) -> str:
+    """What the report answers, before any table: per run the chosen threshold and its
+    interval against the ADR default, the held-out precision, recall and F1 there and F1
+    at the default; the truth and correction; each comparison's verdict; a calibration
+    that makes a score worse."""
+    items, rows = [], []
+    for rid, ev in evals.items():
+        if isinstance(ev, BadInputError):
+            items.append(f"<li><b>{esc(rid)}</b>: not evaluated: {esc(ev)}</li>")
+            continue
+        ch = ev.choice
+        iv = ("" if ch.threshold_interval is None else
+              f" [{fmt(ch.threshold_interval[0])}, {fmt(ch.threshold_interval[1])}]")
+        at_default = ev.at([DEFAULT_MIN_SALIENCE]).iloc[0]
+        held = "out-of-fold" if ch.cv else "held-out"
+        warn = f" <span class=\"bad\">{esc(ch.small_sample)}</span>" if ch.small_sample else ""
+        items.append(
+            f"<li><b>{esc(rid)}</b>: chosen threshold <b>{esc(fmt(ch.threshold))}</b>"
+            f"{esc(iv)}, {esc(_against_default(ch))}. {esc(held.capitalize())} at "
+            f"{esc(fmt(ch.threshold))}: precision {esc(fmt(ch.test.get('precision')))}, "
+            f"recall {esc(fmt(ch.test.get('recall')))}, F1 <b>{esc(fmt(ch.test.get('f1')))}"
+            f"</b>; at the default {esc(fmt(DEFAULT_MIN_SALIENCE))} (all verdicts): F1 "
+            f"{esc(fmt(at_default['f1']))}.{warn}</li>")
+        rows.append({"run": rid, "chosen threshold": ch.threshold,
+                     "interval of the choice": iv.strip(),
+                     "precision": ch.test.get("precision", np.nan),
+                     "recall": ch.test.get("recall", np.nan), "f1": ch.test.get("f1", np.nan),
+                     f"f1 at {fmt(DEFAULT_MIN_SALIENCE)}": at_default["f1"]})
+    for res in comparisons.values():
+        if not isinstance(res, BadInputError):
+            items.append(f"<li>{esc(_verdict_of(res))}.</li>")
+    for rid, cal in cals.items():
+        if cal is not None and cal.worsened():
+            items.append(f'<li class="note">{esc(rid)}: {esc(cal.worsened())}.</li>')
+    head = (f"<p>Lessons judged by <b>{esc(truth.label)}</b> · correction "
+            f"<b>{esc(fixed)}</b>. The ADR default threshold is "
+            f"{esc(fmt(DEFAULT_MIN_SALIENCE))}.</p>")
+    conf = next((f"{ev.choice.confidence:.0%} " for ev in evals.values()
+                 if isinstance(ev, RunEvaluation) and ev.choice.confidence is not None), "")
+    summary_table = table(pd.DataFrame(rows), extra={
+        "run": "the run",
+        "chosen threshold": "the objective's choice on the run's verdicts",
+        "interval of the choice": f"{conf}verdict-bootstrap interval of that choice",
+        f"f1 at {fmt(DEFAULT_MIN_SALIENCE)}": "F1 at the ADR default, on all verdicts",
+        "precision": "held-out precision at the chosen threshold",
+        "recall": "held-out recall at the chosen threshold",
+        "f1": "held-out F1 at the chosen threshold"}) if rows else ""
+    return head + f"<ul>{''.join(items)}</ul>" + summary_table
 
 
 def _junk(store: Store, run_ids: Sequence[str]) -> tuple[str, pd.DataFrame | None]:
@@ -797,7 +1030,6 @@ def report_html(
         run_info(store, rid)  # an unknown run is an error naming the recent ones
     judged = Truth.resolve(store, truth_of(truth, deprecated, where="report_html"), run_ids)
     title = title or f"truss_lab report: {', '.join(run_ids)}"
-    sections = [("runs", "Runs and their configuration", _runs_section(store, run_ids))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)  # degenerate sides show NaN
         # One evaluation per run (evaluate_run), the one the CLI's sweep, the demo and
@@ -810,11 +1042,24 @@ def report_html(
                                           cv_repeats=cv_repeats, test_size=test_size)
             except BadInputError as exc:
                 evals[rid] = exc
+        cals = {rid: _calibration(store, ev) for rid, ev in evals.items()
+                if isinstance(ev, RunEvaluation)}
+        comparisons = _comparisons(store, run_ids, judged, n_boot=n_boot,
+                                   random_state=random_state)
+    fixes = sorted({f"{rid}: {ev.correction}" for rid, ev in evals.items()
+                    if isinstance(ev, RunEvaluation) and ev.correction != "none"})
+    fixed = "; ".join(fixes) if fixes else "none"
+    # The answer first (summary), then the evidence, then what was run and checked.
+    sections = [("summary", "Summary", _summary(evals, cals, comparisons, judged, fixed))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
         sections.append(("sweep", "Sweep, precision-recall and calibration",
-                         "".join(_evaluation(store, ev, rid) for rid, ev in evals.items())))
-        if len(run_ids) >= 2:
-            sections.append(("comparison", "Comparison", _comparison_section(
-                store, run_ids, judged, n_boot=n_boot, random_state=random_state)))
+                         "".join(_evaluation(store, ev, rid, cals.get(rid))
+                                 for rid, ev in evals.items())))
+    if len(run_ids) >= 2:
+        sections.append(("comparison", "Comparison",
+                         _comparison_section(run_ids, judged, comparisons)))
+    sections.append(("runs", "Runs and their configuration", _runs_section(store, run_ids)))
     junk_body, flags = _junk(store, run_ids)
     sections.append(("junk", "Junk rates", junk_body))
     sections.append(("audit", "Audit (ADR 0011)", _audit_section(store)))
@@ -828,9 +1073,6 @@ def report_html(
     split = ("cross-validated choice (cv auto: 5 folds when the data allow)" if cv == "auto"
              else f"{cv}-fold cross-validated choice" if cv else
              f"one split, {test_size} held out")
-    fixes = sorted({f"{rid}: {ev.correction}" for rid, ev in evals.items()
-                    if isinstance(ev, RunEvaluation) and ev.correction != "none"})
-    fixed = "; ".join(fixes) if fixes else "none"
     head = (f"<h1>{esc(title)}</h1><p id=\"truth\"><b>truth</b>: lessons judged by "
             f"{esc(judged.label)} · correction {esc(fixed)}</p>"
             f"<p class=\"muted\">database {esc(db)} · "
@@ -846,8 +1088,39 @@ def write_report(
     path: str | os.PathLike[str],
     **options: Any,
 ) -> Path:
-    """Write a self-contained HTML report about ``run_ids`` to ``path``; returns the path.
+    """Write a self-contained HTML report about ``run_ids`` to ``path``.
 
+    The report opens with a summary (each run's chosen threshold and its interval
+    against the ADR default, the held-out precision, recall and F1 there, the truth and
+    correction, each comparison's verdict, a calibration that makes a score worse),
+    then the evidence: sweeps, precision-recall, calibration, the comparison, the runs'
+    configuration, junk rates, the audit and a filterable verdict list. Every table has
+    a legend of its columns.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_ids : str or sequence of str
+        The runs; the first is A in every comparison.
+    path : path
+        The HTML file to write.
+    **options
+        See below.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    BadInputError
+        No run, an unknown run, an unknown truth, a path that is not a writable
+        regular file.
+
+    Notes
+    -----
     Options (keyword): ``objective`` (the threshold choice, default ``"f1"``),
     ``n_boot`` (verdict-bootstrap replicates, default
     :data:`~truss_lab.evaluate._bootstrap.DEFAULT_N_BOOT`, every face's), ``random_state``,

@@ -9,6 +9,11 @@ plain Python objects holding ipywidgets, so they are driven headlessly in
 tests (``explorer.set_threshold(0.8)``, ``labeller.label(True)``) and
 displayed in a notebook by ending a cell with the object.
 
+Each leaves a static picture in a saved notebook: its display bundle holds the live
+widget view and, beside it, an HTML snapshot of what it shows (:func:`widget_bundle`),
+which a page without a kernel or widget state (nbconvert, the documentation site)
+renders where the live view would be blank; JupyterLab shows the live view.
+
 ipywidgets and matplotlib are imported lazily: ``pip install 'truss_lab[notebook]'``.
 Stable CSS classes (``truss-threshold-slider``, ``truss-metrics``,
 ``truss-lesson-select``, ``truss-signature-ok``/``-bad``, ``truss-label-useful`` …)
@@ -17,6 +22,7 @@ let browser tests find the parts.
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import json
@@ -43,8 +49,8 @@ from ..store._labels import labelled_keys
 from ..store._store import Store
 from ._display import SweepDisplay, bare_figure, plot_title
 
-__all__ = ["LabellingWidget", "LessonBrowser", "ThresholdExplorer", "display_widget",
-           "fmt_value", "ipywidgets_module", "table_html"]
+__all__ = ["LabellingWidget", "LessonBrowser", "ThresholdExplorer", "fmt_value",
+           "ipywidgets_module", "table_html", "widget_bundle"]
 
 _HINT = "pip install 'truss_lab[notebook]'"
 
@@ -58,11 +64,25 @@ def ipywidgets_module() -> Any:
     return ipywidgets
 
 
-def display_widget(widget: Any) -> None:
-    """Show ``widget`` in the notebook."""
-    from IPython.display import display
+#: The MIME type of a live widget view (ipywidgets).
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
-    display(widget)
+
+def widget_bundle(widget: Any, snapshot: str, text: str) -> dict[str, Any]:
+    """The display bundle of a truss_lab widget: the live view of ``widget``, the static
+    HTML ``snapshot`` of what it shows and ``text`` (its repr).
+
+    JupyterLab renders the live view; a page without a kernel or without the widget
+    state (an exported notebook, the documentation site) skips the view it cannot
+    render and shows the snapshot, as ipywidgets-based libraries (ipympl, ...) leave a
+    PNG beside their view, instead of a blank cell.
+    """
+    bundle = dict(widget._repr_mimebundle_() or {})
+    bundle["text/html"] = ("<div class=\"truss-static\"><p style=\"color:#666;font-size:"
+                           "12px\">static picture of the widget (moving it needs a "
+                           f"running kernel)</p>{snapshot}</div>")
+    bundle["text/plain"] = text
+    return bundle
 
 
 def fmt_value(v: Any) -> str:
@@ -300,8 +320,8 @@ class LabellingWidget:
                       for c in failed)
             + "</div>")
 
-    def _ipython_display_(self) -> None:
-        display_widget(self.widget)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return widget_bundle(self.widget, self.progress.value + self.card.value, repr(self))
 
     def __repr__(self) -> str:
         return (f"LabellingWidget(annotator={self.annotator!r}, position={self.position}/"
@@ -443,8 +463,8 @@ class LessonBrowser:
                 parts += ["<h4>Checks</h4>", table_html(pd.DataFrame(checks), "truss-checks")]
         return "".join(parts)
 
-    def _ipython_display_(self) -> None:
-        display_widget(self.widget)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return widget_bundle(self.widget, self.details.value, repr(self))
 
     def __repr__(self) -> str:
         cur = self.entry.entry_id if self.entry is not None else None
@@ -744,8 +764,27 @@ class ThresholdExplorer:
 
     # -- display -------------------------------------------------------------------
 
-    def _ipython_display_(self) -> None:
-        display_widget(self.widget)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return widget_bundle(self.widget, self.snapshot(), repr(self))
+
+    def snapshot(self) -> str:
+        """What the explorer shows now, as static HTML: the metrics, the sweep plot at
+        the slider's threshold (an inline PNG) and the lessons on each side of the cut.
+
+        Returns
+        -------
+        str
+            The HTML (every text escaped).
+        """
+        plot = ""
+        if self.display_ is not None and self.plot_image.value:
+            data = base64.b64encode(bytes(self.plot_image.value)).decode("ascii")
+            plot = (f'<img class="truss-sweep-plot" alt="sweep at threshold '
+                    f'{self.threshold:.2f}" style="max-width:720px" '
+                    f'src="data:image/png;base64,{data}">')
+        return (f"<p><b>min salience {self.threshold:.2f}</b></p>{self.metrics_html.value}"
+                f"{plot}<p><b>just above the cut (kept)</b></p>{self.above_html.value}"
+                f"<p><b>just below the cut (dropped)</b></p>{self.below_html.value}")
 
     def __repr__(self) -> str:
         m = self.metrics
