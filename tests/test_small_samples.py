@@ -5,13 +5,19 @@ verdicts is never shown without it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from tests.builders.cli import invoke
+from tests.builders.stores import simulated_db
 from truss_lab.evaluate import choose_threshold
 from truss_lab.evaluate._bootstrap import SMALL_SAMPLE_VERDICTS, small_sample_line
 from truss_lab.faces._display import format_choice
+from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
 from truss_lab.faces._report import choice_html
+from truss_lab.store import Store
 
 
 def candidates(n_verdicts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -50,3 +56,28 @@ def test_cross_validation_counts_all_verdicts() -> None:
     ch = choose_threshold(*candidates(20), cv=5, random_state=0)
     assert ch.small_sample is not None and "rest on 20 verdicts" in ch.small_sample
     assert choose_threshold(*candidates(40), cv=5, random_state=0).small_sample is None
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A simulated, labelled run of 4 verdicts."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    simulated_db(tmp / "data", tmp / "tiny.duckdb", runs=4, seed=5, labels=True,
+                 extractors=("sim-good-v1",))
+    with Store(tmp / "tiny.duckdb") as store:
+        run_sample_extractions(store, extractors=("sim-good-v1",), write_memory=False)
+    return tmp / "tiny.duckdb"
+
+
+@pytest.mark.parametrize("command", ["sweep", "choose"])
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_the_command_line_says_it_once_on_stderr(tiny: Path, command: str,
+                                                 as_json: bool) -> None:
+    # A command's warnings are stderr lines (tests/test_cli_warnings.py): stdout holds
+    # the command's own output, with --json the JSON alone.
+    r = invoke(command, sample_run_id("sim-good-v1"), "--db", tiny, "--n-boot", "50",
+               *(("--json",) if as_json else ()))
+    assert r.exit_code == 0, r.output
+    said = [ln for ln in r.stderr.splitlines() if "rest on" in ln]
+    assert len(said) == 1 and said[0].startswith("warning: the held-out metrics"), r.stderr
+    assert "warning" not in r.stdout

@@ -27,6 +27,7 @@ from __future__ import annotations
 from ._secrets import redact
 
 __all__ = [
+    "WARNING_PREFIX",
     "BadInputError",
     "ChainError",
     "ConfigError",
@@ -79,6 +80,11 @@ class TrussLabWarning(UserWarning):
     needs a reader's attention (a metric undefined, verdicts left out). The command line
     shows each as one ``warning:`` line; ``warnings.simplefilter("ignore",
     TrussLabWarning)`` silences them all."""
+
+
+WARNING_PREFIX = "warning: "
+"""How a warning's line starts: on stderr (the command line's) and in a result's text (a
+small-sample warning in a repr, the report or a display)."""
 
 
 class BadInputError(TrussLabError):

@@ -7,12 +7,13 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
-from ...core._errors import ChainError, TrussLabError
+from ...core._errors import WARNING_PREFIX, ChainError, TrussLabError, TrussLabWarning
 from ...core._files import check_output_file, write_output, write_outputs
 from ...store._store import Store, open_store
 from .oneline import EXIT_USER_ERROR, did_you_mean
@@ -68,7 +69,19 @@ def friendly(fn: F) -> F:
 
 
 def emit(obj: Any, as_json: bool, text: str) -> None:
-    """Print ``obj`` as sorted, indented JSON when ``as_json``, else ``text``."""
+    """Print ``obj`` as sorted, indented JSON when ``as_json``, else ``text``.
+
+    A ``warning:`` line of ``text`` (a result's small-sample warning, which its repr, the
+    report and the notebook's text show in place) is given as a
+    :class:`~truss_lab.core._errors.TrussLabWarning` instead, with or without ``--json``:
+    the group shows it as every warning, one line on stderr
+    (:func:`~truss_lab.faces.cli.oneline.one_line_warnings`), and stdout holds the rest."""
+    lines = text.splitlines()
+    said = [ln.strip() for ln in lines if ln.lstrip().startswith(WARNING_PREFIX)]
+    for line in said:
+        warnings.warn(line.removeprefix(WARNING_PREFIX), TrussLabWarning, stacklevel=2)
+    if said:
+        text = "\n".join(ln for ln in lines if not ln.lstrip().startswith(WARNING_PREFIX))
     if as_json:
         click.echo(json.dumps(obj, indent=2, default=str, sort_keys=True))
     else:

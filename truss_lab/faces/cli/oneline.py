@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ...core._errors import TrussLabWarning
+from ...core._errors import WARNING_PREFIX, TrussLabWarning
 
 __all__ = ["EXIT_USER_ERROR", "OneLineUsageError", "did_you_mean", "one_line_usage",
            "one_line_warnings"]
@@ -70,7 +70,7 @@ def one_line_warnings() -> Iterator[None]:
             text = " ".join(str(message).split())
             if text not in shown:
                 shown.add(text)
-                click.echo(f"warning: {text}", err=True)
+                click.echo(f"{WARNING_PREFIX}{text}", err=True)
 
         warnings.showwarning = show
         yield
