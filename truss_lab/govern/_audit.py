@@ -104,7 +104,21 @@ __all__ = ["CHECKS", "AuditReport", "CheckFn", "CheckResult", "audit"]
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The outcome of one audit check."""
+    """The outcome of one audit check.
+
+    Parameters
+    ----------
+    name : str
+        Stable check name.
+    passed : bool
+        True when nothing offends.
+    detail : str
+        One line: what was checked, or what went wrong.
+    rows : pandas.DataFrame
+        The offending rows (empty when ``passed``).
+    invariant : str
+        The invariant(s) (docs/explanation/invariants.md) this check guards.
+    """
 
     name: str
     """Stable check name (see the table above)."""
@@ -123,7 +137,15 @@ class CheckResult:
 
 
 class AuditReport:
-    """Every check's result. ``ok`` is True when all passed."""
+    """Every check's result. ``ok`` is True when all passed.
+
+    Parameters
+    ----------
+    checks : sequence of CheckResult
+        The results, in check order.
+    source : str
+        The database the checks ran on.
+    """
 
     def __init__(self, checks: Sequence[CheckResult], *, source: str = "") -> None:
         self.checks: list[CheckResult] = list(checks)
@@ -157,7 +179,19 @@ class AuditReport:
         )
 
     def to_dict(self, *, max_rows: int = 20) -> dict[str, Any]:
-        """JSON-ready: ok, and per check its result and up to ``max_rows`` offending rows."""
+        """JSON-ready: ok, and per check its result and its first offending rows.
+
+        Parameters
+        ----------
+        max_rows : int, default 20
+            Offending rows kept per check (``n_rows`` counts them all).
+
+        Returns
+        -------
+        dict
+            ``source``, ``ok`` and ``checks`` (name, passed, invariant, detail,
+            n_rows, rows).
+        """
         return {
             "source": self.source,
             "ok": self.ok,

@@ -41,7 +41,25 @@ __all__ = [
 
 
 def current_policy(store: Store, policy_id: str) -> PolicyRecord | None:
-    """The head (unsuperseded record) of ``policy_id``, or ``None``."""
+    """The head (unsuperseded record) of ``policy_id``.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    policy_id : str
+        The policy.
+
+    Returns
+    -------
+    PolicyRecord or None
+        The head, or None when the policy has no record.
+
+    Raises
+    ------
+    PolicyError
+        The policy's supersession chain is forked (more than one head).
+    """
     heads = policy_records(store, policy_id=policy_id, heads_only=True)
     if len(heads) > 1:
         raise PolicyError(
@@ -66,8 +84,39 @@ def write_policy(
     """Record a new version of ``policy``, signed into the lab journal (its
     provenance is a ref into it), in one transaction.
 
-    The version is the head's + 1 (or 1). ``supersedes``, when given, must name
-    the current head: writing against a stale head would fork the chain.
+    The version is the head's + 1 (or 1).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    policy : Policy
+        The policy and its settings.
+    key : SigningKey
+        Signs the lab journal entry.
+    evidence : mapping, optional
+        What the decision rests on, signed with it.
+    trust : Trust, default Trust.unverified
+        The record's trust.
+    supersedes : str, optional
+        The current head's record id; a stale head is refused (it would fork the
+        chain).
+    sources : sequence of LedgerRef
+        Journal entries the record draws on.
+    run_id : str, optional
+        The run (or decision) that wrote it.
+    extractor_id : str, optional
+        The extractor it concerns.
+
+    Returns
+    -------
+    PolicyRecord
+        The record written.
+
+    Raises
+    ------
+    PolicyError
+        ``supersedes`` is not the current head, or the target is invalid.
     """
     target = PolicyTarget.parse(policy.target)
     with store.transaction():
@@ -145,7 +194,18 @@ def policy_history(store: Store, policy_id: str) -> pd.DataFrame:
 
 
 def current_policies(store: Store) -> pd.DataFrame:
-    """The head record of every policy."""
+    """The head record of every policy.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per policy: its unsuperseded record.
+    """
     return policy_frame(store, heads_only=True)
 
 

@@ -490,6 +490,38 @@ def simulate(
     verdicts (default: a share ``match_share`` of them), each answer wrong with
     probability ``match_disagreement`` (``_annotations``); only the two match files
     change with these.
+
+    Parameters
+    ----------
+    out_dir : path
+        The folder to write (created if missing).
+    runs : int
+        Contract verdicts to simulate.
+    seed : int
+        Seed of every draw: the same seed and extractors give byte-identical files.
+    extractors : sequence of str or ExtractorProfile
+        The simulated extractors (default the sample's three).
+    samples : int, default 1
+        Samples per verdict; > 1 also writes the k-sample files.
+    match_share : float
+        Share of the annotated verdicts a simulated person matches.
+    match_verdicts : int, optional
+        The number of those verdicts instead (one block of verdicts at most).
+    match_disagreement : float
+        Chance that a person's match answer is wrong.
+    force : bool, default False
+        Replace another dataset's files in ``out_dir``.
+
+    Returns
+    -------
+    SimulationResult
+        The paths written and what they hold.
+
+    Raises
+    ------
+    BadInputError
+        A bad size or seed, ``match_verdicts`` with more than one block, an output
+        folder holding another dataset (without ``force``), a link or a file there.
     """
     runs, seed, samples = _check_sizes(runs, seed, samples)
     if runs > BLOCK_VERDICTS and match_verdicts is not None:

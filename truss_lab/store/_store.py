@@ -476,6 +476,30 @@ def open_store(path: str | Path, *, read_only: bool = False, must_exist: bool = 
     (:func:`~truss_lab.store._snapshot.take_snapshot`); the store's
     ``snapshot`` then says so (its ``note`` is one line for the user) and the
     copy is deleted when the store closes.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The database file (``:memory:`` for a database in memory).
+    read_only : bool, default False
+        Open for reading only (the file must exist).
+    must_exist : bool, default False
+        Refuse a missing file instead of creating it.
+    snapshot : bool, default False
+        With ``read_only``: read a checked copy when another process writes the file.
+
+    Returns
+    -------
+    Store
+        The open store (close it, or use it in a ``with`` block).
+
+    Raises
+    ------
+    StoreError
+        A missing file (read-only or ``must_exist``), a remote address, a snapshot
+        asked of a writable open.
+    StoreLockedError
+        Another process holds the file (naming it), without ``snapshot``.
     """
     _check_database_path(str(path))  # a remote address is refused before "no such file"
     if must_exist:
