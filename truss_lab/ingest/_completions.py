@@ -355,6 +355,16 @@ def read_completions(
     it long when it can). Identical
     duplicate lines collapse into one row; conflicting ones are all dropped,
     with an error naming both lines. Blank lines are ignored.
+
+    Parameters
+    ----------
+    path : path or pandas.DataFrame
+        A JSONL, ``.csv`` or ``.parquet`` file, or a frame of the same fields.
+
+    Returns
+    -------
+    tuple of (pandas.DataFrame, list of BadInputError)
+        The good rows, and one error per bad line or row.
     """
     source = source_name(path)
     table = None
@@ -425,6 +435,24 @@ def write_completions(
     first: a bad one raises :class:`BadInputError` naming the record (0-based)
     and field, and nothing is written. Identical duplicates are written once;
     conflicting ones raise. The file is replaced atomically.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or iterable of mapping or CompletionRecordModel
+        The completions.
+    path : path
+        The JSONL file to write.
+
+    Returns
+    -------
+    int
+        Rows written.
+
+    Raises
+    ------
+    BadInputError
+        A bad record (naming it and its field) or conflicting duplicates: nothing is
+        written.
     """
     source = "<records>"
     if isinstance(data, pd.DataFrame):

@@ -310,6 +310,18 @@ def ingest_references(store: Store, path: str | os.PathLike[str] | pd.DataFrame)
     differ. A reference to a verdict the journal does not hold lands with a
     warning, as a label does. A field beyond its bound
     (:data:`~truss_lab.ingest._references.MAX_REFERENCE_TEXT` and the others) is a bad line.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    path : path or pandas.DataFrame
+        The reference-lessons JSONL file, or a frame of its fields.
+
+    Returns
+    -------
+    IngestReport
+        Rows read, added and present, the errors (bad lines, conflicts) and warnings.
     """
     source = source_name(path)
     df, errors = read_references(path)
@@ -342,6 +354,19 @@ def ingest_match_labels(store: Store, path: str | os.PathLike[str] | pd.DataFram
     (verdict_hash, extractor, lesson_index, annotator) is stored already is kept as
     stored, and reported as a conflict when its ``reference_id`` or
     ``inclusion_probability`` differ (``truss-lab ingest`` exits 3, as for labels).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    path : path or pandas.DataFrame
+        The match-labels CSV or match queue file, or a frame of its columns.
+
+    Returns
+    -------
+    IngestReport
+        Rows read, added, present and blank, the errors (bad rows, conflicts) and
+        warnings.
     """
     source = source_name(path)
     df, errors = read_match_labels(path)

@@ -241,6 +241,16 @@ def read_labels(
     spreadsheet numbers it: the header is row 1) and field; identical duplicates of
     (verdict_hash, extractor, lesson_index, annotator) collapse, conflicting ones are
     all dropped with an error naming both rows.
+
+    Parameters
+    ----------
+    path : path or pandas.DataFrame
+        The CSV file (or a pipe), or a frame of its columns.
+
+    Returns
+    -------
+    tuple of (pandas.DataFrame, list of BadInputError)
+        The good rows, and one error per bad line or row.
     """
     source = source_name(path)
     data = input_bytes(path, "labels")  # a DataFrame: as the CSV it would be written as
@@ -269,6 +279,23 @@ def write_label_queue(queue: pd.DataFrame, path: str | os.PathLike[str]) -> int:
     they are (``useful`` empty where it is missing), so :func:`read_labels` reads
     them back; a context cell that a spreadsheet would run as a formula gets a
     leading apostrophe.
+
+    Parameters
+    ----------
+    queue : pandas.DataFrame
+        The queue (:func:`~truss_lab.evaluate._queue.labelling_queue`).
+    path : path
+        The CSV file to write.
+
+    Returns
+    -------
+    int
+        Rows written.
+
+    Raises
+    ------
+    BadInputError
+        The queue lacks a column.
     """
     missing = [c for c in QUEUE_FIELDS if c not in queue.columns]
     if missing:

@@ -286,6 +286,16 @@ def read_match_labels(
     rows of an answered verdict with a rejected row: it lands whole or not at all).
     Identical duplicates collapse. Verdicts whose rows are all :data:`UNANSWERED` are
     skipped, their rows counted in ``frame.attrs["blank_rows"]``.
+
+    Parameters
+    ----------
+    path : path or pandas.DataFrame
+        The CSV file (or a pipe), or a frame of its columns.
+
+    Returns
+    -------
+    tuple of (pandas.DataFrame, list of BadInputError)
+        The good rows, and one error per bad line or row.
     """
     source = source_name(path)
     data = input_bytes(path, "match labels")  # a DataFrame: as the CSV it would be written as
@@ -513,6 +523,23 @@ def write_match_queue(queue: pd.DataFrame, path: str | os.PathLike[str]) -> int:
     are (``reference_id`` :data:`UNANSWERED` where it is missing), so
     :func:`read_match_labels` reads them back; a context cell that a spreadsheet would
     run as a formula gets a leading apostrophe.
+
+    Parameters
+    ----------
+    queue : pandas.DataFrame
+        The queue (:func:`~truss_lab.evaluate._queue.match_queue`).
+    path : path
+        The CSV file to write.
+
+    Returns
+    -------
+    int
+        Rows written.
+
+    Raises
+    ------
+    BadInputError
+        The queue lacks a column.
     """
     missing = [c for c in MATCH_QUEUE_FIELDS if c not in queue.columns]
     if missing:

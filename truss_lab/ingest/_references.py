@@ -146,6 +146,16 @@ def read_references(
     ``conflicting_duplicate``, ``none_with_references`` or ``line_too_long`` (over
     :data:`MAX_REFERENCE_LINE` bytes: refused unread, naming the field that makes it long
     when it can). Blank lines are ignored.
+
+    Parameters
+    ----------
+    path : path or pandas.DataFrame
+        The JSONL file (or a pipe), or a frame of its fields.
+
+    Returns
+    -------
+    tuple of (pandas.DataFrame, list of BadInputError)
+        The good rows, and one error per bad line or row.
     """
     source = source_name(path)
     table = table_records(path) if is_table(path) else None

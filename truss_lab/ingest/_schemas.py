@@ -45,7 +45,18 @@ SCHEMA_NAMES = ("journal", "verdict", "completions", "labels", "label-queue", "r
 
 
 def json_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12, from pydantic) of format or record ``name``."""
+    """The JSON Schema (draft 2020-12, from pydantic) of format or record ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The format (what ``truss-lab schema --help`` lists).
+
+    Returns
+    -------
+    dict
+        The schema.
+    """
     models = _models()
     if name not in models:
         raise BadInputError(f"unknown schema {name!r}; expected one of {', '.join(models)}")

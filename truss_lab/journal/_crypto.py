@@ -370,7 +370,23 @@ def build_entry(
 
 
 def load_keyring(path: str | os.PathLike[str]) -> dict[str, bytes]:
-    """Read a keyring JSON (``key_id`` → standard base64 raw public key)."""
+    """Read a keyring JSON (``key_id`` → standard base64 raw public key).
+
+    Parameters
+    ----------
+    path : path
+        The keyring file (a file or a pipe, through the one input opener).
+
+    Returns
+    -------
+    dict of str to bytes
+        Each key id's raw public key.
+
+    Raises
+    ------
+    BadInputError
+        Not JSON, not an object of key ids to base64 keys, a key id twice.
+    """
     p = Path(path)
     data = read_input(p, what="a keyring", limit=MAX_KEYRING_FILE)
     try:
@@ -401,7 +417,25 @@ def load_keyring(path: str | os.PathLike[str]) -> dict[str, bytes]:
 
 
 def save_keyring(keys: Mapping[str, bytes], path: str | os.PathLike[str]) -> Path:
-    """Write a keyring JSON of public keys, sorted by key id."""
+    """Write a keyring JSON of public keys, sorted by key id.
+
+    Parameters
+    ----------
+    keys : mapping of str to bytes
+        Each key id's raw public key.
+    path : path
+        The file to write (whole or not at all).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    BadInputError
+        ``path`` is a symbolic link.
+    """
     p = Path(path)
     if p.is_symlink():  # the rename below would replace the link with a file
         raise BadInputError("is a symbolic link; name the keyring file itself", source=str(p))

@@ -300,7 +300,27 @@ def append_lab_entry(
 def append_entry(
     store: Store, kind: str, payload: Any, key: SigningKey, *, ts: datetime | None = None
 ) -> LedgerRef:
-    """Sign and append one entry; return its ref."""
+    """Sign and append one entry after the verdict journal's head (:func:`append_entries`
+    of one payload; the lab's own entries go to :func:`append_lab_entries`).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    kind : str
+        The entry's kind.
+    payload : object
+        The entry's payload (JSON that RFC 8785 can represent).
+    key : SigningKey
+        Signs it.
+    ts : datetime, optional
+        Its time (default now, UTC).
+
+    Returns
+    -------
+    LedgerRef
+        The entry's seq and hash.
+    """
     return append_entries(store, kind, [payload], key, ts=ts)[0]
 
 

@@ -587,7 +587,23 @@ MAX_JOURNAL_FILE = 64 << 30
 def read_journal(path: str | os.PathLike[str]) -> ParsedJournal:
     """:func:`read_journal_lines` over a file or a pipe
     (:func:`~truss_lab.core._files.open_input`), read as UTF-8 line by line, each line at
-    most :data:`MAX_JOURNAL_LINE` bytes."""
+    most :data:`MAX_JOURNAL_LINE` bytes.
+
+    Parameters
+    ----------
+    path : path
+        The journal (JSONL, the journal format).
+
+    Returns
+    -------
+    ParsedJournal
+        The entries before the first malformed line, and that line's diagnosis.
+
+    Raises
+    ------
+    BadInputError
+        A missing file, a folder or device, a file or line over its bound.
+    """
     source = str(path)
     with open_input(path, what="a journal file", limit=MAX_JOURNAL_FILE) as fh:
         return read_journal_lines(_bounded_lines(fh, source), source=source)

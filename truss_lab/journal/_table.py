@@ -119,7 +119,22 @@ def journal_batches(
 
 
 def get_entry(store: Store, seq: int, *, table: str = "journal") -> dict[str, Any] | None:
-    """One entry as a Formats §1 dict (payload parsed), or ``None``."""
+    """One entry as a journal-format dict (payload parsed).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    seq : int
+        The entry's sequence number.
+    table : {"journal", "lab_journal"}, default "journal"
+        The verdict journal or the lab's own.
+
+    Returns
+    -------
+    dict or None
+        The entry, or None when there is none at ``seq``.
+    """
     rows = store.con.execute(f"{_SELECT} FROM {_table(table)} WHERE seq = ?", [seq]).fetchall()
     if not rows:
         return None

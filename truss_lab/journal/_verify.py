@@ -704,6 +704,22 @@ def verify_journal(
 
     The parse stops at the first malformed line; the entries before it are
     verified, and if they pass, the malformed line is the reported failure.
+
+    Parameters
+    ----------
+    source : path or ParsedJournal
+        The journal file, or what :func:`~truss_lab.journal._spec.read_journal` read.
+    keyring : mapping of str to bytes
+        Each key id's raw public key.
+    prev : LedgerRef, optional
+        The entry the journal continues (its first entry must link to it).
+    workers : int, optional
+        Processes that check signatures (None: as many as it pays).
+
+    Returns
+    -------
+    VerifyReport
+        ``ok``, the head, and the first bad entry or line with the reason.
     """
     parsed = source if isinstance(source, ParsedJournal) else read_journal(source)
     rep = verify_columns(parsed.columns, keyring, prev=prev, workers=workers)
