@@ -68,6 +68,30 @@ def consistency_clusters(
     representatives, NaN elsewhere). ``same_identifiers=False`` links lessons on
     Jaccard alone (paraphrases that name the run or the check in one sample and not
     in another then still cluster).
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        The candidates (columns above).
+    samples : int, optional
+        Samples per verdict, k (default: the ``n_samples`` column, else the distinct
+        samples each verdict has).
+    threshold : float
+        Token-Jaccard at which two lessons are near-duplicates, in (0, 1].
+    method : {"auto", "all", "lsh"}, default "auto"
+        How pairs are found (:func:`~truss_lab.score._similarity.similar_pairs`).
+    same_identifiers : bool, default True
+        Link lessons only when they name the same identifiers.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns above, on the candidates' index.
+
+    Raises
+    ------
+    BadInputError
+        A missing column, a threshold outside (0, 1], ``samples`` not a positive integer.
     """
     missing = [c for c in ("verdict_hash", "text", "sample_index") if c not in candidates]
     if missing:
@@ -131,8 +155,18 @@ def self_consistency(
 ) -> Scorer:
     """The self-consistency salience as a :class:`Scorer` (``self_consistency``):
     the share of a verdict's samples holding a near-duplicate of the lesson, on
-    cluster representatives; NaN on other members and invalid rows. See
-    :func:`consistency_clusters` for ``samples`` and ``threshold``."""
+    cluster representatives; NaN on other members and invalid rows.
+
+    Parameters
+    ----------
+    samples, threshold, same_identifiers
+        As :func:`consistency_clusters` takes them.
+
+    Returns
+    -------
+    Scorer
+        The scorer.
+    """
 
     def fn(c: pd.DataFrame, _: pd.DataFrame | None) -> np.ndarray:
         return consistency_clusters(c, samples=samples, threshold=threshold,

@@ -410,7 +410,18 @@ def grounding() -> Scorer:
 
 
 def specificity(target: int = 12) -> Scorer:
-    """Distinct informative tokens / ``target``, capped at 1."""
+    """Distinct informative tokens / ``target``, capped at 1.
+
+    Parameters
+    ----------
+    target : int, default 12
+        The token count that scores 1.
+
+    Returns
+    -------
+    Scorer
+        The scorer.
+    """
     if target == 12:
         return SPECIFICITY
     if not target > 0:
@@ -437,6 +448,18 @@ def novelty(corpus: Iterable[str], *, name: str = "novelty") -> Scorer:
 
     The version embeds a fingerprint of the corpus, so scores computed
     against different corpora never share a version.
+
+    Parameters
+    ----------
+    corpus : iterable of str
+        The earlier lesson texts.
+    name : str, default "novelty"
+        The scorer's name.
+
+    Returns
+    -------
+    Scorer
+        The scorer.
     """
     docs = pd.Series([str(t) for t in corpus], dtype=object)
     cpairs = informative_token_pairs(docs)
@@ -487,7 +510,20 @@ def weighted_sum(
     *,
     name: str = "weighted_sum",
 ) -> Scorer:
-    """The weighted sum of other scorers, clipped to [0, 1] (NaN if any part is NaN)."""
+    """The weighted sum of other scorers, clipped to [0, 1] (NaN if any part is NaN).
+
+    Parameters
+    ----------
+    components : mapping or sequence of (Scorer, float)
+        Each scorer and its weight.
+    name : str, default "weighted_sum"
+        The scorer's name.
+
+    Returns
+    -------
+    Scorer
+        The scorer.
+    """
     items = list(components.items()) if isinstance(components, Mapping) else list(components)
     if not items:
         raise BadInputError("weighted_sum needs at least one scorer", field="components")

@@ -123,8 +123,31 @@ def similar_pairs(
     rows_per_band: int = 3,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (i, j), i < j positions in ``items``, of the same group whose token
-    sets have Jaccard >= ``threshold``. ``method``: "all" (every within-group
-    pair), "lsh" (MinHash/LSH candidates), or "auto" (all pairs when few)."""
+    sets have Jaccard >= ``threshold``.
+
+    Parameters
+    ----------
+    sets : TokenSets
+        The token sets of every row.
+    items : numpy.ndarray
+        The rows to pair (positions in ``sets``).
+    groups : numpy.ndarray
+        Each item's group: only items of one group are paired.
+    threshold : float
+        The least Jaccard of a pair.
+    method : {"auto", "all", "lsh"}, default "auto"
+        "all" (every within-group pair), "lsh" (MinHash/LSH candidates), or "auto"
+        (all pairs when few).
+    bands : int, default 24
+        LSH bands.
+    rows_per_band : int, default 3
+        MinHash rows per band.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The positions ``i`` and ``j`` of each pair.
+    """
     m = len(items)
     if m < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
