@@ -57,8 +57,29 @@ def batch_custom_id(config_hash: str, verdict_hash: str) -> str:
 def prepare_batch(store: Store, extractor: Extractor, out: str | os.PathLike[str], *,
                   verdicts: str | None = None) -> int:
     """Write a Batch input file for ``extractor`` (a live one, ``openai:MODEL``) over the
-    stored verdicts (``verdicts``: a SQL condition, as ``extract --verdicts``); keep its
-    configuration in the database. Returns the number of requests written."""
+    stored verdicts; keep its configuration in the database.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    extractor : Extractor
+        A live extractor (``openai:MODEL``), one sample per verdict.
+    out : path
+        The JSONL file to write.
+    verdicts : str, optional
+        A SQL condition on the verdicts, as ``extract --verdicts`` (default all).
+
+    Returns
+    -------
+    int
+        Requests written.
+
+    Raises
+    ------
+    BadInputError
+        An extractor that is not live or takes more than one sample, a bad ``out``.
+    """
     config = extractor.config
     if config is None or not getattr(extractor.provider, "live", False):
         raise BadInputError("a batch is prepared for a live extractor (openai:MODEL)",
@@ -146,7 +167,22 @@ def ingest_batch(store: Store, path: str | os.PathLike[str], extractor_id: str) 
     says which fields are read): a bad line (failed, expired, unknown or repeated
     ``custom_id``, malformed) is an error naming its line; the good lines land, each
     recorded with its request hash, model, tokens and ``source``
-    ``openai-batch:FILE#REQUEST_ID``."""
+    ``openai-batch:FILE#REQUEST_ID``.
+
+    Parameters
+    ----------
+    store : Store
+        The database (it holds the batch's extractor configuration).
+    path : path
+        The Batch output file (JSONL).
+    extractor_id : str
+        Whose completions they are.
+
+    Returns
+    -------
+    IngestReport
+        Lines read, rows added and present, the errors (each naming its line).
+    """
     source = str(path)
     data = read_input(path, what="a batch output file", limit=MAX_COMPLETIONS_FILE)
     lines, errors = split_lines(data, source)

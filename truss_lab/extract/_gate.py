@@ -100,6 +100,20 @@ def apply_gate(scores: np.ndarray, valid: np.ndarray, config: MemoryConfig) -> n
 
     ``off`` writes none; ``on`` every valid lesson; ``model-scored`` valid
     lessons with ``score >= extraction_min_salience`` (NaN never passes).
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        Each candidate's score.
+    valid : numpy.ndarray
+        Whether each candidate is valid (the parser kept it).
+    config : MemoryConfig
+        The policy and its threshold.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        Whether each candidate is written.
     """
     valid = np.asarray(valid, dtype=bool)
     policy = config.lesson_extraction

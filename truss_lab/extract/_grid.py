@@ -114,8 +114,23 @@ class Grid:
 
 
 def load_grid(path: str | os.PathLike[str]) -> Grid:
-    """Read and check a grid file (docs/how-to/grids-frontier.md). Any mistake is one
-    :class:`BadInputError` naming the file and the line (TOML syntax) or the key."""
+    """Read and check a grid file (docs/how-to/grids-frontier.md).
+
+    Parameters
+    ----------
+    path : path
+        The TOML file.
+
+    Returns
+    -------
+    Grid
+        The grid's cells and run options.
+
+    Raises
+    ------
+    BadInputError
+        Any mistake, naming the file and the line (TOML syntax) or the key.
+    """
     source = str(path)
     data = read_toml(path, what="the grid file")
     return grid_from_dict(data, source=source)

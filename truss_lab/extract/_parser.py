@@ -418,6 +418,16 @@ def parse_completion(text: str) -> ParseResult:
 
     See the module docstring for where the JSON is looked for, the error codes
     and the drop reasons.
+
+    Parameters
+    ----------
+    text : str
+        The completion's text as the model answered.
+
+    Returns
+    -------
+    ParseResult
+        The lessons (each valid or with its drop reason), or the error.
     """
     got = parse_fast_or_exact(text)
     return got if type(got) is ParseResult else _all_valid(got)

@@ -183,7 +183,23 @@ def register_template(template: PromptTemplate) -> PromptTemplate:
 
 
 def load_prompt(path: str | Path) -> PromptTemplate:
-    """The template of a prompt file (Formats §6), checked but not registered."""
+    """The template of a prompt file (the prompts format), checked but not registered.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The prompt file (TOML).
+
+    Returns
+    -------
+    PromptTemplate
+        The template.
+
+    Raises
+    ------
+    BadInputError
+        A file that does not read, a missing or unknown key, a bad placeholder.
+    """
     return PromptTemplate.from_file(read_prompt_file(path))
 
 
@@ -200,8 +216,25 @@ def _from_row(row: Mapping[str, Any]) -> PromptTemplate:
 
 def get_template(version: str, store: Store | None = None) -> PromptTemplate:
     """The registered template of ``version``: this process's registry (the built-in
-    ones and :func:`register_template`'s), else ``store``'s ``prompts`` table;
-    unknown versions list the known ones."""
+    ones and :func:`register_template`'s), else ``store``'s ``prompts`` table.
+
+    Parameters
+    ----------
+    version : str
+        The prompt version.
+    store : Store, optional
+        A database whose registered prompts are looked in too.
+
+    Returns
+    -------
+    PromptTemplate
+        The template.
+
+    Raises
+    ------
+    BadInputError
+        An unknown version, listing the known ones.
+    """
     found = _REGISTRY.get(version) if isinstance(version, str) else None
     if found is None and store is not None and isinstance(version, str):
         row = stored_prompt(store, version)
@@ -233,9 +266,28 @@ def check_kind(template: PromptTemplate, kind: str, field: str = "--prompt") -> 
 
 
 def register_prompt(store: Store, template: PromptTemplate, source: str = "<memory>") -> bool:
-    """Store ``template`` in ``store``'s ``prompts`` table (Formats §6): True when
-    new, False when the same template is there already; the same version with other
-    text (there, or among the built-in and process templates) is refused."""
+    """Store ``template`` in ``store``'s ``prompts`` table (the prompts format).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    template : PromptTemplate
+        The template (e.g. :func:`load_prompt`'s).
+    source : str, default "<memory>"
+        Where it came from, recorded with it.
+
+    Returns
+    -------
+    bool
+        True when new, False when the same template is there already.
+
+    Raises
+    ------
+    BadInputError
+        The same version with other text (there, or among the built-in and process
+        templates), or a bad placeholder.
+    """
     _check_placeholders(template)
     known = _REGISTRY.get(template.version)
     if known is not None and (known.text, known.kind) != (template.text, template.kind):
@@ -360,9 +412,28 @@ def build_request(
 ) -> CompletionRequest:
     """The :class:`CompletionRequest` asking ``model`` for the lessons of one verdict.
 
-    ``template`` is a :class:`PromptTemplate` or a registered version name.
     The payload travels along in ``request.verdict`` (not hashed) for
     providers that read it directly, such as the heuristic extractor.
+
+    Parameters
+    ----------
+    template : PromptTemplate or str
+        The template, or a registered version name.
+    verdict_payload : mapping
+        The verdict (the journal entry's payload).
+    verdict_hash : str
+        The verdict's hash (the replay key's part).
+    extractor : str
+        The replay key of the caller.
+    model : str
+        The model asked.
+    parameters : mapping, optional
+        Sampling parameters sent with the request.
+
+    Returns
+    -------
+    CompletionRequest
+        The request (its hash is the replay key of its answer).
     """
     if isinstance(template, str):
         template = get_template(template)
@@ -402,9 +473,31 @@ def build_judge_request(
     parameters: Mapping[str, Any] | None = None,
 ) -> CompletionRequest:
     """The :class:`CompletionRequest` asking a judge ``model`` to label the lessons of
-    one verdict. ``lessons``: ``(lesson_index, text, evidence)`` triples, rendered one
-    per line as ``[lesson_index] text (evidence: ...)``. ``extractor`` is the replay
-    key (a judge uses ``<annotator>/<judged extractor_id>``)."""
+    one verdict.
+
+    Parameters
+    ----------
+    template : PromptTemplate or str
+        The judge's template, or a registered version name.
+    verdict_payload : mapping
+        The verdict (the journal entry's payload).
+    lessons : iterable of tuple
+        ``(lesson_index, text, evidence)`` triples, rendered one per line as
+        ``[lesson_index] text (evidence: ...)``.
+    verdict_hash : str
+        The verdict's hash (the replay key's part).
+    extractor : str
+        The replay key (a judge uses ``<annotator>/<judged extractor_id>``).
+    model : str
+        The model asked.
+    parameters : mapping, optional
+        Sampling parameters sent with the request.
+
+    Returns
+    -------
+    CompletionRequest
+        The request (its hash is the replay key of its answer).
+    """
     if isinstance(template, str):
         template = get_template(template)
     payload = validate_verdict_payload(verdict_payload)
@@ -428,8 +521,30 @@ def build_match_request(
     verdict expresses each of its reference lessons. ``lessons``: ``(lesson_index,
     text, evidence)`` triples, one line each as ``[L<lesson_index>] text (evidence:
     ...)``; ``references``: ``(text, evidence)`` pairs, ``[R1]``, ``[R2]``, ... in
-    order. The verdict itself is not shown (the texts are compared); ``extractor`` is
-    the replay key (``match:<model>@<prompt version>/<extractor_id>``)."""
+    order. The verdict itself is not shown (the texts are compared).
+
+    Parameters
+    ----------
+    template : PromptTemplate or str
+        The matcher's template, or a registered version name.
+    lessons : iterable of tuple
+        ``(lesson_index, text, evidence)`` triples.
+    references : iterable of tuple
+        ``(text, evidence)`` pairs.
+    verdict_hash : str
+        The verdict's hash (the replay key's part).
+    extractor : str
+        The replay key (``match:<model>@<prompt version>/<extractor_id>``).
+    model : str
+        The model asked.
+    parameters : mapping, optional
+        Sampling parameters sent with the request.
+
+    Returns
+    -------
+    CompletionRequest
+        The request (its hash is the replay key of its answer).
+    """
     if isinstance(template, str):
         template = get_template(template)
     values = {
