@@ -136,6 +136,16 @@ def majority_labels(labels: pd.DataFrame) -> pd.DataFrame:
     more than half the annotations say useful, 0 when fewer than half, ``<NA>``
     on a tie), ``n_annotators`` (annotations), ``n_positive`` (of them useful)
     and ``tie`` (bool).
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        Gold labels (the labels format's rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows above.
     """
     df = _clean_labels(labels)
     agg = (
@@ -159,9 +169,25 @@ def cohen_kappa(a: Any, b: Any) -> float:
     """Cohen's kappa between two raters' labels of the same items (element i = item i).
 
     ``(p_o - p_e) / (1 - p_e)`` with ``p_o`` the observed agreement and ``p_e``
-    the agreement expected from each rater's label frequencies. NaN with an
-    :class:`UndefinedMetricWarning` for no items or when ``p_e == 1`` (both
-    raters always give the same single label).
+    the agreement expected from each rater's label frequencies.
+
+    Parameters
+    ----------
+    a : array-like
+        The first rater's labels.
+    b : array-like
+        The second rater's labels of the same items.
+
+    Returns
+    -------
+    float
+        Kappa; NaN with an :class:`UndefinedMetricWarning` for no items or when
+        ``p_e == 1`` (both raters always give the same single label).
+
+    Raises
+    ------
+    BadInputError
+        Arrays of different lengths or not 1-D, a missing label.
     """
     a_arr = np.asarray(a.to_numpy() if isinstance(a, pd.Series) else a, dtype=object)
     b_arr = np.asarray(b.to_numpy() if isinstance(b, pd.Series) else b, dtype=object)

@@ -131,6 +131,32 @@ def reliability_table(
     ``attrs`` holds ``min_bin_count`` and ``confidence``. Rows with
     ``count > 0`` match scikit-learn's ``calibration_curve`` (``prob_pred``,
     ``prob_true``). Empty input warns and gives all-empty bins.
+
+    Parameters
+    ----------
+    y_true : array of 0/1
+        Each candidate's label.
+    prob : array of float
+        Each candidate's predicted probability (salience), in [0, 1].
+    n_bins : int, default 10
+        Bins.
+    strategy : {"uniform", "quantile"}, default "uniform"
+        Equal-width or equal-count bins.
+    min_bin_count : int
+        The fewest candidates of a bin that counts in MCE (``enough``).
+    confidence : float, default 0.95
+        Level of the Wilson intervals.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per bin (above).
+
+    Raises
+    ------
+    BadInputError
+        Labels other than 0/1, probabilities outside [0, 1], a bad ``n_bins``,
+        ``strategy`` or ``min_bin_count``.
     """
     min_count = _check_min_count(min_bin_count)
     y, p = _check_prob(y_true, prob)
@@ -188,7 +214,23 @@ def expected_calibration_error(
 ) -> float:
     """ECE: ``sum_i count_i / n * |observed_frequency_i - mean_predicted_i|`` over bins.
 
-    Bins as in :func:`reliability_table`. NaN (with a warning) for empty input.
+    Bins as in :func:`reliability_table`.
+
+    Parameters
+    ----------
+    y_true : array of 0/1
+        Each candidate's label.
+    prob : array of float
+        Each candidate's predicted probability (salience), in [0, 1].
+    n_bins : int, default 10
+        Bins.
+    strategy : {"uniform", "quantile"}, default "uniform"
+        Equal-width or equal-count bins.
+
+    Returns
+    -------
+    float
+        The ECE; NaN (with a warning) for empty input.
     """
     table = reliability_table(y_true, prob, n_bins=n_bins, strategy=strategy)
     n = table["count"].sum()
@@ -211,7 +253,25 @@ def max_calibration_error(
     ``min_bin_count`` candidates (``min_bin_count=1``: every non-empty bin).
 
     A bin of one candidate has a gap of at least 0.5 whatever the calibration,
-    so small bins are left out; NaN with a warning when no bin is large enough.
+    so small bins are left out.
+
+    Parameters
+    ----------
+    y_true : array of 0/1
+        Each candidate's label.
+    prob : array of float
+        Each candidate's predicted probability (salience), in [0, 1].
+    n_bins : int, default 10
+        Bins.
+    strategy : {"uniform", "quantile"}, default "uniform"
+        Equal-width or equal-count bins.
+    min_bin_count : int
+        The fewest candidates of a bin that counts.
+
+    Returns
+    -------
+    float
+        The MCE; NaN with a warning when no bin is large enough.
     """
     table = reliability_table(y_true, prob, n_bins=n_bins, strategy=strategy,
                               min_bin_count=min_bin_count)
@@ -228,7 +288,20 @@ def max_calibration_error(
 
 
 def brier_score(y_true: Any, prob: Any) -> float:
-    """Mean squared difference between ``prob`` and the 0/1 label (lower is better)."""
+    """Mean squared difference between ``prob`` and the 0/1 label (lower is better).
+
+    Parameters
+    ----------
+    y_true : array of 0/1
+        Each candidate's label.
+    prob : array of float
+        Each candidate's predicted probability (salience), in [0, 1].
+
+    Returns
+    -------
+    float
+        The Brier score.
+    """
     y, p = _check_prob(y_true, prob)
     if len(p) == 0:
         warnings.warn("no candidates: the Brier score is NaN", UndefinedMetricWarning, stacklevel=2)

@@ -542,7 +542,22 @@ def split_by_verdict(
     :func:`~truss_lab.evaluate._bootstrap.seed_streams` (``random_state`` an int
     or None; a Generator is used as is), so the same seed splits alike here,
     in :func:`choose_threshold` and in calibration.
-    Returns ``(train_idx, test_idx)``: sorted positions into ``groups``.
+
+    Parameters
+    ----------
+    groups : array-like
+        Each candidate's verdict.
+    test_size : float or int, default 0.3
+        Share or number of verdicts held out.
+    random_state : int, numpy.random.Generator or None, default 0
+        Seed of the shuffle.
+    verdicts : array-like, optional
+        Every verdict processed (default the distinct ``groups``).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(train_idx, test_idx)``: sorted positions into ``groups``.
     """
     codes, vlist = verdict_codes(groups, verdicts)
     mask = _test_verdicts(len(vlist), test_size, stream(random_state, "split"))[codes]
@@ -557,6 +572,22 @@ def verdict_kfold(
     Verdicts (``verdicts`` when given, else the distinct ``groups``) are
     shuffled by the ``folds`` stream of ``random_state`` and dealt round-robin
     into ``n_splits`` folds (sizes differ by at most one verdict).
+
+    Parameters
+    ----------
+    groups : array-like
+        Each candidate's verdict.
+    n_splits : int, default 5
+        Folds.
+    random_state : int, numpy.random.Generator or None, default 0
+        Seed of the shuffle.
+    verdicts : array-like, optional
+        Every verdict processed (default the distinct ``groups``).
+
+    Returns
+    -------
+    list of tuple of numpy.ndarray
+        ``(train_idx, test_idx)`` per fold: positions into ``groups``.
     """
     codes, vlist = verdict_codes(groups, verdicts)
     cand_fold = _verdict_folds(len(vlist), n_splits, stream(random_state, "folds"))[codes]

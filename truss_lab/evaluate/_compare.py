@@ -60,7 +60,24 @@ def mcnemar_exact(n_a_only: int, n_b_only: int) -> float:
     ``n_a_only``: verdicts where only A succeeds; ``n_b_only``: only B. Under the
     null each discordant verdict is a fair coin, so the p-value is
     ``min(1, 2 * P(X <= min(n_a_only, n_b_only)))`` for ``X ~ Binomial(n, 1/2)``,
-    computed exactly with integers. No discordant verdicts gives 1.0.
+    computed exactly with integers.
+
+    Parameters
+    ----------
+    n_a_only : int
+        Verdicts where only A succeeds.
+    n_b_only : int
+        Verdicts where only B succeeds.
+
+    Returns
+    -------
+    float
+        The p-value; 1.0 without discordant verdicts.
+
+    Raises
+    ------
+    BadInputError
+        A count that is not a whole number >= 0.
     """
     for name, v in (("n_a_only", n_a_only), ("n_b_only", n_b_only)):
         if int(v) != v or v < 0:
