@@ -113,6 +113,9 @@ def test_tutorial_links_search_api_and_notebook(site_page: Any, site: str,
 
     # notebook 02, executed into the site: its threshold choice printed
     page.goto(site + "examples/02_tune_extraction_min_salience.html")
+    # The theme's sticky header (and its skip link) would be drawn over a tall cell's
+    # screenshot: hidden for the cells' pictures.
+    page.add_style_tag(content=".bd-header, .skip-link { display: none !important; }")
     outputs = page.locator("div.cell_output")
     assert outputs.count() > 3
     choice = page.locator("div.cell", has=page.locator(

@@ -80,7 +80,23 @@ class PolicyTarget(enum.StrEnum):
 
     @classmethod
     def parse(cls, value: object) -> PolicyTarget:
-        """Return the target named by ``value`` or raise :class:`PolicyError`."""
+        """The target named by ``value``.
+
+        Parameters
+        ----------
+        value : object
+            A target's name (or a target).
+
+        Returns
+        -------
+        PolicyTarget
+            The target.
+
+        Raises
+        ------
+        PolicyError
+            No target has that name.
+        """
         if isinstance(value, PolicyTarget):
             return value
         try:

@@ -29,8 +29,28 @@ def check_threshold(
     """``value`` as a float when it is a number in [0, 1] (not NaN); else
     :class:`ConfigError` naming ``where`` (the layer) and ``name`` (the field).
 
-    Booleans are not numbers here. With ``strings=True`` a numeric string counts
-    too, as the environment and TOML layers need.
+    Booleans are not numbers here.
+
+    Parameters
+    ----------
+    value : object
+        The value given.
+    where : str
+        The configuration layer it came from (named in the error).
+    name : str, default "extraction_min_salience"
+        The field (named in the error).
+    strings : bool, default False
+        A numeric string counts too, as the environment and TOML layers need.
+
+    Returns
+    -------
+    float
+        The threshold.
+
+    Raises
+    ------
+    ConfigError
+        Not a number in [0, 1], or NaN.
     """
     v = value
     if strings and isinstance(v, str):

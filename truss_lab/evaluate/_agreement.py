@@ -285,6 +285,16 @@ def annotator_agreement(labels: pd.DataFrame) -> pd.DataFrame:
     NaN when none in common) and ``kappa`` (:func:`cohen_kappa` on those
     candidates, NaN when undefined; one warning sums up undefined pairs).
     Rows without an annotator are ignored here.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        Gold labels (the labels format's rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per annotator pair (above).
     """
     df = _clean_labels(labels)
     named = df[df["annotator"].notna()].copy()
@@ -321,6 +331,23 @@ def label_coverage(candidates: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFra
     (annotated but tied, so no label); ``n_unlabelled`` (never annotated);
     ``coverage`` = n_labelled / n_candidates; ``n_orphan_labels``: labelled keys
     that match no candidate (often a wrong extractor name or lesson_index).
+
+    Parameters
+    ----------
+    candidates : pandas.DataFrame
+        The candidates (``verdict_hash``, ``extractor``, ``lesson_index``).
+    labels : pandas.DataFrame
+        Gold labels (the labels format's rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per extractor (above).
+
+    Raises
+    ------
+    BadInputError
+        A key column missing from ``candidates`` or ``labels``.
     """
     _require(candidates, CANDIDATE_KEY, "candidates")
     cand = _clean_key(candidates[CANDIDATE_KEY], "candidates").drop_duplicates()
@@ -358,6 +385,16 @@ def reference_agreement(references: pd.DataFrame) -> pd.DataFrame:
     ``same_set`` (share of common verdicts with identical id sets),
     ``n_a, n_b`` (references each wrote there), ``n_both`` (ids both wrote)
     and ``id_agreement`` = n_both / (ids either wrote), NaN without any.
+
+    Parameters
+    ----------
+    references : pandas.DataFrame
+        Reference lessons (the references format's rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per annotator pair (above).
     """
     refs = references.assign(annotator=references["annotator"].fillna("").astype(str),
                              reference_id=references["reference_id"].astype(str),

@@ -116,7 +116,18 @@ def dominance(table: pd.DataFrame) -> pd.DataFrame:
     ``cost_per_verdict``, ``f1``, ``f1_high``): run A is dominated by run B when B costs
     strictly less per verdict **and** B's F1 is above A's whole interval (``f1_high``).
     A run with no cost or no F1 (NaN) neither dominates nor is dominated.
-    ``dominated_by`` lists the dominating runs, cheapest first ("" when none)."""
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The runs (columns above).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dominated`` (bool) and ``dominated_by`` (the dominating runs, cheapest
+        first; "" when none), on ``table``'s index.
+    """
     cost = table["cost_per_verdict"].to_numpy(dtype=float)
     f1 = table["f1"].to_numpy(dtype=float)
     high = table["f1_high"].to_numpy(dtype=float)

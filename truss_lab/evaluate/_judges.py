@@ -811,7 +811,18 @@ class JudgeAgreement:
 
 
 def judge_names(store: Store) -> list[str]:
-    """The judge annotators with label rows in the store."""
+    """The judge annotators with label rows in the store.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+
+    Returns
+    -------
+    list of str
+        Their names (``judge:<model>@<prompt version>``).
+    """
     return judge_annotators(store)
 
 

@@ -80,7 +80,25 @@ def run_match_labels(store: Store, match_labels: Any = None) -> pd.DataFrame:
 
     Columns ``verdict_hash, extractor, lesson_index, reference_id, annotator,
     inclusion_probability``; ``reference_id`` and ``annotator`` are ``""`` where none
-    was given, ``inclusion_probability`` NaN where the file gave none."""
+    was given, ``inclusion_probability`` NaN where the file gave none.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    match_labels : path or pandas.DataFrame, optional
+        A CSV path or a frame (None: the store's ``match_labels`` table).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows (columns above).
+
+    Raises
+    ------
+    BadInputError
+        A bad row of the file (naming the first), a frame lacking a column.
+    """
     if match_labels is None:
         df = match_label_rows(store)
     elif isinstance(match_labels, pd.DataFrame):

@@ -244,9 +244,25 @@ def judge_labels(store: Store, judge: str, labels: Any = None) -> pd.DataFrame:
 
 
 def run_references(store: Store, references: Any = None) -> pd.DataFrame:
-    """Reference lessons as a Formats §4 frame: from the store's
-    ``reference_lessons`` table (default), a JSONL path, or a DataFrame.
-    ``annotator`` is ``""`` where none was given."""
+    """Reference lessons as a references-format frame.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    references : path or pandas.DataFrame, optional
+        A JSONL path or a frame (None: the store's ``reference_lessons`` table).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows; ``annotator`` is ``""`` where none was given.
+
+    Raises
+    ------
+    BadInputError
+        A file with a bad line (naming the first), a value of another type.
+    """
     if references is None:
         df = reference_rows(store)
     elif isinstance(references, pd.DataFrame):

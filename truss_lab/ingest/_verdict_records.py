@@ -195,6 +195,18 @@ def read_verdict_records(
     already in ``signed`` (identity -> seq of a journal being continued). Errors name the
     file, the line (JSONL) or the row (CSV, Parquet: the header is row 1) or the record
     (a list of dicts, 0-based; a DataFrame names its 0-based row), and the field.
+
+    Parameters
+    ----------
+    records : path, list of paths, pandas.DataFrame or list of dict
+        The verdict records.
+    signed : mapping of str to int, optional
+        Identity -> seq of the verdicts of a journal being continued.
+
+    Returns
+    -------
+    VerdictRecords
+        The good payloads (with their ``ts``) and one error per bad record.
     """
     parts = list(records) if _is_paths(records) else [records]
     out = VerdictRecords(", ".join(str(p) for p in parts) if _is_paths(parts)
