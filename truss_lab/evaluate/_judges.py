@@ -422,6 +422,18 @@ def parse_judgement(text: str, lesson_indices: set[int]) -> tuple[dict[int, int]
     Accepts the JSON object alone or inside prose / a code fence; keeps items
     whose ``lesson`` is one of ``lesson_indices`` and whose ``useful`` is 0/1 or a
     boolean; a lesson labelled twice keeps its first label. Never raises.
+
+    Parameters
+    ----------
+    text : str
+        The judge's answer.
+    lesson_indices : set of int
+        The lessons the request showed.
+
+    Returns
+    -------
+    tuple of (dict, str or None)
+        The labels by lesson index, and the error when no labels list was found.
     """
     decoder = json.JSONDecoder()
     root = None
@@ -541,6 +553,20 @@ def parse_similarities(text: str, lessons: list[str],
     around it is allowed) with a ``"pairs"`` list holding every (lesson,
     reference) pair exactly once, each with a ``"similarity"`` number (not a
     boolean) in [0, 1]. Never raises.
+
+    Parameters
+    ----------
+    text : str
+        The matcher's answer.
+    lessons : list of str
+        The lesson tags the request showed, in matrix order.
+    references : list of str
+        The reference tags, in matrix order.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray or None, str or None)
+        The lessons x references matrix, or None and why.
     """
     try:
         root = _json_object(text)

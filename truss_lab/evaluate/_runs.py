@@ -416,7 +416,18 @@ class RunEvaluation:
     objective: Objective | None = field(default=None, repr=False)
 
     def at(self, thresholds: Any) -> pd.DataFrame:
-        """:func:`sweep_run` rows at ``thresholds`` (from the judged run: no store read)."""
+        """:func:`sweep_run` rows at ``thresholds`` (from the judged run: no store read).
+
+        Parameters
+        ----------
+        thresholds : array-like
+            The thresholds.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One sweep row per threshold, in the order given.
+        """
         df = sweep_judged(self.judged, thresholds, correction=self.ppi)
         df.attrs["truth"] = self.truth.name
         return df
@@ -428,7 +439,18 @@ class RunEvaluation:
         every distinct threshold, :attr:`sweep`), from :func:`bootstrap_run` with the
         evaluation's truth, correction, score, objective, ``n_boot`` and seed (the bands'
         and the choice's). With ``n_boot=0`` the rows alone. What ``truss-lab sweep``
-        prints and writes (JSON at the summary thresholds, ``--csv`` at every one)."""
+        prints and writes (JSON at the summary thresholds, ``--csv`` at every one).
+
+        Parameters
+        ----------
+        thresholds : array-like, optional
+            The thresholds (None: every distinct one).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The sweep rows with their intervals.
+        """
         df = self.sweep.copy() if thresholds is None else self.at(thresholds)
         n_boot = self.options.get("n_boot", 0)
         if not n_boot:

@@ -543,7 +543,19 @@ def average_precision(y_true: Any, salience: Any) -> float:
 
     Equals scikit-learn's ``average_precision_score`` (no interpolation). NaN
     saliences are never kept, so their positives are never recalled and add
-    nothing. Without positives (or candidates) warns and returns NaN.
+    nothing.
+
+    Parameters
+    ----------
+    y_true : array of 0/1
+        Each candidate's label.
+    salience : array of float
+        Each candidate's score (NaN: never kept).
+
+    Returns
+    -------
+    float
+        The average precision; NaN with a warning without positives (or candidates).
     """
     y = as_labels(y_true)
     s = as_scores(salience)

@@ -339,7 +339,7 @@ details.verdict>summary{cursor:pointer}.badge{display:inline-block;padding:0 .5e
 .table-box{max-width:100%;overflow-x:auto}tr.mark td{background:#fff6d6;font-weight:bold}
 p.legend{font-size:12px;color:#555;margin:.1em 0 1em}p.note{background:#fff3e0;
  border-left:4px solid #e65100;padding:.3em .6em}#summary ul{padding-left:1.2em}
-#summary li{margin:.3em 0}
+#summary li{margin:.3em 0}#summary li.note{color:#b34700}
 td{overflow-wrap:anywhere}
 """
 

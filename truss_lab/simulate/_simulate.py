@@ -634,6 +634,31 @@ def simulate_matching(
 
     ``match_verdicts`` (or ``match_share`` of the annotated verdicts) are matched by
     simulated people, each answer wrong with probability ``match_disagreement``.
+
+    Parameters
+    ----------
+    n_verdicts : int, default 1200
+        Verdicts simulated.
+    seed : int
+        Seed of every draw.
+    match_share : float
+        Share of the annotated verdicts people match.
+    match_verdicts : int, optional
+        The number of those verdicts instead.
+    match_disagreement : float
+        Chance that a person's match answer is wrong.
+    extractors : sequence of str or ExtractorProfile
+        The simulated extractors.
+
+    Returns
+    -------
+    SimulatedMatching
+        The lessons, references, people's match labels and the true assignment.
+
+    Raises
+    ------
+    BadInputError
+        A bad size or seed.
     """
     runs, seed, _ = _check_sizes(n_verdicts, seed, 1)
     b = _build(runs, seed, extractors, match_share, match_verdicts, match_disagreement)
