@@ -1171,8 +1171,19 @@ class ExtractionRun:
         return run_memory_entries(self._need_store(), self.run_id)
 
     def usage(self, prices: Prices | None = None) -> RunUsage:
-        """Calls, tokens, latency percentiles, errors by kind, time per verdict and,
-        given ``prices`` (:func:`truss_lab.store._usage.load_prices`), cost."""
+        """Calls, tokens, latency percentiles, errors by kind, time per verdict and cost.
+
+        Parameters
+        ----------
+        prices : Prices, optional
+            A price table (:func:`truss_lab.store._usage.load_prices`); without one
+            the cost is unknown.
+
+        Returns
+        -------
+        RunUsage
+            The run's usage.
+        """
         return run_usage(self._need_store(), self.run_id, prices=prices)
 
     def errors(self) -> pd.DataFrame:

@@ -927,8 +927,23 @@ class ReplayProvider:
         return f"ReplayProvider({len(self._table)} recordings)"
 
     def config_of(self, extractor_id: str) -> ExtractorConfig | None:
-        """The configuration ``extractor_id``'s recordings were made under, when they
-        carry one (None otherwise); two different ones are refused."""
+        """The configuration ``extractor_id``'s recordings were made under.
+
+        Parameters
+        ----------
+        extractor_id : str
+            The recorded extractor.
+
+        Returns
+        -------
+        ExtractorConfig or None
+            The configuration, when the recordings carry one.
+
+        Raises
+        ------
+        BadInputError
+            The recordings carry two different configurations.
+        """
         texts = sorted(self._configs.get(extractor_id, ()))
         if len(texts) > 1:
             raise BadInputError(
@@ -944,8 +959,18 @@ class ReplayProvider:
                                 field="config", reason="bad_value") from None
 
     def prompt_version_of(self, extractor_id: str) -> str | None:
-        """The prompt version most of ``extractor_id``'s recordings were made with
-        (the first by name on a tie), or None when there are none."""
+        """The prompt version most of ``extractor_id``'s recordings were made with.
+
+        Parameters
+        ----------
+        extractor_id : str
+            The recorded extractor.
+
+        Returns
+        -------
+        str or None
+            The version (the first by name on a tie), None without recordings.
+        """
         counts: dict[str, int] = {}
         for (_, ext, _), rec in self._table.items():
             if ext == extractor_id and isinstance(rec[1], str):
@@ -954,7 +979,20 @@ class ReplayProvider:
 
     def hashed_recordings(self, extractor_id: str, prompt_version: str) -> int:
         """How many of ``extractor_id``'s recordings under ``prompt_version`` carry a
-        ``request_hash``."""
+        ``request_hash``.
+
+        Parameters
+        ----------
+        extractor_id : str
+            The recorded extractor.
+        prompt_version : str
+            The prompt version.
+
+        Returns
+        -------
+        int
+            The count.
+        """
         return sum(1 for (_, ext, _), rec in self._table.items()
                    if ext == extractor_id and rec[1] == prompt_version and rec[2] is not None)
 
@@ -978,13 +1016,34 @@ class ReplayProvider:
             return self._calls, self._unchecked
 
     def restore_call_tally(self, tally: tuple[int, int]) -> None:
-        """Put back the counts :meth:`call_tally` read (the answers since were dropped)."""
+        """Put back the counts :meth:`call_tally` read (the answers since were dropped).
+
+        Parameters
+        ----------
+        tally : tuple of (int, int)
+            What :meth:`call_tally` returned.
+        """
         with self._lock:
             self._calls, self._unchecked = tally
 
     def complete(self, request: CompletionRequest) -> Completion:
-        """The recorded completion for ``request``; :class:`ProviderError` when there
-        is none or when it was recorded for a different request."""
+        """The recorded completion for ``request``.
+
+        Parameters
+        ----------
+        request : CompletionRequest
+            The request.
+
+        Returns
+        -------
+        Completion
+            The answer.
+
+        Raises
+        ------
+        ProviderError
+            No recording, or one recorded for a different request.
+        """
         text, model, recorded_hash, latency, p_tokens, c_tokens = self.answer(
             request.verdict_hash, request.extractor, request.prompt_version,
             lambda: request.request_hash, sample_index=request.sample_index)
@@ -1004,8 +1063,27 @@ class ReplayProvider:
         """What :meth:`complete` answers, as ``(text, model, recorded request_hash,
         latency_ms, prompt_tokens, completion_tokens)``: the one place a recording is
         matched to a request (the batch's bulk path calls it without building
-        requests). ``request_hash()`` is called only when the recording has one.
-        ``sample_index`` names one of a k-sample extractor's samples (None: sample 0)."""
+        requests).
+
+        Parameters
+        ----------
+        verdict_hash : str
+            The verdict.
+        extractor : str
+            The recorded extractor.
+        prompt_version : str
+            The prompt version of the request.
+        request_hash : callable
+            Gives the request's hash; called only when the recording has one.
+        sample_index : int, optional
+            One of a k-sample extractor's samples (None: sample 0).
+
+        Returns
+        -------
+        tuple
+            ``(text, model, recorded request_hash, latency_ms, prompt_tokens,
+            completion_tokens)``.
+        """
         key = (verdict_hash, extractor, sample_index or 0)
         rec = self._table.get(key)
         if rec is None and key in self._failures:

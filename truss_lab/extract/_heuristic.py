@@ -148,7 +148,23 @@ class HeuristicProvider:
         self.max_lessons = max_lessons
 
     def complete(self, request: CompletionRequest) -> Completion:
-        """Lessons for ``request.verdict`` as Formats §2 JSON text."""
+        """Lessons for ``request.verdict`` as completions-format JSON text.
+
+        Parameters
+        ----------
+        request : CompletionRequest
+            The request.
+
+        Returns
+        -------
+        Completion
+            The answer.
+
+        Raises
+        ------
+        ProviderError
+            The request carries no verdict payload.
+        """
         if request.verdict is None:
             raise ProviderError(
                 f"the heuristic extractor needs the verdict payload in request.verdict "

@@ -114,13 +114,34 @@ class PromptTemplate:
         return self.template_hash if self.registered else None
 
     def render(self, verdict_payload: Mapping[str, Any]) -> tuple[ChatMessage, ...]:
-        """The chat messages for one verdict payload (validated first)."""
+        """The chat messages for one verdict payload (validated first).
+
+        Parameters
+        ----------
+        verdict_payload : mapping
+            The verdict.
+
+        Returns
+        -------
+        tuple of ChatMessage
+            The system and user messages.
+        """
         return render_messages(self, verdict_payload)
 
     @classmethod
     def from_file(cls, model: PromptFileModel) -> PromptTemplate:
-        """The template of a read prompt file
-        (:func:`~truss_lab.ingest._prompts.read_prompt_file`)."""
+        """The template of a read prompt file.
+
+        Parameters
+        ----------
+        model : PromptFileModel
+            What :func:`~truss_lab.ingest._prompts.read_prompt_file` read.
+
+        Returns
+        -------
+        PromptTemplate
+            The template (not registered).
+        """
         return cls(model.name, model.system, user_from_file(model.user, model.kind),
                    model.description, model.kind)
 

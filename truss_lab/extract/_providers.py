@@ -669,8 +669,23 @@ class OpenAICompatibleProvider:
         return text, model or self.model, count("prompt_tokens"), count("completion_tokens")
 
     def complete(self, request: CompletionRequest) -> Completion:
-        """Send ``request``; retry transient failures; :class:`ProviderError` when it
-        cannot succeed (a 4xx, a garbage body, or retries exhausted)."""
+        """Send ``request``; retry transient failures.
+
+        Parameters
+        ----------
+        request : CompletionRequest
+            The request.
+
+        Returns
+        -------
+        Completion
+            The answer.
+
+        Raises
+        ------
+        ProviderError
+            It cannot succeed (a 4xx, a garbage body, or retries exhausted).
+        """
         return self._complete([request], n=None)[0]
 
     def complete_samples(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
@@ -678,8 +693,24 @@ class OpenAICompatibleProvider:
         bodies differ only in ``sample_index`` and the seed offset: request 0's
         parameters are sent). Choice ``i`` answers request ``i`` and carries its
         hash; the call's latency and token usage go on sample 0 only (None on the
-        others), so usage sums count the call once. Fewer choices than asked is a
-        :class:`ProviderError` (the server ignored ``n``: set ``supports_n=False``)."""
+        others), so usage sums count the call once.
+
+        Parameters
+        ----------
+        requests : sequence of CompletionRequest
+            One verdict's sample requests.
+
+        Returns
+        -------
+        list of Completion
+            One per request, in order.
+
+        Raises
+        ------
+        ProviderError
+            Fewer choices than asked (the server ignored ``n``: set
+            ``supports_n=False``), or the call failed.
+        """
         return self._complete(list(requests), n=len(requests))
 
     def _complete(self, requests: list[CompletionRequest], n: int | None) -> list[Completion]:
@@ -762,8 +793,18 @@ class OpenAICompatibleProvider:
         """Complete every request on a thread pool; element ``i`` is request
         ``i``'s :class:`Completion` or the :class:`ProviderError` it raised.
 
-        ``concurrency`` (default ``max_concurrency``) sizes the pool; in-flight
-        requests never exceed ``max_concurrency`` either way.
+        Parameters
+        ----------
+        requests : iterable of CompletionRequest
+            The requests.
+        concurrency : int, optional
+            Sizes the pool (default ``max_concurrency``); in-flight requests never
+            exceed ``max_concurrency`` either way.
+
+        Returns
+        -------
+        list of Completion or ProviderError
+            One per request, in order.
         """
         reqs = list(requests)
         if not reqs:
