@@ -369,7 +369,18 @@ class Judge(ModelJudge):
         return f"{JUDGE_PREFIX}{self.model}@{self.template.version}"
 
     def replay_key(self, extractor_id: str) -> str:
-        """The recordings' ``extractor`` for this judge judging ``extractor_id``'s lessons."""
+        """The recordings' ``extractor`` for this judge judging ``extractor_id``'s lessons.
+
+        Parameters
+        ----------
+        extractor_id : str
+            The judged extractor.
+
+        Returns
+        -------
+        str
+            ``<annotator>/<extractor_id>``.
+        """
         return f"{self.annotator}/{extractor_id}"
 
 
@@ -654,7 +665,18 @@ class JudgeMatcher(ModelJudge):
         return f"judge:{self.model}@{self.template.version}"
 
     def replay_key(self, extractor_id: str) -> str:
-        """The recordings' ``extractor`` for this matcher on ``extractor_id``'s lessons."""
+        """The recordings' ``extractor`` for this matcher on ``extractor_id``'s lessons.
+
+        Parameters
+        ----------
+        extractor_id : str
+            The matched extractor.
+
+        Returns
+        -------
+        str
+            ``match:<model>@<prompt version>/<extractor_id>``.
+        """
         return f"{MATCH_PREFIX}{self.model}@{self.template.version}/{extractor_id}"
 
     def __call__(self, lessons: pd.DataFrame, references: pd.DataFrame) -> np.ndarray:
@@ -734,7 +756,13 @@ class JudgeMatcher(ModelJudge):
     def record_to(self, store: Store) -> None:
         """Record this live matcher's calls into ``store`` as they are made (those made
         so far at once), and answer a request its recordings there already answer
-        instead of calling again. Nothing for a matcher that calls no model (replay)."""
+        instead of calling again. Nothing for a matcher that calls no model (replay).
+
+        Parameters
+        ----------
+        store : Store
+            The database the calls are recorded in.
+        """
         if not is_live(self.provider):
             return
         self._store = store
@@ -742,7 +770,18 @@ class JudgeMatcher(ModelJudge):
         self.record(store)
 
     def record(self, store: Store) -> int:
-        """Append the live calls made so far to ``completions``; how many were written."""
+        """Append the live calls made so far to ``completions``.
+
+        Parameters
+        ----------
+        store : Store
+            The database.
+
+        Returns
+        -------
+        int
+            Calls written.
+        """
         n = record_calls(store, self.pending)
         self.pending.clear()
         self.recorded += n
