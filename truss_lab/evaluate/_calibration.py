@@ -327,6 +327,35 @@ class CalibrationReport:
     two disjoint verdict sets; ``truth`` what the lessons were judged by and
     ``correction`` how it was corrected (``none``, or ``ppi (...)``: see
     :func:`calibration_run`).
+
+    Parameters
+    ----------
+    run_id : str
+        The run.
+    score : str
+        The calibrated column.
+    method : str or None
+        The calibrator (``isotonic``, ``platt``; None: none fitted).
+    summary : pandas.DataFrame
+        One row per evaluated score (above).
+    tables : dict of str to pandas.DataFrame
+        The reliability tables by the same names.
+    split : dict
+        The verdict split.
+    fit_verdicts, eval_verdicts : frozenset of str
+        The two disjoint verdict sets.
+    calibrator : object, optional
+        The fitted calibrator.
+    n_bins : int
+        Bins.
+    strategy : str
+        ``uniform`` or ``quantile`` bins.
+    min_bin_count : int
+        The fewest candidates of a bin that counts in MCE.
+    truth : str
+        What the lessons were judged by.
+    correction : str
+        How the truth was corrected.
     """
 
     run_id: str

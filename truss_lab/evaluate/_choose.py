@@ -136,6 +136,27 @@ class ThresholdChoice:
     resampled training verdicts (``bootstrap`` holds that bootstrap).
     ``split`` describes the split or folds (verdict and candidate counts,
     test_size or cv/cv_repeats, random_state).
+
+    Parameters
+    ----------
+    threshold : float
+        The chosen threshold.
+    objective : str
+        The objective, described.
+    train, test : dict
+        The sweep columns' values on each side (above).
+    split : dict
+        The split or folds (above).
+    test_intervals, procedure_intervals : pandas.DataFrame, optional
+        The held-out intervals (above).
+    threshold_interval : tuple of float, optional
+        The interval of the choice.
+    bootstrap : BootstrapResult, optional
+        The bootstrap that interval comes from.
+    folds : pandas.DataFrame, optional
+        One row per fold (cross-validation).
+    confidence : float, optional
+        The intervals' level.
     """
 
     threshold: float

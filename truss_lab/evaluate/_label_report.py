@@ -31,6 +31,17 @@ class LabelReport:
     is :func:`~truss_lab.evaluate._agreement.fleiss_agreement` (kappa over
     every annotator at once, on the candidates labelled by the most common
     number of annotators), None when no candidate has two annotations.
+
+    Parameters
+    ----------
+    run_id : str or None
+        The run (None: every run).
+    coverage, agreement, transfer : pandas.DataFrame
+        The tables above.
+    n_label_rows : int
+        Label rows read.
+    fleiss : dict, optional
+        Fleiss' kappa (above).
     """
 
     run_id: str | None
