@@ -136,6 +136,29 @@ class ComparisonResult:
     ``correction`` names the correction of the automated truth (``none``, or ``ppi (...)``:
     :func:`compare_extractors_ppi`) and ``people_verdicts`` how many verdicts people
     answered for in each run.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per threshold pair (above).
+    names : tuple of (str, str)
+        The runs A and B.
+    n_common : int
+        Verdicts both runs processed.
+    only_in_a, only_in_b : list of str
+        Verdicts present in one run only.
+    n_boot : int
+        Paired-bootstrap replicates.
+    confidence : float
+        The intervals' level.
+    random_state : int or numpy.random.Generator
+        The seed.
+    outcome : str
+        What a verdict's success is.
+    correction : str
+        The correction of the automated truth.
+    people_verdicts : tuple of (int, int)
+        Verdicts people answered for in each run.
     """
 
     table: pd.DataFrame

@@ -54,7 +54,27 @@ class Frontier:
     table or when some call has no price or no token counts, ``cost_note`` says why),
     ``cost_per_verdict``, tokens, latency p50/p95 (ms), the ``threshold`` the run is
     judged at, precision, recall and F1 there with the F1 interval, and ``dominated`` /
-    ``dominated_by`` (:func:`dominance`)."""
+    ``dominated_by`` (:func:`dominance`).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per run (above).
+    truth, why : str
+        The truth and why it was chosen.
+    currency : str or None
+        The price table's currency.
+    confidence : float
+        The F1 intervals' level.
+    n_boot : int
+        Their bootstrap replicates.
+    matcher : str, optional
+        How lessons were matched to references.
+    correction : str
+        The correction of the automated truth.
+    people_verdicts : dict of str to int
+        Per run, the verdicts people answered for.
+    """
 
     table: pd.DataFrame
     truth: str
