@@ -395,6 +395,27 @@ class BootstrapResult:
     thresholds), ``threshold_low``/``threshold_high`` the interval of the
     choice re-made on every replicate, ``replicate_thresholds[b]`` the choice of
     replicate b (NaN where none was feasible).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per threshold (above).
+    objective : str
+        The objective, described.
+    threshold, threshold_low, threshold_high : float
+        The choice on the full data and its interval.
+    replicate_thresholds : numpy.ndarray
+        Each replicate's choice.
+    n_boot : int
+        Replicates.
+    confidence : float
+        The intervals' level.
+    random_state : int or numpy.random.Generator
+        The seed.
+    n_verdicts : int
+        Verdicts resampled.
+    band : pandas.DataFrame, optional
+        The simultaneous band (below).
     """
 
     table: pd.DataFrame

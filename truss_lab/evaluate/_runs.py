@@ -401,6 +401,31 @@ class RunEvaluation:
     automated truth the numbers carry (``"none"``: the truth's counts as they are;
     ``"ppi (people answered for n of N verdicts)"``: prediction-powered, ``ppi``
     holding the two truths), the choice as well (:func:`choose_run_threshold`).
+
+    Parameters
+    ----------
+    run_id : str
+        The run.
+    truth : Truth
+        The resolved truth.
+    judged : RunTruth or ReferenceTruth
+        The run as the truth judged it.
+    sweep : pandas.DataFrame
+        The sweep at every distinct threshold.
+    choice : ThresholdChoice
+        The threshold chosen with ``options``.
+    bands : BootstrapResult, optional
+        The bootstrap bands (None with ``n_boot=0``).
+    score : str
+        The thresholded column.
+    correction : str
+        The correction the numbers carry.
+    options : dict
+        The options of the choice and bands.
+    ppi : PPIData, optional
+        The two truths of a prediction-powered correction.
+    objective : Objective, optional
+        The objective of the choice.
     """
 
     run_id: str

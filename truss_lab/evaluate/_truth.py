@@ -827,6 +827,25 @@ class ReferenceTruth:
     ``n_lessons`` the valid lessons on them. ``counts`` adds: verdicts the run
     processed, annotated ones with no lesson (empty or unparseable
     completions), lessons of unannotated verdicts left out.
+
+    Parameters
+    ----------
+    run_id : str
+        The run.
+    rows : pandas.DataFrame
+        The rows above.
+    n_references : int
+        Recall's denominator.
+    n_verdicts : int
+        The annotated verdicts the run processed.
+    n_lessons : int
+        The valid lessons on them.
+    match_threshold : float
+        The matcher's similarity threshold.
+    counts : dict
+        The counts above.
+    verdicts : list of str
+        The annotated verdicts the run processed, in verdict order.
     """
 
     run_id: str
