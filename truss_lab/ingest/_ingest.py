@@ -52,12 +52,16 @@ class IngestReport:
     """What an ingest of completions, labels or reference lessons did."""
 
     source: str
+    """The file (or ``<records>``) read."""
     rows_read: int
+    """Rows (lines) read, bad and blank ones included."""
     rows_added: int
+    """Rows written."""
     rows_present: int
     """Rows whose key was stored already with the same content. A row stored with other
     content is a conflict: kept as stored, reported among ``errors``, not counted here."""
     errors: list[BadInputError] = field(default_factory=list)
+    """One per bad row (naming its line and field) and per conflict."""
     warnings: list[str] = field(default_factory=list)
     """Rows that landed but point at nothing known (labels: an unknown verdict, a
     lesson_index beyond the completion's lessons, which ``audit`` flags too; reference

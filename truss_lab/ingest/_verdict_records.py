@@ -63,7 +63,13 @@ _ENTRY_ONLY = frozenset(ENTRY_FIELDS) - {"ts"}
 
 class BadRecordsError(BadInputError):
     """Verdict records of which some are bad: the first one's place and message, and
-    ``errors``, one per bad record (nothing was signed)."""
+    ``errors``, one per bad record (nothing was signed).
+
+    Parameters
+    ----------
+    errors : list of BadInputError
+        One per bad record; the first gives the message.
+    """
 
     def __init__(self, errors: list[BadInputError]) -> None:
         e = errors[0]
@@ -78,12 +84,15 @@ class VerdictRecords:
     """What :func:`read_verdict_records` read: the good records and an error per bad one."""
 
     source: str
+    """What was read (files, or ``<records>``)."""
     payloads: list[dict[str, Any]] = field(default_factory=list)
+    """The good records' payloads, in input order."""
     ts: list[str | None] = field(default_factory=list)
     """Each record's ``ts`` as given (None: the time of signing)."""
     where: list[str] = field(default_factory=list)
     """Each record's place (``line 3 of FILE``, ``row 4 of FILE``, ``record 0``)."""
     errors: list[BadInputError] = field(default_factory=list)
+    """One per bad record, naming its place and field."""
 
     @property
     def ok(self) -> bool:
