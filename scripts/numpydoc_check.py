@@ -58,8 +58,10 @@ def documented(module: str, name: str) -> bool:
     """Whether ``module.name`` is an object with a docstring of its own to validate
     (a class or a function defined in truss_lab), not a constant. An enum or an
     exception that keeps its base's constructor has no parameters of its own (numpydoc
-    would ask for ``Enum``'s functional API or ``*args``)."""
+    would ask for ``Enum``'s functional API or ``*args``), nor has a Protocol."""
     obj = getattr(importlib.import_module(module), name)
+    if inspect.isclass(obj) and getattr(obj, "_is_protocol", False):
+        return False  # a typing.Protocol: an interface, constructed by nobody
     if inspect.isclass(obj) and issubclass(obj, enum.Enum | BaseException):
         init = getattr(obj, "__init__", None)
         return str(getattr(init, "__module__", "")).startswith("truss_lab")

@@ -153,7 +153,17 @@ class BadInputError(TrussLabError):
 
 
 class ConfigError(BadInputError):
-    """A configuration value is invalid; ``layer`` names where it came from."""
+    """A configuration value is invalid; ``layer`` names where it came from.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    layer : str
+        The configuration layer (argument, environment, file) it came from.
+    field : str, optional
+        The field.
+    """
 
     def __init__(self, message: str, *, layer: str, field: str | None = None) -> None:
         self.layer = layer
@@ -198,11 +208,23 @@ class ChainError(TrussLabError):
 
 
 class PolicyError(TrussLabError):
-    """A governed policy write was refused."""
+    """A governed policy write was refused.
+
+    Parameters
+    ----------
+    *args : object
+        The message, as for :class:`TrussLabError`.
+    """
 
 
 class ProviderError(TrussLabError):
-    """A provider call failed, or a replay has no (or a mismatched) recording."""
+    """A provider call failed, or a replay has no (or a mismatched) recording.
+
+    Parameters
+    ----------
+    *args : object
+        The message, as for :class:`TrussLabError`.
+    """
 
 
 class ProviderUnavailableError(ProviderError):
@@ -234,4 +256,10 @@ class StoreError(TrussLabError):
 
 
 class StoreLockedError(StoreError):
-    """Another process holds the database file's write lock."""
+    """Another process holds the database file's write lock.
+
+    Parameters
+    ----------
+    *args : object
+        The message (naming the process), as for :class:`TrussLabError`.
+    """

@@ -853,6 +853,21 @@ class ReplayProvider:
     (``verdict_hash``, ``extractor``, ``sample_index``), with their error message. Such
     a call left no recording; replayed, it fails again with that message (a
     :class:`ProviderError`), so a rerun writes the error row the run wrote.
+
+    Parameters
+    ----------
+    recordings : pandas.DataFrame or path
+        The recorded completions (above).
+    known_prompts : frozenset of str, optional
+        The prompt versions whose requests can be rebuilt (default: those registered
+        in this process).
+    failures : mapping, optional
+        The failed calls of the replayed run (above).
+
+    Raises
+    ------
+    BadInputError
+        A file with a bad line, recordings that conflict.
     """
 
     provider_id: str = "replay"

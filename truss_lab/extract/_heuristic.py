@@ -135,6 +135,16 @@ class HeuristicProvider:
 
     It needs the verdict payload in ``request.verdict`` (``build_request``
     puts it there). ``model`` and ``extractor_id`` are ``heuristic-v1``.
+
+    Parameters
+    ----------
+    max_lessons : int, default 5
+        The most lessons it proposes for one verdict (>= 0).
+
+    Raises
+    ------
+    ProviderError
+        A negative ``max_lessons``.
     """
 
     provider_id = "heuristic"

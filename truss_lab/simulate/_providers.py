@@ -70,9 +70,19 @@ def _uniform(*parts: Any) -> float:
 class SimulatedJudgeProvider:
     """Answers judge requests from the simulator's latent truth with noise (synthetic).
 
-    ``lesson_truth``: the simulator's ``lesson_truth.csv`` (a path or a frame with
-    ``verdict_hash, extractor, lesson_index, useful_true``). ``noise``: the chance
-    of flipping each answer.
+    Parameters
+    ----------
+    lesson_truth : pandas.DataFrame or path
+        The simulator's ``lesson_truth.csv`` (a path or a frame with
+        ``verdict_hash, extractor, lesson_index, useful_true``).
+    noise : float, default 0.1
+        The chance of flipping each answer.
+    unknown_useful : float, default 0.3
+        The chance that a lesson the truth does not know is answered useful.
+    seed : int, default 0
+        Seed of the draws (each answer is a function of the seed and the lesson).
+    model : str
+        The model name it answers for.
     """
 
     provider_id = "simulated-judge"
@@ -129,10 +139,20 @@ def _norm(text: str) -> str:
 class SimulatedMatchProvider:
     """Answers match requests from the simulator's truth with noise (synthetic).
 
-    ``lesson_truth``: ``lesson_truth.csv`` (a path or a frame with
-    ``verdict_hash, extractor, lesson_index, reference_id``); ``references``:
-    ``references.jsonl`` (a path or a frame with ``verdict_hash, reference_id,
-    text``). ``noise``: the chance of flipping each pair's call.
+    Parameters
+    ----------
+    lesson_truth : pandas.DataFrame or path
+        ``lesson_truth.csv`` (a path or a frame with ``verdict_hash, extractor,
+        lesson_index, reference_id``).
+    references : pandas.DataFrame or path
+        ``references.jsonl`` (a path or a frame with ``verdict_hash, reference_id,
+        text``).
+    noise : float, default 0.05
+        The chance of flipping each pair's call.
+    seed : int, default 0
+        Seed of the draws.
+    model : str
+        The model name it answers for.
     """
 
     provider_id = "simulated-match"
