@@ -111,7 +111,27 @@ class IsotonicCalibrator(_Calibrator):
     kind = "isotonic"
 
     def fit(self, scores: Any, labels: Any, *, verdict_hash: Any) -> Self:
-        """Fit on labelled candidates; ``verdict_hash`` records the fitting set."""
+        """Fit on labelled candidates; ``verdict_hash`` records the fitting set.
+
+        Parameters
+        ----------
+        scores : array-like
+            Each candidate's score.
+        labels : array of 0/1
+            Each candidate's label.
+        verdict_hash : array-like
+            Each candidate's verdict: the fitting set, which :meth:`predict` refuses.
+
+        Returns
+        -------
+        Self
+            The fitted calibrator.
+
+        Raises
+        ------
+        BadInputError
+            Arrays of different lengths, labels other than 0/1.
+        """
         x, y = self._check_fit(scores, labels, verdict_hash)
         ux, inv = np.unique(x, return_inverse=True)
         w = np.bincount(inv).astype(np.float64)
@@ -123,7 +143,29 @@ class IsotonicCalibrator(_Calibrator):
     def predict(
         self, scores: Any, *, verdict_hash: Any = None, allow_in_sample: bool = False
     ) -> np.ndarray:
-        """Calibrated probabilities; NaN scores stay NaN. Refuses in-sample verdicts."""
+        """Calibrated probabilities; NaN scores stay NaN. Refuses in-sample verdicts.
+
+        Parameters
+        ----------
+        scores : array-like
+            The scores to calibrate.
+        verdict_hash : array-like, optional
+            Their verdicts, checked against the fitting set (required unless
+            ``allow_in_sample``).
+        allow_in_sample : bool, default False
+            Calibrate verdicts it was fitted on (an optimistic, in-sample answer).
+
+        Returns
+        -------
+        numpy.ndarray
+            The probabilities.
+
+        Raises
+        ------
+        BadInputError
+            Not fitted, no ``verdict_hash``, or a verdict of the fitting set, without
+            ``allow_in_sample``.
+        """
         x = self._check_apply(scores, verdict_hash, allow_in_sample)
         out = np.interp(np.clip(x, self.x_[0], self.x_[-1]), self.x_, self.y_)
         out[np.isnan(x)] = np.nan
@@ -171,6 +213,22 @@ class PlattCalibrator(_Calibrator):
     and ``t`` the targets (intercept not penalized). ``C`` only matters
     without smoothing on (nearly) separable labels, where it keeps the slope
     finite. ``targets_`` holds ``(positive, negative)`` targets after fitting.
+
+    Parameters
+    ----------
+    smoothing : bool, default True
+        Fit Platt's smoothed targets (False: the 0/1 labels).
+    C : float, default 1e6
+        Inverse strength of the slope's penalty (> 0).
+    max_iter : int, default 100
+        Newton iterations at most.
+    tol : float, default 1e-10
+        Convergence tolerance.
+
+    Raises
+    ------
+    BadInputError
+        ``C`` not > 0.
     """
 
     kind = "platt"
@@ -187,7 +245,27 @@ class PlattCalibrator(_Calibrator):
 
     @blas_limited()
     def fit(self, scores: Any, labels: Any, *, verdict_hash: Any) -> Self:
-        """Fit on labelled candidates; ``verdict_hash`` records the fitting set."""
+        """Fit on labelled candidates; ``verdict_hash`` records the fitting set.
+
+        Parameters
+        ----------
+        scores : array-like
+            Each candidate's score.
+        labels : array of 0/1
+            Each candidate's label.
+        verdict_hash : array-like
+            Each candidate's verdict: the fitting set, which :meth:`predict` refuses.
+
+        Returns
+        -------
+        Self
+            The fitted calibrator.
+
+        Raises
+        ------
+        BadInputError
+            Arrays of different lengths, labels other than 0/1.
+        """
         x, y = self._check_fit(scores, labels, verdict_hash)
         n_pos = float(y.sum())
         n_neg = len(y) - n_pos
@@ -234,7 +312,29 @@ class PlattCalibrator(_Calibrator):
     def predict(
         self, scores: Any, *, verdict_hash: Any = None, allow_in_sample: bool = False
     ) -> np.ndarray:
-        """Calibrated probabilities; NaN scores stay NaN. Refuses in-sample verdicts."""
+        """Calibrated probabilities; NaN scores stay NaN. Refuses in-sample verdicts.
+
+        Parameters
+        ----------
+        scores : array-like
+            The scores to calibrate.
+        verdict_hash : array-like, optional
+            Their verdicts, checked against the fitting set (required unless
+            ``allow_in_sample``).
+        allow_in_sample : bool, default False
+            Calibrate verdicts it was fitted on (an optimistic, in-sample answer).
+
+        Returns
+        -------
+        numpy.ndarray
+            The probabilities.
+
+        Raises
+        ------
+        BadInputError
+            Not fitted, no ``verdict_hash``, or a verdict of the fitting set, without
+            ``allow_in_sample``.
+        """
         x = self._check_apply(scores, verdict_hash, allow_in_sample)
         return _sigmoid(self.a_ * x + self.b_)
 
