@@ -545,12 +545,19 @@ class CloseResult:
     """What one :meth:`ContractCloseLearning.on_verdict_recorded` did."""
 
     verdict: LedgerRef
+    """The verdict's journal entry."""
     policy: LessonExtractionPolicy
+    """The policy it ran under."""
     provider_calls: int
+    """Model calls made (0 under ``off``)."""
     candidates: int
+    """Candidate lessons proposed."""
     lessons_written: int
+    """Lessons that passed the gate and were written."""
     error: str | None = None
+    """Why the verdict gave no lessons (a parse or call error), or None."""
     lesson_ids: tuple[str, ...] = ()
+    """The memory entries written."""
 
 
 class ContractCloseLearning:

@@ -74,6 +74,7 @@ class GridCell:
     """One run of a grid: its id and name, the extractor spec and the knobs."""
 
     run_id: str
+    """The run's id (derived from the grid's name and the cell)."""
     name: str
     """``extractor=SPEC key=value ...``: what the cell sets, for people (``runs``)."""
     extractor: str
@@ -81,6 +82,7 @@ class GridCell:
     knobs: Mapping[str, Any] = field(default_factory=dict)
     """:class:`ExtractorConfig` fields the cell sets (live extractors only)."""
     base_url: str | None = None
+    """The server of a live extractor (None: the provider's default)."""
 
 
 @dataclass(frozen=True)
@@ -88,19 +90,33 @@ class Grid:
     """A grid file, read and checked: the shared settings and the cells, in file order."""
 
     name: str
+    """The grid's name (its runs are tagged ``grid:NAME``)."""
     cells: tuple[GridCell, ...]
+    """One per run, in file order."""
     verdicts: str | None = None
+    """A SQL condition on the verdicts every run extracts (None: all)."""
     config: MemoryConfig = field(default_factory=lambda: MemoryConfig(
         lesson_extraction="model-scored"))
+    """The policy and threshold of every run."""
     tags: tuple[str, ...] = ()
+    """The file's tags for every run."""
     write_memory: bool = False
+    """Whether the runs write their lessons to memory."""
     executor: str = "inline"
+    """How the runs are executed: ``inline``, ``auto``, a process pool (as ``extract
+    --executor``)."""
     chunk_size: int = DEFAULT_CHUNK_SIZE
+    """Verdicts per chunk (one transaction each)."""
     max_retries: int | None = None
+    """Retries of a live call (None: the provider's default)."""
     deadline: float | None = None
+    """Seconds a live call may take in all (None: the provider's default)."""
     supports_n: bool = False
+    """Whether the server takes ``n`` (k samples in one call)."""
     max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
+    """Failed calls in a row that stop a run (its circuit breaker)."""
     source: str = "<grid>"
+    """The file read."""
 
     @property
     def run_ids(self) -> list[str]:
