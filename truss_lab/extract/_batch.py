@@ -1102,20 +1102,35 @@ class ExtractionRun:
     ``seconds`` and ``verdicts_per_second`` are this call's."""
 
     run_id: str
+    """The run."""
     status: str
+    """``finished``, ``failed`` or ``running``."""
     extractor_id: str
+    """The extractor."""
     policy: str
+    """The lesson_extraction policy."""
     n_verdicts: int
+    """Verdicts processed."""
     n_candidates: int
+    """Candidate lessons proposed."""
     n_lessons: int
+    """Lessons that passed the gate and were written."""
     n_errors: int
+    """Verdicts whose completion could not be used (parse or call error)."""
     provider_calls: int
+    """Model calls made (0 for a replay)."""
     seconds: float
+    """Wall time of this call."""
     verdicts_this_call: int = 0
+    """Verdicts this call processed (a resume skips the done ones)."""
     chunks_total: int = 0
+    """Chunks of the run."""
     chunks_skipped: int = 0
+    """Chunks already done before this call (resumed)."""
     error: str | None = None
+    """Why the run failed, or None."""
     store: Store | None = field(default=None, repr=False, compare=False)
+    """The database the run is in (for :meth:`usage`, :meth:`candidates`, ...)."""
 
     @property
     def verdicts_per_second(self) -> float:

@@ -88,9 +88,13 @@ class PromptTemplate:
     """
 
     version: str
+    """The prompt version: its name, recorded with every run and candidate."""
     system: str
+    """The system message."""
     user: str
+    """The user message template (placeholders: the module docstring)."""
     description: str = field(default="", compare=False)
+    """What the prompt is for, for people."""
     kind: str = "lesson"
     """lesson, judge or match: what the template asks (which placeholders it has)."""
     registered: bool = field(default=True, compare=False)
