@@ -432,6 +432,41 @@ class OpenAICompatibleProvider:
     be recorded must not go on silently). ``request.model`` must equal ``model`` (the request
     hash covers it). ``supports_n``: the server honours ``n``, so the k samples of a
     verdict are one call (:meth:`complete_samples`); otherwise k calls.
+
+    Parameters
+    ----------
+    base_url : str
+        The server (``.../v1``).
+    model : str
+        The model every request names.
+    api_key_env : str, default "OPENAI_API_KEY"
+        The environment variable holding the key (the key itself is never taken).
+    timeout : float, default 30.0
+        Seconds one attempt may take.
+    max_retries : int, default 5
+        Retries of a transient failure (connection, timeout, 429, 5xx).
+    backoff_base : float, default 0.5
+        Back-off scale, in seconds: a retry waits a random time up to
+        ``backoff_base * 2**attempt`` (full jitter).
+    backoff_max : float, default 20.0
+        The cap of that bound.
+    max_concurrency : int, default 8
+        Requests in flight at most.
+    recorder : callable, optional
+        Receives the record of each successful call (above).
+    extra_headers : mapping of str to str, optional
+        Headers sent with every request.
+    supports_n : bool, default False
+        The server honours ``n`` (above).
+    deadline : float, optional
+        Seconds one call may take in all, retries included.
+    max_response_bytes : int
+        The largest response body read.
+
+    Raises
+    ------
+    ConfigError
+        A setting out of range, naming it.
     """
 
     provider_id: str = "openai-compatible"
