@@ -128,13 +128,22 @@ class SimulationResult:
     """
 
     out_dir: Path
+    """The folder written."""
     journal: Path
+    """``journal.jsonl``: the signed verdicts (journal format)."""
     keys: Path
+    """``keys.json``: the public test keyring."""
     completions: Path
+    """``completions.jsonl``: every extractor's answer to every verdict."""
     labels: Path
+    """``labels.csv``: the simulated annotators' gold labels."""
     truth: Path
+    """``truth.csv``: each candidate's true usefulness (simulator only)."""
     references: Path
+    """``references.jsonl``: the reference lessons of the annotated verdicts."""
     lesson_truth: Path
+    """``lesson_truth.csv``: each lesson's true usefulness and reference (simulator
+    only)."""
     match_labels: Path
     """``match_labels.csv`` (Formats §5): simulated people's answers on a random share of
     the annotated verdicts."""
@@ -142,20 +151,31 @@ class SimulationResult:
     """``match_truth.csv`` (§5, annotator ``simulator-truth``): the true lesson→reference
     assignment of every lesson of every annotated verdict (simulator only)."""
     key_id: str
+    """The key that signed the journal."""
     n_verdicts: int
+    """Verdicts written."""
     n_completions: int
+    """Completions written."""
     n_unparseable: int
+    """Completions no parser can read."""
     n_lessons: int
+    """Lessons in the parseable completions."""
     n_candidates: int
+    """Of those, the lessons with text (what the labels can name)."""
     n_labels: int
+    """Label rows written."""
     n_references: int
+    """Reference lesson lines written."""
     n_match_verdicts: int
     """Annotated verdicts a simulated person matched."""
     n_match_labels: int
+    """People's match answers written."""
     n_match_wrong: int
     """People's answers that differ from the truth (the disagreement actually drawn)."""
     verdicts: dict[str, int] = field(default_factory=dict)
+    """Verdicts by outcome (pass, fail, ...)."""
     defects: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per extractor, the defects present (above)."""
     completions_samples: Path | None = None
     """``completions_samples.jsonl`` (every sample of every extractor), when samples > 1."""
     truth_samples: Path | None = None
@@ -600,13 +620,21 @@ class SimulatedMatching:
     """
 
     lessons: pd.DataFrame
+    """The lessons (above)."""
     references: pd.DataFrame
+    """The reference lessons (above)."""
     match_labels: pd.DataFrame
+    """The simulated people's answers (above)."""
     match_truth: pd.DataFrame
+    """The true answers (above)."""
     verdicts: pd.DataFrame
+    """Every verdict (above)."""
     n_match_verdicts: int
+    """Annotated verdicts people matched."""
     n_match_wrong: int
+    """People's answers that differ from the truth."""
     seed: int
+    """The seed drawn with."""
 
 
 def _match_frame(rows: list[str], header: str) -> pd.DataFrame:
