@@ -167,11 +167,43 @@ def labelling_queue(
     nearest the centre (the chosen threshold, the default, or the middle of a
     given interval) first.
 
-    Returns a frame with the columns of :data:`~truss_lab.ingest._labels.QUEUE_FIELDS`
-    (``useful`` empty, ``annotator`` the one given or empty), in queue order;
-    ``frame.attrs["queue"]`` says which interval was used and why, and how many
-    lessons and verdicts qualified. ``truss_lab.ingest._labels.write_label_queue``
-    writes it as the CSV that ``truss-lab ingest labels`` reads back.
+    ``truss_lab.ingest._labels.write_label_queue`` writes it as the CSV that
+    ``truss-lab ingest labels`` reads back.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str
+        The run.
+    n : int, default 200
+        Lessons at most.
+    per_verdict : int, default 2
+        Lessons of one verdict at most.
+    annotator : str, optional
+        Leave out what this annotator labelled; the queue's ``annotator`` column.
+    interval : tuple of (float, float), optional
+        The salience interval to draw from (default: the chosen threshold's
+        interval, module docstring).
+    objective : str or Objective, default "f1"
+        The objective of the choice whose interval is used.
+    n_boot : int, default 200
+        Replicates of that choice's bootstrap.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the shuffle and the bootstrap.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :data:`~truss_lab.ingest._labels.QUEUE_FIELDS` (``useful``
+        empty, ``annotator`` the one given or empty), in queue order;
+        ``frame.attrs["queue"]`` says which interval was used and why, and how many
+        lessons and verdicts qualified.
+
+    Raises
+    ------
+    BadInputError
+        An unknown run or objective, a bad count or annotator.
     """
     n = _count(n, "n")
     per_verdict = _count(per_verdict, "per_verdict")
@@ -266,14 +298,36 @@ def match_queue(store: Store, run_id: str, *, n_verdicts: int, annotator: str | 
     """Every valid lesson of ``n_verdicts`` matchable verdicts of ``run_id``, drawn at
     random, for people to match to the verdict's references (module docstring).
 
-    Returns a frame with the columns of
-    :data:`~truss_lab.ingest._match_labels.MATCH_QUEUE_FIELDS` (``reference_id`` missing:
-    written as ``?``; ``annotator`` the one given or empty), by verdict seq and lesson
-    index; ``frame.attrs["queue"]`` records the run, the seed, the population of
-    matchable verdicts, ``n_verdicts`` drawn, each one's ``inclusion_probability`` and
-    the verdicts drawn. ``truss_lab.ingest.write_match_queue`` writes the CSV that
-    ``truss-lab ingest match-labels`` reads back once ``reference_id`` is filled in.
-    Fewer matchable verdicts than ``n_verdicts``: all of them are listed.
+    ``truss_lab.ingest.write_match_queue`` writes the CSV that ``truss-lab ingest
+    match-labels`` reads back once ``reference_id`` is filled in.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str
+        The run.
+    n_verdicts : int
+        Verdicts to draw (fewer matchable verdicts: all of them are listed).
+    annotator : str, optional
+        The queue's ``annotator`` column.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the draw.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :data:`~truss_lab.ingest._match_labels.MATCH_QUEUE_FIELDS`
+        (``reference_id`` missing: written as ``?``), by verdict seq and lesson index;
+        ``frame.attrs["queue"]`` records the run, the seed, the population of
+        matchable verdicts, ``n_verdicts`` drawn, each one's
+        ``inclusion_probability`` and the verdicts drawn.
+
+    Raises
+    ------
+    BadInputError
+        An unknown run, no annotated verdict with a valid lesson, a bad count or
+        annotator.
     """
     n_verdicts = _count(n_verdicts, "n_verdicts")
     if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):

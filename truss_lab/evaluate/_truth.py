@@ -425,8 +425,25 @@ def transfer_report(
     ``n_transferred`` (lessons labelled only by transfer), ``n_both`` (lessons
     with a direct majority label that a transfer would also label, with a
     majority) and ``agreement`` = share of those where the two labels are equal
-    (NaN when none). ``labels``: §3 rows (default: the store's labels table);
-    ``valid_only``: count valid lessons only (as :func:`label_report` does).
+    (NaN when none).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str, optional
+        The run (None: every run).
+    labels : pandas.DataFrame, optional
+        Gold labels (default: the store's labels table).
+    transfer : {"exact"}, float or None, default "exact"
+        How labels follow content (as :func:`labelled_candidates`).
+    valid_only : bool, default True
+        Count valid lessons only (as :func:`label_report` does).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per extractor (above).
     """
     lab = run_labels(store, labels)
     cols = ["extractor", "n_lessons", "n_direct", "n_transferred", "n_both", "agreement"]
@@ -889,9 +906,36 @@ def reference_truth(
     to the matcher's own (:func:`~truss_lab.score._matching.match_threshold_of`).
     A verdict the matcher could not score is left out and counted
     (``counts["verdicts_unmatched"]``, with a warning). ``annotator`` keeps
-    one annotator's references (default: the union over annotators). ``record``: the
-    run as :func:`~truss_lab.store._runs.run_record` read it, when held. Raises
-    :class:`BadInputError` when no verdict of the run is annotated.
+    one annotator's references (default: the union over annotators).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str
+        The run.
+    references : path or pandas.DataFrame, optional
+        The reference lessons (above).
+    score : str, default "salience"
+        The score (above).
+    matcher : Matcher, optional
+        The matcher (above).
+    match_threshold : float, optional
+        The similarity at which a lesson matches (above).
+    annotator : str, optional
+        One annotator's references (above).
+    record : RunRecord, optional
+        The run as :func:`~truss_lab.store._runs.run_record` read it, when held.
+
+    Returns
+    -------
+    ReferenceTruth
+        The run judged.
+
+    Raises
+    ------
+    BadInputError
+        An unknown run, no verdict of the run annotated.
     """
     if record is None:
         record = run_record(store, run_id)
@@ -1032,6 +1076,18 @@ def reference_sweep(truth: ReferenceTruth, *, thresholds: Any = None) -> pd.Data
     ``recall`` = tp / ``truth.n_references``, ``f1``; ``kept_per_verdict``
     divides by the annotated verdicts the run processed (also those with no
     lesson) and ``write_rate`` by the lessons on them.
+
+    Parameters
+    ----------
+    truth : ReferenceTruth
+        The run judged by references.
+    thresholds : array-like, optional
+        Where to evaluate (default every distinct score).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The sweep rows.
     """
     y, s, g = truth.arrays()
     with warnings.catch_warnings():
