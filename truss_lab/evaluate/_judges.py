@@ -484,6 +484,20 @@ def run_judge(store: Store, run_id: str, judge: Judge) -> JudgeRun:
     this run's answers, and a live run killed part way, run again, answers from the
     calls it recorded and calls only for the rest (:attr:`JudgeRun.resumed`).
     Re-judging adds nothing (label rows are keyed by annotator).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str
+        The run whose lessons are judged.
+    judge : Judge
+        The judge (a model, its prompt and provider).
+
+    Returns
+    -------
+    JudgeRun
+        What it did: labels written, calls, recordings, errors.
     """
     extractor_id = str(run_info(store, run_id)["extractor_id"])
     cands = run_lessons(store, run_id)
@@ -803,6 +817,26 @@ def match_run(store: Store, run_id: str, matcher: JudgeMatcher, *,
     made) and ``resumed_unusable`` (those of them in ``errors``), verdicts and lessons
     judged, lessons matched, references, and ``errors`` (the verdicts left without
     similarities, with why).
+
+    Parameters
+    ----------
+    store : Store
+        The database (the live calls are recorded in it).
+    run_id : str
+        The run.
+    matcher : JudgeMatcher
+        The judge matcher.
+    references : path or pandas.DataFrame, optional
+        The reference lessons (default the store's).
+    match_threshold : float, optional
+        The similarity at which a lesson matches (default the matcher's).
+    score : str, default "salience"
+        The order of the one-to-one assignment.
+
+    Returns
+    -------
+    dict
+        The counts above.
     """
     asked, recorded, resumed = matcher.requests, matcher.recorded, matcher.resumed
     matcher.record_to(store)
@@ -916,8 +950,34 @@ def judge_agreement(
     prefix may be left out). ``run_id`` limits it to that run's extractor and
     verdicts. ``labels``: §3 rows (default: the store's labels table) holding
     both the judge's and the people's rows. Lessons with a tied or no human
-    label, or no judge label, are left out (and counted). Raises
-    :class:`BadInputError` when no lesson has both.
+    label, or no judge label, are left out (and counted).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    judge : str
+        The judge (above).
+    run_id : str, optional
+        The run (above; None: every run).
+    labels : pandas.DataFrame or path, optional
+        The label rows (above).
+    n_boot : int, default 1000
+        Verdict-bootstrap replicates.
+    confidence : float, default 0.95
+        The intervals' level.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    JudgeAgreement
+        The agreement with its intervals and counts.
+
+    Raises
+    ------
+    BadInputError
+        An unknown run or judge, no lesson with both labels.
     """
     check_boot(n_boot, confidence)
     name = judge if judge.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + judge

@@ -315,8 +315,40 @@ def match_agreement(
     matched (``references``: the reference lessons, default the store's;
     ``match_labels``: default the store's); the matcher at ``match_threshold`` (default
     its own). Lessons whose annotators tied are left out, and so are the verdicts the
-    matcher could not score. Raises :class:`BadInputError` when nobody matched a lesson
-    of the run.
+    matcher could not score.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str
+        The run.
+    matcher : Matcher, optional
+        The matcher judged (default lexical).
+    match_labels : pandas.DataFrame or path, optional
+        The people's match labels (default the store's).
+    references : pandas.DataFrame or path, optional
+        The reference lessons (default the store's).
+    match_threshold : float, optional
+        The matcher's threshold (default its own).
+    score : str, default "salience"
+        The order of the one-to-one assignments.
+    n_boot : int, default 1000
+        Verdict-bootstrap replicates.
+    confidence : float, default 0.95
+        The intervals' level.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    MatchAgreement
+        Pair precision, pair recall and kappa with their intervals, and the counts.
+
+    Raises
+    ------
+    BadInputError
+        Nobody matched a lesson of the run.
     """
     people, refs = _sampled(store, run_id, match_labels, references)
     with warnings.catch_warnings():

@@ -999,9 +999,29 @@ def judge_lessons(
 
     ``lessons`` has ``verdict_hash, lesson_index, text, evidence, s`` (and
     optionally ``candidate_id, verdict_seq, extractor_id``); ``references``
-    the §4 columns. ``verdict_seq`` orders verdicts (default: first seen).
-    A verdict with a lesson the matcher could not score (NaN similarity) is
-    left out; ``rows.attrs["unmatched_verdicts"]`` lists them.
+    the references format's columns. A verdict with a lesson the matcher could not
+    score (NaN similarity) is left out; ``rows.attrs["unmatched_verdicts"]`` lists
+    them.
+
+    Parameters
+    ----------
+    lessons : pandas.DataFrame
+        The run's lessons (above).
+    references : pandas.DataFrame
+        The references of its annotated verdicts.
+    verdict_seq : dict of str to int, optional
+        Orders verdicts (default: first seen).
+    extractor_id : str, optional
+        The extractor the rows name.
+    matcher : Matcher, optional
+        The matcher (default lexical).
+    match_threshold : float, optional
+        The similarity at which a lesson matches (default the matcher's).
+
+    Returns
+    -------
+    tuple of (pandas.DataFrame, int)
+        The rows and the number of references.
     """
     les = lessons.reset_index(drop=True)
     matched = match_lessons(les, references, matcher=matcher,
