@@ -352,6 +352,17 @@ class Judge(ModelJudge):
     """A judge configuration: a provider, a judge prompt template and a model.
 
     Its labels are stored under :attr:`annotator` = ``judge:<model>@<prompt version>``.
+
+    Parameters
+    ----------
+    provider : Provider
+        What answers its requests (a live client or a replay).
+    model : str
+        The model asked.
+    template : PromptTemplate
+        The judge prompt (default ``judge-v1``).
+    parameters : mapping
+        Sampling parameters sent with each request.
     """
 
     _PREFIX: ClassVar[str] = JUDGE_PREFIX
@@ -392,14 +403,23 @@ class JudgeRun:
     """What :func:`run_judge` did: label rows written, calls made, answers it could not use."""
 
     run_id: str
+    """The judged run."""
     annotator: str
+    """The judge's annotator name."""
     n_verdicts: int
+    """Verdicts with lessons asked about."""
     n_lessons: int
+    """Lessons judged."""
     n_labels: int
+    """Labels the answers gave."""
     labels_added: int
+    """Label rows written."""
     provider_calls: int
+    """Calls sent to the provider."""
     recorded: int
+    """Live calls recorded for replay."""
     errors: list[str] = field(default_factory=list, repr=False)
+    """The verdicts whose answer could not be used, with why."""
     resumed: int = 0
     """Answers a live judge replayed from this judge run's recordings (made by an
     earlier judge of the same run, finished or interrupted) instead of calling: no
@@ -644,7 +664,20 @@ class JudgeMatcher(ModelJudge):
     :attr:`resumed_errors` (the keys of :attr:`errors` whose answer was such a
     recording). Built
     like a :class:`Judge`: :meth:`openai` (live) or
-    :meth:`replay` (its recorded calls in a Store, a §2 JSONL path or a frame).
+    :meth:`replay` (its recorded calls in a Store, a completions JSONL path or a frame).
+
+    Parameters
+    ----------
+    provider : Provider
+        What answers its requests.
+    model : str
+        The model asked.
+    template : PromptTemplate
+        The match prompt (default ``match-v1``).
+    parameters : mapping
+        Sampling parameters sent with each request.
+    match_threshold : float
+        The similarity a lesson needs to claim a reference (above).
     """
 
     _PREFIX: ClassVar[str] = MATCH_PREFIX
@@ -876,6 +909,23 @@ class JudgeAgreement:
     ``confidence``). ``counts``: ``n`` lessons both labelled, ``tp`` (both say
     useful), ``fp`` (judge useful, people not), ``fn``, ``tn``, ``verdicts``;
     ``n_judge_only`` and ``n_human_only`` lessons only one side labelled.
+
+    Parameters
+    ----------
+    judge : str
+        The judge annotator.
+    run_id : str or None
+        The run (None: every run).
+    table : pandas.DataFrame
+        One row per metric (above).
+    counts : dict of str to int
+        The counts above.
+    confidence : float
+        The intervals' level.
+    n_boot : int
+        Their replicates.
+    pairs : pandas.DataFrame
+        One row per lesson both labelled.
     """
 
     judge: str

@@ -247,6 +247,25 @@ class MatchAgreement:
     ``verdicts_unmatched`` (the matcher could not score them: left out); weighted by
     ``1 / inclusion_probability`` when the labels give it (``weighted``). ``pairs`` has
     one row per lesson compared: its key, both references (``<NA>``: none) and flags.
+
+    Parameters
+    ----------
+    matcher : str
+        The matcher's name.
+    run_id : str
+        The run.
+    table : pandas.DataFrame
+        One row per metric (above).
+    counts : dict
+        The counts above.
+    confidence : float
+        The intervals' level.
+    n_boot : int
+        Their replicates.
+    match_threshold : float
+        The matcher's threshold.
+    pairs : pandas.DataFrame
+        One row per lesson compared (above).
     """
 
     matcher: str
