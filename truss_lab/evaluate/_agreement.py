@@ -467,6 +467,30 @@ def agreement_table(
     ``names`` (index name ``metric``) with ``value``, ``low`` and ``high``; ``totals``
     the k weighted counts. The same seed draws the same replicates (stream
     ``bootstrap`` of :func:`~truss_lab.evaluate._bootstrap.seed_streams`).
+
+    Parameters
+    ----------
+    cells : numpy.ndarray, shape (k, n_items)
+        Each item's contribution to each count.
+    verdicts : array-like, shape (n_items,)
+        Each item's verdict.
+    metrics : callable
+        Maps ``(k, ...)`` counts to ``(len(names), ...)`` metric values.
+    names : sequence of str
+        The metrics' names.
+    n_boot : int, default 1000
+        Replicates.
+    confidence : float, default 0.95
+        The intervals' level.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the bootstrap.
+    weights : array-like, optional
+        Per item, its verdict's weight (None: 1).
+
+    Returns
+    -------
+    tuple of (pandas.DataFrame, numpy.ndarray)
+        ``(table, totals)`` (above).
     """
     check_boot(n_boot, confidence)
     cells = np.asarray(cells, dtype=np.float64)

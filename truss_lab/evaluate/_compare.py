@@ -230,6 +230,35 @@ def compare_extractors(
     (default: the same). Both runs are resampled with the *same* verdict
     weights, drawn as in :mod:`truss_lab.evaluate._bootstrap` over the common verdicts in
     sorted hash order.
+
+    Parameters
+    ----------
+    a, b : pandas.DataFrame
+        The two runs' candidates (columns above).
+    threshold : float or array-like
+        A's threshold(s), one comparison row each.
+    threshold_b : float or array-like, optional
+        B's (default: the same).
+    n_boot : int, default 1000
+        Paired-bootstrap replicates.
+    confidence : float, default 0.95
+        The intervals' level.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the bootstrap.
+    names : tuple of (str, str), default ("a", "b")
+        The runs' names.
+    verdicts_a, verdicts_b : array-like, optional
+        Every verdict each run processed (above).
+
+    Returns
+    -------
+    ComparisonResult
+        One row per threshold pair.
+
+    Raises
+    ------
+    BadInputError
+        A run that is not a frame or lacks a column, a bad ``n_boot`` or confidence.
     """
     check_boot(n_boot, confidence)
     ha, sa, ya, ja = _check_run(a, names[0])
@@ -387,6 +416,28 @@ def compare_extractors_ppi(
     verdicts, so the test holds for them; the automated truth does not enter it).
     Where people answered for every common verdict (pi = 1) and agree with the
     automated truth, every number is :func:`compare_extractors`'s.
+
+    Parameters
+    ----------
+    a, b : PPIData
+        The two runs' data (above).
+    threshold : float or array-like
+        A's threshold(s), one comparison row each.
+    threshold_b : float or array-like, optional
+        B's (default: the same).
+    n_boot : int, default 1000
+        Paired-bootstrap replicates.
+    confidence : float, default 0.95
+        The intervals' level.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the bootstrap.
+    names : tuple of (str, str), default ("a", "b")
+        The runs' names.
+
+    Returns
+    -------
+    ComparisonResult
+        One row per threshold pair; its ``correction`` says ``ppi``.
     """
     check_boot(n_boot, confidence)
     va, vb = set(map(str, a.verdicts)), set(map(str, b.verdicts))

@@ -712,6 +712,37 @@ def rank_runs(
     people's answers or none (:func:`~truss_lab.evaluate._correction.runs_correction`:
     ``auto`` corrects when people answered for each run), the rows and the paired
     columns alike; ``attrs["correction"]`` names it.
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_ids : str or sequence of str
+        The runs.
+    truth : Truth or str, default "references"
+        What every run is judged by.
+    threshold : float, default 0.7
+        The gate every run is judged at.
+    baseline : str, optional
+        The run every other is compared with (added when not among ``run_ids``).
+    score : str, default "salience"
+        The thresholded column.
+    n_boot : int, default 1000
+        Paired-bootstrap replicates.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the bootstrap.
+    **deprecated
+        The loose truth keywords, still taken with a DeprecationWarning.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run (above), best F1 first.
+
+    Raises
+    ------
+    BadInputError
+        No run, an unknown run or truth.
     """
     ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if baseline is not None and baseline not in ids:
