@@ -885,6 +885,32 @@ def choose_threshold_ppi(
     of the held-out verdicts (pooled over folds), clipped to [0, 1]. Intervals resample
     the verdicts people answered for and the others each among themselves (within each
     side's strata): the choice's by :func:`~truss_lab.evaluate._ppi.ppi_bootstrap`.
+
+    Parameters
+    ----------
+    data : PPIData
+        The two truths of the run (:func:`~truss_lab.evaluate._ppi.ppi_data`).
+    objective : str or Objective, default "f1"
+        What the best threshold is.
+    verdicts : array-like, optional
+        The order the split or folds are drawn in (default the population's).
+    test_size : float or int, default 0.3
+        Share (or number) of verdicts held out, without ``cv``.
+    cv : int, optional
+        Folds of cross-validation by verdict.
+    cv_repeats : int, default 1
+        Repeats of the cross-validation.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the split, the folds and the bootstraps.
+    n_boot : int, default 0
+        Bootstrap replicates of the intervals (0: none).
+    confidence : float, default 0.95
+        The intervals' level.
+
+    Returns
+    -------
+    ThresholdChoice
+        As :func:`choose_threshold` returns it, on corrected counts.
     """
     obj = make_objective(objective)
     return _choose(_Data.of_ppi(data, verdicts), obj, test_size=test_size, cv=cv,

@@ -143,8 +143,23 @@ def people_matches(store: Store, match_labels: Any = None, *,
     the verdict's references, ``<NA>`` on a tie); ``n_annotators`` (answers);
     ``n_agree`` (of them, the top answer's); ``tied`` (two or more answers share the top
     count: no truth, reported, not guessed); ``inclusion_probability`` (of the verdict,
-    NaN for a simple random sample). ``record``: the run as
-    :func:`~truss_lab.store._runs.run_record` read it, when the caller holds it.
+    NaN for a simple random sample).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    match_labels : pandas.DataFrame or path, optional
+        As :func:`run_match_labels` takes it.
+    run_id : str, optional
+        Keep that run's extractor's lessons on the verdicts it processed.
+    record : RunRecord, optional
+        The run as :func:`~truss_lab.store._runs.run_record` read it, when held.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per lesson (above).
     """
     df = run_match_labels(store, match_labels)
     if run_id is not None:
@@ -201,7 +216,31 @@ def people_truth(store: Store, run_id: str, match_labels: Any = None, *,
     lessons, misses and quiet verdicts; one-to-one in descending ``score``), with
     :class:`~truss_lab.evaluate._ppi.PeopleMatcher` as the matcher.
     ``counts["lessons_tied"]``: lessons whose annotators tied (they claim nothing here;
-    :func:`match_agreement` leaves them out)."""
+    :func:`match_agreement` leaves them out).
+
+    Parameters
+    ----------
+    store : Store
+        The database.
+    run_id : str
+        The run.
+    match_labels : pandas.DataFrame or path, optional
+        The people's match labels (default the store's).
+    references : pandas.DataFrame or path, optional
+        The reference lessons (default the store's).
+    score : str, default "salience"
+        The order of the one-to-one assignment.
+
+    Returns
+    -------
+    ReferenceTruth
+        The run judged by the people.
+
+    Raises
+    ------
+    BadInputError
+        Nobody matched a lesson of the run.
+    """
     people, refs = _sampled(store, run_id, match_labels, references)
     truth = reference_truth(store, run_id, references=refs, score=score,
                             matcher=PeopleMatcher(people))

@@ -147,6 +147,19 @@ class PPIData:
     verdict), :attr:`sampled` the verdicts people answered for and
     :attr:`inv_pi` 1 / the inclusion probability of each of them. Build it with
     :func:`ppi_data`.
+
+    Parameters
+    ----------
+    y_auto, s_auto, judged_auto, groups_auto : numpy.ndarray
+        Every row by the automated truth.
+    y_human, s_human, judged_human, groups_human : numpy.ndarray
+        The sampled verdicts' rows by the people's truth.
+    verdicts : numpy.ndarray
+        The population.
+    sampled : numpy.ndarray
+        The verdicts people answered for.
+    inv_pi : numpy.ndarray
+        1 / each sampled verdict's inclusion probability.
     """
 
     y_auto: np.ndarray = field(repr=False)
@@ -250,6 +263,31 @@ def ppi_data(
     ``inclusion_probability``: per sampled verdict, in ``sampled``'s order, its
     probability of having been sampled (default: n / N for each: a simple
     random sample).
+
+    Parameters
+    ----------
+    y_auto, s_auto, groups_auto : array-like
+        Every row's truth, score and verdict by the automated truth.
+    y_human, s_human, groups_human : array-like
+        The sampled verdicts' rows by the people's truth.
+    judged_auto, judged_human : array of bool, optional
+        Which rows have a truth value (default all).
+    verdicts : array-like, optional
+        The population (above).
+    sampled : array-like, optional
+        The verdicts people answered for (above).
+    inclusion_probability : array-like, optional
+        Per sampled verdict, its probability of having been sampled (above).
+
+    Returns
+    -------
+    PPIData
+        The checked, indexed data.
+
+    Raises
+    ------
+    BadInputError
+        Bad arrays, no sampled verdict, a sampled verdict outside the population.
     """
     ya, sa = as_labels(y_auto, "y_auto"), as_scores(s_auto, "s_auto")
     yh, sh = as_labels(y_human, "y_human"), as_scores(s_human, "s_human")
@@ -658,6 +696,22 @@ def ppi_sweep(
     ``n_verdicts``, ``n_sampled``, ``lam`` (the number, or ``"tuned"``) and, tuned,
     ``lams``: per ratio an array (thresholds x 3) of the weights of tp, judged and
     positives.
+
+    Parameters
+    ----------
+    data : PPIData
+        The two truths of the run.
+    thresholds : array-like, optional
+        Where to evaluate (above).
+    lam : float, optional
+        The power weight (above; None: tuned).
+    snap : bool, default True
+        Round given thresholds as typed.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The corrected sweep (above).
     """
     lam = _check_lam(lam)
     thr, kept, order, thr_desc, raw, auto, human = _sweep_parts(data, thresholds, snap)
@@ -957,6 +1011,39 @@ def ppi_bootstrap(
     the coverage study); ``"percentile"`` by the
     replicates' percentiles (too narrow on 50 to 100 people-matched verdicts).
     Kept per verdict, write rate and the threshold keep percentile intervals.
+
+    Parameters
+    ----------
+    data : PPIData
+        The two truths of the run.
+    thresholds : array-like
+        The grid.
+    n_boot : int, default 1000
+        Replicates.
+    confidence : float, default 0.95
+        The intervals' level.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the replicates.
+    objective : str or Objective, default "f1"
+        The choice made on the corrected counts.
+    lam : float, optional
+        The power weight (above; None: tuned per replicate).
+    snap : bool, default True
+        Round the grid as typed.
+    proposed : array of bool, optional
+        The automated rows write rate divides by (above).
+    interval : {"wilson", "percentile"}, default "wilson"
+        How precision, recall and F1 are bounded (above).
+
+    Returns
+    -------
+    BootstrapResult
+        The intervals (above).
+
+    Raises
+    ------
+    BadInputError
+        A bad ``lam``, ``n_boot``, confidence, interval or objective.
     """
     lam = _check_lam(lam)
     check_boot(n_boot, confidence)
@@ -1101,7 +1188,13 @@ class PeopleMatcher:
     :data:`PEOPLE_MATCH_THRESHOLD` the one-to-one greedy assignment of
     :func:`~truss_lab.score._matching.match_lessons` then gives the people's truth
     exactly as it gives a matcher's: a lesson whose reference an earlier lesson
-    (higher score) claimed is a duplicate, a reference nobody names a miss."""
+    (higher score) claimed is a duplicate, a reference nobody names a miss.
+
+    Parameters
+    ----------
+    people : pandas.DataFrame
+        The people's answers (:func:`~truss_lab.evaluate._matches.people_matches`).
+    """
 
     name = "people"
     match_threshold = 0.5
@@ -1115,7 +1208,22 @@ class PeopleMatcher:
 
     def pairs(self, lessons: pd.DataFrame, references: pd.DataFrame,
               li: np.ndarray, ri: np.ndarray) -> np.ndarray:
-        """Similarity of each (lesson ``li[k]``, reference ``ri[k]``) pair: 1 or 0."""
+        """Similarity of each (lesson ``li[k]``, reference ``ri[k]``) pair: 1 or 0.
+
+        Parameters
+        ----------
+        lessons : pandas.DataFrame
+            One verdict's lessons.
+        references : pandas.DataFrame
+            Its references.
+        li, ri : numpy.ndarray
+            The pairs' lesson and reference positions.
+
+        Returns
+        -------
+        numpy.ndarray
+            One similarity per pair.
+        """
         key = pd.MultiIndex.from_arrays([
             lessons["verdict_hash"].astype(str).to_numpy(dtype=object)[li],
             lessons["lesson_index"].to_numpy(dtype=np.int64)[li]])
