@@ -128,6 +128,17 @@ class LexicalMatcher:
     Calling it on one verdict's frames returns the matrix; :meth:`pairs` scores
     given (lesson, reference) pairs of many verdicts in one vectorised pass,
     which :func:`match_lessons` uses for a whole run.
+
+    Parameters
+    ----------
+    evidence_conflict : float, default 0.5
+        The factor a similarity is multiplied by when the lesson's and the
+        reference's evidence conflict, in [0, 1] (1: no damping).
+
+    Raises
+    ------
+    BadInputError
+        ``evidence_conflict`` outside [0, 1].
     """
 
     name = "lexical"
@@ -146,7 +157,22 @@ class LexicalMatcher:
 
     def pairs(self, lessons: pd.DataFrame, references: pd.DataFrame,
               li: np.ndarray, ri: np.ndarray) -> np.ndarray:
-        """Similarity of lesson ``li[k]`` to reference ``ri[k]`` (row positions), for every k."""
+        """Similarity of lesson ``li[k]`` to reference ``ri[k]`` (row positions), for every k.
+
+        Parameters
+        ----------
+        lessons : pandas.DataFrame
+            The lessons (``text``, ``evidence``).
+        references : pandas.DataFrame
+            The references (``text``, ``evidence``).
+        li, ri : numpy.ndarray
+            The pairs' lesson and reference row positions.
+
+        Returns
+        -------
+        numpy.ndarray
+            One similarity in [0, 1] per pair.
+        """
         texts = pd.concat([lessons["text"], references["text"]], ignore_index=True)
         sets = TokenSets(texts)
         sim = jaccard(sets, np.asarray(li, np.int64), np.asarray(ri, np.int64) + len(lessons))
@@ -186,6 +212,17 @@ class SemanticMatcher:
 
     Same protocol as :class:`LexicalMatcher` (``__call__`` on one verdict, ``pairs`` in
     bulk); each distinct text is embedded once per call. Needs the ``semantic`` extra.
+
+    Parameters
+    ----------
+    evidence_conflict : float, default 0.5
+        The factor a similarity is multiplied by when the lesson's and the
+        reference's evidence conflict, in [0, 1] (1: no damping).
+
+    Raises
+    ------
+    BadInputError
+        ``evidence_conflict`` outside [0, 1], or the ``semantic`` extra missing.
     """
 
     name = "semantic"
@@ -205,7 +242,18 @@ class SemanticMatcher:
 
     @blas_limited()
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length embeddings of ``texts`` (rows); an empty text is the zero vector."""
+        """Unit-length embeddings of ``texts`` (rows); an empty text is the zero vector.
+
+        Parameters
+        ----------
+        texts : sequence of str
+            The texts.
+
+        Returns
+        -------
+        numpy.ndarray
+            One row per text.
+        """
         texts = [str(t) for t in texts]
         out = np.zeros((len(texts), int(self._model.embedding.shape[1])), dtype=np.float64)
         idx = [i for i, t in enumerate(texts) if t.strip()]
@@ -217,7 +265,22 @@ class SemanticMatcher:
 
     def pairs(self, lessons: pd.DataFrame, references: pd.DataFrame,
               li: np.ndarray, ri: np.ndarray) -> np.ndarray:
-        """Similarity of lesson ``li[k]`` to reference ``ri[k]`` (row positions), for every k."""
+        """Similarity of lesson ``li[k]`` to reference ``ri[k]`` (row positions), for every k.
+
+        Parameters
+        ----------
+        lessons : pandas.DataFrame
+            The lessons (``text``, ``evidence``).
+        references : pandas.DataFrame
+            The references (``text``, ``evidence``).
+        li, ri : numpy.ndarray
+            The pairs' lesson and reference row positions.
+
+        Returns
+        -------
+        numpy.ndarray
+            One similarity in [0, 1] per pair.
+        """
         li, ri = np.asarray(li, np.int64), np.asarray(ri, np.int64)
         if not len(li):
             return np.zeros(0)
@@ -312,6 +375,29 @@ def match_lessons(
     ``i``: ``reference_id`` (the reference lesson i claimed, ``<NA>`` when
     none), ``similarity`` (of that match; else the best similarity lesson i had
     to any reference of its verdict, 0.0 without one) and ``matched`` (bool).
+
+    Parameters
+    ----------
+    lessons : pandas.DataFrame
+        The run's lessons (above).
+    references : pandas.DataFrame
+        The references (above).
+    matcher : Matcher, optional
+        The similarity (default :class:`LexicalMatcher`).
+    threshold : float
+        The similarity a lesson needs to claim a reference, in [0, 1].
+    score : str, default "s"
+        The column that orders the greedy pass.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``lessons`` with the three columns (above).
+
+    Raises
+    ------
+    BadInputError
+        A missing column, a threshold outside [0, 1].
     """
     _require(lessons, ["verdict_hash", "lesson_index", "text", score], "lessons")
     _require(references, ["verdict_hash", "reference_id", "text"], "references")
