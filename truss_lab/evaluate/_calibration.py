@@ -386,7 +386,10 @@ class CalibrationReport:
         """
         if not {"before", "after"} <= set(self.summary.index):
             return None
-        before, after = self.summary.loc["before"], self.summary.loc["after"]
+        # As floats: a summary row mixes Int64 counts with the rates, so pandas gives it
+        # as nullable Float64, whose missing MCE (no bin big enough) is pd.NA, not NaN.
+        cols = ["ece", "mce", "brier"]
+        before, after = (self.summary.loc[k, cols].astype(float) for k in ("before", "after"))
         worse = [f"{name} {before[col]:.3f} -> {after[col]:.3f}"
                  for col, name in (("ece", "ECE"), ("mce", "MCE"), ("brier", "Brier"))
                  if np.isfinite(before[col]) and np.isfinite(after[col])
