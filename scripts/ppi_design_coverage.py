@@ -22,19 +22,24 @@ Per replicate (seed ``SEED + r``, ``--verdicts`` verdicts):
   (:func:`~truss_lab.evaluate._ppi.ppi_bootstrap`: power tuning re-chosen per
   replicate, Wilson on the effective size) and the classic one (``lam=1``, what the
   threshold choice signs into ``propose``'s evidence), both covering?
-- (b) the queue's band-limited labels (``truss-lab queue``: lessons in [0.6, 0.8], at
-  most 2 per verdict, verdicts dealt in a random order, all of them): what
-  ``labels_ppi`` does with them (refuses: the share refused), and how the old
-  behaviour (the band's verdicts taken as a whole sample) covered;
+- (b) labels from ``truss-lab queue``: its whole-verdict mode (``--whole-verdicts
+  --n-verdicts 60``, :func:`whole_queue`: 60 verdicts drawn at random, every
+  candidate of each), corrected by default, covering? And its band-limited labels
+  (lessons in [0.6, 0.8], at most 2 per verdict, verdicts dealt in a random order, all
+  of them): what ``labels_ppi`` does with them (refuses: the share refused), and how
+  the old behaviour (the band's verdicts taken as a whole sample) covered;
 - (c) the replicates of (a) where the classic estimate of precision reaches 1 (clipped):
   the coverage of the classic interval there;
 - the simultaneous band (:attr:`~truss_lab.evaluate._bootstrap.BootstrapResult.band`)
-  of (a): does it hold the process's whole precision, recall and F1 curve over
-  :data:`GRID` (0.05 to 0.95), and how often the pointwise intervals all do.
+  of (a): does it hold the process's whole precision, recall and F1 curve over its
+  domain (the thresholds of :data:`GRID`, 0.05 to 0.95, where at least
+  :data:`~truss_lab.evaluate._bootstrap.BAND_MIN_SUPPORT` people's lessons carry the
+  metric: :func:`~truss_lab.evaluate._bootstrap.band_domain`), how many thresholds
+  that is, and how often the pointwise intervals all hold it there.
 
 Coverage is the share of replicates covered with its Monte Carlo standard error
 sqrt(c (1 - c) / R). Run (about 0.4 s a replicate on one core with 400 bootstrap
-replicates; the site's table):
+replicates; the site's table, docs/explanation/ppi.md, is what this prints):
 
     nice -n 10 .venv/bin/python -m scripts.ppi_design_coverage --replicates 300
 """
@@ -62,6 +67,8 @@ THRESHOLD = 0.70
 GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
 SIZES = (30, 60, 100)
 BAND = (0.6, 0.8)
+#: Verdicts the queue's whole-verdict mode draws in row (b).
+WHOLE = 60
 #: The automated truth: P(says useful | useful), P(says useful | not useful).
 FINDS, INVENTS = 0.5, 0.10
 #: Lesson usefulness: log-odds ALPHA + BETA (s - 0.7) + the verdict's effect (sd SIGMA).
@@ -109,6 +116,16 @@ def _run_truth(d: dict[str, np.ndarray], y: np.ndarray, answered: np.ndarray) ->
     verdicts = [str(v) for v in range(int(d["g"].max()) + 1)]
     return RunTruth(run_id="sim", candidates=c, n_verdicts=len(verdicts), verdicts=verdicts,
                     counts={})
+
+
+def whole_queue(d: dict[str, np.ndarray], rng: np.random.Generator,
+                n: int = WHOLE) -> np.ndarray:
+    """The rows ``truss-lab queue --whole-verdicts --n-verdicts n`` would list (bool),
+    as :func:`~truss_lab.evaluate._queue.whole_verdict_queue` draws them: ``n`` of the
+    verdicts with a candidate by simple random sampling without replacement, every
+    candidate of each (the parser's dropped ones too)."""
+    with_candidate = np.unique(d["g"])
+    return np.isin(d["g"], rng.choice(with_candidate, size=n, replace=False))
 
 
 def band_queue(d: dict[str, np.ndarray], rng: np.random.Generator, n: int = 1 << 30,
@@ -159,17 +176,30 @@ def replicate(r: int, n_verdicts: int, n_boot: int, truth: tuple[float, float],
                     for m, true_curve in curve.items():
                         lo = res.band[f"{m}_band_low"].to_numpy()
                         hi = res.band[f"{m}_band_high"].to_numpy()
+                        on = ~np.isnan(lo)  # the band's domain
                         row[f"{name}_{m}_band_covered"] = bool(
-                            ((lo <= true_curve) & (true_curve <= hi)).all())
+                            ((lo <= true_curve) & (true_curve <= hi))[on].all())
+                        row[f"{name}_{m}_band_domain"] = int(on.sum())
                         row[f"{name}_{m}_pointwise_all"] = bool(
-                            ((res.table[f"{m}_low"] <= true_curve)
-                             & (true_curve <= res.table[f"{m}_high"])).all())
+                            ((res.table[f"{m}_low"].to_numpy() <= true_curve)
+                             & (true_curve <= res.table[f"{m}_high"].to_numpy()))[on].all())
                 for m, true, own in zip(("precision", "recall"), truth, finite, strict=True):
                     row[f"{name}_{m}"] = float(b[m])
                     row[f"{name}_{m}_covered"] = _covers(b, m, true)
                     row[f"{name}_{m}_covers_finite"] = _covers(b, m, own)
                     row[f"{name}_{m}_width"] = float(b[f"{m}_high"] - b[f"{m}_low"])
             rows.append(row)
+        on = whole_queue(d, rng)
+        data = labels_ppi(auto, _run_truth(d, np.where(on, d["y"], 0), on))
+        assert data is not None
+        b = ppi_bootstrap(data, thresholds=[THRESHOLD], n_boot=n_boot, random_state=r,
+                          snap=False).table.iloc[0]
+        row = {"replicate": r, "design": "queue whole verdicts", "n": WHOLE}
+        for m, true in zip(("precision", "recall"), truth, strict=True):
+            row[f"ppi_{m}"] = float(b[m])
+            row[f"ppi_{m}_covered"] = _covers(b, m, true)
+            row[f"ppi_{m}_width"] = float(b[f"{m}_high"] - b[f"{m}_low"])
+        rows.append(row)
         band = band_queue(d, rng)
         gold = _run_truth(d, np.where(band, d["y"], 0), band)
         row = {"replicate": r, "design": "queue band", "n": int(band.sum())}
@@ -212,9 +242,11 @@ def readme_table(df: pd.DataFrame) -> str:
         if "ppi_precision_band_covered" in d:
             band = " / ".join(_cov(d, f"ppi_{m}_band_covered")
                               for m in ("precision", "recall", "f1"))
+            domain = " / ".join(f"{d[f'ppi_{m}_band_domain'].mean():.1f}"
+                                for m in ("precision", "recall", "f1"))
             points = " / ".join(f"{d[f'ppi_{m}_pointwise_all'].mean():.3f}"
                                 for m in ("precision", "recall", "f1"))
-            bands.append(f"| {n} verdicts | {len(d)} | {band} | {points} |")
+            bands.append(f"| {n} verdicts | {len(d)} | {band} | {domain} | {points} |")
         lines.append(
             f"| (a) whole verdicts, SRS | {n} verdicts | {len(d)} "
             f"| {_cov(d, 'ppi_precision_covered')} / {_cov(d, 'ppi_recall_covered')} "
@@ -228,6 +260,14 @@ def readme_table(df: pd.DataFrame) -> str:
         f"| {_cov(clipped, 'ppi_precision_covered')} / {_cov(clipped, 'ppi_recall_covered')} "
         f"| {_cov(clipped, 'classic_precision_covered')} / "
         f"{_cov(clipped, 'classic_recall_covered')} | - | - |")
+    queued = df[df["design"] == "queue whole verdicts"]
+    if len(queued):
+        lines.append(
+            f"| (b) queue, whole verdicts (`--whole-verdicts`) | {WHOLE} verdicts "
+            f"| {len(queued)} | {_cov(queued, 'ppi_precision_covered')} / "
+            f"{_cov(queued, 'ppi_recall_covered')} | - "
+            f"| {queued['ppi_precision_width'].mean():.3f} / "
+            f"{queued['ppi_recall_width'].mean():.3f} | - |")
     band = df[df["design"] == "queue band"]
     if len(band):
         lines.append(
@@ -237,8 +277,10 @@ def readme_table(df: pd.DataFrame) -> str:
             f"{_cov(band, 'old_recall_covered')}) | - | - | - |")
     if bands:
         lines += ["", f"| whole verdicts | replicates | simultaneous band holds the whole "
-                  f"true curve ({GRID[0]:.2f} to {GRID[-1]:.2f}) P / R / F1 | pointwise "
-                  "intervals hold it all P / R / F1 |", "|---|---|---|---|", *bands]
+                  f"true curve over its domain ({len(GRID)} thresholds, {GRID[0]:.2f} to "
+                  f"{GRID[-1]:.2f}) P / R / F1 | thresholds in the domain P / R / F1 "
+                  "| pointwise intervals hold it all there P / R / F1 |",
+                  "|---|---|---|---|---|", *bands]
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate import _bootstrap
 from truss_lab.evaluate._bootstrap import (
     BootstrapResult,
+    band_domain,
     bootstrap_metrics,
     percentile_interval,
     simultaneous_band,
@@ -277,10 +278,25 @@ def test_the_simultaneous_band_holds_the_curve_where_pointwise_intervals_hold_a_
     # 95 % of the replicates lie inside the band at every threshold at once.
     inside = ((values >= b_lo) & (values <= b_hi)).all(axis=1).mean()
     assert 0.94 <= inside <= 0.96
+    # Over a domain: NaN outside it, and the level is that of the domain's thresholds.
+    domain = np.arange(20) < 5
+    d_lo, d_hi = simultaneous_band(values, point, lo, hi, 0.95, domain)
+    assert np.isnan(d_lo[~domain]).all() and np.isnan(d_hi[~domain]).all()
+    assert (d_hi - d_lo)[1:5].max() < (b_hi - b_lo)[1:5].min()  # fewer thresholds: narrower
     # The band of a run: every threshold of the grid, as many as the table's.
     y, s, g = (rng.random(600) < 0.5).astype(np.uint8), rng.random(600), np.arange(600) // 3
-    res = bootstrap_metrics(y, s, g, thresholds=[0.2, 0.5, 0.8], n_boot=200)
-    assert res.band is not None and len(res.band) == 3
+    res = bootstrap_metrics(y, s, g, thresholds=[0.2, 0.5, 0.8, 0.999], n_boot=200)
+    assert res.band is not None and len(res.band) == 4
     for m in ("precision", "recall", "f1"):
-        assert (res.band[f"{m}_band_low"] <= res.table[f"{m}_low"]).all()
-        assert (res.band[f"{m}_band_high"] >= res.table[f"{m}_high"]).all()
+        assert (res.band[f"{m}_band_low"][:3] <= res.table[f"{m}_low"][:3]).all()
+        assert (res.band[f"{m}_band_high"][:3] >= res.table[f"{m}_high"][:3]).all()
+    # 0.999 keeps one lesson or none: fewer than BAND_MIN_SUPPORT true ones, no band.
+    assert res.band.iloc[3][["precision_band_low", "recall_band_high"]].isna().all()
+
+
+def test_the_band_domain_asks_each_side_of_a_ratio_for_enough_lessons():
+    tp, fp, fn = np.array([3, 10, 40, 40]), np.array([0, 0, 2, 30]), np.array([80, 70, 9, 10])
+    d = band_domain(tp, fp, fn, min_support=10)
+    assert d["precision"].tolist() == [False, True, True, True]
+    assert d["recall"].tolist() == [False, True, False, True]  # 9 misses: too few
+    assert d["f1"].tolist() == [False, True, True, True]

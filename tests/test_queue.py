@@ -22,7 +22,12 @@ from tests.builders.cli import invoke
 from tests.builders.profiles import examples
 from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
-from truss_lab.evaluate._queue import DEFAULT_BAND, MIN_LABELLED_VERDICTS, labelling_queue
+from truss_lab.evaluate._queue import (
+    DEFAULT_BAND,
+    MIN_LABELLED_VERDICTS,
+    labelling_queue,
+    whole_verdict_queue,
+)
 from truss_lab.evaluate._runs import choose_run_threshold
 from truss_lab.evaluate._truth import labelled_candidates
 from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
@@ -347,6 +352,59 @@ def test_ingest_labels_counts_blank_rows_in_python(db: Path, tmp_path: Path) -> 
 
 
 # -- the command line ---------------------------------------------------------------------
+
+
+# -- whole verdicts (issue 36 item 1: the labels a correction of a judge can use) ----------
+
+
+def test_whole_verdicts_list_every_candidate_of_verdicts_drawn_at_random(store: Store) -> None:
+    q = whole_verdict_queue(store, PARA, n_verdicts=25, random_state=4)
+    info = q.attrs["queue"]
+    lc = labelled_candidates(store, PARA, valid_only=False)
+    population = lc["verdict_hash"].nunique()
+    assert (info["n_verdicts"], info["population"]) == (25, population)
+    assert info["inclusion_probability"] == 25 / population
+    assert set(q["verdict_hash"]) == set(info["verdicts"]) and len(info["verdicts"]) == 25
+    # Every candidate of each drawn verdict without a truth yet (the paraphraser's only
+    # labels are those lent by equal texts), any salience, the parser's dropped ones too;
+    # none of another verdict.
+    mine = lc[lc["verdict_hash"].isin(info["verdicts"]) & ~lc["labelled"].astype(bool)]
+    assert len(q) == len(mine) and list(q.columns) == list(QUEUE_FIELDS)
+    assert q["salience"].isna().sum() == (~mine["valid"].astype(bool)).sum()
+    assert q["salience"].min() < 0.6 or q["salience"].max() > 0.8
+    again = whole_verdict_queue(store, PARA, n_verdicts=25, random_state=4)
+    assert again.equals(q)
+    other = whole_verdict_queue(store, PARA, n_verdicts=25, random_state=5)
+    assert set(other["verdict_hash"]) != set(q["verdict_hash"])
+    # The good run is labelled whole already: nothing left to ask.
+    assert whole_verdict_queue(store, GOOD, n_verdicts=25).empty
+
+
+def test_cli_whole_verdicts_write_the_queue_and_its_draw(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "whole.csv"
+    code, text = _cli("queue", PARA, "--db", str(db), "--out", str(out), "--whole-verdicts",
+                      "--n-verdicts", "12")
+    assert code == 0, text
+    assert "on 12 verdict(s) drawn at random" in text and "--correct ppi" in text
+    rows = _rows(out)
+    draw = json.loads(Path(f"{out}.json").read_text(encoding="utf-8"))
+    assert {r["verdict_hash"] for r in rows} == set(draw["verdicts"])
+    assert draw["kind"] == "whole-verdicts" and draw["n_rows"] == len(rows)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--whole-verdicts"], "--whole-verdicts needs --n-verdicts"),
+    (["--whole-verdicts", "--n-verdicts", "5", "--per-verdict", "1"],
+     "--per-verdict is for --kind label, not --whole-verdicts"),
+    (["--whole-verdicts", "--n-verdicts", "5", "--kind", "match"],
+     "--whole-verdicts is for --kind label"),
+])
+def test_cli_whole_verdicts_refuse_what_does_not_apply(db: Path, tmp_path: Path,
+                                                       args: list[str], message: str) -> None:
+    out = tmp_path / "q.csv"
+    code, text = _cli("queue", PARA, "--db", str(db), "--out", str(out), *args)
+    assert code == 2 and message in text and "Traceback" not in text
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [

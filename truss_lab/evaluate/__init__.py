@@ -65,7 +65,7 @@ if typing.TYPE_CHECKING:
     )
     from ._objective import Objective
     from ._ppi import PeopleMatcher, PPIData, ppi_bootstrap, ppi_data, ppi_sweep
-    from ._queue import labelling_queue, match_queue
+    from ._queue import labelling_queue, match_queue, whole_verdict_queue
     from ._runs import (
         RunEvaluation,
         bootstrap_run,
@@ -161,4 +161,5 @@ __all__ = [
     "sweep_run",
     "transfer_report",
     "verdict_kfold",
+    "whole_verdict_queue",
 ]

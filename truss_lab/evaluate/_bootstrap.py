@@ -25,6 +25,7 @@ import html
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -44,11 +45,14 @@ from truss_lab.evaluate._sweep import (
 
 __all__ = [
     "BAND_METRICS",
+    "BAND_MIN_SUPPORT",
     "BOOT_METRICS",
     "DEFAULT_N_BOOT",
     "SMALL_SAMPLE_VERDICTS",
     "STREAMS",
     "BootstrapResult",
+    "band_domain",
+    "band_level",
     "band_table",
     "bootstrap_metrics",
     "seed_streams",
@@ -305,35 +309,80 @@ class ReplicateCounts:
         return obj.best_index(self.kept, self.tp, self.n_pos, self.n_verdicts, self.judged)
 
 
-def simultaneous_band(values: np.ndarray, point: np.ndarray, low: np.ndarray,
-                      high: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """A band that holds a whole curve at ``confidence``, not one threshold's value.
+BAND_MIN_SUPPORT = 10
+"""The fewest lessons of the sample (the people's, when corrected) a ratio needs at a
+threshold for the simultaneous band to hold it there (:func:`band_domain`). Where fewer
+carry it, the bootstrap cannot see its spread: 30 verdicts hold one or two lessons kept
+at 0.95, and the positives a low threshold misses are the parser's few dropped ones; on
+``scripts/ppi_design_coverage.py`` the replicates' standard deviation there was a half
+to a third of the estimate's error, and a band over 0.05-0.95 held the whole curve in
+0.50 of 30-verdict samples. Ten is where its coverage of the whole true curve over the
+domain reached the nominal level at 30, 60 and 100 verdicts (docs/explanation/ppi.md)."""
 
-    ``values``: the replicates (replicates x thresholds) of one metric, ``point`` its
-    curve, ``low``/``high`` its pointwise interval. The max-|t| band of the verdict
+
+def band_domain(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray,
+                min_support: int = BAND_MIN_SUPPORT) -> dict[str, np.ndarray]:
+    """Where the simultaneous band holds each metric of :data:`BAND_METRICS` (bool per
+    threshold): the sample's own counts there, true kept ``tp``, false kept ``fp``, true
+    not kept ``fn`` (the people's, when corrected), give it at least ``min_support``
+    lessons on each side its uncertainty rests on. Precision: ``tp`` (a precision of
+    few kept lessons is a handful of labels; its false ones may be none: Wilson's
+    interval takes that); recall: ``tp`` and ``fn`` (below 0.3 the misses are a few
+    dropped lessons, and the correction leans on the automated truth's count of them);
+    F1: ``tp`` and ``fp + fn``."""
+    tp, fp, fn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn))
+    return {"precision": tp >= min_support,
+            "recall": (tp >= min_support) & (fn >= min_support),
+            "f1": (tp >= min_support) & (fp + fn >= min_support)}
+
+
+def band_level(values: np.ndarray, point: np.ndarray, confidence: float,
+               domain: np.ndarray) -> float:
+    """The pointwise level at which each threshold's interval, taken over ``domain``,
+    holds the whole curve at ``confidence``: the max-|t| statistic of the verdict
     bootstrap (as for ROC confidence bands: Campbell 1994; Macskassy, Provost and
-    Rosset 2005): each replicate's largest standardised distance from the curve over
-    the thresholds where the replicates spread, ``max_t |v_bt - p_t| / sd_t``; its
-    ``confidence`` quantile ``c``; the band ``p_t ± c sd_t``, clipped to [0, 1] and
-    never narrower than the pointwise interval (where the replicates do not spread,
-    it is that interval). NaN where the point is."""
+    Rosset 2005; Montiel Olea and Plagborg-Moller 2019's sup-t band), each replicate's
+    largest standardised distance from the curve over the domain, ``max_t |v_bt - p_t|
+    / sd_t``; its ``confidence`` quantile ``c`` is turned into the normal level ``2
+    Phi(c) - 1``. ``confidence`` itself where no threshold of the domain spreads."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
         sd = np.nanstd(values, axis=0, ddof=1)
+    ok = np.asarray(domain, dtype=bool) & np.isfinite(sd) & (sd > 1e-12) & np.isfinite(point)
+    if not ok.any():
+        return float(confidence)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a replicate all NaN
+        worst = np.nanmax(np.abs(values[:, ok] - point[ok]) / sd[ok], axis=1)
+    worst = worst[np.isfinite(worst)]
+    if not len(worst):
+        return float(confidence)
+    c = float(np.quantile(worst, confidence))
+    return float(min(max(2 * NormalDist().cdf(c) - 1, confidence), 1 - 1e-12))
+
+
+def simultaneous_band(values: np.ndarray, point: np.ndarray, low: np.ndarray,
+                      high: np.ndarray, confidence: float, domain: np.ndarray | None = None,
+                      interval: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """A band that holds a whole curve at ``confidence``, not one threshold's value.
+
+    ``values``: the replicates (replicates x thresholds) of one metric, ``point`` its
+    curve, ``low``/``high`` its pointwise interval, ``domain`` (bool per threshold,
+    default all; :func:`band_domain`) where the band holds. Each threshold's own
+    interval taken at the simultaneous level of :func:`band_level`: ``interval(level)``
+    gives ``(low, high)`` at a level (default the percentile interval of ``values``;
+    the corrected metrics pass their Wilson interval), never narrower than the
+    pointwise interval. NaN outside the domain and where the point is."""
     point = np.asarray(point, dtype=np.float64)
-    ok = np.isfinite(sd) & (sd > 1e-12) & np.isfinite(point)
-    lo, hi = np.array(low, dtype=np.float64), np.array(high, dtype=np.float64)
-    if ok.any():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a replicate all NaN
-            worst = np.nanmax(np.abs(values[:, ok] - point[ok]) / sd[ok], axis=1)
-        worst = worst[np.isfinite(worst)]
-        if len(worst):
-            c = float(np.quantile(worst, confidence))
-            lo[ok] = np.fmin(lo[ok], np.clip(point[ok] - c * sd[ok], 0.0, 1.0))
-            hi[ok] = np.fmax(hi[ok], np.clip(point[ok] + c * sd[ok], 0.0, 1.0))
-    nan = np.isnan(point)
-    return np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
+    dom = (np.ones(len(point), dtype=bool) if domain is None
+           else np.asarray(domain, dtype=bool)) & np.isfinite(point)
+    level = band_level(values, point, confidence, dom)
+    if interval is None:
+        lo, hi = percentile_interval(values, level)
+    else:
+        lo, hi = interval(level)
+    lo, hi = np.fmin(lo, low), np.fmax(hi, high)
+    return np.where(dom, lo, np.nan), np.where(dom, hi, np.nan)
 
 
 def band_table(thr: np.ndarray, inverse: np.ndarray,
@@ -431,8 +480,10 @@ class BootstrapResult:
     band: pd.DataFrame | None = field(default=None, repr=False)
     """The simultaneous band over the grid (:func:`simultaneous_band`): ``threshold``
     and, for each metric of :data:`BAND_METRICS`, ``m_band_low``/``m_band_high``, in
-    :attr:`table`'s order; it holds the whole curve at ``confidence``, where each
-    interval of :attr:`table` holds one threshold's value."""
+    :attr:`table`'s order; it holds the whole curve over its domain at ``confidence``,
+    where each interval of :attr:`table` holds one threshold's value. NaN outside the
+    domain (:func:`band_domain`: thresholds where fewer than :data:`BAND_MIN_SUPPORT`
+    lessons of the sample carry the metric)."""
 
     def with_band(self) -> pd.DataFrame:
         """:attr:`table` with the columns of :attr:`band` (the same thresholds, in the
@@ -583,8 +634,9 @@ def bootstrap_metrics(
     reps, replicate_thresholds = _replicates(counter, obj, thr_desc, n_boot, n_groups, rng)
     t_lo, t_hi = percentile_interval(replicate_thresholds[:, None], confidence)
     table = _interval_table(thr, order, point, reps, confidence)
+    domain = band_domain(full.tp[0], full.judged[0] - full.tp[0], full.n_pos[0] - full.tp[0])
     return BootstrapResult(
-        table=table, band=_band_of(table, thr, order, point, reps, confidence),
+        table=table, band=_band_of(table, thr, order, point, reps, confidence, domain),
         objective=obj.describe(),
         threshold=chosen, threshold_low=float(t_lo[0]), threshold_high=float(t_hi[0]),
         replicate_thresholds=replicate_thresholds,
@@ -597,16 +649,16 @@ def bootstrap_metrics(
 
 def _band_of(table: pd.DataFrame, thr: np.ndarray, order: np.ndarray,
              point: dict[str, np.ndarray], reps: dict[str, list[np.ndarray]],
-             confidence: float) -> pd.DataFrame:
-    """:attr:`BootstrapResult.band` of the plain bootstrap (``point`` and ``reps`` in
-    descending order, ``table`` in the grid's)."""
+             confidence: float, domain: dict[str, np.ndarray]) -> pd.DataFrame:
+    """:attr:`BootstrapResult.band` of the plain bootstrap (``point``, ``reps`` and
+    ``domain`` in descending order, ``table`` in the grid's)."""
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     bands = {}
     for name in BAND_METRICS:
         lo, hi = (table[f"{name}_{k}"].to_numpy()[order] for k in ("low", "high"))
         bands[name] = simultaneous_band(np.concatenate(reps[name]), point[name], lo, hi,
-                                        confidence)
+                                        confidence, domain[name])
     return band_table(thr, inverse, bands)
 
 

@@ -72,6 +72,7 @@ from ._bootstrap import (
     BootstrapResult,
     ReplicateCounts,
     as_rng,
+    band_domain,
     band_table,
     check_boot,
     percentile_interval,
@@ -1130,11 +1131,14 @@ def ppi_bootstrap(
     t_lo, t_hi = percentile_interval(replicate_thresholds[:, None], confidence)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
-    units = _people_units(data, thr_desc)
+    people = _people_counts(data, thr_desc)
+    units = _people_units(*people)
+    domain = band_domain(*people)
     cols: dict[str, np.ndarray] = {"threshold": thr}
     bands: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name in _METRICS:
         values = np.concatenate(reps[name])
+        interval_at: Callable[[float], tuple[np.ndarray, np.ndarray]] | None = None
         if interval == "wilson" and name in RATIOS:
             # The spread of the unclipped ratios: clipping at 0 or 1 hides it.
             raw = np.concatenate(reps[f"{name}_raw"])
@@ -1142,17 +1146,26 @@ def ppi_bootstrap(
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
                 var = np.nanvar(values, axis=0, ddof=1)
                 var_raw = np.nanvar(raw, axis=0, ddof=1)
-            lo, hi = ratio_interval(point[name], raw_point[name], var, var_raw, units[name],
-                                    len(sampled), confidence, fixed=bool(lam))
+
+            def interval_at(level: float, name: str = name, var: np.ndarray = var,
+                            var_raw: np.ndarray = var_raw) -> tuple[np.ndarray, np.ndarray]:
+                return ratio_interval(point[name], raw_point[name], var, var_raw,
+                                      units[name], len(sampled), level, fixed=bool(lam))
+
+            lo, hi = interval_at(confidence)
         else:
             lo, hi = percentile_interval(values, confidence)
+            if name in RATIOS:  # the band's at its level: of the clipped replicates
+                def interval_at(level: float, values: np.ndarray = values
+                                ) -> tuple[np.ndarray, np.ndarray]:
+                    return percentile_interval(values, level)
         if name in BAND_METRICS:
-            # The band's spread is that of the unclipped replicates, around the
-            # unclipped curve (clipping hides it at 0 and 1).
+            # The band's level from the spread of the unclipped replicates around the
+            # unclipped curve (clipping hides it at 0 and 1); each threshold's own
+            # interval at that level.
             bands[name] = simultaneous_band(np.concatenate(reps[f"{name}_raw"]),
-                                            raw_point[name], lo, hi, confidence)
-            bands[name] = (np.fmin(bands[name][0], np.clip(point[name], 0, 1)),
-                           np.fmax(bands[name][1], np.clip(point[name], 0, 1)))
+                                            raw_point[name], lo, hi, confidence,
+                                            domain[name], interval_at)
         cols[name] = point[name][inverse]
         cols[f"{name}_low"] = lo[inverse]
         cols[f"{name}_high"] = hi[inverse]
@@ -1168,14 +1181,23 @@ def ppi_bootstrap(
     )
 
 
-def _people_units(data: PPIData, thr_desc: np.ndarray) -> dict[str, np.ndarray]:
-    """Per ratio the people's own count behind it at each threshold (descending): the
-    judged kept lessons (precision), the positives (recall), their mean (F1)."""
+def _people_counts(data: PPIData, thr_desc: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The people's own lessons at each threshold (descending), unweighted: ``(tp, fp,
+    fn)``, kept true, kept judged not true, and true not kept (dropped ones too)."""
     yh, jh = data.y_human.astype(bool), data.judged_human.astype(bool)
-    judged, _ = _weighted_at(data.s_human[jh], np.ones(int(jh.sum())), thr_desc)
+    (tp, judged), _ = _weighted_at_many(
+        [(data.s_human[yh], np.ones(int(yh.sum()))),
+         (data.s_human[jh], np.ones(int(jh.sum())))], thr_desc)
     pos = float(np.count_nonzero(yh))
-    return {"precision": judged, "recall": np.full(len(thr_desc), pos),
-            "f1": (judged + pos) / 2}
+    return tp, judged - tp, pos - tp
+
+
+def _people_units(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> dict[str, np.ndarray]:
+    """Per ratio the people's own count behind it at each threshold (:func:`_people_counts`):
+    the judged kept lessons (precision), the positives (recall), their mean (F1)."""
+    judged, pos = tp + fp, tp + fn
+    return {"precision": judged, "recall": pos, "f1": (judged + pos) / 2}
 
 
 # ------------------------------------------------------------------- the two truths of a run

@@ -21,6 +21,17 @@ dealt round-robin (each verdict's lesson nearest the centre first, then its
 second...), at most ``per_verdict`` per verdict, so the first rows cover as many
 verdicts as possible. Each row carries the verdict's goal, summary and checks.
 
+Such labels check a judge and feed the labels truth, but they label verdicts in part
+(a band, at most ``per_verdict`` of each), so a prediction-powered correction of a
+judge refuses them (:func:`~truss_lab.evaluate._ppi.partial_labels`). **Whole
+verdicts** (:func:`whole_verdict_queue`, ``truss-lab queue --whole-verdicts``) are
+what it needs: ``n_verdicts`` verdicts drawn by simple random sampling without
+replacement (seeded) from the run's verdicts with a candidate, and every candidate
+of each listed together, the valid ones the judge labels and those the parser
+dropped (a useful one is a miss, counted in recall's denominator), whatever their
+salience. ``attrs["queue"]`` records the population and each verdict's inclusion
+probability, as the match queue does.
+
 **The match queue** (:func:`match_queue`, Formats §5) asks people which reference
 each lesson expresses, to check a matcher and to correct reference-based estimates.
 It draws ``n_verdicts`` verdicts by simple random sampling without replacement
@@ -55,7 +66,7 @@ from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
 from ._runs import AUTO_FOLDS, MIN_FOLD_VERDICTS, choose_run_threshold
 from ._truth import labelled_candidates, run_labels
 
-__all__ = ["DEFAULT_BAND", "labelling_queue", "match_queue"]
+__all__ = ["DEFAULT_BAND", "labelling_queue", "match_queue", "whole_verdict_queue"]
 
 #: Half-width of the band around the ADR default used when the run has too few labels.
 DEFAULT_BAND = 0.10
@@ -249,6 +260,92 @@ def labelling_queue(
         "n_boot": n_boot if info["source"] == "bootstrap" else None,
         "random_state": random_state if not isinstance(random_state, np.random.Generator)
         else None,
+    }
+    return out
+
+
+def whole_verdict_queue(store: Store, run_id: str, *, n_verdicts: int,
+                        annotator: str | None = None, random_state: Any = 0) -> pd.DataFrame:
+    """Every candidate of ``n_verdicts`` verdicts of ``run_id`` drawn at random, to label
+    whole: the labels a prediction-powered correction of a judge can use (module
+    docstring).
+
+    The population is the run's verdicts with a candidate (those a correction's
+    inclusion probability counts); ``n_verdicts`` of them are drawn without replacement
+    (seeded by ``random_state``), each with probability ``n_verdicts / population``, and
+    every candidate of each is listed (valid or dropped by the parser, any salience),
+    by verdict seq and lesson index, but those already labelled (a direct label or an
+    even split: the verdict is then whole once the rest is) and, with ``annotator``,
+    those that annotator labelled. Fewer verdicts than ``n_verdicts``: all of them.
+
+    Parameters
+    ----------
+    store : Store
+        The database the run is in.
+    run_id : str
+        The run whose verdicts are drawn.
+    n_verdicts : int
+        How many verdicts to draw (at least 1).
+    annotator : str, optional
+        Written into the annotator column; lessons this annotator labelled are left out.
+    random_state : int or numpy.random.Generator, default 0
+        Seed of the draw: the same seed lists the same verdicts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :data:`~truss_lab.ingest._labels.QUEUE_FIELDS` (``useful``
+        empty), by verdict seq and lesson index; ``frame.attrs["queue"]`` records the
+        run, the seed, the population, the verdicts drawn and their
+        ``inclusion_probability``.
+
+    Raises
+    ------
+    BadInputError
+        An unknown run, a run without candidates, ``n_verdicts`` below 1 or an empty
+        annotator.
+    """
+    n_verdicts = _count(n_verdicts, "n_verdicts")
+    if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):
+        raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
+                            field="annotator")
+    rng = as_rng(random_state)
+    run_info(store, run_id)  # an unknown run is an error naming the recent ones
+    lc = labelled_candidates(store, run_id, valid_only=False)
+    if lc.empty:
+        raise BadInputError(f"run {run_id!r} has no candidate to label", field="run_id")
+    population = lc.drop_duplicates("verdict_hash").sort_values("verdict_seq", kind="stable")
+    hashes = population["verdict_hash"].astype(str).to_numpy(dtype=object)
+    take = min(n_verdicts, len(hashes))
+    drawn = set(rng.choice(hashes, size=take, replace=False).tolist())
+    # A tie is answered (people split evenly): the verdict is whole without it.
+    todo = lc["verdict_hash"].astype(str).isin(drawn).to_numpy() & ~(
+        lc["labelled"].to_numpy(dtype=bool) | lc["tie"].to_numpy(dtype=bool))
+    if annotator is not None:
+        todo &= ~_labelled_by(store, lc, annotator.strip())
+    chosen = lc[todo].sort_values(["verdict_seq", "lesson_index"], kind="stable")
+    ctx = _verdict_context(store, chosen["verdict_hash"])
+    out = chosen.merge(ctx, on="verdict_hash", how="left", validate="many_to_one")
+    out = out.assign(
+        extractor=out["extractor_id"],
+        useful=pd.array([pd.NA] * len(out), dtype="Int8"),
+        annotator=annotator.strip() if annotator is not None else "",
+        run_id=run_id,
+    )
+    for c in ("verdict", "goal", "summary", "checks", "text"):
+        out[c] = out[c].fillna("").astype(str)
+    out = out[list(QUEUE_FIELDS)].reset_index(drop=True)
+    for c in ("lesson_index", "verdict_seq", "n_annotators"):
+        out[c] = out[c].astype("int64")
+    order = population[population["verdict_hash"].astype(str).isin(drawn)]
+    out.attrs["queue"] = {
+        "kind": "whole-verdicts", "run_id": run_id, "n_verdicts": take,
+        "n_verdicts_asked": n_verdicts, "population": len(hashes),
+        "inclusion_probability": take / len(hashes), "n_rows": len(out),
+        "n_rows_verdicts": int(out["verdict_hash"].nunique()), "annotator": annotator,
+        "random_state": random_state if not isinstance(random_state, np.random.Generator)
+        else None,
+        "verdicts": order["verdict_hash"].astype(str).tolist(),
     }
     return out
 

@@ -328,7 +328,8 @@ class SweepDisplay:
             This display. It sets ``ax_``, ``ax2_`` (secondary axis), ``figure_``,
             ``lines_`` (by metric), ``bands_`` (by metric, when ``intervals`` has
             them, drawn over the thresholds the lines span; dotted lines bound the
-            simultaneous band where ``intervals`` has ``*_band_low``/``*_band_high``:
+            simultaneous band over its domain where ``intervals`` has
+            ``*_band_low``/``*_band_high``:
             :meth:`~truss_lab.evaluate._bootstrap.BootstrapResult.with_band`),
             ``chance_line_`` (the precision of keeping everything),
             ``threshold_line_`` and ``default_line_`` (when drawn).

@@ -176,7 +176,9 @@ def _choice_options(f: Any) -> Any:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False),
               help="Write the full sweep (every distinct threshold) as CSV, each metric "
                    "with its interval (*_low, *_high) and precision, recall and F1 with "
-                   "the simultaneous band over the thresholds (*_band_low, *_band_high).")
+                   "the simultaneous band over the thresholds (*_band_low, *_band_high; "
+                   "blank where fewer than 10 labelled lessons carry the metric: "
+                   "docs/explanation/ppi.md).")
 @_truth_option
 @matcher_options
 @_correct_option

@@ -29,7 +29,7 @@ from ...evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
 from ...evaluate._judges import judge_agreement as agreement_of
 from ...evaluate._matches import match_agreement
 from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ...evaluate._queue import DEFAULT_BAND, labelling_queue, match_queue
+from ...evaluate._queue import DEFAULT_BAND, labelling_queue, match_queue, whole_verdict_queue
 from ...extract._limits import DEFAULT_DEADLINE
 from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ...ingest._completions import read_completions
@@ -431,8 +431,14 @@ _LABEL_ONLY = ("n", "per_verdict", "interval", "objective", "n_boot")
               help="label: lessons to label useful or not, where the threshold is chosen. "
                    "match: every lesson of --n-verdicts annotated verdicts drawn at random, "
                    "to match to the verdict's references (docs/how-to/correct-with-people.md).")
+@click.option("--whole-verdicts", is_flag=True, default=False,
+              help="--kind label: every candidate of --n-verdicts verdicts drawn at random "
+                   "(any salience, the parser's dropped ones too), to label whole: the labels "
+                   "a prediction-powered correction of a judge (--correct ppi) can use; the "
+                   "draw is recorded beside the CSV in OUT.json.")
 @click.option("--n-verdicts", "n_verdicts", default=None, type=click.IntRange(1),
-              help="--kind match: how many verdicts to draw (required there).")
+              help="--kind match and --whole-verdicts: how many verdicts to draw (required "
+                   "there).")
 @option("--n-lessons", "n", default=200, show_default=True, type=click.IntRange(1),
         old=("--n",), help="--kind label: at most this many lessons.")
 @click.option("--per-verdict", default=2, show_default=True, type=click.IntRange(1),
@@ -452,14 +458,17 @@ _LABEL_ONLY = ("n", "per_verdict", "interval", "objective", "n_boot")
                      "queue.")
 @json_option
 @friendly
-def queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | None, n: int,
-          per_verdict: int, annotator: str | None, interval: tuple[float, float] | None,
-          objective: str, n_boot: int, random_state: int, as_json: bool) -> None:
+def queue(db: str, run_id: str, out: str, kind: str, whole_verdicts: bool,
+          n_verdicts: int | None, n: int, per_verdict: int, annotator: str | None,
+          interval: tuple[float, float] | None, objective: str, n_boot: int,
+          random_state: int, as_json: bool) -> None:
     """List lessons for people: to label (--kind label) or to match (--kind match).
 
     label: lessons without a label (or with tied labels) whose salience lies where the
     threshold is being chosen, spread over verdicts, each with its verdict's goal,
     summary and checks. See docs/how-to/correct-with-people.md.
+    label --whole-verdicts: every candidate of --n-verdicts verdicts drawn at random,
+    the labels that correct a judge (--correct ppi).
     match: every valid lesson of --n-verdicts annotated verdicts drawn at random, with
     the verdict's references to choose from. See docs/how-to/correct-with-people.md.
     \f
@@ -468,8 +477,11 @@ def queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | None, n: 
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
-    if kind == "match":
-        _match_queue(db, run_id, out, n_verdicts, annotator, random_state, as_json)
+    if kind == "match" or whole_verdicts:
+        if kind == "match" and whole_verdicts:
+            raise BadInputError("--whole-verdicts is for --kind label (a match queue lists "
+                                "whole verdicts already)", field="--whole-verdicts")
+        _drawn_queue(db, run_id, out, kind, n_verdicts, annotator, random_state, as_json)
         return
     if n_verdicts is not None:
         raise BadInputError("--n-verdicts is for --kind match; --kind label takes --n-lessons",
@@ -493,39 +505,56 @@ def queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | None, n: 
     emit(info, as_json, text)
 
 
-def _match_queue(db: str, run_id: str, out: str, n_verdicts: int | None,
+def _drawn_queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | None,
                  annotator: str | None, random_state: int, as_json: bool) -> None:
-    """``queue --kind match``: the CSV and, beside it, ``OUT.json`` recording the draw."""
+    """``queue --kind match`` and ``queue --whole-verdicts``: every lesson of verdicts drawn
+    at random; the CSV and, beside it, ``OUT.json`` recording the draw."""
+    what = "--kind match" if kind == "match" else "--whole-verdicts"
     ctx = click.get_current_context()
     given = [option_given(p, f"--{p.replace('_', '-')}") for p in _LABEL_ONLY
              if ctx.get_parameter_source(p) is not click.core.ParameterSource.DEFAULT
              or f"truss_lab.given.{p}" in ctx.meta]  # --n-lessons, or its old --n
     if given:
-        raise BadInputError(f"{', '.join(given)} is for --kind label, not --kind match",
+        raise BadInputError(f"{', '.join(given)} is for --kind label, not {what}",
                             field=given[0])
     if n_verdicts is None:
-        raise BadInputError("--kind match needs --n-verdicts N (how many verdicts to draw)",
+        raise BadInputError(f"{what} needs --n-verdicts N (how many verdicts to draw)",
                             field="--n-verdicts")
     meta = f"{out}.json"
     check_output_file(out, field="--out")
     check_output_file(meta, field="--out")
     with open_store(db, read_only=True, must_exist=True) as store:
-        frame = match_queue(store, run_id, n_verdicts=n_verdicts, annotator=annotator,
-                            random_state=random_state)
+        if kind == "match":
+            frame = match_queue(store, run_id, n_verdicts=n_verdicts, annotator=annotator,
+                                random_state=random_state)
+        else:
+            frame = whole_verdict_queue(store, run_id, n_verdicts=n_verdicts,
+                                        annotator=annotator, random_state=random_state)
     info = {**frame.attrs["queue"], "out": out, "sidecar": meta}
+    writer = write_match_queue if kind == "match" else write_label_queue
     # The queue and its sidecar together or neither: a queue without its draw's record
     # could not be weighted.
-    write_outputs([(out, lambda tmp: write_match_queue(frame, tmp)),
+    write_outputs([(out, lambda tmp: writer(frame, tmp)),
                    (meta, lambda tmp: tmp.write_text(json.dumps(info, indent=2) + "\n",
                                                      encoding="utf-8"))], field="--out")
-    text = (f"{out}: {info['n_rows']} lesson(s) of run {run_id} on {info['n_verdicts']} "
-            f"verdict(s) drawn at random (seed {random_state}) from {info['population']} "
-            f"annotated verdict(s) with lessons; the draw is recorded in {meta}\n"
-            f"next: replace each `?` in reference_id with a reference id from `references` "
-            f"(or leave it empty: none of them), fill in `annotator`, then "
-            f"`truss-lab ingest match-labels {out} --db {db}`")
+    if kind == "match":
+        text = (f"{out}: {info['n_rows']} lesson(s) of run {run_id} on {info['n_verdicts']} "
+                f"verdict(s) drawn at random (seed {random_state}) from {info['population']} "
+                f"annotated verdict(s) with lessons; the draw is recorded in {meta}\n"
+                f"next: replace each `?` in reference_id with a reference id from "
+                f"`references` (or leave it empty: none of them), fill in `annotator`, then "
+                f"`truss-lab ingest match-labels {out} --db {db}`")
+    else:
+        text = (f"{out}: {info['n_rows']} lesson(s) of run {run_id}, every one without a "
+                f"label on {info['n_verdicts']} verdict(s) drawn at random (seed "
+                f"{random_state}) from the {info['population']} with a candidate; the draw "
+                f"is recorded in {meta}\n"
+                f"next: fill in `useful` (1 or 0) on every row and `annotator`, then "
+                f"`truss-lab ingest labels {out} --db {db}`: whole verdicts, which "
+                f"--correct ppi can use")
     if info["n_verdicts"] < n_verdicts:
-        text += (f"\nonly {info['n_verdicts']} matchable verdict(s), fewer than the "
+        kinds = "matchable" if kind == "match" else "candidate-holding"
+        text += (f"\nonly {info['n_verdicts']} {kinds} verdict(s), fewer than the "
                  f"{n_verdicts} asked: all listed")
     emit(info, as_json, text)
 
