@@ -78,7 +78,8 @@ from ._bootstrap import (
     percentile_interval,
     simultaneous_band,
 )
-from ._objective import DEFAULT_OBJECTIVE, Objective, make_objective
+from ._defaults import DEFAULT_OBJECTIVE, Correction
+from ._objective import Objective, make_objective
 from ._sweep import (
     UndefinedMetricWarning,
     as_labels,
@@ -89,11 +90,7 @@ from ._sweep import (
     snap_thresholds,
     threshold_counts,
 )
-
-# What correct= accepts is part of the truth a run is judged by (_truth.Truth).
 from ._truth import (
-    CORRECTIONS,
-    Correction,
     ReferenceTruth,
     RunTruth,
     check_correct,
@@ -101,8 +98,6 @@ from ._truth import (
 )
 
 __all__ = [
-    "CORRECTIONS",
-    "CORRECT_HELP",
     "PEOPLE_MATCH_THRESHOLD",
     "RATIOS",
     "Correction",
@@ -125,12 +120,6 @@ __all__ = [
     "t_quantile",
     "wilson_interval",
 ]
-
-CORRECT_HELP = ("Correct the automated truth (matcher or judge) with the people's answers: "
-                "ppi (prediction-powered: automated count over all annotated verdicts plus "
-                "the people-minus-automated correction on the verdicts people answered for), "
-                "none, or auto (ppi when people answered for some of the run's verdicts). "
-                "See docs/explanation/ppi.md.")
 
 #: Metrics :func:`ppi_bootstrap` gives intervals for, as the plain bootstrap does.
 _METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
@@ -174,6 +163,9 @@ class PPIData:
     verdicts: np.ndarray = field(repr=False)
     sampled: np.ndarray = field(repr=False)
     inv_pi: np.ndarray = field(repr=False)
+    auto_codes: np.ndarray | None = field(default=None, repr=False)
+    """Each automated row's index into :attr:`verdicts`, when :func:`ppi_data` found the
+    population from the rows (one hash of their verdicts gives both); else None."""
 
     @property
     def n_verdicts(self) -> int:
@@ -194,6 +186,12 @@ class PPIData:
         """``(rows, inv_pi)``: the automated rows of sampled verdicts (bool) and, for
         each of those, its verdict's 1 / inclusion probability. Hashes the rows' verdicts
         once against the (small) sample, never the population: the sweep's cost."""
+        if self.auto_codes is not None:
+            # Each verdict's place in the sample (-1: not sampled), read per row by its
+            # code: the rows' verdicts are not hashed again.
+            at = self._sample_index.get_indexer(self.verdicts).take(self.auto_codes)
+            rows = at >= 0
+            return rows, self.inv_pi[at[rows]]
         rows = pd.Series(self.groups_auto, dtype=object).isin(self._sample_index).to_numpy()
         at = self._sample_index.get_indexer(self.groups_auto[rows])
         return rows, self.inv_pi[at]
@@ -210,7 +208,8 @@ class PPIData:
         index = pd.Index(self.verdicts, dtype=object)
         inv = np.zeros(len(index))
         inv[index.get_indexer(self.sampled)] = self.inv_pi
-        auto = index.get_indexer(self.groups_auto).astype(np.int64)
+        auto = (self.auto_codes if self.auto_codes is not None
+                else index.get_indexer(self.groups_auto).astype(np.int64))
         if (auto < 0).any():
             bad = int(np.flatnonzero(auto < 0)[0])
             raise BadInputError(f"verdict {self.groups_auto[bad]!r} at position {bad} is not "
@@ -297,8 +296,12 @@ def ppi_data(
     check_lengths(y_human=yh, s_human=sh, groups_human=gh)
     ja = _judged(judged_auto, len(ya), "judged_auto")
     jh = _judged(judged_human, len(yh), "judged_human")
+    codes = None
     if verdicts is None:
-        pop = pd.unique(ga)
+        # The population and each row's place in it from one hash of the rows' verdicts
+        # (as pd.unique: in order of appearance, a missing value one verdict of its own).
+        codes, pop = pd.factorize(ga, use_na_sentinel=False)
+        codes = codes.astype(np.int64, copy=False)
     else:
         # Rows outside ``verdicts`` are refused by :attr:`PPIData.codes` (the bootstrap,
         # which indexes every row anyway), not here: hashing every row against the
@@ -310,7 +313,11 @@ def ppi_data(
     if len(samp) == 0:
         raise BadInputError("people answered for no verdict of the run: nothing to correct "
                             "with (use correct='none')", field="sampled")
-    _outside(samp, pop, "sampled", "the verdicts evaluated")
+    # Both are distinct: every sampled verdict is in the population when as many of the
+    # population are sampled (one pass over the population against the small sample).
+    if codes is None or np.count_nonzero(
+            pd.Index(samp, dtype=object).get_indexer(pop) >= 0) != len(samp):
+        _outside(samp, pop, "sampled", "the verdicts evaluated")
     _outside(gh, samp, "groups_human", "the sampled verdicts")
     n, n_all = len(samp), len(pop)
     if inclusion_probability is None:
@@ -328,7 +335,8 @@ def ppi_data(
         inv_pi = 1.0 / p
     return PPIData(y_auto=ya & ja, s_auto=sa, judged_auto=ja, groups_auto=ga,
                    y_human=yh & jh, s_human=sh, judged_human=jh, groups_human=gh,
-                   verdicts=np.asarray(pop, dtype=object), sampled=samp, inv_pi=inv_pi)
+                   verdicts=np.asarray(pop, dtype=object), sampled=samp, inv_pi=inv_pi,
+                   auto_codes=codes)
 
 
 def _check_lam(lam: float | None) -> float | None:
@@ -618,8 +626,9 @@ def _weighted_at_many(series: list[tuple[np.ndarray, np.ndarray]], thr_desc: np.
     cumulative sum (each a pass over every threshold)."""
     n_t = len(thr_desc)
     flat, weights = [], []
+    ascending = np.ascontiguousarray(thr_desc[::-1])  # once: a reversed view is copied per call
     for i, (s, w) in enumerate(series):
-        b = n_t - np.searchsorted(thr_desc[::-1], s, side="right")
+        b = n_t - np.searchsorted(ascending, s, side="right")
         b[np.isnan(s)] = n_t
         flat.append(b + i * (n_t + 1))
         weights.append(w)
