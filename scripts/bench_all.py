@@ -165,6 +165,31 @@ def table(rows: list[Fig]) -> str:
     return "\n".join(lines)
 
 
+def _goal(f: Fig) -> str:
+    """``≤ 3, met`` / ``≥ 0.8, not met`` / ``info``: the goal and whether it was met."""
+    if not f.goal:
+        return "info"
+    said = f.goal.replace("<=", "≤").replace(">=", "≥")
+    return f"{said}, {'met' if f.met == 'yes' else 'not met'}" if f.met else said
+
+
+def markdown(rows: list[Fig]) -> str:
+    """The rows as the Markdown table of docs/explanation/performance.md: each figure with
+    its named baseline, the ratio, the goal (met or not) and the load it was taken at."""
+    lines = ["| figure | value | baseline (named) | ratio | goal | load |",
+             "|---|---|---|---|---|---|"]
+    for f in rows:
+        if f.error:
+            lines.append(f"| `{f.bench}` {f.name} | | | | ERROR {f.error} | |")
+            continue
+        base = f"{_cell(f.baseline)} {f.unit} ({f.baseline_name})" if f.baseline is not None \
+            else (f.baseline_name or "")
+        load = "" if f.load is None else f"{f.load:.2f}"
+        lines.append(f"| `{f.bench}` {f.name} | {_cell(f.value)} {f.unit} | {base} | "
+                     f"{_cell(f.ratio)} | {_goal(f)} | {load} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
@@ -201,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
           + (f" (> {cores}: cores were shared, figures are noisy)" if busy else "")
           + f"; thread pools fixed: {' '.join(f'{k}={v}' for k, v in threads.items())}")
     print(table(rows))
+    print("\nThe same rows as the table of docs/explanation/performance.md:\n")
+    print(markdown(rows))
     took = ", ".join(f"{k} {v['seconds']:.0f}s" for k, v in ran.items())
     print(f"\nran: {took}; total "
           f"{total:.0f}s. Ratios are as each benchmark defines them (see its docstring); "

@@ -90,6 +90,12 @@ def test_bench_all_reads_only_result_lines_and_flags_failures() -> None:
     assert bench.figures_of("bench_x.py", 0, "no figures", "")[0].error
     with pytest.raises(ValueError, match="goal"):
         result_line("x", 1.0, "s", goal="0.8")
+    # The docs' table: each figure names its baseline, says its goal met or not, its load.
+    md = bench.markdown(figs).splitlines()
+    assert md[0] == "| figure | value | baseline (named) | ratio | goal | load |"
+    assert md[2].startswith("| `new` verify_chain 200,000 | 27,503 entries/s | 36,459 "
+                            "entries/s (raw x cores) | 0.75 | ≥ 0.8, not met | ")
+    assert "ERROR" in md[3] and len(md) == 4
 
 
 def test_bench_all_fixes_every_benchmarks_thread_pools(monkeypatch) -> None:
