@@ -18,8 +18,6 @@ from truss_lab.core._config import MemoryConfig
 from truss_lab.core._models import LedgerRef, Policy
 from truss_lab.extract._extractor import Extractor, ensure_run, extract_verdicts
 from truss_lab.extract._gate import ContractCloseLearning, gated_tables, write_extraction
-from truss_lab.faces.cli import cli
-from truss_lab.faces.cli.data import register
 from truss_lab.govern._audit import CHECKS, AuditReport, audit
 from truss_lab.govern._policies import write_policy
 from truss_lab.ingest._ingest import ingest_completions
@@ -555,8 +553,6 @@ def test_repr_and_html_escape(db: Store) -> None:
 
 
 def test_cli_audit(good_db: Path, tmp_path: Path) -> None:
-    register(cli)
-    register(cli)  # idempotent
     res = invoke("audit", "--db", str(good_db))
     assert res.exit_code == 0, res.output
     assert "ok: all checks passed" in res.output
@@ -578,6 +574,5 @@ def test_cli_audit(good_db: Path, tmp_path: Path) -> None:
 
 
 def test_cli_audit_has_help() -> None:
-    register(cli)
     res = invoke("audit", "--help")
     assert res.exit_code == 0 and "ADR 0011" in res.output

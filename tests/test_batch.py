@@ -30,8 +30,7 @@ from truss_lab.extract._batch import (
     run_extraction,
 )
 from truss_lab.extract._extractor import Extractor
-from truss_lab.faces.cli import extract as extract_cli
-from truss_lab.faces.cli import runs as runs_cli
+from truss_lab.faces.cli import cli as main_cli
 from truss_lab.journal._ledger import verify_chain
 from truss_lab.store._runs import run_content_hashes, summarize_runs
 from truss_lab.store._store import Store
@@ -334,8 +333,8 @@ def cli() -> click.Group:
     def group() -> None:
         """test group"""
 
-    extract_cli.register(group)
-    runs_cli.register(group)
+    for name in ("extract", "grid", "rerun", "batch", "runs", "errors"):
+        group.add_command(main_cli.commands[name])
     return group
 
 

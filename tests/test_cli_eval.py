@@ -12,13 +12,12 @@ import pytest
 from tests.builders.cli import invoke
 from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core._config import MemoryConfig
-from truss_lab.evaluate._bootstrap import DEFAULT_N_BOOT
+from truss_lab.evaluate._defaults import DEFAULT_N_BOOT
 from truss_lab.extract._batch import run_extraction
 from truss_lab.extract._extractor import Extractor
 from truss_lab.faces._display import SweepDisplay
 from truss_lab.faces._report import report_html
 from truss_lab.faces.cli import cli as main_cli
-from truss_lab.faces.cli.evaluate import register
 from truss_lab.govern._policies import policy_history
 from truss_lab.journal._ledger import verify_chain
 from truss_lab.store._store import Store
@@ -31,8 +30,9 @@ COMMANDS = ("sweep", "compare", "calibrate", "propose")
 def cli() -> click.Group:
     """A fresh group with the evaluation commands (and the lead's `keys` group)."""
     group = click.Group("truss-lab", help="test group")
-    register(group)
-    group.add_command(main_cli.commands["keys"])
+    for name in ("sweep", "choose", "compare", "frontier", "usage", "calibrate", "propose",
+                 "report", "keys"):
+        group.add_command(main_cli.commands[name])
     return group
 
 

@@ -22,9 +22,8 @@ from tests.builders.stores import SAMPLE, copy_db
 from truss_lab.core._config import MemoryConfig
 from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._choose import choose_threshold, split_by_verdict
+from truss_lab.evaluate._defaults import OBJECTIVE_HELP, OBJECTIVE_KINDS
 from truss_lab.evaluate._objective import (
-    OBJECTIVE_HELP,
-    OBJECTIVE_KINDS,
     Objective,
     make_objective,
     objective_spec,

@@ -22,8 +22,8 @@ from tests.builders.cli import invoke
 from tests.builders.profiles import examples
 from tests.builders.stores import copy_db
 from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._defaults import DEFAULT_BAND
 from truss_lab.evaluate._queue import (
-    DEFAULT_BAND,
     MIN_LABELLED_VERDICTS,
     labelling_queue,
     whole_verdict_queue,

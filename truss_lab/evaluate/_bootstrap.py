@@ -33,7 +33,8 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._threads import blas_limited
-from truss_lab.evaluate._objective import DEFAULT_OBJECTIVE, Objective, make_objective
+from truss_lab.evaluate._defaults import DEFAULT_OBJECTIVE
+from truss_lab.evaluate._objective import Objective, make_objective
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
     as_labels,
@@ -47,7 +48,6 @@ __all__ = [
     "BAND_METRICS",
     "BAND_MIN_SUPPORT",
     "BOOT_METRICS",
-    "DEFAULT_N_BOOT",
     "SMALL_SAMPLE_VERDICTS",
     "STREAMS",
     "BootstrapResult",
@@ -60,9 +60,6 @@ __all__ = [
     "small_sample_line",
 ]
 
-#: Verdict-bootstrap replicates by default, in every face (CLI, report, displays): one
-#: run with one seed gives one interval wherever it is shown.
-DEFAULT_N_BOOT = 1000
 #: Metrics that get an interval, in the order of :attr:`BootstrapResult.table`.
 BOOT_METRICS = ("precision", "recall", "f1", "kept_per_verdict", "write_rate")
 #: Metrics that get a simultaneous band over the grid (:attr:`BootstrapResult.band`).

@@ -67,8 +67,8 @@ from truss_lab.evaluate._bootstrap import (
     stream,
     verdict_codes,
 )
+from truss_lab.evaluate._defaults import DEFAULT_OBJECTIVE
 from truss_lab.evaluate._objective import (
-    DEFAULT_OBJECTIVE,
     KEEP_NOTHING,
     Objective,
     make_objective,

@@ -90,6 +90,7 @@ from ..core._errors import BadInputError, ProviderError
 from ..core._secrets import redact
 from ..extract._extractor import ReplayProvider, completion_record
 from ..extract._gate import record_completions
+from ..extract._limits import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ..extract._prompts import (
     PromptTemplate,
     build_judge_request,
@@ -99,7 +100,6 @@ from ..extract._prompts import (
     known_templates,
 )
 from ..extract._providers import (
-    DEFAULT_MAX_CONSECUTIVE_FAILURES,
     CircuitBreaker,
     CircuitOpenError,
     Completion,

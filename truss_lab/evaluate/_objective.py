@@ -9,11 +9,12 @@ threshold for 1000 replicates with one call.
 Ties between thresholds go to the **highest** threshold (fewest lessons
 written): the conservative choice for an unverified-memory gate.
 
-This module is the one home of the objective kinds, their options and the
-options' defaults (the fields of :class:`Objective`), and of their two
-spellings: the CLI form (``precision:0.8``, read by :func:`parse_objective`,
-described by :data:`OBJECTIVE_HELP`) and the JSON spec recorded as evidence
-(written by :func:`objective_spec`, read back by :func:`parse_objective`).
+This module is the one home of the objective kinds' options and the options'
+defaults (the fields of :class:`Objective`), and of their two readers: the CLI
+form (``precision:0.8``, read by :func:`parse_objective`, spelled in
+:mod:`._defaults` with :data:`OBJECTIVE_HELP`, which the command line's options
+read without numpy) and the JSON spec recorded as evidence (written by
+:func:`objective_spec`, read back by :func:`parse_objective`).
 """
 
 from __future__ import annotations
@@ -21,17 +22,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
 from truss_lab.core._errors import BadInputError
+from truss_lab.evaluate._defaults import (
+    DEFAULT_OBJECTIVE,
+    OBJECTIVE_EXPECTED,
+    OBJECTIVE_FORMS,
+    OBJECTIVE_KINDS,
+    ObjectiveKind,
+)
 
 __all__ = [
-    "DEFAULT_OBJECTIVE",
     "KEEP_NOTHING",
-    "OBJECTIVE_HELP",
-    "OBJECTIVE_KINDS",
     "OBJECTIVE_OPTIONS",
     "Objective",
     "make_objective",
@@ -41,54 +46,15 @@ __all__ = [
     "typed_fraction",
 ]
 
-ObjectiveKind = Literal["f1", "fbeta", "precision_floor", "budget", "cost"]
-OBJECTIVE_KINDS: tuple[str, ...] = get_args(ObjectiveKind)
-DEFAULT_OBJECTIVE = "f1"
-"""The objective when none is given (library and CLI)."""
-
 KEEP_NOTHING = float("inf")
 """The threshold that keeps nothing (above every salience): a candidate of the
 ``cost`` objective, whose best choice can be to write no lesson at all. It is
 no valid ``extraction_min_salience`` (that lies in [0, 1]), so proposing it
 as a policy is refused; it says the costs favour writing nothing."""
 
-
-@dataclass(frozen=True)
-class _Kind:
-    """How one objective kind is spelled and which :class:`Objective` fields it reads."""
-
-    cli: str
-    """Its name in the CLI form (the kind's own name is accepted too)."""
-    options: tuple[str, ...]
-    """The :class:`Objective` fields it reads, in the order the CLI form gives them."""
-    metavars: tuple[str, ...]
-    """Placeholders of those options in the CLI help."""
-    help: str = ""
-    """What it means, for the CLI help (empty when the name says it)."""
-
-    @property
-    def form(self) -> str:
-        """The CLI form, e.g. ``cost:FP,FN``."""
-        return self.cli + (":" + ",".join(self.metavars) if self.metavars else "")
-
-
-_KINDS: dict[str, _Kind] = {
-    "f1": _Kind("f1", (), ()),
-    "fbeta": _Kind("fbeta", ("beta",), ("B",)),
-    "precision_floor": _Kind("precision", ("min_precision",), ("P",),
-                             "max recall with precision >= P"),
-    "budget": _Kind("budget", ("max_per_verdict",), ("K",),
-                    "max recall with <= K lessons per verdict"),
-    "cost": _Kind("cost", ("cost_fp", "cost_fn"), ("FP", "FN"), "min FP*fp + FN*fn"),
-}
-
-_FORMS = [k.form for k in _KINDS.values()]
-_EXPECTED = f"expected {', '.join(_FORMS[:-1])} or {_FORMS[-1]}"
-
-OBJECTIVE_HELP = "How to choose the threshold: " + " | ".join(
-    k.form + (f" ({k.help})" if k.help else "") for k in _KINDS.values()
-) + "."
-"""The ``--objective`` help of the CLI: every CLI form and what it means."""
+# The kinds' CLI spellings live in _defaults (numpy-free, for the command line's options).
+_KINDS = OBJECTIVE_FORMS
+_EXPECTED = OBJECTIVE_EXPECTED
 
 
 @dataclass(frozen=True)

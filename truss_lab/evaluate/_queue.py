@@ -62,14 +62,13 @@ from ..store._labels import reference_rows
 from ..store._runs import run_candidates, run_info, run_processed_verdicts
 from ..store._store import Store
 from ._bootstrap import as_rng
-from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
+from ._defaults import DEFAULT_BAND, DEFAULT_OBJECTIVE
+from ._objective import Objective, parse_objective
 from ._runs import AUTO_FOLDS, MIN_FOLD_VERDICTS, choose_run_threshold
 from ._truth import labelled_candidates, run_labels
 
-__all__ = ["DEFAULT_BAND", "labelling_queue", "match_queue", "whole_verdict_queue"]
+__all__ = ["labelling_queue", "match_queue", "whole_verdict_queue"]
 
-#: Half-width of the band around the ADR default used when the run has too few labels.
-DEFAULT_BAND = 0.10
 #: Verdicts with a labelled lesson needed before the choice's interval is used: the
 #: number ``cv="auto"`` needs to cross-validate the choice.
 MIN_LABELLED_VERDICTS = AUTO_FOLDS * MIN_FOLD_VERDICTS

@@ -30,8 +30,9 @@ from ._calibration import CalibrationReport, calibration_run
 from ._choose import ThresholdChoice, choose_threshold, choose_threshold_ppi
 from ._compare import ComparisonResult, compare_extractors, compare_extractors_ppi
 from ._correction import run_correction, runs_correction, runs_correction_label, runs_mode
+from ._defaults import DEFAULT_CV, DEFAULT_OBJECTIVE
 from ._label_report import LabelReport, label_report
-from ._objective import DEFAULT_OBJECTIVE, Objective, parse_objective
+from ._objective import Objective, parse_objective
 from ._ppi import (
     PPIData,
     correction_label,
@@ -51,7 +52,6 @@ from ._truth import (
 
 __all__ = [
     "BAND_THRESHOLDS",
-    "DEFAULT_CV",
     "DEFAULT_TEST_SIZE",
     "CalibrationReport",
     "LabelReport",
@@ -245,12 +245,9 @@ def bootstrap_run(
 #: The thresholds of the sweep's bands (:func:`bootstrap_run`'s default grid).
 BAND_THRESHOLDS = np.round(np.linspace(0.0, 1.0, 101), 2)
 
-#: How every face chooses a threshold unless told otherwise (the CLI's ``sweep``,
-#: ``propose`` and ``report``, :func:`choose_run_threshold`, :func:`evaluate_run`, the
-#: demo, the report, the notebooks): cross-validated over :data:`AUTO_FOLDS` folds of
-#: verdicts when :func:`auto_cv` says the data allow it, else one split of
-#: :data:`DEFAULT_TEST_SIZE` held out.
-DEFAULT_CV: Literal["auto"] = "auto"
+#: The share of verdicts held out by one split, when the choice is not cross-validated
+#: (:data:`DEFAULT_CV`, every face's default, is in :mod:`._defaults`: the command
+#: line reads it without numpy).
 DEFAULT_TEST_SIZE = 0.3
 
 

@@ -125,17 +125,15 @@ from ..store._labels import JUDGE_PREFIX, label_rows, lesson_texts, reference_ro
 from ..store._runs import RunRecord, run_record, run_verdict_hashes
 from ..store._store import Store
 from ._agreement import CANDIDATE_KEY, majority_labels
+from ._defaults import CORRECTIONS
 from ._sweep import UndefinedMetricWarning, sweep
 
 __all__ = [
     "ADJUDICATOR",
-    "CORRECTIONS",
     "DEFAULT_TIES",
     "DEFAULT_TRANSFER",
     "LOOSE_KEYWORDS",
     "TIES",
-    "TRUTH_HELP",
-    "Correction",
     "MatcherLeftOutWarning",
     "ReferenceTruth",
     "RunTruth",
@@ -160,13 +158,6 @@ __all__ = [
     "truth_of",
     "whole_lessons",
 ]
-
-#: What ``--truth`` / ``truth=`` accepts, as the CLI's help says it.
-TRUTH_HELP = ("What the lessons are judged by: labels (gold labels on them), references "
-              "(reference lessons of their verdicts, `truss-lab schema references`) or "
-              "judge:NAME (one judge's labels, e.g. judge:sim-judge-v1@judge-v1; see "
-              "`truss-lab judge`). auto: labels when every run has some, else references "
-              "(the output says which). See docs/explanation/truth-sources.md.")
 
 # The named truths besides judge:NAME, in the order errors list them.
 _TRUTHS = ("labels", "references")
@@ -1162,9 +1153,6 @@ def _check_has_candidates(record: RunRecord) -> None:
 #: before (:func:`truth_of` still accepts them, with a DeprecationWarning).
 LOOSE_KEYWORDS = ("labels", "references", "matcher", "correct", "match_labels", "ties")
 
-Correction = Literal["ppi", "none", "auto"]
-#: What ``correct=`` / ``--correct`` accepts.
-CORRECTIONS: tuple[str, ...] = ("ppi", "none", "auto")
 
 
 def check_correct(correct: Any) -> str:

@@ -115,8 +115,8 @@ from ..store._usage import Prices, RunUsage, run_usage
 from ._extractor import ExtractionRows, Extractor, ensure_run, extract_verdicts
 from ._gate import Gated, HeldWrites, ScoreFunction, gate_chunk, write_group
 from ._heuristic import HeuristicProvider
+from ._limits import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ._providers import (
-    DEFAULT_MAX_CONSECUTIVE_FAILURES,
     CircuitOpenError,
     is_live,
     with_breaker,

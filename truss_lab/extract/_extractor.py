@@ -88,6 +88,7 @@ from ..store._runs import (
 from ..store._store import Store
 from ..store._tables import VERDICT_ERRORS_SCHEMA
 from ._heuristic import HeuristicProvider
+from ._limits import MAX_SAMPLES
 from ._parser import (
     LESSONS_JSON_SCHEMA,
     CandidateColumns,
@@ -118,7 +119,6 @@ from ._providers import (
 
 __all__ = [
     "DEFAULT_TEMPERATURE",
-    "MAX_SAMPLES",
     "ExtractionRows",
     "Extractor",
     "ExtractorConfig",
@@ -138,8 +138,6 @@ __all__ = [
 
 ResponseFormat = Literal["none", "json_object", "json_schema"]
 DEFAULT_TEMPERATURE = 0.0
-#: Most samples per verdict: k calls per verdict is the cost; beyond this it is a typo.
-MAX_SAMPLES = 64
 # The sampling knobs that travel in the request body under their own names.
 _SAMPLING = ("temperature", "top_p", "seed", "max_tokens")
 # The keyword options Extractor.openai passes through: read from the provider's own

@@ -32,7 +32,7 @@ from ..store._runs import get_run, summarize_runs
 from ..store._store import Store
 from ._batch import DEFAULT_CHUNK_SIZE, parse_executor, run_extraction
 from ._extractor import ExtractorConfig
-from ._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
+from ._limits import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ._spec import make_extractor, spec_run_config
 
 __all__ = ["MAX_GRID_CELLS", "Grid", "GridCell", "load_grid", "run_grid"]

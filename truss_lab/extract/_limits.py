@@ -1,4 +1,6 @@
-"""The limits of one live call: a whole-call deadline and a cap on the answer's size.
+"""The limits of one live call: a whole-call deadline and a cap on the answer's size;
+and the run's own limits a command's options name (samples per verdict, failures in a
+row), here because this module imports neither pandas nor pydantic (issue 38).
 
 httpx's timeouts bound each socket operation (a connect, one read, one write),
 never a call: a server that sends one byte every two seconds keeps a call alive
@@ -36,7 +38,9 @@ from ..core._errors import ConfigError
 
 __all__ = [
     "DEFAULT_DEADLINE",
+    "DEFAULT_MAX_CONSECUTIVE_FAILURES",
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "MAX_SAMPLES",
     "CallClock",
     "ResponseTooLarge",
     "bound_client",
@@ -53,6 +57,14 @@ DEFAULT_DEADLINE = 300.0
 #: Bytes of one answer at most: a chat completion of thousands of tokens, several
 #: samples included, is well under a megabyte.
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+
+#: Transport failures in a row that stop a run: enough to ride out a blip (each
+#: failure is already a call retried with backoff), few enough to stop in
+#: seconds to a minute when the endpoint is gone.
+DEFAULT_MAX_CONSECUTIVE_FAILURES = 5
+
+#: Most samples per verdict: k calls per verdict is the cost; beyond this it is a typo.
+MAX_SAMPLES = 64
 
 
 def check_limits(deadline: float | None, max_response_bytes: int, *, layer: str) -> None:

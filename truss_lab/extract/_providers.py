@@ -94,7 +94,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "DEFAULT_MAX_CONSECUTIVE_FAILURES",
     "ChatMessage",
     "CircuitBreaker",
     "CircuitOpenError",
@@ -246,10 +245,6 @@ def supports_n(provider: Any) -> bool:
 
 # --- the circuit breaker --------------------------------------------------------------------------
 
-#: Transport failures in a row that stop a run: enough to ride out a blip (each
-#: failure is already a call retried with backoff), few enough to stop in
-#: seconds to a minute when the endpoint is gone.
-DEFAULT_MAX_CONSECUTIVE_FAILURES = 5
 
 
 class CircuitOpenError(ProviderError):

@@ -19,7 +19,6 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._threshold import DEFAULT_MIN_SALIENCE
-from truss_lab.evaluate._bootstrap import DEFAULT_N_BOOT
 from truss_lab.evaluate._calibration import (
     DEFAULT_MIN_BIN_COUNT,
     calibration_run,
@@ -27,6 +26,7 @@ from truss_lab.evaluate._calibration import (
 )
 from truss_lab.evaluate._choose import ThresholdChoice
 from truss_lab.evaluate._compare import DELTA_METRICS
+from truss_lab.evaluate._defaults import DEFAULT_N_BOOT
 from truss_lab.evaluate._ppi import correction_label
 from truss_lab.evaluate._runs import bootstrap_run, compare_runs, sweep_run
 from truss_lab.evaluate._sweep import average_precision, sweep

@@ -56,13 +56,11 @@ from ..core._errors import BadInputError
 from ..core._files import check_output_file, write_output
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..core._version import __version__
-from ..evaluate._bootstrap import DEFAULT_N_BOOT
 from ..evaluate._calibration import CalibrationReport
 from ..evaluate._choose import INTERVAL_LABELS, ThresholdChoice
 from ..evaluate._compare import DELTA_METRICS
-from ..evaluate._objective import DEFAULT_OBJECTIVE
+from ..evaluate._defaults import DEFAULT_CV, DEFAULT_N_BOOT, DEFAULT_OBJECTIVE
 from ..evaluate._runs import (
-    DEFAULT_CV,
     DEFAULT_TEST_SIZE,
     RunEvaluation,
     calibration_run,

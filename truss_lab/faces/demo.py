@@ -26,10 +26,10 @@ from ..core._errors import BadInputError, TrussLabError
 from ..core._files import check_output_file, check_output_folder, write_output
 from ..core._threshold import DEFAULT_MIN_SALIENCE
 from ..evaluate._calibration import calibration_run
+from ..evaluate._defaults import DEFAULT_CV, DEFAULT_OBJECTIVE
 from ..evaluate._label_report import label_report
-from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective
+from ..evaluate._objective import Objective
 from ..evaluate._runs import (
-    DEFAULT_CV,
     DEFAULT_TEST_SIZE,
     compare_runs,
     evaluate_run,

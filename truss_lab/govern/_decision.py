@@ -28,7 +28,8 @@ from ..core._errors import BadInputError, ConfigError, PolicyError
 from ..core._models import Policy, PolicyRecord, PolicyTarget, Trust
 from ..core._threshold import check_threshold
 from ..evaluate._choose import ThresholdChoice
-from ..evaluate._objective import DEFAULT_OBJECTIVE, Objective, objective_spec, parse_objective
+from ..evaluate._defaults import DEFAULT_OBJECTIVE
+from ..evaluate._objective import Objective, objective_spec, parse_objective
 from ..evaluate._runs import choose_run_threshold
 from ..evaluate._truth import LOOSE_KEYWORDS, Truth, run_labels, scored_candidates, truth_of
 from ..journal._crypto import SigningKey

@@ -1,26 +1,32 @@
-"""JSON Schemas of the interchange formats and governed records (``truss-lab schema NAME``)."""
+"""JSON Schemas of the interchange formats and governed records (``truss-lab schema NAME``).
+
+The names are known without the models: ``truss-lab schema --help`` lists them without
+importing pydantic or the formats' readers (issue 38); :func:`json_schema` imports them.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from ..core._config import MemoryConfig
 from ..core._errors import BadInputError
-from ..core._models import MemoryEntry, PolicyRecord
-from ..journal._spec import JournalEntryModel, VerdictPayloadModel
-from ._batch_files import BatchOutputModel, BatchRequestModel
-from ._completions import CompletionRecordModel
-from ._labels import LabelQueueRecordModel, LabelRecordModel
-from ._match_labels import MatchLabelRecordModel, MatchQueueRecordModel
-from ._prompts import PromptFileModel
-from ._references import ReferenceRecordModel
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["SCHEMA_NAMES", "json_schema"]
 
 
 def _models() -> dict[str, type[BaseModel]]:
+    from ..core._config import MemoryConfig
+    from ..core._models import MemoryEntry, PolicyRecord
+    from ..journal._spec import JournalEntryModel, VerdictPayloadModel
+    from ._batch_files import BatchOutputModel, BatchRequestModel
+    from ._completions import CompletionRecordModel
+    from ._labels import LabelQueueRecordModel, LabelRecordModel
+    from ._match_labels import MatchLabelRecordModel, MatchQueueRecordModel
+    from ._prompts import PromptFileModel
+    from ._references import ReferenceRecordModel
+
     return {
         "journal": JournalEntryModel,
         "verdict": VerdictPayloadModel,

@@ -65,6 +65,7 @@ from ._completions import (
     TEXT_NAMES,
     Completions,
 )
+from ._defaults import DEFAULT_MATCH_DISAGREEMENT, DEFAULT_MATCH_SHARE
 from ._verdicts import Verdicts
 from ._words import (
     CHECKS,
@@ -246,8 +247,6 @@ MATCH_LABELS_HEADER = "verdict_hash,extractor,lesson_index,reference_id,annotato
 MATCH_PEOPLE_HEADER = MATCH_LABELS_HEADER + ",inclusion_probability"
 MATCH_PEOPLE = ("person-1", "person-2")
 MATCH_TRUTH_ANNOTATOR = "simulator-truth"
-DEFAULT_MATCH_SHARE = 0.25  # of the annotated verdicts, matched by a person
-DEFAULT_MATCH_DISAGREEMENT = 0.02  # P(a person's answer is wrong, when a wrong one exists)
 
 
 def match_rows(

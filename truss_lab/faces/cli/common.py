@@ -1,6 +1,10 @@
 """What every command of the command line shares: the one-line error handler, the output
 (text or JSON), the store a reading command opens, the files it writes, and the options
-several commands take."""
+several commands take.
+
+Every command module imports this one to build its options, ``--help`` included: it
+imports click and the standard library only (the store, hence DuckDB, when a command
+opens one), so a command's ``--help`` costs no more than click (issue 38)."""
 
 from __future__ import annotations
 
@@ -9,21 +13,22 @@ import json
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ...core._errors import WARNING_PREFIX, ChainError, TrussLabError, TrussLabWarning
 from ...core._files import check_output_file, write_output, write_outputs
-from ...store._store import Store, open_store
 from .oneline import EXIT_USER_ERROR, did_you_mean
+
+if TYPE_CHECKING:
+    from ...store._store import Store
 
 __all__ = [
     "EXIT_BAD_LINES",
     "JUDGE_SPEC_HELP",
     "MATCHER_HELP",
     "MATCH_SPEC_HELP",
-    "add_commands",
     "check_output_file",
     "db_option",
     "emit",
@@ -92,6 +97,8 @@ def read_store(db: str, *, must_exist: bool = False) -> Store:
     """The store a read-only command reads: the file itself, or -- when another process
     (a notebook) holds it for writing -- a checked snapshot of it, said in one line on
     stderr (:mod:`~truss_lab.store._snapshot`). Writing commands never get a snapshot."""
+    from ...store._store import open_store
+
     store = open_store(db, read_only=True, must_exist=must_exist, snapshot=True)
     if store.snapshot is not None:
         click.echo(store.snapshot.note, err=True)
@@ -217,12 +224,6 @@ def matcher_calls_model(matcher: str) -> bool:
     replay), so the command opens the store for writing."""
     kind, _, spec = matcher.partition(":")
     return kind == "judge" and not spec.startswith("replay:")
-
-
-def add_commands(group: click.Group, commands: tuple[click.Command, ...]) -> None:
-    """Add ``commands`` to ``group`` (again is a no-op: a command replaces itself)."""
-    for command in commands:
-        group.add_command(command)
 
 
 db_option = click.option(

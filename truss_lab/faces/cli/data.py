@@ -13,26 +13,10 @@ from pathlib import Path
 import click
 
 from ...core._errors import TrussLabError
-from ...govern._audit import audit as audit_store
-from ...ingest._ingest import (
-    ingest_completions,
-    ingest_labels,
-    ingest_match_labels,
-    ingest_references,
-)
-from ...ingest._schemas import SCHEMA_NAMES, json_schema
-from ...ingest._verdict_records import BadRecordsError, sign_verdicts
-from ...journal._crypto import SigningKey, load_keyring, save_keyring
-from ...journal._ledger import import_journal, verify_chain
-from ...journal._table import signers_text, verdict_signers
-from ...simulate import simulate as run_simulation
-from ...simulate._annotations import DEFAULT_MATCH_DISAGREEMENT, DEFAULT_MATCH_SHARE
-from ...store._export import export_store
-from ...store._store import SCHEMA_VERSION, open_store
-from .._notebook import copy_sample
+from ...ingest._schemas import SCHEMA_NAMES
+from ...simulate._defaults import DEFAULT_MATCH_DISAGREEMENT, DEFAULT_MATCH_SHARE
 from .common import (
     EXIT_BAD_LINES,
-    add_commands,
     check_output_file,
     db_option,
     emit,
@@ -42,7 +26,8 @@ from .common import (
     read_store,
 )
 
-__all__ = ["COMMANDS", "register"]
+__all__ = ["audit", "export", "ingest", "init", "journal", "keys", "sample", "schema",
+           "simulate", "verify"]
 
 
 @click.command()
@@ -50,6 +35,8 @@ __all__ = ["COMMANDS", "register"]
 @friendly
 def init(db: str) -> None:
     """Create (or migrate) a truss_lab database."""
+    from ...store._store import SCHEMA_VERSION, open_store
+
     with open_store(db):
         pass
     click.echo(f"{db}: schema version {SCHEMA_VERSION}")
@@ -84,6 +71,8 @@ def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
     lesson_truth.csv and match_truth.csv (what is true of each candidate, lesson and
     match). `truss-lab schema NAME` describes the formats. Other files in --out are left
     alone; the same seed rewrites its own files (the same bytes)."""
+    from ...simulate import simulate as run_simulation
+
     r = run_simulation(out, runs=n_verdicts, seed=random_state, match_share=match_share,
                        match_disagreement=match_disagreement, force=force)
     click.echo(f"{out}: {r.n_verdicts} verdicts, {r.n_completions} completions of "
@@ -102,6 +91,8 @@ def sample(out: str) -> None:
     Files: the ones `truss-lab simulate` writes (journal.jsonl, keys.json,
     completions.jsonl, labels.csv, references.jsonl, match_labels.csv, truth.csv,
     lesson_truth.csv, match_truth.csv) and its DATASHEET.md."""
+    from .._notebook import copy_sample
+
     files = copy_sample(out)
     click.echo(f"{out}: {len(files)} files ({', '.join(f.name for f in files)})")
 
@@ -123,6 +114,10 @@ def ingest() -> None:
 def ingest_journal(db: str, path: str, keys_path: str | None, keep_verified_prefix: bool,
                    as_json: bool) -> None:
     """Import a journal export (all-or-nothing unless --keep-verified-prefix)."""
+    from ...journal._crypto import load_keyring
+    from ...journal._ledger import import_journal
+    from ...store._store import open_store
+
     if keys_path is not None:
         load_keyring(keys_path)  # a bad keyring is refused before the database is created
     with open_store(db) as store:
@@ -143,19 +138,26 @@ allow_bad_lines_option = click.option(
     help=f"Exit 0 when some lines were rejected (default: exit {EXIT_BAD_LINES}).")
 
 
-_INGEST = {"completions": ingest_completions, "labels": ingest_labels,
-           "references": ingest_references, "match-labels": ingest_match_labels}
-
-
 def _ingest_table(kind: str, db: str, path: str, as_json: bool,
                   allow_bad_lines: bool = False, batch_extractor: str | None = None) -> None:
+    from ...ingest._ingest import (
+        ingest_completions,
+        ingest_labels,
+        ingest_match_labels,
+        ingest_references,
+    )
+    from ...store._store import open_store
+
+    ingesters = {"completions": ingest_completions, "labels": ingest_labels,
+                 "references": ingest_references, "match-labels": ingest_match_labels}
+
     with open_store(db) as store:
         if batch_extractor is not None:
             from ...extract._batch_api import ingest_batch  # only this form needs extract
 
             rep = ingest_batch(store, path, batch_extractor)
         else:
-            rep = _INGEST[kind](store, path)
+            rep = ingesters[kind](store, path)
     text = f"{path}: {rep.rows_added} added, {rep.rows_present} already present, " \
            f"{len(rep.errors)} bad lines"
     if rep.rows_blank:
@@ -234,6 +236,9 @@ ingest_match_labels_cmd = _ingest_table_command(
 @friendly
 def verify(db: str, as_json: bool) -> None:
     """Verify the stored journal; exit 0 when clean, 1 when tampered."""
+    from ...journal._ledger import verify_chain
+    from ...journal._table import signers_text, verdict_signers
+
     with read_store(db) as store:
         rep = verify_chain(store)
         signers = verdict_signers(store)
@@ -248,6 +253,8 @@ def verify(db: str, as_json: bool) -> None:
 @friendly
 def audit(db: str, as_json: bool) -> None:
     """Check a database against ADR 0011; exit 0 when clean, 1 on any failure."""
+    from ...govern._audit import audit as audit_store
+
     with read_store(db) as store:
         report = audit_store(store)
     lines = [f"{'PASS' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in report.checks]
@@ -268,6 +275,8 @@ def audit(db: str, as_json: bool) -> None:
 @friendly
 def export(db: str, fmt: str, out: str, as_json: bool) -> None:
     """Export every table and view, with a manifest of row counts and content hashes."""
+    from ...store._export import export_store
+
     with read_store(db) as store:
         manifest = export_store(store, out, format=fmt)
     rels = manifest["relations"]
@@ -280,6 +289,8 @@ def export(db: str, fmt: str, out: str, as_json: bool) -> None:
 @friendly
 def schema(name: str) -> None:
     """Print the JSON Schema of a format or record."""
+    from ...ingest._schemas import json_schema
+
     click.echo(json.dumps(json_schema(name), indent=2))
 
 
@@ -297,6 +308,8 @@ def keys() -> None:
 @friendly
 def keys_generate(key_id: str, out: str, keyring: str | None) -> None:
     """Generate a signing key; print its public key."""
+    from ...journal._crypto import SigningKey, load_keyring, save_keyring
+
     # Every path is checked before anything is written: a bad --keyring must
     # not leave a private key behind.
     if Path(out).exists() or Path(out).is_symlink():
@@ -345,6 +358,8 @@ def journal_sign(records: tuple[str, ...], key_path: str, out: str, append: bool
     journal: each record holds a verdict's payload fields (`truss-lab schema verdict`)
     and an optional ts (RFC 3339 UTC; default now). Every record is checked first; one
     bad record writes nothing (exit 3, each bad one named by file, line or row, field)."""
+    from ...ingest._verdict_records import BadRecordsError, sign_verdicts
+
     ring = keyring or str(Path(out).parent / "keys.json")
     try:
         entries = sign_verdicts(list(records), key_path, keyring=ring,
@@ -362,11 +377,3 @@ def journal_sign(records: tuple[str, ...], key_path: str, out: str, append: bool
     emit({"journal": out, "keyring": ring, "key_id": key_id, "entries_added": len(entries),
           "first_seq": first, "head_seq": head}, as_json, text)
 
-
-COMMANDS: tuple[click.Command, ...] = (init, simulate, sample, ingest, verify, audit, export,
-                                       schema, keys, journal)
-
-
-def register(group: click.Group) -> None:
-    """Add the data commands to ``group``."""
-    add_commands(group, COMMANDS)

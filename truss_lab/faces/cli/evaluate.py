@@ -12,39 +12,22 @@ come from :mod:`truss_lab.faces._display` and :mod:`truss_lab.faces._report`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ...core._canonical import json_safe
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
-from ...evaluate._bootstrap import DEFAULT_N_BOOT
-from ...evaluate._calibration import calibration_run
-from ...evaluate._frontier import frontier
-from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ...evaluate._ppi import CORRECT_HELP
-from ...evaluate._runs import DEFAULT_CV, compare_runs, evaluate_run
-from ...evaluate._truth import CORRECTIONS, TRUTH_HELP, Truth
-from ...govern._decision import propose_threshold
-from ...journal._crypto import SigningKey
-from ...journal._table import get_entry
-from ...store._runs import summarize_runs
-from ...store._store import open_store
-from ...store._usage import load_prices, run_usage
-from .._display import (
-    SUMMARY_THRESHOLDS,
-    format_choice,
-    format_sweep,
-    plot_title,
-    save_calibration_plot,
-    save_comparison_plot,
-    save_frontier_plot,
-    save_sweep_plot,
+from ...evaluate._defaults import (
+    CORRECT_HELP,
+    CORRECTIONS,
+    DEFAULT_CV,
+    DEFAULT_N_BOOT,
+    DEFAULT_OBJECTIVE,
+    OBJECTIVE_HELP,
+    TRUTH_HELP,
 )
-from .._report import write_report
 from .common import (
-    add_commands,
     check_output_file,
     db_option,
     emit,
@@ -62,10 +45,13 @@ from .common import (
     run_argument,
     write_output,
 )
-from .label import matcher_from_spec, say_replayed
 from .oneline import did_you_mean
 
-__all__ = ["COMMANDS", "register"]
+if TYPE_CHECKING:
+    from ...evaluate._truth import Truth
+
+__all__ = ["calibrate", "choose", "compare", "frontier_cmd", "propose", "report", "sweep",
+           "usage"]
 
 _objective_option = objective_option(DEFAULT_OBJECTIVE, OBJECTIVE_HELP)
 _labels_option = labels_option(
@@ -78,6 +64,8 @@ _score_option = click.option(
 def _check_truth(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """``--truth`` is auto, labels, references or judge:NAME (the judge is checked
     against the database's judges when the command resolves it)."""
+    from ...evaluate._truth import Truth
+
     try:
         return Truth.parse(value).source
     except BadInputError as exc:
@@ -95,12 +83,16 @@ def _truth(spec: str, *, labels_path: str | None = None, matcher: Any = None,
            correct: str = "auto") -> Truth:
     """The command's ``--truth``, ``--labels``, ``--matcher`` and ``--correct`` as the one
     :class:`Truth` its library call takes."""
+    from ...evaluate._truth import Truth
+
     return Truth.parse(spec, labels=labels_path, matcher=matcher, correct=correct)
 
 
 def _record(store: Any, matcher: Any) -> None:
     """Append a live judge matcher's calls, so the same command replays them next time;
     say how many of its answers were replayed from the runs' recordings instead."""
+    from .label import say_replayed
+
     if getattr(matcher, "pending", None):
         matcher.record(store)
     say_replayed(matcher)
@@ -141,10 +133,14 @@ def _cv(value: str) -> int | str | None:
 
 
 def _open(db: str, *, write: bool = False) -> Any:
+    from ...store._store import open_store
+
     return open_store(db, must_exist=True) if write else read_store(db, must_exist=True)
 
 
 def _choice_json(choice: Any) -> dict[str, Any]:
+    from ...core._canonical import json_safe
+
     iv = {}
     if choice.test_intervals is not None:
         row = choice.test_intervals.iloc[0]
@@ -196,6 +192,17 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
+    from ...core._canonical import json_safe
+    from ...evaluate._runs import evaluate_run
+    from .._display import (
+        SUMMARY_THRESHOLDS,
+        format_choice,
+        format_sweep,
+        plot_title,
+        save_sweep_plot,
+    )
+    from .label import matcher_from_spec
+
     for path, field in ((csv_path, "--csv"), (plot_path, "--plot")):
         if path:
             check_output_file(path, field=field)
@@ -260,6 +267,10 @@ def choose(db: str, run_id: str, labels_path: str | None, objective: str, score:
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
+    from ...evaluate._runs import evaluate_run
+    from .._display import format_choice
+    from .label import matcher_from_spec
+
     with _open(db, write=matcher_calls_model(matcher)) as store:
         m = matcher_from_spec(matcher, store, base_url=base_url)
         ev = evaluate_run(store, run_id, objective=objective, score=score,
@@ -305,6 +316,12 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
+    from ...core._canonical import json_safe
+    from ...evaluate._runs import compare_runs
+    from ...evaluate._truth import Truth
+    from .._display import save_comparison_plot
+    from .label import matcher_from_spec
+
     if plot_path:
         check_output_file(plot_path, field="--plot")
     check_threshold(threshold, "--threshold", name="threshold")
@@ -365,6 +382,13 @@ def frontier_cmd(run_ids: tuple[str, ...], db: str, tags: tuple[str, ...],
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
+    from ...core._canonical import json_safe
+    from ...evaluate._frontier import frontier
+    from ...store._runs import summarize_runs
+    from ...store._usage import load_prices
+    from .._display import save_frontier_plot
+    from .label import matcher_from_spec
+
     if plot_path:
         check_output_file(plot_path, field="--plot")
     if threshold is not None:
@@ -434,6 +458,12 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
+    from ...core._canonical import json_safe
+    from ...evaluate._calibration import calibration_run
+    from ...evaluate._truth import Truth
+    from .._display import save_calibration_plot
+    from .label import matcher_from_spec
+
     if plot_path:
         check_output_file(plot_path, field="--plot")
     with _open(db, write=matcher_calls_model(matcher)) as store:
@@ -496,6 +526,11 @@ def propose(db: str, run_id: str, key_path: str, objective: str,
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
+    from ...evaluate._truth import Truth
+    from ...govern._decision import propose_threshold
+    from ...journal._crypto import SigningKey
+    from ...journal._table import get_entry
+
     key = SigningKey.load(key_path)
     with _open(db, write=True) as store:
         t = Truth.resolve(store, _truth(truth, labels_path=labels_path, correct=correct),
@@ -547,6 +582,8 @@ def report(run_ids: tuple[str, ...], db: str, out: str, objective: str, n_boot: 
     `truss-lab sweep` chooses it with the same options (--cv, --test-size, --n-boot,
     --random-state give the same numbers). See docs/how-to/report.md.
     """
+    from .._report import write_report
+
     check_output_file(out, field="--out")  # before the work: a bad path is refused at once
     with read_store(db, must_exist=True) as store:
         path = write_report(store, run_ids, out, objective=objective, n_boot=n_boot,
@@ -570,17 +607,10 @@ def usage(run_id: str, db: str, prices_path: str | None, as_json: bool) -> None:
     """A run's usage: calls, tokens in/out, latency p50/p95/p99, errors by kind,
     time per verdict, and cost from --prices (never guessed); a replay's recorded calls
     (tokens, latency, cost when made) beside its own 0 live calls."""
+    from ...store._usage import load_prices, run_usage
+
     prices = None if prices_path is None else load_prices(prices_path)
     with read_store(db) as store:
         u = run_usage(store, run_id, prices=prices)
     emit(u.to_dict(), as_json, str(u))
 
-
-COMMANDS: tuple[click.Command, ...] = (sweep, choose, compare, frontier_cmd, usage, calibrate,
-                                       propose, report)
-
-
-def register(group: click.Group) -> None:
-    """Add ``sweep``, ``choose``, ``compare``, ``frontier``, ``usage``, ``calibrate``,
-    ``propose`` and ``report`` to ``group``."""
-    add_commands(group, COMMANDS)

@@ -13,24 +13,11 @@ from typing import Any
 
 import click
 
-from ...core._config import MemoryConfig
 from ...core._errors import BadInputError
-from ...core._models import LessonExtractionPolicy
-from ...core._secrets import MASK
 from ...core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
-from ...extract._batch import rerun as rerun_run
-from ...extract._batch import run_extraction
-from ...extract._batch_api import prepare_batch
-from ...extract._extractor import MAX_SAMPLES
-from ...extract._grid import load_grid, run_grid
-from ...extract._limits import DEFAULT_DEADLINE
-from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
-from ...extract._spec import make_extractor, spec_run_config
-from ...store._runs import run_exists, run_info
-from ...store._store import open_store
+from ...extract._limits import DEFAULT_DEADLINE, DEFAULT_MAX_CONSECUTIVE_FAILURES, MAX_SAMPLES
 from .._text import runs_text
 from .common import (
-    add_commands,
     db_option,
     emit,
     friendly,
@@ -38,12 +25,14 @@ from .common import (
     run_argument,
 )
 
-__all__ = ["COMMANDS", "register"]
+__all__ = ["batch", "extract", "grid", "rerun"]
 
 
 def _check_new_run_id(store: Any, run_id: str | None) -> None:
     """A ``--run-id`` already taken is refused here, in the CLI's words (the library's
     error names its ``resume=True``)."""
+    from ...store._runs import run_exists
+
     if run_id and run_exists(store, run_id):
         raise BadInputError(f"run {run_id!r} already exists; continue it with "
                             f"`--resume {run_id}`, or choose another --run-id",
@@ -148,6 +137,14 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, prompt: s
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
+    from ...core._config import MemoryConfig
+    from ...core._models import LessonExtractionPolicy
+    from ...core._secrets import MASK
+    from ...extract._batch import run_extraction
+    from ...extract._spec import make_extractor, spec_run_config
+    from ...store._runs import run_info
+    from ...store._store import open_store
+
     check_threshold(max_error_share, "--max-error-share", name="max_error_share")
     if resume_id and run_id and resume_id != run_id:
         raise BadInputError("give either --run-id or --resume, not both", field="--resume")
@@ -224,6 +221,9 @@ def grid(grid_file: str, db: str, max_error_share: float, quiet: bool, as_json: 
     """Run a grid of extractions (extractor x prompt x model x sampling,
     docs/how-to/grids-frontier.md): one named, tagged run per cell. Re-running it skips
     finished runs and resumes unfinished ones."""
+    from ...extract._grid import load_grid, run_grid
+    from ...store._store import open_store
+
     check_threshold(max_error_share, "--max-error-share", name="max_error_share")
     g = load_grid(grid_file)  # the whole file is checked before the database is opened
     if not quiet and not as_json:
@@ -263,6 +263,9 @@ def rerun(run_id: str, db: str, new_run_id: str | None, executor: str | None, qu
           as_json: bool) -> None:
     """Replay run RUN from its own recordings as a new run: zero live calls, the same
     candidates (a live run's own answers, never another run's)."""
+    from ...extract._batch import rerun as rerun_run
+    from ...store._store import open_store
+
     with open_store(db, must_exist=True) as store:
         run = rerun_run(store, run_id, new_run_id=new_run_id, executor=executor,
                         progress=not quiet and not as_json)
@@ -298,6 +301,10 @@ def batch_prepare(db: str, extractor_spec: str, prompt: str | None, verdict_filt
                   as_json: bool) -> None:
     """Write an OpenAI Batch input file: one request per verdict, each body exactly what
     the live extractor sends (so its request hash is the live one)."""
+    from ...extract._batch_api import prepare_batch
+    from ...extract._spec import make_extractor
+    from ...store._store import open_store
+
     knobs = {"prompt_version": prompt, "response_format": response_format,
              "temperature": temperature, "max_tokens": max_tokens, "samples": samples}
     with open_store(db) as store:
@@ -311,10 +318,3 @@ def batch_prepare(db: str, extractor_spec: str, prompt: str | None, verdict_filt
          f"API, then `truss-lab ingest completions OUTPUT.jsonl --format openai-batch "
          f"--extractor {ext.extractor_id} --db {db}`")
 
-
-COMMANDS: tuple[click.Command, ...] = (extract, grid, rerun, batch)
-
-
-def register(group: click.Group) -> None:
-    """Add the ``extract``, ``grid`` and ``rerun`` commands to ``group``."""
-    add_commands(group, COMMANDS)

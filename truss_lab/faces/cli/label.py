@@ -24,30 +24,11 @@ import click
 
 from ...core._errors import BadInputError
 from ...core._threshold import DEFAULT_MIN_SALIENCE
-from ...evaluate._bootstrap import DEFAULT_N_BOOT
-from ...evaluate._judges import Judge, JudgeMatcher, match_run, run_judge
-from ...evaluate._judges import judge_agreement as agreement_of
-from ...evaluate._matches import match_agreement
-from ...evaluate._objective import DEFAULT_OBJECTIVE, OBJECTIVE_HELP
-from ...evaluate._queue import DEFAULT_BAND, labelling_queue, match_queue, whole_verdict_queue
-from ...extract._limits import DEFAULT_DEADLINE
-from ...extract._providers import DEFAULT_MAX_CONSECUTIVE_FAILURES
-from ...ingest._completions import read_completions
-from ...ingest._labels import write_label_queue
-from ...ingest._match_labels import write_match_queue
-from ...score._matching import SemanticMatcher
-from ...simulate._providers import (
-    SIMULATED_JUDGE_MODEL,
-    SIMULATED_MATCH_MODEL,
-    SimulatedJudgeProvider,
-    SimulatedMatchProvider,
-)
-from ...store._store import open_store
-from .._notebook import SAMPLE
+from ...evaluate._defaults import DEFAULT_BAND, DEFAULT_N_BOOT, DEFAULT_OBJECTIVE, OBJECTIVE_HELP
+from ...extract._limits import DEFAULT_DEADLINE, DEFAULT_MAX_CONSECUTIVE_FAILURES
 from .common import (
     JUDGE_SPEC_HELP,
     MATCH_SPEC_HELP,
-    add_commands,
     check_output_file,
     db_option,
     emit,
@@ -67,10 +48,8 @@ from .common import (
     write_outputs,
 )
 
-__all__ = ["COMMANDS", "make_judge", "make_matcher", "matcher_from_spec", "register",
-           "say_replayed"]
-
-_SAMPLE_TRUTH = SAMPLE / "lesson_truth.csv"
+__all__ = ["judge", "judge_agreement", "make_judge", "make_matcher", "match",
+           "match_agreement_cmd", "matcher_from_spec", "queue", "say_replayed"]
 
 
 def _judge_from(spec: str, store: Any, cls: Any, simulated: Any, *,
@@ -115,6 +94,8 @@ def _judge_of(spec: str, store: Any, cls: Any, simulated: Any, *,
     if kind == "replay" and arg:
         path, _, model = arg.partition("#")
         if model:
+            from ...ingest._completions import read_completions
+
             df, errors = read_completions(path)
             if errors:
                 raise BadInputError(f"{len(errors)} bad line(s); the first: {errors[0]}",
@@ -122,7 +103,9 @@ def _judge_of(spec: str, store: Any, cls: Any, simulated: Any, *,
             return cls.replay(df, model, template=template, store=store)
         return cls.replay(store, arg, template=template)
     if kind == "simulated":
-        provider, model = simulated(arg or str(_SAMPLE_TRUTH))
+        from .._notebook import SAMPLE
+
+        provider, model = simulated(arg or str(SAMPLE / "lesson_truth.csv"))
         return cls(provider, model, cls.prompt(template, store), {"temperature": 0})
     raise BadInputError(f"unknown judge {spec!r}; expected openai:MODEL, replay:MODEL, "
                         "replay:PATH.jsonl#MODEL or simulated[:LESSON_TRUTH.csv]",
@@ -156,6 +139,9 @@ def make_judge(spec: str, store: Any, *, base_url: str | None = None,
     (live, with ``base_url``), ``replay:MODEL`` (the store's recordings),
     ``replay:PATH.jsonl#MODEL`` or ``simulated[:LESSON_TRUTH.csv]`` (the
     simulator's synthetic judge, model ``sim-judge-v1``; its calls are recorded)."""
+    from ...evaluate._judges import Judge
+    from ...simulate._providers import SIMULATED_JUDGE_MODEL, SimulatedJudgeProvider
+
     def simulated(truth: str) -> tuple[Any, str]:
         return _simulated(lambda: SimulatedJudgeProvider(truth), truth), SIMULATED_JUDGE_MODEL
 
@@ -169,6 +155,9 @@ def make_matcher(spec: str, store: Any, *, base_url: str | None = None,
     """A :class:`~truss_lab.evaluate._judges.JudgeMatcher` from a CLI spec, spelled
     as for :func:`make_judge`; ``simulated[:LESSON_TRUTH.csv]`` is the simulator's
     synthetic matcher (model ``sim-match-v1``, references.jsonl beside the truth)."""
+    from ...evaluate._judges import JudgeMatcher
+    from ...simulate._providers import SIMULATED_MATCH_MODEL, SimulatedMatchProvider
+
     def simulated(truth: str) -> tuple[Any, str]:
         refs = Path(truth).with_name("references.jsonl")
         return (_simulated(lambda: SimulatedMatchProvider(truth, refs), truth, refs),
@@ -230,6 +219,9 @@ def judge(run_id: str, db: str, spec: str, base_url: str | None, template: str,
     A run judged before answers from its own recorded answers, calling nothing (it says
     so; to ask the model again, judge a rerun: truss-lab rerun RUN --run-id NEW). Exits 1
     with one line when no call or answer gave a label."""
+    from ...evaluate._judges import run_judge
+    from ...store._store import open_store
+
     with open_store(db, must_exist=True) as store:
         made = make_judge(spec, store, base_url=base_url, template=template, live=live)
         res = run_judge(store, run_id, made)
@@ -312,6 +304,8 @@ def _every_call_failed(result: dict[str, Any], as_json: bool, line: str) -> None
 def judge_agreement(run_id: str | None, db: str, name: str, labels_path: str | None,
                     n_boot: int, random_state: int, as_json: bool) -> None:
     """A judge's Cohen kappa, precision and recall against human labels (RUN optional)."""
+    from ...evaluate._judges import judge_agreement as agreement_of
+
     with read_store(db, must_exist=True) as store:
         res = agreement_of(store, name, run_id, labels=labels_path, n_boot=n_boot,
                            random_state=random_state)
@@ -333,6 +327,8 @@ def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
     if spec == "lexical":
         return None
     if spec == "semantic":
+        from ...score._matching import SemanticMatcher
+
         return SemanticMatcher()
     if spec.startswith("judge:") and len(spec) > len("judge:"):
         m = make_matcher(spec[len("judge:"):], store, base_url=base_url, field=field)
@@ -366,6 +362,9 @@ def match_agreement_cmd(run_id: str, db: str, matcher: str, base_url: str | None
                         random_state: int, as_json: bool) -> None:
     """A matcher's pair precision, pair recall and matched-flag kappa against people's
     match labels, on the lessons people matched (docs/how-to/correct-with-people.md)."""
+    from ...evaluate._matches import match_agreement
+    from ...store._store import open_store
+
     with (open_store(db, must_exist=True) if matcher_calls_model(matcher)
           else read_store(db, must_exist=True)) as store:
         m = matcher_from_spec(matcher, store, base_url=base_url)
@@ -390,6 +389,9 @@ def match(run_id: str, db: str, spec: str, base_url: str | None, template: str,
     A run matched before answers from its own recorded answers, calling nothing (it says
     so; to ask the model again, match a rerun: truss-lab rerun RUN --run-id NEW). Exits 1
     with one line when no answer could be used."""
+    from ...evaluate._judges import match_run
+    from ...store._store import open_store
+
     with open_store(db, must_exist=True) as store:
         made = make_matcher(spec, store, base_url=base_url, template=template, live=live)
         res = match_run(store, run_id, made, references=references_path)
@@ -477,6 +479,10 @@ def queue(db: str, run_id: str, out: str, kind: str, whole_verdicts: bool,
     command's interface (unchanged), and the body parses them, makes one library call and
     formats its result.
     """
+    from ...evaluate._queue import labelling_queue
+    from ...ingest._labels import write_label_queue
+    from ...store._store import open_store
+
     if kind == "match" or whole_verdicts:
         if kind == "match" and whole_verdicts:
             raise BadInputError("--whole-verdicts is for --kind label (a match queue lists "
@@ -510,6 +516,11 @@ def _drawn_queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | No
     """``queue --kind match`` and ``queue --whole-verdicts``: every lesson of verdicts drawn
     at random; the CSV and, beside it, ``OUT.json`` recording the draw."""
     what = "--kind match" if kind == "match" else "--whole-verdicts"
+    from ...evaluate._queue import match_queue, whole_verdict_queue
+    from ...ingest._labels import write_label_queue
+    from ...ingest._match_labels import write_match_queue
+    from ...store._store import open_store
+
     ctx = click.get_current_context()
     given = [option_given(p, f"--{p.replace('_', '-')}") for p in _LABEL_ONLY
              if ctx.get_parameter_source(p) is not click.core.ParameterSource.DEFAULT
@@ -558,12 +569,3 @@ def _drawn_queue(db: str, run_id: str, out: str, kind: str, n_verdicts: int | No
                  f"{n_verdicts} asked: all listed")
     emit(info, as_json, text)
 
-
-COMMANDS: tuple[click.Command, ...] = (judge, judge_agreement, match_agreement_cmd, match,
-                                       queue)
-
-
-def register(group: click.Group) -> None:
-    """Add ``judge``, ``judge-agreement``, ``match-agreement``, ``match`` and ``queue`` to
-    ``group``."""
-    add_commands(group, COMMANDS)

@@ -10,22 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
-from ...extract._prompts import (
-    get_template,
-    load_prompt,
-    prompt_toml,
-    prompts_table,
-    register_prompt,
-)
-from ...store._store import Store, open_store
 from .._text import runs_text
-from .common import add_commands, db_option, emit, friendly, json_option, read_store
+from .common import db_option, emit, friendly, json_option, read_store
 
-__all__ = ["COMMANDS", "register"]
+if TYPE_CHECKING:
+    from ...store._store import Store
+
+__all__ = ["prompts"]
 
 
 @contextmanager
@@ -52,6 +47,9 @@ def prompts() -> None:
 def prompts_add(path: str, db: str, as_json: bool) -> None:
     """Register a prompt template file in the database (once per version: the same
     name with another text is refused; make a new version)."""
+    from ...extract._prompts import load_prompt, register_prompt
+    from ...store._store import open_store
+
     template = load_prompt(path)
     with open_store(db) as store:
         added = register_prompt(store, template, source=path)
@@ -68,13 +66,15 @@ def prompts_add(path: str, db: str, as_json: bool) -> None:
 @friendly
 def prompts_list(db: str, as_json: bool) -> None:
     """List the prompt versions: the built-in ones and those the database registered."""
+    from ...extract._prompts import prompts_table
+
     with _maybe_store(db) as store:
         rows = prompts_table(store)
     if as_json:
         emit(rows, True, "")
         return
-    df = pd.DataFrame(rows).assign(template_hash=lambda d: d["template_hash"].str[:12])
-    click.echo(runs_text(df, ["name", "kind", "registered", "template_hash", "description"]))
+    short = [{**r, "template_hash": r["template_hash"][:12]} for r in rows]
+    click.echo(runs_text(short, ["name", "kind", "registered", "template_hash", "description"]))
 
 
 @prompts.command("show")
@@ -84,6 +84,8 @@ def prompts_list(db: str, as_json: bool) -> None:
 @friendly
 def prompts_show(name: str, db: str, as_json: bool) -> None:
     """Print prompt version NAME as a template file, its SHA-256 first."""
+    from ...extract._prompts import get_template, prompt_toml
+
     with _maybe_store(db) as store:
         template = get_template(name, store)
     text = prompt_toml(template)
@@ -91,10 +93,3 @@ def prompts_show(name: str, db: str, as_json: bool) -> None:
           "description": template.description, "template_hash": template.template_hash,
           "toml": text}, as_json, f"# sha256 {template.template_hash}\n{text}")
 
-
-COMMANDS: tuple[click.Command, ...] = (prompts,)
-
-
-def register(group: click.Group) -> None:
-    """Add the ``prompts`` group (add, list, show) to ``group``."""
-    add_commands(group, COMMANDS)

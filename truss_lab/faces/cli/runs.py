@@ -13,11 +13,8 @@ from typing import Any
 
 import click
 
-from ...store._run_list import delete_run, list_run_errors, list_runs
-from ...store._store import open_store
 from .._text import runs_text
 from .common import (
-    add_commands,
     db_option,
     emit,
     friendly,
@@ -27,7 +24,7 @@ from .common import (
     run_argument,
 )
 
-__all__ = ["COMMANDS", "register"]
+__all__ = ["errors", "runs"]
 
 
 @click.group(invoke_without_command=True)
@@ -40,6 +37,8 @@ def runs(ctx: click.Context, db: str, as_json: bool) -> None:
     deletes one)."""
     if ctx.invoked_subcommand is not None:
         return
+    from ...store._run_list import list_runs
+
     with read_store(db) as store:
         rows = list_runs(store)
     if as_json:
@@ -68,6 +67,9 @@ def _json_value(value: Any) -> Any:
 def runs_delete(run_id: str, db: str, as_json: bool) -> None:
     """Delete a run that wrote no memory (its candidates, errors and progress rows);
     a run that wrote governed records is refused, saying which."""
+    from ...store._run_list import delete_run
+    from ...store._store import open_store
+
     with open_store(db, must_exist=True) as store:
         gone = delete_run(store, run_id)
     text = f"deleted run {run_id}: " + ", ".join(f"{n} {t}" for t, n in gone.items())
@@ -82,6 +84,8 @@ def runs_delete(run_id: str, db: str, as_json: bool) -> None:
 @friendly
 def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
     """List a run's per-verdict errors (provider, parse, prompt), by verdict."""
+    from ...store._run_list import list_run_errors
+
     with read_store(db) as store:
         rows = list_run_errors(store, run_id)
     if as_json:
@@ -103,10 +107,3 @@ def errors(run_id: str, db: str, limit: int, as_json: bool) -> None:
     if len(shown) < len(rows):
         lines.append(f"  ... and {len(rows) - len(shown)} more (--n-errors 0 or --json)")
     click.echo("\n".join(lines))
-
-COMMANDS: tuple[click.Command, ...] = (runs, errors)
-
-
-def register(group: click.Group) -> None:
-    """Add ``runs`` (list, delete) and ``errors`` to ``group``."""
-    add_commands(group, COMMANDS)
