@@ -150,6 +150,8 @@ class PPIData:
         The verdicts people answered for.
     inv_pi : numpy.ndarray
         1 / each sampled verdict's inclusion probability.
+    auto_codes : numpy.ndarray or None
+        Each automated row's index into ``verdicts`` (None: found when needed).
     """
 
     y_auto: np.ndarray = field(repr=False)
@@ -163,9 +165,9 @@ class PPIData:
     verdicts: np.ndarray = field(repr=False)
     sampled: np.ndarray = field(repr=False)
     inv_pi: np.ndarray = field(repr=False)
+    # Set by ppi_data when it found the population from the rows (one hash of their
+    # verdicts gives both), so the sample's rows and the bootstrap's codes are gathers.
     auto_codes: np.ndarray | None = field(default=None, repr=False)
-    """Each automated row's index into :attr:`verdicts`, when :func:`ppi_data` found the
-    population from the rows (one hash of their verdicts gives both); else None."""
 
     @property
     def n_verdicts(self) -> int:
