@@ -96,7 +96,9 @@ def test_a_judge_matcher_leaving_verdicts_out_is_one_warning_line(
         r = invoke(*command, "--db", db, "--matcher", "judge:openai:m",
                    "--base-url", srv.base_url)
     assert r.exit_code == 0, r.output
-    said = _warning_lines(r.stderr)
+    # With most verdicts left out, the correction rests on few people-answered verdicts:
+    # that is its own warning line (tests/test_small_samples.py).
+    said = [ln for ln in _warning_lines(r.stderr) if "rest on" not in ln]
     assert len(said) == 1, r.stderr
     assert re.fullmatch(rf"warning: \d+ verdict\(s\) of run '{RUN}' left out: the matcher "
                         r"could not score their lessons \(see the matcher's errors\)", said[0])

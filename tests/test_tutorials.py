@@ -82,9 +82,9 @@ def test_own_data_runs_and_says_what_it_should(tmp_path: Path,
                                                              "output.jsonl")
     assert "tokens in 2000, out 150" in said("truss-lab usage batch")
     assert "10 added" in said("truss-lab ingest labels")
-    # five verdicts: two held out, and the sweep says what that is worth
-    assert said("truss-lab sweep").count("warning: the held-out metrics and their "
-                                         "intervals rest on 2 verdicts, fewer than 30") == 1
+    # five verdicts: two held out, and the sweep says what that is worth (on stderr)
+    assert said("truss-lab sweep").count("warning: the intervals rest on 5 labelled and 2 "
+                                         "held-out verdicts, fewer than 30") == 1
     runs = said("truss-lab runs")
     assert runs.count(" ann") == 2, runs
     assert "signed_by</td><td>ann</td>" in (tmp_path / "report.html").read_text(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import html
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from truss_lab.core._errors import BadInputError
+from truss_lab.core._errors import WARNING_PREFIX, BadInputError
 from truss_lab.core._threads import blas_limited
 from truss_lab.evaluate._defaults import DEFAULT_OBJECTIVE
 from truss_lab.evaluate._objective import Objective, make_objective
@@ -67,22 +67,36 @@ BAND_METRICS = ("precision", "recall", "f1")
 
 SMALL_SAMPLE_VERDICTS = 30
 """The fewest verdicts an interval, a threshold choice or a correction rests on without a
-warning. A percentile bootstrap over fewer verdicts covers far less often than its
-nominal level, and over a handful every replicate can draw the same few verdicts and
-agree: an interval of zero width that says nothing (two held-out verdicts printed
-``1.000 [1.000, 1.000]``). Thirty is the usual rule of thumb for resampling and normal
-approximations alike; below it every face says so in one line
-(:func:`small_sample_line`)."""
+warning: held-out verdicts (a choice), labelled verdicts (a verdict with a truth value on
+some lesson: a gold label, a judge's label, annotated references) and people-answered
+verdicts (those a prediction-powered correction has the people's answers for). A
+percentile bootstrap over fewer verdicts covers far less often than its nominal level,
+and over a handful every replicate can draw the same few verdicts and agree: an interval
+of zero width that says nothing (two held-out verdicts printed ``1.000 [1.000,
+1.000]``); a correction estimated from so few people-answered verdicts is as unsure.
+Thirty is the usual rule of thumb for resampling and normal approximations alike; below
+it every face says so in one line (:func:`small_sample_line`)."""
 
 
-def small_sample_line(n: int, what: str) -> str | None:
-    """The one warning line of a result whose ``what`` (``the held-out metrics``) rests on
-    ``n`` verdicts, fewer than :data:`SMALL_SAMPLE_VERDICTS`; None from that many on."""
-    if n >= SMALL_SAMPLE_VERDICTS:
+def small_sample_line(rests_on: Mapping[str, int | None]) -> str | None:
+    """The one warning line of a result whose intervals rest on ``rests_on`` (each kind of
+    verdict, ``"held-out"``, ``"labelled"``, ``"people-answered"``, or ``""``, with how
+    many: None where it does not apply) when any count is under
+    :data:`SMALL_SAMPLE_VERDICTS`, naming every such count; None when none is.
+
+    The one rule and the one message of every face (the CLI's stderr, the results' reprs,
+    the report, the displays): ``warning: the intervals rest on 4 labelled and 2 held-out
+    verdicts, fewer than 30: ...``.
+    """
+    few = [(k, int(n)) for k, n in rests_on.items()
+           if n is not None and int(n) < SMALL_SAMPLE_VERDICTS]
+    if not few:
         return None
-    return (f"warning: {what} rest on {n} verdict{'' if n == 1 else 's'}, fewer than "
+    said = " and ".join(f"{n} {k}".rstrip() for k, n in few)
+    plural = "" if len(few) == 1 and few[0][1] == 1 else "s"
+    return (f"{WARNING_PREFIX}the intervals rest on {said} verdict{plural}, fewer than "
             f"{SMALL_SAMPLE_VERDICTS}: no interval from so few can be trusted (one of zero "
-            "width says nothing); label or judge more verdicts")
+            "width says nothing); label more verdicts")
 
 
 #: W chunks hold at most this many cells: small enough that the allocator

@@ -33,7 +33,7 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._threads import blas_limited
-from truss_lab.evaluate._bootstrap import percentile_interval, stream
+from truss_lab.evaluate._bootstrap import percentile_interval, small_sample_line, stream
 from truss_lab.evaluate._choose import draw_weights, split_by_verdict
 from truss_lab.evaluate._correction import run_correction
 from truss_lab.evaluate._label_report import fmt_number
@@ -400,6 +400,16 @@ class CalibrationReport:
         return (f"{self.method} calibration makes {', '.join(w.split()[0] for w in worse)} "
                 f"worse on the held-out verdicts ({'; '.join(worse)}){better}")
 
+    @property
+    def small_sample(self) -> str | None:
+        """The one warning line when the held-out verdicts (those with a truth value) or,
+        corrected, the people-answered verdicts number fewer than
+        :data:`~truss_lab.evaluate._bootstrap.SMALL_SAMPLE_VERDICTS`
+        (:func:`~truss_lab.evaluate._bootstrap.small_sample_line`); else None."""
+        people = (self.split.get("people_verdicts") if self.correction != "none" else None)
+        return small_sample_line({"people-answered": people,
+                                  "held-out": len(self.eval_verdicts)})
+
     def __repr__(self) -> str:
         fixed = f", correction {self.correction!r}" if self.correction != "none" else ""
         lines = [f"CalibrationReport(run={self.run_id!r}, score={self.score!r}, "
@@ -412,10 +422,14 @@ class CalibrationReport:
                          f"Brier={r['brier']:.4f} ({int(r['candidates'])} candidates)")
         if self.worsened():
             lines.append(f"  note: {self.worsened()}")
+        if self.small_sample:
+            lines.append(f"  {self.small_sample}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         head = html.escape(repr(self).splitlines()[0])
+        if self.small_sample:
+            head += f"<br>{html.escape(self.small_sample)}"
         note = (f"<p class=\"note\"><b>note</b>: {html.escape(self.worsened() or '')}</p>"
                 if self.worsened() else "")
         return (f"<div><p><b>CalibrationReport</b>: {head}</p>{note}"
@@ -549,7 +563,8 @@ def calibration_run(
         {"verdicts": "Int64", "candidates": "Int64"}).rename_axis("scores")
     split = {"by": "verdict", "test_size": test_size, "random_state": random_state,
              "n_train_verdicts": len(fit_v), "n_test_verdicts": len(eval_v),
-             "n_train_candidates": len(train_idx), "n_test_candidates": len(test_idx)}
+             "n_train_candidates": len(train_idx), "n_test_candidates": len(test_idx),
+             "people_verdicts": correction_of(fix)["people_verdicts"]}
     return CalibrationReport(
         run_id=run_id, score=score, method=method, summary=summary, tables=tables,
         split=split, fit_verdicts=fit_v, eval_verdicts=eval_v, calibrator=cal,

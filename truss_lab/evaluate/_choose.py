@@ -260,14 +260,20 @@ class ThresholdChoice:
 
     @property
     def small_sample(self) -> str | None:
-        """The warning line when the held-out side (with cross-validation: all the
-        verdicts) holds fewer than :data:`SMALL_SAMPLE_VERDICTS` verdicts, else None."""
+        """The one warning line (:func:`~truss_lab.evaluate._bootstrap.small_sample_line`)
+        when the choice's intervals rest on fewer than :data:`SMALL_SAMPLE_VERDICTS`
+        verdicts of a kind: held out (with cross-validation: all the verdicts split), labelled
+        (``split["labelled_verdicts"]``, set by the run's evaluation) or, with a correction,
+        people-answered (``split["people_verdicts"]``); else None."""
         sp = self.split
-        if self.cv:
-            return small_sample_line(int(sp["n_verdicts"]),
-                                     "the choice and its out-of-fold metrics")
-        return small_sample_line(int(sp["n_test_verdicts"]),
-                                 "the held-out metrics and their intervals")
+        people = sp.get("people_verdicts") if sp.get("correction", "none") != "none" else None
+        if self.cv:  # every verdict is held out once
+            labelled = sp.get("labelled_verdicts")
+            return small_sample_line({"labelled": labelled, "people-answered": people,
+                                      "": None if labelled is not None else sp["n_verdicts"]})
+        return small_sample_line({"labelled": sp.get("labelled_verdicts"),
+                                  "people-answered": people,
+                                  "held-out": int(sp["n_test_verdicts"])})
 
     def interval_lines(self) -> list[str]:
         """The small-sample warning (:attr:`small_sample`), if any, then one line per

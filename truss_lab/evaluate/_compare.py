@@ -39,6 +39,7 @@ from truss_lab.evaluate._bootstrap import (
     bin_counts,
     check_boot,
     percentile_interval,
+    small_sample_line,
     weight_chunks,
 )
 from truss_lab.evaluate._choose import draw_weights
@@ -135,7 +136,9 @@ class ComparisonResult:
     ``only_in_a``/``only_in_b`` hold the hashes of verdicts present in one run only.
     ``correction`` names the correction of the automated truth (``none``, or ``ppi (...)``:
     :func:`compare_extractors_ppi`) and ``people_verdicts`` how many verdicts people
-    answered for in each run.
+    answered for in each run. ``n_labelled`` is the common verdicts with a truth value on
+    some lesson of either run (None when not counted), what an uncorrected comparison's
+    intervals rest on (:attr:`small_sample`).
 
     Parameters
     ----------
@@ -159,6 +162,8 @@ class ComparisonResult:
         The correction of the automated truth.
     people_verdicts : tuple of (int, int)
         Verdicts people answered for in each run.
+    n_labelled : int or None
+        Common verdicts with a truth value on some lesson of either run.
     """
 
     table: pd.DataFrame
@@ -172,6 +177,16 @@ class ComparisonResult:
     outcome: str = OUTCOME
     correction: str = "none"
     people_verdicts: tuple[int, int] = (0, 0)
+    n_labelled: int | None = None
+
+    @property
+    def small_sample(self) -> str | None:
+        """The one warning line when the intervals rest on fewer than
+        :data:`~truss_lab.evaluate._bootstrap.SMALL_SAMPLE_VERDICTS` labelled common
+        verdicts or, corrected, people-answered verdicts of a run
+        (:func:`~truss_lab.evaluate._bootstrap.small_sample_line`); else None."""
+        people = min(self.people_verdicts) if self.correction != "none" else None
+        return small_sample_line({"labelled": self.n_labelled, "people-answered": people})
 
     def __repr__(self) -> str:
         a, b = self.names
@@ -181,6 +196,8 @@ class ComparisonResult:
             f"n_boot={self.n_boot}, confidence={self.confidence}"
             + (f"; correction {self.correction})" if self.correction != "none" else ")")
         ]
+        if self.small_sample:
+            lines.append(f"  {self.small_sample}")
         for _, r in self.table.iterrows():
             lines.append(
                 f"  t_a={r['threshold_a']:.4g} t_b={r['threshold_b']:.4g}: "
@@ -201,6 +218,8 @@ class ComparisonResult:
             if hashes:
                 shown = ", ".join(hashes[:10]) + (" …" if len(hashes) > 10 else "")
                 extra += f"<p>{html.escape(f'only in {who}: {shown}')}</p>"
+        if self.small_sample:
+            extra += f"<p>{html.escape(self.small_sample)}</p>"
         table = self.table.to_html(index=False, float_format=lambda v: f"{v:.4g}")
         return f"<div><p><b>ComparisonResult</b>: {head}</p>{extra}{table}</div>"
 
@@ -299,10 +318,13 @@ def compare_extractors(
                 sides[f"{m}_b"].append(rep["b"][m])
 
     success = [_verdict_success(h, t_order) for h, t_order in hs]
+    # Common verdicts with a truth value on some lesson of either run.
+    labelled = np.unique(np.concatenate([index.get_indexer(ha[ja.astype(bool)]),
+                                         index.get_indexer(hb[jb.astype(bool)])]))
     return ComparisonResult(
         table=_table(t_a, t_b, point, deltas, _outcomes(*success), confidence, sides),
         names=(str(names[0]), str(names[1])),
-        n_common=g,
+        n_common=g, n_labelled=int(np.count_nonzero(labelled >= 0)),
         only_in_a=[str(h) for h in only_a],
         only_in_b=[str(h) for h in only_b],
         n_boot=int(n_boot),

@@ -163,6 +163,7 @@ def sweep_judged(judged: RunTruth | ReferenceTruth, thresholds: Any = None,
         df = judged.in_lessons(sweep(**judged.sweep_inputs(), thresholds=thresholds))
     df.attrs["counts"] = dict(judged.counts)
     df.attrs["correction"] = correction_of(correction)
+    df.attrs["labelled_verdicts"] = labelled_verdicts(judged)
     return df
 
 
@@ -257,16 +258,21 @@ AUTO_FOLDS = 5
 MIN_FOLD_VERDICTS = 10
 
 
+def labelled_verdicts(truth: RunTruth | ReferenceTruth) -> int:
+    """The verdicts of a judged run with a truth value on some candidate (a gold label, a
+    judge's label; with references: the annotated verdicts): what its intervals rest on
+    (:data:`~truss_lab.evaluate._bootstrap.SMALL_SAMPLE_VERDICTS`)."""
+    if isinstance(truth, ReferenceTruth):
+        return len(truth.verdicts)
+    c = truth.candidates
+    return int(c.loc[c["judged"].to_numpy(dtype=bool), "verdict_hash"].nunique())
+
+
 def auto_cv(truth: RunTruth | ReferenceTruth) -> int | None:
     """:data:`AUTO_FOLDS` when the run has at least ``AUTO_FOLDS * MIN_FOLD_VERDICTS``
-    verdicts with a judged candidate (with references: annotated verdicts), else
-    None (one split)."""
-    if isinstance(truth, ReferenceTruth):
-        n = len(truth.verdicts)
-    else:
-        c = truth.candidates
-        n = c.loc[c["judged"].to_numpy(dtype=bool), "verdict_hash"].nunique()
-    return AUTO_FOLDS if n >= AUTO_FOLDS * MIN_FOLD_VERDICTS else None
+    verdicts with a judged candidate (:func:`labelled_verdicts`; with references: annotated
+    verdicts), else None (one split)."""
+    return AUTO_FOLDS if labelled_verdicts(truth) >= AUTO_FOLDS * MIN_FOLD_VERDICTS else None
 
 
 def choose_run_threshold(
@@ -378,6 +384,7 @@ def choose_judged(t: Truth, jr: RunTruth | ReferenceTruth, correction: PPIData |
     choice.split["truth"] = t.name
     choice.split["correction"] = correction_label(correction_of(correction))
     choice.split["people_verdicts"] = correction_of(correction)["people_verdicts"]
+    choice.split["labelled_verdicts"] = labelled_verdicts(jr)
     return choice
 
 
@@ -496,6 +503,13 @@ class RunEvaluation:
     def counts(self) -> dict[str, Any]:
         """The truth counts of the run (:attr:`RunTruth.counts` or the references')."""
         return dict(self.judged.counts)
+
+    @property
+    def small_sample(self) -> str | None:
+        """The one small-sample warning line of the evaluation, or None: its choice's
+        (:attr:`ThresholdChoice.small_sample`), which counts the labelled and
+        people-answered verdicts the sweep's intervals rest on too."""
+        return self.choice.small_sample
 
 
 def evaluate_run(

@@ -12,6 +12,7 @@ fixed-width table, a threshold choice, a table of runs) is what the CLI
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -19,6 +20,7 @@ import pandas as pd
 
 from truss_lab.core._errors import BadInputError
 from truss_lab.core._threshold import DEFAULT_MIN_SALIENCE
+from truss_lab.evaluate._bootstrap import small_sample_line
 from truss_lab.evaluate._calibration import (
     DEFAULT_MIN_BIN_COUNT,
     calibration_run,
@@ -51,6 +53,7 @@ __all__ = [
     "save_comparison_plot",
     "save_frontier_plot",
     "save_sweep_plot",
+    "with_warning",
 ]
 
 # -- what every plot shares: lazy matplotlib, figures that never cut labels off ---------------
@@ -100,6 +103,15 @@ def _row_at(df: pd.DataFrame, threshold: float) -> pd.Series | None:
     if not len(at):
         return None
     return at.loc[at["threshold"].idxmin()]
+
+
+def with_warning(title: str | None, warning: str | None) -> str | None:
+    """A plot's title with a result's small-sample warning line below it (wrapped to
+    the plot's width), so a figure of intervals from too few verdicts says so too."""
+    if not warning:
+        return title
+    said = textwrap.fill(warning, 90)
+    return f"{title}\n{said}" if title else said
 
 
 def plot_title(run_id: str, what: str, *, truth: str, correction: str = "none") -> str:
@@ -182,6 +194,9 @@ class SweepDisplay:
         self.name = name
         self.default_threshold = default_threshold
         self.threshold_label = threshold_label
+        #: The small-sample warning of the run's intervals (set by from_run), drawn
+        #: under the title.
+        self.small_sample: str | None = None
 
     @classmethod
     def from_sweep(
@@ -268,11 +283,18 @@ class SweepDisplay:
         df = sweep_run(store, run_id, truth=t, score=score)
         iv = (bootstrap_run(store, run_id, n_boot=n_boot, random_state=random_state, truth=t,
                             score=score).with_band() if n_boot else None)
-        return cls(df, threshold=threshold, intervals=iv,
-                   name=name if name else plot_title(
-                       run_id, "metrics vs threshold", truth=df.attrs["truth"],
-                       correction=correction_label(df.attrs.get("correction"))),
-                   default_threshold=default_threshold).plot(ax=ax)
+        out = cls(df, threshold=threshold, intervals=iv,
+                  name=name if name else plot_title(
+                      run_id, "metrics vs threshold", truth=df.attrs["truth"],
+                      correction=correction_label(df.attrs.get("correction"))),
+                  default_threshold=default_threshold)
+        fixed = df.attrs.get("correction") or {}
+        out.small_sample = small_sample_line({
+            "labelled": df.attrs.get("labelled_verdicts"),
+            "people-answered": (fixed.get("people_verdicts")
+                                if fixed.get("correction") == "ppi" else None),
+        }) if iv is not None else None
+        return out.plot(ax=ax)
 
     @classmethod
     def from_predictions(
@@ -396,8 +418,9 @@ class SweepDisplay:
         handles, labels = ax.get_legend_handles_labels()
         h2, l2 = ax2.get_legend_handles_labels()
         ax.legend(handles + h2, labels + l2, loc="best", fontsize="small")
-        if self.name:
-            ax.set_title(self.name)
+        title = with_warning(self.name, self.small_sample)
+        if title:
+            ax.set_title(title)
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
@@ -778,8 +801,9 @@ class CalibrationDisplay:
                                   truth, deprecated, where="CalibrationDisplay.from_run"))
         which = scores or ("after" if method else "before")
         out = cls(rep.tables[which], name=f"{score} ({which})",
-                  title=plot_title(run_id, f"calibration ({which})", truth=rep.truth,
-                                   correction=rep.correction))
+                  title=with_warning(plot_title(run_id, f"calibration ({which})",
+                                                truth=rep.truth, correction=rep.correction),
+                                     rep.small_sample))
         out.report = rep
         return out.plot(ax=ax)
 
@@ -1044,9 +1068,10 @@ class ComparisonDisplay:
               else f"\ncorrection {self.correction}")
         p = float(r["mcnemar_p"])
         p_text = "< 0.001" if p < 0.001 else f"= {p:.3f}"
-        self.title_ = fig.suptitle(
+        self.title_ = fig.suptitle(with_warning(
             f"A = {a}, B = {b}{by}\nMcNemar p {p_text} (verdicts where one run "
-            "succeeds and the other does not)", fontsize="medium")
+            "succeeds and the other does not)", getattr(self.result, "small_sample", None)),
+            fontsize="medium")
         self.axes_ = panels
         self.ax_ = panels["rate_deltas"]
         self.figure_ = fig

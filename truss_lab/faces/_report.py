@@ -745,8 +745,7 @@ def choice_html(choice: ThresholdChoice) -> str:
     return (f"<div class=\"choice\"><p><b>chosen threshold {esc(fmt(choice.threshold))}</b>"
             f"{esc(lo_hi)} ({esc(conf)}bootstrap interval of the choice) · objective "
             f"{esc(choice.objective)} · {esc(choice.how)}</p>"
-            + folds + (f"<p class=\"warning\">{esc(choice.small_sample)}</p>"
-                       if choice.small_sample else "")
+            + folds + _warning(choice.small_sample)
             + (f"<p class=\"muted\">{esc(conf)}intervals of the held-out metrics</p>"
                if has_iv else "")
             + table(metrics, extra={
@@ -822,7 +821,7 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str,
                                             truth=truth.name, correction=ev.correction)
                            ).plot(ax=ax)
     worse = cal.worsened()
-    parts += [f"<h4>calibration, by {esc(truth.name)}</h4>",
+    parts += [f"<h4>calibration, by {esc(truth.name)}</h4>", _warning(cal.small_sample),
               png_img(fig, f"calibration of {rid}"),
               f'<p class="note"><b>note</b>: {esc(worse)}</p>' if worse else "",
               table(cal.summary, index=True)]
@@ -862,10 +861,15 @@ def _comparison_table(res: Any) -> str:
                + f" · McNemar p {fmt(float(r['mcnemar_p']), 'mcnemar_p')}"
                + (f" · correction {esc(res.correction)}" if res.correction != "none" else "")
                + "</p>")
-    return table(pd.DataFrame(rows), extra={
+    return _warning(res.small_sample) + table(pd.DataFrame(rows), extra={
         col_a: "run A at its threshold", col_b: "run B at its threshold",
         conf: "paired verdict-bootstrap interval (the same verdicts drawn for both runs): "
               "excluding 0, the difference is more than noise"}) + outcome
+
+
+def _warning(line: str | None) -> str:
+    """A result's small-sample warning as the report shows it (nothing without one)."""
+    return f"<p class=\"warning\">{esc(line)}</p>" if line else ""
 
 
 def _comparisons(store: Store, run_ids: Sequence[str], truth: Truth, *, n_boot: int,
