@@ -9,7 +9,8 @@ holding the characters encoders treat specially (``/``, ``+``, ``=``):
 * ``extract`` against a server whose every answer is an error body echoing the key, each
   verdict's in another encoding (JSON's ``\\/``, percent-encoded in either case,
   ``\\u``-escaped, upper- and lower-cased, escaped twice); then ``errors --json``;
-* ``extract`` with the key in the ``--base-url`` query, path, fragment and userinfo;
+* ``extract`` with the key in the ``--base-url`` query and userinfo, another key (in no
+  environment variable) in its path, and one after a ``#`` (a fragment: refused);
 * ``prompts add`` of a prompt file holding the key, ``Authorization: Bearer ...`` and URL
   credentials; ``ingest labels`` with the key as an annotator, ``ingest references`` with
   it in a text, an annotator and an evidence token;
@@ -36,9 +37,13 @@ from tests.builders.http_server import Reply, ScriptedServer
 from truss_lab.faces._notebook import load_sample
 from truss_lab.store._store import Store
 
-#: The secrets the scenarios plant, besides the key: a bearer token and a URL password.
+#: The secrets the scenarios plant, besides the key: a bearer token, a URL password, and
+#: keys in a base URL's path and fragment that no environment variable names.
 BEARER = "tok-bearer-" + "9c" * 10
 PASSWORD = "pw-userinfo-" + "4e" * 10
+PATH_KEY = "sk-path-" + "5d" * 12
+FRAGMENT_KEY = "sk-frag-" + "6a" * 12
+SECRETS = (ODD_KEY, BEARER, PASSWORD, PATH_KEY, FRAGMENT_KEY)
 
 
 def _dump_tables(db: Path) -> str:
@@ -80,12 +85,17 @@ def scenarios(tmp: Path) -> tuple[Path, list[Path], dict[str, str], dict[str, bo
     with ScriptedServer() as srv:
         host = srv.base_url.split("://", 1)[1]
         for where, url in (("query", f"{srv.base_url}?api-key={ODD_KEY}"),
-                           ("fragment", f"{srv.base_url}#{ODD_KEY}"),
+                           ("path", f"{srv.base_url}/{PATH_KEY}"),
+                           ("fragment", f"{srv.base_url}#{FRAGMENT_KEY}"),
                            ("userinfo", f"http://user:{PASSWORD}@{host}")):
             p = run(f"extract (key in --base-url {where})", "extract", "--db", str(db),
                     "--extractor", "openai:m", "--base-url", url, "--policy", "on",
                     "--verdicts", "seq <= 2", "--json")
-            ran[f"extract with the key in the --base-url {where}"] = p.returncode == 0
+            if where == "fragment":  # never sent to a server: refused in one line
+                ran["extract refused a --base-url with a fragment"] = (
+                    p.returncode == 2 and "fragment" in p.stderr)
+            else:
+                ran[f"extract with the key in the --base-url {where}"] = p.returncode == 0
     prompt = tmp / "leaky_prompt.toml"
     prompt.write_text(
         'name = "leaky-v1"\n'
@@ -131,7 +141,7 @@ def find_secrets(tmp: Path) -> tuple[list[str], dict[str, bool], int]:
     texts = {**out, "every table": _dump_tables(db)}
     found: list[str] = []
     needles = 0
-    for secret in (ODD_KEY, BEARER, PASSWORD):
+    for secret in SECRETS:
         needles += len(encoded_forms(secret))
         found += leaks_encoded(secret, *files, texts=texts)
     return found, ran, needles
@@ -151,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'ok  ' if v else 'FAIL'} scenario: {k}")
     for f in found:
         print(f"FOUND {f}")
-    print(f"{needles} needles (3 secrets x their encodings) in every table, file, export, "
+    print(f"{needles} needles ({len(SECRETS)} secrets x their encodings) in every table, "
+          "file, export, "
           f"report and output: {len(found)} found")
     return 1 if found or not all(ran.values()) else 0
 

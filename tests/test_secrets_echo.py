@@ -174,3 +174,65 @@ def test_a_match_answer_naming_the_key_is_not_printed(lab: Path) -> None:
                        srv.base_url, *as_json)
             assert "names an unknown lesson" in r.output and MASK in r.output
             assert KEY not in r.output
+
+
+# Keys no other test registers: only the base URL's own registration can mask them.
+PATH_KEY = "sk-path-39-" + "7c2e" * 6
+FRAGMENT_KEY = "sk-frag-39-" + "3b9a" * 6
+
+
+def test_a_key_in_the_base_url_path_is_sent_but_not_stored(
+        lab: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 39 item 8: a gateway that takes the key in the path (/v1/KEY/...); a key
+    # holding '/' spans segments, so the path from the key on is a secret too.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with ScriptedServer() as srv:
+        url = f"{srv.base_url}/{PATH_KEY}/proxy"
+        r = invoke("extract", "--db", lab, "--extractor", "openai:m", "--base-url", url,
+                   "--policy", "on", "--verdicts", "seq<=2", "--json")
+        assert r.exit_code == 0, r.output
+        paths = {s.path for s in srv.requests}
+        run_id = json.loads(r.output)["run_id"]
+        resumed = invoke("extract", "--db", lab, "--resume", run_id)
+    assert paths == {f"/v1/{PATH_KEY}/proxy/chat/completions"}  # sent where the user said
+    with Store(lab, read_only=True) as s:
+        config = json.loads(s.sql("SELECT config FROM extraction_runs WHERE run_id = ?",
+                                  [run_id]).fetchall()[0][0])
+    assert config["base_url"] == f"{srv.base_url}/{MASK}"
+    assert PATH_KEY not in r.output and PATH_KEY not in _table_text(lab)
+    assert not leaks(PATH_KEY, lab)
+    export = lab.parent / "export"
+    assert invoke("export", "--db", lab, "--format", "csv", "--out", export).exit_code == 0
+    assert not leaks(PATH_KEY, export)
+    # The masked URL cannot be called: the resume asks for it (one line, no key).
+    assert resumed.exit_code == 2 and "--base-url" in resumed.output
+    assert PATH_KEY not in resumed.output
+
+
+def test_a_base_url_with_a_fragment_is_refused_in_one_line(
+        lab: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with Store(lab, read_only=True) as s:
+        before = s.counts()
+    with ScriptedServer() as srv:
+        r = invoke("extract", "--db", lab, "--extractor", "openai:m", "--base-url",
+                   f"{srv.base_url}#{FRAGMENT_KEY}", "--policy", "on", "--verdicts", "seq<=2")
+        assert srv.count == 0
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1
+    assert "fragment" in r.output and FRAGMENT_KEY not in r.output
+    with Store(lab, read_only=True) as s:
+        assert s.counts() == before
+
+
+@pytest.mark.parametrize(("url", "masked"), [
+    ("https://h.example/openai/deployments/gpt-4o-mini-2024-07-18", None),
+    ("https://h.example/v1/Meta-Llama-3.1-70B-Instruct", None),
+    ("https://h.example/key/sk-proj-Ab12Cd34Ef56Gh78/v1", "sk-proj-Ab12Cd34Ef56Gh78"),
+    ("https://h.example/v1/" + "0f" * 16 + "/gw/openai", "0f" * 16),
+])
+def test_only_key_like_path_segments_are_secrets(url: str, masked: str | None) -> None:
+    from truss_lab.core._secrets import url_secrets
+
+    found = url_secrets(url)
+    assert (masked in found) if masked else found == []

@@ -13,6 +13,14 @@ before it is kept anywhere. Three kinds of secret are removed:
   the values of URL query parameters named like a credential (``?api-key=KEY``,
   ``&access_token=KEY``, ``sig=``: Azure OpenAI and signed URLs carry the key there).
 
+A URL given as configuration (a provider's base URL) may carry a key anywhere else too:
+:func:`register_url_secrets` registers its userinfo, its credential query values and
+every path segment that looks like a key (:func:`looks_like_key`: a known key prefix, or
+a long run of letters and digits such as a hex or base64 token), with the rest of the path
+after it; ``/v1/sk-abc.../chat`` is then stored and printed as ``/v1/[REDACTED]/chat``.
+The pattern rules above are not widened to paths: in free text (a lesson citing a commit
+URL) a long token is data, not a key.
+
 Where the text lands decides nothing: :class:`~truss_lab.core._errors.TrussLabError`
 redacts its message, :class:`~truss_lab.store._store.Store` redacts every column a
 server or the user's configuration can fill, on every append (``FREE_TEXT_COLUMNS``;
@@ -34,11 +42,14 @@ __all__ = [
     "control_characters",
     "holds_secret",
     "is_secret_parameter",
+    "looks_like_key",
     "redact",
     "redact_arrow",
     "redact_json",
     "redact_many",
     "register_secret",
+    "register_url_secrets",
+    "url_secrets",
 ]
 
 MASK = "[REDACTED]"
@@ -81,6 +92,69 @@ def is_secret_parameter(name: str) -> bool:
     """Whether a URL query parameter called ``name`` carries a credential (``api-key``,
     ``access_token``, ``sig``; not ``api-version``): a provider registers its value."""
     return _SECRET_PARAMETER.fullmatch(name) is not None
+
+
+# Prefixes providers give their keys (OpenAI sk-, Anthropic sk-ant-, GitHub ghp_,
+# Slack xoxb-, Hugging Face hf_, Groq gsk_, GitLab glpat-, Google AIza, AWS AKIA, ...).
+_KEY_PREFIX = re.compile(r"(?i)^(?:sk|pk|rk|ak|key|apikey|api|tok|token|secret|pat|ghp|gho|"
+                         r"ghs|ghu|github_pat|xox[abprs]|hf|gsk|glpat|AIza|AKIA)[-_]?")
+# A key's body: a run of letters and digits this long is a token, not a word or a
+# version (``gpt-4o-mini-2024-07-18`` has no run over 4, ``deployments`` no digit).
+_KEY_RUN = 16
+
+
+def looks_like_key(segment: str) -> bool:
+    """Whether a URL path segment (percent-decoded) looks like a credential: 16 or more
+    characters with letters and digits, either after a known key prefix (``sk-``,
+    ``ghp_``, ``AIza``...) or holding a run of 16 or more letters and digits (a hex or
+    base64 token, a 32-digit account id: masking one of those costs a ``--base-url``
+    given again on resume, missing a key costs the key)."""
+    from urllib.parse import unquote
+
+    s = unquote(segment)
+    if len(s) < _KEY_RUN or any(c.isspace() for c in s):
+        return False
+    if not (any(c.isdigit() for c in s) and any(c.isalpha() for c in s)):
+        return False
+    return bool(_KEY_PREFIX.match(s)) or max(
+        (len(r) for r in re.findall(r"[A-Za-z0-9]+", s)), default=0) >= _KEY_RUN
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of ``url`` that carry a credential (:func:`register_url_secrets`): its
+    userinfo (user and password), the values of its credential query parameters
+    (:func:`is_secret_parameter`), each path segment that :func:`looks_like_key`, and the
+    path from the first such segment on (a key holding ``/`` spans segments), each both
+    as given and percent-decoded. Not the fragment: a base URL refuses one
+    (it is never sent)."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:  # not a URL (a bad port): nothing of it is known to be a key
+        return []
+    out = [user or "", password or ""]
+    out += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            if is_secret_parameter(k)]
+    segments = parts.path.split("/")
+    for i, seg in enumerate(segments):
+        if looks_like_key(seg):
+            rest = "/".join(segments[i:])
+            out += [seg, rest]
+            break
+    for seg in segments:
+        if looks_like_key(seg):
+            out.append(seg)
+    return [v for x in out if x for v in {x, unquote(x)}]
+
+
+def register_url_secrets(url: str | None) -> None:
+    """:func:`register_secret` every part of ``url`` that carries a credential
+    (:func:`url_secrets`): a provider and a run's stored configuration call it with the
+    base URL before anything can print or store it."""
+    for value in url_secrets(url or ""):
+        register_secret(value)
 
 
 def control_characters(value: str) -> bool:

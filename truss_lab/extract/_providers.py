@@ -66,10 +66,10 @@ from ..core._canonical import canonical, canonical_digest
 from ..core._errors import BadInputError, ConfigError, ProviderError, ProviderUnavailableError
 from ..core._secrets import (
     control_characters,
-    is_secret_parameter,
     redact,
     redact_json,
     register_secret,
+    register_url_secrets,
 )
 from ..ingest._completions import (
     MAX_COMPLETION_NAME,
@@ -513,15 +513,18 @@ class OpenAICompatibleProvider:
                 f"expected an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}",
                 layer=layer, field="base_url",
             )
-        # Credentials in the URL are sent (httpx turns them into Basic auth) but
-        # never shown: every message and record names the URL without them.
-        register_secret(url.password or None)
-        register_secret(url.username or None)
-        # So is a key in the query (Azure's ?api-key=), and the query stays after
-        # the path the provider adds.
-        for name, value in url.params.multi_items():
-            if is_secret_parameter(name):
-                register_secret(value)
+        # Credentials in the URL are sent (httpx turns userinfo into Basic auth, a query
+        # key stays after the path the provider adds, a key in the path is part of it)
+        # but never shown: every message and record names the URL without them.
+        register_url_secrets(base_url)
+        if url.fragment:
+            # Never sent to a server, so whatever it holds was put there by mistake
+            # (a key pasted after '#'): refused, and not printed.
+            register_secret(url.fragment)
+            raise ConfigError("has a fragment ('#...'), which is never sent to a server; "
+                              "remove it (a key belongs in the environment variable "
+                              f"{api_key_env}, or the query's api-key=)",
+                              layer=layer, field="base_url")
         self._httpx = httpx
         self.api_key_env = api_key_env
         self._api_key()  # a bad key is refused here, before any request

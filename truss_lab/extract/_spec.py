@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core._errors import BadInputError
+from ..core._secrets import register_url_secrets
 from ..ingest._completions import read_completions
 from ..store._ingested import recorded_extractors
 from ._extractor import Extractor, ExtractorConfig
@@ -107,7 +108,10 @@ def spec_run_config(spec: str, *, base_url: str | None = None, max_retries: int 
                     supports_n: bool = False, deadline: float | None = None,
                     knobs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What a run keeps of the spec it was made from (``run_extraction(run_config=)``):
-    enough for ``--resume RUN`` to rebuild the extractor with nothing else given."""
+    enough for ``--resume RUN`` to rebuild the extractor with nothing else given. A key
+    in ``base_url`` (userinfo, query, a key-like path segment) is registered here, so
+    the stored config holds it masked whoever built the provider."""
+    register_url_secrets(base_url)
     return {"extractor_spec": spec, "base_url": base_url, "max_retries": max_retries,
             "supports_n": supports_n,
             # only when set: older runs' config
