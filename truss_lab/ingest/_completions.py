@@ -39,6 +39,7 @@ from ._strict import (
     check_str,
     dedupe,
     has_nested,
+    id_rows,
     input_error,
     json_kind,
     locate_field,
@@ -155,8 +156,9 @@ class CompletionRecordModel(StrictRecord):
 
 _CHECKS: dict[str, Any] = {
     "verdict_hash": lambda c: check_str(c, nullable=False, non_empty=True, hex64=True),
-    "extractor": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False,
-                                     max_len=MAX_COMPLETION_NAME),
+    # An extractor id is an id (replay:<extractor>): no control character (NUL).
+    "extractor": lambda c: {**id_rows(c)[0], **check_str(
+        c, nullable=False, non_empty=True, hex64=False, max_len=MAX_COMPLETION_NAME)},
     "model": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False,
                                  max_len=MAX_COMPLETION_NAME),
     "prompt_version": lambda c: check_str(c, nullable=False, non_empty=True, hex64=False,

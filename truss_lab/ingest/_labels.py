@@ -42,10 +42,12 @@ from ._strict import (
     bad_where,
     csv_records,
     dedupe,
+    id_rows,
     input_error,
     secret_rows,
     short,
     spreadsheet_cell,
+    warn_lookalikes,
 )
 from ._tables_in import input_bytes, source_name
 
@@ -198,14 +200,22 @@ def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
         ("extractor", secret_rows(ex), ex, SECRET_HELD),
         ("annotator", secret_rows(an), an, SECRET_HELD),
     ]
+    lookalike: dict[str, dict[int, str]] = {}
+    for name, col in (("extractor", ex), ("annotator", an)):
+        refused, lookalike[name] = id_rows(col)
+        for i, why in refused.items():
+            checks.append((name, [i], col, why))
     for name, idx, col, expected in checks:
         for i in idx:
             errors.append(
-                input_error(expected if expected is SECRET_HELD else
-                            f"{expected}, got {short(col[i])}", source, None, name,
+                input_error(expected if expected is SECRET_HELD or not expected.startswith(
+                    "expected") else f"{expected}, got {short(col[i])}", source, None, name,
                             "bad_value", row=int(lines[i]))
             )
         bad[idx] = True
+    for name, col in (("extractor", ex), ("annotator", an)):
+        warn_lookalikes(source, name, col, {i: p for i, p in lookalike[name].items()
+                                            if not bad[i]}, lines, rows=True)
     keep = np.flatnonzero(~bad)
     take = (lambda c: c) if len(keep) == len(rows) else (lambda c: [c[i] for i in keep])
     df = pd.DataFrame(

@@ -60,10 +60,12 @@ from ._strict import (
     bad_where,
     csv_records,
     dedupe,
+    id_rows,
     input_error,
     secret_rows,
     short,
     spreadsheet_cell,
+    warn_lookalikes,
 )
 from ._tables_in import input_bytes, source_name
 
@@ -259,6 +261,8 @@ def _row_problems(cols: dict[str, list[str]], has_p: bool) -> dict[int, tuple[st
         f"expected at most {MAX_REFERENCE_NAME} characters")
     for name, col in (("extractor", ex), ("reference_id", rid), ("annotator", an)):
         add(secret_rows(col), name, SECRET_HELD)
+        refused = id_rows(col)[0]
+        add(refused, name, refused.__getitem__)
     if has_p:
         ps = cols[INCLUSION]
         add([i for i, v in enumerate(ps) if _probability(v) is None], INCLUSION,
@@ -326,6 +330,11 @@ def read_match_labels(
             errors.append(_row_error(message, source, int(lines[i]), name, "bad_value"))
             rejected[i] = True
     keep = np.flatnonzero(~rejected & ~unanswered)
+    for name in ("extractor", "reference_id", "annotator"):
+        col = cols[name]
+        warn_lookalikes(source, name, col, {i: p for i, p in id_rows(col)[1].items()
+                                            if not rejected[i] and not unanswered[i]},
+                        lines, rows=True)
     df = pd.DataFrame({
         "verdict_hash": pd.array(pa.array([cols["verdict_hash"][i] for i in keep],
                                           pa.string()), dtype="string"),

@@ -28,14 +28,17 @@ from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError
 from ._strict import (
     Hex64,
+    IdSafe,
     SecretFree,
     StrictRecord,
     bounded_lines,
     dedupe,
+    id_rows,
     input_error,
     json_kind,
     locate_field,
     split_lines,
+    warn_lookalikes,
 )
 from ._tables_in import is_table, records_jsonl, relocate, source_name, table_records
 
@@ -81,7 +84,8 @@ _BOUNDS = {"text": f"{MAX_REFERENCE_TEXT} characters",
            "annotator": f"{MAX_REFERENCE_NAME} characters",
            "evidence": f"{MAX_REFERENCE_EVIDENCE} tokens of {MAX_REFERENCE_NAME} characters"}
 
-_Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_REFERENCE_NAME), SecretFree]
+_Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_REFERENCE_NAME), SecretFree,
+                  IdSafe]
 
 
 class ReferenceRecordModel(StrictRecord):
@@ -96,8 +100,8 @@ class ReferenceRecordModel(StrictRecord):
     """What the lesson should say; empty exactly when ``reference_id`` is ``"none"``."""
     evidence: list[_Name] = Field(default_factory=list, max_length=MAX_REFERENCE_EVIDENCE)
     """``check:<name>`` / ``summary`` / ``goal`` tokens, as in lesson evidence; may be empty."""
-    annotator: Annotated[StrictStr, Field(max_length=MAX_REFERENCE_NAME), SecretFree] | None \
-        = None
+    annotator: Annotated[StrictStr, Field(max_length=MAX_REFERENCE_NAME), SecretFree,
+                         IdSafe] | None = None
     """Who wrote it; optional (absent, null or empty: one anonymous annotator)."""
 
     @model_validator(mode="after")
@@ -198,6 +202,9 @@ def read_references(
         errors.sort(key=lambda e: e.line or 0)
         return _empty_frame(), errors if table is None else relocate(errors, table)
     df = pd.DataFrame(rows, columns=list(REFERENCE_FIELDS))
+    for c in ("reference_id", "annotator"):
+        col = df[c].tolist()
+        warn_lookalikes(source, c, col, id_rows(col)[1], numbers, rows=False)
     for c in ("verdict_hash", "reference_id", "text", "annotator"):
         df[c] = df[c].astype("string")
     lines_arr = np.asarray(numbers, dtype=np.int64)

@@ -33,7 +33,8 @@ import pandas as pd
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ..core._canonical import MAX_SAFE_INT
-from ..core._errors import BadInputError
+from ..core._confusables import id_refusal, lookalike_problem
+from ..core._errors import BadInputError, TrussLabWarning
 from ..core._files import FORMULA_START, open_input
 from ..core._secrets import holds_secret, redact, redact_many
 
@@ -51,6 +52,7 @@ __all__ = [
     "SURROGATE",
     "Count",
     "Hex64",
+    "IdSafe",
     "NonEmpty",
     "Problem",
     "SecretFree",
@@ -63,6 +65,7 @@ __all__ = [
     "csv_records",
     "dedupe",
     "has_nested",
+    "id_rows",
     "input_error",
     "json_kind",
     "locate_field",
@@ -72,6 +75,7 @@ __all__ = [
     "short",
     "split_lines",
     "spreadsheet_cell",
+    "warn_lookalikes",
 ]
 
 HEX64 = r"^[0-9a-f]{64}$"
@@ -107,6 +111,65 @@ def secret_rows(col: list[Any]) -> list[int]:
     texts = [v if isinstance(v, str) else None for v in col]
     return [i for i, (a, b) in enumerate(zip(texts, redact_many(texts), strict=True))
             if a != b]
+
+
+def _id_safe(value: str) -> str:
+    why = id_refusal(value)
+    if why is not None:
+        raise ValueError(why)
+    return value
+
+
+IdSafe = AfterValidator(_id_safe)
+"""The pydantic check of an id field (:func:`~truss_lab.core._confusables.id_refusal`):
+no control character."""
+
+
+# Printable ASCII only: the whole column passes with one match (almost every file).
+_PLAIN_ID_COL = re.compile(r"[\x20-\x7e\n]*")
+
+
+def id_rows(col: list[Any]) -> tuple[dict[int, str], dict[int, str]]:
+    """For a column of ids (None skipped): ``(refused, look-alike)``, position -> why. A
+    control character (NUL, a line break) is refused
+    (:func:`~truss_lab.core._confusables.id_refusal`); a value that may be mistaken for
+    another id (mixed scripts, a hyphen that is not ``-``, an invisible character) is
+    kept and named, for :func:`warn_lookalikes`."""
+    texts = [v for v in col if isinstance(v, str)]
+    if _PLAIN_ID_COL.fullmatch("\n".join(texts)) and not any("\n" in v for v in texts):
+        return {}, {}
+    refused: dict[int, str] = {}
+    lookalike: dict[int, str] = {}
+    for i, v in enumerate(col):
+        if not isinstance(v, str):
+            continue
+        why = id_refusal(v)
+        if why is not None:
+            refused[i] = why
+        elif (problem := lookalike_problem(v)) is not None:
+            lookalike[i] = problem
+    return refused, lookalike
+
+
+def warn_lookalikes(source: str, field: str, col: list[Any], where: dict[int, str],
+                    lines: Any, *, rows: bool) -> None:
+    """One :class:`TrussLabWarning` line per distinct look-alike value of ``field``
+    (:func:`id_rows`), naming the file, the first line (``rows``: CSV row) holding it and
+    the field: ``labels.csv, row 3, field 'annotator': annotator 'gооd' mixes scripts
+    (Latin, Cyrillic)``. The value is stored as given."""
+    import warnings
+
+    seen: set[str] = set()
+    for i, problem in sorted(where.items()):
+        value = col[i]
+        if value in seen:
+            continue
+        seen.add(value)
+        at = int(lines[i])
+        warnings.warn(str(BadInputError(
+            f"{field.replace('_', ' ')} {value!r} {problem}; it is stored as given",
+            source=source, field=field, line=None if rows else at, row=at if rows else None)),
+            TrussLabWarning, stacklevel=2)
 
 
 class StrictRecord(BaseModel):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..core._confusables import lookalike_note
 from ..core._errors import BadInputError
 from ._store import Store
 
@@ -48,10 +49,14 @@ def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
 
 def missing_run_error(store: Store, run_id: str) -> BadInputError:
     """The error for an unknown run id; it names the ten most recent runs."""
-    known = [r[0] for r in store.con.execute(
-        "SELECT run_id FROM extraction_runs ORDER BY started_at DESC LIMIT 10").fetchall()]
+    every = [r[0] for r in store.con.execute(
+        "SELECT run_id FROM extraction_runs ORDER BY started_at DESC").fetchall()]
+    known = every[:10]
+    # An id that reads as a stored one and is not it (Cyrillic 'о', U+2010 for '-')
+    # says so: the list below would show the "same" id and leave the user puzzled.
     return BadInputError(
-        f"no extraction run {run_id!r}; recent runs: {', '.join(known) or '(none)'}",
+        f"no extraction run {run_id!r}{lookalike_note(run_id, every, 'run id')}; "
+        f"recent runs: {', '.join(known) or '(none)'}",
         field="run_id",
     )
 

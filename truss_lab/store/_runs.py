@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..core._clock import utcnow
-from ..core._errors import BadInputError
+from ..core._confusables import id_refusal, lookalike_problem, lookalikes
+from ..core._errors import BadInputError, TrussLabWarning
 from ..core._secrets import redact
 from ..core._version import __version__
 from ._run_list import (
@@ -113,6 +115,9 @@ def create_run(
     Many parameters because each is one column of the extraction_runs row it writes (the
     store owns the row's shape; a caller names each value).
     """
+    why = id_refusal(run_id)
+    if why is not None:
+        raise BadInputError(f"run id {run_id!r} {why}", field="run_id")
     cfg = dict(config or {})
     start = 0 if counted else None
     cols: dict[str, Any] = {
@@ -132,7 +137,22 @@ def create_run(
     }
     if counted:
         cols |= {"error": pa.array([None], pa.string()), "seconds": [0.0]}
-    return store.append("extraction_runs", pa.table(cols), key=["run_id"])
+    added = store.append("extraction_runs", pa.table(cols), key=["run_id"])
+    if added:
+        _warn_lookalike_run(store, run_id)
+    return added
+
+
+def _warn_lookalike_run(store: Store, run_id: str) -> None:
+    """A new run whose id may be mistaken for another (mixed scripts, a hyphen that is not
+    ``-``, or the same look as a stored run's id) is kept, with one warning saying so."""
+    problem = lookalike_problem(run_id)
+    others = lookalikes(run_id, (r[0] for r in store.con.execute(
+        "SELECT run_id FROM extraction_runs WHERE run_id <> ?", [run_id]).fetchall()))
+    if others:
+        problem = (f"{problem}; " if problem else "") + f"it looks like run {others[0]!r}"
+    if problem:
+        warnings.warn(f"run id {run_id!r} {problem}", TrussLabWarning, stacklevel=3)
 
 
 def record_prompt_template(store: Store, version: str, template_hash: str | None,
