@@ -108,12 +108,13 @@ from ..store._runs import (
     run_info,
     run_memory_entries,
     run_processed_verdicts,
+    unanswered_verdicts,
     update_run_config,
 )
 from ..store._store import Store
 from ..store._usage import Prices, RunUsage, run_usage
 from ._extractor import ExtractionRows, Extractor, ensure_run, extract_verdicts
-from ._gate import Gated, HeldWrites, ScoreFunction, gate_chunk, write_group
+from ._gate import Gated, HeldWrites, ScoreFunction, gate_chunk, write_group, write_retry
 from ._heuristic import HeuristicProvider
 from ._limits import DEFAULT_MAX_CONSECUTIVE_FAILURES
 from ._providers import (
@@ -432,7 +433,7 @@ def run_extraction(
         scorer_name=scorer_name, name=name, tags=tags)
     run = _Run(store, run_id, extractor, runner, config, batch, chunk_size,
                write_memory=write_memory, score=score, scorer_name=scorer_name,
-               progress=progress, t0=t0)
+               progress=progress, t0=t0, resume=resume)
     try:
         return run.carry_out(executor)
     except ChainError:
@@ -629,8 +630,11 @@ class _Run:
     def __init__(self, store: Store, run_id: str, extractor: Extractor, runner: Extractor,
                  config: MemoryConfig, batch: pd.DataFrame, chunk_size: int, *,
                  write_memory: bool, score: ScoreFunction | None, scorer_name: str,
-                 progress: bool, t0: float) -> None:
+                 progress: bool, t0: float, resume: bool = False) -> None:
+        """Many parameters because each is one setting of :func:`run_extraction` the run's
+        steps read (the record, the batch, the gate, the chunking, a resume)."""
         self.store, self.run_id, self.runner, self.config = store, run_id, runner, config
+        self.resume = resume
         self.template = extractor.template
         self.live = is_live(extractor.provider)
         self.batch = batch
@@ -658,6 +662,11 @@ class _Run:
         store, run_id = self.store, self.run_id
         done = done_chunks(store, run_id)
         todo = [i for i in range(self.n_chunks) if i not in done]
+        # A resume of a live run asks again for the verdicts every call of which failed
+        # before this call (a timeout, a 5xx): a finished run is not done with them.
+        # Recorded answers (replay) would fail again as they did: not retried.
+        failed = (unanswered_verdicts(store, run_id) if self.resume and self.live
+                  else pd.DataFrame({"verdict_seq": []}))
         done_verdicts = len(self.batch) - sum(len(self.seqs(i)) for i in todo)
         early, written = self.verify(executor, todo, done_verdicts)
         if self.config.lesson_extraction is LessonExtractionPolicy.off:
@@ -670,10 +679,11 @@ class _Run:
             with store.transaction():
                 record_prompt_template(store, tpl.version, tpl.prompt_hash, tpl.text)
         done_now = self.extract_and_write(executor, todo, early, written, done_verdicts)
+        retried = self.retry(executor, failed["verdict_seq"].tolist())
         finish_run(store, run_id, "finished", time.perf_counter() - self.last)
         store.checkpoint()
         return _run_result(store, run_id, time.perf_counter() - self.t0, done_now,
-                          self.n_chunks, self.n_chunks - len(todo))
+                          self.n_chunks, self.n_chunks - len(todo), retried)
 
     def gate(self, index: int, seqs: np.ndarray, rows: ExtractionRows) -> Gated:
         """Chunk ``index``'s rows through the gate, timed since the previous one."""
@@ -763,7 +773,7 @@ class _Run:
         try:
             rest = todo[len(early):]
             for index, seqs, item in itertools.chain(
-                    early, _pipeline(store, ex, rest, self.seqs_all, self.chunk_size)):
+                    early, _pipeline(store, ex, [(i, self.seqs(i)) for i in rest])):
                 done_now += len(seqs)
                 if index in written:  # stored with the verification (counted there too)
                     continue
@@ -787,9 +797,39 @@ class _Run:
         return done_now
 
 
-def _pipeline(store: Store, ex: Executor | None, todo: list[int], seqs_all: np.ndarray,
-              chunk_size: int) -> Iterator[tuple[int, np.ndarray, ExtractionRows]]:
-    """Submit chunks (a bounded window ahead) and yield them as they complete."""
+    def retry(self, executor: Any, seqs: list[int]) -> int:
+        """Extract again the verdicts ``seqs`` (of this run's batch) every call of which
+        had failed, each chunk's together, and write each chunk's retry in place of its
+        errors (:func:`~truss_lab.extract._gate.write_retry`); the verdicts retried."""
+        if not seqs:
+            return 0
+        where = {int(s): i for i, s in enumerate(self.seqs_all)}
+        chunks: dict[int, list[int]] = {}
+        for seq in seqs:
+            if int(seq) in where:
+                pos = where[int(seq)]
+                chunks.setdefault(pos // self.chunk_size, []).append(pos)
+        hashes = {c: [self.hashes_all[p] for p in ps] for c, ps in chunks.items()}
+        ex = make_executor(executor, self.runner)
+        try:
+            for index, got, rows in _pipeline(self.store, ex, [
+                    (c, self.seqs_all[ps]) for c, ps in sorted(chunks.items())]):
+                now = time.perf_counter()
+                g = gate_chunk(self.run_id, index, got, hashes[index], rows, self.config,
+                               write_memory=self.write_memory, score=self.score,
+                               scorer_name=self.scorer_name, elapsed=now - self.last,
+                               live=self.live)
+                self.last = now
+                write_retry(self.store, self.run_id, g)
+        finally:
+            ex.close()
+        return sum(map(len, chunks.values()))
+
+
+def _pipeline(store: Store, ex: Executor | None, todo: list[tuple[int, np.ndarray]],
+              ) -> Iterator[tuple[int, np.ndarray, ExtractionRows]]:
+    """Submit chunks ``(index, seqs)`` (a bounded window ahead) and yield them as they
+    complete."""
     if ex is None:
         return
     pending: dict[Any, tuple[int, np.ndarray]] = {}
@@ -797,10 +837,10 @@ def _pipeline(store: Store, ex: Executor | None, todo: list[int], seqs_all: np.n
 
     def fill() -> None:
         while len(pending) < ex.window:
-            i = next(it, None)
-            if i is None:
+            nxt = next(it, None)
+            if nxt is None:
                 return
-            seqs = seqs_all[i * chunk_size:(i + 1) * chunk_size]
+            i, seqs = nxt
             pending[ex.submit(_load_chunk(store, seqs))] = (i, seqs)
 
     fill()
@@ -1129,6 +1169,8 @@ class ExtractionRun:
     """Chunks already done before this call (resumed)."""
     error: str | None = None
     """Why the run failed, or None."""
+    retried: int = 0
+    """Verdicts every call of which had failed, asked again by this call (a resume)."""
     store: Store | None = field(default=None, repr=False, compare=False)
     """The database the run is in (for :meth:`usage`, :meth:`candidates`, ...)."""
 
@@ -1143,7 +1185,7 @@ class ExtractionRun:
         """The counts as plain JSON-ready values."""
         keys = ("run_id", "status", "extractor_id", "policy", "n_verdicts", "n_candidates",
                 "n_lessons", "n_errors", "provider_calls", "seconds", "verdicts_this_call",
-                "chunks_total", "chunks_skipped", "error")
+                "chunks_total", "chunks_skipped", "retried", "error")
         out = {k: getattr(self, k) for k in keys}
         vps = self.verdicts_per_second
         out["verdicts_per_second"] = None if np.isnan(vps) else round(vps, 1)
@@ -1153,6 +1195,8 @@ class ExtractionRun:
         vps = self.verdicts_per_second
         rate = "" if np.isnan(vps) else f", {vps:,.0f} verdicts/s"
         err = f", error={self.error!r}" if self.error else ""
+        if self.retried:
+            err = f", retried={self.retried}{err}"
         return (
             f"ExtractionRun({self.run_id!r}, status={self.status!r}, "
             f"extractor={self.extractor_id!r}, policy={self.policy!r}, "
@@ -1207,7 +1251,7 @@ class ExtractionRun:
 
 
 def _run_result(store: Store, run_id: str, seconds: float, done_now: int, chunks_total: int,
-                skipped: int) -> ExtractionRun:
+                skipped: int, retried: int = 0) -> ExtractionRun:
     """The :class:`ExtractionRun` of this call: the run record's totals, this call's time,
     verdicts and chunks."""
     r = get_run(store, run_id)
@@ -1218,5 +1262,5 @@ def _run_result(store: Store, run_id: str, seconds: float, done_now: int, chunks
         n_lessons=int(r["n_lessons"] or 0), n_errors=int(r["n_errors"] or 0),
         provider_calls=int(r["provider_calls"] or 0), seconds=seconds,
         verdicts_this_call=done_now, chunks_total=chunks_total, chunks_skipped=skipped,
-        error=r["error"], store=store,
+        error=r["error"], store=store, retried=retried,
     )

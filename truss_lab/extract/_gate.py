@@ -60,7 +60,9 @@ from ..journal._table import verified_verdict
 from ..score._consistency import consistency_clusters
 from ..store._governed import lesson_rows, write_memory_table
 from ..store._runs import (
+    add_chunk_counts,
     add_run_counts,
+    drop_verdict_errors,
     lessons_stored,
     record_chunks,
     record_prompt_template,
@@ -89,6 +91,7 @@ __all__ = [
     "record_completions",
     "write_extraction",
     "write_group",
+    "write_retry",
 ]
 
 
@@ -425,6 +428,24 @@ def write_group(store: Store, run_id: str, group: list[Gated]) -> None:
                        n_errors=sum(g.n_err for g in group),
                        provider_calls=sum(g.provider_calls for g in group),
                        seconds=sum(g.elapsed for g in group))
+
+
+def write_retry(store: Store, run_id: str, g: Gated) -> None:
+    """Write the retry of verdicts every call of which had failed (``--resume``): in one
+    transaction their old errors go, the retry's rows (candidates, lessons, errors,
+    recordings) land, and the counts of their chunk and of the run move by the
+    difference, so a killed retry leaves the run as it was and nothing is counted twice."""
+    with store.transaction():
+        had = drop_verdict_errors(store, run_id, g.hashes)
+        landed = write_extraction(store, g.cand, g.mem, g.err)
+        if g.recorded:
+            record_completions(store, g.recorded, run_id)
+        add_chunk_counts(store, run_id, g.index, n_candidates=g.cand.num_rows,
+                         n_lessons=g.mem.num_rows, n_lessons_new=landed,
+                         n_errors=g.n_err - had, provider_calls=g.provider_calls)
+        add_run_counts(store, run_id, n_verdicts=0, n_candidates=g.cand.num_rows,
+                       n_lessons=g.mem.num_rows, n_errors=g.n_err - had,
+                       provider_calls=g.provider_calls, seconds=g.elapsed)
 
 
 class HeldWrites:

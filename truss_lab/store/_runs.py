@@ -40,11 +40,13 @@ if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pan
 
 __all__ = [
     "RunRecord",
+    "add_chunk_counts",
     "add_run_counts",
     "check_resumable",
     "create_run",
     "delete_run",
     "done_chunks",
+    "drop_verdict_errors",
     "extractor_config",
     "extractor_config_by_hash",
     "finish_run",
@@ -72,6 +74,7 @@ __all__ = [
     "run_record",
     "run_verdict_hashes",
     "summarize_runs",
+    "unanswered_verdicts",
     "update_run_config",
     "valid_candidates",
     "verdict_errors_of",
@@ -332,6 +335,46 @@ def update_run_config(store: Store, run_id: str, changes: Mapping[str, Any]) -> 
     with store.transaction():
         store.con.execute("UPDATE extraction_runs SET config = ? WHERE run_id = ?",
                           [redact(json.dumps(cfg, sort_keys=True)), run_id])
+
+
+def unanswered_verdicts(store: Store, run_id: str) -> pd.DataFrame:
+    """The verdicts of ``run_id`` every call of which failed (``verdict_seq``,
+    ``verdict_hash``, by seq): a provider error and no recording of the run's for them.
+    What ``--resume`` retries (:func:`drop_verdict_errors` then makes room for the
+    retry's rows); a verdict with a recording is never asked again (it was paid for)."""
+    return store.sql(
+        "SELECT DISTINCT e.verdict_seq, e.verdict_hash FROM verdict_errors e "
+        "WHERE e.run_id = ? AND e.stage = 'provider' AND NOT EXISTS (SELECT 1 FROM "
+        "completions c WHERE c.run_id = e.run_id AND c.verdict_hash = e.verdict_hash) "
+        "ORDER BY e.verdict_seq", [run_id]).df()
+
+
+def drop_verdict_errors(store: Store, run_id: str, verdict_hashes: Sequence[str]) -> int:
+    """Delete the errors of ``run_id`` on ``verdict_hashes`` (a retry of them writes its
+    own, in the same transaction); the number of verdicts that had one."""
+    with store.transaction():
+        n = store.con.execute(
+            "SELECT count(DISTINCT verdict_hash) FROM verdict_errors WHERE run_id = ? "
+            "AND verdict_hash IN (SELECT unnest(?))", [run_id, list(verdict_hashes)]
+        ).fetchall()[0][0]
+        store.con.execute(
+            "DELETE FROM verdict_errors WHERE run_id = ? AND verdict_hash IN "
+            "(SELECT unnest(?))", [run_id, list(verdict_hashes)])
+    return int(n)
+
+
+def add_chunk_counts(store: Store, run_id: str, chunk_index: int, *, n_candidates: int,
+                     n_lessons: int, n_lessons_new: int, n_errors: int,
+                     provider_calls: int) -> None:
+    """Add a retry's counts to chunk ``chunk_index`` of ``run_id`` (its verdicts are the
+    chunk's: ``n_verdicts`` stays; ``n_errors`` may fall)."""
+    with store.transaction():
+        store.con.execute(
+            "UPDATE run_chunks SET n_candidates = n_candidates + ?, n_lessons = n_lessons + ?, "
+            "n_lessons_new = n_lessons_new + ?, n_errors = n_errors + ?, "
+            "provider_calls = provider_calls + ? WHERE run_id = ? AND chunk_index = ?",
+            [n_candidates, n_lessons, n_lessons_new, n_errors, provider_calls, run_id,
+             chunk_index])
 
 
 def add_run_counts(store: Store, run_id: str, *, n_verdicts: int, n_candidates: int,

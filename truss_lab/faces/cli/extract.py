@@ -201,6 +201,10 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, prompt: s
             name=name, tags=tags, max_consecutive_failures=max_consecutive_failures,
         )
         emit(run.to_dict(), as_json, repr(run))
+    if resume_id is not None and not as_json:
+        click.echo(f"note: --resume asked again for {run.retried} verdict(s) every call of "
+                   f"which had failed; {run.n_errors} verdict(s) of the run have errors now",
+                   err=True)
     if run.n_verdicts and run.n_errors / run.n_verdicts > max_error_share:
         click.echo(f"error: {run.n_errors} of {run.n_verdicts} verdicts "
                    f"({run.n_errors / run.n_verdicts:.1%}) have errors, above "
