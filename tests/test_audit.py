@@ -23,6 +23,7 @@ from truss_lab.govern._policies import write_policy
 from truss_lab.ingest._ingest import ingest_completions
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.journal._ledger import import_journal
+from truss_lab.store._runs import finish_run
 from truss_lab.store._store import Store
 
 ON_RUN = "run-good-on"
@@ -38,8 +39,9 @@ def _batch(store: Store, extractor: Extractor, config: MemoryConfig, run_id: str
     rows = extract_verdicts(extractor, verdicts)
     cand, mem, err = gated_tables(rows, config, run_id=run_id)
     with store.transaction():
-        ensure_run(store, run_id, extractor, config, status="finished", write_memory=True)
+        ensure_run(store, run_id, extractor, config, status="running", write_memory=True)
         write_extraction(store, cand, mem, err)
+        finish_run(store, run_id, "finished", 0.0)  # the run's end records its claim
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +76,10 @@ def good_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                     MemoryConfig(lesson_extraction="on"))
         for s, h, _ in verdicts[30:33]:
             ccl.on_verdict_recorded(st, LedgerRef(seq=s, hash=h))
-        ensure_run(st, OFF_RUN, Extractor.heuristic(), MemoryConfig(), status="finished",
+        ensure_run(st, OFF_RUN, Extractor.heuristic(), MemoryConfig(), status="running",
                    write_memory=True)
         st.sql("UPDATE extraction_runs SET provider_calls = 0 WHERE run_id = ?", [OFF_RUN])
+        finish_run(st, OFF_RUN, "finished", 0.0)
         key = SigningKey.from_seed("test-operator", bytes(range(32)))
         r1 = write_policy(st, Policy(policy_id="min-salience", target="salience",
                                      settings={"extraction_min_salience": 0.7}), key)
@@ -100,13 +103,19 @@ def db(good_db: Path, tmp_path: Path) -> Iterator[Store]:
     st.close()
 
 
+# Every edit below changes rows a run's integrity claim covers, so content_claims_hold
+# fails on each as well (tests/test_content_claims.py tests that check); these tests
+# name the check that finds what the edit breaks, which must fail with or without claims.
+_CLAIMS = "content_claims_hold"
+
+
 def _failed(store: Store) -> set[str]:
-    return {c.name for c in audit(store).failed()}
+    return {c.name for c in audit(store).failed()} - {_CLAIMS}
 
 
 def _audited(store: Store) -> tuple[set[str], AuditReport]:
     report = audit(store)
-    return {c.name for c in report.failed()}, report
+    return {c.name for c in report.failed()} - {_CLAIMS}, report
 
 
 def _one(store: Store, sql: str, params: list | None = None):
@@ -519,8 +528,19 @@ def test_each_check_has_a_corruption_test() -> None:
 def test_a_check_that_cannot_run_fails_cleanly(db: Store) -> None:
     db.sql("DROP TABLE completions")
     report = audit(db)
-    assert {c.name for c in report.failed()} == {"candidates_match_completions"}
+    # The claims over completions cannot be recomputed either: failed, with the reason.
+    assert {c.name for c in report.failed()} == {"candidates_match_completions", _CLAIMS}
     assert report["candidates_match_completions"].detail.startswith("check could not run")
+    assert "cannot recompute" in report[_CLAIMS].detail
+
+
+def test_content_claims_hold_fails_on_a_deleted_candidate(db: Store) -> None:
+    # The claim's own tests, one per edit the attacker made: tests/test_content_claims.py.
+    db.sql("DELETE FROM candidates WHERE candidate_id = (SELECT min(candidate_id) "
+           "FROM candidates WHERE run_id = ?)", [ON_RUN])
+    report = audit(db)
+    assert _CLAIMS in {c.name for c in report.failed()}
+    assert f"run '{ON_RUN}', candidates" in report[_CLAIMS].detail
 
 
 def test_unknown_check_name_is_a_clear_error(db: Store) -> None:

@@ -65,6 +65,14 @@ name                                      inv.   fails when
 ``references_point_at_verdicts``          -      a reference lesson or a match label names
                                                  a verdict that is no ``contract_verdict``
                                                  of the journal
+``content_claims_hold``                   -      the rows a run wrote (candidates, lessons,
+                                                 events, errors, run_chunks,
+                                                 run_verdicts, its recordings) or an
+                                                 ingested table (labels, references, match
+                                                 labels, recordings of no run) differ from
+                                                 the integrity claim recorded with them (a
+                                                 row edited, deleted or added), or an ended
+                                                 run or such a table has no claim
 ========================================  =====  ==========================================
 """
 
@@ -94,6 +102,7 @@ from ..store._audit_sql import (
     gate_offenders,
     label_count,
 )
+from ..store._claims import claim_count, claim_problems
 from ..store._governed import LESSON_KIND, LESSON_TRUST, MEMORY_WRITE, query_memory
 from ..store._ingested import label_problems
 from ..store._store import Store
@@ -494,6 +503,15 @@ def _references_point_at_verdicts(store: Store) -> tuple[pd.DataFrame, str]:
                   f"match label(s) name a stored {VERDICT_KIND}")
 
 
+def _content_claims_hold(store: Store) -> tuple[pd.DataFrame, str]:
+    rows = claim_problems(store.con)
+    if len(rows):
+        rows["problem"] = [f"{r.scope} {r.subject!r}, {r.part}: {r.problem}"
+                           for r in rows.itertuples()]
+    n = claim_count(store.con)
+    return rows, f"{n} integrity claim(s) (runs and ingested tables) hold"
+
+
 CHECKS: dict[str, tuple[str, CheckFn]] = {
     "chain_verifies": ("9", _chain_verifies),
     "lessons_governed": ("4", _lessons_governed),
@@ -512,6 +530,7 @@ CHECKS: dict[str, tuple[str, CheckFn]] = {
     "lessons_match_candidates": ("2, 4", _lessons_match_candidates),
     "labels_point_at_lessons": ("-", _labels_point_at_lessons),
     "references_point_at_verdicts": ("-", _references_point_at_verdicts),
+    "content_claims_hold": ("-", _content_claims_hold),
 }
 """Every check by stable name: (invariant, function)."""
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core._confusables import lookalike_note
 from ..core._errors import BadInputError
+from ._claims import drop_run_claims
 from ._store import Store
 
 __all__ = [
@@ -102,6 +103,7 @@ def delete_run(store: Store, run_id: str) -> dict[str, int]:
                   "extraction_runs"):
             out[t] = int(store.con.execute(f"DELETE FROM {t} WHERE run_id = ?",
                                            [run_id]).fetchall()[0][0])
+        drop_run_claims(store.con, run_id)
     return out
 
 

@@ -23,6 +23,7 @@ from ..core._confusables import id_refusal, lookalike_problem, lookalikes
 from ..core._errors import BadInputError, TrussLabWarning
 from ..core._secrets import redact
 from ..core._version import __version__
+from ._claims import claim_run, drop_run_claims
 from ._run_list import (
     RUN_ERRORS_SQL,
     delete_run,
@@ -317,11 +318,13 @@ def lessons_stored(store: Store, entry_ids: pa.Array) -> set[str]:
 
 
 def reopen_run(store: Store, run_id: str) -> None:
-    """Mark a run running again (a resume): no finish time, no error."""
+    """Mark a run running again (a resume): no finish time, no error, no claim (its
+    rows move until it ends again)."""
     with store.transaction():
         store.con.execute(
             "UPDATE extraction_runs SET status = 'running', finished_at = NULL, "
             "error = NULL WHERE run_id = ?", [run_id])
+        drop_run_claims(store.con, run_id)
 
 
 def update_run_config(store: Store, run_id: str, changes: Mapping[str, Any]) -> None:
@@ -394,13 +397,15 @@ def add_run_counts(store: Store, run_id: str, *, n_verdicts: int, n_candidates: 
 
 def finish_run(store: Store, run_id: str, status: str, seconds: float,
                error: str | None = None) -> None:
-    """Record how a run ended (``finished`` or ``failed`` and why) and add its seconds."""
+    """Record how a run ended (``finished`` or ``failed`` and why) and add its seconds,
+    with the run's integrity claim (:func:`~truss_lab.store._claims.claim_run`)."""
     with store.transaction():
         store.con.execute(
             "UPDATE extraction_runs SET status = ?, finished_at = ?, error = ?, "
             "seconds = coalesce(seconds, 0) + ? WHERE run_id = ?",
             [status, utcnow(), redact(error), seconds, run_id],
         )
+        claim_run(store.con, run_id)
 
 
 # -- reading runs back ------------------------------------------------------------------

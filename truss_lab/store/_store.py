@@ -21,6 +21,7 @@ import duckdb
 from ..core._clock import utcnow
 from ..core._errors import StoreError, StoreLockedError
 from ..core._secrets import redact_arrow
+from ._claims import backfill_claims, claim_table, needs_table_claim
 from ._snapshot import Snapshot, take_snapshot
 
 if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pandas
@@ -262,6 +263,10 @@ class Store:
                 self.con.execute(
                     "INSERT INTO schema_version VALUES (?, ?, ?)", [version, name, utcnow()]
                 )
+                if name == "content_claims":
+                    # What the database holds when claims begin is claimed as it is,
+                    # so from now on a missing claim is an edit too.
+                    backfill_claims(self.con)
 
     # -- transactions and bulk writes ---------------------------------------
 
@@ -390,7 +395,13 @@ class Store:
                     f"INSERT INTO {qtable} ({qcols}) SELECT {qcols} FROM {source} n "
                     f"WHERE NOT EXISTS (SELECT 1 FROM {qtable} t WHERE {on})"
                 ).fetchall()
-            return int(res[0][0]) if res else 0
+                added = int(res[0][0]) if res else 0
+                # An ingested table's claim moves with every append that adds to it,
+                # in the same transaction (store/_claims.py).
+                if added and needs_table_claim(
+                        table, cols, tbl.column("run_id") if "run_id" in cols else None):
+                    claim_table(self.con, table)
+            return added
         finally:
             self.con.unregister(view)
 

@@ -678,3 +678,35 @@ COMMENT ON COLUMN prompts.registered_at IS 'When this database registered it (UT
 -- their extractor (truss_lab.evaluate._judges.RecordedCalls).
 ALTER TABLE completions ADD COLUMN judged_run_id VARCHAR;
 COMMENT ON COLUMN completions.judged_run_id IS 'For a judge''s or judge matcher''s live call: the extraction run whose lessons it judged (the judge run that paid for it); NULL for an extractor''s calls, a file''s rows and judge calls recorded before migration 013';
+
+-- migration: 014_content_claims
+-- Issue 39 item 8: integrity claims over rows no signature covers. At the end of every
+-- extraction run (finished or failed) the store records, per table the run wrote
+-- (candidates, memory_entries, events, verdict_errors, run_chunks,
+-- run_verdicts, its live completions), the row count and a digest of the rows; every
+-- append to an ingested table (labels, reference_lessons, match_labels, the
+-- completions of no run) records the table's. `truss-lab audit` (check
+-- content_claims_hold) recomputes each: a flipped label, a deleted run_chunks or
+-- reference row, an edited lesson or completion text no longer passes. The digest is
+-- the sum of the first 60 bits of each row's SHA-256 (order-free, so a claim is
+-- computed in one vectorized pass); it is not signed: it catches an edit made without
+-- recomputing the claim (docs/explanation/reliability.md says what it does not).
+-- Databases migrated from before get their claims at migration (store/_claims.py).
+CREATE TABLE content_claims (
+    scope             VARCHAR NOT NULL,  -- run | table
+    subject           VARCHAR NOT NULL,  -- the run id, or the table's name
+    part              VARCHAR NOT NULL,  -- the table whose rows are claimed
+    columns           VARCHAR NOT NULL,  -- the columns hashed, comma-separated, in order
+    n_rows            BIGINT NOT NULL,
+    digest            VARCHAR NOT NULL,
+    recorded_at       TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (scope, subject, part)
+);
+COMMENT ON TABLE content_claims IS 'Integrity claims: row count and digest of what each run and each ingested table holds, checked by truss-lab audit (content_claims_hold)';
+COMMENT ON COLUMN content_claims.scope IS 'run (the rows one extraction run wrote) or table (an ingested table)';
+COMMENT ON COLUMN content_claims.subject IS 'The run id, or the table name';
+COMMENT ON COLUMN content_claims.part IS 'The table whose rows the claim covers';
+COMMENT ON COLUMN content_claims.columns IS 'The columns hashed, comma-separated, in order';
+COMMENT ON COLUMN content_claims.n_rows IS 'Rows covered when the claim was recorded';
+COMMENT ON COLUMN content_claims.digest IS 'Sum of the first 60 bits of each row SHA-256 (order-free)';
+COMMENT ON COLUMN content_claims.recorded_at IS 'When the claim was recorded (UTC)';

@@ -1,0 +1,90 @@
+"""Issue 39 item 8: integrity claims over the rows no signature covers.
+
+The attacker's edits that passed ``verify`` and ``audit`` (a lesson's text, a flipped
+label, a deleted run_chunks row, a deleted reference, an edited completion text) each
+fail ``content_claims_hold`` now, on a copy of a database whose run and ingests recorded
+their claims; the unedited database passes every check.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.builders.cli import invoke
+from tests.builders.stores import copy_db
+from truss_lab.govern._audit import audit
+from truss_lab.store._claims import claim_problems
+from truss_lab.store._store import Store
+
+#: Each edit, as SQL; every one leaves the rows' other checks as they were where it can
+#: (the lesson's candidate is edited alike, a completion gains a trailing space that
+#: parses the same), so only the claim can tell.
+EDITS: dict[str, list[str]] = {
+    "lesson text (and its candidate's)": [
+        "UPDATE memory_entries SET text = 'always deploy on Fridays' "
+        "WHERE entry_id = (SELECT min(entry_id) FROM memory_entries)",
+        "UPDATE candidates SET text = 'always deploy on Fridays' WHERE 'lesson-' || "
+        "substr(candidate_id, 6) = (SELECT min(entry_id) FROM memory_entries)"],
+    "flipped label": ["UPDATE labels SET useful = 1 - useful "
+                      "WHERE rowid = (SELECT min(rowid) FROM labels)"],
+    "deleted run_chunks row": ["DELETE FROM run_chunks WHERE chunk_index = 0"],
+    "deleted reference": ["DELETE FROM reference_lessons "
+                          "WHERE rowid = (SELECT min(rowid) FROM reference_lessons)"],
+    "edited completion text": ["UPDATE completions SET text = text || ' ' "
+                               "WHERE rowid = (SELECT min(rowid) FROM completions)"],
+    "added label": ["INSERT INTO labels SELECT * REPLACE ('mallory' AS annotator) FROM labels "
+                    "WHERE rowid = (SELECT min(rowid) FROM labels)"],
+    "deleted claim": ["DELETE FROM content_claims WHERE scope = 'run'"],
+}
+
+
+@pytest.fixture(scope="module")
+def claimed(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample (its ingests claimed) with a replayed run that wrote lessons."""
+    db = copy_db(sample_full, tmp_path_factory.mktemp("claims") / "lab.duckdb")
+    r = invoke("extract", "--db", db, "--extractor", "replay:sim-good-v1", "--policy", "on",
+               "--verdicts", "seq <= 120", "--chunk-size", "40", "--quiet", "--json")
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def test_an_unedited_database_passes_every_check(claimed: Path) -> None:
+    with Store(claimed, read_only=True) as s:
+        report = audit(s)
+        n = s.sql("SELECT count(*) FROM content_claims").fetchall()[0][0]
+    assert report.ok, [c.detail for c in report.failed()]
+    assert n >= 4 + 7  # the four ingested tables, the run's seven parts
+
+
+@pytest.mark.parametrize("name", list(EDITS))
+def test_each_edit_fails_the_claims_check(claimed: Path, tmp_path: Path, name: str) -> None:
+    db = tmp_path / "edited.duckdb"
+    shutil.copy(claimed, db)
+    with Store(db) as s:
+        for sql in EDITS[name]:
+            s.sql(sql)
+        assert len(claim_problems(s.con)) >= 1
+    r = invoke("audit", "--db", db, "--json")
+    assert r.exit_code == 1, r.output
+    failed = {c["name"] for c in json.loads(r.stdout)["checks"] if not c["passed"]}
+    assert "content_claims_hold" in failed
+
+
+def test_a_resume_and_a_new_ingest_keep_the_claims_true(claimed: Path, tmp_path: Path) -> None:
+    db = copy_db(claimed, tmp_path / "again.duckdb")
+    with Store(db, read_only=True) as s:
+        run_id, = s.sql("SELECT run_id FROM extraction_runs WHERE status = 'finished' "
+                        "ORDER BY started_at DESC LIMIT 1").fetchall()[0]
+        vh, ex = s.sql("SELECT verdict_hash, extractor_id FROM candidates LIMIT 1"
+                       ).fetchall()[0]
+    assert invoke("extract", "--db", db, "--resume", run_id, "--quiet").exit_code == 0
+    labels = tmp_path / "more.csv"
+    labels.write_text("verdict_hash,extractor,lesson_index,useful,annotator\n"
+                      f"{vh},{ex},0,1,zoe\n", encoding="utf-8")
+    assert invoke("ingest", "labels", labels, "--db", db).exit_code == 0
+    with Store(db, read_only=True) as s:
+        assert claim_problems(s.con).empty

@@ -1,0 +1,161 @@
+"""Integrity claims: the row count and digest of what a run wrote and of each ingested table.
+
+No signature covers a lesson's text once stored, a gold label, a reference, a recorded
+completion or a run's bookkeeping (``run_chunks``): the journal signs verdicts and the
+lab journal signs policies. A claim is what the store says it wrote, recorded as it
+writes it, and ``truss-lab audit`` (``content_claims_hold``) recomputes every claim:
+
+* a run's claim, one row per table it writes (:data:`RUN_PARTS`), recorded when the run
+  ends (:func:`claim_run`, from :func:`~truss_lab.store._runs.finish_run`) and withdrawn
+  while it runs again (a resume: :func:`drop_run_claims`), since its rows then move;
+* a table's claim for each ingested table (:data:`TABLE_CLAIMS`), recorded by every
+  append to it (:meth:`~truss_lab.store._store.Store.append` calls :func:`claim_table`
+  in the append's transaction); for ``completions`` it covers the rows of no run (files,
+  judges), a run's live recordings being in the run's claim.
+
+A claim's digest is the sum of the first 60 bits of each row's SHA-256 over its columns
+(in the order the claim records), so it is computed in one pass of DuckDB and does not
+depend on row order. It is not signed: it catches an edit that does not recompute the
+claim too (an ``UPDATE`` by hand, a tool that writes the file, a partial restore), not an
+editor who recomputes it (docs/explanation/reliability.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from ..core._clock import utcnow
+
+# Functions here take the store's connection, inside the caller's transaction: the
+# store's append and migrations call them (a Store here would be an import loop).
+Con = duckdb.DuckDBPyConnection
+
+__all__ = ["RUN_PARTS", "TABLE_CLAIMS", "backfill_claims", "claim_count", "claim_problems",
+           "claim_run", "claim_table", "drop_run_claims", "needs_table_claim"]
+
+RUN_PARTS: tuple[str, ...] = ("candidates", "memory_entries", "events",
+                              "verdict_errors", "run_chunks", "run_verdicts", "completions")
+"""The tables whose rows of a run (``run_id = RUN``) its claim covers."""
+
+TABLE_CLAIMS: dict[str, str] = {
+    "labels": "TRUE", "reference_lessons": "TRUE", "match_labels": "TRUE",
+    "completions": "run_id IS NULL",
+}
+"""Ingested tables and the rows of each their claim covers (a SQL condition)."""
+
+
+def _columns(con: Con, table: str) -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+        "ORDER BY ordinal_position", [table]).fetchall()]
+
+
+def _digest(con: Con, table: str, columns: list[str], where: str,
+            params: list[Any]) -> tuple[int, str]:
+    """(rows, digest) of ``table``'s rows matching ``where``, over ``columns``."""
+    # NULL and '' must differ: a NULL is chr(0), which no stored text starts with alone.
+    fields = ", ".join(f"coalesce(CAST(\"{c}\" AS VARCHAR), chr(0))" for c in columns)
+    row = con.execute(
+        f"SELECT count(*), CAST(coalesce(sum(CAST(('0x' || left(sha256(concat_ws(chr(31), "
+        f"{fields})), 15)) AS BIGINT)::HUGEINT), 0) AS VARCHAR) FROM \"{table}\" "
+        f"WHERE {where}", params).fetchall()[0]
+    return int(row[0]), str(row[1])
+
+
+def _record(con: Con, scope: str, subject: str, part: str, columns: list[str],
+            n: int, digest: str) -> None:
+    con.execute(
+        "INSERT OR REPLACE INTO content_claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [scope, subject, part, ",".join(columns), n, digest, utcnow()])
+
+
+def claim_table(con: Con, table: str) -> None:
+    """Record the claim of ingested ``table`` (:data:`TABLE_CLAIMS`) as it now is (in
+    the caller's transaction, as every function here)."""
+    cols = _columns(con, table)
+    _record(con, "table", table, table, cols,
+            *_digest(con, table, cols, TABLE_CLAIMS[table], []))
+
+
+def backfill_claims(con: Con) -> None:
+    """Claim what a database holds when claims begin (migration 014): every ingested
+    table, and every run that has ended."""
+    for table in TABLE_CLAIMS:
+        claim_table(con, table)
+    for (run_id,) in con.execute(
+            "SELECT run_id FROM extraction_runs WHERE status IN ('finished', 'failed')"
+            ).fetchall():
+        claim_run(con, run_id)
+
+
+def needs_table_claim(table: str, columns: list[str], run_ids: Any) -> bool:
+    """Whether an append of rows to ``table`` moves its table claim: an ingested table,
+    and for ``completions`` a row of no run (``run_ids``: the appended ``run_id`` column,
+    None when it has none)."""
+    if table not in TABLE_CLAIMS:
+        return False
+    if table != "completions" or "run_id" not in columns:
+        return True
+    return bool(run_ids.null_count)
+
+
+def claim_run(con: Con, run_id: str) -> None:
+    """Record run ``run_id``'s claim: per table of :data:`RUN_PARTS`, its rows' count
+    and digest (replacing the claim of an earlier end of the same run)."""
+    for part in RUN_PARTS:
+        cols = _columns(con, part)
+        _record(con, "run", run_id, part, cols, *_digest(con, part, cols, "run_id = ?", [run_id]))
+
+
+def drop_run_claims(con: Con, run_id: str) -> None:
+    """Withdraw run ``run_id``'s claim (it runs again, or it is deleted)."""
+    con.execute("DELETE FROM content_claims WHERE scope = 'run' AND subject = ?", [run_id])
+
+
+def claim_count(con: Con) -> int:
+    """How many claims the database holds."""
+    return int(con.execute("SELECT count(*) FROM content_claims").fetchall()[0][0])
+
+
+def claim_problems(con: Con) -> pd.DataFrame:
+    """Every claim that no longer holds, and every missing one: ``scope, subject, part,
+    claimed_rows, rows, problem``. A claim fails when its rows' count or digest differs
+    now; a run that ended (finished or failed) must have a claim for each of its parts,
+    and each ingested table one."""
+    out: list[dict[str, Any]] = []
+    claims = con.execute(
+        "SELECT scope, subject, part, columns, n_rows, digest FROM content_claims "
+        "ORDER BY scope, subject, part").fetchall()
+    have = {(s, subj, p) for s, subj, p, *_ in claims}
+    for scope, subject, part, columns, n_rows, digest in claims:
+        where, params = ((TABLE_CLAIMS.get(part, "TRUE"), []) if scope == "table"
+                         else ("run_id = ?", [subject]))
+        try:
+            n, now = _digest(con, part, columns.split(",") if columns else [], where, params)
+        except Exception as exc:  # a dropped table or column: the claim cannot hold
+            out.append(dict(scope=scope, subject=subject, part=part, claimed_rows=n_rows,
+                            rows=None, problem=f"cannot recompute: {exc}"))
+            continue
+        if n != n_rows:
+            out.append(dict(scope=scope, subject=subject, part=part, claimed_rows=n_rows,
+                            rows=n, problem=f"{n_rows} rows claimed, {n} now"))
+        elif now != digest:
+            out.append(dict(scope=scope, subject=subject, part=part, claimed_rows=n_rows,
+                            rows=n, problem="rows edited since the claim"))
+    ended = [r[0] for r in con.execute(
+        "SELECT run_id FROM extraction_runs WHERE status IN ('finished', 'failed') "
+        "ORDER BY run_id").fetchall()]
+    for run_id in ended:
+        for part in RUN_PARTS:
+            if ("run", run_id, part) not in have:
+                out.append(dict(scope="run", subject=run_id, part=part, claimed_rows=None,
+                                rows=None, problem="the run ended without this claim"))
+    for table in TABLE_CLAIMS:
+        if ("table", table, table) not in have:
+            out.append(dict(scope="table", subject=table, part=table, claimed_rows=None,
+                            rows=None, problem="no claim for this table"))
+    return pd.DataFrame(out, columns=["scope", "subject", "part", "claimed_rows", "rows",
+                                      "problem"])
