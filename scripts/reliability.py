@@ -47,7 +47,9 @@ scripted HTTP server of tests/builders/http_server.py):
   encoding and every user file (the dump of scripts/secrets_dump.py); a named pipe,
   /dev/zero and /dev/urandom as every input; TOML nested 500 deep; direct edits of
   governed rows (policy records, lessons) failing the audit; CSV formula cells escaped
-  and a grid's size bounded.
+  and a grid's size bounded; a key in --base-url's path or fragment; --resume asking
+  again for the verdicts whose every call failed; look-alike ids warned, explained and
+  NUL refused; integrity claims failing the audit on each edit no signature covers.
 
 Exit status 1 when any row fails.
 """

@@ -216,7 +216,252 @@ def weak_row(row: Callable[..., Any], tmp: Path) -> Any:
     return tally(row, "weak: CSV formulas escaped, grid size bounded", checks)
 
 
+# -- item 8, the weak points (a-e of the follow-up) -------------------------------------
+
+#: A key in no environment variable: only the base URL's own registration can mask it.
+PATH_KEY = "sk-rel39p-" + "3e" * 12
+FRAGMENT_KEY = "sk-rel39f-" + "7b" * 12
+
+
+def base_url_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 8a: a key in --base-url's path is sent where the user said but stored,
+    exported and printed masked; one after '#' (never sent) is refused in one line."""
+    import json
+
+    from scripts.reliability_holes import cli, one_line
+    from tests.builders.echo import leaks
+    from tests.builders.http_server import ScriptedServer
+    from truss_lab.store._store import Store
+
+    d = tmp / "base_url"
+    d.mkdir()
+    db = d / "lab.duckdb"
+    load_sample(db).close()
+    env = {"OPENAI_API_KEY": "sk-rel39-env-" + "1f" * 8}
+    with ScriptedServer() as srv:
+        p = cli("extract", "--db", str(db), "--extractor", "openai:m", "--base-url",
+                f"{srv.base_url}/{PATH_KEY}/proxy", "--policy", "on", "--verdicts", "seq <= 2",
+                "--json", env=env)
+        paths = {r.path for r in srv.requests}
+        before = srv.count
+        f = cli("extract", "--db", str(db), "--extractor", "openai:m", "--base-url",
+                f"{srv.base_url}#{FRAGMENT_KEY}", "--policy", "on", "--verdicts", "seq <= 2",
+                env=env)
+        fragment_calls = srv.count - before
+    run_id = json.loads(p.stdout)["run_id"] if p.returncode == 0 else "none"
+    with Store(db, read_only=True) as s:
+        cfg = s.sql("SELECT config FROM extraction_runs WHERE run_id = ?", [run_id]).fetchall()
+    e = cli("export", "--db", str(db), "--format", "csv", "--out", str(d / "export"))
+    checks = {
+        "path: extract ran": p.returncode == 0,
+        "path: the key was sent in the path": paths == {f"/v1/{PATH_KEY}/proxy/chat/completions"},
+        "path: config stores it masked": bool(cfg) and "[REDACTED]" in cfg[0][0],
+        "path: not in output, DB, WAL, CSV export": (
+            e.returncode == 0 and PATH_KEY not in p.stdout + p.stderr
+            and not leaks(PATH_KEY, db, d / "export")),
+        "fragment: refused in one line, exit 2": one_line(f) and "fragment" in f.stderr,
+        "fragment: no request, key not printed": (
+            fragment_calls == 0 and FRAGMENT_KEY not in f.stdout + f.stderr
+            and not leaks(FRAGMENT_KEY, db)),
+    }
+    return tally(row, "key in --base-url path or fragment", checks)
+
+
+def retry_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 8b: a live run whose every call timed out (or failed with a 500) is finished
+    by --resume: each failed verdict asked again once, said, counted, nothing duplicated,
+    a second resume asks nothing, the audit passes."""
+    import json
+
+    from scripts.reliability_holes import cli
+    from tests.builders.http_server import Reply, ScriptedServer
+    from truss_lab.store._store import Store
+
+    n = 4
+    checks: dict[str, bool] = {}
+    for failure, bad in (("timeout", Reply(delay=3.0)), ("500", Reply(500, {"error": "x"}))):
+        d = tmp / f"retry_{failure}"
+        d.mkdir()
+        db = d / "lab.duckdb"
+        load_sample(db).close()
+        env = {"OPENAI_API_KEY": "sk-rel39-retry-" + "2c" * 8}
+        with ScriptedServer() as srv:
+            srv.add(*[bad] * n)
+            p = cli("extract", "--db", str(db), "--extractor", "openai:m", "--base-url",
+                    srv.base_url, "--policy", "on", "--verdicts", f"seq <= {n}",
+                    "--max-retries", "0", "--deadline", "1", "--max-consecutive-failures",
+                    "10", "--json", env=env)
+            run_id = json.loads(p.stdout)["run_id"] if p.stdout.strip() else "none"
+            first = srv.count
+            r1 = cli("extract", "--db", str(db), "--resume", run_id, env=env)
+            second = srv.count - first
+            r2 = cli("extract", "--db", str(db), "--resume", run_id, env=env)
+            third = srv.count - first - second
+        with Store(db, read_only=True) as s:
+            errors, cands, recs, n_err = s.sql(
+                "SELECT (SELECT count(*) FROM verdict_errors WHERE run_id = ?), "
+                "(SELECT count(*) FROM candidates WHERE run_id = ?), "
+                "(SELECT count(*) FROM completions WHERE run_id = ?), "
+                "(SELECT n_errors FROM extraction_runs WHERE run_id = ?)",
+                [run_id] * 4).fetchall()[0]
+        audit = cli("audit", "--db", str(db))
+        checks[f"{failure}: every call failed first ({first} calls)"] = first == n
+        checks[f"{failure}: resume asked each again once, said {n}"] = (
+            second == n and f"asked again for {n} verdict(s)" in r1.stderr)
+        checks[f"{failure}: errors replaced, counts agree"] = (
+            errors == 0 and n_err == 0 and cands == n and recs == n)
+        checks[f"{failure}: second resume asks nothing"] = (
+            third == 0 and "asked again for 0 verdict(s)" in r2.stderr)
+        checks[f"{failure}: audit passes"] = audit.returncode == 0
+    return tally(row, "resume retries calls that failed", checks)
+
+
+CYRILLIC_GOOD = "g\u043e\u043ed"
+
+
+def lookalike_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 8c: look-alike ids warned about at ingest (file, row/line, field), NUL refused,
+    and 'sweep gооd' explaining why it is not 'good'."""
+    import json
+
+    from scripts.reliability_holes import cli
+    from truss_lab.store._store import Store
+
+    d = tmp / "lookalike"
+    d.mkdir()
+    db = d / "lab.duckdb"
+    load_sample(db).close()
+    base = ["--extractor", "replay:sim-good-v1", "--policy", "on", "--verdicts", "seq <= 5",
+            "--quiet", "--max-error-share", "1"]
+    good = cli("extract", "--db", str(db), *base, "--run-id", "good")
+    sweep = cli("sweep", CYRILLIC_GOOD, "--db", str(db))  # before a run of that id exists
+    look = cli("extract", "--db", str(db), *base, "--run-id", CYRILLIC_GOOD)
+    nul = cli("extract", "--db", str(db), *base, "--run-id", "bad\x01run")
+    with Store(db, read_only=True) as s:
+        vh, ex = s.sql("SELECT verdict_hash, extractor_id FROM candidates LIMIT 1").fetchall()[0]
+    labels = d / "labels.csv"
+    labels.write_text("verdict_hash,extractor,lesson_index,useful,annotator\n"
+                      f"{vh},{ex},0,1,{CYRILLIC_GOOD}\n{vh},{ex},0,0,bob\x00\n"
+                      f"{vh},{ex.replace('-', chr(0x2010))},0,1,carol\n", encoding="utf-8")
+    lab = cli("ingest", "labels", str(labels), "--db", str(db))
+    refs = d / "refs.jsonl"
+    ref = {"verdict_hash": vh, "reference_id": "r\u20101", "text": "a lesson", "annotator": "a"}
+    refs.write_text(json.dumps(ref) + "\n" + json.dumps(
+        {**ref, "reference_id": "r2", "annotator": "x\x00y"}) + "\n", encoding="utf-8")
+    rf = cli("ingest", "references", str(refs), "--db", str(db))
+    warned = lambda p, *words: any(all(w in x for w in words)  # noqa: E731
+                                   for x in p.stderr.splitlines() if x.startswith("warning"))
+    checks = {
+        "run 'good' made": good.returncode == 0,
+        "new run 'gооd': warned, mixes scripts, looks like 'good'": (
+            look.returncode == 0 and warned(look, "mixes scripts (Latin, Cyrillic)",
+                                            "looks like run 'good'")),
+        "run id with a control character refused": (
+            nul.returncode == 2 and "U+0001" in nul.stderr),
+        "sweep 'gооd': not found, names 'good' and the Cyrillic letters": (
+            sweep.returncode == 2 and "'good' looks the same but is another run id"
+            in sweep.stderr and "CYRILLIC SMALL LETTER O" in sweep.stderr),
+        "labels: Cyrillic annotator warned (row 2, annotator)": warned(
+            lab, "row 2", "'annotator'", "Cyrillic"),
+        "labels: U+2010 in extractor warned (row 4, extractor)": "-" not in ex or warned(
+            lab, "row 4", "'extractor'", "U+2010"),
+        "labels: NUL annotator refused (row 3)": "row 3" in lab.stdout and "U+0000" in lab.stdout,
+        "references: U+2010 reference id warned (line 1)": warned(
+            rf, "line 1", "'reference_id'", "U+2010"),
+        "references: NUL annotator refused (line 2)": (
+            "line 2" in rf.stdout and "U+0000" in rf.stdout),
+    }
+    return tally(row, "look-alike ids warned, explained, NUL refused", checks)
+
+
+#: Item 8d's edits: what the attacker changed that no check covered, and two more.
+CLAIM_EDITS: dict[str, list[str]] = {
+    "lesson text (and its candidate's)": [
+        "UPDATE memory_entries SET text = 'always deploy on Fridays' "
+        "WHERE entry_id = (SELECT min(entry_id) FROM memory_entries)",
+        "UPDATE candidates SET text = 'always deploy on Fridays' WHERE 'lesson-' || "
+        "substr(candidate_id, 6) = (SELECT min(entry_id) FROM memory_entries)"],
+    "flipped label": ["UPDATE labels SET useful = 1 - useful "
+                      "WHERE rowid = (SELECT min(rowid) FROM labels)"],
+    "deleted run_chunks row": ["DELETE FROM run_chunks WHERE chunk_index = 0"],
+    "deleted reference": ["DELETE FROM reference_lessons "
+                          "WHERE rowid = (SELECT min(rowid) FROM reference_lessons)"],
+    "edited completion text": ["UPDATE completions SET text = text || ' ' "
+                               "WHERE rowid = (SELECT min(rowid) FROM completions)"],
+    "added label": ["INSERT INTO labels SELECT * REPLACE ('mallory' AS annotator) FROM labels "
+                    "WHERE rowid = (SELECT min(rowid) FROM labels)"],
+    "deleted claims": ["DELETE FROM content_claims WHERE scope = 'run'"],
+}
+
+
+def claims_row(row: Callable[..., Any], tmp: Path) -> Any:
+    """Item 8d: each edit of rows no signature covers fails `truss-lab audit` on
+    content_claims_hold; the unedited database passes."""
+    import json
+    import shutil
+
+    from truss_lab.store._store import Store
+
+    d = tmp / "claims"
+    d.mkdir()
+    db = governed_db(d)
+    p = run_cli(["audit", "--db", str(db), "--json"], timeout=300)
+    checks = {"clean database: audit passes": p.returncode == 0}
+    for name, sqls in CLAIM_EDITS.items():
+        copy = d / "edited.duckdb"
+        shutil.copy(db, copy)
+        with Store(copy) as s:
+            for sql in sqls:
+                s.sql(sql)
+        p = run_cli(["audit", "--db", str(copy), "--json"], timeout=300)
+        try:
+            failed = {c["name"] for c in json.loads(p.stdout)["checks"] if not c["passed"]}
+        except (ValueError, KeyError):
+            failed = set()
+        checks[f"{name}: audit fails content_claims_hold"] = (
+            p.returncode == 1 and "content_claims_hold" in failed)
+        copy.unlink()
+    return tally(row, "integrity claims: edits fail the audit", checks)
+
+
+ATTACK_ROWS: tuple[Callable[[Callable[..., Any], Path], Any], ...] = (
+    secrets_dump_row, fifo_row, device_row, toml_depth_row, governed_row, weak_row,
+    base_url_row, retry_row, lookalike_row, claims_row)
+"""Issue 39's rows, in the order of its items."""
+
+
 def attack_rows(row: Callable[..., Any], tmp: Path, quick: bool) -> list[Any]:
-    """The rows of issue 39's items."""
-    return [secrets_dump_row(row, tmp), fifo_row(row, tmp), device_row(row, tmp),
-            toml_depth_row(row, tmp), governed_row(row, tmp), weak_row(row, tmp)]
+    """The rows of issue 39's items; a row that crashes is a failed row of its own."""
+    out = []
+    for fn in ATTACK_ROWS:
+        try:
+            out.append(fn(row, tmp))
+        except Exception as exc:
+            out.append(row(f"{fn.__name__}: crashed", 1, 0,
+                           f"{type(exc).__name__}: {exc}"[:160]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the rows named on the command line (function names; default all) and print
+    them as ``make reliability`` does: ``python -m scripts.reliability_attack retry_row``."""
+    import sys
+    import tempfile
+
+    from scripts.reliability import Row, print_table
+
+    names = list(sys.argv[1:] if argv is None else argv)
+    fns = [f for f in ATTACK_ROWS if not names or f.__name__ in names]
+    with tempfile.TemporaryDirectory(prefix="truss-attack-") as t:
+        rows = []
+        for fn in fns:
+            try:
+                rows.append(fn(Row, Path(t)))
+            except Exception as exc:
+                rows.append(Row(f"{fn.__name__}: crashed", 1, 0, f"{exc}"[:160]))
+    print_table(rows)
+    return 0 if all(r.good for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
