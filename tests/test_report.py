@@ -230,35 +230,6 @@ def test_report_by_a_judge(sample, tmp_path: Path) -> None:
     assert "<h4>calibration, by judge:flip@v1</h4>" in text
 
 
-def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
-    # last in the module: it closes the shared store
-    store, run_ids, _, _ = sample
-    db = store.path
-    store.close()
-    out = tmp_path / "r.html"
-    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
-                 "--n-boot", "20", "--n-verdicts", "5")
-    assert res.exit_code == 0, res.output
-    assert "report of 1 run(s)" in res.output
-    text = out.read_text(encoding="utf-8")
-    assert '<section id="comparison">' not in text  # one run: nothing to compare
-    assert text.count('<details class="verdict"') == 5
-    res = invoke("report", "no-such-run", "--db", db, "--out", str(out))
-    assert res.exit_code == 2 and res.output.startswith("error:")
-    with Store(db, read_only=True) as ro, pytest.raises(BadInputError):
-        write_report(ro, [], tmp_path / "x.html")
-    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
-                 "--truth", "gold")
-    assert res.exit_code == 2 and "truth must be auto, labels, references or judge:NAME" \
-        in res.output and "Traceback" not in res.output
-    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
-                 "--truth", "references", "--n-boot", "20",
-                 "--n-verdicts", "5")
-    assert res.exit_code == 0, res.output
-    assert "lessons judged by references (as asked)" in out.read_text(encoding="utf-8")
-
-
-
 def test_report_reads_as_people_read_it(sample) -> None:
     """Issue 29: each run's own lesson count per verdict, a verdict whose annotators
     say it teaches nothing says so, the chosen row of the sweep table is named and
@@ -333,3 +304,31 @@ def test_a_calibration_that_worsens_a_score_says_so(sample) -> None:
             assert f"{rid}: {note}." in text  # in the summary too
     assert any(calibration_run(store, r, method="isotonic", random_state=0).worsened()
                for r in run_ids)
+
+
+def test_report_cli_and_errors(sample, tmp_path: Path) -> None:
+    # last in the module: it closes the shared store
+    store, run_ids, _, _ = sample
+    db = store.path
+    store.close()
+    out = tmp_path / "r.html"
+    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
+                 "--n-boot", "20", "--n-verdicts", "5")
+    assert res.exit_code == 0, res.output
+    assert "report of 1 run(s)" in res.output
+    text = out.read_text(encoding="utf-8")
+    assert '<section id="comparison">' not in text  # one run: nothing to compare
+    assert text.count('<details class="verdict"') == 5
+    res = invoke("report", "no-such-run", "--db", db, "--out", str(out))
+    assert res.exit_code == 2 and res.output.startswith("error:")
+    with Store(db, read_only=True) as ro, pytest.raises(BadInputError):
+        write_report(ro, [], tmp_path / "x.html")
+    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
+                 "--truth", "gold")
+    assert res.exit_code == 2 and "truth must be auto, labels, references or judge:NAME" \
+        in res.output and "Traceback" not in res.output
+    res = invoke("report", run_ids[0], "--db", db, "--out", str(out),
+                 "--truth", "references", "--n-boot", "20",
+                 "--n-verdicts", "5")
+    assert res.exit_code == 0, res.output
+    assert "lessons judged by references (as asked)" in out.read_text(encoding="utf-8")
