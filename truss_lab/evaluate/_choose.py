@@ -215,10 +215,11 @@ class ThresholdChoice:
         if self.cv:
             reps = sp.get("cv_repeats", 1)
             rep = f" x {reps} repeats" if reps > 1 else ""
-            return (f"cross-validated by verdict, {sp['cv']} folds{rep} of "
-                    f"{sp['n_verdicts']} verdicts, seed {sp.get('random_state')}")
-        return (f"one split by verdict: {sp['n_train_verdicts']} train, "
-                f"{sp['n_test_verdicts']} held out (test_size {sp['test_size']}), "
+            return (f"cross-validated by verdict, {sp.get('cv')} folds{rep} of "
+                    f"{sp.get('n_verdicts')} verdicts, seed {sp.get('random_state')}")
+        # .get: a choice made by hand (or read back) may lack a key; the repr must not fail.
+        return (f"one split by verdict: {sp.get('n_train_verdicts')} train, "
+                f"{sp.get('n_test_verdicts')} held out (test_size {sp.get('test_size')}), "
                 f"seed {sp.get('random_state')}")
 
     def metrics_table(self) -> pd.DataFrame:
