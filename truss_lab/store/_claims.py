@@ -22,12 +22,14 @@ editor who recomputes it (docs/explanation/reliability.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from ..core._clock import utcnow
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Functions here take the store's connection, inside the caller's transaction: the
 # store's append and migrations call them (a Store here would be an import loop).
@@ -125,6 +127,10 @@ def claim_problems(con: Con) -> pd.DataFrame:
     claimed_rows, rows, problem``. A claim fails when its rows' count or digest differs
     now; a run that ended (finished or failed) must have a claim for each of its parts,
     and each ingested table one."""
+    # pandas here, not at the top: the store opens on every command (runs too),
+    # which must not pay for pandas' import (tests/test_cli_start.py).
+    import pandas as pd
+
     out: list[dict[str, Any]] = []
     claims = con.execute(
         "SELECT scope, subject, part, columns, n_rows, digest FROM content_claims "
