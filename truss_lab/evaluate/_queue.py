@@ -154,6 +154,32 @@ def _verdict_context(store: Store, hashes: pd.Series) -> pd.DataFrame:
     })
 
 
+def _check_annotator(annotator: Any) -> None:
+    if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):
+        raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
+                            field="annotator")
+
+
+def _queue_frame(store: Store, chosen: pd.DataFrame, run_id: str,
+                 annotator: str | None) -> pd.DataFrame:
+    """The queue file's rows (:data:`QUEUE_FIELDS`) for the ``chosen`` candidates, in their
+    order: each with its verdict's context, ``useful`` empty, ``annotator`` as given."""
+    ctx = _verdict_context(store, chosen["verdict_hash"])
+    out = chosen.merge(ctx, on="verdict_hash", how="left", validate="many_to_one")
+    out = out.assign(
+        extractor=out["extractor_id"],
+        useful=pd.array([pd.NA] * len(out), dtype="Int8"),
+        annotator=annotator.strip() if annotator is not None else "",
+        run_id=run_id,
+    )
+    for c in ("verdict", "goal", "summary", "checks", "text"):
+        out[c] = out[c].fillna("").astype(str)
+    out = out[list(QUEUE_FIELDS)].reset_index(drop=True)
+    for c in ("lesson_index", "verdict_seq", "n_annotators"):
+        out[c] = out[c].astype("int64")
+    return out
+
+
 def labelling_queue(
     store: Store,
     run_id: str,
@@ -219,9 +245,7 @@ def labelling_queue(
     per_verdict = _count(per_verdict, "per_verdict")
     n_boot = _count(n_boot, "n_boot")
     objective = parse_objective(objective)  # a bad one is refused whichever interval is used
-    if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):
-        raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
-                            field="annotator")
+    _check_annotator(annotator)
     rng = as_rng(random_state)
     run_info(store, run_id)  # an unknown run is an error naming the recent ones
     lc = labelled_candidates(store, run_id)
@@ -233,20 +257,7 @@ def labelling_queue(
         todo &= ~_labelled_by(store, lc, annotator.strip())
     chosen, verdicts = _deal(lc[todo].copy(), info["centre"], rng, per_verdict=per_verdict,
                              n=n)
-    ctx = _verdict_context(store, chosen["verdict_hash"])
-    out = chosen.merge(ctx, on="verdict_hash", how="left", validate="many_to_one")
-    out = out.assign(
-        extractor=out["extractor_id"],
-        useful=pd.array([pd.NA] * len(out), dtype="Int8"),
-        annotator=annotator.strip() if annotator is not None else "",
-        run_id=run_id,
-    )
-    for c in ("verdict", "goal", "summary", "checks", "text"):
-        out[c] = out[c].fillna("").astype(str)
-    out = out[list(QUEUE_FIELDS)]
-    out["lesson_index"] = out["lesson_index"].astype("int64")
-    out["verdict_seq"] = out["verdict_seq"].astype("int64")
-    out["n_annotators"] = out["n_annotators"].astype("int64")
+    out = _queue_frame(store, chosen, run_id, annotator)
     out.attrs["queue"] = {
         "run_id": run_id, "source": info["source"], "interval": [info["low"], info["high"]],
         "threshold": info["threshold"], "why": info["why"],
@@ -305,9 +316,7 @@ def whole_verdict_queue(store: Store, run_id: str, *, n_verdicts: int,
         annotator.
     """
     n_verdicts = _count(n_verdicts, "n_verdicts")
-    if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):
-        raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
-                            field="annotator")
+    _check_annotator(annotator)
     rng = as_rng(random_state)
     run_info(store, run_id)  # an unknown run is an error naming the recent ones
     lc = labelled_candidates(store, run_id, valid_only=False)
@@ -323,19 +332,7 @@ def whole_verdict_queue(store: Store, run_id: str, *, n_verdicts: int,
     if annotator is not None:
         todo &= ~_labelled_by(store, lc, annotator.strip())
     chosen = lc[todo].sort_values(["verdict_seq", "lesson_index"], kind="stable")
-    ctx = _verdict_context(store, chosen["verdict_hash"])
-    out = chosen.merge(ctx, on="verdict_hash", how="left", validate="many_to_one")
-    out = out.assign(
-        extractor=out["extractor_id"],
-        useful=pd.array([pd.NA] * len(out), dtype="Int8"),
-        annotator=annotator.strip() if annotator is not None else "",
-        run_id=run_id,
-    )
-    for c in ("verdict", "goal", "summary", "checks", "text"):
-        out[c] = out[c].fillna("").astype(str)
-    out = out[list(QUEUE_FIELDS)].reset_index(drop=True)
-    for c in ("lesson_index", "verdict_seq", "n_annotators"):
-        out[c] = out[c].astype("int64")
+    out = _queue_frame(store, chosen, run_id, annotator)
     order = population[population["verdict_hash"].astype(str).isin(drawn)]
     out.attrs["queue"] = {
         "kind": "whole-verdicts", "run_id": run_id, "n_verdicts": take,
@@ -426,9 +423,7 @@ def match_queue(store: Store, run_id: str, *, n_verdicts: int, annotator: str | 
         annotator.
     """
     n_verdicts = _count(n_verdicts, "n_verdicts")
-    if annotator is not None and (not isinstance(annotator, str) or not annotator.strip()):
-        raise BadInputError(f"annotator must be a non-empty name, got {annotator!r}",
-                            field="annotator")
+    _check_annotator(annotator)
     rng = as_rng(random_state)
     info = run_info(store, run_id)  # an unknown run is an error naming the recent ones
     refs = reference_rows(store)
