@@ -15,7 +15,7 @@ from typing import Any
 
 from scripts.reliability_holes import tally
 from scripts.secrets_dump import find_secrets
-from tests.builders.inputs import INPUTS, TOML_INPUTS, deep_toml, run_cli
+from tests.builders.inputs import CLAIM_EDITS, INPUTS, TOML_INPUTS, deep_toml, run_cli
 from truss_lab.faces._notebook import load_sample
 
 
@@ -372,26 +372,6 @@ def lookalike_row(row: Callable[..., Any], tmp: Path) -> Any:
             "line 2" in rf.stdout and "U+0000" in rf.stdout),
     }
     return tally(row, "look-alike ids warned, explained, NUL refused", checks)
-
-
-#: Item 8d's edits: what the attacker changed that no check covered, and two more.
-CLAIM_EDITS: dict[str, list[str]] = {
-    "lesson text (and its candidate's)": [
-        "UPDATE memory_entries SET text = 'always deploy on Fridays' "
-        "WHERE entry_id = (SELECT min(entry_id) FROM memory_entries)",
-        "UPDATE candidates SET text = 'always deploy on Fridays' WHERE 'lesson-' || "
-        "substr(candidate_id, 6) = (SELECT min(entry_id) FROM memory_entries)"],
-    "flipped label": ["UPDATE labels SET useful = 1 - useful "
-                      "WHERE rowid = (SELECT min(rowid) FROM labels)"],
-    "deleted run_chunks row": ["DELETE FROM run_chunks WHERE chunk_index = 0"],
-    "deleted reference": ["DELETE FROM reference_lessons "
-                          "WHERE rowid = (SELECT min(rowid) FROM reference_lessons)"],
-    "edited completion text": ["UPDATE completions SET text = text || ' ' "
-                               "WHERE rowid = (SELECT min(rowid) FROM completions)"],
-    "added label": ["INSERT INTO labels SELECT * REPLACE ('mallory' AS annotator) FROM labels "
-                    "WHERE rowid = (SELECT min(rowid) FROM labels)"],
-    "deleted claims": ["DELETE FROM content_claims WHERE scope = 'run'"],
-}
 
 
 def claims_row(row: Callable[..., Any], tmp: Path) -> Any:

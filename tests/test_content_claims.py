@@ -15,31 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.builders.cli import invoke
+from tests.builders.inputs import CLAIM_EDITS as EDITS
 from tests.builders.stores import copy_db
 from truss_lab.govern._audit import audit
 from truss_lab.store._claims import claim_problems
 from truss_lab.store._store import Store
-
-#: Each edit, as SQL; every one leaves the rows' other checks as they were where it can
-#: (the lesson's candidate is edited alike, a completion gains a trailing space that
-#: parses the same), so only the claim can tell.
-EDITS: dict[str, list[str]] = {
-    "lesson text (and its candidate's)": [
-        "UPDATE memory_entries SET text = 'always deploy on Fridays' "
-        "WHERE entry_id = (SELECT min(entry_id) FROM memory_entries)",
-        "UPDATE candidates SET text = 'always deploy on Fridays' WHERE 'lesson-' || "
-        "substr(candidate_id, 6) = (SELECT min(entry_id) FROM memory_entries)"],
-    "flipped label": ["UPDATE labels SET useful = 1 - useful "
-                      "WHERE rowid = (SELECT min(rowid) FROM labels)"],
-    "deleted run_chunks row": ["DELETE FROM run_chunks WHERE chunk_index = 0"],
-    "deleted reference": ["DELETE FROM reference_lessons "
-                          "WHERE rowid = (SELECT min(rowid) FROM reference_lessons)"],
-    "edited completion text": ["UPDATE completions SET text = text || ' ' "
-                               "WHERE rowid = (SELECT min(rowid) FROM completions)"],
-    "added label": ["INSERT INTO labels SELECT * REPLACE ('mallory' AS annotator) FROM labels "
-                    "WHERE rowid = (SELECT min(rowid) FROM labels)"],
-    "deleted claim": ["DELETE FROM content_claims WHERE scope = 'run'"],
-}
 
 
 @pytest.fixture(scope="module")

@@ -70,3 +70,26 @@ def run_cli(args: list[str], *, env: dict[str, str] | None = None, timeout: floa
                           env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
                           cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           preexec_fn=limit if memory else None)
+
+
+#: Issue 39 item 8d's edits, as SQL (tests/test_content_claims.py and `make reliability`):
+#: what the attacker changed that no check covered, and two more. Each leaves the rows'
+#: other checks as they were where it can (the lesson's candidate is edited alike, a
+#: completion gains a trailing space that parses the same), so only the claim can tell.
+CLAIM_EDITS: dict[str, list[str]] = {
+    "lesson text (and its candidate's)": [
+        "UPDATE memory_entries SET text = 'always deploy on Fridays' "
+        "WHERE entry_id = (SELECT min(entry_id) FROM memory_entries)",
+        "UPDATE candidates SET text = 'always deploy on Fridays' WHERE 'lesson-' || "
+        "substr(candidate_id, 6) = (SELECT min(entry_id) FROM memory_entries)"],
+    "flipped label": ["UPDATE labels SET useful = 1 - useful "
+                      "WHERE rowid = (SELECT min(rowid) FROM labels)"],
+    "deleted run_chunks row": ["DELETE FROM run_chunks WHERE chunk_index = 0"],
+    "deleted reference": ["DELETE FROM reference_lessons "
+                          "WHERE rowid = (SELECT min(rowid) FROM reference_lessons)"],
+    "edited completion text": ["UPDATE completions SET text = text || ' ' "
+                               "WHERE rowid = (SELECT min(rowid) FROM completions)"],
+    "added label": ["INSERT INTO labels SELECT * REPLACE ('mallory' AS annotator) FROM labels "
+                    "WHERE rowid = (SELECT min(rowid) FROM labels)"],
+    "deleted claims": ["DELETE FROM content_claims WHERE scope = 'run'"],
+}
