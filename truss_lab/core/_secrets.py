@@ -138,14 +138,9 @@ def url_secrets(url: str) -> list[str]:
     out += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
             if is_secret_parameter(k)]
     segments = parts.path.split("/")
-    for i, seg in enumerate(segments):
-        if looks_like_key(seg):
-            rest = "/".join(segments[i:])
-            out += [seg, rest]
-            break
-    for seg in segments:
-        if looks_like_key(seg):
-            out.append(seg)
+    keyed = [i for i, seg in enumerate(segments) if looks_like_key(seg)]
+    if keyed:
+        out += ["/".join(segments[keyed[0]:]), *(segments[i] for i in keyed)]
     return [v for x in out if x for v in {x, unquote(x)}]
 
 
