@@ -114,7 +114,8 @@ def test_policy_off_touches_no_provider_and_writes_only_the_run(sample: Store) -
     assert ext.provider.calls == 0  # type: ignore[attr-defined]
     assert run.status == "finished" and run.provider_calls == 0 and run.n_candidates == 0
     changed = {k for k in after if after[k] != before.get(k)}
-    assert changed == {"extraction_runs"}
+    # The run's row and its integrity claim (what it wrote: nothing) are all it leaves.
+    assert changed == {"extraction_runs", "content_claims"}
     assert after["extraction_runs"] == before["extraction_runs"] + 1
 
 
@@ -158,7 +159,9 @@ def test_tampered_journal_refuses_and_writes_only_a_failed_run(sample: Store) ->
         run_extraction(sample, ext, SCORED, progress=False, run_id="tampered")
     after = sample.counts()
     assert ext.provider.calls == 0  # type: ignore[attr-defined]
-    assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs"}
+    # The run's row and its integrity claim (what it wrote: nothing) are all it leaves.
+    assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs",
+                                                               "content_claims"}
     status, err = sample.sql("SELECT status, error FROM extraction_runs WHERE run_id = "
                              "'tampered'").fetchall()[0]
     assert status == "failed" and "does not verify" in err and "bad_hash" in err

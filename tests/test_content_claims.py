@@ -68,3 +68,14 @@ def test_a_resume_and_a_new_ingest_keep_the_claims_true(claimed: Path, tmp_path:
     assert invoke("ingest", "labels", labels, "--db", db).exit_code == 0
     with Store(db, read_only=True) as s:
         assert claim_problems(s.con).empty
+
+
+def test_a_runs_event_claim_is_its_memory_writes() -> None:
+    # A policy decision later made on the run carries its run id (provenance) and is
+    # covered by the lab journal's signature, not by the run's claim, which it must not
+    # break; the condition's literal is the stored event type.
+    from truss_lab.store._claims import _RUN_ROWS
+    from truss_lab.store._governed import MEMORY_WRITE, POLICY_WRITE
+
+    assert f"'{MEMORY_WRITE}'" in _RUN_ROWS["events"]
+    assert POLICY_WRITE not in _RUN_ROWS["events"]

@@ -109,7 +109,9 @@ def test_a_bad_chain_after_the_early_chunks_writes_nothing(
         assert [w for w in seen["writes"] if w] == [[0, 1], [2, 3]]  # then rolled back
         assert seen["commits"] == []
         after = s.counts()
-        assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs"}
+        # The run's row and its integrity claim (what it wrote: nothing) are all it leaves.
+        assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs",
+                                                                   "content_claims"}
         assert ext.provider.calls == 0  # type: ignore[attr-defined]
         assert s.sql("SELECT status, n_verdicts FROM extraction_runs").fetchall() == [
             ("failed", 0)]
@@ -155,7 +157,9 @@ def test_an_error_during_verification_rolls_back_the_held_writes(
         with pytest.raises(RuntimeError, match="worker lost"):
             run_extraction(s, ext, SCORED, run_id="r", progress=False, chunk_size=25)
         after = s.counts()
-        assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs"}
+        # The run's row and its integrity claim (what it wrote: nothing) are all it leaves.
+        assert {k for k in after if after[k] != before.get(k)} == {"extraction_runs",
+                                                                   "content_claims"}
         assert s.sql("SELECT status FROM extraction_runs").fetchall() == [("failed",)]
         # the store is whole: the same run resumes and ends as an uninterrupted one
         monkeypatch.setattr(_batch, "extract_chunk", real)

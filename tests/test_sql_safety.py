@@ -51,6 +51,9 @@ REVIEWED: dict[str, set[str]] = {
     # select: "*" or _csv_cells, quote_ident of the columns in a literal CASE
     "store/_export.py": {"literal", "option", "relation_sql", "select"},
     "store/_store.py": {"query", "sql", "keys", "name", "on", "qcols", "qtable", "source"},
+    # fields: quote_ident of the columns information_schema lists for one of our tables;
+    # where: a literal condition of TABLE_CLAIMS / _RUN_ROWS or "run_id = ?" (bound)
+    "store/_claims.py": {"fields", "where"},
 }
 
 

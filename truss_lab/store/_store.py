@@ -23,6 +23,7 @@ from ..core._errors import StoreError, StoreLockedError
 from ..core._secrets import redact_arrow
 from ._claims import backfill_claims, claim_table, needs_table_claim
 from ._snapshot import Snapshot, take_snapshot
+from ._sql import quote_ident
 
 if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pandas
     import pandas as pd
@@ -56,15 +57,6 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 SCHEMA_VERSION = max(v for v, _, _ in _migrations())
-
-
-def quote_ident(name: str) -> str:
-    """``name`` as a quoted SQL identifier (``"`` doubled): the one way a name that
-    is not a literal of our own SQL (a table, a column, a database named after a
-    file) enters a statement. Values are never formatted in: they are bound (``?``)."""
-    if "\x00" in name:
-        raise StoreError(f"an identifier cannot hold a NUL character: {name!r}")
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _require_file(path: str) -> None:

@@ -135,7 +135,9 @@ def extract(db: str, extractor_spec: str | None, base_url: str | None, prompt: s
 
     Many parameters because click passes one per command-line option: the options are the
     command's interface (unchanged), and the body parses them, makes one library call and
-    formats its result.
+    formats its result. Long because a --resume reads back every setting the run was made
+    with and lets each option override its own (a merge that belongs in the library: the
+    closing note of issue 39 lists it).
     """
     from ...core._config import MemoryConfig
     from ...core._models import LessonExtractionPolicy
