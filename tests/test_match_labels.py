@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import tempfile
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -182,7 +183,8 @@ _INDEX_CELLS = st.sampled_from(["0", "1", "2", "-1", "x", "", "01", "90071992547
 def test_any_cells_give_rows_blanks_or_errors_on_their_rows(cells) -> None:
     # One verdict per row (so no row takes another down with it): each row is a match
     # label, a skipped blank ('?') or an error naming its row as a spreadsheet shows it
-    # (a cell may hold a newline, so not its first line).
+    # (a cell may hold a newline, so not its first line). A reference id holding a control
+    # character (a line break, U+001F) is an error on its row: an id has none.
     with tempfile.TemporaryDirectory() as d:
         rows = [{"verdict_hash": f"{i:064x}", "extractor": "ex", "lesson_index": li,
                  "reference_id": rid, "annotator": "a"} for i, (li, rid) in enumerate(cells)]
@@ -190,7 +192,7 @@ def test_any_cells_give_rows_blanks_or_errors_on_their_rows(cells) -> None:
         df, errors = read_match_labels(path)
     good = [i for i, (li, rid) in enumerate(cells)
             if li.isdigit() and int(li) < 2**53 and rid not in ("?", "none")
-            and len(rid) <= 256]
+            and len(rid) <= 256 and not any(unicodedata.category(c) == "Cc" for c in rid)]
     blank = [i for i, (_, rid) in enumerate(cells) if rid == "?"]
     bad = sorted(set(range(len(cells))) - set(good) - set(blank))
     assert list(df["reference_id"]) == [cells[i][1] for i in good]
