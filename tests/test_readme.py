@@ -43,6 +43,7 @@ RUN_HERE = {
     ("docs/how-to/prompts.md", None, "sh"),
     ("docs/how-to/prompts.md", None, "python"),
     ("docs/how-to/report.md", None, "sh"),
+    ("docs/how-to/label-budget.md", None, "sh"),
 }
 
 #: Blocks no test here runs, and why.
@@ -109,6 +110,11 @@ def test_cli_quickstart_and_sql_run_from_any_directory(tmp_path, monkeypatch) ->
     (report,) = blocks("sh", None, "docs/how-to/report.md")
     for argv in shell_lines(report):
         run_cli(argv)
+    (budget,) = blocks("sh", None, "docs/how-to/label-budget.md")
+    said = [run_cli(argv) for argv in shell_lines(budget)]
+    assert all("predicted width at these labelled verdicts" in out for out in said)
+    assert "correction='ppi'" in said[1] and "saved" in said[1]
+    assert "versus 'over'" in said[2]
     assert (tmp_path / "report.html").stat().st_size > 0
     assert (tmp_path / "sweep.png").stat().st_size > 0
     assert (tmp_path / "export" / "manifest.json").exists()

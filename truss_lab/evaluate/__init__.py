@@ -21,6 +21,7 @@ if typing.TYPE_CHECKING:
         reference_agreement,
     )
     from ._bootstrap import BootstrapResult, bootstrap_metrics
+    from ._budget import LabelBudget, label_budget
     from ._calibration import (
         CalibrationReport,
         brier_score,
@@ -99,6 +100,7 @@ __all__ = [
     "JudgeAgreement",
     "JudgeMatcher",
     "JudgeRun",
+    "LabelBudget",
     "LabelReport",
     "MatchAgreement",
     "Objective",
@@ -130,6 +132,7 @@ __all__ = [
     "judge_agreement",
     "judge_lessons",
     "judge_names",
+    "label_budget",
     "label_coverage",
     "label_report",
     "labelled_candidates",

@@ -79,6 +79,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                   "when people answered (--correct)."),
     "compare": ("evaluate:compare", "Compare two runs on their common verdicts (paired "
                                     "bootstrap, McNemar)."),
+    "budget": ("evaluate:budget", "How many labelled verdicts a run's intervals need to reach "
+                                  "a width, and a difference from another run to be detected "
+                                  "(a label budget; its model is printed)."),
     "frontier": ("evaluate:frontier_cmd", "Cost per verdict, latency p50/p95 and F1 (with its "
                                           "interval) of runs side by side; a run is dominated "
                                           "only when another is cheaper and has an F1 above its "

@@ -1,5 +1,6 @@
-"""The evaluation commands: ``sweep``, ``choose``, ``compare``, ``frontier`` and ``usage`` (what a
-run cost), ``calibrate``, ``propose`` and ``report`` (one self-contained HTML file).
+"""The evaluation commands: ``sweep``, ``choose``, ``compare``, ``budget`` (labels needed),
+``frontier`` and ``usage`` (what a run cost), ``calibrate``, ``propose`` and ``report`` (one
+self-contained HTML file).
 
 No logic lives here: each command parses its options into a
 :class:`~truss_lab.evaluate._truth.Truth` and the rest, makes one library call that
@@ -50,8 +51,8 @@ from .oneline import did_you_mean
 if TYPE_CHECKING:
     from ...evaluate._truth import Truth
 
-__all__ = ["calibrate", "choose", "compare", "frontier_cmd", "propose", "report", "sweep",
-           "usage"]
+__all__ = ["budget", "calibrate", "choose", "compare", "frontier_cmd", "propose", "report",
+           "sweep", "usage"]
 
 _objective_option = objective_option(DEFAULT_OBJECTIVE, OBJECTIVE_HELP)
 _labels_option = labels_option(
@@ -345,6 +346,76 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
           as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n"
           f"correction: {res.correction}\n{res!r}"
           + (f"\nplot: wrote {plot_path}" if plot_path else ""))
+
+def _budgets(_ctx: click.Context, _param: click.Parameter, value: str | None
+             ) -> list[int] | None:
+    """``--at 200,400,800``: whole numbers of labelled verdicts, each >= 1."""
+    if value is None:
+        return None
+    out = []
+    for part in value.split(","):
+        try:
+            n = int(part.strip())
+        except ValueError:
+            raise click.BadParameter(f"expected whole numbers separated by commas, got "
+                                     f"{part.strip()!r}") from None
+        if n < 1:
+            raise click.BadParameter(f"a budget is at least 1 labelled verdict, got {n}")
+        out.append(n)
+    return out
+
+
+@click.command()
+@run_argument
+@db_option
+@click.option("--threshold", default=DEFAULT_MIN_SALIENCE, show_default=True, type=float,
+              help="Threshold in [0, 1] where precision, recall and F1 are taken.")
+@click.option("--width", default=0.1, show_default=True, type=float,
+              help="Target width of the intervals (> 0): the labelled verdicts it needs.")
+@click.option("--at", "at", default=None, callback=_budgets, metavar="N[,N...]",
+              help="Predict the widths at these numbers of labelled verdicts in all "
+                   "(default: now, twice and four times now).")
+@click.option("--compare", "compare_run", default=None, metavar="RUN_B",
+              help="Another run: labelled verdicts needed to detect the observed difference.")
+@click.option("--power", default=0.8, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+                                                                             max_open=True),
+              help="Power of the comparison's test (two-sided, alpha 0.05).")
+@_labels_option
+@_score_option
+@_boot_option
+@_seed_option("the verdict bootstrap of the widths now")
+@_truth_option
+@matcher_options
+@_correct_option
+@json_option
+@friendly
+def budget(run_id: str, db: str, threshold: float, width: float, at: list[int] | None,
+           compare_run: str | None, power: float, labels_path: str | None, score: str,
+           n_boot: int, random_state: int, truth: str, matcher: str, base_url: str | None,
+           correct: str, as_json: bool) -> None:
+    """How many labelled verdicts a run's intervals need to reach a width, and a
+    difference from another run to be detected (a label budget; its model is printed).
+    \f
+
+    Many parameters because click passes one per command-line option: the options are the
+    command's interface, and the body makes one library call and formats its result.
+    """
+    from ...evaluate._budget import label_budget
+    from ...evaluate._truth import Truth
+    from .label import matcher_from_spec
+
+    check_threshold(threshold, "--threshold", name="threshold")
+    with _open(db, write=matcher_calls_model(matcher)) as store:
+        m = matcher_from_spec(matcher, store, base_url=base_url)
+        t = Truth.resolve(store, _truth(truth, labels_path=labels_path, matcher=m,
+                                        correct=correct),
+                          [run_id] + ([compare_run] if compare_run else []))
+        res = label_budget(store, run_id, truth=t, threshold=threshold, width=width, at=at,
+                           compare=compare_run, power=power, score=score, n_boot=n_boot,
+                           random_state=random_state)
+        _record(store, m)
+    emit(res.to_dict(), as_json, f"truth: {t.name} ({t.why})\n{res!r}")
+
 
 @click.command("frontier")
 @click.argument("run_ids", nargs=-1, metavar="RUN...")
