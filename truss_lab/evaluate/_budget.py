@@ -145,19 +145,19 @@ class VerdictVariance:
                 or not np.isfinite(self.var_a).all() or not np.isfinite(self.cov).all()):
             return plain * self.scale
         out = np.empty(n.shape)
+        frame, pop = float(self.n_frame or self.n_all), float(self.n_all)
+        share = (frame / pop) ** 2  # the people's sample weighs M/n of N
         for i, nn in np.ndenumerate(n):
             nn = float(nn)
-            frame = max(float(self.n_frame or self.n_all), nn)
-            pop = max(float(self.n_all), frame)
-            c = 1.0 - nn / frame
-            # (M/N)^2 Var(h - lam c a) / n + (N - n) / N^2 lam' Var(a) lam, times N^2
-            m = frame**2 * c**2 * self.var_a / nn + (pop - nn) * self.var_a_all
+            c = max(0.0, 1.0 - nn / frame)  # 0: people answer for every verdict they could
+            rest = max(0.0, pop - nn) / pop**2
+            # (M/N)^2 Var(h - lam c a) / n + (N - n) / N^2 lam' Var(a) lam, minimised
+            m = share * c**2 * self.var_a / nn + rest * self.var_a_all
             m = m + np.eye(len(m)) * 1e-12 * max(float(np.trace(m)), 1e-300)
-            lam = np.linalg.lstsq(m, frame**2 * c * self.cov / nn, rcond=None)[0]
+            lam = np.linalg.lstsq(m, share * c * self.cov / nn, rcond=None)[0]
             lam = np.clip(lam, 0.0, 1.0)
             rect = self.var_h - 2 * c * lam @ self.cov + c**2 * lam @ self.var_a @ lam
-            out[i] = ((frame / pop) ** 2 * max(rect, 0.0) / nn
-                      + (pop - nn) / pop**2 * (lam @ self.var_a_all @ lam))
+            out[i] = share * max(rect, 0.0) / nn + rest * (lam @ self.var_a_all @ lam)
         # lam = 0 is the people's ratio alone (its inclusion weights cancel): the
         # tuned weights never do worse
         return np.minimum(out, plain) * self.scale
@@ -682,9 +682,8 @@ def label_budget(
              "by verdict) of the labels now"
              + (f": V(n) = (M/N)^2 Var(people - lam (1 - n/M) automated)/n + (N - n)/N^2 "
                 f"Var(lam automated), N = {fix.n_verdicts} verdicts, M = the {v.n_frame} "
-                "people could be asked about (beyond M, the people label every verdict "
-                "more), lam the power weights (PPI++, per count); labels alone: "
-                "Var(people)/n, calibrated alike"
+                "people could be asked about, lam the power weights (PPI++, per count); "
+                "labels alone: Var(people)/n, calibrated alike"
                 if fix is not None else ": V(n) = Var(influence)/n"))
     return LabelBudget(run_id=run_id, truth=t.name, correction=correction_of(fix),
                        threshold=float(threshold), width=float(width),
