@@ -79,3 +79,42 @@ def test_a_runs_event_claim_is_its_memory_writes() -> None:
 
     assert f"'{MEMORY_WRITE}'" in _RUN_ROWS["events"]
     assert POLICY_WRITE not in _RUN_ROWS["events"]
+
+
+def test_an_appends_claim_equals_the_tables_claim_computed_whole(claimed: Path,
+                                                                 tmp_path: Path) -> None:
+    # An append adds its own rows' digest to the table's claim (TableAppend) instead of
+    # rehashing the table; after appends of new rows, rows already stored (skipped), a
+    # judge's calls (claimed) and a run's calls (the run's claim, not the table's), each
+    # claim equals the one computed over the whole table.
+    import pandas as pd
+
+    from truss_lab.extract._gate import record_completions
+    from truss_lab.ingest._ingest import ingest_labels
+    from truss_lab.store._claims import TABLE_CLAIMS, claim_table
+
+    db = copy_db(claimed, tmp_path / "more.duckdb")
+    claims = ("SELECT subject, n_rows, digest FROM content_claims WHERE scope = 'table' "
+              "ORDER BY subject")
+    with Store(db) as s:
+        before = s.sql(claims).fetchall()
+        labels = s.sql("SELECT verdict_hash, extractor_id AS extractor, lesson_index, useful, "
+                       "annotator FROM labels ORDER BY ALL LIMIT 4").df()
+        ingest_labels(s, pd.concat([labels, labels.assign(annotator="zoe-2")]))
+        call = dict(verdict_hash=labels["verdict_hash"][0], extractor="judge-x",
+                    model="m", prompt_version="judge-v1", request_hash="r" * 64,
+                    text="{}", latency_ms=float("nan"), prompt_tokens=3,
+                    completion_tokens=None)
+        for run_id, judged in ((None, "good-run"), ("some-run", None), (None, "good-run")):
+            record_completions(s, [{**call, "judged_run_id": judged}], run_id)
+        after = s.sql(claims).fetchall()
+        s.begin()
+        for table in TABLE_CLAIMS:
+            claim_table(s.con, table)
+        whole = s.sql(claims).fetchall()
+        s.rollback()
+        assert claim_problems(s.con).empty
+    moved = {t: (n1 - n0) for (t, n0, _), (_, n1, _) in zip(before, after, strict=True)}
+    assert moved == {"completions": 1, "labels": 4, "match_labels": 0,
+                     "reference_lessons": 0}
+    assert after == whole

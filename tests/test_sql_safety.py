@@ -52,7 +52,8 @@ REVIEWED: dict[str, set[str]] = {
     "store/_export.py": {"literal", "option", "relation_sql", "select"},
     "store/_store.py": {"query", "sql", "keys", "name", "on", "qcols", "qtable", "source"},
     # fields: quote_ident of the columns information_schema lists for one of our tables;
-    # where: a literal condition of TABLE_CLAIMS / _RUN_ROWS or "run_id = ?" (bound)
+    # where: a literal condition of TABLE_CLAIMS / _RUN_ROWS or "run_id = ?" (bound), or
+    # TableAppend's literal EXISTS over quote_ident of our key names and the append's view
     "store/_claims.py": {"fields", "where"},
 }
 

@@ -521,6 +521,11 @@ class HeldWrites:
             store.close()
 
 
+def _missing(value: Any) -> bool:
+    """A field a record lacks: None, or a float NaN."""
+    return value is None or (isinstance(value, float) and value != value)
+
+
 def record_completions(store: Store, records: list[dict[str, Any]],
                        run_id: str | None = None) -> int:
     """Append live completion records (Formats §2) to ``completions``, with the
@@ -532,30 +537,31 @@ def record_completions(store: Store, records: list[dict[str, Any]],
     because the first answered the same verdict, and so is a judge's call on a second
     run of one extractor; only a call already recorded for the same run (a chunk
     written twice) adds nothing. Returns the rows added."""
-    df = pd.DataFrame(records).rename(columns=FILE_TO_TABLE)
-    now = utcnow()
+    # Plain lists, not a DataFrame: a judge records each answered call on its own (so a
+    # kill keeps every call paid for), and a one-row frame's casts cost more than the
+    # call's write.
+    table_to_file = {t: f for f, t in FILE_TO_TABLE.items()}
+
+    def column(name: str, default: Any = None) -> list[Any]:
+        field = table_to_file.get(name, name)
+        return [default if _missing(v := r.get(field)) else v for r in records]
+
+    now, n = utcnow(), len(records)
     cols = {}
     for f in COMPLETIONS_SCHEMA:
         if f.name == "source":
-            cols[f.name] = pa.array(["live"] * len(df), f.type)
+            cols[f.name] = pa.array(["live"] * n, f.type)
         elif f.name == "recorded_at":
-            cols[f.name] = pa.array([now] * len(df), f.type)
+            cols[f.name] = pa.array([now] * n, f.type)
         else:
-            vals = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
-            cols[f.name] = pa.array(vals, f.type)
+            cols[f.name] = pa.array(column(f.name), f.type)
     # Beyond the §2 fields: the configuration that made each call and the extraction
     # run that made it (what `truss-lab usage RUN` counts; None for a judge's calls).
-    hashes = df["config_hash"] if "config_hash" in df.columns else pd.Series([None] * len(df))
-    cols["config_hash"] = pa.array(hashes.astype(object).where(hashes.notna(), None).tolist(),
-                                   pa.string())
-    cols["run_id"] = pa.array([run_id] * len(df), pa.string())
-    judged = (df["judged_run_id"] if "judged_run_id" in df.columns
-              else pd.Series([None] * len(df)))
-    cols["judged_run_id"] = pa.array(
-        judged.astype(object).where(judged.notna(), None).tolist(), pa.string())
+    cols["config_hash"] = pa.array(column("config_hash"), pa.string())
+    cols["run_id"] = pa.array([run_id] * n, pa.string())
+    cols["judged_run_id"] = pa.array(column("judged_run_id"), pa.string())
     # One recording per sample of a verdict (issue #16): the sample is part of the key.
-    samples = df["sample_index"] if "sample_index" in df.columns else pd.Series([0] * len(df))
-    cols["sample_index"] = pa.array(samples.fillna(0).astype("int64").tolist(), pa.int32())
+    cols["sample_index"] = pa.array([int(v) for v in column("sample_index", 0)], pa.int32())
     return store.append("completions", pa.table(cols), key=RECORDING_KEY)
 
 

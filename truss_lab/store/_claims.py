@@ -8,16 +8,18 @@ writes it, and ``truss-lab audit`` (``content_claims_hold``) recomputes every cl
 * a run's claim, one row per table it writes (:data:`RUN_PARTS`), recorded when the run
   ends (:func:`claim_run`, from :func:`~truss_lab.store._runs.finish_run`) and withdrawn
   while it runs again (a resume: :func:`drop_run_claims`), since its rows then move;
-* a table's claim for each ingested table (:data:`TABLE_CLAIMS`), recorded by every
-  append to it (:meth:`~truss_lab.store._store.Store.append` calls :func:`claim_table`
-  in the append's transaction); for ``completions`` it covers the rows of no run (files,
-  judges), a run's live recordings being in the run's claim.
+* a table's claim for each ingested table (:data:`TABLE_CLAIMS`), moved by every
+  append to it (:meth:`~truss_lab.store._store.Store.append` opens a
+  :class:`TableAppend` in the append's transaction); for ``completions`` it covers the
+  rows of no run (files, judges), a run's live recordings being in the run's claim.
 
 A claim's digest is the sum of the first 60 bits of each row's SHA-256 over its columns
 (in the order the claim records), so it is computed in one pass of DuckDB and does not
-depend on row order. It is not signed: it catches an edit that does not recompute the
-claim too (an ``UPDATE`` by hand, a tool that writes the file, a partial restore), not an
-editor who recomputes it (docs/explanation/reliability.md).
+depend on row order; a sum, so an append adds its own rows' digest to the claim
+instead of rehashing the table (a judge appends once per answered call, and rehashing
+``completions`` each time grew with the table). It is not signed: it catches an edit
+that does not recompute the claim too (an ``UPDATE`` by hand, a tool that writes the
+file, a partial restore), not an editor who recomputes it (docs/explanation/reliability.md).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ if TYPE_CHECKING:
 # store's append and migrations call them (a Store here would be an import loop).
 Con = duckdb.DuckDBPyConnection
 
-__all__ = ["RUN_PARTS", "TABLE_CLAIMS", "backfill_claims", "claim_count", "claim_problems",
-           "claim_run", "claim_table", "drop_run_claims", "needs_table_claim"]
+__all__ = ["RUN_PARTS", "TABLE_CLAIMS", "TableAppend", "backfill_claims", "claim_count",
+           "claim_problems", "claim_run", "claim_table", "drop_run_claims", "needs_table_claim"]
 
 RUN_PARTS: tuple[str, ...] = ("candidates", "memory_entries", "events",
                               "verdict_errors", "run_chunks", "run_verdicts", "completions")
@@ -65,12 +67,14 @@ def _columns(con: Con, table: str) -> list[str]:
 
 def _digest(con: Con, table: str, columns: list[str], where: str,
             params: list[Any]) -> tuple[int, str]:
-    """(rows, digest) of ``table``'s rows matching ``where``, over ``columns``."""
+    """(rows, digest) of ``table``'s rows matching ``where`` (the table is ``t`` in it),
+    over ``columns``."""
     # NULL and '' must differ: a NULL is chr(0), which no stored text starts with alone.
-    fields = ", ".join(f"coalesce(CAST({quote_ident(c)} AS VARCHAR), chr(0))" for c in columns)
+    fields = ", ".join(f"coalesce(CAST(t.{quote_ident(c)} AS VARCHAR), chr(0))"
+                       for c in columns)
     row = con.execute(
         f"SELECT count(*), CAST(coalesce(sum(CAST(('0x' || left(sha256(concat_ws(chr(31), "
-        f"{fields})), 15)) AS BIGINT)::HUGEINT), 0) AS VARCHAR) FROM {quote_ident(table)} "
+        f"{fields})), 15)) AS BIGINT)::HUGEINT), 0) AS VARCHAR) FROM {quote_ident(table)} t "
         f"WHERE {where}", params).fetchall()[0]
     return int(row[0]), str(row[1])
 
@@ -88,6 +92,57 @@ def claim_table(con: Con, table: str) -> None:
     cols = _columns(con, table)
     _record(con, "table", table, table, cols,
             *_digest(con, table, cols, TABLE_CLAIMS[table], []))
+
+
+class TableAppend:
+    """An append's move of its table's claim, hashing the appended rows only.
+
+    Open it before the append's ``INSERT`` and call :meth:`done` after it, in the same
+    transaction: the appended rows are those of ``table`` whose key is one of ``view``'s
+    rows after the insert and not before (an append only adds rows), so their digest is
+    the digest of the table's rows with ``view``'s keys after minus before, added to the
+    claim. A table with no claim yet is claimed whole.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The store's connection, inside the append's transaction.
+    table : str
+        An ingested table (:data:`TABLE_CLAIMS`).
+    view : str
+        The registered relation of the appended rows.
+    key : sequence of str
+        The columns that identify a row of ``table``.
+    """
+
+    def __init__(self, con: Con, table: str, view: str, key: list[str]) -> None:
+        self.con, self.table = con, table
+        on = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM n.{quote_ident(k)}"
+                          for k in key)
+        self._where = (f"({TABLE_CLAIMS[table]}) AND EXISTS "
+                       f"(SELECT 1 FROM {quote_ident(view)} n WHERE {on})")
+        claim = con.execute(
+            "SELECT columns, n_rows, digest FROM content_claims WHERE scope = 'table' "
+            "AND subject = ? AND part = ?", [table, table]).fetchall()
+        self._claim = None
+        if claim:
+            columns, n, digest = claim[0]
+            self._columns = columns.split(",") if columns else []
+            self._claim = (int(n), int(digest))
+            self._before = self._keyed()
+
+    def _keyed(self) -> tuple[int, int]:
+        n, digest = _digest(self.con, self.table, self._columns, self._where, [])
+        return n, int(digest)
+
+    def done(self) -> None:
+        """Record the claim with the appended rows (after the ``INSERT``)."""
+        if self._claim is None:
+            claim_table(self.con, self.table)
+            return
+        (n, digest), (n0, d0), (n1, d1) = self._claim, self._before, self._keyed()
+        _record(self.con, "table", self.table, self.table, self._columns,
+                n + n1 - n0, str(digest + d1 - d0))
 
 
 def backfill_claims(con: Con) -> None:

@@ -21,7 +21,7 @@ import duckdb
 from ..core._clock import utcnow
 from ..core._errors import StoreError, StoreLockedError
 from ..core._secrets import redact_arrow
-from ._claims import backfill_claims, claim_table, needs_table_claim
+from ._claims import TableAppend, backfill_claims, needs_table_claim
 from ._snapshot import Snapshot, take_snapshot
 from ._sql import quote_ident
 
@@ -383,16 +383,18 @@ class Store:
                     )
                 source = f"(SELECT DISTINCT {qcols} FROM {name})"
             with self.transaction():
+                # An ingested table's claim moves with every append that adds to it,
+                # in the same transaction (store/_claims.py).
+                claim = (TableAppend(self.con, table, view, list(key)) if needs_table_claim(
+                    table, cols, tbl.column("run_id") if "run_id" in cols else None)
+                    else None)
                 res = self.con.execute(
                     f"INSERT INTO {qtable} ({qcols}) SELECT {qcols} FROM {source} n "
                     f"WHERE NOT EXISTS (SELECT 1 FROM {qtable} t WHERE {on})"
                 ).fetchall()
                 added = int(res[0][0]) if res else 0
-                # An ingested table's claim moves with every append that adds to it,
-                # in the same transaction (store/_claims.py).
-                if added and needs_table_claim(
-                        table, cols, tbl.column("run_id") if "run_id" in cols else None):
-                    claim_table(self.con, table)
+                if added and claim:
+                    claim.done()
             return added
         finally:
             self.con.unregister(view)
