@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 import warnings
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
@@ -487,7 +488,7 @@ class LabelBudget:
                  f"correction={self.correction.get('correction')!r}, "
                  f"threshold={self.threshold:.4g}, width={self.width:.4g}, "
                  f"confidence={self.confidence})",
-                 f"model: {self.model}"]
+                 *textwrap.wrap(f"model: {self.model}", 88, subsequent_indent="  ")]
         t = self.table.copy()
         t["needed"] = t["needed"].map(_count)
         t["additional"] = t["additional"].map(_count)
