@@ -59,6 +59,26 @@ def sample_good_run(sample_full: Path, tmp_path_factory: pytest.TempPathFactory)
     return path
 
 
+@pytest.fixture(scope="session")
+def sample_small_run(sample_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Template: ``sample_full`` with the replay run of sim-good-v1 on the first 100
+    verdicts only, under ``sample_good_run``'s run id: for the tests of live judges and
+    judge matchers, which test what a call's failure or answer does, not how many calls
+    there are (each answered call is recorded on its own: the whole run's 553 cost
+    minutes of the suite)."""
+    from truss_lab.core._config import MemoryConfig
+    from truss_lab.extract import Extractor, run_extraction
+    from truss_lab.faces._notebook import sample_run_id
+
+    path = copy_db(sample_full, tmp_path_factory.mktemp("sample") / "small_run.duckdb")
+    with Store(path) as store:
+        run_extraction(store, Extractor.replay(store, "sim-good-v1"),
+                       MemoryConfig(lesson_extraction="model-scored"),
+                       verdicts="seq <= 100", run_id=sample_run_id("sim-good-v1"),
+                       progress=False, write_memory=False)
+    return path
+
+
 @pytest.fixture
 def key() -> SigningKey:
     """A deterministic test key (public test material, never a real key)."""

@@ -32,6 +32,11 @@ def db(sample_good_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_db(sample_good_run, tmp_path_factory.mktemp("warn") / "s.duckdb")
 
 
+@pytest.fixture(scope="module")
+def small_db(sample_small_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_db(sample_small_run, tmp_path_factory.mktemp("warn") / "small.duckdb")
+
+
 def _warning_lines(stderr: str) -> list[str]:
     assert not PYTHON_FORM.search(stderr), stderr
     return [ln for ln in stderr.splitlines() if ln.startswith("warning: ")]
@@ -89,11 +94,11 @@ def _prose(body: dict) -> dict:
     ("compare", RUN, RUN, "--truth", "references", "--n-boot", "20", "--json"),
 ], ids=["sweep", "sweep-json", "choose", "compare-json"])
 def test_a_judge_matcher_leaving_verdicts_out_is_one_warning_line(
-        db: Path, command: tuple[str, ...]) -> None:
+        small_db: Path, command: tuple[str, ...]) -> None:
     # Prose is no similarity: the live judge matcher leaves every verdict with
     # references out (the first command asks the server, the others replay its answers).
     with ScriptedServer(responder=_prose) as srv:
-        r = invoke(*command, "--db", db, "--matcher", "judge:openai:m",
+        r = invoke(*command, "--db", small_db, "--matcher", "judge:openai:m",
                    "--base-url", srv.base_url)
     assert r.exit_code == 0, r.output
     # With most verdicts left out, the correction rests on few people-answered verdicts:
@@ -109,11 +114,11 @@ def test_a_judge_matcher_leaving_verdicts_out_is_one_warning_line(
 
 
 def test_a_live_judge_matcher_closes_its_connections_with_the_command(
-        sample_good_run: Path, tmp_path: Path) -> None:
+        sample_small_run: Path, tmp_path: Path) -> None:
     """An evaluating command's live judge matcher closed nothing: its sockets were found
     by the garbage collector later, in whatever test ran then (a ResourceWarning that
     failed unrelated tests under pytest's unraisable-exception check)."""
-    db = copy_db(sample_good_run, tmp_path / "s.duckdb")
+    db = copy_db(sample_small_run, tmp_path / "s.duckdb")
     lost: list[object] = []
     hook = sys.unraisablehook
     sys.unraisablehook = lost.append

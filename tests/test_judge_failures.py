@@ -24,8 +24,8 @@ def _answer(text: str) -> dict:
 
 
 @pytest.fixture
-def db(sample_good_run: Path, tmp_path: Path) -> Path:
-    return copy_db(sample_good_run, tmp_path / "s.duckdb")
+def db(sample_small_run: Path, tmp_path: Path) -> Path:
+    return copy_db(sample_small_run, tmp_path / "s.duckdb")
 
 
 def _live(command: str, db: Path, srv: ScriptedServer, *more: str):
@@ -38,7 +38,8 @@ def _live(command: str, db: Path, srv: ScriptedServer, *more: str):
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_judge_exits_non_zero_with_one_line_when_every_call_failed(db: Path,
                                                                    as_json: bool) -> None:
-    # A 400 is each verdict's own error (no breaker): before, 553 of them exited 0.
+    # A 400 is each verdict's own error (no breaker): before, 553 of them (the whole
+    # run's) exited 0.
     with ScriptedServer(responder=lambda body: "bad request") as srv:
         srv.add(Reply(400, "no such model"))
         r = _live("judge", db, srv, *(["--json"] if as_json else []))
