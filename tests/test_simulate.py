@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -30,8 +31,10 @@ from truss_lab.simulate._completions import (
     DEFAULT_EXTRACTORS,
     EXTRACTOR_PROFILES,
     ExtractorProfile,
+    make_completions,
 )
 from truss_lab.simulate._simulate import FILES, simulate
+from truss_lab.simulate._verdicts import make_verdicts
 
 REPO = Path(__file__).resolve().parents[1]
 COMPLETION_FIELDS = {
@@ -660,4 +663,29 @@ def test_match_knobs_and_the_in_memory_study(tmp_path: Path) -> None:
                       ({"match_disagreement": -0.1}, "match_disagreement")):
         with pytest.raises(BadInputError, match=field):
             simulate(tmp_path / "bad", runs=50, seed=1, **kw)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_the_slice_effect_moves_only_the_saliences_of_deployment_lessons(
+        tmp_path: Path) -> None:
+    """The bundled sample's planted slice effect (--slice-effect deployment): the first
+    extractor's saliences on deployment verdicts are reversed, from a stream of their own;
+    every other draw is what it is without the effect, and a bad domain writes nothing."""
+    v = make_verdicts(7, 300)
+    hashes = [f"h{i}" for i in range(300)]
+    plain = EXTRACTOR_PROFILES["sim-good-v1"]
+    good = dataclasses.replace(plain, reversed_domain="deployment")
+    a, b = make_completions(7, good, v, hashes), make_completions(7, plain, v, hashes)
+    for name in ("comp", "index", "kind", "p_useful", "useful", "candidate", "sal_defect",
+                 "text_defect", "ref_rank", "paraphrase", "has_evidence"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.meaning == b.meaning
+    deployment = v.domain[a.comp] == 4  # DOMAINS[4] is deployment
+    assert deployment.any() and (~deployment).any()
+    np.testing.assert_array_equal(a.salience[~deployment], b.salience[~deployment])
+    # reversed there: the useful lessons now score below the others
+    assert a.salience[deployment & a.useful].mean() < a.salience[deployment & ~a.useful].mean()
+    assert b.salience[deployment & b.useful].mean() > b.salience[deployment & ~b.useful].mean()
+    with pytest.raises(BadInputError, match="slice_effect"):
+        simulate(tmp_path / "bad", runs=50, seed=1, slice_effect="nowhere")
     assert not (tmp_path / "bad").exists()

@@ -99,6 +99,10 @@ KIND_NAMES = ("grounded", "grounded_vague", "pass_note", "ungrounded", "generic"
 _P_LOGIT = ((1.1, 0.8), (-0.6, 0.8), (-1.0, 0.7), (-2.6, 0.6), (-1.9, 0.7),
             (-3.2, 0.5), (-2.8, 0.5))
 
+#: The sd of the noise (logit scale) around the reversed salience of an extractor's
+#: lessons on its ``reversed_domain``.
+REVERSED_SALIENCE_SD = 0.5
+
 # Completion text shapes.
 T_PLAIN, T_FENCED, T_PROSE, T_TRUNCATED, T_PROSE_ONLY, T_EMPTY = range(6)
 TEXT_NAMES = ("plain", "fenced", "prose_wrapped", "truncated", "prose_only", "empty")
@@ -144,6 +148,12 @@ class ExtractorProfile:
     paraphrase: bool = False  # rewords its grounded lessons and shuffles their order
     heavy_rate: float = 0.4  # P(a paraphrase is heavy rather than light)
     labelled: bool = True  # whether the simulated annotators label its lessons
+    # The slice effect: on the verdicts of this domain (its tag, e.g. "deployment") the
+    # salience is reversed on the logit scale (with noise of sd REVERSED_SALIENCE_SD from
+    # a stream of its own), so the extractor is much worse there at any one threshold;
+    # None (every profile's default): no such effect. simulate(slice_effect=) sets it on
+    # the first extractor; the bundled sample is made with "deployment".
+    reversed_domain: str | None = None
 
 
 EXTRACTOR_PROFILES: dict[str, ExtractorProfile] = {
@@ -310,6 +320,8 @@ def make_completions(
     n_les = np.bincount(comp, minlength=runs)
     starts = np.concatenate([[0], np.cumsum(n_les)[:-1]])
     index = np.arange(comp.shape[0]) - starts[comp]
+    if prof.reversed_domain is not None:
+        sal = _reversed_in_domain(seed, prof, v, comp, sal)
     sal = np.round(sal, 2)
     p_useful = sigmoid(logit_p)
     n = comp.shape[0]
@@ -370,6 +382,24 @@ def make_completions(
     has_evidence = ~ev_missing & np.array([len(e) > 0 for e in evid], dtype=bool)
     return Completions(lines, text_kind, comp, index, kind, p_useful, useful, candidate,
                        sal_defect, text_defect, sal, meaning, ref_rank, para, has_evidence)
+
+
+def _reversed_in_domain(seed: Seed, prof: ExtractorProfile, v: Verdicts, comp: np.ndarray,
+                        sal: np.ndarray) -> np.ndarray:
+    """``sal`` with the slice effect: every lesson of a verdict of the profile's
+    ``reversed_domain`` gets its salience reversed on the logit scale,
+    ``sigmoid(-logit(s) + REVERSED_SALIENCE_SD * z)``: the extractor ranks its lessons
+    there upside down (its junk above its grounded lessons). ``z`` comes from a stream of
+    its own (the extractor's name, sub-key 2), drawn for every lesson in one go: the
+    effect moves no other draw, so every lesson elsewhere keeps its salience, and every
+    lesson its text, usefulness and labels."""
+    names = [d.name for d in DOMAINS]
+    if prof.reversed_domain not in names:
+        raise ValueError(f"reversed_domain {prof.reversed_domain!r} is not one of {names}")
+    z = normal(stream(seed, 2, name_key(prof.name), 2), comp.shape[0])
+    p = np.clip(sal, 1e-6, 1.0 - 1e-6)  # a duplicate's clipped 0 or 1 has no logit
+    flipped = sigmoid(-np.log(p / (1.0 - p)) + REVERSED_SALIENCE_SD * z)
+    return np.where(v.domain[comp] == names.index(prof.reversed_domain), flipped, sal)
 
 
 def _word_lessons(

@@ -88,7 +88,7 @@ from ._completions import (
     make_completions,
 )
 from ._verdicts import VERDICT_NAMES, Verdicts, make_verdicts
-from ._words import Seed
+from ._words import DOMAINS, Seed
 
 __all__ = [
     "FILES",
@@ -104,6 +104,7 @@ __all__ = [
     "simulate",
     "simulate_matching",
     "simulation_key",
+    "with_slice_effect",
 ]
 
 
@@ -193,6 +194,20 @@ def simulation_key(seed: int) -> SigningKey:
     """The PUBLIC TEST signing key of a simulated dataset (derived from ``seed``; never real)."""
     digest = hashlib.sha256(f"truss_lab.simulate/test-key/{seed}".encode()).digest()
     return SigningKey.from_seed(SIM_KEY_ID, digest)
+
+
+def with_slice_effect(extractors: Sequence[str | ExtractorProfile],
+                      slice_effect: str | None) -> list[ExtractorProfile]:
+    """The profiles of ``extractors``, the first one with ``reversed_domain`` set to
+    ``slice_effect`` (None: unchanged), or a BadInputError naming an unknown domain."""
+    profiles = _resolve(extractors)
+    if slice_effect is None:
+        return profiles
+    names = [d.name for d in DOMAINS]
+    if slice_effect not in names:
+        raise BadInputError(f"slice_effect must be a domain, one of {', '.join(names)}; got "
+                            f"{slice_effect!r}", field="slice_effect")
+    return [dataclasses.replace(profiles[0], reversed_domain=slice_effect), *profiles[1:]]
 
 
 def _resolve(extractors: Sequence[str | ExtractorProfile]) -> list[ExtractorProfile]:
@@ -488,6 +503,7 @@ def simulate(
     match_verdicts: int | None = None,
     match_disagreement: float = DEFAULT_MATCH_DISAGREEMENT,
     force: bool = False,
+    slice_effect: str | None = None,
 ) -> SimulationResult:
     """Write a synthetic dataset (journal, keys, completions, labels, truth, references,
     lesson truth, people's match labels and the true match assignment) to ``out_dir``.
@@ -509,7 +525,10 @@ def simulate(
     not change with it. People match the lessons of ``match_verdicts`` annotated
     verdicts (default: a share ``match_share`` of them), each answer wrong with
     probability ``match_disagreement`` (``_annotations``); only the two match files
-    change with these.
+    change with these. ``slice_effect`` (a domain, e.g. ``"deployment"``, the bundled
+    sample's) plants a slice effect: the first extractor ranks its lessons upside down
+    on that domain's verdicts (``ExtractorProfile.reversed_domain``: their saliences
+    reversed, from a stream of their own); only ``completions.jsonl`` changes with it.
 
     Parameters
     ----------
@@ -531,6 +550,9 @@ def simulate(
         Chance that a person's match answer is wrong.
     force : bool, default False
         Replace another dataset's files in ``out_dir``.
+    slice_effect : str, optional
+        A domain on whose verdicts the first extractor ranks its lessons upside down
+        (a planted slice effect; the bundled sample's is ``"deployment"``).
 
     Returns
     -------
@@ -544,6 +566,7 @@ def simulate(
         folder holding another dataset (without ``force``), a link or a file there.
     """
     runs, seed, samples = _check_sizes(runs, seed, samples)
+    extractors = with_slice_effect(extractors, slice_effect)
     if runs > BLOCK_VERDICTS and match_verdicts is not None:
         raise BadInputError(f"match_verdicts counts the annotated verdicts of one block of "
                             f"at most {BLOCK_VERDICTS:,} verdicts; for {runs:,} give "
@@ -731,6 +754,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="share of the annotated verdicts whose lessons simulated people match")
     ap.add_argument("--match-disagreement", type=float, default=DEFAULT_MATCH_DISAGREEMENT,
                     help="probability that a person's match answer is wrong")
+    ap.add_argument("--slice-effect", metavar="DOMAIN", default=None,
+                    help="plant a slice effect: the first extractor ranks its lessons upside "
+                         "down on this domain's verdicts (the bundled sample: deployment)")
     ap.add_argument("--force", action="store_true",
                     help="replace the files of another dataset (another seed, or more "
                          "samples) in --out instead of refusing")
@@ -739,7 +765,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         res = simulate(args.out, runs=args.runs, seed=args.seed,
                        extractors=args.extractors or DEFAULT_EXTRACTORS, samples=args.samples,
                        match_share=args.match_share, match_disagreement=args.match_disagreement,
-                       force=args.force)
+                       force=args.force, slice_effect=args.slice_effect)
     except TrussLabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -58,11 +58,14 @@ def init(db: str) -> None:
               type=click.FloatRange(0, 1),
               help="Probability that a simulated person's match answer is wrong (when a "
                    "wrong one exists).")
+@click.option("--slice-effect", metavar="DOMAIN", default=None,
+              help="Plant a slice effect: the first extractor ranks its lessons upside down "
+                   "on this domain's verdicts (the bundled sample: deployment).")
 @click.option("--force", is_flag=True,
               help="Replace another dataset's files in --out instead of refusing.")
 @friendly
 def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
-             match_disagreement: float, force: bool) -> None:
+             match_disagreement: float, slice_effect: str | None, force: bool) -> None:
     """Write a synthetic dataset: signed verdicts, completions, labels and their truth.
 
     Files: journal.jsonl (signed verdicts), keys.json (its keyring), completions.jsonl
@@ -74,7 +77,8 @@ def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
     from ...simulate import simulate as run_simulation
 
     r = run_simulation(out, runs=n_verdicts, seed=random_state, match_share=match_share,
-                       match_disagreement=match_disagreement, force=force)
+                       match_disagreement=match_disagreement, force=force,
+                       slice_effect=slice_effect)
     click.echo(f"{out}: {r.n_verdicts} verdicts, {r.n_completions} completions of "
                f"{len(r.defects)} extractors ({r.n_unparseable} unparseable), "
                f"{r.n_candidates} candidates, {r.n_labels} labels, {r.n_references} "
