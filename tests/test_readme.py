@@ -44,6 +44,7 @@ RUN_HERE = {
     ("docs/how-to/prompts.md", None, "python"),
     ("docs/how-to/report.md", None, "sh"),
     ("docs/how-to/label-budget.md", None, "sh"),
+    ("docs/how-to/slices.md", None, "sh"),
 }
 
 #: Blocks no test here runs, and why.
@@ -115,6 +116,14 @@ def test_cli_quickstart_and_sql_run_from_any_directory(tmp_path, monkeypatch) ->
     assert all("predicted width at these labelled verdicts" in out for out in said)
     assert "correction='ppi'" in said[1] and "saved" in said[1]
     assert "versus 'over'" in said[2]
+    (slices,) = blocks("sh", None, "docs/how-to/slices.md")
+    outputs = [run_cli(argv) for argv in shell_lines(slices)]
+    # the page's printed table is what its first command prints
+    shown = re.findall(r"```text\n(.*?)```", body("docs/how-to/slices.md", None), re.S)[0]
+    assert outputs[0].strip() == shown.strip()
+    assert "* tag = deployment" in outputs[2]
+    assert (tmp_path / "slices.csv").stat().st_size > 0
+    assert (tmp_path / "slices.png").stat().st_size > 0
     assert (tmp_path / "report.html").stat().st_size > 0
     assert (tmp_path / "sweep.png").stat().st_size > 0
     assert (tmp_path / "export" / "manifest.json").exists()

@@ -55,6 +55,9 @@ REVIEWED: dict[str, set[str]] = {
     # where: a literal condition of TABLE_CLAIMS / _RUN_ROWS or "run_id = ?" (bound), or
     # TableAppend's literal EXISTS over quote_ident of our key names and the append's view
     "store/_claims.py": {"fields", "where"},
+    # parts: Clause.sql's fixed templates (the operator looked up in the literal _SQL_OPS),
+    # every path and value of a --where predicate bound as a parameter
+    "store/_slices.py": {"' AND '.join(parts)"},
 }
 
 

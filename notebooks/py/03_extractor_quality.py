@@ -48,6 +48,7 @@ from truss_lab import (
     CalibrationDisplay,
     ComparisonDisplay,
     PrecisionRecallDisplay,
+    SliceDisplay,
     Truth,
     calibration_run,
     compare_runs,
@@ -176,6 +177,23 @@ fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 for ax, (rid, r) in zip(axes, reports.items(), strict=True):
     CalibrationDisplay(r.tables["before"], name=rid).plot(ax=ax)
 plt.show()
+
+# %% [markdown]
+# ## Where does the good extractor fail? Slices
+#
+# One precision hides where an extractor fails. `slice_run` cuts the run's verdicts by
+# tag (the contract's domain and its checks' themes), measures each slice at the ADR
+# default 0.70 with its verdict-bootstrap interval, tests each against the rest
+# (verdict permutation, Benjamini-Hochberg q-values across the slices: `*` marks a
+# discovery at q < 0.05) and shows the threshold each slice would choose on its own.
+# On the sample, the simulator planted one effect: `sim-good-v1` ranks its lessons upside
+# down on deployment verdicts (the DATASHEET's "The planted slice effect").
+
+# %%
+slices = SliceDisplay.from_run(store, good, truth=truth, by="tag", n_boot=200,
+                               max_rows=10)
+plt.show()
+slices
 
 # %% [markdown]
 # The salience distributions, including the baseline's (its scores come from simple

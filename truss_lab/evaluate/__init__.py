@@ -76,6 +76,7 @@ if typing.TYPE_CHECKING:
         rank_runs,
         sweep_run,
     )
+    from ._slices import SliceAnalysis, bh_qvalues, slice_run
     from ._sweep import UndefinedMetricWarning, average_precision, sweep
     from ._truth import (
         ReferenceTruth,
@@ -108,12 +109,14 @@ __all__ = [
     "PeopleMatcher",
     "ReferenceTruth",
     "RunEvaluation",
+    "SliceAnalysis",
     "ThresholdChoice",
     "Truth",
     "UndefinedMetricWarning",
     "agreement_table",
     "annotator_agreement",
     "average_precision",
+    "bh_qvalues",
     "bootstrap_metrics",
     "bootstrap_run",
     "brier_score",
@@ -159,6 +162,7 @@ __all__ = [
     "run_match_labels",
     "run_references",
     "scored_candidates",
+    "slice_run",
     "split_by_verdict",
     "sweep",
     "sweep_run",

@@ -73,7 +73,12 @@ from truss_lab.evaluate._objective import (
     Objective,
     make_objective,
 )
-from truss_lab.evaluate._ppi import PPIData, clip_metrics, ppi_bootstrap, ppi_data
+from truss_lab.evaluate._ppi import (
+    PPIData,
+    clip_metrics,
+    ppi_bootstrap,
+    ppi_on_verdicts,
+)
 from truss_lab.evaluate._sweep import (
     UndefinedMetricWarning,
     as_labels,
@@ -1089,13 +1094,4 @@ def _fit_ppi(data: _Data, fit_verdicts: np.ndarray) -> PPIData | None:
         return None
     if len(fit_verdicts) == data.n_verdicts:
         return p
-    keep = pd.Index(data.vlist[fit_verdicts], dtype=object)
-    sampled = pd.Index(p.sampled, dtype=object).isin(keep)
-    if not sampled.any():
-        return None
-    a = pd.Index(p.groups_auto, dtype=object).isin(keep)
-    h = pd.Index(p.groups_human, dtype=object).isin(keep)
-    return ppi_data(p.y_auto[a], p.s_auto[a], p.groups_auto[a], p.y_human[h], p.s_human[h],
-                    p.groups_human[h], judged_auto=p.judged_auto[a],
-                    judged_human=p.judged_human[h], verdicts=np.asarray(keep, dtype=object),
-                    sampled=p.sampled[sampled], inclusion_probability=1.0 / p.inv_pi[sampled])
+    return ppi_on_verdicts(p, data.vlist[fit_verdicts])

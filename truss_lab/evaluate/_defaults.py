@@ -15,11 +15,13 @@ __all__ = [
     "DEFAULT_BAND",
     "DEFAULT_CV",
     "DEFAULT_N_BOOT",
+    "DEFAULT_N_PERM",
     "DEFAULT_OBJECTIVE",
     "OBJECTIVE_EXPECTED",
     "OBJECTIVE_FORMS",
     "OBJECTIVE_HELP",
     "OBJECTIVE_KINDS",
+    "SLICE_METRICS",
     "TRUTH_HELP",
     "ObjectiveForm",
     "ObjectiveKind",
@@ -28,6 +30,14 @@ __all__ = [
 #: Verdict-bootstrap replicates by default, in every face (CLI, report, displays): one
 #: run with one seed gives one interval wherever it is shown.
 DEFAULT_N_BOOT = 1000
+
+#: Permutations of each slice's test (evaluate/_slices.py): the smallest p-value is
+#: 1 / (n_perm + 1), so 2000 lets 40 slices' smallest q reach 0.02.
+DEFAULT_N_PERM = 2000
+
+#: The metrics of each slice at the threshold, each with its interval; a slice's test is
+#: on one of them (``slices --test``).
+SLICE_METRICS: tuple[str, ...] = ("precision", "recall", "f1", "kept_per_verdict")
 
 #: How a run's threshold is chosen by default, in every face (the CLI, the report, the
 #: demo, the notebooks): cross-validated over ``AUTO_FOLDS`` folds of verdicts when

@@ -114,6 +114,7 @@ __all__ = [
     "power_lams",
     "ppi_bootstrap",
     "ppi_data",
+    "ppi_on_verdicts",
     "ppi_sweep",
     "ratio_interval",
     "reference_ppi",
@@ -339,6 +340,23 @@ def ppi_data(
                    y_human=yh & jh, s_human=sh, judged_human=jh, groups_human=gh,
                    verdicts=np.asarray(pop, dtype=object), sampled=samp, inv_pi=inv_pi,
                    auto_codes=codes)
+
+
+def ppi_on_verdicts(data: PPIData, verdicts: Any) -> PPIData | None:
+    """``data`` restricted to ``verdicts`` (a subset of its population: a training side,
+    a slice), each sampled verdict keeping its inclusion probability (domain estimation);
+    None when people answered for none of them."""
+    keep = pd.Index(np.asarray(list(verdicts), dtype=object), dtype=object)
+    sampled = pd.Index(data.sampled, dtype=object).isin(keep)
+    if not sampled.any():
+        return None
+    a = pd.Index(data.groups_auto, dtype=object).isin(keep)
+    h = pd.Index(data.groups_human, dtype=object).isin(keep)
+    return ppi_data(data.y_auto[a], data.s_auto[a], data.groups_auto[a], data.y_human[h],
+                    data.s_human[h], data.groups_human[h], judged_auto=data.judged_auto[a],
+                    judged_human=data.judged_human[h], verdicts=np.asarray(keep, dtype=object),
+                    sampled=data.sampled[sampled],
+                    inclusion_probability=1.0 / data.inv_pi[sampled])
 
 
 def _check_lam(lam: float | None) -> float | None:

@@ -56,6 +56,7 @@ __all__ = [
     "CalibrationReport",
     "LabelReport",
     "RunEvaluation",
+    "bootstrap_judged",
     "bootstrap_run",
     "calibration_run",
     "choose_judged",
@@ -218,11 +219,22 @@ def bootstrap_run(
     """
     t = Truth.resolve(store, truth_of(truth, deprecated, where="bootstrap_run"), [run_id])
     jr = t.judged(run_id, score=score)
+    fix = run_correction(store, t, jr, run_id, score=score)
+    return bootstrap_judged(jr, fix, thresholds=thresholds, n_boot=n_boot,
+                            confidence=confidence, random_state=random_state,
+                            objective=objective)
+
+
+def bootstrap_judged(jr: RunTruth | ReferenceTruth, fix: PPIData | None, *,
+                     thresholds: Any = None, n_boot: int = 1000, confidence: float = 0.95,
+                     random_state: Any = 0, objective: str | Objective = DEFAULT_OBJECTIVE,
+                     ) -> BootstrapResult:
+    """:func:`bootstrap_run` of a run already judged (``jr``) with its correction ``fix``
+    (None: uncorrected): no store read; what a slice of a run is bootstrapped with."""
     grid = BAND_THRESHOLDS if thresholds is None else thresholds
     opts: dict[str, Any] = {"thresholds": grid, "n_boot": n_boot, "confidence": confidence,
                             "random_state": random_state,
                             "objective": parse_objective(objective)}
-    fix = run_correction(store, t, jr, run_id, score=score)
     if fix is not None:
         res = ppi_bootstrap(fix, **opts, proposed=(jr.rows["kind"] == "lesson").to_numpy()
                             if isinstance(jr, ReferenceTruth) else None)

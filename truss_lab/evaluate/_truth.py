@@ -709,6 +709,28 @@ class RunTruth:
                     df[c] = df[c] / self.count_scale
         return df
 
+    def on_verdicts(self, verdicts: Any) -> RunTruth:
+        """This run judged on ``verdicts`` only (a slice of them, in this run's order):
+        their candidates, and those of them the run processed as :attr:`verdicts`.
+
+        Parameters
+        ----------
+        verdicts : iterable of str
+            The verdict hashes of the slice.
+
+        Returns
+        -------
+        RunTruth
+            A copy holding only those verdicts' candidates and counts.
+        """
+        keep = set(verdicts)
+        vs = [v for v in self.verdicts if v in keep]
+        c = self.candidates
+        c = c[c["verdict_hash"].isin(keep).to_numpy()].reset_index(drop=True)
+        return replace(self, candidates=c, verdicts=vs, n_verdicts=len(vs),
+                       counts={**self.counts, "verdicts": len(vs),
+                               "candidates": len(c) // self.count_scale})
+
 
 def check_ties(ties: str) -> TiesPolicy:
     """``ties`` if it is a known policy, else :class:`BadInputError`."""
@@ -876,6 +898,32 @@ class ReferenceTruth:
         r = self.rows
         return (r["y"].to_numpy(dtype=np.uint8), r["s"].to_numpy(dtype=np.float64),
                 r["verdict_hash"].to_numpy(dtype=object))
+
+    def on_verdicts(self, verdicts: Any) -> ReferenceTruth:
+        """This run judged on those of ``verdicts`` it is judged on (a slice of them): their
+        rows (lessons, misses, empty verdicts), references and lessons.
+
+        Parameters
+        ----------
+        verdicts : iterable of str
+            The verdict hashes of the slice.
+
+        Returns
+        -------
+        ReferenceTruth
+            A copy holding only those verdicts' rows and counts.
+        """
+        keep = set(verdicts)
+        vs = [v for v in self.verdicts if v in keep]
+        r = self.rows
+        r = r[r["verdict_hash"].astype(str).isin(keep).to_numpy()].reset_index(drop=True)
+        lesson = (r["kind"] == "lesson").to_numpy()
+        # Every reference of a verdict is a matched lesson or a miss row (y = 1).
+        n_refs = int(r["y"].to_numpy(dtype=np.int64).sum())
+        return replace(self, rows=r, verdicts=vs, n_verdicts=len(vs),
+                       n_lessons=int(lesson.sum()), n_references=n_refs,
+                       counts={**self.counts, "verdicts_annotated": len(vs)})
+
 
 def reference_truth(
     store: Store,

@@ -14,6 +14,7 @@ if typing.TYPE_CHECKING:
         CalibrationDisplay,
         ComparisonDisplay,
         PrecisionRecallDisplay,
+        SliceDisplay,
         SweepDisplay,
         frontier_plot,
     )
@@ -32,6 +33,7 @@ __all__ = [
     "LabellingWidget",
     "LessonBrowser",
     "PrecisionRecallDisplay",
+    "SliceDisplay",
     "SweepDisplay",
     "ThresholdExplorer",
     "copy_store",

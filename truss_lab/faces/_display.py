@@ -31,6 +31,7 @@ from truss_lab.evaluate._compare import DELTA_METRICS
 from truss_lab.evaluate._defaults import DEFAULT_N_BOOT
 from truss_lab.evaluate._ppi import correction_label
 from truss_lab.evaluate._runs import bootstrap_run, compare_runs, sweep_run
+from truss_lab.evaluate._slices import ALL, SliceAnalysis, slice_run
 from truss_lab.evaluate._sweep import average_precision, sweep
 from truss_lab.evaluate._truth import Truth, truth_of
 
@@ -43,15 +44,18 @@ __all__ = [
     "CalibrationDisplay",
     "ComparisonDisplay",
     "PrecisionRecallDisplay",
+    "SliceDisplay",
     "SweepDisplay",
     "bare_figure",
     "format_choice",
+    "format_slices",
     "format_sweep",
     "frontier_plot",
     "plot_title",
     "save_calibration_plot",
     "save_comparison_plot",
     "save_frontier_plot",
+    "save_slices_plot",
     "save_sweep_plot",
     "with_warning",
 ]
@@ -1135,6 +1139,184 @@ def frontier_plot(frontier: Any, ax: Any = None) -> Any:
     return ax
 
 
+class SliceDisplay:
+    """A run's slices as rows (:func:`~truss_lab.evaluate._slices.slice_run`): precision,
+    recall and F1 at the threshold, each a point with its verdict-bootstrap interval as a
+    bar, and the threshold each slice would choose on its own with its interval, beside
+    the whole run's (a dashed line per panel). A discovery (q below the analysis's level)
+    is red and its name starred; a slice listed, not tested (too few verdicts) is a grey
+    point without a bar. Its repr is the short table (:func:`format_slices`).
+
+    Parameters
+    ----------
+    result : SliceAnalysis
+        What :func:`~truss_lab.evaluate._slices.slice_run` returned.
+    max_rows : int, default 20
+        Slices drawn and printed (the whole run, then discoveries, tested slices and
+        listed ones); the result's table holds every one.
+
+    See Also
+    --------
+    truss_lab.slice_run : the analysis it draws.
+
+    Examples
+    --------
+    >>> d = tl.SliceDisplay.from_run(store, "good", by="outcome", n_boot=50, n_perm=200)
+    >>> list(d.axes_), repr(d).splitlines()[0].split(":")[0]
+    (['precision', 'recall', 'f1', 'own_threshold'], 'run good')
+    """
+
+    #: Panel names, in the order of a sequence of axes passed to :meth:`plot`.
+    PANELS = ("precision", "recall", "f1", "own_threshold")
+
+    def __init__(self, result: SliceAnalysis, *, max_rows: int = 20) -> None:
+        self.result = result
+        self.max_rows = max_rows
+
+    @classmethod
+    def from_result(cls, result: SliceAnalysis, *, max_rows: int = 20,
+                    ax: Any = None) -> SliceDisplay:
+        """Plot a :class:`~truss_lab.evaluate._slices.SliceAnalysis`.
+
+        Parameters
+        ----------
+        result : SliceAnalysis
+            What :func:`~truss_lab.evaluate._slices.slice_run` returned.
+        max_rows : int, default 20
+            Slices drawn.
+        ax : matplotlib Figure or sequence of 4 Axes, optional
+            Where to draw (:meth:`plot`).
+
+        Returns
+        -------
+        SliceDisplay
+            The display, drawn.
+        """
+        return cls(result, max_rows=max_rows).plot(ax=ax)
+
+    @classmethod
+    def from_run(cls, store: Any, run_id: str, *, max_rows: int = 20, ax: Any = None,
+                 **options: Any) -> SliceDisplay:
+        """Plot :func:`~truss_lab.evaluate._slices.slice_run` of one run.
+
+        Parameters
+        ----------
+        store : Store
+            The database the run is in.
+        run_id : str
+            The run.
+        max_rows : int, default 20
+            Slices drawn.
+        ax : matplotlib Figure or sequence of 4 Axes, optional
+            Where to draw (:meth:`plot`).
+        **options
+            :func:`~truss_lab.evaluate._slices.slice_run`'s keywords (``by``, ``where``,
+            ``truth``, ``threshold``, ``n_boot``, ...).
+
+        Returns
+        -------
+        SliceDisplay
+            The display, drawn.
+        """
+        return cls(slice_run(store, run_id, **options), max_rows=max_rows).plot(ax=ax)
+
+    def rows(self) -> pd.DataFrame:
+        """The rows drawn and printed: the whole run, then discoveries, tested slices and
+        listed ones (by q-value, then name), the first ``max_rows`` slices."""
+        t = self.result.table
+        rest = t.iloc[1:].assign(_d=~t["discovery"].iloc[1:].astype(bool),
+                                 _t=~t["tested"].iloc[1:].astype(bool))
+        rest = rest.sort_values(["_d", "_t", "q_value", "slice"], kind="stable")
+        return pd.concat([t.iloc[:1], rest.drop(columns=["_d", "_t"]).iloc[:self.max_rows]])
+
+    def lines(self, max_rows: int | None = None) -> list[str]:
+        """The result as fixed-width lines (:func:`format_slices`).
+
+        Parameters
+        ----------
+        max_rows : int, optional
+            Slices printed (default the display's ``max_rows``).
+
+        Returns
+        -------
+        list of str
+            The header row, the whole run, then a row per slice shown.
+        """
+        return format_slices(self.result, self.max_rows if max_rows is None else max_rows)
+
+    def __repr__(self) -> str:
+        return "\n".join([self.result.header(), *self.lines(10)])
+
+    def plot(self, ax: Any = None) -> SliceDisplay:
+        """Draw the slices as rows, one panel per metric and one for the own thresholds.
+
+        Parameters
+        ----------
+        ax : matplotlib Figure or sequence of 4 Axes, optional
+            None (a new figure), a Figure, or 4 axes in the order of :attr:`PANELS`.
+
+        Returns
+        -------
+        SliceDisplay
+            Itself, with ``axes_`` (dict by panel), ``ax_`` (the F1 panel),
+            ``figure_`` and ``discoveries_`` (the slices marked) set.
+        """
+        rows = self.rows()
+        n = len(rows)
+        if ax is None:
+            fig = _pyplot().figure(figsize=(11, 1.2 + 0.32 * n), layout="constrained")
+            ax = fig
+        if hasattr(ax, "subplots") and not hasattr(ax, "plot"):
+            axes = list(ax.subplots(1, 4, sharey=True))
+        else:
+            axes = list(np.ravel(ax))
+            if len(axes) != len(self.PANELS):
+                raise BadInputError(f"SliceDisplay draws {len(self.PANELS)} panels "
+                                    f"({', '.join(self.PANELS)}): pass a Figure, 4 axes or "
+                                    f"None, got {len(axes)} axes", field="ax")
+        panels = dict(zip(self.PANELS, axes, strict=True))
+        y = np.arange(n)[::-1]
+        names = [("* " if d else "") + str(s) for s, d in zip(rows["slice"], rows["discovery"],
+                                                               strict=True)]
+        whole = rows.iloc[0]
+        for name, a in panels.items():
+            col = name
+            lo, hi = rows[f"{col}_low"].to_numpy(float), rows[f"{col}_high"].to_numpy(float)
+            v = rows[col].to_numpy(float)
+            for i in range(n):
+                r = rows.iloc[i]
+                color = ("black" if r["slice"] == ALL else "tab:red" if r["discovery"]
+                         else "tab:blue" if r["tested"] else "0.6")
+                if np.isfinite(lo[i]) and np.isfinite(hi[i]) and np.isfinite(v[i]):
+                    a.errorbar(v[i], y[i], xerr=[[v[i] - lo[i]], [hi[i] - v[i]]], fmt="o",
+                               color=color, capsize=3, ms=4)
+                elif np.isfinite(v[i]):
+                    a.plot(v[i], y[i], "o", mfc="none", color=color, ms=4)
+            if np.isfinite(whole[col]):
+                a.axvline(whole[col], color="black", ls="--", lw=0.8)
+            if name == "own_threshold":
+                a.axvline(self.result.threshold, color="tab:red", ls=":", lw=1,
+                          label=f"threshold {self.result.threshold:.2f}")
+                a.legend(fontsize="small", loc="lower right")
+            a.set_xlim(-0.02, 1.02)
+            a.set_title(name.replace("_", " "), fontsize="medium")
+            a.grid(axis="x", alpha=0.3)
+        first = axes[0]
+        first.set_yticks(y)
+        first.set_yticklabels(names, fontsize="small")
+        for t, d in zip(first.get_yticklabels(), rows["discovery"], strict=True):
+            if d:
+                t.set_color("tab:red")
+        res = self.result
+        fig = first.figure
+        fig.suptitle(f"{res.run_id}: slices by {res.by} at {res.threshold:.2f}; truth "
+                     f"{res.truth} · correction {res.correction}; * q < {res.q_level:g} "
+                     f"({res.test}, slice vs rest)", fontsize="medium")
+        self.axes_, self.ax_, self.figure_ = panels, panels["f1"], fig
+        self.discoveries_ = list(res.discoveries)
+        return self
+
+
 # -- PNG files (the CLI's --plot and make demo) ----------------------------------------------
 
 
@@ -1184,6 +1366,14 @@ def save_comparison_plot(result: ComparisonResult, path: Any, *, row: int = 0,
     if correction is not None:
         d.correction = correction
     d.plot(ax=fig)
+    return _save(fig, path)
+
+
+def save_slices_plot(result: SliceAnalysis, path: Any, *, max_rows: int = 20) -> str:
+    """A :class:`SliceDisplay` of ``result`` into a PNG at ``path``; returns the path."""
+    n = min(len(result.table), max_rows + 1)
+    fig = bare_figure((11, 1.4 + 0.32 * n))
+    SliceDisplay(result, max_rows=max_rows).plot(ax=fig)
     return _save(fig, path)
 
 
@@ -1257,3 +1447,38 @@ def format_choice(choice: ThresholdChoice) -> str:
     return "\n".join(lines)
 
 
+def format_slices(result: SliceAnalysis, max_rows: int | None = 20) -> list[str]:
+    """A :class:`~truss_lab.evaluate._slices.SliceAnalysis` as fixed-width lines: the whole
+    run, then a row per slice (discoveries, then tested slices, then listed ones; the
+    first ``max_rows``, None: all), intervals in brackets, a discovery marked ``*``, the
+    q-value and the slice's own threshold with its interval."""
+    shown = SliceDisplay(result, max_rows=len(result.table) if max_rows is None
+                         else max_rows).rows()
+    more = len(result.table) - len(shown)
+    width = min(32, max(12, *(len(str(s)) for s in shown["slice"])))
+
+    def iv(r: pd.Series, m: str) -> str:
+        v = r[m]
+        if not np.isfinite(v):
+            return f"{'-':<21}"
+        lo, hi = r[f"{m}_low"], r[f"{m}_high"]
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            return f"{v:<21.3f}"
+        return f"{v:.3f} [{lo:.3f},{hi:.3f}]"
+
+    out = [f"  {'slice':<{width}} {'verdicts':>8}  {'precision':<21} {'recall':<21} "
+           f"{'f1':<21} {'q':>6}  own threshold"]
+    for _, r in shown.iterrows():
+        q = f"{r['q_value']:.3f}" if np.isfinite(r["q_value"]) else "-"
+        own = ("-" if not np.isfinite(r["own_threshold"]) else
+               f"{r['own_threshold']:.2f} [{r['own_threshold_low']:.2f},"
+               f"{r['own_threshold_high']:.2f}]")
+        name = str(r["slice"])
+        name = name if len(name) <= width else name[:width - 1] + "~"
+        why = "" if r["tested"] or r["slice"] == ALL else f"  (not tested: {r['why']})"
+        out.append(f"{'*' if r['discovery'] else ' '} {name:<{width}} "
+                   f"{int(r['verdicts']):>8}  {iv(r, 'precision')} {iv(r, 'recall')} "
+                   f"{iv(r, 'f1')} {q:>6}  {own}{why}")
+    if more > 0:
+        out.append(f"  ... {more} more slices (--csv, --json or to_frame() hold every one)")
+    return out

@@ -7,7 +7,8 @@ bands, chosen and default thresholds), precision-recall with the operating
 point, and calibration, judged by one truth named in the header (gold
 labels, reference lessons or a judge's labels: one
 :class:`~truss_lab.evaluate._truth.Truth`, resolved once and passed to every section); the
-comparison of every run with the first; junk rates; the audit; and a
+comparison of every run with the first; each run's slices (where it fails, discoveries
+marked); junk rates; the audit; and a
 filterable verdict list (completion, lessons, saliences, gate outcome,
 labels, reference lessons with the lesson each was matched to, junk flags,
 errors). Every number comes from the library; every piece of text is escaped
@@ -68,6 +69,7 @@ from ..evaluate._runs import (
     evaluate_run,
     label_report,
 )
+from ..evaluate._slices import slice_run
 from ..evaluate._sweep import UndefinedMetricWarning, average_precision
 from ..evaluate._truth import ReferenceTruth, Truth, labelled_candidates, truth_of
 from ..govern._audit import audit
@@ -88,6 +90,7 @@ from ._display import (
     CalibrationDisplay,
     ComparisonDisplay,
     PrecisionRecallDisplay,
+    SliceDisplay,
     SweepDisplay,
     bare_figure,
     plot_title,
@@ -988,6 +991,56 @@ def _summary(evals: dict[str, RunEvaluation | BadInputError],
     return head + f"<ul>{''.join(items)}</ul>" + summary_table
 
 
+def _slices_section(store: Store, run_ids: Sequence[str], truth: Truth, *, by: str,
+                    n_boot: int, random_state: int) -> str:
+    """Each run's slices (:func:`~truss_lab.evaluate._slices.slice_run` at the default
+    threshold): the :class:`SliceDisplay` and a row per slice, discoveries marked."""
+    parts = [f"<p>Verdicts sliced by {esc(by)} at the default threshold "
+             f"{fmt(DEFAULT_MIN_SALIENCE)}: each metric with its verdict-bootstrap interval, "
+             "each slice of enough verdicts tested against the rest (verdict permutation, "
+             "Benjamini-Hochberg q-values across the slices), and the threshold each "
+             "slice would choose on its own (docs/how-to/slices.md).</p>"]
+    for rid in run_ids:
+        try:
+            res = slice_run(store, rid, by=by, truth=truth, n_boot=n_boot,
+                            random_state=random_state)
+        except BadInputError as exc:
+            parts.append(f'<h3>{esc(rid)}</h3><p class="muted">{esc(exc)}</p>')
+            continue
+        d = SliceDisplay(res)
+        rows = d.rows()
+        fig = bare_figure((11, 1.4 + 0.32 * len(rows)))
+        d.plot(ax=fig)
+
+        def iv(r: Any, m: str) -> str:
+            if not np.isfinite(r[f"{m}_low"]):
+                return fmt(r[m])
+            return f"{fmt(r[m])} [{fmt(r[f'{m}_low'])}, {fmt(r[f'{m}_high'])}]"
+
+        shown = pd.DataFrame([{
+            "slice": ("* " if r["discovery"] else "") + str(r["slice"]),
+            "verdicts": int(r["verdicts"]), "precision": iv(r, "precision"),
+            "recall": iv(r, "recall"), "f1": iv(r, "f1"), "q": r["q_value"],
+            "own threshold": iv(r, "own_threshold"),
+            "not tested": "" if r["tested"] else r["why"]} for _, r in rows.iterrows()])
+        parts += [f"<h3>{esc(rid)}</h3><p>{esc(res.header())}</p>",
+                  png_img(fig, f"slices of {rid}"),
+                  table(shown, mark=rows["discovery"].astype(bool).tolist(), extra={
+                      "slice": "the verdicts whose payload has this value (* a discovery: "
+                               "q < 0.05); the first row is every verdict",
+                      "verdicts": "the slice's verdicts the run is judged on",
+                      "q": "Benjamini-Hochberg q-value of the slice against the rest "
+                           "(verdict permutation of the F1 difference)",
+                      "own threshold": "the threshold the slice would choose on its own, "
+                                       "with its verdict-bootstrap interval",
+                      "not tested": "why a slice has no test (fewer than 30 verdicts)"})]
+        if len(res.table) > len(rows):
+            parts.append(f'<p class="muted">{len(res.table) - len(rows)} more slices: '
+                         f"<code>truss-lab slices {esc(rid)} --by {esc(by)} --csv FILE</code> "
+                         "lists every one</p>")
+    return "".join(parts)
+
+
 def _junk(store: Store, run_ids: Sequence[str]) -> tuple[str, pd.DataFrame | None]:
     cands = valid_candidates(store, run_ids)
     if not len(cands):
@@ -1022,9 +1075,13 @@ def report_html(
     cv: int | str | None = DEFAULT_CV,
     cv_repeats: int = 1,
     test_size: float | int = DEFAULT_TEST_SIZE,
+    slices_by: str | None = "tag",
     **deprecated: Any,
 ) -> str:
-    """The report as one HTML string (see :func:`write_report`)."""
+    """The report as one HTML string (see :func:`write_report`).
+
+    Many parameters because each is one of :func:`write_report`'s options, passed on by
+    name: the choice's, the bootstrap's, the truth, the verdict list's and the slices'."""
     run_ids = list(dict.fromkeys(run_ids))
     if not run_ids:
         raise BadInputError("a report needs at least one run id", field="run_ids")
@@ -1062,6 +1119,12 @@ def report_html(
         sections.append(("comparison", "Comparison",
                          _comparison_section(run_ids, judged, comparisons)))
     sections.append(("runs", "Runs and their configuration", _runs_section(store, run_ids)))
+    if slices_by:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            sections.append(("slices", f"Slices by {slices_by}", _slices_section(
+                store, run_ids, judged, by=slices_by, n_boot=n_boot,
+                random_state=random_state)))
     junk_body, flags = _junk(store, run_ids)
     sections.append(("junk", "Junk rates", junk_body))
     sections.append(("audit", "Audit (ADR 0011)", _audit_section(store)))
@@ -1134,7 +1197,9 @@ def write_report(
     sweeps by the people's answers) and the choice's ``cv``, ``cv_repeats`` and
     ``test_size`` (defaults those of
     :func:`~truss_lab.evaluate._runs.choose_run_threshold`: the run's numbers are
-    those of :func:`~truss_lab.evaluate._runs.evaluate_run`, as in ``truss-lab sweep``).
+    those of :func:`~truss_lab.evaluate._runs.evaluate_run`, as in ``truss-lab sweep``),
+    and ``slices_by`` (how the slices section cuts each run's verdicts, default
+    ``"tag"``, as ``truss-lab slices --by``; None leaves the section out).
     The loose ``correct=`` is still taken, with a DeprecationWarning.
     A run without that truth gets its sections replaced by a note.
 

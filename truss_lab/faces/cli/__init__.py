@@ -1,9 +1,10 @@
 """``truss-lab``: a thin command line over the library. No logic lives here.
 
 One module per group of commands (:mod:`.data`, :mod:`.extract`, :mod:`.runs`,
-:mod:`.evaluate`, :mod:`.label`, :mod:`.prompts`), each command a click command of its
-module; :mod:`.common` holds what they share. A user error (any :class:`TrussLabError`,
-or a mistyped option) prints one line and exits non-zero; never a traceback.
+:mod:`.evaluate`, :mod:`.slices`, :mod:`.label`, :mod:`.prompts`), each command a click
+command of its module; :mod:`.common` holds what they share. A user error (any
+:class:`TrussLabError`, or a mistyped option) prints one line and exits non-zero; never a
+traceback.
 
 Loading is per command (issue 38; issue 29 made it per module): :data:`COMMANDS` maps
 each name to ``"module:attribute"`` and the first sentence of its help, so
@@ -86,6 +87,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                           "interval) of runs side by side; a run is dominated "
                                           "only when another is cheaper and has an F1 above its "
                                           "interval."),
+    "slices": ("slices:slices", "Where a run fails: precision, recall and F1 per slice of "
+                                "verdicts with intervals, each slice tested against the rest "
+                                "(Benjamini-Hochberg q-values), and the threshold each slice "
+                                "would choose on its own."),
     "calibrate": ("evaluate:calibrate", "Calibration before/after fitting on training verdicts, "
                                         "judged on held-out ones."),
     "propose": ("evaluate:propose", "Sign a threshold decision and record it as an unverified "
