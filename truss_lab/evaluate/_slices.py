@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..core._threads import blas_limited
 from ..core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ..store._slices import (
     SLICE_KINDS,
@@ -122,6 +123,7 @@ def _stat(c: np.ndarray, n_verdicts: Any, metric: str) -> np.ndarray:
     return m[metric]
 
 
+@blas_limited()
 def permutation_pvalues(counts: np.ndarray, masks: list[np.ndarray], metric: str, *,
                         n_perm: int = DEFAULT_N_PERM, random_state: Any = 0
                         ) -> tuple[np.ndarray, np.ndarray]:
