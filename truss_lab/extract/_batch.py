@@ -569,7 +569,7 @@ def rerun(store: Store, run_id: str, *, new_run_id: str | None = None,
     --------
     >>> again = tl.rerun(store, "good", new_run_id="good-again", progress=False)
     >>> again.run_id, again.n_candidates, again.n_lessons
-    ('good-again', 1134, 458)
+    ('good-again', 1134, 414)
     """
     row = run_info(store, run_id)
     cfg = json.loads(row["config"] or "{}")

@@ -587,7 +587,7 @@ def audit(store: Store, *, checks: Sequence[str] | None = None) -> AuditReport:
     >>> report.ok, report.failed()
     (True, [])
     >>> tl.audit(store, checks=["lessons_governed"]).checks[0].detail
-    '458 lessons, all kind lesson with trust unverified'
+    '414 lessons, all kind lesson with trust unverified'
     """
     names = list(CHECKS) if checks is None else list(checks)
     unknown = [n for n in names if n not in CHECKS]

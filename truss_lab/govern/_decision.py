@@ -297,7 +297,7 @@ def propose_threshold(
     >>> key = tl.SigningKey.generate("researcher-1")
     >>> record = tl.propose_threshold(store, "good", key, objective="f1", n_boot=0)
     >>> record.policy.target.value, record.trust.value, record.policy.settings
-    ('salience', 'unverified', {'extraction_min_salience': 0.41})
+    ('salience', 'unverified', {'extraction_min_salience': 0.18})
     >>> tl.verify_chain(store).ok  # the lab journal's new entry verifies
     True
     """

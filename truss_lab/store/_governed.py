@@ -439,7 +439,7 @@ def query_memory(store: Store, query: MemoryQuery | None = None) -> pd.DataFrame
     True
     >>> lessons = tl.query_memory(store, tl.MemoryQuery.unverified_lessons())
     >>> len(lessons), set(lessons["trust"])
-    (458, {'unverified'})
+    (414, {'unverified'})
     """
     q = query or MemoryQuery()
     where = ["list_contains(?, trust)"]

@@ -445,7 +445,7 @@ def summarize_runs(store: Store, run_ids: Sequence[str] | None = None) -> pd.Dat
     >>> runs = tl.summarize_runs(store)
     >>> runs[["run_id", "n_verdicts", "n_candidates", "n_lessons"]]
       run_id  n_verdicts  n_candidates  n_lessons
-    0   good        1200          1134        458"""
+    0   good        1200          1134        414"""
     query, params = runs_query(run_ids)
     return store.sql(query, params).df()
 
