@@ -290,8 +290,11 @@ def test_rank_runs_is_sweep_run_and_compare_runs_per_row(store: Store, tmp_path:
             cmp["delta_f1"], cmp["delta_f1_low"], cmp["mcnemar_p"], cmp["success_b"])
     text = demo_references(store, [GOOD, PARA, HEUR], HEUR, tmp_path, n_boot=30)
     assert "matcher lexical, correction none" in text and "--correct ppi" in text
-    assert "sim-paraphrase-v1" in text and (tmp_path / f"compare_{HEUR}_vs_{GOOD}_references.png"
-                                            ).is_file()
+    # the plot compares the baseline with the best-ranked run (on these verdicts by the
+    # references, the paraphrasing extractor since the sample's planted slice effect)
+    best = table["run_id"].iloc[0]
+    assert "sim-paraphrase-v1" in text and (
+        tmp_path / f"compare_{HEUR}_vs_{best}_references.png").is_file()
 
 
 @pytest.mark.parametrize("plot", [False, True])
@@ -349,8 +352,10 @@ def _json_numbers(got: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# The floor is one each truth's training side reaches: by the references the good run's
+# precision peaks near 0.4 on these 250 verdicts (its planted slice effect, issue 40).
 @pytest.mark.parametrize("options", [[], ["--cv", "0", "--test-size", "0.25",
-                                          "--objective", "precision:0.6"]],
+                                          "--objective", "precision:0.3"]],
                          ids=["defaults", "one-split"])
 @pytest.mark.parametrize("truth", TRUTHS)
 def test_one_run_gives_the_same_choice_in_every_face(db: Path, tmp_path: Path, truth: str,
@@ -360,7 +365,7 @@ def test_one_run_gives_the_same_choice_in_every_face(db: Path, tmp_path: Path, t
     every face) and with a one-split choice; by a judge, corrected (ppi) alike."""
     kw: dict[str, Any] = {"n_boot": 40, "random_state": 3}
     if options:
-        kw.update(cv=None, test_size=0.25, objective="precision:0.6")
+        kw.update(cv=None, test_size=0.25, objective="precision:0.3")
     got = invoke_json("sweep", GOOD, "--db", str(db), "--truth", truth, "--n-boot", "40",
                       "--random-state", "3", *options)
     with Store(db, read_only=True) as s:

@@ -598,8 +598,8 @@ def bootstrap_metrics(
     ...                             thresholds=[0.5, 0.7], n_boot=200)
     >>> boot.table[["threshold", "precision", "precision_low", "precision_high"]].round(3)
        threshold  precision  precision_low  precision_high
-    0        0.5      0.723          0.688           0.758
-    1        0.7      0.749          0.702           0.797
+    0        0.5      0.690          0.645           0.726
+    1        0.7      0.702          0.649           0.753
 
     Many parameters because the arrays of the rows (y_true, salience, groups, judged,
     verdicts, proposed), the grid and the resampling (n_boot, confidence, random_state) and

@@ -647,7 +647,7 @@ def scored_candidates(
     >>> len(df), int(df["y"].sum())
     (1026, 562)
     >>> tl.sweep(df["y"], df["s"], groups=df["verdict_hash"], thresholds=[0.7])["f1"].round(3)
-    0    0.647
+    0    0.572
     Name: f1, dtype: float64
     """
     df = labelled_candidates(store, run_id, labels=labels, record=record)

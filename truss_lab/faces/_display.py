@@ -705,7 +705,7 @@ class CalibrationDisplay:
     >>> disp.report.summary[["candidates", "ece"]].round(3)
             candidates    ece
     scores
-    before         313  0.068
+    before         313  0.073
     >>> print(disp.ax_.get_title())
     good: calibration (before)
     truth labels · correction none
