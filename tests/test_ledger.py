@@ -233,3 +233,74 @@ def test_the_journal_read_path(store: Store, tmp_path, ring) -> None:
     with pytest.raises(TrussLabError, match="bad verdict filter"):
         verdict_refs(store, "no_such_column > 1")
     assert verify_chain(store, upto_seq=2).entries_checked == 2
+
+
+# -- a journal file is imported batch by batch: the same outcome as whole ----------------
+
+def _tampered(how: str, at: int) -> list[str]:
+    """A 30-entry chain's lines with one tamper at entry ``at`` (0-based)."""
+    good = chain(30)
+    lines = [json.dumps(e) for e in good]
+    e = dict(good[at])
+    if how == "payload":
+        e["payload"] = {"i": 99}
+    elif how == "signature":
+        sig = bytearray(base64.b64decode(e["signature"]))
+        sig[0] ^= 1
+        e["signature"] = base64.b64encode(bytes(sig)).decode()
+    elif how == "copied_hash":  # another entry's hash: the unique hash must not abort
+        e["hash"] = good[at - 1]["hash"]
+    elif how == "fork":
+        e = build_entry(at + 1, "contract_verdict", {"i": "other"}, KEY, good[at]["prev_hash"],
+                        "2026-11-30T11:00:00Z")
+    if how == "deleted":
+        del lines[at]
+    elif how == "repeated":
+        lines.insert(at, lines[at - 1])
+    elif how == "truncated":
+        lines[at] = lines[at][:30]
+    else:
+        lines[at] = json.dumps(e)
+    return lines
+
+
+def _outcome(tmp_path, lines: list[str], stored: int, keep: bool) -> tuple:
+    """What importing ``lines`` into a store holding the chain's first ``stored``
+    entries does: the report or the error, and the journal's rows afterwards."""
+    s = Store()
+    if stored:
+        import_journal(s, write(tmp_path / "prefix.jsonl", chain(30)[:stored]), keyring=str(
+            save_keyring({"op": KEY.public_key}, tmp_path / "k.json")))
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    ring = save_keyring({"op": KEY.public_key}, tmp_path / "k.json")
+    try:
+        rep = import_journal(s, f, keyring=str(ring), keep_verified_prefix=keep)
+        got: tuple = ("ok", rep.entries_read, rep.entries_added, rep.entries_present,
+                      rep.head, rep.verify)
+    except ChainError as exc:
+        got = ("error", str(exc), exc.reason, exc.seq, exc.line)
+    rows = s.sql("SELECT * EXCLUDE (recorded_at) FROM journal ORDER BY seq").fetchall()
+    keys = s.sql("SELECT key_id FROM signing_keys").fetchall()
+    return got, rows, keys
+
+
+@pytest.mark.parametrize("how", ["none", "payload", "signature", "copied_hash", "fork",
+                                 "deleted", "repeated", "truncated"])
+@pytest.mark.parametrize("at", [1, 9, 17])
+@pytest.mark.parametrize(("stored", "keep"), [(0, False), (0, True), (12, True)])
+def test_a_journal_imported_in_batches_lands_as_imported_whole(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, how: str, at: int, stored: int, keep: bool
+) -> None:
+    from truss_lab.journal import _ledger, _verify
+
+    lines = [json.dumps(e) for e in chain(30)] if how == "none" else _tampered(how, at)
+    monkeypatch.setattr(_ledger, "_IMPORT_ROWS", 10**6)
+    whole = _outcome(tmp_path, lines, stored, keep)
+    monkeypatch.setattr(_ledger, "_IMPORT_ROWS", 4)
+    monkeypatch.setattr(_verify, "_CHUNK", 3)
+    assert _outcome(tmp_path, lines, stored, keep) == whole
+    if at == 9 and stored == 12:  # once per tamper: the worker processes' path, window 1
+        monkeypatch.setattr(_verify, "_POOL_MIN", 1)
+        monkeypatch.setattr(_verify, "_WINDOW", 1)
+        assert _outcome(tmp_path, lines, stored, keep) == whole

@@ -141,3 +141,34 @@ def test_an_error_in_the_driver_stops_the_workers_at_once() -> None:
         raise KeyError("the driver failed")
     # killed, not left to finish the queue and exit on end of input (returncode 0)
     assert procs and all(p.returncode == -signal.SIGKILL for p in procs)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_streamed_chain_is_not_held_whole(chain: list[dict], monkeypatch: pytest.MonkeyPatch,
+                                            workers: int) -> None:
+    """verify_stream drops each batch once its own checks are done: when batch i is asked
+    for, batches a window and more before it are gone (threads and worker processes
+    alike), and the report is still verify_columns'."""
+    import gc
+    import weakref
+
+    monkeypatch.setattr(sigpool, "_POOL_MIN", 1)
+    monkeypatch.setattr(sigpool, "_WINDOW", 2)
+    monkeypatch.setattr(sigpool, "_WINDOW_TASKS", 2)
+    monkeypatch.setattr(sigpool, "_CHUNK", 5)
+    cols = _columns([f"{json.dumps(e)}\n" for e in chain])
+    refs: list[weakref.ref[JournalColumns]] = []
+    held: list[int] = []
+
+    d = cols.to_pydict()
+
+    def batches():  # each part is made here, so only verify_stream can hold it
+        for a in range(0, len(cols), 5):
+            part = JournalColumns.from_mapping({k: v[a:a + 5] for k, v in d.items()})
+            gc.collect()
+            held.append(sum(r() is not None for r in refs))
+            refs.append(weakref.ref(part))
+            yield part
+
+    assert verify_stream(batches(), RING, workers=workers) == verify_columns(cols, RING)
+    assert len(refs) == 12 and max(held) <= 4, held  # a window of 2, and 2 at hand

@@ -10,8 +10,9 @@ no-op; a file that forks the stored chain is refused.
 from __future__ import annotations
 
 import base64
+import itertools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,21 +21,37 @@ from pydantic import BaseModel, ConfigDict
 
 from ..core._canonical import canonical
 from ..core._clock import utcnow
-from ..core._errors import BadInputError, ChainError
+from ..core._errors import BadInputError, ChainError, StoreError
 from ..core._models import LedgerRef
 from ..store._governed import unresolved_policy_provenance
 from ..store._store import Store
 from ..store._tables import JOURNAL_SCHEMA
 from ._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring
-from ._spec import POLICY_ENTRY_KIND, JournalColumns, read_journal
+from ._spec import (
+    POLICY_ENTRY_KIND,
+    JournalColumns,
+    MalformedLine,
+    ParsedJournal,
+    read_journal_batches,
+)
 from ._table import (
+    drop_entries_after,
     entry_hashes,
     journal_batches,
     journal_columns,
     journal_head,
+    new_key_ids,
+    stored_among,
     stored_keyring,
 )
-from ._verify import VerifyReport, verify_columns, verify_journal, verify_stream
+from ._verify import (
+    VerifyReport,
+    first_link_problem,
+    first_seq_problem,
+    verify_columns,
+    verify_stream,
+    with_malformed,
+)
 
 __all__ = [
     "LAB_JOURNAL",
@@ -352,27 +369,6 @@ def _import_keyring(
     return {**have, **given}
 
 
-def _n_present(store: Store, cols: JournalColumns, head: LedgerRef | None, good: int,
-               source: str) -> int:
-    """How many of the first ``good`` (verified) entries the store holds already; each
-    must be identical to the stored one: another hash at a stored seq is a fork, refused."""
-    n_present = 0
-    if head is not None and good and cols.seq[0] <= head.seq:
-        stored = entry_hashes(store, cols.seq[0], head.seq)
-        while n_present < good and cols.seq[n_present] <= head.seq:
-            s = cols.seq[n_present]
-            if stored.get(s) != cols.hash[n_present]:
-                line = cols.line[n_present] if cols.line else None
-                raise ChainError(
-                    f"{source}, line {line}: fork: entry {s} differs from the stored entry "
-                    f"(stored hash {str(stored.get(s))[:16]}…, file {cols.hash[n_present][:16]}…); "
-                    "a journal that forks the stored chain is refused (nothing was imported)",
-                    seq=s, reason="fork", line=line,
-                )
-            n_present += 1
-    return n_present
-
-
 def import_journal(
     store: Store,
     path: str | os.PathLike[str],
@@ -432,48 +428,152 @@ def import_journal(
     """
     source = str(path)
     ring = _import_keyring(store, keyring)
-    parsed = read_journal(path)
-    cols = parsed.columns
-
-    # 1. Verify the whole file, the part the store already holds included: a
-    #    tampered line must never pass as "already present". The file follows
-    #    the stored entry before its first seq (or genesis).
     head = journal_head(store)
+    parsed = read_journal_batches(path, rows=_IMPORT_ROWS)
+    first = next(parsed)
+    # The file follows the stored entry before its first seq (or genesis).
     start_prev: LedgerRef | None = None
-    if len(cols) and cols.seq[0] > 1 and head is not None:
-        prev_seq = cols.seq[0] - 1
+    if len(first.columns) and first.columns.seq[0] > 1 and head is not None:
+        prev_seq = first.columns.seq[0] - 1
         before = entry_hashes(store, prev_seq, prev_seq)
         start_prev = LedgerRef(seq=prev_seq, hash=before[prev_seq]) if before else head
-    report = verify_journal(parsed, ring, prev=start_prev)
-    if not report.ok and not keep_verified_prefix:
-        raise ChainError(
-            f"{report.message if report.reason == 'malformed' else _where(source, report)} "
-            "(nothing was imported)",
-            seq=report.first_bad_seq, reason=report.reason or "malformed",
-            line=report.first_bad_line,
-        )
-    good = len(cols) if report.ok else report.entries_checked
-
-    # 2. Of the verified entries, those the store holds must be identical (they
-    #    are skipped); one with the same seq and another hash forks the chain,
-    #    which is refused whatever keep_verified_prefix says.
-    n_present = _n_present(store, cols, head, good, source)
-    new = _slice(cols, n_present, good)
-
-    # 3. One transaction: the keys the new entries use, then the entries.
+    land = _Landing(store, head, start_prev, ring)
     with store.transaction():
-        used = {k: ring[k] for k in set(new.key_id)}
-        register_keys(store, used)
-        if len(new):
-            store.append("journal", _rows_from_columns(new), key=["seq"])
+        # 1. Verify the whole file, the part the store already holds included (a
+        #    tampered line must never pass as "already present"), batch by batch; each
+        #    batch's new entries are written, uncommitted, while the next is checked.
+        report = verify_stream(land.feed(itertools.chain([first], parsed)), ring,
+                               prev=start_prev)
+        report = with_malformed(report, land.malformed)
+        if not report.ok and not keep_verified_prefix:
+            raise ChainError(
+                f"{report.message if report.reason == 'malformed' else _where(source, report)} "
+                "(nothing was imported)",
+                seq=report.first_bad_seq, reason=report.reason or "malformed",
+                line=report.first_bad_line,
+            )
+        good = land.read if report.ok else report.entries_checked
+        # 2. Of the verified entries, those the store holds must be identical (they
+        #    are skipped); one with the same seq and another hash forks the chain,
+        #    which is refused whatever keep_verified_prefix says.
+        land.refuse_fork(good, source)
+        n_present = min(land.present, good)
+        # 3. What lands: the verified entries after those, and the keys they use.
+        added = land.settle(report, good - n_present)
     return ImportReport(
         source=source,
-        entries_read=len(cols),
-        entries_added=len(new),
+        entries_read=land.read,
+        entries_added=added,
         entries_present=n_present,
         head=journal_head(store),
         verify=report,
     )
+
+
+_IMPORT_ROWS = 16_384
+"""Entries of a journal file parsed, checked and written at a time (a long file is never
+held whole: its batches are written, uncommitted, as they are read)."""
+
+
+class _Landing:
+    """:func:`import_journal`'s writes, batch by batch inside its transaction: each
+    batch's entries after the stored head are appended as long as they continue the
+    chain (sequence and links, as verification checks them) and no stored hash repeats;
+    the entries the store holds are compared with it (a fork is refused once it is
+    known to lie within the verified prefix: :meth:`refuse_fork`); :meth:`settle` drops
+    what lies past the verified prefix."""
+
+    def __init__(self, store: Store, head: LedgerRef | None, prev: LedgerRef | None,
+                 ring: Mapping[str, bytes]) -> None:
+        self.store, self.head, self.ring = store, head, ring
+        self.head_seq = head.seq if head is not None else 0
+        self.next_seq = (prev.seq if prev is not None else 0) + 1
+        self.link = prev.hash if prev is not None else GENESIS_HASH
+        self.read = 0  # entries parsed
+        self.present = 0  # leading entries the store holds, identical
+        self.fork: tuple[int, int, int | None, str, str] | None = None  # pos, seq, line, ...
+        self.writing = True  # False from the first entry that does not continue the chain
+        self.appended = 0
+        self.malformed: MalformedLine | None = None
+        self.recorded_at = utcnow()
+
+    def feed(self, parsed: Iterable[ParsedJournal]) -> Iterator[JournalColumns]:
+        """The columns of each parsed batch, for verification; each is taken (compared,
+        written) while its signatures are checked."""
+        for p in parsed:
+            self.malformed = p.error
+            yield p.columns
+            self._take(p.columns)
+
+    def _take(self, cols: JournalColumns) -> None:
+        base, m = self.read, len(cols)
+        self.read += m
+        if not m or not self.writing:
+            return
+        # The entries that continue the chain (the rest cannot verify).
+        k = min(first_seq_problem(cols.seq, self.next_seq - 1),
+                first_link_problem(cols.prev_hash, cols.hash, self.link))
+        if k < m:
+            self.writing = False
+        if k:
+            self.next_seq, self.link = cols.seq[k - 1] + 1, cols.hash[k - 1]
+        # Those the store holds lead (the sequence is contiguous): each must be identical.
+        held = max(0, min(k, self.head_seq - cols.seq[0] + 1)) if k else 0
+        if held:
+            stored = entry_hashes(self.store, cols.seq[0], cols.seq[held - 1])
+            for i in range(held):
+                if stored.get(cols.seq[i]) != cols.hash[i]:
+                    line = cols.line[i] if cols.line else None
+                    self.fork = (base + i, cols.seq[i], line, str(stored.get(cols.seq[i])),
+                                 cols.hash[i])
+                    self.present += i
+                    self.writing = False
+                    return
+            self.present += held
+        # The new ones, up to a hash the journal holds already (only an entry failing its
+        # own checks can repeat one; the unique hash would abort the transaction).
+        hashes = cols.hash[held:k]
+        seen = stored_among(self.store, hashes)
+        stop = len(hashes)
+        mine: set[str] = set()
+        for i, h in enumerate(hashes):
+            if h in seen or h in mine:
+                stop, self.writing = i, False
+                break
+            mine.add(h)
+        if stop:
+            new = _slice(cols, held, held + stop)
+            self.store.append("journal", _rows_from_columns(new, self.recorded_at),
+                              key=["seq"])
+            self.appended += stop
+
+    def refuse_fork(self, good: int, source: str) -> None:
+        """A :class:`ChainError` when an entry of the verified prefix (the first ``good``)
+        differs from the stored entry at its seq."""
+        if self.fork is None or self.fork[0] >= good:
+            return
+        _, s, line, stored, mine = self.fork
+        raise ChainError(
+            f"{source}, line {line}: fork: entry {s} differs from the stored entry "
+            f"(stored hash {stored[:16]}…, file {mine[:16]}…); "
+            "a journal that forks the stored chain is refused (nothing was imported)",
+            seq=s, reason="fork", line=line,
+        )
+
+    def settle(self, report: VerifyReport, want: int) -> int:
+        """Drop the entries written past the verified prefix (a kept prefix), register
+        the keys the rest use; returns how many landed (``want``, the verified new ones)."""
+        added = self.appended
+        if added > want:
+            last = max(self.head_seq, report.head_seq or 0)
+            added -= drop_entries_after(self.store, last)
+        if added != want:  # only a SHA-256 collision between verified entries could
+            raise StoreError(f"journal import wrote {added} entries, expected {want}; "
+                             "nothing was imported")
+        if added:
+            register_keys(self.store, {k: self.ring[k]
+                                       for k in new_key_ids(self.store, self.head_seq)})
+        return added
 
 
 def _where(source: str, report: VerifyReport) -> str:
@@ -481,13 +581,14 @@ def _where(source: str, report: VerifyReport) -> str:
     return f"{source}{line}: seq {report.first_bad_seq}: {report.reason}: {report.message}"
 
 
-def _rows_from_columns(cols: JournalColumns) -> pa.Table:
+def _rows_from_columns(cols: JournalColumns, recorded_at: datetime | None = None) -> pa.Table:
     n = len(cols)
+    recorded_at = recorded_at or utcnow()
     return pa.table(
         {
             "seq": cols.seq, "kind": cols.kind, "ts": cols.ts, "key_id": cols.key_id,
             "payload": cols.payload, "prev_hash": cols.prev_hash, "hash": cols.hash,
-            "signature": cols.signature, "recorded_at": [utcnow()] * n,
+            "signature": cols.signature, "recorded_at": [recorded_at] * n,
         },
         schema=JOURNAL_SCHEMA,
     )

@@ -30,7 +30,7 @@ import base64
 import binascii
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Annotated, Any, Literal, get_args
@@ -56,8 +56,10 @@ __all__ = [
     "ParsedJournal",
     "VerdictPayloadModel",
     "clip",
+    "journal_line_batches",
     "plainly_valid_payload",
     "read_journal",
+    "read_journal_batches",
     "read_journal_lines",
     "signature_problem",
     "ts_problem",
@@ -547,13 +549,25 @@ def read_journal_lines(lines: Iterable[str | bytes], *, source: str = "<memory>"
     first bad line as :class:`JournalColumns` (with 1-based line numbers) and
     that line's diagnosis, if any. Chain checks are :func:`verify_columns`'.
     """
-    cols = JournalColumns(line=[])
-    assert cols.line is not None
+    return next(journal_line_batches(lines, source=source, rows=None))
+
+
+def journal_line_batches(lines: Iterable[str | bytes], *, source: str = "<memory>",
+                         rows: int | None = 16_384) -> Iterator[ParsedJournal]:
+    """:func:`read_journal_lines` in batches of ``rows`` entries, parsed as the lines are
+    read (``None``: one batch of them all). Every batch but the last holds ``rows``
+    entries; the last (maybe empty) carries the first malformed line, if any, and no
+    entry after it is read."""
+    def fresh() -> tuple[JournalColumns, tuple[Callable[[Any], None], ...]]:
+        cols = JournalColumns(line=[])
+        return cols, (
+            cols.seq.append, cols.kind.append, cols.ts.append, cols.key_id.append,
+            cols.payload.append, cols.prev_hash.append, cols.hash.append,
+            cols.signature.append, cols.line.append,  # type: ignore[union-attr]
+        )  # fmt: skip
+
+    cols, appends = fresh()
     blank_at: int | None = None
-    appends = (
-        cols.seq.append, cols.kind.append, cols.ts.append, cols.key_id.append,
-        cols.payload.append, cols.prev_hash.append, cols.hash.append, cols.signature.append,
-    )  # fmt: skip
     lineno = 0
     for lineno, raw in enumerate(lines, start=1):
         text = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw.rstrip("\r\n")
@@ -565,16 +579,20 @@ def read_journal_lines(lines: Iterable[str | bytes], *, source: str = "<memory>"
             bad = MalformedLine(
                 source, blank_at, None, "bad_json", "blank line inside the journal"
             )
-            return ParsedJournal(source, cols, bad)
+            yield ParsedJournal(source, cols, bad)
+            return
         try:
             values = _parse_line(text)
         except _Bad as exc:
             bad = MalformedLine(source, lineno, exc.field, exc.detail, exc.message)
-            return ParsedJournal(source, cols, bad)
-        for append, v in zip(appends, values, strict=True):
+            yield ParsedJournal(source, cols, bad)
+            return
+        for append, v in zip(appends, (*values, lineno), strict=True):
             append(v)
-        cols.line.append(lineno)
-    return ParsedJournal(source, cols)
+        if rows is not None and len(cols) >= rows:
+            yield ParsedJournal(source, cols)
+            cols, appends = fresh()
+    yield ParsedJournal(source, cols)
 
 
 MAX_JOURNAL_LINE = 16 << 20
@@ -604,9 +622,17 @@ def read_journal(path: str | os.PathLike[str]) -> ParsedJournal:
     BadInputError
         A missing file, a folder or device, a file or line over its bound.
     """
+    return next(read_journal_batches(path, rows=None))
+
+
+def read_journal_batches(path: str | os.PathLike[str], *,
+                         rows: int | None = 16_384) -> Iterator[ParsedJournal]:
+    """:func:`read_journal` in batches of ``rows`` entries
+    (:func:`journal_line_batches`), read as they are consumed: a long journal is never
+    held whole."""
     source = str(path)
     with open_input(path, what="a journal file", limit=MAX_JOURNAL_FILE) as fh:
-        return read_journal_lines(_bounded_lines(fh, source), source=source)
+        yield from journal_line_batches(_bounded_lines(fh, source), source=source, rows=rows)
 
 
 def _bounded_lines(fh: IO[bytes], source: str) -> Iterator[bytes]:

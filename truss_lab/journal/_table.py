@@ -30,14 +30,17 @@ from ._verify import verify_columns
 __all__ = [
     "JOURNAL_TABLES",
     "check_verdict_refs",
+    "drop_entries_after",
     "entry_hashes",
     "entry_payloads",
     "get_entry",
     "journal_batches",
     "journal_columns",
     "journal_head",
+    "new_key_ids",
     "payload_by_hash",
     "signers_text",
+    "stored_among",
     "stored_keyring",
     "verdict_payloads",
     "verdict_refs",
@@ -148,6 +151,34 @@ def entry_hashes(store: Store, first_seq: int, last_seq: int) -> dict[int, str]:
     return {int(s): h for s, h in store.con.execute(
         "SELECT seq, hash FROM journal WHERE seq BETWEEN ? AND ?", [first_seq, last_seq],
     ).fetchall()}  # fmt: skip
+
+
+def stored_among(store: Store, hashes: Sequence[str]) -> set[str]:
+    """Which of ``hashes`` the journal holds (uncommitted rows of this connection's
+    transaction included)."""
+    if not len(hashes):
+        return set()
+    import pyarrow as pa  # here, not at the top: light commands start without it
+
+    store.con.register("_hashes_asked", pa.table({"hash": pa.array(list(hashes), pa.string())}))
+    try:
+        return {h for (h,) in store.con.execute(
+            "SELECT j.hash FROM journal j SEMI JOIN _hashes_asked a ON j.hash = a.hash"
+        ).fetchall()}  # fmt: skip
+    finally:
+        store.con.unregister("_hashes_asked")
+
+
+def drop_entries_after(store: Store, seq: int) -> int:
+    """Delete the journal's entries after ``seq``: what an import wrote, uncommitted,
+    beyond the prefix that verified (inside its transaction only). Returns how many."""
+    return int(store.con.execute("DELETE FROM journal WHERE seq > ?", [seq]).fetchall()[0][0])
+
+
+def new_key_ids(store: Store, after_seq: int) -> set[str]:
+    """The ``key_id`` of every journal entry after ``after_seq``."""
+    return {k for (k,) in store.con.execute(
+        "SELECT DISTINCT key_id FROM journal WHERE seq > ?", [after_seq]).fetchall()}
 
 
 def entry_payloads(store: Store, seqs: Sequence[int]) -> list[tuple[int, str, str]]:

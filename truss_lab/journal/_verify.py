@@ -20,6 +20,7 @@ streamed chains in worker processes (:class:`SigPool`, below).
 from __future__ import annotations
 
 import binascii
+import hashlib
 import html
 import itertools
 import os
@@ -30,7 +31,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Literal, get_args
 
@@ -40,17 +41,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core._errors import ChainError
 from ..core._models import LedgerRef
 from ._crypto import GENESIS_HASH, entry_digest, verify_signature
-from ._spec import JournalColumns, ParsedJournal, clip, read_journal
+from ._spec import JournalColumns, MalformedLine, ParsedJournal, clip, read_journal
 
 __all__ = [
     "REASONS",
     "VERIFY_REASONS",
     "SigPool",
     "VerifyReport",
+    "first_link_problem",
+    "first_seq_problem",
     "stream_to_workers",
     "verify_columns",
     "verify_journal",
     "verify_stream",
+    "with_malformed",
 ]
 
 VerifyReason = Literal[
@@ -160,6 +164,12 @@ _CHUNK = 2048  # entries per parallel task; small enough to stop early, big enou
 # A streamed chain whose first batch has this many entries checks its signatures in
 # worker processes (stream_to_workers, below); shorter ones on threads.
 _POOL_MIN = 8192
+# A streamed batch is held (for its own checks) until they are done: at most this many
+# batches wait for the worker processes, this many tasks for the threads, so a long
+# chain's text is never held whole (the checks keep up: a full window makes the reader
+# wait).
+_WINDOW = 3
+_WINDOW_TASKS = 16
 
 
 def _usable_cores() -> int:
@@ -254,9 +264,11 @@ def _check_parallel(
     return min(found) if found else None
 
 
-def _first_seq_problem(
+def first_seq_problem(
     seq: Sequence[int], base: int
 ) -> int:
+    """Position of the first ``seq`` that is not ``base`` + 1 + its position (``len``:
+    none)."""
     n = len(seq)
     if n == 0:
         return 0
@@ -265,7 +277,9 @@ def _first_seq_problem(
     return int(bad[0]) if bad.size else n
 
 
-def _first_link_problem(prev_hash: Sequence[str], hashes: Sequence[str], start: str) -> int:
+def first_link_problem(prev_hash: Sequence[str], hashes: Sequence[str], start: str) -> int:
+    """Position of the first ``prev_hash`` that is not the hash before it (``start``
+    for the first; ``len``: none)."""
     n = len(prev_hash)
     if n == 0:
         return 0
@@ -307,8 +321,8 @@ def verify_columns(
     n = len(cols)
     base_seq = prev.seq if prev is not None else 0
     base_hash = prev.hash if prev is not None else GENESIS_HASH
-    s_pos = _first_seq_problem(cols.seq, base_seq)
-    l_pos = _first_link_problem(cols.prev_hash, cols.hash, base_hash)
+    s_pos = first_seq_problem(cols.seq, base_seq)
+    l_pos = first_link_problem(cols.prev_hash, cols.hash, base_hash)
     limit = min(s_pos, l_pos)
     span = min(limit + 1, n)  # the entry at `limit` needs its own checks too
 
@@ -328,14 +342,16 @@ def verify_stream(
     prev: LedgerRef | None = None,
     workers: int | None = None,
 ) -> VerifyReport:
-    """:func:`verify_columns` over a chain that arrives in batches (e.g. from DuckDB):
-    each batch's own checks (key, hash, signature) start on the thread pool as soon as
-    it arrives, while the next batch is fetched; the positional checks (sequence,
-    links) run once all are in. The report is the one :func:`verify_columns` gives for
-    the whole chain."""
+    """:func:`verify_columns` over a chain that arrives in batches (e.g. from DuckDB or a
+    file): each batch's own checks (key, hash, signature) start on the thread pool as soon
+    as it arrives, while the next batch is fetched, and its positional checks (sequence,
+    links) run against the batch before it. The report is the one :func:`verify_columns`
+    gives for the whole chain; what is kept of a batch once checked is its hashes (32
+    bytes an entry) and lines (:class:`_Chain`), so memory does not grow with the
+    entries' text."""
     if workers is None:
         workers = _usable_cores()
-    cols = JournalColumns(line=None)
+    chain = _Chain(prev)
     best = [1 << 62]
     lock = threading.Lock()
 
@@ -352,30 +368,194 @@ def verify_stream(
 
     it = iter(batches)
     first = next(it, None)
+    pool = workers >= 2 and first is not None and len(first) >= _POOL_MIN
     parts = itertools.chain([first] if first is not None else [], it)
+    del first  # held by ``parts`` until it is taken, and no longer
     results: list[tuple[int, str, str] | None]
-    if workers >= 2 and first is not None and len(first) >= _POOL_MIN:
-        results = stream_to_workers(parts, keyring, cols, workers)
+    if pool:
+        results = stream_to_workers(parts, keyring, chain, workers)
     else:
-        futures = []
+        futures: deque[Future[tuple[int, str, str] | None]] = deque()
+        results = []
         with ThreadPoolExecutor(max_workers=max(1, workers),
                                 thread_name_prefix="truss-verify") as ex:
             for part in parts:
-                base = len(cols)
-                cols.extend(part)
+                base = chain.n
+                chain.add(part)
                 futures += [ex.submit(task, part, base, lo, min(lo + _CHUNK, len(part)))
                             for lo in range(0, len(part), _CHUNK)]
-            results = [f.result() for f in futures]
-    n = len(cols)
-    base_seq = prev.seq if prev is not None else 0
-    base_hash = prev.hash if prev is not None else GENESIS_HASH
-    s_pos = _first_seq_problem(cols.seq, base_seq)
-    limit = min(s_pos, _first_link_problem(cols.prev_hash, cols.hash, base_hash))
+                # A task holds its batch: at most a window of them waits.
+                while len(futures) > _WINDOW_TASKS:
+                    results.append(futures.popleft().result())
+            results += [f.result() for f in futures]
+    n = chain.n
+    limit = n if chain.limit is None else chain.limit
     span = min(limit + 1, n)
     # Each task reports its own first failure, and skips only past a known earlier
     # one, so the least failure before ``span`` is the one verify_columns finds.
     early = [r for r in results if r is not None and r[0] < span]
-    return _report(cols, prev, base_seq, base_hash, s_pos, limit, min(early) if early else None)
+    return chain.report(min(early) if early else None)
+
+
+class _Chain:
+    """What :func:`verify_stream` keeps of a chain that streams past it: per entry its
+    line and its hash as 32 bytes, not its text (a million entries: ~40 MB, where the
+    columns were gigabytes). The positional checks (sequence, links) run batch by batch
+    with the last entry carried over; the entries at the first positional problem and
+    before it are kept whole, so the report is :func:`verify_columns`' word for word."""
+
+    def __init__(self, prev: LedgerRef | None) -> None:
+        self.prev = prev
+        self.base_seq = prev.seq if prev is not None else 0
+        self.base_hash = prev.hash if prev is not None else GENESIS_HASH
+        self.n = 0
+        self.keys: list[bytes] = []  # per batch, its hashes as 32-byte keys, joined
+        self.lines: list[np.ndarray] | None = None
+        self.s_pos = 1 << 62  # the first sequence problem (when it is the first problem)
+        self.limit: int | None = None  # the first positional problem
+        self.at: tuple[int, str, str] = (0, "", "")  # seq, hash, prev_hash at ``limit``
+        self.before: tuple[int | None, str | None] = (None, None)  # the entry before it
+        self.last: tuple[int | None, str | None] = (
+            (prev.seq, prev.hash) if prev is not None else (None, None))
+
+    def add(self, part: JournalColumns) -> None:
+        """Take a batch: its positional checks (until the first problem) and its keys."""
+        base, m = self.n, len(part)
+        self.n += m
+        if not m:
+            return
+        if self.limit is not None:
+            return  # past the first positional problem nothing is looked at again
+        if part.line is not None:
+            if self.lines is None:
+                self.lines = []
+            self.lines.append(np.asarray(part.line, dtype=np.int64))
+        self.keys.append(_hash_keys(part.hash))
+        s = first_seq_problem(part.seq, self.base_seq + base)
+        link = self.last[1] if base else self.base_hash
+        ln = first_link_problem(part.prev_hash, part.hash, link)
+        i = min(s, ln)
+        if i < m:
+            self.limit = base + i
+            if s == i:
+                self.s_pos = base + i
+            self.at = (int(part.seq[i]), part.hash[i], part.prev_hash[i])
+            self.before = ((int(part.seq[i - 1]), part.hash[i - 1]) if i else self.last)
+        self.last = (int(part.seq[-1]), part.hash[-1])
+
+    def _hash(self, pos: int) -> str:
+        """The hash of entry ``pos`` before the first problem (it passed its own checks,
+        so it is the lowercase hex its key was made from)."""
+        for block in self.keys:
+            if pos < len(block) // 32:
+                return block[32 * pos:32 * pos + 32].hex()
+            pos -= len(block) // 32
+        raise IndexError(pos)
+
+    def _line(self, pos: int) -> int | None:
+        if self.lines is None:
+            return None
+        for block in self.lines:
+            if pos < len(block):
+                return int(block[pos])
+            pos -= len(block)
+        raise IndexError(pos)
+
+    def report(self, found: tuple[int, str, str] | None) -> VerifyReport:
+        """:func:`_report` of the whole chain, from what was kept."""
+        n, limit = self.n, self.n if self.limit is None else self.limit
+        seq_at, _, prev_at = self.at
+
+        def seq(pos: int) -> int:  # the prefix before ``limit`` is contiguous
+            return seq_at if pos == limit else self.base_seq + pos + 1
+
+        def report(pos: int, reason: str, message: str) -> VerifyReport:
+            if pos == limit:
+                head = self.before
+            elif pos:
+                head = (self.base_seq + pos, self._hash(pos - 1))
+            else:
+                head = ((self.prev.seq, self.prev.hash) if self.prev is not None
+                        else (None, None))
+            line = self._line(pos)
+            where = f"seq {seq(pos)}" + (f" (line {line})" if line is not None else "")
+            return VerifyReport(
+                ok=False, entries_checked=pos, first_bad_seq=seq(pos), first_bad_line=line,
+                reason=reason, message=f"{where}: {message}",
+                head_seq=None if head[0] is None else int(head[0]), head_hash=head[1],
+            )  # fmt: skip
+
+        if found is not None and found[0] < limit:
+            return report(*found)
+        if limit < n:
+            own = found if found is not None and found[0] == limit else None
+            if limit == self.s_pos:
+                return report(limit, *self._classify_seq(own))
+            if own is not None and own[1] in ("unknown_key", "bad_hash"):
+                return report(*own)
+            expected = self.before[1] if limit else self.base_hash
+            what = "the previous entry's hash" if limit else (
+                f"the hash of seq {self.base_seq}" if self.prev is not None
+                else "64 zeros (genesis)")
+            got = clip(str(prev_at), 64)
+            return report(
+                limit, "broken_link", f"prev_hash must be {what}: expected {expected}, got {got}"
+            )
+        if found is not None:
+            return report(*found)
+        return VerifyReport(ok=True, entries_checked=n, head_seq=self.last[0],
+                            head_hash=self.last[1])
+
+    def _classify_seq(self, own: tuple[int, str, str] | None) -> tuple[str, str]:
+        """:func:`_classify_seq` at the first problem, from what was kept."""
+        s, hash_at, prev_at = self.at
+        pos, base_seq = self.limit or 0, self.base_seq
+        e = base_seq + pos + 1
+        if s > e:
+            return "seq_gap", f"expected seq {e}, got {s} ({s - e} missing)"
+        if s < 1 or s <= base_seq:
+            return "duplicate_seq", (
+                f"expected seq {e}, got {s}: at or before the chain head seq {base_seq}"
+                if s >= 1 else f"expected seq {e}, got {s}"
+            )
+        j = s - base_seq - 1  # where seq s already stands (the prefix before pos is contiguous)
+        hash_j = self._hash(j)
+        if hash_at == hash_j:
+            return "duplicate_seq", f"expected seq {e}, got {s} again (an identical copy of it)"
+        # The links before ``pos`` hold, so entry j's prev_hash is the hash before it.
+        prev_j = self._hash(j - 1) if j else self.base_hash
+        if prev_at == prev_j:
+            if own is not None:
+                return own[1], own[2]
+            return "fork", (
+                f"expected seq {e}, got a second validly signed seq {s} with the same prev_hash: "
+                f"hash {hash_at} forks from {hash_j}"
+            )
+        return "duplicate_seq", f"expected seq {e}, got {s} again (a different entry)"
+
+
+def _hash_keys(hashes: Sequence[str]) -> bytes:
+    """The hashes as 32 bytes each (one ``fromhex`` of them all when they are all lowercase
+    hex, as a verified entry's is); another string's key is its SHA-256, which only an
+    entry failing its own checks has, and such a key is never read back as a hash."""
+    joined = "".join(hashes)
+    if len(joined) == 64 * len(hashes):
+        try:
+            raw = bytes.fromhex(joined)
+        except ValueError:
+            raw = b""
+        if len(raw) == 32 * len(hashes) and raw.hex() == joined:
+            return raw
+    out = []
+    for h in hashes:
+        try:
+            k = bytes.fromhex(h) if len(h) == 64 else b""
+        except (TypeError, ValueError):
+            k = b""
+        if len(k) != 32 or k.hex() != h:
+            k = hashlib.sha256(str(h).encode("utf-8", "surrogatepass")).digest()
+        out.append(k)
+    return b"".join(out)
 
 
 # --- signatures in worker processes ---------------------------------------------------
@@ -413,7 +593,7 @@ class _Worker:
     thread: threading.Thread  # serving the queue (start)
 
     def __init__(self, todo: queue.Queue[_Unit | None],
-                 answers: dict[tuple[int, int], int]) -> None:
+                 answers: dict[tuple[int, int], int], filed: threading.Condition) -> None:
         # -P: the worker's own directory is not put on sys.path (its neighbours are
         # package modules, not top-level ones).
         self.proc = subprocess.Popen(
@@ -422,6 +602,7 @@ class _Worker:
         )
         self.todo = todo
         self.answers = answers
+        self.filed = filed  # notified as each answer is filed, and when the worker breaks
         self.broken = False
         self.start()
 
@@ -440,7 +621,12 @@ class _Worker:
         try:
             while more or flying:
                 while more and len(flying) < _IN_FLIGHT and not self.broken:
-                    unit = self.todo.get()
+                    # Another request is taken only if one waits: a caller may wait for
+                    # the answer in flight before it queues more (SigPool.answer).
+                    try:
+                        unit = self.todo.get(block=not flying)
+                    except queue.Empty:
+                        break
                     if unit is None:
                         more = False
                         break
@@ -453,12 +639,16 @@ class _Worker:
                 if len(got) != 4:
                     raise OSError("the worker ended")
                 ticket, offset, _ = flying.popleft()
-                self.answers[ticket, offset] = struct.unpack("<i", got)[0]
+                with self.filed:
+                    self.answers[ticket, offset] = struct.unpack("<i", got)[0]
+                    self.filed.notify_all()
         except (OSError, ValueError):
             self.broken = True
         if self.broken:  # died, or stopped by the pool (SigPool.__exit__)
             for unit in flying:  # another worker checks them, or the caller does
                 self.todo.put(unit)
+            with self.filed:
+                self.filed.notify_all()
 
     def close(self) -> None:
         self.thread.join()
@@ -481,10 +671,11 @@ class SigPool:
     def __init__(self, workers: int) -> None:
         self._todo: queue.Queue[_Unit | None] = queue.Queue()
         self._answers: dict[tuple[int, int], int] = {}
+        self._filed = threading.Condition()
         self._workers: list[_Worker] = []
         try:
             for _ in range(max(1, workers)):
-                self._workers.append(_Worker(self._todo, self._answers))
+                self._workers.append(_Worker(self._todo, self._answers, self._filed))
         except OSError:
             pass  # fewer (or no) workers: their batches are checked by the caller
         self._tickets: list[list[int]] = []  # per batch, the offsets of its requests
@@ -542,6 +733,21 @@ class SigPool:
             for w in live:
                 w.start()
 
+    def answer(self, ticket: int) -> int | None:
+        """One ticket's answer as :meth:`results` gives it, once its requests are all
+        answered (waiting for them), or None when no worker is left to answer."""
+        offsets = self._tickets[ticket]
+        answers = self._answers
+        with self._filed:
+            while offsets and any((ticket, a) not in answers for a in offsets):
+                if all(w.broken for w in self._workers):
+                    return None
+                self._filed.wait(1.0)  # a worker that dies notifies too; the timeout is a guard
+        if not offsets:
+            return None
+        bad = [a + answers[ticket, a] for a in offsets if answers[ticket, a] >= 0]
+        return min(bad) if bad else -1
+
     def results(self) -> list[int | None]:
         """Per ticket: the first failing record's index, -1 for none, None when no
         worker answered (the caller checks that batch itself)."""
@@ -596,19 +802,27 @@ def _worker_answer(part: JournalColumns, keyring: Mapping[str, bytes], m: int,
 
 
 def stream_to_workers(parts: Iterable[JournalColumns], keyring: Mapping[str, bytes],
-                       cols: JournalColumns, workers: int) -> list[tuple[int, str, str] | None]:
+                      chain: _Chain, workers: int) -> list[tuple[int, str, str] | None]:
     """:func:`verify_stream`'s own checks of long chains: the driver checks keys and
     hashes as each batch arrives (it has the entry text at hand) and the signatures
     go to worker processes (:class:`SigPool`), so a driver that does
     Python work meanwhile (replay extraction) and the checks do not share one GIL.
-    Returns each batch's first own failure (chain positions), like the threads."""
+    Returns each batch's first own failure (chain positions), like the threads. A batch
+    is settled (and dropped) once its answers are in; with :data:`_WINDOW` batches
+    waiting, the next waits for the oldest."""
     found: list[tuple[int, str, str] | None] = []
-    sent: list[tuple[int, JournalColumns, int, int]] = []  # base, batch, records, ticket
+    sent: deque[tuple[int, JournalColumns, int, int]] = deque()  # base, batch, records, ticket
     best = 1 << 62
+
+    def settle(base: int, part: JournalColumns, m: int, answer: int | None) -> None:
+        hit = _worker_answer(part, keyring, m, answer)
+        if hit is not None:
+            found.append((base + hit[0], hit[1], hit[2]))
+
     with SigPool(workers) as pool:
         for part in parts:
-            base = len(cols)
-            cols.extend(part)
+            base = chain.n
+            chain.add(part)
             if base >= best:
                 continue  # an earlier failure is already known
             fail, records, m = _records(part, keyring)
@@ -616,11 +830,12 @@ def stream_to_workers(parts: Iterable[JournalColumns], keyring: Mapping[str, byt
                 found.append((base + fail[0], fail[1], fail[2]))
                 best = min(best, base + fail[0])
             sent.append((base, part, m, pool.submit(records, m)))
+            while len(sent) > _WINDOW:
+                b, p, k, ticket = sent.popleft()
+                settle(b, p, k, pool.answer(ticket))
         answers = pool.results()
     for base, part, m, ticket in sent:
-        hit = _worker_answer(part, keyring, m, answers[ticket])
-        if hit is not None:
-            found.append((base + hit[0], hit[1], hit[2]))
+        settle(base, part, m, answers[ticket])
     return found
 
 
@@ -723,9 +938,14 @@ def verify_journal(
     """
     parsed = source if isinstance(source, ParsedJournal) else read_journal(source)
     rep = verify_columns(parsed.columns, keyring, prev=prev, workers=workers)
-    if not rep.ok or parsed.error is None:
+    return with_malformed(rep, parsed.error)
+
+
+def with_malformed(rep: VerifyReport, bad: MalformedLine | None) -> VerifyReport:
+    """``rep`` of the entries before a malformed line ``bad``: if they verified, the
+    malformed line is the reported failure (:func:`verify_journal`)."""
+    if not rep.ok or bad is None:
         return rep
-    bad = parsed.error
     expected_seq = (rep.head_seq or 0) + 1
     field_txt = f", field {bad.field!r}" if bad.field else ""
     return rep.model_copy(
