@@ -38,19 +38,24 @@ GOAL = 1.3
 RUN = "mem-good"
 
 
-def _cli(args: list[str]) -> tuple[float, float]:
-    """(peak RSS MiB, wall seconds) of ``truss-lab ARGS`` in a fresh process."""
+def child_peak(cmd: list[str]) -> tuple[float, float]:
+    """(peak RSS MiB, wall seconds) of ``cmd`` run in a fresh process from the repository
+    root (``ru_maxrss`` of the child as ``wait4`` reports it); a failure ends the run."""
     t0 = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "truss_lab.faces.cli", *args], cwd=ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    child = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert child.stderr is not None
     err = child.stderr.read()  # drained while it runs: a full pipe would block it
     _, status, usage = os.wait4(child.pid, 0)
     child.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"truss-lab {' '.join(args)} failed: {err.decode()[-800:]}")
+        raise SystemExit(f"{' '.join(cmd)[:300]} failed: {err.decode()[-800:]}")
     return usage.ru_maxrss / 1024, time.perf_counter() - t0
+
+
+def _cli(args: list[str]) -> tuple[float, float]:
+    """(peak RSS MiB, wall seconds) of ``truss-lab ARGS`` in a fresh process."""
+    return child_peak([sys.executable, "-m", "truss_lab.faces.cli", *args])
 
 
 def pipeline(tmp: Path, n: int) -> dict[str, tuple[float, float]]:

@@ -47,8 +47,9 @@ from benchmarks._result import THREAD_ENV  # noqa: E402
 ORDER = ["bench_cli_start.py", "bench_verify.py", "bench_sweep.py", "bench_bootstrap.py",
          "bench_blas.py", "bench_provider.py", "bench_extract.py", "bench_executor.py",
          "bench_duckdb_sweep.py", "bench_junk.py", "bench_ppi.py", "bench_report.py"]
-#: Run only when named with --only: bench_memory's full run takes about an hour.
-ON_REQUEST = {"bench_memory.py"}
+#: Run only when named with --only: bench_memory's full run takes about an hour,
+#: bench_journal_memory's (350k entries imported and verified each way) about half an hour.
+ON_REQUEST = {"bench_memory.py", "bench_journal_memory.py"}
 _NUMERIC = ("value", "baseline", "ratio", "load")
 
 

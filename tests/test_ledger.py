@@ -237,9 +237,9 @@ def test_the_journal_read_path(store: Store, tmp_path, ring) -> None:
 
 # -- a journal file is imported batch by batch: the same outcome as whole ----------------
 
-def _tampered(how: str, at: int) -> list[str]:
-    """A 30-entry chain's lines with one tamper at entry ``at`` (0-based)."""
-    good = chain(30)
+def _tampered(how: str, at: int, n: int = 30) -> list[str]:
+    """An ``n``-entry chain's lines with one tamper at entry ``at`` (0-based)."""
+    good = chain(n)
     lines = [json.dumps(e) for e in good]
     e = dict(good[at])
     if how == "payload":
@@ -264,7 +264,8 @@ def _tampered(how: str, at: int) -> list[str]:
     return lines
 
 
-def _outcome(tmp_path, lines: list[str], stored: int, keep: bool) -> tuple:
+def _outcome(tmp_path, lines: list[str], stored: int, keep: bool,
+             batch: int = 10**6) -> tuple:
     """What importing ``lines`` into a store holding the chain's first ``stored``
     entries does: the report or the error, and the journal's rows afterwards."""
     s = Store()
@@ -275,7 +276,8 @@ def _outcome(tmp_path, lines: list[str], stored: int, keep: bool) -> tuple:
     f.write_text("\n".join(lines) + "\n")
     ring = save_keyring({"op": KEY.public_key}, tmp_path / "k.json")
     try:
-        rep = import_journal(s, f, keyring=str(ring), keep_verified_prefix=keep)
+        rep = import_journal(s, f, keyring=str(ring), keep_verified_prefix=keep,
+                             batch_entries=batch)
         got: tuple = ("ok", rep.entries_read, rep.entries_added, rep.entries_present,
                       rep.head, rep.verify)
     except ChainError as exc:
@@ -292,15 +294,166 @@ def _outcome(tmp_path, lines: list[str], stored: int, keep: bool) -> tuple:
 def test_a_journal_imported_in_batches_lands_as_imported_whole(
     tmp_path, monkeypatch: pytest.MonkeyPatch, how: str, at: int, stored: int, keep: bool
 ) -> None:
-    from truss_lab.journal import _ledger, _verify
+    from truss_lab.journal import _verify
 
     lines = [json.dumps(e) for e in chain(30)] if how == "none" else _tampered(how, at)
-    monkeypatch.setattr(_ledger, "_IMPORT_ROWS", 10**6)
     whole = _outcome(tmp_path, lines, stored, keep)
-    monkeypatch.setattr(_ledger, "_IMPORT_ROWS", 4)
     monkeypatch.setattr(_verify, "_CHUNK", 3)
-    assert _outcome(tmp_path, lines, stored, keep) == whole
+    assert _outcome(tmp_path, lines, stored, keep, batch=4) == whole
     if at == 9 and stored == 12:  # once per tamper: the worker processes' path, window 1
         monkeypatch.setattr(_verify, "_POOL_MIN", 1)
         monkeypatch.setattr(_verify, "_WINDOW", 1)
-        assert _outcome(tmp_path, lines, stored, keep) == whole
+        assert _outcome(tmp_path, lines, stored, keep, batch=4) == whole
+
+
+# -- streamed in small batches: a kill, a continued file, a tamper in a later batch --------
+# A 300-entry chain in batches of 32: ten batches, the stored prefixes end inside a batch
+# (70), on a boundary (64) or at its last entry (31).
+
+N, BATCH = 300, 32
+_KILLED_IMPORT = """
+import sys, time
+from truss_lab import Store, import_journal
+from truss_lab.journal import _ledger
+
+db, path, ring, stop = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+take, taken = _ledger._Landing._take, []
+
+def noted(self, cols):  # say what this transaction holds after each batch; wait at `stop`
+    take(self, cols)
+    taken.append(self.read)
+    n = self.store.sql("SELECT count(*) FROM journal").fetchall()[0][0]
+    print(len(taken), self.read, n, flush=True)
+    if len(taken) == stop:
+        time.sleep(600)
+
+_ledger._Landing._take = noted
+with Store(db) as s:
+    import_journal(s, path, keyring=ring, batch_entries=int(sys.argv[5]))
+"""
+
+
+def _rows(s: Store) -> list[tuple]:
+    return s.sql("SELECT * FROM journal ORDER BY seq").fetchall()
+
+
+def _content(s: Store) -> tuple:
+    """The journal's rows but the time they were recorded, and the keys."""
+    return (s.sql("SELECT * EXCLUDE (recorded_at) FROM journal ORDER BY seq").fetchall(),
+            s.sql("SELECT key_id, public_key FROM signing_keys ORDER BY key_id").fetchall())
+
+
+@pytest.fixture(scope="module")
+def holding(tmp_path_factory):
+    """``holding(stored, to)``: a copy at ``to`` of a database file holding the chain's
+    first ``stored`` entries (each made once per module: a new file costs its migrations)."""
+    import shutil
+
+    home = tmp_path_factory.mktemp("holding")
+    ring = str(save_keyring({"op": KEY.public_key}, home / "keys.json"))
+    made: dict[int, object] = {}
+
+    def copy(stored: int, to):
+        if stored not in made:
+            made[stored] = db = home / f"{stored}.duckdb"
+            with Store(db) as s:
+                if stored:
+                    import_journal(s, write(home / f"{stored}.jsonl", chain(N)[:stored]),
+                                   keyring=ring)
+        shutil.copy(made[stored], to)
+        return to
+
+    return copy
+
+
+@pytest.mark.parametrize(("stored", "stop"), [(0, 1), (0, 6), (70, 4)])
+def test_sigkill_mid_stream_lands_nothing_and_a_rerun_lands_it_all(
+        tmp_path, ring, holding, stored: int, stop: int) -> None:
+    """SIGKILL while an import streams (``stop`` batches appended, uncommitted): the file
+    holds the entries before and none of the new ones, and running it again gives what
+    an uninterrupted import gives."""
+    import signal
+    import subprocess
+    import sys
+
+    f = write(tmp_path / "j.jsonl", chain(N))
+    db, ref = holding(stored, tmp_path / "killed.duckdb"), holding(stored, tmp_path / "r.duckdb")
+    with Store(db) as s:
+        before = _rows(s)
+    with Store(ref) as s:
+        whole = import_journal(s, f, keyring=ring)
+        want = _content(s)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_IMPORT, str(db), str(f), ring, str(stop), str(BATCH)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    seen = [proc.stdout.readline().split() for _ in range(stop)]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+    # The kill met the batches written in the transaction: stored + the new entries read.
+    assert [list(map(int, x)) for x in seen] == [
+        [i, i * BATCH, max(stored, i * BATCH)] for i in range(1, stop + 1)]
+    with Store(db) as s:
+        assert _rows(s) == before  # every row as it was, recorded_at included
+        again = import_journal(s, f, keyring=ring, batch_entries=BATCH)
+        assert verify_chain(s).ok and _content(s) == want
+    assert (again.entries_added, again.entries_present, again.head) == (
+        whole.entries_added, whole.entries_present, whole.head)
+    assert (whole.entries_added, whole.entries_present) == (N - stored, stored)
+
+
+@pytest.mark.parametrize("stored", [0, 31, 32, 64, 70, N])
+@pytest.mark.parametrize("continuation", [False, True])
+def test_a_continued_journal_imports_only_its_new_entries(
+        tmp_path, ring, holding, stored: int, continuation: bool) -> None:
+    """The whole export again, or only what follows the stored head: the new entries land,
+    whichever batch the stored head ends in; the stored rows are not rewritten."""
+    lines = chain(N)[stored:] if continuation else chain(N)
+    f = write(tmp_path / "j.jsonl", lines)
+    with Store(holding(N, tmp_path / "whole.duckdb")) as s:
+        want = _content(s)
+    with Store(holding(stored, tmp_path / "db.duckdb")) as s:
+        before = _rows(s)
+        rep = import_journal(s, f, keyring=ring, batch_entries=BATCH)
+        assert verify_chain(s).ok
+        again = import_journal(s, f, keyring=ring, batch_entries=BATCH)
+        assert _rows(s)[:stored] == before  # recorded_at included: held entries untouched
+        assert _content(s) == want
+    assert (rep.entries_read, rep.entries_added, rep.entries_present, rep.head.seq) == (
+        len(lines), N - stored, 0 if continuation else stored, N)
+    assert (again.entries_added, again.entries_present) == (0, len(lines))
+
+
+@pytest.mark.parametrize("how", ["payload", "signature", "copied_hash", "deleted",
+                                 "repeated", "truncated"])
+@pytest.mark.parametrize("stored", [0, 70])
+def test_a_tamper_in_a_later_batch_undoes_the_earlier_ones(
+        tmp_path, ring, holding, how: str, stored: int) -> None:
+    """Entry 250 (the eighth batch of 32) tampered: the seven batches before it, written
+    in the import's transaction, are rolled back with the whole-file import's error; with
+    ``keep_verified_prefix`` the 249 entries before it land, as imported whole."""
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(_tampered(how, 249, N)) + "\n")
+    for keep in (False, True):
+        got = {}
+        for batch in (BATCH, 10**6):
+            with Store(holding(stored, tmp_path / f"{batch}{keep}.duckdb")) as s:
+                before = _rows(s)
+                try:
+                    r = import_journal(s, f, keyring=ring, keep_verified_prefix=keep,
+                                       batch_entries=batch)
+                    got[batch] = ("ok", r.entries_added, r.entries_present, r.head, r.verify)
+                except ChainError as exc:
+                    got[batch] = ("error", str(exc), exc.reason, exc.seq, exc.line)
+                    assert _rows(s) == before
+                got[batch] += (_content(s),)
+        assert got[BATCH] == got[10**6]
+        outcome = got[BATCH]
+        if keep:
+            assert outcome[:3] == ("ok", 249 - stored, stored) and outcome[3].seq == 249
+            assert not outcome[4].ok and outcome[4].first_bad_line == 250
+        else:
+            assert outcome[0] == "error" and "(nothing was imported)" in outcome[1]
+            assert outcome[4] == 250 and f"{f}, line 250" in outcome[1]
+            assert len(outcome[-1][0]) == stored
