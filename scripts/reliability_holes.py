@@ -202,8 +202,9 @@ def ingest_exit_row(row: Callable[..., Any], tmp: Path) -> Any:
                                                     str(db), "--allow-bad-lines").returncode == 3,
     }
     p = cli("ingest", "labels", str(orphans), "--db", str(db))
+    # Warnings are on stderr (every command's rule), the report alone on stdout.
     checks["unknown verdict / lesson warned"] = (
-        "unknown verdict" in p.stdout and "out of range" in p.stdout)
+        "unknown verdict" in p.stderr and "out of range" in p.stderr)
     checks["audit flags them"] = "labels_point_at_lessons" in cli(
         "audit", "--db", str(db)).stdout
     p = cli("ingest", "completions", str(comp), "--db", str(db))

@@ -121,7 +121,7 @@ def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
         "20 MB text: exit 3": p.returncode == 3,
         "named by line and field": "line 2, field 'text'" in p.stdout,
         "not echoed": len(p.stdout) + len(p.stderr) < 10_000,
-        "unknown verdict warned": "unknown verdict (not in the journal)" in p.stdout,
+        "unknown verdict warned": "unknown verdict (not in the journal)" in p.stderr,
     }
     with Store(db) as s:
         checks["good lines landed"] = s.sql(
