@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
+from ..core._threads import blas_limited
 from ..core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
 from ..store._store import Store
 from ._bootstrap import bin_counts, small_sample_line, verdict_codes
@@ -135,6 +136,7 @@ class VerdictVariance:
     alone_scale: float = 1.0
     scale: float = 1.0
 
+    @blas_limited()
     def variance(self, n: Any, *, alone: bool = False) -> np.ndarray:
         """The estimate's variance on ``n`` labelled verdicts (array-like), with the power
         weights that minimise it (each clipped to [0, 1]; never more than the labels'
@@ -228,6 +230,7 @@ def _verdict_counts(y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_groups: i
                     axis=1).astype(np.float64)
 
 
+@blas_limited()
 def _parts(counts: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
     """``(num, den)`` per verdict of the ratio ``name`` from ``(tp, judged, positives)``."""
     num, den = RATIOS[name]
@@ -286,6 +289,7 @@ def labels_variance(y_true: Any, salience: Any, groups: Any, *, threshold: float
     return out
 
 
+@blas_limited()
 def ppi_variance(data: PPIData, *, threshold: float) -> dict[str, VerdictVariance]:
     """Per metric of :data:`BUDGET_METRICS`, the per-verdict variances of its
     prediction-powered estimate (the module's model): the people's influence, the automated
