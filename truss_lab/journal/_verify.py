@@ -507,31 +507,11 @@ class _Chain:
                             head_hash=self.last[1])
 
     def _classify_seq(self, own: tuple[int, str, str] | None) -> tuple[str, str]:
-        """:func:`_classify_seq` at the first problem, from what was kept."""
+        """:func:`_seq_problem` at the first problem, from what was kept."""
         s, hash_at, prev_at = self.at
-        pos, base_seq = self.limit or 0, self.base_seq
-        e = base_seq + pos + 1
-        if s > e:
-            return "seq_gap", f"expected seq {e}, got {s} ({s - e} missing)"
-        if s < 1 or s <= base_seq:
-            return "duplicate_seq", (
-                f"expected seq {e}, got {s}: at or before the chain head seq {base_seq}"
-                if s >= 1 else f"expected seq {e}, got {s}"
-            )
-        j = s - base_seq - 1  # where seq s already stands (the prefix before pos is contiguous)
-        hash_j = self._hash(j)
-        if hash_at == hash_j:
-            return "duplicate_seq", f"expected seq {e}, got {s} again (an identical copy of it)"
-        # The links before ``pos`` hold, so entry j's prev_hash is the hash before it.
-        prev_j = self._hash(j - 1) if j else self.base_hash
-        if prev_at == prev_j:
-            if own is not None:
-                return own[1], own[2]
-            return "fork", (
-                f"expected seq {e}, got a second validly signed seq {s} with the same prev_hash: "
-                f"hash {hash_at} forks from {hash_j}"
-            )
-        return "duplicate_seq", f"expected seq {e}, got {s} again (a different entry)"
+        # The links before the problem hold, so entry j's prev_hash is the hash before it.
+        return _seq_problem(s, self.limit or 0, self.base_seq, hash_at, prev_at, self._hash,
+                            lambda j: self._hash(j - 1) if j else self.base_hash, own)
 
 
 def _hash_keys(hashes: Sequence[str]) -> bytes:
@@ -886,7 +866,21 @@ def _report(cols: JournalColumns, prev: LedgerRef | None, base_seq: int, base_ha
 def _classify_seq(
     cols: JournalColumns, pos: int, base_seq: int, own: tuple[int, str, str] | None
 ) -> tuple[str, str]:
-    s = int(cols.seq[pos])
+    return _seq_problem(int(cols.seq[pos]), pos, base_seq, cols.hash[pos],
+                        cols.prev_hash[pos], cols.hash.__getitem__,
+                        cols.prev_hash.__getitem__, own)
+
+
+def _seq_problem(
+    s: int, pos: int, base_seq: int, hash_at: str, prev_at: str,
+    hash_of: Callable[[int], str], prev_of: Callable[[int], str],
+    own: tuple[int, str, str] | None,
+) -> tuple[str, str]:
+    """Why the entry at ``pos`` (seq ``s``, ``hash_at``, ``prev_at``) is out of sequence,
+    the entries before it contiguous from ``base_seq``: a gap, a duplicate, or a fork
+    (``own``: its own failure, reported instead of a fork). ``hash_of(j)`` and
+    ``prev_of(j)`` read entry j before it (the whole file's columns, or what a stream
+    kept)."""
     e = base_seq + pos + 1
     if s > e:
         return "seq_gap", f"expected seq {e}, got {s} ({s - e} missing)"
@@ -896,14 +890,14 @@ def _classify_seq(
             if s >= 1 else f"expected seq {e}, got {s}"
         )
     j = s - base_seq - 1  # where seq s already stands (the prefix before pos is contiguous)
-    if cols.hash[pos] == cols.hash[j]:
+    if hash_at == hash_of(j):
         return "duplicate_seq", f"expected seq {e}, got {s} again (an identical copy of it)"
-    if cols.prev_hash[pos] == cols.prev_hash[j]:
+    if prev_at == prev_of(j):
         if own is not None:
             return own[1], own[2]
         return "fork", (
             f"expected seq {e}, got a second validly signed seq {s} with the same prev_hash: "
-            f"hash {cols.hash[pos]} forks from {cols.hash[j]}"
+            f"hash {hash_at} forks from {hash_of(j)}"
         )
     return "duplicate_seq", f"expected seq {e}, got {s} again (a different entry)"
 
