@@ -634,6 +634,29 @@ def test_match_labels_sample_annotated_verdicts_and_disagree_as_stated(
     assert lo <= int(wrong.sum()) <= hi, (int(wrong.sum()), len(j))
 
 
+def test_the_double_matched_share_adds_second_answers_and_moves_nothing_else() -> None:
+    """Its own random streams: the second person's rows are added, nothing else moves."""
+    from truss_lab.simulate import simulate_matching
+
+    key = ["verdict_hash", "extractor", "lesson_index"]
+    one = simulate_matching(300, seed=5, match_verdicts=20)  # default: no second person
+    two = simulate_matching(300, seed=5, match_verdicts=20, match_double_share=0.5)
+    assert one.match_labels.groupby(key).size().max() == 1
+    merged = two.match_labels.merge(one.match_labels, how="left", indicator=True)
+    extra = merged[merged["_merge"] == "left_only"]
+    assert len(two.match_labels) - len(extra) == len(one.match_labels)
+    assert 0 < extra.verdict_hash.nunique() <= 10 and len(extra) > 0
+    # Every second answer is on a lesson the first person answered, by the other person.
+    first = one.match_labels.set_index(key)["annotator"]
+    assert set(extra.set_index(key).index) <= set(first.index)
+    assert (extra.set_index(key)["annotator"] != first.reindex(
+        extra.set_index(key).index)).all()
+    pd.testing.assert_frame_equal(one.match_truth, two.match_truth)
+    pd.testing.assert_frame_equal(one.lessons, two.lessons)
+    with pytest.raises(BadInputError, match="match_double_share"):
+        simulate_matching(300, seed=5, match_double_share=1.5)
+
+
 def test_match_knobs_and_the_in_memory_study(tmp_path: Path) -> None:
     from truss_lab.simulate import simulate_matching
 

@@ -65,6 +65,7 @@ if typing.TYPE_CHECKING:
         run_match_labels,
     )
     from ._objective import Objective
+    from ._people import PeopleAgreement, PeopleUncheckedWarning, people_agreement
     from ._ppi import PeopleMatcher, PPIData, ppi_bootstrap, ppi_data, ppi_sweep
     from ._queue import labelling_queue, match_queue, whole_verdict_queue
     from ._runs import (
@@ -106,7 +107,9 @@ __all__ = [
     "MatchAgreement",
     "Objective",
     "PPIData",
+    "PeopleAgreement",
     "PeopleMatcher",
+    "PeopleUncheckedWarning",
     "ReferenceTruth",
     "RunEvaluation",
     "SliceAnalysis",
@@ -148,6 +151,7 @@ __all__ = [
     "mcnemar_exact",
     "parse_judgement",
     "parse_similarities",
+    "people_agreement",
     "people_matches",
     "people_truth",
     "ppi_bootstrap",

@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..core._errors import BadInputError
 from ..store._store import Store
-from ._matches import people_matches
+from ._matches import people_matches, run_match_labels
+from ._people import unchecked_people, warn_unchecked
 from ._ppi import (
     PartialLabelsWarning,
     PPIData,
@@ -42,7 +43,10 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
     ``ppi`` refuses them, ``auto`` leaves the run uncorrected with a
     :class:`~truss_lab.evaluate._ppi.PartialLabelsWarning` saying why. References are
     corrected by the people's match labels (``truth.match_labels``: the store's table, a
-    §5 path or a frame), a judge by the gold labels (``truth.gold_labels``)."""
+    §5 path or a frame), a judge by the gold labels (``truth.gold_labels``). A correction
+    whose people were never checked against each other (no lesson answered by two of
+    them) says so once per truth, in one line
+    (:class:`~truss_lab.evaluate._people.PeopleUncheckedWarning`)."""
     mode = truth.correct
     if mode == "none":
         return None
@@ -72,6 +76,13 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
                    if truth.kind == "references" else "gold labels (`truss-lab ingest labels`)")
         raise BadInputError(f"people answered for no verdict run {run_id!r} is judged on: "
                             f"correct='ppi' needs {answers}", field="correct")
+    if data is not None:
+        # Once per truth (a comparison corrects two runs, a sweep asks more than once).
+        # The rows the correction read, not read again.
+        truth.memo(("unchecked",), lambda: warn_unchecked(unchecked_people(
+            store, *(("match labels", _match_rows(store, truth)) if truth.kind == "references"
+                     else ("gold labels", truth.gold().label_rows)),
+            run_id)))
     return data
 
 
@@ -79,7 +90,12 @@ def _people(store: Store, truth: Truth, run_id: str) -> pd.DataFrame:
     """The people's answers on ``run_id``'s lessons (:func:`people_matches` of the truth's
     match labels), read once per run."""
     return truth.memo(("people", run_id), lambda: people_matches(
-        store, truth.match_labels, run_id=run_id, record=truth.record(run_id)))
+        store, _match_rows(store, truth), run_id=run_id, record=truth.record(run_id)))
+
+
+def _match_rows(store: Store, truth: Truth) -> pd.DataFrame:
+    """The truth's people's match labels (:func:`run_match_labels`), read once."""
+    return truth.memo(("match rows",), lambda: run_match_labels(store, truth.match_labels))
 
 
 def _people_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth,

@@ -42,6 +42,14 @@ with the share, and adding an extractor leaves the others' rows unchanged. The
 true assignment of every such lesson of every annotated verdict is written the
 same way, annotator ``simulator-truth``.
 
+**Double-matched share.** A share ``double_share`` of the matched verdicts (drawn from
+their own stream, ``stream(seed, 5, name_key("double-matched"))``) is matched by the
+other person too, so that people can be checked against people (``truss-lab
+match-agreement RUN --between-people``): they answer every lesson of it as the first
+person does, wrong with the same probability, each answer from a stream per extractor
+(``stream(seed, 5, name_key("double-matched"), name_key(name))``). These streams are
+new: every row a person gave before is unchanged, the second person's rows are added.
+
 A drawn verdict on which no extractor wrote a lesson a reader sees has no row, yet
 it was drawn: so the people's file carries §5's ``inclusion_probability`` column,
 the drawn verdicts over the annotated ones, equal on every row (a simple random
@@ -65,7 +73,11 @@ from ._completions import (
     TEXT_NAMES,
     Completions,
 )
-from ._defaults import DEFAULT_MATCH_DISAGREEMENT, DEFAULT_MATCH_SHARE
+from ._defaults import (
+    DEFAULT_MATCH_DISAGREEMENT,
+    DEFAULT_MATCH_DOUBLE_SHARE,
+    DEFAULT_MATCH_SHARE,
+)
 from ._verdicts import Verdicts
 from ._words import (
     CHECKS,
@@ -83,6 +95,7 @@ __all__ = [
     "ANNOTATED_SHARE",
     "BOTH_SHARE",
     "DEFAULT_MATCH_DISAGREEMENT",
+    "DEFAULT_MATCH_DOUBLE_SHARE",
     "DEFAULT_MATCH_SHARE",
     "LESSON_TRUTH_HEADER",
     "MATCH_LABELS_HEADER",
@@ -247,16 +260,19 @@ MATCH_LABELS_HEADER = "verdict_hash,extractor,lesson_index,reference_id,annotato
 MATCH_PEOPLE_HEADER = MATCH_LABELS_HEADER + ",inclusion_probability"
 MATCH_PEOPLE = ("person-1", "person-2")
 MATCH_TRUTH_ANNOTATOR = "simulator-truth"
+_DOUBLE = name_key("double-matched")
 
 
 def match_rows(
     seed: Seed, comps: Sequence[Completions], names: Sequence[str], hashes: Sequence[str],
     references: dict[str, list[str]], *, n_matched: int, disagreement: float,
+    double_share: float = 0.0,
 ) -> tuple[list[str], list[str], int]:
     """CSV rows (without header) of match_labels.csv (:data:`MATCH_PEOPLE_HEADER`: the
     people's answers on ``n_matched`` random annotated verdicts) and match_truth.csv
     (:data:`MATCH_LABELS_HEADER`: the true answer for every annotated verdict), and the
-    number of answers that are wrong.
+    number of answers that are wrong. A share ``double_share`` of the matched verdicts
+    (rounded) is matched by the second person too (module docstring).
 
     ``references`` maps each annotated verdict's hash to its reference ids (every
     annotator's, without ``none``); both files are ordered by verdict, extractor, lesson.
@@ -270,12 +286,21 @@ def match_rows(
     person = np.full(len(hashes), -1, dtype=np.int64)
     person[ann_idx] = (rng.random(ann_idx.shape[0]) < 0.5).astype(np.int64)
     incl = f"{n_matched / max(ann_idx.shape[0], 1):.10g}"
-    people: list[tuple[int, int, int, str]] = []
+    # Which matched verdicts a second person matches: a stream of its own, so that every
+    # draw above (and every row the first person gives) stays what it was.
+    matched_idx = ann_idx[order[:n_matched]]
+    double = np.zeros(len(hashes), dtype=bool)
+    n_double = round(float(double_share) * n_matched)
+    pick = np.argsort(stream(seed, 5, _DOUBLE).random(matched_idx.shape[0]), kind="stable")
+    double[matched_idx[pick[:n_double]]] = True
+    people: list[tuple[int, int, int, int, str]] = []
     truth: list[tuple[int, int, int, str]] = []
     n_wrong = 0
     for k, c in enumerate(comps):
         r = stream(seed, 5, name_key(names[k]))
         u_flip, u_pick = r.random(c.comp.shape[0]), r.random(c.comp.shape[0])
+        r2 = stream(seed, 5, _DOUBLE, name_key(names[k]))
+        u_flip2, u_pick2 = r2.random(c.comp.shape[0]), r2.random(c.comp.shape[0])
         seen = np.isin(c.text_kind, PARSEABLE)[c.comp] & annotated[c.comp]
         for i in np.flatnonzero(seen).tolist():
             vi, li = int(c.comp[i]), int(c.index[i])
@@ -286,13 +311,17 @@ def match_rows(
             truth.append((*key, f"{hashes[vi]},{names[k]},{li},{true},{MATCH_TRUTH_ANNOTATOR}"))
             if not sampled[vi]:
                 continue
-            answer = true
             wrong = [x for x in refs if x != true] + ([""] if true else [])
-            if c.text_defect[i] == 0 and wrong and u_flip[i] < disagreement:
-                answer = wrong[int(u_pick[i] * len(wrong))]
-                n_wrong += 1
-            people.append((*key, f"{hashes[vi]},{names[k]},{li},{answer},"
-                                 f"{MATCH_PEOPLE[int(person[vi])]},{incl}"))
-    people.sort(key=lambda x: x[:3])
+            who = [(int(person[vi]), u_flip[i], u_pick[i])]
+            if double[vi]:
+                who.append((1 - int(person[vi]), u_flip2[i], u_pick2[i]))
+            for pi, flip, pick_u in who:
+                answer = true
+                if c.text_defect[i] == 0 and wrong and flip < disagreement:
+                    answer = wrong[int(pick_u * len(wrong))]
+                    n_wrong += 1
+                people.append((*key, pi, f"{hashes[vi]},{names[k]},{li},{answer},"
+                                         f"{MATCH_PEOPLE[pi]},{incl}"))
+    people.sort(key=lambda x: x[:4])
     truth.sort(key=lambda x: x[:3])
-    return [x[3] for x in people], [x[3] for x in truth], n_wrong
+    return [x[4] for x in people], [x[3] for x in truth], n_wrong

@@ -68,6 +68,7 @@ from ..extract._parser import parse_completion
 from ..journal._crypto import GENESIS_HASH, SigningKey, build_entry, load_keyring, save_keyring
 from ._annotations import (
     DEFAULT_MATCH_DISAGREEMENT,
+    DEFAULT_MATCH_DOUBLE_SHARE,
     DEFAULT_MATCH_SHARE,
     LESSON_TRUTH_HEADER,
     MATCH_LABELS_HEADER,
@@ -277,6 +278,14 @@ def _check_match(match_share: Any, match_verdicts: Any, disagreement: Any,
     return round(float(match_share) * n_annotated)
 
 
+def _check_double(share: Any) -> float:
+    if (isinstance(share, bool) or not isinstance(share, int | float)
+            or not 0.0 <= float(share) <= 1.0):
+        raise BadInputError(f"match_double_share must be in [0, 1], got {share!r}",
+                            field="match_double_share")
+    return float(share)
+
+
 @dataclass
 class _Built:
     """Every file's text of one simulation (or one block of it), before it is written."""
@@ -303,6 +312,7 @@ class _Built:
 def _build(runs: int, seed: Seed, extractors: Sequence[str | ExtractorProfile],
            match_share: float, match_verdicts: int | None,
            match_disagreement: float, *,
+           match_double_share: float = DEFAULT_MATCH_DOUBLE_SHARE,
            after: tuple[int, str, int, int] = (1, GENESIS_HASH, 0, 0)) -> _Built:
     """One simulation's data, or (``seed`` = ``(seed, block)``, ``after`` the
     :func:`_continuation` of the block before) the next block of a long one."""
@@ -326,7 +336,8 @@ def _build(runs: int, seed: Seed, extractors: Sequence[str | ExtractorProfile],
     n_matched = _check_match(match_share, match_verdicts, match_disagreement, len(refs))
     people, mtruth, n_wrong = match_rows(
         seed, comps, names, hashes, {h: sorted(ids) for h, ids in refs.items()},
-        n_matched=n_matched, disagreement=float(match_disagreement))
+        n_matched=n_matched, disagreement=float(match_disagreement),
+        double_share=_check_double(match_double_share))
     return _Built(seed, key, v, hashes, profiles, comps, jlines, clines, lab_rows,
                   truth_rows, ref_lines, people, mtruth, n_matched, n_wrong,
                   first_seq=first_seq, first_contract=contracts)
@@ -476,7 +487,8 @@ def _continuation(b: _Built) -> tuple[int, str, int, int]:
 
 
 def _blocks(held: list[_Built], runs: int, extractors: Sequence[str | ExtractorProfile],
-            match_share: float, match_disagreement: float) -> Iterator[_Built]:
+            match_share: float, match_disagreement: float,
+            match_double_share: float) -> Iterator[_Built]:
     """Block 0 (drawn already, handed over in ``held``, which this empties so that
     nothing else keeps it), then the blocks after it up to ``runs``; only the block
     yielded last is referenced here."""
@@ -488,7 +500,7 @@ def _blocks(held: list[_Built], runs: int, extractors: Sequence[str | ExtractorP
         yield b
         del b  # dropped before the next block is drawn
         b = _build(min(BLOCK_VERDICTS, runs - lo), (seed, k), extractors, match_share, None,
-                   match_disagreement, after=after)
+                   match_disagreement, match_double_share=match_double_share, after=after)
     yield b
 
 
@@ -502,6 +514,7 @@ def simulate(
     match_share: float = DEFAULT_MATCH_SHARE,
     match_verdicts: int | None = None,
     match_disagreement: float = DEFAULT_MATCH_DISAGREEMENT,
+    match_double_share: float = DEFAULT_MATCH_DOUBLE_SHARE,
     force: bool = False,
     slice_effect: str | None = None,
 ) -> SimulationResult:
@@ -524,7 +537,9 @@ def simulate(
     ``truth_samples.csv``: k samples per verdict (below); the other files do
     not change with it. People match the lessons of ``match_verdicts`` annotated
     verdicts (default: a share ``match_share`` of them), each answer wrong with
-    probability ``match_disagreement`` (``_annotations``); only the two match files
+    probability ``match_disagreement`` (``_annotations``); a share
+    ``match_double_share`` of those verdicts is matched by a second person too (people
+    checked against people; the bundled sample's is 0.3); only the two match files
     change with these. ``slice_effect`` (a domain, e.g. ``"deployment"``, the bundled
     sample's) plants a slice effect: the first extractor ranks its lessons upside down
     on that domain's verdicts (``ExtractorProfile.reversed_domain``: their saliences
@@ -548,6 +563,9 @@ def simulate(
         The number of those verdicts instead (one block of verdicts at most).
     match_disagreement : float
         Chance that a person's match answer is wrong.
+    match_double_share : float, default 0.0
+        Share of the matched verdicts a second person matches too (their answers from
+        streams of their own: every first answer stays what it was).
     force : bool, default False
         Replace another dataset's files in ``out_dir``.
     slice_effect : str, optional
@@ -573,7 +591,7 @@ def simulate(
                             "match_share instead", field="match_verdicts")
     # The first block is drawn before the folder is made: a bad argument writes nothing.
     first = _build(min(runs, BLOCK_VERDICTS), seed, extractors, match_share, match_verdicts,
-                   match_disagreement)
+                   match_disagreement, match_double_share=match_double_share)
     files = [*FILES, *(SAMPLE_FILES if samples > 1 else ())]
     out = Path(out_dir)
     key, names = first.key, [p.name for p in first.profiles]
@@ -581,7 +599,8 @@ def simulate(
     held = [first]
     del first
     t = _write_dataset(out, files, stale, _blocks(held, runs, extractors, match_share,
-                                                   match_disagreement), samples)
+                                                   match_disagreement, match_double_share),
+                       samples)
     return _result(out, files, runs, key.key_id, names, t)
 
 
@@ -678,13 +697,15 @@ def simulate_matching(
     match_verdicts: int | None = None,
     match_disagreement: float = DEFAULT_MATCH_DISAGREEMENT,
     extractors: Sequence[str | ExtractorProfile] = DEFAULT_EXTRACTORS,
+    match_double_share: float = DEFAULT_MATCH_DOUBLE_SHARE,
 ) -> SimulatedMatching:
     """The data :func:`simulate` would write for these arguments, as frames and without
     touching the disk: a replicate of a matcher or correction study (one per ``seed``;
     ``simulate(out, runs=n_verdicts, seed=seed, ...)`` writes the same data as files).
 
     ``match_verdicts`` (or ``match_share`` of the annotated verdicts) are matched by
-    simulated people, each answer wrong with probability ``match_disagreement``.
+    simulated people, each answer wrong with probability ``match_disagreement``; a share
+    ``match_double_share`` of them by a second person too.
 
     Parameters
     ----------
@@ -700,6 +721,8 @@ def simulate_matching(
         Chance that a person's match answer is wrong.
     extractors : sequence of str or ExtractorProfile
         The simulated extractors.
+    match_double_share : float, default 0.0
+        Share of the matched verdicts a second person matches too.
 
     Returns
     -------
@@ -712,7 +735,8 @@ def simulate_matching(
         A bad size or seed.
     """
     runs, seed, _ = _check_sizes(n_verdicts, seed, 1)
-    b = _build(runs, seed, extractors, match_share, match_verdicts, match_disagreement)
+    b = _build(runs, seed, extractors, match_share, match_verdicts, match_disagreement,
+               match_double_share=match_double_share)
     refs = pd.DataFrame([json.loads(x) for x in b.ref_lines],
                         columns=["verdict_hash", "reference_id", "text", "evidence", "annotator"])
     annotated = set(refs["verdict_hash"])
@@ -754,6 +778,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="share of the annotated verdicts whose lessons simulated people match")
     ap.add_argument("--match-disagreement", type=float, default=DEFAULT_MATCH_DISAGREEMENT,
                     help="probability that a person's match answer is wrong")
+    ap.add_argument("--match-double-share", type=float, default=DEFAULT_MATCH_DOUBLE_SHARE,
+                    help="share of the matched verdicts that a second person matches too")
     ap.add_argument("--slice-effect", metavar="DOMAIN", default=None,
                     help="plant a slice effect: the first extractor ranks its lessons upside "
                          "down on this domain's verdicts (the bundled sample: deployment)")
@@ -765,7 +791,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         res = simulate(args.out, runs=args.runs, seed=args.seed,
                        extractors=args.extractors or DEFAULT_EXTRACTORS, samples=args.samples,
                        match_share=args.match_share, match_disagreement=args.match_disagreement,
-                       force=args.force, slice_effect=args.slice_effect)
+                       match_double_share=args.match_double_share, force=args.force,
+                       slice_effect=args.slice_effect)
     except TrussLabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -107,7 +107,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "match-agreement": ("label:match_agreement_cmd", "A matcher's pair precision, pair recall "
                                                      "and matched-flag kappa against people's "
                                                      "match labels, on the lessons people "
-                                                     "matched "
+                                                     "matched; with --between-people, how far "
+                                                     "the people agree with each other "
                                                      "(docs/how-to/correct-with-people.md)."),
     "match": ("label:match", "Match a run's lessons to reference lessons with a model; record "
                              "its calls."),

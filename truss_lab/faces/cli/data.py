@@ -14,7 +14,11 @@ import click
 
 from ...core._errors import TrussLabError
 from ...ingest._schemas import SCHEMA_NAMES
-from ...simulate._defaults import DEFAULT_MATCH_DISAGREEMENT, DEFAULT_MATCH_SHARE
+from ...simulate._defaults import (
+    DEFAULT_MATCH_DISAGREEMENT,
+    DEFAULT_MATCH_DOUBLE_SHARE,
+    DEFAULT_MATCH_SHARE,
+)
 from .common import (
     EXIT_BAD_LINES,
     check_output_file,
@@ -58,6 +62,10 @@ def init(db: str) -> None:
               type=click.FloatRange(0, 1),
               help="Probability that a simulated person's match answer is wrong (when a "
                    "wrong one exists).")
+@click.option("--match-double-share", default=DEFAULT_MATCH_DOUBLE_SHARE, show_default=True,
+              type=click.FloatRange(0, 1),
+              help="Share of the matched verdicts that a second simulated person matches "
+                   "too, so people can be checked against people (the bundled sample: 0.3).")
 @click.option("--slice-effect", metavar="DOMAIN", default=None,
               help="Plant a slice effect: the first extractor ranks its lessons upside down "
                    "on this domain's verdicts (the bundled sample: deployment).")
@@ -65,7 +73,8 @@ def init(db: str) -> None:
               help="Replace another dataset's files in --out instead of refusing.")
 @friendly
 def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
-             match_disagreement: float, slice_effect: str | None, force: bool) -> None:
+             match_disagreement: float, match_double_share: float, slice_effect: str | None,
+             force: bool) -> None:
     """Write a synthetic dataset: signed verdicts, completions, labels and their truth.
 
     Files: journal.jsonl (signed verdicts), keys.json (its keyring), completions.jsonl
@@ -77,7 +86,8 @@ def simulate(out: str, n_verdicts: int, random_state: int, match_share: float,
     from ...simulate import simulate as run_simulation
 
     r = run_simulation(out, runs=n_verdicts, seed=random_state, match_share=match_share,
-                       match_disagreement=match_disagreement, force=force,
+                       match_disagreement=match_disagreement,
+                       match_double_share=match_double_share, force=force,
                        slice_effect=slice_effect)
     click.echo(f"{out}: {r.n_verdicts} verdicts, {r.n_completions} completions of "
                f"{len(r.defects)} extractors ({r.n_unparseable} unparseable), "

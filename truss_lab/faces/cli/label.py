@@ -352,18 +352,42 @@ def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
               help="Reference lessons JSONL instead of the database's reference_lessons.")
 @click.option("--score", default="salience", show_default=True,
               help="Score ordering the one-to-one assignment (a candidates column).")
+@click.option("--between-people", is_flag=True,
+              help="People against people instead of a matcher: Cohen's kappa (Fleiss' for "
+                   "three or more people) and raw agreement of the match labels and of the "
+                   "gold labels on the run's lessons two or more people answered, with "
+                   "verdict-bootstrap intervals.")
+@labels_option("Gold labels CSV instead of the labels table (with --between-people).")
 @n_boot_option(DEFAULT_N_BOOT, "Verdict-bootstrap replicates.")
 @random_state_option("Seed of the verdict bootstrap behind the intervals.")
 @json_option
 @friendly
 def match_agreement_cmd(run_id: str, db: str, matcher: str, base_url: str | None,
                         match_threshold: float | None, match_labels_path: str | None,
-                        references_path: str | None, score: str, n_boot: int,
-                        random_state: int, as_json: bool) -> None:
+                        references_path: str | None, score: str, between_people: bool,
+                        labels_path: str | None, n_boot: int, random_state: int,
+                        as_json: bool) -> None:
     """A matcher's pair precision, pair recall and matched-flag kappa against people's
-    match labels, on the lessons people matched (docs/how-to/correct-with-people.md)."""
+    match labels, on the lessons people matched; with --between-people, how far the
+    people agree with each other (docs/how-to/correct-with-people.md)."""
     from ...evaluate._matches import match_agreement
     from ...store._store import open_store
+
+    if between_people:
+        from ...evaluate._people import people_agreement
+
+        with read_store(db, must_exist=True) as store:
+            agree = people_agreement(store, run_id, match_labels=match_labels_path,
+                                     labels=labels_path, n_boot=n_boot,
+                                     random_state=random_state)
+        if not agree.checked("match labels"):
+            raise BadInputError(
+                f"no lesson of run {run_id!r} was matched by two people, so people cannot "
+                "be checked against people: have a second person answer a share of the matched "
+                "verdicts (a copy of the match queue, their name in `annotator`), then "
+                "`truss-lab ingest match-labels` it", field="--between-people")
+        emit(agree.to_dict(), as_json, repr(agree))
+        return
 
     with (open_store(db, must_exist=True) if matcher_calls_model(matcher)
           else read_store(db, must_exist=True)) as store:
