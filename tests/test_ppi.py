@@ -166,7 +166,8 @@ def brute(ya, sa, ga, ja, yh, sh, gh, jh, inv_pi, lam, thresholds):
             if not np.isnan(ss) and ss >= t and jj:
                 judged += w
                 tp += w * yy
-        out.append((tp, judged))
+        # The true kept lessons cannot outnumber the judged ones (_ppi._ratios).
+        out.append((min(tp, judged) if judged >= 0 else tp, judged))
     pos = sum(lam * (1 - inv_pi.get(gg, 0.0)) * yy * jj
               for yy, gg, jj in zip(ya, ga, ja, strict=True))
     pos += sum(inv_pi[gg] * yy * jj for yy, gg, jj in zip(yh, gh, jh, strict=True))

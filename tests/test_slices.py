@@ -192,6 +192,15 @@ def test_display_draws_slices_as_rows(by_tag) -> None:
     assert "deployment" in d.discoveries_
     labels = [t.get_text() for t in d.axes_["precision"].get_yticklabels()]
     assert labels[0] == ALL and "* deployment" in labels  # the whole run on top
+    # Each interval is drawn from its low to its high end, apart from its point: a
+    # slice's own threshold can lie outside the interval of the replicates' choices.
+    rows = d.rows()
+    spans = {tuple(np.round(line.get_xdata(), 9)) for line in d.axes_["own_threshold"].lines
+             if len(line.get_xdata()) == 2}
+    drawn = rows[np.isfinite(rows["own_threshold_low"])]
+    assert len(drawn) and all((round(lo, 9), round(hi, 9)) in spans for lo, hi in
+                              zip(drawn["own_threshold_low"], drawn["own_threshold_high"],
+                                  strict=True))
     text = repr(d)
     assert text.splitlines()[0].startswith(f"run {GOOD}: 39 slices by tag")
     assert any(line.startswith("* deployment") for line in format_slices(by_tag))

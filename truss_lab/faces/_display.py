@@ -1288,8 +1288,10 @@ class SliceDisplay:
                 color = ("black" if r["slice"] == ALL else "tab:red" if r["discovery"]
                          else "tab:blue" if r["tested"] else "0.6")
                 if np.isfinite(lo[i]) and np.isfinite(hi[i]) and np.isfinite(v[i]):
-                    a.errorbar(v[i], y[i], xerr=[[v[i] - lo[i]], [hi[i] - v[i]]], fmt="o",
-                               color=color, capsize=3, ms=4)
+                    # The interval and the point drawn apart: a choice's bootstrap interval
+                    # (the replicates' own choices) need not hold the choice itself.
+                    a.plot([lo[i], hi[i]], [y[i], y[i]], "|-", color=color, ms=6, lw=1.2)
+                    a.plot(v[i], y[i], "o", color=color, ms=4)
                 elif np.isfinite(v[i]):
                     a.plot(v[i], y[i], "o", mfc="none", color=color, ms=4)
             if np.isfinite(whole[col]):
