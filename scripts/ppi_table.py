@@ -129,6 +129,9 @@ def ppi_table(disagreement: float | None, matchers: list[tuple[str, object]],
         truth_rows["lesson_index"] = truth_rows["lesson_index"].astype(int)
         said = pd.read_csv(everywhere, dtype=str, keep_default_na=False)
         said["lesson_index"] = said["lesson_index"].astype(int)
+        # One answer per lesson, as the correction reads the sample's (a share of the
+        # verdicts answered by both people: their majority, a disagreement a tie).
+        said = people_matches(store, said)
         for ex in EXTRACTORS:
             rid = sample_run_id(ex)
             mine = truth_rows[truth_rows["extractor"] == ex]

@@ -138,8 +138,10 @@ def test_people_truth_is_the_reference_truth_of_their_answers(store: Store) -> N
     pm = people_matches(store, run_id=GOOD)
     assert set(truth.verdicts) <= set(pm["verdict_hash"])
     les = _lessons(store, set(pm["verdict_hash"]))
+    said = pm[~pm["tied"]]  # a lesson the people split on claims nothing
+    assert len(said) == len(pm) - 1  # the sample's one on the good run
     by_hand = _people_pairs(les, {(h, int(i)): r for h, i, r in zip(
-        pm["verdict_hash"], pm["lesson_index"], pm["reference_id"], strict=True)})
+        said["verdict_hash"], said["lesson_index"], said["reference_id"], strict=True)})
     lessons = truth.lessons
     got = {(h, int(i)): r for h, i, r, y in zip(lessons["verdict_hash"],
                                                 lessons["lesson_index"],
@@ -153,15 +155,20 @@ def test_tied_lessons_are_left_out(store: Store) -> None:
     rows = store.sql("SELECT verdict_hash, extractor_id AS extractor, lesson_index, "
                      "reference_id, annotator FROM match_labels").df()
     before = match_agreement(store, GOOD, match_labels=rows, n_boot=10)
-    first = before.pairs.iloc[0]
-    mine = rows[(rows["verdict_hash"] == first["verdict_hash"])
-                & (rows["lesson_index"] == first["lesson_index"])]
+    # A lesson one person answered (the sample has a share answered by both).
+    per = rows.groupby(["verdict_hash", "extractor", "lesson_index"]).size()
+    first = next(p for p in before.pairs.itertuples()
+                 if per[(p.verdict_hash, "sim-good-v1", p.lesson_index)] == 1)
+    mine = rows[(rows["verdict_hash"] == first.verdict_hash)
+                & (rows["lesson_index"] == first.lesson_index)]
     other = "" if mine["reference_id"].iloc[0] else "r1"  # any other answer: a 1-1 tie
-    tie = pd.DataFrame({"verdict_hash": [first["verdict_hash"]], "extractor": ["sim-good-v1"],
-                        "lesson_index": [first["lesson_index"]], "reference_id": [other],
+    tie = pd.DataFrame({"verdict_hash": [first.verdict_hash], "extractor": ["sim-good-v1"],
+                        "lesson_index": [first.lesson_index], "reference_id": [other],
                         "annotator": ["someone-else"]})
     after = match_agreement(store, GOOD, match_labels=pd.concat([rows, tie]), n_boot=10)
-    assert (after.counts["n"], after.counts["lessons_tied"]) == (before.counts["n"] - 1, 1)
+    # The sample's own: the two people split on one lesson of the good run.
+    assert before.counts["lessons_tied"] == 1
+    assert (after.counts["n"], after.counts["lessons_tied"]) == (before.counts["n"] - 1, 2)
 
 
 def test_the_bootstrap_is_reproducible_by_seed(store: Store) -> None:

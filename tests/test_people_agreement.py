@@ -91,6 +91,22 @@ def test_gold_labels_of_the_sample_agree_as_sklearn_says(sample_good_run: Path) 
     assert row["kappa_low"] < row["kappa"] < row["kappa_high"]
 
 
+def test_match_agreement_between_people_on_the_sample(sample_good_run: Path) -> None:
+    """What must be shown: people's agreement with an interval on the bundled sample,
+    whose simulated people both matched 30 of their 100 verdicts; a correction by them
+    says nothing of unchecked people."""
+    out = invoke_json("match-agreement", GOOD, "--db", sample_good_run, "--between-people",
+                      "--n-boot", "200")
+    match = next(a for a in out["agreement"] if a["labels"] == "match labels")
+    assert match["statistic"] == "Cohen's kappa" and match["people"] == "person-1, person-2"
+    assert (match["items"], match["verdicts"]) == (25, 14)  # the datasheet's
+    assert match["kappa_low"] < match["kappa"] <= match["kappa_high"] <= 1.0
+    assert match["agreement"] == pytest.approx(24 / 25)  # one first answer's error
+    r = invoke("sweep", GOOD, "--db", sample_good_run, "--truth", "references", "--correct",
+               "ppi", "--n-boot", "20")
+    assert r.exit_code == 0 and "never checked" not in r.output
+
+
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> dict[float, Path]:
     """Two small simulated studies with their good run: people matched once (share 0)

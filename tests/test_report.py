@@ -226,6 +226,9 @@ def test_report_by_a_judge(sample, tmp_path: Path) -> None:
                         truth="judge:flip@v1").read_text(encoding="utf-8")
     assert "<b>truth</b>: lessons judged by judge:flip@v1 (as asked) · correction " in text
     assert f"{rid}: ppi (people answered for" in text  # the gold labels correct the judge
+    # ... and how far the people behind that correction agree (match-agreement
+    # --between-people's line, the gold labels' here).
+    assert "<p>People against people (95% intervals, 20 verdict resamples): gold labels: " in text
     assert "Judged by the labels of judge:flip@v1." in text
     assert "<h4>calibration, by judge:flip@v1</h4>" in text
 

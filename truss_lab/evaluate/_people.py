@@ -273,7 +273,7 @@ def people_agreement(
     >>> agree = people_agreement(store, "good", n_boot=200)
     >>> agree.table[["labels", "statistic", "items", "verdicts", "kappa"]].round(3)
              labels      statistic  items  verdicts  kappa
-    0  match labels            NaN      0         0    NaN
+    0  match labels  Cohen's kappa     25        14  0.940
     1   gold labels  Cohen's kappa    444       328  0.638
     """
     extractor = verdicts = None

@@ -61,6 +61,7 @@ from ..evaluate._calibration import CalibrationReport
 from ..evaluate._choose import INTERVAL_LABELS, ThresholdChoice
 from ..evaluate._compare import DELTA_METRICS
 from ..evaluate._defaults import DEFAULT_CV, DEFAULT_N_BOOT, DEFAULT_OBJECTIVE
+from ..evaluate._people import people_agreement
 from ..evaluate._runs import (
     DEFAULT_TEST_SIZE,
     RunEvaluation,
@@ -780,8 +781,24 @@ def _calibration(store: Store, ev: RunEvaluation) -> CalibrationReport | None:
                            truth=ev.truth.corrected("ppi" if ev.ppi is not None else "none"))
 
 
+def _people_line(store: Store, rid: str, ev: RunEvaluation, *, n_boot: int,
+                 random_state: int) -> str:
+    """How far the people whose answers corrected the run agree with each other (the
+    line of ``match-agreement RUN --between-people``), when the run was corrected."""
+    if ev.correction == "none" or n_boot < 1:
+        return ""
+    kind = "match labels" if ev.truth.kind == "references" else "gold labels"
+    agree = people_agreement(store, rid, match_labels=ev.truth.match_labels,
+                             labels=ev.truth.gold_labels, n_boot=n_boot,
+                             random_state=random_state)
+    line = next(x.strip() for x in repr(agree).splitlines()[1:]
+                if x.strip().startswith(f"{kind}:"))
+    return (f"<p>People against people ({agree.confidence:.0%} intervals, {n_boot} verdict "
+            f"resamples): {esc(line)}.</p>")
+
+
 def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str,
-                cal: CalibrationReport | None) -> str:
+                cal: CalibrationReport | None, *, n_boot: int, random_state: int) -> str:
     """The sweep, PR and calibration of one run from its one evaluation (a note when
     the run has no truth)."""
     if isinstance(ev, BadInputError):
@@ -795,6 +812,7 @@ def _evaluation(store: Store, ev: RunEvaluation | BadInputError, rid: str,
                                  truth=truth.name, correction=ev.correction),
                  ).plot(ax=fig.subplots())
     parts = [f"<h3>{esc(rid)}</h3>", _truth_counts(store, rid, truth, ev.counts),
+             _people_line(store, rid, ev, n_boot=n_boot, random_state=random_state),
              png_img(fig, f"sweep of {rid}"), _sweep_rows(ev), choice_html(choice)]
     fig = bare_figure((5.5, 4.4), margins=_PR_MARGINS)
     # The curve of the run's own sweep (misses count in recall), with the
@@ -1113,7 +1131,8 @@ def report_html(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         sections.append(("sweep", "Sweep, precision-recall and calibration",
-                         "".join(_evaluation(store, ev, rid, cals.get(rid))
+                         "".join(_evaluation(store, ev, rid, cals.get(rid), n_boot=n_boot,
+                                             random_state=random_state)
                                  for rid, ev in evals.items())))
     if len(run_ids) >= 2:
         sections.append(("comparison", "Comparison",
