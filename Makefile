@@ -35,20 +35,23 @@ lab: $(VENV)/.installed
 # The suite: ruff, the tests (slow ones, the browser test and the real-server test
 # are separate targets), then every notebook executed top to bottom by nbmake.
 # One pytest-xdist worker per core (-n auto); --dist loadfile keeps a file's tests on
-# one worker, so its module fixtures are built once.
+# one worker, so its module fixtures are built once. A test of more than about 20 s of
+# CPU whose behaviour a faster test here also checks is marked slow (make test-slow,
+# which CI runs): docs/explanation/reliability.md says which.
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile \
 		-m "not slow and not realserver" --ignore=tests/browser --ignore=tests/realserver
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --nbmake notebooks
 
-# The nightly run: the slow-marked tests, and every Hypothesis test with its full
-# example count (the thorough profile, tests/builders/profiles.py); make test runs
-# the same Hypothesis tests on a tenth of the examples.
+# The slow-marked tests (end-to-end grids whose behaviour a faster test in make test
+# also checks, and the README's whole CLI quickstart), and every Hypothesis test with
+# its full example count (the thorough profile, tests/builders/profiles.py); make test
+# runs the same Hypothesis tests on a tenth of the examples. CI runs it (.ci/run).
 test-slow: $(VENV)/.installed-dev
 	HYPOTHESIS_PROFILE=thorough $(BIN)/python -m pytest -q -p no:cacheprovider \
-		-m "(slow or hypothesis) and not realserver" --ignore=tests/browser \
-		--ignore=tests/realserver
+		-n auto --dist loadfile -m "(slow or hypothesis) and not realserver" \
+		--ignore=tests/browser --ignore=tests/realserver
 
 $(VENV)/.installed-browser: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'

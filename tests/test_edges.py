@@ -343,6 +343,9 @@ def test_report_refuses_a_device_a_pipe_a_link_and_a_folder(run_db: Path,
     _untouched(py)
 
 
+# Slow (a whole report twice, about 30 s of CPU): the writer it fails in, write_output, is
+# the one sweep's and queue's full-disk tests above check under make test.
+@pytest.mark.slow
 def test_report_onto_a_full_disk_leaves_the_old_file(run_db: Path, tmp_path: Path) -> None:
     out_file = tmp_path / "report.html"
     out_file.write_text("before\n")

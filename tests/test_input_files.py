@@ -51,7 +51,10 @@ def test_a_named_pipe_with_no_writer_ends_in_one_line(db: Path, tmp_path: Path, 
     assert p.returncode != 0 or "0 added" in out, out
 
 
-@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+# /dev/urandom is slow-marked: it takes the path /dev/zero takes (refused by its file
+# type before a byte is read), ten more command start-ups; make test-slow runs it.
+@pytest.mark.parametrize("device", [
+    "/dev/zero", pytest.param("/dev/urandom", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name,argv", INPUTS, ids=[n for n, _ in INPUTS])
 def test_a_device_is_refused_in_one_line(db: Path, name: str, argv,  # type: ignore[no-untyped-def]
                                          device: str) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scripts import ppi_table
 
 README = (Path(__file__).resolve().parent.parent / "docs" / "explanation" / "ppi.md").read_text(
@@ -42,6 +44,7 @@ def test_every_ppi_interval_on_the_sample_holds_the_truth_and_the_readme_says_so
         assert want["people-matched verdicts"] == str(r["people-matched verdicts"])
 
 
+@pytest.mark.slow  # the script's table twice (about 20 s of CPU); make test-slow runs it
 def test_people_who_err_more_move_the_correction_with_them() -> None:
     """At 0.05 the people's own precision of the good extractor falls, and the corrected
     estimate follows it: the table's second truth is what ppi estimates."""

@@ -101,6 +101,9 @@ def test_python_quickstart_runs_from_any_directory_twice(tmp_path, monkeypatch) 
     assert keys[0] == keys[1] and (tmp_path / "researcher-1.key").exists()
 
 
+# Slow: the whole quickstart (35 commands, two reports, bootstraps of 200) is the suite's
+# longest test (about 2 minutes of CPU); make test-slow runs it and CI runs make test-slow.
+@pytest.mark.slow
 def test_cli_quickstart_and_sql_run_from_any_directory(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (block,) = blocks("sh", "CLI quickstart")
