@@ -86,7 +86,7 @@ def dataset(r: int, n_boot: int, t: float = DEFAULT_MIN_SALIENCE) -> list[dict[s
                         "predicted": float(pred[m].calibrated(_width(now, m)).width(len(pop))),
                         "model": float(pred[m].width(len(pop))), "actual": _width(full, m)})
         # ppi: a quarter of the people's sample predicts the width with all of it
-        auto = truth_of(les, sm.references, None, STRICT)
+        auto = truth_of(les, sm.references, "lexical", STRICT)
         # people are asked about the matchable verdicts (a lesson of the run to answer
         # for), as the match queue draws them
         frame = np.asarray(pd.unique(people_all["verdict_hash"]), dtype=object)

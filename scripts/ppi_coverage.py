@@ -50,9 +50,11 @@ from truss_lab.simulate import simulate_matching
 SEED = 260_000
 SIZES = (50, 100, 200)
 N_VERDICTS = 1200
-#: The automated truths corrected: the lexical matcher at its own threshold, and a
-#: strict one (0.45) that misses most paraphrases, as matchers do on real wording.
-MATCHERS = (("lexical", None), ("lexical@0.45", 0.45))
+#: The automated truths corrected: the lexical matcher at 0.22 (its threshold when these
+#: figures were drawn, before it was tuned against people; the study needs a matcher that
+#: misses pairs, not the best one), and a strict one (0.45) that misses most paraphrases,
+#: as matchers do on real wording.
+MATCHERS = (("lexical", 0.22), ("lexical@0.45", 0.45))
 
 
 def truth_of(lessons: pd.DataFrame, refs: pd.DataFrame, matcher: object,
@@ -96,7 +98,7 @@ def replicate(r: int, n_boot: int, t: float,
         pop = np.asarray(true.verdicts, dtype=object)
         samples = {n: rng.choice(pop, size=min(n, len(pop)), replace=False) for n in SIZES}
         for matcher, threshold in matchers:
-            auto = truth_of(les, sm.references, None, threshold)
+            auto = truth_of(les, sm.references, "lexical", threshold)
             y, s, g = auto.arrays()
             plain = bootstrap_metrics(y, s, g, thresholds=[t], n_boot=n_boot,
                                       random_state=r).table.iloc[0]

@@ -22,7 +22,7 @@ Per simulated extractor at gate threshold 0.70: precision and recall by
 instead (the sample's command with that rate; the same verdicts and draws): how far
 their errors move the corrected estimates.
 
-    .venv/bin/python -m scripts.ppi_table [--match-disagreement D]   # semantic rows need the extra
+    .venv/bin/python -m scripts.ppi_table [--match-disagreement D]
 """
 
 from __future__ import annotations
@@ -53,14 +53,7 @@ N_BOOT = 2000
 
 
 def _matchers() -> list[tuple[str, object]]:
-    out: list[tuple[str, object]] = [("lexical", None)]
-    try:
-        from truss_lab.score._matching import SemanticMatcher  # the optional extra
-
-        out.append(("semantic", SemanticMatcher()))
-    except Exception as exc:
-        print(f"semantic matcher unavailable ({exc}); its rows are left out")
-    return out
+    return [("lexical", "lexical"), ("semantic", "semantic")]
 
 
 def _samples(tmp: Path, disagreement: float | None) -> tuple[Path, Path]:
@@ -167,7 +160,8 @@ def ppi_table(disagreement: float | None, matchers: list[tuple[str, object]],
                         row[f"{tag} holds the people's"] = _holds(b, theirs["precision"],
                                                                   theirs["recall"])
             b = bootstrap_run(store, rid, thresholds=[t], n_boot=n_boot, random_state=0,
-                              truth=Truth.references(correct="ppi", match_labels=right)
+                              truth=Truth.references(matcher="lexical", correct="ppi",
+                                                     match_labels=right)
                               ).table.iloc[0]
             row["lexical + ppi, people without error P"] = _cell(b, "precision")
             row["lexical + ppi, people without error R"] = _cell(b, "recall")

@@ -25,13 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["truss_lab", *(f"truss_lab.{s}" for s in (
     "core", "store", "journal", "ingest", "score", "extract", "evaluate", "govern",
     "simulate", "faces"))]
-HEAVY = ("pandas", "pyarrow", "numpy", "matplotlib", "scipy", "sklearn", "truss_lab.evaluate._runs",
-         "truss_lab.extract._batch")
+HEAVY = ("pandas", "pyarrow", "numpy", "matplotlib", "scipy", "sklearn", "wordllama",
+         "tokenizers", "truss_lab.evaluate._runs", "truss_lab.extract._batch")
 #: What a command's --help may not import: the numerical, storage, validation, crypto,
-#: network and embedding libraries under every command.
+#: network and embedding libraries under every command (wordllama, the default matcher,
+#: and what it loads: a core dependency imported only when a matcher is built).
 HEAVY_FOR_HELP = ("pandas", "pyarrow", "numpy", "duckdb", "pydantic", "nacl", "httpx",
-                  "matplotlib", "scipy", "sklearn", "wordllama", "tqdm", "threadpoolctl",
-                  "rfc8785", "orjson")
+                  "matplotlib", "scipy", "sklearn", "wordllama", "tokenizers", "safetensors",
+                  "tqdm", "threadpoolctl", "rfc8785", "orjson")
 #: The modules of truss_lab a command's --help may import besides its own command
 #: module: the packages (lazy), the command line's shared options, and the light homes
 #: of the defaults and help texts those options show.

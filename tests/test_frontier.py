@@ -218,8 +218,10 @@ def test_judged_by_references_with_another_matcher(db: Path) -> None:
         boot = bootstrap_run(s, "f-replay-sim-good-v1", thresholds=[0.7], n_boot=100,
                              truth="references", matcher=SemanticMatcher(),
                              correct="ppi").table.iloc[0]
-        lexical = tl.frontier(s, ["f-replay-sim-good-v1"], truth="references", n_boot=100)
+        default = tl.frontier(s, ["f-replay-sim-good-v1"], truth="references", n_boot=100)
+        lexical = tl.frontier(s, ["f-replay-sim-good-v1"], n_boot=100,
+                              truth=tl.Truth.references(matcher="lexical"))
     row = out["runs"][0]
     assert (row["f1"], row["f1_low"], row["f1_high"]) == pytest.approx(
         (boot["f1"], boot["f1_low"], boot["f1_high"]), rel=1e-5)
-    assert lexical.matcher == "lexical"
+    assert default.matcher == "semantic" and lexical.matcher == "lexical"

@@ -37,9 +37,16 @@ from truss_lab.govern._decision import propose_threshold
 from truss_lab.ingest._ingest import ingest_match_labels
 from truss_lab.journal import get_entry, verify_chain
 from truss_lab.journal._crypto import SigningKey
+from truss_lab.score._matching import LexicalMatcher
 from truss_lab.store._store import Store
 
 GOOD, OVER = sample_run_id("sim-good-v1"), sample_run_id("sim-overconfident-v1")
+
+#: A matcher the people visibly correct: word overlap at 0.22 (its threshold before issue 36
+#: re-tuned it), which misses about half the sample's pairs. These tests are of the
+#: correction, so they need a biased matcher, not the best one.
+STRICT = LexicalMatcher()
+STRICT.match_threshold = 0.22
 
 
 def _rows(seed: int, n_verdicts: int = 120, per: int = 4):
@@ -130,10 +137,11 @@ def store(db: Path) -> Iterator[Store]:
         yield s
 
 
-def _own_matches(store: Store, run_id: str) -> pd.DataFrame:
-    """§5 match labels saying, for every lesson of the run, what the lexical matcher
-    said (inclusion probability 1): people equal to the automated truth."""
-    les = Truth.resolve(store, "references", [run_id]).judged(run_id).lessons
+def _own_matches(store: Store, run_id: str, matcher: object = None) -> pd.DataFrame:
+    """§5 match labels saying, for every lesson of the run, what ``matcher`` (default the
+    default one) said (inclusion probability 1): people equal to the automated truth."""
+    les = Truth.resolve(store, Truth.references(matcher=matcher), [run_id]).judged(
+        run_id).lessons
     return pd.DataFrame({"verdict_hash": les["verdict_hash"].astype(str),
                          "extractor": les["extractor_id"].astype(str),
                          "lesson_index": les["lesson_index"].astype(int),
@@ -154,14 +162,15 @@ def test_a_people_matcher_equal_to_the_automated_one_gives_the_uncorrected_choic
 
 
 def test_the_sample_choice_is_corrected_and_says_so(store):
-    kw = {"truth": "references", "n_boot": 50, "random_state": 0}
+    kw = {"truth": "references", "n_boot": 50, "random_state": 0, "matcher": STRICT}
     plain = choose_run_threshold(store, GOOD, correct="none", **kw)
     fixed = choose_run_threshold(store, GOOD, **kw)  # auto: people matched some verdicts
     assert fixed.split["correction"] == "ppi (people answered for 48 of 402 verdicts)"
-    # The lexical matcher halves precision on the sample's wording; people restore it.
+    # The strict lexical matcher halves precision on the sample's wording; people restore it.
     assert fixed.test["precision"] > plain.test["precision"] + 0.2
     assert _numbers(fixed) != _numbers(plain)
-    ev = evaluate_run(store, GOOD, n_boot=50, random_state=0, truth="references", bands=False)
+    ev = evaluate_run(store, GOOD, n_boot=50, random_state=0, bands=False,
+                      truth=Truth.references(matcher=STRICT))
     assert _numbers(ev.choice) == pytest.approx(_numbers(fixed), nan_ok=True)
     assert ev.correction == fixed.split["correction"]
 
@@ -229,7 +238,7 @@ def test_compare_by_people_on_every_verdict_is_the_plain_compare_on_their_truth(
 
 
 def test_compare_runs_corrects_both_runs_on_the_sample(store):
-    kw = {"truth": "references", "n_boot": 50, "threshold": 0.7}
+    kw = {"truth": "references", "n_boot": 50, "threshold": 0.7, "matcher": STRICT}
     plain = compare_runs(store, GOOD, OVER, correct="none", **kw)
     fixed = compare_runs(store, GOOD, OVER, **kw)
     assert plain.correction == "none" and plain.people_verdicts == (0, 0)
@@ -238,9 +247,9 @@ def test_compare_runs_corrects_both_runs_on_the_sample(store):
     assert fixed.people_verdicts == (48, 69)
     assert list(fixed.table.columns) == list(plain.table.columns)
     r, p = fixed.table.iloc[0], plain.table.iloc[0]
-    assert r["precision_a"] > p["precision_a"] + 0.2  # the lexical matcher's bias undone
+    assert r["precision_a"] > p["precision_a"] + 0.2  # the strict matcher's bias undone
     assert r["delta_f1_low"] <= r["delta_f1"] <= r["delta_f1_high"]
-    own = pd.concat([_own_matches(store, GOOD), _own_matches(store, OVER)])
+    own = pd.concat([_own_matches(store, GOOD, STRICT), _own_matches(store, OVER, STRICT)])
     same = compare_runs(store, GOOD, OVER, correct="ppi", match_labels=own, **kw).table
     for c in ("precision_a", "recall_b", "f1_a", "delta_f1", "success_a", "success_b"):
         assert same[c].iloc[0] == pytest.approx(p[c], rel=1e-9), c
@@ -268,12 +277,12 @@ def test_calibration_by_people_equal_to_the_matcher_is_the_uncorrected_one(store
 
 
 def test_calibration_on_the_sample_is_corrected_and_says_so(store):
-    plain = calibration_run(store, GOOD, truth="references", correct="none")
-    fixed = calibration_run(store, GOOD, truth="references", n_boot=200)
+    plain = calibration_run(store, GOOD, truth="references", correct="none", matcher=STRICT)
+    fixed = calibration_run(store, GOOD, truth="references", n_boot=200, matcher=STRICT)
     assert fixed.correction.startswith("ppi (people answered for 48 of 402")
     assert "correction 'ppi (people" in repr(fixed)
     before = fixed.tables["before"]
-    # The lexical matcher calls half the useful lessons useless: people lift the bins.
+    # The strict matcher calls half the useful lessons useless: people lift the bins.
     assert (before["observed_frequency"] > plain.tables["before"]["observed_frequency"]
             ).sum() >= 4
     assert fixed.summary.loc["before", "ece"] != plain.summary.loc["before", "ece"]
@@ -288,7 +297,7 @@ def test_cli_compare_and_calibrate_name_truth_matcher_and_correction(db: Path):
     cmp_ppi = invoke_json("compare", GOOD, OVER, *base, "--n-boot", "30")
     assert cmp_none["correction"] == "none" and cmp_ppi["correction"] == "ppi"
     assert cmp_ppi["people_verdicts"] == {GOOD: 48, OVER: 69}
-    assert cmp_ppi["matcher"] == "lexical" and cmp_ppi["truth"] == "references"
+    assert cmp_ppi["matcher"] == "semantic" and cmp_ppi["truth"] == "references"
     assert list(cmp_ppi["table"][0]) == list(cmp_none["table"][0])  # the same columns
     with Store(db, read_only=True) as s:
         direct = compare_runs(s, GOOD, OVER, truth="references", n_boot=30)
@@ -298,7 +307,7 @@ def test_cli_compare_and_calibrate_name_truth_matcher_and_correction(db: Path):
     assert f"correction: ppi (people answered for 48 of 402 verdicts of {GOOD}" in text
     cal = invoke_json("calibrate", GOOD, *base, "--n-boot", "50")
     assert cal["correction"] == "ppi" and cal["people_verdicts"] == 48
-    assert cal["matcher"] == "lexical"
+    assert cal["matcher"] == "semantic"
     plain = invoke_json("calibrate", GOOD, *base, "--correct", "none")
     assert plain["correction"] == "none" and plain["people_verdicts"] == 0
     assert list(plain["tables"]["before"][0]) == list(cal["tables"]["before"][0])
@@ -379,7 +388,7 @@ def test_cli_choose_is_sweeps_choice_corrected_or_not(db: Path):
     ppi = invoke_json("choose", GOOD, *args, "--correct", "ppi")
     assert (none["correction"], ppi["correction"]) == ("none", "ppi")
     assert (none["people_verdicts"], ppi["people_verdicts"]) == (0, 48)
-    assert ppi["matcher"] == "lexical" and ppi["truth"] == "references"
+    assert ppi["matcher"] == "semantic" and ppi["truth"] == "references"
     assert ppi["choice"]["threshold"] != none["choice"]["threshold"]
     assert ppi["choice"] == invoke_json("sweep", GOOD, *args)["choice"]  # auto: the same
     text = invoke("choose", GOOD, *args).output

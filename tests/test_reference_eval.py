@@ -15,13 +15,14 @@ from truss_lab.core._errors import BadInputError
 from truss_lab.evaluate._runs import choose_run_threshold, compare_runs, sweep_run
 from truss_lab.evaluate._truth import (
     ReferenceTruth,
+    Truth,
     judge_lessons,
     reference_sweep,
     reference_truth,
     run_references,
 )
 from truss_lab.faces._notebook import run_sample_extractions, sample_run_id
-from truss_lab.score._matching import match_lessons
+from truss_lab.score._matching import LexicalMatcher, match_lessons
 from truss_lab.store._store import Store
 
 WORDS = "cron dst job key api retry cache schema index deploy quota token".split()
@@ -166,12 +167,19 @@ def test_one_evaluation_any_truth(sample) -> None:
     by_labels = sweep_run(sample, good, thresholds=[0.7])
     by_refs = sweep_run(sample, good, thresholds=[0.7], truth="references")
     assert list(by_labels.columns) == list(by_refs.columns)
-    assert by_refs["precision"][0] > 0.4  # the lexical matcher misses paraphrases (README)
+    assert by_refs["precision"][0] > 0.7  # the default, semantic matcher (score without labels)
     with pytest.raises(BadInputError, match="no labelled"):
         compare_runs(sample, good, heur, n_boot=50)
     res = compare_runs(sample, good, heur, truth="references", n_boot=50)
     assert res.n_common == 402 and not res.only_in_a and not res.only_in_b
-    assert res.table["delta_f1_high"][0] < 0  # the heuristic is worse, by references
+    # B - A: by the default matcher the heuristic's one lesson per failed check (naming the
+    # check) is mostly taken for its reference, so it ranks above the good run
+    # (docs/explanation/truth-sources.md); by word overlap at 0.22 it ranked last.
+    assert res.table["delta_f1_low"][0] > 0
+    strict = LexicalMatcher()
+    strict.match_threshold = 0.22
+    old = compare_runs(sample, good, heur, truth=Truth.references(matcher=strict), n_boot=50)
+    assert old.table["delta_f1_high"][0] < 0
     choice = choose_run_threshold(sample, heur, truth="references", n_boot=20,
                                   cv=None)
     assert choice.split["n_train_verdicts"] + choice.split["n_test_verdicts"] == 402

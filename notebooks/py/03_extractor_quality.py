@@ -99,12 +99,16 @@ ax.set_title("precision-recall against the reference lessons")
 plt.show()
 
 # %% [markdown]
-# Both model extractors with good lessons beat the baseline; the paraphrasing one,
-# scored with none of its lessons labelled, looks worse than the lessons it
-# rewords, but that is the default lexical matcher, which misses most heavy
-# paraphrases (README, "Matchers"): give the truth a matcher,
-# `Truth.references(matcher="semantic")` (or correct it with people's match labels,
-# `correct="ppi"`), before comparing extractors that word things differently.
+# The heuristic baseline comes first: it writes one lesson per failed check, naming the
+# check and its evidence, and the default matcher, the semantic one, takes most of them
+# for that check's reference; the sample's people matched only the three simulated
+# extractors, so nobody checked those pairs: have people match a share of the baseline's
+# lessons too before ranking against it. The paraphrasing extractor, scored with none of
+# its lessons labelled, comes close to the good one whose lessons it rewords: the
+# semantic matcher sees most rewordings, where word overlap
+# (`Truth.references(matcher="lexical")`) misses many heavy paraphrases
+# (docs/how-to/score-without-labels.md, "Matchers"). Correct with people's match labels
+# (`correct="ppi"`) before trusting such a ranking.
 #
 # ## The labelled extractors by their labels
 #

@@ -27,6 +27,7 @@ import pandas as pd
 from ..core._errors import BadInputError
 from ..core._models import LessonExtractionPolicy
 from ..core._threshold import DEFAULT_MIN_SALIENCE, check_threshold
+from ..score._matching import matcher_name
 from ..store._runs import run_info
 from ..store._store import Store
 from ..store._usage import Prices, RunUsage, load_prices, run_usage
@@ -253,7 +254,7 @@ def frontier(
     return Frontier(table=df, truth=t.name, why=t.why,
                     currency=None if table is None else table.currency,
                     confidence=confidence, n_boot=n_boot,
-                    matcher=getattr(t.matching, "name", "lexical") if t.kind == "references"
+                    matcher=matcher_name(t.matching) if t.kind == "references"
                     else None, correction=runs_correction_label(fixes),
                     people_verdicts={r: f.n_sampled for r, f in fixes.items() if f is not None})
 

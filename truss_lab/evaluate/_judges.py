@@ -32,7 +32,7 @@ with ``judge:`` (:data:`~truss_lab.store._labels.JUDGE_PREFIX`) by default.
 verdict expresses each reference lesson (prompt ``match-v1``). It is a matcher
 in the sense of :mod:`truss_lab.score._matching`: called on the lessons and the
 references of ONE verdict it returns their similarity matrix, so it plugs in
-wherever the lexical matcher does (``reference_truth(..., matcher=)``,
+wherever the semantic or lexical matcher does (``reference_truth(..., matcher=)``,
 ``sweep_run``, ``choose_run_threshold``, ``compare_runs``, ``--matcher judge:SPEC``
 on the CLI); the greedy one-to-one assignment stays
 :func:`~truss_lab.score._matching.match_lessons`. One request per verdict lists

@@ -363,8 +363,8 @@ def match_agreement(
     confidence: float = 0.95,
     random_state: Any = 0,
 ) -> MatchAgreement:
-    """Pair precision, pair recall and matched-flag kappa of ``matcher`` (default lexical;
-    a :class:`~truss_lab.score._matching.SemanticMatcher`, a
+    """Pair precision, pair recall and matched-flag kappa of ``matcher`` (default the
+    semantic one; ``"lexical"``, a
     :class:`~truss_lab.evaluate._judges.JudgeMatcher`, any matcher) against the people's
     match labels of ``run_id``'s lessons (module docstring), with verdict-bootstrap
     intervals.
@@ -381,8 +381,9 @@ def match_agreement(
         The database.
     run_id : str
         The run.
-    matcher : Matcher, optional
-        The matcher judged (default lexical).
+    matcher : Matcher or str, optional
+        The matcher judged (default the semantic one:
+        :func:`~truss_lab.score._matching.matcher_named`).
     match_labels : pandas.DataFrame or path, optional
         The people's match labels (default the store's).
     references : pandas.DataFrame or path, optional
@@ -457,6 +458,6 @@ def match_agreement(
     pairs = rows.rename(columns={"reference_id_people": "people", "reference_id_matcher":
                                  "matcher", "y_people": "matched_people",
                                  "y_matcher": "matched_matcher"})
-    return MatchAgreement(matcher=str(auto.counts.get("matcher", "lexical")), run_id=run_id,
+    return MatchAgreement(matcher=str(auto.counts["matcher"]), run_id=run_id,
                           table=table, counts=counts, confidence=confidence, n_boot=n_boot,
                           match_threshold=auto.match_threshold, pairs=pairs)

@@ -56,8 +56,9 @@ same lesson, and then the label is about the text and should travel:
   :func:`normalise_text` (case folded, punctuation dropped, whitespace collapsed).
   Similarity 1.0.
 - **Matched** (opt-in, ``transfer=<float>``): the lexical matcher
-  (:class:`~truss_lab.score._matching.LexicalMatcher`, the one reference lessons
-  use) scores at least that threshold; exact equals still count with 1.0.
+  (:class:`~truss_lab.score._matching.LexicalMatcher`: word overlap, so the float is
+  on its scale; reference lessons default to the semantic one) scores at least that
+  threshold; exact equals still count with 1.0.
 - ``transfer=None`` switches it off.
 
 Each target lesson takes the labels of ONE source lesson: the most similar
@@ -115,11 +116,13 @@ from ..core._errors import BadInputError, TrussLabWarning
 from ..ingest._labels import read_labels
 from ..ingest._references import read_references
 from ..score._matching import (
+    MATCHER_NAMES,
     LexicalMatcher,
     Matcher,
-    SemanticMatcher,
     match_lessons,
     match_threshold_of,
+    matcher_name,
+    matcher_named,
 )
 from ..store._labels import JUDGE_PREFIX, label_rows, lesson_texts, reference_rows
 from ..store._runs import RunRecord, run_record, run_verdict_hashes
@@ -931,7 +934,7 @@ def reference_truth(
     *,
     references: Any = None,
     score: str = "salience",
-    matcher: Matcher | None = None,
+    matcher: Matcher | str | None = None,
     match_threshold: float | None = None,
     annotator: str | None = None,
     record: RunRecord | None = None,
@@ -940,8 +943,9 @@ def reference_truth(
 
     ``references``: None (the store's ``reference_lessons``), a §4 JSONL path or
     a frame. ``score`` orders the greedy assignment and is what a sweep
-    thresholds (a candidates column or a stored scorer). ``matcher`` defaults
-    to :class:`~truss_lab.score._matching.LexicalMatcher`; ``match_threshold``
+    thresholds (a candidates column or a stored scorer). ``matcher``: a matcher or
+    its name, default the semantic matcher
+    (:func:`~truss_lab.score._matching.matcher_named`); ``match_threshold``
     to the matcher's own (:func:`~truss_lab.score._matching.match_threshold_of`).
     A verdict the matcher could not score is left out and counted
     (``counts["verdicts_unmatched"]``, with a warning). ``annotator`` keeps
@@ -957,7 +961,7 @@ def reference_truth(
         The reference lessons (above).
     score : str, default "salience"
         The score (above).
-    matcher : Matcher, optional
+    matcher : Matcher or str, optional
         The matcher (above).
     match_threshold : float, optional
         The similarity at which a lesson matches (above).
@@ -978,6 +982,7 @@ def reference_truth(
     """
     if record is None:
         record = run_record(store, run_id)
+    matcher = matcher_named(matcher)
     refs = run_references(store, references)
     if annotator is not None:
         refs = refs[refs["annotator"] == annotator]
@@ -1015,7 +1020,7 @@ def reference_truth(
         "lessons": len(lesson_rows), "matched": int(lesson_rows["y"].sum()),
         "references": n_refs, "lessons_unannotated": int((~in_ann).sum()),
         "annotator": annotator or "union", "verdicts_unmatched": len(unmatched),
-        "matcher": str(getattr(matcher, "name", "lexical" if matcher is None else matcher)),
+        "matcher": matcher_name(matcher),
     }
     return ReferenceTruth(run_id=run_id, rows=rows, n_references=n_refs,
                           n_verdicts=len(verdicts), n_lessons=len(lesson_rows),
@@ -1052,8 +1057,8 @@ def judge_lessons(
         Orders verdicts (default: first seen).
     extractor_id : str, optional
         The extractor the rows name.
-    matcher : Matcher, optional
-        The matcher (default lexical).
+    matcher : Matcher or str, optional
+        The matcher (default the semantic one: :func:`~truss_lab.score._matching.matcher_named`).
     match_threshold : float, optional
         The similarity at which a lesson matches (default the matcher's).
 
@@ -1222,10 +1227,6 @@ def _rows_repr(value: Any) -> str:
     return repr(os.fspath(value)) if isinstance(value, str | os.PathLike) else repr(value)
 
 
-def _matcher_name(matcher: Any) -> str:
-    return "lexical" if matcher is None else str(getattr(matcher, "name", matcher))
-
-
 @dataclass(frozen=True, eq=False, repr=False)
 class Truth:
     """How runs are judged: the truth, its matcher and correction, and the people's rows.
@@ -1247,8 +1248,9 @@ class Truth:
         as gold labels are) or ``"auto"`` (labels when every run has a directly
         labelled candidate, else references).
     matcher : None, str or Matcher
-        How lessons are matched to references: None or ``"lexical"`` (default),
-        ``"semantic"``, or a matcher object (a judge matcher the CLI builds).
+        How lessons are matched to references: None or ``"auto"`` (the default, the
+        semantic matcher), ``"semantic"``, ``"lexical"`` (word overlap, cheap), or a
+        matcher object (a judge matcher the CLI builds).
     correct : {"auto", "ppi", "none"}
         The correction of an automated truth (references, a judge) by the people's
         answers: prediction-powered (``ppi``), none, or ``auto`` (ppi when people
@@ -1316,8 +1318,8 @@ class Truth:
         check_truth_spec(self.source)
         object.__setattr__(self, "correct", check_correct(self.correct))
         check_ties(self.ties)
-        if isinstance(self.matcher, str) and self.matcher not in ("lexical", "semantic"):
-            raise BadInputError(f"matcher must be lexical, semantic or a matcher object, got "
+        if isinstance(self.matcher, str) and self.matcher not in MATCHER_NAMES:
+            raise BadInputError(f"matcher must be auto, lexical, semantic or a matcher object, got "
                                 f"{self.matcher!r} (a judge matcher: JudgeMatcher, or the "
                                 "CLI's --matcher judge:SPEC)", field="matcher")
         object.__setattr__(self, "name", self.source)
@@ -1351,7 +1353,8 @@ class Truth:
         Parameters
         ----------
         matcher : None, str or Matcher
-            None or ``"lexical"`` (default), ``"semantic"``, or a matcher object.
+            None or ``"auto"`` (the default: the semantic matcher), ``"semantic"``,
+            ``"lexical"`` (word overlap), or a matcher object.
         correct : {"auto", "ppi", "none"}, default "auto"
             The correction by the people's match labels.
         references : path or DataFrame, optional
@@ -1456,7 +1459,7 @@ class Truth:
             head = f"Truth.judge({self.source.removeprefix(JUDGE_PREFIX)!r}, "
         parts = []
         if self.source in ("references", "auto"):
-            parts.append(f"matcher={_matcher_name(self.matcher)!r}")
+            parts.append(f"matcher={matcher_name(self.matcher)!r}")
         if self.source != "labels":
             parts.append(f"correct={self.correct!r}")
         if self.source != "references":
@@ -1595,12 +1598,13 @@ class Truth:
         return f"{self.name} ({self.why})"
 
     @property
-    def matching(self) -> Matcher | None:
-        """The matcher object (None: lexical, the default of every reference match)."""
-        if isinstance(self.matcher, str):
+    def matching(self) -> Matcher:
+        """The matcher object (:func:`~truss_lab.score._matching.matcher_named`: None and
+        ``"auto"`` are the semantic matcher, the default of every reference match)."""
+        if self.matcher is None or isinstance(self.matcher, str):
             key = ("matcher",)
             if key not in self._judged:
-                self._judged[key] = SemanticMatcher() if self.matcher == "semantic" else None
+                self._judged[key] = matcher_named(self.matcher)
             return self._judged[key]
         return self.matcher
 

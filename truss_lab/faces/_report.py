@@ -30,8 +30,8 @@ markup (no ``innerHTML``), so a lesson holding ``<script>`` stays text.
 The verdict list: each verdict with its reference lessons (every annotator's) and,
 per run, its completion, lessons, saliences, gate outcome, labels, the reference
 each lesson was matched to, junk flags and errors. The matching is the evaluation's
-own (a references :class:`~truss_lab.evaluate._truth.Truth`: the lexical matcher's
-greedy one-to-one assignment by score; the report's own when it judges by
+own (a references :class:`~truss_lab.evaluate._truth.Truth`: its matcher's, by default
+the semantic one's, greedy one-to-one assignment by score; the report's own when it judges by
 references, so each run is matched once), so the list shows the pairs the reference
 sweep counted. Store reads only (the store's functions and the evaluation's readers).
 """
@@ -76,7 +76,7 @@ from ..evaluate._truth import ReferenceTruth, Truth, labelled_candidates, truth_
 from ..govern._audit import audit
 from ..journal._table import verdict_payloads
 from ..score._junk import junk_flags, junk_rates
-from ..score._matching import DEFAULT_MATCH_THRESHOLD
+from ..score._matching import match_threshold_of, matcher_name
 from ..store._ingested import completion_texts
 from ..store._runs import (
     processed_verdicts,
@@ -707,9 +707,13 @@ def _truth_counts(store: Store, rid: str, truth: Truth, counts: dict[str, Any]) 
                 + (table(rep.transfer, extra={"n_lessons": "the extractor's candidate "
                                                              "lessons"})
                    if len(rep.transfer) else ""))
-    what = ("reference lessons matched by the lexical matcher (threshold "
-            f"{DEFAULT_MATCH_THRESHOLD})" if truth.name == "references"
-            else f"the labels of {truth.name}")
+    if truth.name == "references":
+        m = truth.matching
+        what = (f"reference lessons matched by the {matcher_name(m)} matcher (threshold "
+                f"{match_threshold_of(m):g}"
+                f"{', the default' if truth.matcher in (None, 'auto') else ''})")
+    else:
+        what = f"the labels of {truth.name}"
     return (f"<p>Judged by {esc(what)}.</p>"
             + table(pd.DataFrame([dict(counts)])))
 

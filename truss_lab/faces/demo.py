@@ -45,6 +45,7 @@ from ..ingest._ingest import (
     ingest_references,
 )
 from ..journal._ledger import import_journal, verify_chain
+from ..score._matching import matcher_name
 from ..store._runs import get_run, summarize_runs
 from ..store._store import Store, open_store
 from ._display import (
@@ -246,14 +247,15 @@ def demo_references(
                                         "baseline right"})
     correction = str(table.attrs.get("correction", "none"))
     # The baseline has no people's answers, so this table is uncorrected: say what that
-    # costs on the sample, whose rewordings the lexical matcher mostly misses.
+    # costs (the matcher's misses and false pairs pass into it).
     caveat = ("" if correction != "none" else
-              "\n   uncorrected: on the sample's rewordings the lexical matcher misses most pairs, "
-              "so these are below the truth; `truss-lab sweep RUN --truth references --correct ppi`"
+              "\n   uncorrected: these are the matcher's own pairs, its misses and false pairs "
+              "included; `truss-lab sweep RUN --truth references --correct ppi`"
               "\n   corrects a run by the people's match labels (docs/explanation/ppi.md)")
     return "\n".join([
         f"-- every extractor against the reference lessons at {threshold:.2f} (annotated "
-        f"verdicts only; matcher lexical, correction {correction}; dF1 = run - {baseline}, "
+        f"verdicts only; matcher {matcher_name(None)} (the default), correction "
+        f"{correction}; dF1 = run - {baseline}, "
         "paired verdict bootstrap, 95% CI; right = verdicts whose kept set is right, McNemar "
         f"on those){caveat}",
         shown.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-",

@@ -3,9 +3,10 @@
 A **matcher** is a function from the candidate lessons and the reference
 lessons of ONE verdict (two frames with ``text`` and ``evidence``) to a
 similarity matrix, element ``[i, j]`` the similarity of lesson ``i`` to
-reference ``j`` (higher is more alike). :class:`LexicalMatcher` is the default;
-:class:`SemanticMatcher` (the optional ``semantic`` extra) scores by static
-sentence embeddings; any callable of that shape (a judge) plugs in.
+reference ``j`` (higher is more alike). :class:`SemanticMatcher` (static sentence
+embeddings) is the default wherever no matcher is named (``None``, ``"auto"``:
+:func:`matcher_named`); :class:`LexicalMatcher` (word overlap) is the cheap one by
+name; any callable of that shape (a judge) plugs in.
 
 **Assignment** (:func:`match_lessons`) is one-to-one and greedy in descending
 score, ties broken by ``lesson_index``: each lesson in turn claims the most
@@ -25,18 +26,25 @@ detector's words: stop words and filler dropped, light suffix stripping),
 computed with :class:`~truss_lab.score._similarity.TokenSets` for every
 (lesson, reference) pair of a whole run at once. Evidence is a feature: when
 both cite evidence and share none (the lesson is about another check), the
-similarity is multiplied by ``evidence_conflict`` (0.5). Chosen on an earlier,
-templated sample against the simulator's truth: adding evidence *agreement* as a
-bonus matched vague lessons that cite the right check and cost precision; the
+similarity is multiplied by ``evidence_conflict`` (0.5). The factor was chosen on an
+earlier, templated sample against the simulator's truth: adding evidence *agreement* as
+a bonus matched vague lessons that cite the right check and cost precision; the
 conflict factor guards against a lesson about one check matching another
 check's reference (and costs a paraphrase that cites only the summary).
+Threshold: :data:`LEXICAL_MATCH_THRESHOLD`.
 
-The semantic matcher: cosine similarity (negative values clipped to 0) of
-WordLlama sentence embeddings (``l2_supercat``, 256 dimensions: token embeddings
-averaged, numpy only), with the same evidence-conflict factor. Its weights and
-tokenizer ship inside the ``wordllama`` wheel, and it is loaded from there with
-downloads disabled: nothing is fetched at run time (``pip install
-'truss_lab[semantic]'``). Chosen threshold: :data:`SEMANTIC_MATCH_THRESHOLD`.
+The semantic matcher (the default): cosine similarity (negative values clipped to 0)
+of WordLlama sentence embeddings (``l2_supercat``, 256 dimensions: token embeddings
+averaged in numpy, no torch), with the same evidence-conflict factor. ``wordllama`` is
+a core dependency; its weights and tokenizer ship inside its 19 MB wheel, and it is
+loaded from there with downloads disabled: nothing is fetched at run time. Loading it
+imports ``tokenizers``, ``safetensors`` and the like (its own dependencies; no request
+is made), so it is imported inside :func:`_wordllama` only when a semantic matcher is
+first built, never when truss_lab or its command line is imported.
+Threshold: :data:`SEMANTIC_MATCH_THRESHOLD`.
+
+Both thresholds were tuned on the bundled sample against its people's match labels
+(``scripts/tune_match_thresholds.py`` prints the grid and says how).
 """
 
 from __future__ import annotations
@@ -51,10 +59,14 @@ import pandas as pd
 
 from ..core._errors import BadInputError
 from ..core._threads import blas_limited
+from ..ingest._references import MAX_REFERENCE_TEXT
 from ._similarity import TokenSets, jaccard
 
 __all__ = [
+    "DEFAULT_MATCHER",
     "DEFAULT_MATCH_THRESHOLD",
+    "LEXICAL_MATCH_THRESHOLD",
+    "MATCHER_NAMES",
     "SEMANTIC_HINT",
     "SEMANTIC_MATCH_THRESHOLD",
     "LexicalMatcher",
@@ -62,34 +74,108 @@ __all__ = [
     "SemanticMatcher",
     "match_lessons",
     "match_threshold_of",
+    "matcher_name",
+    "matcher_named",
 ]
 
-#: Similarity a lesson needs to claim a reference. Chosen on an earlier, templated
-#: sample, where precision and recall were flat from 0.20 to 0.25; on the bundled
-#: sample, worded to defeat word overlap, no threshold saves the lexical matcher
-#: (docs/how-to/score-without-labels.md: 1.000 / 0.469 at 0.22, 0.948 / 0.782 at 0.10).
+#: The lexical matcher's match threshold (word-set Jaccard): the best pair F1 against
+#: the bundled sample's people's match labels, pooled over its three simulated
+#: extractors (``scripts/tune_match_thresholds.py``, docs/how-to/score-without-labels.md,
+#: "Match thresholds": 0.817, flat from 0.04 to 0.08; 0.551 at the 0.22 chosen on an
+#: earlier, templated sample, where it matched little of the sample's rewordings). So low
+#: a threshold costs precision (0.761 against the people).
+LEXICAL_MATCH_THRESHOLD = 0.06
+
+#: The lexical matcher's threshold before it was tuned against people (0.22, chosen on an
+#: earlier, templated sample). The simulated judge matcher still reads it (a lesson its
+#: truth does not know matches a reference at this word overlap), so that its answers,
+#: and the sample's recordings, do not move with the lexical matcher's tuning; no
+#: evaluation uses it.
 DEFAULT_MATCH_THRESHOLD = 0.22
 
-#: The semantic matcher's match threshold (cosine similarity of sentence
-#: embeddings), chosen on the bundled sample against the simulator's truth (see
-#: docs/how-to/score-without-labels.md): the best pair F1 over the three simulated
-#: extractors (0.891; 0.878 at 0.25, 0.864 at 0.35).
-SEMANTIC_MATCH_THRESHOLD = 0.3
+#: The semantic matcher's match threshold (cosine similarity of sentence embeddings):
+#: the best pair F1 against the bundled sample's people's match labels, pooled over its
+#: three simulated extractors (``scripts/tune_match_thresholds.py``: 0.871; 0.863 at the
+#: 0.3 chosen before against the simulator's truth).
+SEMANTIC_MATCH_THRESHOLD = 0.26
 
-SEMANTIC_HINT = "pip install 'truss_lab[semantic]'"
+#: The matcher used wherever none is named (``None``, ``"auto"``).
+DEFAULT_MATCHER = "semantic"
+
+#: The names a matcher goes by (``"auto"``: :data:`DEFAULT_MATCHER`); a judge matcher is
+#: an object (``JudgeMatcher``, the CLI's ``--matcher judge:SPEC``).
+MATCHER_NAMES = ("auto", "lexical", "semantic")
+
+SEMANTIC_HINT = ("WordLlama is a dependency of truss_lab: reinstall it "
+                 "(pip install -e . in a checkout)")
 
 Matcher = Callable[[pd.DataFrame, pd.DataFrame], np.ndarray]
 """(lessons of one verdict, references of that verdict) -> similarity matrix
 of shape (n_lessons, n_references); both frames have ``text`` and ``evidence``."""
 
 
+def matcher_named(matcher: Any = None) -> Any:
+    """The matcher ``matcher`` names.
+
+    Parameters
+    ----------
+    matcher : None, str or matcher object
+        ``None`` or ``"auto"``: the default (:data:`DEFAULT_MATCHER`, one
+        :class:`SemanticMatcher` per process); ``"lexical"``: a :class:`LexicalMatcher`;
+        ``"semantic"``: the :class:`SemanticMatcher`; any other object is returned as it
+        is (a judge matcher, a callable).
+
+    Returns
+    -------
+    object
+        The matcher.
+
+    Raises
+    ------
+    BadInputError
+        Another string, or WordLlama missing or unloadable.
+    """
+    if matcher is None or (isinstance(matcher, str) and matcher == "auto"):
+        matcher = DEFAULT_MATCHER
+    if isinstance(matcher, str):
+        if matcher == "lexical":
+            return LexicalMatcher()
+        if matcher == "semantic":
+            return _default_semantic()
+        raise BadInputError(f"matcher must be one of {', '.join(MATCHER_NAMES)} or a matcher "
+                            f"object, got {matcher!r}", field="matcher")
+    return matcher
+
+
+def matcher_name(matcher: Any = None) -> str:
+    """What outputs call ``matcher``, without building it.
+
+    Parameters
+    ----------
+    matcher : None, str or matcher object
+        As :func:`matcher_named` takes it.
+
+    Returns
+    -------
+    str
+        ``"semantic"`` for ``None`` and ``"auto"`` (:data:`DEFAULT_MATCHER`), a name as
+        it is, else the object's ``name``.
+    """
+    if matcher is None or (isinstance(matcher, str) and matcher == "auto"):
+        return DEFAULT_MATCHER
+    return matcher if isinstance(matcher, str) else str(getattr(matcher, "name", matcher))
+
+
 def match_threshold_of(matcher: Any, threshold: float | None = None) -> float:
-    """``threshold`` when given, else the matcher's own ``match_threshold`` (a judge's
-    similarities live on another scale than word overlap), else
-    :data:`DEFAULT_MATCH_THRESHOLD`."""
+    """``threshold`` when given, else the matcher's own ``match_threshold`` (each
+    matcher's similarities live on their own scale; ``None`` and a name: that matcher's),
+    else :data:`LEXICAL_MATCH_THRESHOLD` (a plain callable, taken as word overlap)."""
     if threshold is not None:
         return float(threshold)
-    return float(getattr(matcher, "match_threshold", DEFAULT_MATCH_THRESHOLD))
+    if matcher is None or isinstance(matcher, str):
+        return (LEXICAL_MATCH_THRESHOLD if matcher_name(matcher) == "lexical"
+                else SEMANTIC_MATCH_THRESHOLD)
+    return float(getattr(matcher, "match_threshold", LEXICAL_MATCH_THRESHOLD))
 
 
 def _evidence_sets(col: pd.Series) -> list[frozenset[str]]:
@@ -142,7 +228,7 @@ class LexicalMatcher:
     """
 
     name = "lexical"
-    match_threshold = DEFAULT_MATCH_THRESHOLD
+    match_threshold = LEXICAL_MATCH_THRESHOLD
 
     def __init__(self, *, evidence_conflict: float = 0.5) -> None:
         self.evidence_conflict = _check_conflict_factor(evidence_conflict)
@@ -186,8 +272,8 @@ class LexicalMatcher:
 def _wordllama() -> Any:
     """The WordLlama model of the wheel, loaded once per process with downloads disabled."""
     try:
-        # The optional [semantic] extra: imported here, not at module top, so that
-        # truss_lab works without it and only the semantic matcher asks for it.
+        # Imported here, not at module top: loading it costs about a second and pulls in
+        # tokenizers, so only a command that matches lessons pays for it.
         import wordllama
     except ImportError:
         raise BadInputError(f"the semantic matcher needs WordLlama: {SEMANTIC_HINT}",
@@ -211,7 +297,7 @@ class SemanticMatcher:
     close where word overlap sees nothing in common.
 
     Same protocol as :class:`LexicalMatcher` (``__call__`` on one verdict, ``pairs`` in
-    bulk); each distinct text is embedded once per call. Needs the ``semantic`` extra.
+    bulk); each distinct text is embedded once per call. The default matcher.
 
     Parameters
     ----------
@@ -222,7 +308,7 @@ class SemanticMatcher:
     Raises
     ------
     BadInputError
-        ``evidence_conflict`` outside [0, 1], or the ``semantic`` extra missing.
+        ``evidence_conflict`` outside [0, 1], or WordLlama missing or unloadable.
     """
 
     name = "semantic"
@@ -242,7 +328,8 @@ class SemanticMatcher:
 
     @blas_limited()
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length embeddings of ``texts`` (rows); an empty text is the zero vector.
+        """Unit-length embeddings of ``texts`` (rows), each of its first 16,384 characters
+        (a reference's bound); an empty text is the zero vector.
 
         Parameters
         ----------
@@ -254,7 +341,10 @@ class SemanticMatcher:
         numpy.ndarray
             One row per text.
         """
-        texts = [str(t) for t in texts]
+        # Each text cut to a reference's bound before it is tokenized: WordLlama holds a
+        # text's every token at once (a 20 MB reference written past the ingest's bound
+        # took 23 GB), and a mean over the first 16,384 characters says what it is about.
+        texts = [str(t)[:MAX_REFERENCE_TEXT] for t in texts]
         out = np.zeros((len(texts), int(self._model.embedding.shape[1])), dtype=np.float64)
         idx = [i for i, t in enumerate(texts) if t.strip()]
         if idx:
@@ -286,14 +376,22 @@ class SemanticMatcher:
             return np.zeros(0)
         texts = pd.concat([lessons["text"], references["text"]], ignore_index=True)
         texts = texts.fillna("").astype(str)
-        uniq, inv = np.unique(texts.to_numpy(dtype=str), return_inverse=True)
-        emb = self.embed(uniq.tolist())
+        # factorize, not np.unique: a fixed-width unicode array is as wide as the longest
+        # text times every text (a 20 MB reference asked for 61 GiB).
+        inv, uniq = pd.factorize(texts.to_numpy(dtype=object))
+        emb = self.embed([str(t) for t in uniq])
         a, b = emb[inv[li]], emb[inv[ri + len(lessons)]]
         sim = np.clip(np.einsum("ij,ij->i", a, b), 0.0, 1.0)
         if self.evidence_conflict < 1.0:
             conflict = _evidence_conflict(lessons, references, li, ri)
             sim = np.where(conflict, sim * self.evidence_conflict, sim)
         return sim
+
+
+@functools.cache
+def _default_semantic() -> SemanticMatcher:
+    """The default matcher, built once per process (its model is loaded once anyway)."""
+    return SemanticMatcher()
 
 
 def _pair_similarity(matcher: Any, lessons: pd.DataFrame, refs: pd.DataFrame,
@@ -357,8 +455,8 @@ def match_lessons(
     lessons: pd.DataFrame,
     references: pd.DataFrame,
     *,
-    matcher: Matcher | None = None,
-    threshold: float = DEFAULT_MATCH_THRESHOLD,
+    matcher: Matcher | str | None = None,
+    threshold: float | None = None,
     score: str = "s",
 ) -> pd.DataFrame:
     """Greedy one-to-one assignment of one run's lessons to their verdicts' references.
@@ -382,10 +480,12 @@ def match_lessons(
         The run's lessons (above).
     references : pandas.DataFrame
         The references (above).
-    matcher : Matcher, optional
-        The similarity (default :class:`LexicalMatcher`).
-    threshold : float
-        The similarity a lesson needs to claim a reference, in [0, 1].
+    matcher : Matcher or str, optional
+        The similarity or its name (:func:`matcher_named`; default the semantic
+        matcher).
+    threshold : float, optional
+        The similarity a lesson needs to claim a reference, in [0, 1] (default the
+        matcher's own: :func:`match_threshold_of`).
     score : str, default "s"
         The column that orders the greedy pass.
 
@@ -401,10 +501,11 @@ def match_lessons(
     """
     _require(lessons, ["verdict_hash", "lesson_index", "text", score], "lessons")
     _require(references, ["verdict_hash", "reference_id", "text"], "references")
+    matcher = matcher_named(matcher)
+    threshold = match_threshold_of(matcher, threshold)
     if not 0.0 <= float(threshold) <= 1.0 or np.isnan(threshold):
         raise BadInputError(f"match threshold must be in [0, 1], got {threshold}",
                             field="threshold")
-    matcher = LexicalMatcher() if matcher is None else matcher
     les = lessons.reset_index(drop=True)
     refs = references[references["reference_id"].astype(str) != "none"].reset_index(drop=True)
     if "evidence" not in refs.columns:

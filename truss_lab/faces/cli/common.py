@@ -165,18 +165,28 @@ JUDGE_SPEC_HELP = ("openai:MODEL | replay:MODEL | replay:PATH.jsonl#MODEL | "
                    "simulated[:LESSON_TRUTH.csv] (synthetic, for the sample)")
 MATCH_SPEC_HELP = (JUDGE_SPEC_HELP + "; simulated reads references.jsonl beside the "
                    "lesson truth. See docs/how-to/score-without-labels.md.")
-MATCHER_HELP = ("lexical (word overlap), semantic (sentence embeddings, offline: pip "
-                "install 'truss_lab[semantic]') or judge:SPEC, a model matcher, SPEC one of "
-                + MATCH_SPEC_HELP)
-_MATCHERS = ("lexical", "semantic", "judge:SPEC")
+MATCHER_HELP = ("auto (the default: semantic), semantic (sentence embeddings, offline, "
+                "bundled), lexical (word overlap: cheaper, misses rewordings) or judge:SPEC, "
+                "a model matcher, SPEC one of " + MATCH_SPEC_HELP)
+_MATCHERS = ("auto", "lexical", "semantic", "judge:SPEC")
+
+
+def matcher_said(name: str | None, spec: str) -> str:
+    """How a header names the matcher of a reference truth: ``, matcher semantic (the
+    default; --matcher lexical for word overlap)`` when ``--matcher`` was left at
+    ``auto``, ``, matcher lexical`` when named, ``""`` without one (``name`` None)."""
+    if not name:
+        return ""
+    return (f", matcher {name} (the default; --matcher lexical for word overlap)"
+            if spec == "auto" else f", matcher {name}")
 
 
 def matcher_options(fn: F) -> F:
-    """``--matcher lexical|semantic|judge:SPEC`` and ``--base-url`` (the judge matcher's endpoint),
-    with their old spellings hidden: ``--matcher judge --match-judge SPEC`` (or
-    ``--match-judge SPEC`` alone) is ``--matcher judge:SPEC``, ``--match-base-url`` is
-    ``--base-url``. The command receives ``matcher`` (``lexical``, ``semantic`` or
-    ``judge:SPEC``) and
+    """``--matcher auto|lexical|semantic|judge:SPEC`` and ``--base-url`` (the judge
+    matcher's endpoint), with their old spellings hidden: ``--matcher judge --match-judge
+    SPEC`` (or ``--match-judge SPEC`` alone) is ``--matcher judge:SPEC``,
+    ``--match-base-url`` is ``--base-url``. The command receives ``matcher`` (``auto``,
+    ``lexical``, ``semantic`` or ``judge:SPEC``) and
     ``base_url``; an error about the matcher names the spelling the user gave
     (:func:`option_given`)."""
 
@@ -197,8 +207,8 @@ def matcher_options(fn: F) -> F:
                                      f"one of {JUDGE_SPEC_HELP}", ctx=ctx,
                                      param_hint="'--matcher'")
         kind, _, spec = matcher.partition(":")
-        if not (matcher in ("lexical", "semantic") or (kind == "judge" and spec)):
-            hint = did_you_mean(kind, ("lexical", "semantic", "judge"))
+        if not (matcher in ("auto", "lexical", "semantic") or (kind == "judge" and spec)):
+            hint = did_you_mean(kind, ("auto", "lexical", "semantic", "judge"))
             if spec and "judge" in hint:
                 hint = hint.replace("'judge'", repr(f"judge:{spec}"))
             raise click.BadParameter(
@@ -210,8 +220,8 @@ def matcher_options(fn: F) -> F:
                            help="Old spelling: --match-judge SPEC is --matcher judge:SPEC."
                            )(wrapper)
     wrapper = click.option(
-        "--matcher", default="lexical", show_default=True,
-        metavar="lexical|semantic|judge:SPEC",
+        "--matcher", default="auto", show_default=True,
+        metavar="auto|lexical|semantic|judge:SPEC",
         help="How lessons are matched to references: " + MATCHER_HELP)(wrapper)
     wrapper = option("--base-url", default=None, old=("--match-base-url",),
                      help="OpenAI-compatible endpoint of a judge matcher "

@@ -38,6 +38,7 @@ from .common import (
     labels_option,
     matcher_calls_model,
     matcher_options,
+    matcher_said,
     n_boot_option,
     objective_option,
     option,
@@ -239,7 +240,7 @@ def sweep(db: str, run_id: str, labels_path: str | None, objective: str, score: 
     matched_by = full.attrs.get("counts", {}).get("matcher")
     text = (f"run {run_id}: {int(full['kept'].max())} {judged}, score {score}\n"
             f"truth: {truth} ({why})"
-            f"{f', matcher {matched_by}' if truth == 'references' else ''}\n"
+            f"{matcher_said(matched_by if truth == 'references' else None, matcher)}\n"
             f"correction: {ev.correction}\n"
             f"{format_sweep(at)}\n{format_choice(choice)}"
             + (f"\nplot: wrote {plot_path}" if plot_path else ""))
@@ -286,7 +287,7 @@ def choose(db: str, run_id: str, labels_path: str | None, objective: str, score:
           "correction": fixed["correction"], "people_verdicts": fixed["people_verdicts"],
           "choice": _choice_json(ev.choice)}, as_json,
          f"run {run_id}, score {score}\ntruth: {ev.truth.name} ({ev.truth.why})"
-         f"{f', matcher {by}' if by else ''}\ncorrection: {ev.correction}\n"
+         f"{matcher_said(by, matcher)}\ncorrection: {ev.correction}\n"
          f"{format_choice(ev.choice)}")
 
 
@@ -320,6 +321,7 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
     from ...core._canonical import json_safe
     from ...evaluate._runs import compare_runs
     from ...evaluate._truth import Truth
+    from ...score._matching import matcher_name
     from .._display import save_comparison_plot
     from .label import matcher_from_spec
 
@@ -337,13 +339,13 @@ def compare(run_a: str, run_b: str, db: str, threshold: float, labels_path: str 
     if plot_path:
         write_output(plot_path, lambda tmp: save_comparison_plot(res, tmp, truth=truth),
                      field="--plot")
-    by = (getattr(m, "name", "lexical") if truth == "references" else None)
+    by = matcher_name(m) if truth == "references" else None
     emit({"names": list(res.names), "n_common": res.n_common, "truth": truth,
            "matcher": by, "correction": res.correction.split(" ")[0],
            "people_verdicts": dict(zip(res.names, res.people_verdicts, strict=True)),
            "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
            "outcome": res.outcome, "table": json_safe(res.table.to_dict(orient="records"))},
-          as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n"
+          as_json, f"truth: {truth} ({why}){matcher_said(by, matcher)}\n"
           f"correction: {res.correction}\n{res!r}"
           + (f"\nplot: wrote {plot_path}" if plot_path else ""))
 
@@ -532,6 +534,7 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
     from ...core._canonical import json_safe
     from ...evaluate._calibration import calibration_run
     from ...evaluate._truth import Truth
+    from ...score._matching import matcher_name
     from .._display import save_calibration_plot
     from .label import matcher_from_spec
 
@@ -549,7 +552,7 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
         _record(store, m)
     if plot_path:
         write_output(plot_path, lambda tmp: save_calibration_plot(rep, tmp), field="--plot")
-    by = getattr(m, "name", "lexical") if truth == "references" else None
+    by = matcher_name(m) if truth == "references" else None
     emit({"run_id": run_id, "score": score, "truth": truth, "matcher": by,
            "correction": rep.correction.split(" ")[0],
            "people_verdicts": _people(rep.correction), "method": rep.method,
@@ -558,7 +561,7 @@ def calibrate(run_id: str, db: str, method: str, n_bins: int, strategy: str,
            "summary": json_safe(rep.summary.reset_index().to_dict(orient="records")),
            "tables": {k: json_safe(v.to_dict(orient="records"))
                       for k, v in rep.tables.items()}},
-          as_json, f"truth: {truth} ({why}){f', matcher {by}' if by else ''}\n"
+          as_json, f"truth: {truth} ({why}){matcher_said(by, matcher)}\n"
           f"correction: {rep.correction}\n{rep!r}"
           + (f"\nplot: wrote {plot_path}" if plot_path else ""))
 

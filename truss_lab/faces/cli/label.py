@@ -316,25 +316,25 @@ def judge_agreement(run_id: str | None, db: str, name: str, labels_path: str | N
 def matcher_from_spec(spec: str, store: Any, *, base_url: str | None = None,
                       field: str | None = None) -> Any:
     """The matcher a ``--matcher`` value names (:func:`~.common.matcher_options`):
-    ``lexical`` (None: the default :class:`~truss_lab.score._matching.LexicalMatcher`),
-    ``semantic`` (:class:`~truss_lab.score._matching.SemanticMatcher`) or ``judge:SPEC``
-    (a :class:`~truss_lab.evaluate._judges.JudgeMatcher` from SPEC, as
+    ``auto`` (None: the default, the semantic matcher), ``lexical`` or ``semantic`` (the
+    name, which :func:`~truss_lab.score._matching.matcher_named` builds when a reference
+    truth first matches, so a command judged by labels never loads a model) or
+    ``judge:SPEC`` (a :class:`~truss_lab.evaluate._judges.JudgeMatcher` from SPEC, as
     :func:`make_matcher` reads it; ``openai:MODEL`` needs ``base_url``). A judge one
     records each live call in ``store`` as it is answered (a kill keeps what was paid
     for; the same command then replays them). An error names ``field``, by default the
     spelling of ``--matcher`` the user gave."""
     field = field or option_given("matcher", "--matcher")
-    if spec == "lexical":
+    if spec == "auto":
         return None
-    if spec == "semantic":
-        from ...score._matching import SemanticMatcher
-
-        return SemanticMatcher()
+    if spec in ("lexical", "semantic"):
+        return spec
     if spec.startswith("judge:") and len(spec) > len("judge:"):
         m = make_matcher(spec[len("judge:"):], store, base_url=base_url, field=field)
         m.record_to(store)
         return m
-    raise BadInputError(f"unknown matcher {spec!r}; expected lexical, semantic or judge:SPEC "
+    raise BadInputError(f"unknown matcher {spec!r}; expected auto, lexical, semantic or "
+                        "judge:SPEC "
                         "(judge:replay:MODEL, judge:openai:MODEL ...)", field=field)
 
 
