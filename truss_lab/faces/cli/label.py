@@ -369,7 +369,11 @@ def match_agreement_cmd(run_id: str, db: str, matcher: str, base_url: str | None
                         as_json: bool) -> None:
     """A matcher's pair precision, pair recall and matched-flag kappa against people's
     match labels, on the lessons people matched; with --between-people, how far the
-    people agree with each other (docs/how-to/correct-with-people.md)."""
+    people agree with each other (docs/how-to/correct-with-people.md).
+
+    \f
+    Many parameters because each is one of the command's options (click passes them
+    one by one); the two modes share the run, store and bootstrap ones."""
     from ...evaluate._matches import match_agreement
     from ...store._store import open_store
 
