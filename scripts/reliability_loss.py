@@ -106,7 +106,7 @@ def reference_bounds_row(row: Callable[..., Any], tmp: Path) -> Any:
     """Item 13: a 20 MB reference text is a bad line named by line and field (the good
     ones land); a reference to an unknown verdict is warned, and the audit names it; a
     long text already in the table is cut in the report."""
-    from truss_lab.ingest._references import MAX_REFERENCE_TEXT
+    from truss_lab.ingest._fields import MAX_REFERENCE_TEXT
     from truss_lab.store._store import Store
 
     db = _lab_db(tmp, "bounds.duckdb")

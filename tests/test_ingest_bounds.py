@@ -32,10 +32,11 @@ from truss_lab.ingest._completions import (
     read_completions,
     write_completions,
 )
+from truss_lab.ingest._fields import MAX_REFERENCE_TEXT
 from truss_lab.ingest._labels import read_labels
 from truss_lab.ingest._match_labels import read_match_labels
 from truss_lab.ingest._prompts import MAX_PROMPT_FILE, MAX_PROMPT_TEXT, read_prompt_file
-from truss_lab.ingest._references import MAX_REFERENCE_LINE, MAX_REFERENCE_TEXT, read_references
+from truss_lab.ingest._references import MAX_REFERENCE_LINE, read_references
 from truss_lab.ingest._schemas import json_schema
 from truss_lab.store._store import Store
 

@@ -258,15 +258,27 @@ class WeightedCounter:
         self._f32 = (flat.astype(np.float32) if self._whole and total * _W_MAX_F32 < 2**24
                      else None)
 
+    @property
+    def exact(self) -> bool:
+        """Whether replicate counts are exact integers (a histogram of whole counts), so
+        counts of disjoint verdict sets add and subtract exactly."""
+        return self._whole
+
     @blas_limited()
-    def cumulative(self, w: np.ndarray) -> np.ndarray:
+    def cumulative(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Shape ``(replicates, k, T + 1)``: ``[b, i, j]`` = replicate b's count of kind i
         in bins ``0..j``, i.e. kept at descending threshold ``j`` (``j = T``: the total).
-        Exact integers (floats for a weighted histogram)."""
-        if self._f32 is not None and float(w.max(initial=0)) <= _W_MAX_F32:
-            agg = w.astype(np.float32, copy=False) @ self._f32
+        Exact integers (floats for a weighted histogram). ``rows`` (bool mask over the
+        verdicts, whole counts only): the counts of those verdicts alone, which
+        ``w * rows`` gives too, from the product of their columns only."""
+        f32, f64 = self._f32, self._f64
+        if rows is not None:
+            w = w[:, rows]
+            f32, f64 = (None if f32 is None else f32[rows]), f64[rows]
+        if f32 is not None and float(w.max(initial=0)) <= _W_MAX_F32:
+            agg = w.astype(np.float32, copy=False) @ f32
         else:
-            agg = w.astype(np.float64, copy=False) @ self._f64
+            agg = w.astype(np.float64, copy=False) @ f64
         if self._whole:
             agg = np.rint(agg).astype(np.int64)
         return np.cumsum(agg.reshape(len(w), self.k, self.n_bins), axis=2)
@@ -283,12 +295,22 @@ class WeightedCounter:
         return cs[:, 0, :-1], cs[:, 1, :-1], cs[:, 0, -1:], cs[:, 1, -1:]
 
     @blas_limited()
-    def judged(self, w: np.ndarray) -> ReplicateCounts:
-        """Every count of a three-kind histogram (:func:`bin_counts` with ``judged``)."""
-        cs = self.cumulative(w)
+    def judged(self, w: np.ndarray, rows: np.ndarray | None = None) -> ReplicateCounts:
+        """Every count of a three-kind histogram (:func:`bin_counts` with ``judged``);
+        ``rows`` (bool mask over the verdicts): of those verdicts alone, as ``w * rows``
+        gives them. Whole counts take the product of the masked columns only (a fold of
+        five costs a fifth, with the same integers); weighted counts keep the product over
+        every verdict, so their floats stay what they are."""
+        if rows is not None and not self._whole:
+            w, rows = w * rows, None
+        cs = self.cumulative(w, rows)
+        if rows is not None:
+            w = w[:, rows]
         judged = cs[:, 2, :-1] if self.k > 2 else cs[:, 0, :-1]
-        n = (cs[:, 0, -1:] if self._proposed is None
-             else np.rint(w.astype(np.float64) @ self._proposed)[:, None])
+        proposed = self._proposed if self._proposed is None or rows is None \
+            else self._proposed[rows]
+        n = (cs[:, 0, -1:] if proposed is None
+             else np.rint(w.astype(np.float64) @ proposed)[:, None])
         return ReplicateCounts(kept=cs[:, 0, :-1], tp=cs[:, 1, :-1], judged=judged,
                                n=n, n_pos=cs[:, 1, -1:],
                                n_verdicts=w.sum(axis=1, keepdims=True))
@@ -309,6 +331,14 @@ class ReplicateCounts:
     n: np.ndarray
     n_pos: np.ndarray
     n_verdicts: np.ndarray
+
+    def minus(self, other: ReplicateCounts) -> ReplicateCounts:
+        """These counts less ``other``'s: the counts of the verdicts ``other`` leaves out
+        when ``other`` counts a subset of these (exact for whole counts only)."""
+        return ReplicateCounts(kept=self.kept - other.kept, tp=self.tp - other.tp,
+                               judged=self.judged - other.judged, n=self.n - other.n,
+                               n_pos=self.n_pos - other.n_pos,
+                               n_verdicts=self.n_verdicts - other.n_verdicts)
 
     def metrics(self) -> dict[str, np.ndarray]:
         """:func:`~truss_lab.evaluate._sweep.metrics_from_counts` of these counts."""

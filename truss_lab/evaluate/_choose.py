@@ -492,14 +492,22 @@ def choice_intervals(
     fixed = _fixed_counts(y, s, jm, codes, n_verdicts, sides, weights)
     reps_f: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
     reps_p: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
+    # A side's train verdicts are usually the rest of its test ones (k-fold, one split):
+    # with whole counts its train counts are then every verdict's less its test ones, so
+    # a replicate costs one product over every verdict plus one per fold over that fold's
+    # verdicts (two in all) instead of two over every verdict per fold (ten at 5 folds).
+    rest = [bool(counter.exact and np.array_equal(side.train, ~side.test)) for side in sides]
     for w in draw_weights(rng, n_boot, strata, n_verdicts):
         mf = _metrics(w.astype(np.float64) @ fixed, clip)
         acc = np.zeros((len(w), 6))
         ok = np.ones(len(w), dtype=bool)
-        for side in sides:
-            idx = counter.judged(w * side.train).best_index(obj)
+        full = counter.judged(w) if any(rest) else None
+        for side, is_rest in zip(sides, rest, strict=True):
+            te = counter.judged(w, side.test)
+            tr = (full.minus(te) if full is not None and is_rest
+                  else counter.judged(w, side.train))
+            idx = tr.best_index(obj)
             ok &= idx >= 0
-            te = counter.judged(w * side.test)
             at = np.maximum(idx, 0)[:, None]
             for i, a in enumerate((te.kept, te.tp, te.judged)):
                 acc[:, i] += np.take_along_axis(a, at, axis=1)[:, 0]

@@ -51,12 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError
-from ..ingest._match_labels import (
-    INCLUSION,
-    MATCH_LABEL_FIELDS,
-    check_match_labels,
-    read_match_labels,
-)
+from ..ingest._fields import INCLUSION, MATCH_LABEL_FIELDS
 from ..store._labels import match_label_rows
 from ..store._runs import RunRecord, run_record
 from ..store._store import Store
@@ -108,6 +103,9 @@ def run_match_labels(store: Store, match_labels: Any = None) -> pd.DataFrame:
                                 f"{', '.join(MATCH_LABEL_FIELDS)}", field=missing[0])
         df = match_labels.copy()
     elif isinstance(match_labels, str | os.PathLike):
+        # The file reader loads only for a file (as _truth's readers do).
+        from ..ingest._match_labels import check_match_labels, read_match_labels
+
         source = str(match_labels)
         df, errors = read_match_labels(match_labels)
         if not errors:

@@ -66,7 +66,7 @@ import pandas as pd
 
 from ..core._errors import BadInputError, TrussLabWarning
 from ..core._threads import blas_limited
-from ..ingest._match_labels import INCLUSION
+from ..ingest._fields import INCLUSION
 from ._bootstrap import (
     BAND_METRICS,
     BootstrapResult,

@@ -113,8 +113,6 @@ import numpy as np
 import pandas as pd
 
 from ..core._errors import BadInputError, TrussLabWarning
-from ..ingest._labels import read_labels
-from ..ingest._references import read_references
 from ..score._matching import (
     MATCHER_NAMES,
     LexicalMatcher,
@@ -195,6 +193,10 @@ def run_labels(store: Store, labels: Any = None, *,
     elif isinstance(labels, pd.DataFrame):
         df = labels
     elif isinstance(labels, str | os.PathLike):
+        # The file readers (pydantic models, CSV parsing) load only for a file: a sweep of
+        # stored labels, the usual case, starts without them.
+        from ..ingest._labels import read_labels
+
         df, errors = read_labels(labels)
         if errors:
             raise BadInputError(
@@ -266,6 +268,8 @@ def run_references(store: Store, references: Any = None) -> pd.DataFrame:
         if "evidence" not in df.columns:
             df["evidence"] = [[] for _ in range(len(df))]
     elif isinstance(references, str | os.PathLike):
+        from ..ingest._references import read_references
+
         df, errors = read_references(references)
         if errors:
             raise BadInputError(f"{len(errors)} bad reference line(s); the first: {errors[0]}",

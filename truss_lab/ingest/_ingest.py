@@ -30,8 +30,9 @@ from ..store._tables import (
     REFERENCES_SCHEMA,
 )
 from ._completions import read_completions
+from ._fields import INCLUSION
 from ._labels import LABEL_FIELDS, LABEL_KEY, read_labels
-from ._match_labels import INCLUSION, MATCH_LABEL_KEY, check_match_labels, read_match_labels
+from ._match_labels import MATCH_LABEL_KEY, check_match_labels, read_match_labels
 from ._references import REFERENCE_KEY, read_references
 from ._tables_in import source_name
 
@@ -313,7 +314,7 @@ def ingest_references(store: Store, path: str | os.PathLike[str] | pd.DataFrame)
     completions are; not counted as already present) when its text or evidence
     differ. A reference to a verdict the journal does not hold lands with a
     warning, as a label does. A field beyond its bound
-    (:data:`~truss_lab.ingest._references.MAX_REFERENCE_TEXT` and the others) is a bad line.
+    (:data:`~truss_lab.ingest._fields.MAX_REFERENCE_TEXT` and the others) is a bad line.
 
     Parameters
     ----------

@@ -28,7 +28,7 @@ from ..core._errors import BadInputError
 from ..core._files import output_text
 from ..store._tables import LABELS_SCHEMA
 from ._completions import MAX_COMPLETION_NAME
-from ._references import MAX_REFERENCE_NAME
+from ._fields import MAX_REFERENCE_NAME
 from ._strict import (
     DIGITS_COL_RE,
     DIGITS_RE,

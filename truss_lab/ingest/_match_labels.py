@@ -46,7 +46,8 @@ from ..core._files import output_text
 from ..store._ingested import match_label_lessons, verdict_reference_ids
 from ..store._store import Store
 from ._completions import MAX_COMPLETION_NAME
-from ._references import MAX_REFERENCE_NAME, NO_REFERENCE
+from ._fields import INCLUSION, MATCH_LABEL_FIELDS, MAX_REFERENCE_NAME
+from ._references import NO_REFERENCE
 from ._strict import (
     DIGITS_COL_RE,
     DIGITS_RE,
@@ -70,8 +71,6 @@ from ._strict import (
 from ._tables_in import input_bytes, source_name
 
 __all__ = [
-    "INCLUSION",
-    "MATCH_LABEL_FIELDS",
     "MATCH_LABEL_KEY",
     "MATCH_QUEUE_FIELDS",
     "UNANSWERED",
@@ -83,11 +82,6 @@ __all__ = [
     "write_match_queue",
 ]
 
-MATCH_LABEL_FIELDS: tuple[str, ...] = ("verdict_hash", "extractor", "lesson_index",
-                                       "reference_id", "annotator")
-"""The §5 CSV header, in order (``annotator`` may be left out of the header)."""
-INCLUSION = "inclusion_probability"
-"""The optional last §5 column: the probability the row's verdict was drawn."""
 MATCH_LABEL_KEY: tuple[str, ...] = ("verdict_hash", "extractor", "lesson_index", "annotator")
 """Unique key of a match label within a file (and in the store)."""
 MATCH_QUEUE_FIELDS: tuple[str, ...] = (*MATCH_LABEL_FIELDS, "run_id", "verdict_seq",

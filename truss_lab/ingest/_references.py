@@ -26,6 +26,7 @@ from pydantic import Field, StrictStr, ValidationError, model_validator
 
 from ..core._canonical import MalformedJSON, loads_strict
 from ..core._errors import BadInputError
+from ._fields import MAX_REFERENCE_EVIDENCE, MAX_REFERENCE_NAME, MAX_REFERENCE_TEXT
 from ._strict import (
     Hex64,
     IdSafe,
@@ -43,11 +44,8 @@ from ._strict import (
 from ._tables_in import is_table, records_jsonl, relocate, source_name, table_records
 
 __all__ = [
-    "MAX_REFERENCE_EVIDENCE",
     "MAX_REFERENCE_FILE",
     "MAX_REFERENCE_LINE",
-    "MAX_REFERENCE_NAME",
-    "MAX_REFERENCE_TEXT",
     "NO_REFERENCE",
     "REFERENCE_FIELDS",
     "REFERENCE_KEY",
@@ -63,16 +61,6 @@ REFERENCE_KEY: tuple[str, ...] = ("verdict_hash", "reference_id", "annotator")
 NO_REFERENCE = "none"
 """The ``reference_id`` of the line saying "this verdict teaches nothing"."""
 
-# Bounds on a line's fields (docs/reference/formats.md; ``truss-lab schema references`` shows
-# them): a reference is a sentence or a paragraph, so a far longer value is a mistake
-# (a pasted file, a generated blob) that would swell every table and report it reaches.
-# It is refused like any bad value: an error naming the line and the field.
-MAX_REFERENCE_TEXT = 16_384
-"""Most characters of a reference's ``text``."""
-MAX_REFERENCE_NAME = 256
-"""Most characters of a ``reference_id``, an ``annotator`` or one ``evidence`` token."""
-MAX_REFERENCE_EVIDENCE = 64
-"""Most ``evidence`` tokens on one reference."""
 MAX_REFERENCE_LINE = 1024 * 1024
 """Most bytes of one line (its newline not counted): every line whose fields are within
 their bounds fits, however it is escaped (at most 12 bytes of JSON a character: 192 KiB of

@@ -59,7 +59,7 @@ import pandas as pd
 
 from ..core._errors import BadInputError
 from ..core._threads import blas_limited
-from ..ingest._references import MAX_REFERENCE_TEXT
+from ..ingest._fields import MAX_REFERENCE_TEXT
 from ._similarity import TokenSets, jaccard
 
 __all__ = [
