@@ -20,8 +20,8 @@ import pytest
 from tests.builders.inputs import INPUTS, SAMPLE, TOML_INPUTS, deep_toml, run_cli
 from tests.builders.stores import copy_db
 from truss_lab.core import _files
-from truss_lab.core._errors import BadInputError
-from truss_lab.core._files import open_input, read_input
+from truss_lab.core._errors import BadInputError, ConfigError
+from truss_lab.core._files import PIPE_WAIT_ENV, open_input, pipe_first_writer_seconds, read_input
 from truss_lab.core._toml import MAX_TOML_DEPTH, read_toml
 
 
@@ -45,7 +45,8 @@ def test_a_named_pipe_with_no_writer_ends_in_one_line(db: Path, tmp_path: Path, 
     # that format gets, an error line or (an empty journal) nothing imported.
     fifo = tmp_path / "input.fifo"
     os.mkfifo(fifo)
-    p = run_cli(argv(fifo, db))
+    # No writer will come: the wait for one (5 s by default) shortened, as a person may.
+    p = run_cli(argv(fifo, db), env={PIPE_WAIT_ENV: "0.2"})
     out = (p.stderr + p.stdout).strip()
     assert "Traceback" not in out and str(fifo) in out, out[-2000:]
     assert p.returncode != 0 or "0 added" in out, out
@@ -150,3 +151,23 @@ def test_toml_depth_bound(tmp_path: Path) -> None:
     p.write_text(deep_toml(MAX_TOML_DEPTH + 1), encoding="utf-8")
     with pytest.raises(BadInputError, match=f"more than {MAX_TOML_DEPTH} levels"):
         read_toml(p, what="t")
+
+
+def test_the_wait_for_a_pipes_first_writer_is_the_environments_or_five_seconds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(PIPE_WAIT_ENV, raising=False)
+    assert pipe_first_writer_seconds() == 5.0
+    monkeypatch.setenv(PIPE_WAIT_ENV, " 0.25 ")
+    assert pipe_first_writer_seconds() == 0.25
+    for bad in ("soon", "-1", "nan", "3601"):
+        monkeypatch.setenv(PIPE_WAIT_ENV, bad)
+        with pytest.raises(ConfigError, match="first writer must be seconds") as exc:
+            pipe_first_writer_seconds()
+        assert exc.value.field == PIPE_WAIT_ENV and repr(bad) in str(exc.value)
+
+
+def test_a_bad_pipe_wait_is_one_line_naming_the_variable(db: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "input.fifo"
+    os.mkfifo(fifo)
+    p = run_cli(["ingest", "labels", str(fifo), "--db", str(db)], env={PIPE_WAIT_ENV: "soon"})
+    assert PIPE_WAIT_ENV in _one_error_line(p)

@@ -31,11 +31,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, cast
 
-from ._errors import BadInputError
+from ._errors import BadInputError, ConfigError
 
-__all__ = ["FORMULA_START", "PIPE_IDLE_SECONDS", "Writer", "check_output_file",
-           "check_output_folder", "open_input", "output_text", "read_input", "size_text",
-           "staged_outputs", "write_output", "write_outputs"]
+__all__ = ["FORMULA_START", "PIPE_FIRST_WRITER_SECONDS", "PIPE_IDLE_SECONDS", "PIPE_WAIT_ENV",
+           "Writer", "check_output_file", "check_output_folder", "open_input", "output_text",
+           "pipe_first_writer_seconds", "read_input", "size_text", "staged_outputs",
+           "write_output", "write_outputs"]
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 """What a spreadsheet runs as a formula when a cell starts with it (CSV injection, OWASP's
@@ -43,7 +44,28 @@ list): a CSV truss_lab writes (a labelling queue's context, an export) starts su
 cell with a ``'``."""
 
 PIPE_FIRST_WRITER_SECONDS = 5.0
-"""How long a named pipe with no writer yet is waited for before it reads as empty."""
+"""How long a named pipe with no writer yet is waited for before it reads as empty, unless
+the environment variable :data:`PIPE_WAIT_ENV` says otherwise."""
+
+PIPE_WAIT_ENV = "TRUSS_LAB_PIPE_WAIT"
+"""The environment variable that sets the wait for a named pipe's first writer (seconds,
+0 to 3600): longer for a writer slow to start, shorter where none will come."""
+
+
+def pipe_first_writer_seconds() -> float:
+    """The wait for a named pipe's first writer: :data:`PIPE_WAIT_ENV`, else
+    :data:`PIPE_FIRST_WRITER_SECONDS`."""
+    raw = os.environ.get(PIPE_WAIT_ENV, "").strip()
+    if not raw:
+        return PIPE_FIRST_WRITER_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 <= seconds <= 3600:  # NaN too
+        raise ConfigError(f"the wait for a pipe's first writer must be seconds from 0 to "
+                          f"3600, got {raw!r}", layer="environment", field=PIPE_WAIT_ENV)
+    return seconds
 
 PIPE_IDLE_SECONDS = 120.0
 """How long a pipe may send nothing before its reader gives up (a writer that holds a named
@@ -86,7 +108,7 @@ class _Pipe(io.RawIOBase):
                     # No writer yet: one started with the command may not have opened its
                     # end. A writer's first bytes wake the wait; none within it: empty.
                     self._waited = True
-                    if select.select([self._fd], [], [], PIPE_FIRST_WRITER_SECONDS)[0]:
+                    if select.select([self._fd], [], [], pipe_first_writer_seconds())[0]:
                         continue
                 break
             except BlockingIOError:
