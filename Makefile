@@ -40,18 +40,19 @@ LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(VENV)/.installed
 	$(BIN)/jupyter lab notebooks $(LAB_ARGS)
 
-# The suite: ruff, the tests (slow ones, the browser test and the real-server test
-# are separate targets), then every notebook executed top to bottom by nbmake.
-# One pytest-xdist worker per core (-n auto); --dist loadfile keeps a file's tests on
-# one worker, so its module fixtures are built once. A test of more than about 20 s of
-# CPU whose behaviour a faster test here also checks is marked slow (make test-slow,
-# which CI runs): docs/explanation/reliability.md says which.
+# The suite: ruff, then the tests (slow ones, the browser test and the real-server test
+# are separate targets) and every notebook executed top to bottom by nbmake, in one
+# pytest run, so the notebooks share the workers with the tests instead of waiting for
+# the last of them. One pytest-xdist worker per core (-n auto); --dist loadfile keeps a
+# file's tests (a notebook is one) on one worker, so its module fixtures are built once.
+# A test of more than about 20 s of CPU whose behaviour a faster test here also checks is
+# marked slow (make test-slow, which CI runs): docs/explanation/reliability.md says which.
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check truss_lab tests benchmarks scripts
 	$(COMPILE)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile \
-		-m "not slow and not realserver" --ignore=tests/browser --ignore=tests/realserver
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --nbmake notebooks
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile --nbmake \
+		-m "not slow and not realserver" --ignore=tests/browser --ignore=tests/realserver \
+		tests notebooks
 
 # The slow-marked tests (end-to-end grids whose behaviour a faster test in make test
 # also checks, and the README's whole CLI quickstart), and every Hypothesis test with
