@@ -172,3 +172,21 @@ def test_a_correction_on_people_never_checked_says_so_once(
         assert r.exit_code == 0, r.output
         lines = [x for x in r.stderr.splitlines() if "never checked against each other" in x]
         assert len(lines) == said and "never checked" not in r.stdout
+
+
+def test_only_the_runs_own_extractors_lessons_answered_twice_check_its_people(
+        simulated: dict[float, Path]) -> None:
+    # The same answers, less every second answer on the good extractor's lessons: the
+    # people's agreement on other extractors' lessons says nothing of this run's.
+    from truss_lab.store._labels import match_label_rows
+
+    with tl.Store(simulated[0.5], read_only=True) as store:
+        rows = match_label_rows(store)
+        firsts = rows.drop_duplicates(["verdict_hash", "extractor", "lesson_index"])
+        others = rows[rows["extractor"] != "sim-good-v1"]
+        # Other extractors' lessons were answered twice (else this would test nothing).
+        assert others.duplicated(["verdict_hash", "extractor", "lesson_index"]).any()
+        only_others = pd.concat([firsts[firsts["extractor"] == "sim-good-v1"], others])
+        assert unchecked_people(store, "match labels", rows, GOOD) is None
+        line = unchecked_people(store, "match labels", only_others, GOOD)
+        assert line is not None and GOOD in line

@@ -79,7 +79,7 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
     if data is not None:
         # Once per truth (a comparison corrects two runs, a sweep asks more than once).
         # The rows the correction read, not read again.
-        truth.memo(("unchecked",), lambda: warn_unchecked(unchecked_people(
+        truth.memo(("unchecked", run_id), lambda: warn_unchecked(unchecked_people(
             store, *(("match labels", _match_rows(store, truth)) if truth.kind == "references"
                      else ("gold labels", truth.gold().label_rows)),
             run_id)))

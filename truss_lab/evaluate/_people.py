@@ -290,13 +290,15 @@ def people_agreement(
 
 def unchecked_people(store: Store, kind: str, rows: Any, run_id: str) -> str | None:
     """The one line of a correction of ``run_id`` resting on people never checked against
-    each other: no lesson (of any run's extractor) was given ``kind`` (``match labels``
-    or ``gold labels``, in ``rows`` as :func:`people_agreement` reads them) by two
-    people, or None when some was."""
+    each other: no lesson of the run's extractor was given ``kind`` (``match labels`` or
+    ``gold labels``, in ``rows`` as :func:`people_agreement` reads them) by two people,
+    or None when some was. Another extractor's lessons answered twice do not count: the
+    people's agreement on them says nothing of the answers this correction rests on."""
     if kind not in _KINDS:
         raise BadInputError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}",
                             field="kind")
-    if not people_items(_answers(store, kind, rows, None, None)).empty:
+    extractor = run_record(store, run_id).extractor_id
+    if not people_items(_answers(store, kind, rows, extractor, None)).empty:
         return None
     return (f"the correction of run {run_id!r} rests on people never checked against each "
             f"other: no lesson was given {kind} by two people, so their own error passes "

@@ -64,7 +64,6 @@ from ._similarity import TokenSets, jaccard
 
 __all__ = [
     "DEFAULT_MATCHER",
-    "DEFAULT_MATCH_THRESHOLD",
     "LEXICAL_MATCH_THRESHOLD",
     "MATCHER_NAMES",
     "SEMANTIC_HINT",
@@ -85,13 +84,6 @@ __all__ = [
 #: earlier, templated sample, where it matched little of the sample's rewordings). So low
 #: a threshold costs precision (0.761 against the people).
 LEXICAL_MATCH_THRESHOLD = 0.06
-
-#: The lexical matcher's threshold before it was tuned against people (0.22, chosen on an
-#: earlier, templated sample). The simulated judge matcher still reads it (a lesson its
-#: truth does not know matches a reference at this word overlap), so that its answers,
-#: and the sample's recordings, do not move with the lexical matcher's tuning; no
-#: evaluation uses it.
-DEFAULT_MATCH_THRESHOLD = 0.22
 
 #: The semantic matcher's match threshold (cosine similarity of sentence embeddings):
 #: the best pair F1 against the bundled sample's people's match labels, pooled over its
