@@ -40,8 +40,10 @@ __all__ = [
     "CANDIDATE_KEY",
     "agreement_table",
     "annotator_agreement",
+    "cohen_cells",
     "cohen_kappa",
     "fleiss_agreement",
+    "fleiss_cells",
     "fleiss_kappa",
     "kappa_counts",
     "label_coverage",
@@ -202,18 +204,43 @@ def cohen_kappa(a: Any, b: Any) -> float:
         warnings.warn("Cohen's kappa of no items is NaN", UndefinedMetricWarning, stacklevel=2)
         return float("nan")
     codes, _ = pd.factorize(np.concatenate([a_arr, b_arr]))
-    ca, cb = codes[:n], codes[n:]
-    k = int(codes.max()) + 1
-    p_o = float(np.mean(ca == cb))
-    p_e = float(np.dot(np.bincount(ca, minlength=k), np.bincount(cb, minlength=k))) / (n * n)
-    if p_e >= 1.0:
+    ca, cb, k = codes[:n], codes[n:], int(codes.max()) + 1
+    # The cells of cohen_cells summed over the items, without an items x categories array.
+    totals = np.concatenate([[n, np.count_nonzero(ca == cb)], np.bincount(ca, minlength=k),
+                             np.bincount(cb, minlength=k)]).astype(np.float64)
+    kappa = float(_cohen_metrics(k)(totals)[0])
+    if np.isnan(kappa):
         warnings.warn(
             "Cohen's kappa is undefined when both raters use one single label (NaN)",
             UndefinedMetricWarning,
             stacklevel=2,
         )
-        return float("nan")
-    return (p_o - p_e) / (1.0 - p_e)
+    return kappa
+
+
+def cohen_cells(ca: np.ndarray, cb: np.ndarray, k: int
+                ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """Cohen's kappa as additive counts: ``(cells, metrics)`` for :func:`agreement_table`.
+
+    ``ca``, ``cb``: the two raters' category codes (0 to ``k - 1``) of the same items.
+    ``cells`` is ``(2 + 2k, items)``: per item 1, whether the two agree, then a's
+    category one-hot and b's; ``metrics`` maps summed cells (``(2 + 2k, ...)``) to
+    ``(kappa, observed agreement)``, kappa NaN where ``p_e`` is 1. One formula for
+    :func:`cohen_kappa` (the cells of every item summed) and for a verdict bootstrap."""
+    cells = np.vstack([np.ones(len(ca)), (ca == cb).astype(np.float64),
+                       np.eye(k)[ca].T, np.eye(k)[cb].T])
+    return cells, _cohen_metrics(k)
+
+
+def _cohen_metrics(k: int) -> Callable[[np.ndarray], np.ndarray]:
+    def metrics(c: np.ndarray) -> np.ndarray:
+        n, agree, na, nb = c[0], c[1], c[2:2 + k], c[2 + k:]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p_o = agree / n
+            p_e = (na * nb).sum(axis=0) / (n * n)
+            return np.stack([np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan), p_o])
+
+    return metrics
 
 
 def fleiss_kappa(table: Any) -> float:
@@ -238,15 +265,35 @@ def fleiss_kappa(table: Any) -> float:
     if not (m == m[0]).all() or m[0] < 2:
         raise BadInputError("every item needs the same number (>= 2) of ratings for "
                             "Fleiss' kappa", field="table")
-    n_items, raters = arr.shape[0], float(m[0])
-    p_j = arr.sum(axis=0) / (n_items * raters)
-    p_bar = float(np.mean(((arr**2).sum(axis=1) - raters) / (raters * (raters - 1))))
-    p_e = float(np.sum(p_j**2))
-    if p_e >= 1.0:
+    cells, metrics = fleiss_cells(arr, int(m[0]))
+    kappa = float(metrics(cells.sum(axis=1))[0])
+    if np.isnan(kappa):
         warnings.warn("Fleiss' kappa is undefined when every rating is one category (NaN)",
                       UndefinedMetricWarning, stacklevel=2)
-        return float("nan")
-    return (p_bar - p_e) / (1.0 - p_e)
+    return kappa
+
+
+def fleiss_cells(table: np.ndarray, m: int
+                 ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """Fleiss' kappa as additive counts: ``(cells, metrics)`` for :func:`agreement_table`.
+
+    ``table``: items x categories, each item's ``m`` ratings counted. ``cells`` is
+    ``(2 + categories, items)``: per item 1, its agreement ``P_i``, then its category
+    counts over ``m``; ``metrics`` maps summed cells to ``(kappa, mean agreement
+    P_bar)``, kappa NaN where ``P_e`` is 1. One formula for :func:`fleiss_kappa` and a
+    verdict bootstrap."""
+    t = np.asarray(table, dtype=np.float64)
+    p_i = ((t**2).sum(axis=1) - m) / (m * (m - 1))
+    cells = np.vstack([np.ones(len(t)), p_i, (t / m).T])
+
+    def metrics(c: np.ndarray) -> np.ndarray:
+        n, pbar_sum, p = c[0], c[1], c[2:]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pbar = pbar_sum / n
+            p_e = ((p / n) ** 2).sum(axis=0)
+            return np.stack([np.where(p_e < 1.0, (pbar - p_e) / (1.0 - p_e), np.nan), pbar])
+
+    return cells, metrics
 
 
 def fleiss_agreement(labels: pd.DataFrame) -> dict[str, Any] | None:

@@ -77,7 +77,7 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
         raise BadInputError(f"people answered for no verdict run {run_id!r} is judged on: "
                             f"correct='ppi' needs {answers}", field="correct")
     if data is not None:
-        # Once per truth (a comparison corrects two runs, a sweep asks more than once).
+        # Once per run and truth (a sweep asks more than once; a comparison, per run).
         # The rows the correction read, not read again.
         truth.memo(("unchecked", run_id), lambda: warn_unchecked(unchecked_people(
             store, *(("match labels", _match_rows(store, truth)) if truth.kind == "references"

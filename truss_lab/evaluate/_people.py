@@ -35,7 +35,7 @@ import pandas as pd
 from ..core._errors import BadInputError, TrussLabWarning
 from ..store._runs import run_record
 from ..store._store import Store
-from ._agreement import CANDIDATE_KEY, agreement_table
+from ._agreement import CANDIDATE_KEY, agreement_table, cohen_cells, fleiss_cells
 from ._defaults import DEFAULT_N_BOOT
 from ._matches import run_match_labels
 from ._truth import run_labels
@@ -88,43 +88,22 @@ def people_items(answers: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cohen(answers: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.ndarray, Any]:
-    """Cells and verdicts of Cohen's kappa between ``a`` and ``b`` on the items both
-    answered: per item 1, agreed, then a's category one-hot and b's."""
+    """Cells, verdicts and metrics of Cohen's kappa between ``a`` and ``b`` on the items
+    both answered (:func:`~truss_lab.evaluate._agreement.cohen_cells`)."""
     wide = answers[answers["annotator"].isin([a, b])].pivot(
         index=CANDIDATE_KEY, columns="annotator", values="answer").dropna()
     cats = sorted(set(wide[a]) | set(wide[b]))
-    ca = pd.Categorical(wide[a], categories=cats).codes
-    cb = pd.Categorical(wide[b], categories=cats).codes
-    k = len(cats)
-    cells = np.vstack([np.ones(len(wide)), (ca == cb).astype(float),
-                       np.eye(k)[ca].T, np.eye(k)[cb].T])
-
-    def metrics(c: np.ndarray) -> np.ndarray:
-        n, agree, na, nb = c[0], c[1], c[2:2 + k], c[2 + k:]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p_o = agree / n
-            p_e = (na * nb).sum(axis=0) / (n * n)
-            return np.stack([np.where(p_e < 1.0, (p_o - p_e) / (1.0 - p_e), np.nan), p_o])
-
+    cells, metrics = cohen_cells(pd.Categorical(wide[a], categories=cats).codes,
+                                 pd.Categorical(wide[b], categories=cats).codes, len(cats))
     return cells, wide.index.get_level_values("verdict_hash").to_numpy(dtype=object), metrics
 
 
 def _fleiss(answers: pd.DataFrame, m: int) -> tuple[np.ndarray, np.ndarray, Any]:
-    """Cells and verdicts of Fleiss' kappa on the items answered by ``m`` people: per
-    item 1, its agreement P_i, then its category counts over m."""
+    """Cells, verdicts and metrics of Fleiss' kappa on the items answered by ``m`` people
+    (:func:`~truss_lab.evaluate._agreement.fleiss_cells`)."""
     counts = answers.groupby([*CANDIDATE_KEY, "answer"]).size().unstack(fill_value=0)
     counts = counts[counts.sum(axis=1) == m]
-    t = counts.to_numpy(dtype=np.float64)
-    p_i = ((t**2).sum(axis=1) - m) / (m * (m - 1))
-    cells = np.vstack([np.ones(len(t)), p_i, (t / m).T])
-
-    def metrics(c: np.ndarray) -> np.ndarray:
-        n, pbar_sum, p = c[0], c[1], c[2:]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pbar = pbar_sum / n
-            p_e = ((p / n) ** 2).sum(axis=0)
-            return np.stack([np.where(p_e < 1.0, (pbar - p_e) / (1.0 - p_e), np.nan), pbar])
-
+    cells, metrics = fleiss_cells(counts.to_numpy(dtype=np.float64), m)
     return cells, counts.index.get_level_values("verdict_hash").to_numpy(dtype=object), metrics
 
 
