@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -113,3 +114,37 @@ def test_request_hashes_odd_recordings_and_bad_verdicts_match(sample: Any) -> No
     assert any("different request" in m for m in fast.errors["message"])
     assert any(r is not None for r in (c["request_hash"] for c in fast.completions))
     assert (fp.calls, fp.unchecked_requests) == (sp.calls, sp.unchecked_requests)
+
+
+def test_a_store_replay_reads_what_the_whole_recordings_answer(
+        sample_labelled: Path, sample: Any) -> None:
+    """ReplayProvider.from_store reads recordings as asked (a window held, or one verdict
+    outside every window) and answers, counts and pickles as the provider built from
+    every recording at once does."""
+    import pickle
+
+    from truss_lab.extract._batch import _Pickler
+    from truss_lab.store._runs import recorded_completions
+
+    _, verdicts = sample
+    with Store(sample_labelled, read_only=True) as s:
+        whole = ReplayProvider(recorded_completions(s, "sim-good-v1"))
+        lazy = ReplayProvider.from_store(s, "sim-good-v1")
+        assert (len(lazy), repr(lazy)) == (len(whole), repr(whole))
+        assert lazy.prompt_version_of("sim-good-v1") == whole.prompt_version_of("sim-good-v1")
+        assert lazy.hashed_recordings("sim-good-v1", "lesson-v1") == \
+            whole.hashed_recordings("sim-good-v1", "lesson-v1")
+        hashes = [h for _, h, _ in verdicts]
+        lazy.hold("w", hashes[:100])
+        assert len(lazy._table) <= 100 and lazy.covers(hashes[:100])
+        assert not lazy.covers(hashes[:101])
+        for h in hashes[:100] + hashes[-50:] + ["0" * 64]:  # held, read one by one, none
+            key = (h, "sim-good-v1", 0)
+            assert (key in lazy) == (key in whole)
+            if key in whole:
+                assert lazy._recording(key) == whole._table[key]
+        lazy.release("w")
+        assert lazy._table == {}
+        buf = io.BytesIO()
+        _Pickler(buf).dump(lazy)  # what a worker process gets: every recording
+        assert pickle.loads(buf.getvalue())._table == whole._table

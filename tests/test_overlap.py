@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,15 @@ from truss_lab.store._store import Store
 SCORED = MemoryConfig(lesson_extraction="model-scored")
 CHUNKS = "SELECT chunk_index, first_seq, last_seq, n_verdicts, n_candidates, n_lessons, " \
          "n_lessons_new, n_errors, provider_calls FROM run_chunks ORDER BY ALL"
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _run(sample_unlabelled: Path, tmp: Path, name: str, executor: str, **kw: object) -> tuple:
@@ -167,3 +180,38 @@ def test_an_error_during_verification_rolls_back_the_held_writes(
                        resume=True)
         got = run_content_hashes(s, "r")
     assert got == plain[0]
+
+
+def test_a_replay_holds_a_few_windows_of_recordings_and_no_written_rows(
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: tuple
+) -> None:
+    """Memory bounded independently of the verdicts: the replay reads its recordings a
+    window at a time and drops them, and a chunk's gated rows are let go once written
+    (before, the replay held every recording and the run every chunk extracted while
+    the journal verified). Each is counted while a run of 48 chunks of 25 runs, all
+    of them extracted during verification, in groups of 4."""
+    from truss_lab.extract._extractor import ReplayProvider
+
+    monkeypatch.setattr(_batch, "_GROUP_VERDICTS", 110)  # groups of 4 chunks
+    monkeypatch.setattr(_batch, "_EARLY_VERDICTS", 10_000)  # every chunk early
+    monkeypatch.setattr(_batch, "_RECORDING_VERDICTS", 100)  # windows of 4 chunks
+    most = {"recordings": 0, "gated": 0}
+    refs: list[weakref.ref] = []
+    hold, gate_chunk = ReplayProvider.hold, _batch.gate_chunk
+
+    def counted_hold(self: ReplayProvider, key: object, hashes: list) -> None:
+        hold(self, key, hashes)
+        most["recordings"] = max(most["recordings"], len(self._table))
+
+    def counted_gate(*args: object, **kw: object) -> object:
+        g = gate_chunk(*args, **kw)
+        refs.append(weakref.ref(g))
+        most["gated"] = max(most["gated"], sum(r() is not None for r in refs))
+        return g
+
+    monkeypatch.setattr(ReplayProvider, "hold", counted_hold)
+    monkeypatch.setattr(_batch, "gate_chunk", counted_gate)
+    with gc_paused():  # rows are let go when unreferenced, not by a collection
+        assert _run(sample_unlabelled, tmp_path, "bounded", "inline") == plain
+    assert 0 < most["recordings"] <= 2 * 100  # two windows of 100 verdicts, of 1,200
+    assert 0 < most["gated"] <= 4 + 1  # a group of 4 and the chunk just gated, of 48

@@ -38,10 +38,13 @@ and the inline executor, the driver need not wait idle for that: while the
 signatures of one batch of journal entries are checked (by worker processes for
 a long chain: journal/_verify.py), the driver extracts the chunks that batch
 completes, from the same rows (one read of the journal serves both). The chunks extracted
-so are held, unwritten, until the whole prefix has verified; on a bad chain
-they are dropped (and the replay's call counts put back) and the run fails as
-before. At most ``max_chunks`` are held, so memory stays bounded; the rest are
-extracted afterwards as usual.
+so are gated and written in a transaction that commits only once the whole prefix has
+verified (:class:`~truss_lab.extract._gate.HeldWrites`), and let go once written; on a
+bad chain it is rolled back (and the replay's call counts put back) and the run fails as
+before; a chunk the transaction did not store (a failed write) is extracted again
+afterwards. At most ``max_chunks`` are extracted so; the rest are extracted afterwards
+as usual. A replay from the store reads its recordings a window of chunks ahead
+(:class:`_RecordingWindows`), whichever way the chunks are extracted.
 
 The run's result
 ----------------
@@ -55,7 +58,6 @@ import copyreg
 import hashlib
 import html
 import io
-import itertools
 import json
 import multiprocessing
 import os
@@ -150,10 +152,15 @@ core, several under load) and the inline run extracts while the journal verifies
 heuristic costs ~0.5 ms a verdict, so the sample's 1,200 verdicts never earn a worker
 back (processes:2 took 6x inline's time; benchmarks/bench_executor.py)."""
 _GROUP_VERDICTS = 65_536  # verdicts of recorded answers per transaction (a commit costs ~0.1 s)
-# At most this many verdicts are extracted (and held, unwritten) while the journal
-# verifies: the signature checks run in worker processes meanwhile (journal/_verify.py),
-# so this work is free of the GIL they would otherwise share; ~1 KB held per verdict.
+# At most this many verdicts are extracted while the journal verifies: the signature
+# checks run in worker processes meanwhile (journal/_verify.py), so this work is free of
+# the GIL they would otherwise share. Their rows wait uncommitted, which DuckDB keeps in
+# memory until the commit (~1 KB a verdict; docs/explanation/performance.md).
 _EARLY_VERDICTS = 262_144
+# A replay from the store reads its recordings a window of this many verdicts at a time
+# (one scan of the completions table per window), and keeps only the windows of the
+# chunks being extracted (_RecordingWindows).
+_RECORDING_VERDICTS = 32_768
 
 
 # -- the batch -----------------------------------------------------------------------
@@ -652,6 +659,13 @@ class _Run:
         self.bar: Any = None
         self._gate_failed = False
         self._held: HeldWrites | None = None
+        # Per chunk extracted while the journal verifies: the replay's call tally it
+        # added (put back should the chunk be extracted again), and whether the bar
+        # counted it.
+        self._tally: tuple[int, int] | None = None
+        self._early_calls: dict[int, tuple[int, int]] = {}
+        self._counted: set[int] = set()
+        self.windows = _RecordingWindows(runner.provider, self.hashes_all, chunk_size)
 
     def seqs(self, index: int) -> np.ndarray:
         """The seqs of chunk ``index``."""
@@ -668,18 +682,21 @@ class _Run:
         failed = (unanswered_verdicts(store, run_id) if self.resume and self.live
                   else pd.DataFrame({"verdict_seq": []}))
         done_verdicts = len(self.batch) - sum(len(self.seqs(i)) for i in todo)
-        early, written = self.verify(executor, todo, done_verdicts)
-        if self.config.lesson_extraction is LessonExtractionPolicy.off:
-            # ADR 0011 invariant 1: no provider call, no write but the run record.
-            finish_run(store, run_id, "finished", time.perf_counter() - self.t0)
-            return _run_result(store, run_id, time.perf_counter() - self.t0, 0,
-                              self.n_chunks, 0)
-        if todo and not written:  # a committed held write recorded it already
-            tpl = self.template
-            with store.transaction():
-                record_prompt_template(store, tpl.version, tpl.prompt_hash, tpl.text)
-        done_now = self.extract_and_write(executor, todo, early, written, done_verdicts)
-        retried = self.retry(executor, failed["verdict_seq"].tolist())
+        try:
+            written = self.verify(executor, todo, done_verdicts)
+            if self.config.lesson_extraction is LessonExtractionPolicy.off:
+                # ADR 0011 invariant 1: no provider call, no write but the run record.
+                finish_run(store, run_id, "finished", time.perf_counter() - self.t0)
+                return _run_result(store, run_id, time.perf_counter() - self.t0, 0,
+                                  self.n_chunks, 0)
+            if todo and not written:  # a committed held write recorded it already
+                tpl = self.template
+                with store.transaction():
+                    record_prompt_template(store, tpl.version, tpl.prompt_hash, tpl.text)
+            done_now = self.extract_and_write(executor, todo, written, done_verdicts)
+            retried = self.retry(executor, failed["verdict_seq"].tolist())
+        finally:
+            self.windows.close()
         finish_run(store, run_id, "finished", time.perf_counter() - self.last)
         store.checkpoint()
         return _run_result(store, run_id, time.perf_counter() - self.t0, done_now,
@@ -696,36 +713,44 @@ class _Run:
         self.last = now
         return g
 
-    def gate_early(self, index: int, seqs: np.ndarray,
-                   rows: ExtractionRows) -> Gated | ExtractionRows:
-        """:meth:`gate` for a chunk extracted while the journal verifies, held for the
-        write that commits once it has."""
+    def gate_early(self, index: int, seqs: np.ndarray, rows: ExtractionRows) -> bool:
+        """:meth:`gate` for a chunk extracted while the journal verifies, handed to the
+        held write that commits once it has; nothing of it is kept here. Whether the
+        held write took it: a chunk it did not take, or whose write is rolled back, is
+        extracted again after verification (:meth:`verify`)."""
+        provider = self.runner.provider
+        if self._tally is not None:
+            now = provider.call_tally()
+            self._early_calls[index] = (now[0] - self._tally[0], now[1] - self._tally[1])
+            self._tally = now
+        held = self._held
         # A gate that raises here (a score function) must raise where it did
         # before, after verification, so the chunks gated before it are written:
-        # from the first failure on, chunks stay ungated and the main loop gates
+        # from the first failure on, chunks are left to the main loop, which gates
         # (and fails) again.
-        if self._gate_failed:
-            return rows
+        if self._gate_failed or held is None or not held.active:
+            return False
         try:
             g = self.gate(index, seqs, rows)
         except Exception:
             self._gate_failed = True
-            return rows
-        if self._held is not None:
-            self._held.add(g)
+            return False
+        held.add(g)
         self.bar.update(len(seqs))  # a chunk gated here is counted here, not below
-        return g
+        self._counted.add(index)
+        return True
 
-    def verify(self, executor: Any, todo: list[int], done_verdicts: int,
-               ) -> tuple[list[tuple[int, np.ndarray, Gated | ExtractionRows]], set[int]]:
-        """Verify the journal up to the batch's last verdict: (the chunks extracted
-        meanwhile, those of them already stored). A bad chain fails the run
-        (:class:`ChainError`) with nothing written but its record."""
+    def verify(self, executor: Any, todo: list[int], done_verdicts: int) -> set[int]:
+        """Verify the journal up to the batch's last verdict: the chunks extracted
+        meanwhile and stored (committed) with the verification. The others extracted
+        meanwhile were not kept (a held write failed, or the gate raised): they are
+        extracted again after, their replay calls and progress taken back. A bad chain
+        fails the run (:class:`ChainError`) with nothing written but its record."""
         if not len(self.batch):
-            return [], set()
+            return set()
         store, run_id = self.store, self.run_id
         last_seq = int(self.batch["seq"].iloc[-1])
-        early: list[tuple[int, np.ndarray, Gated | ExtractionRows]] = []
+        early: list[tuple[int, np.ndarray, bool]] = []
         written: set[int] = set()  # chunks whose rows the held transaction stored
         if (executor == "inline" and not self.live and todo
                 and self.config.lesson_extraction is not LessonExtractionPolicy.off):
@@ -737,15 +762,21 @@ class _Run:
             self.bar = _progress_bar(len(self.batch), done_verdicts, self.progress, run_id)
             held = self._held = HeldWrites(store, run_id, self.per_write,
                                            (tpl.version, tpl.prompt_hash, tpl.text))
+            provider = self.runner.provider
+            if hasattr(provider, "call_tally"):
+                self._tally = provider.call_tally()
             try:
                 report, early = verify_while_extracting(
                     store, self.runner, todo, self.seqs_all, self.chunk_size, last_seq,
                     max_chunks=max(1, _EARLY_VERDICTS // self.chunk_size),
-                    then=self.gate_early, extracted=held.flush)
+                    then=self.gate_early, extracted=held.flush, before=self.windows.before)
                 if report.ok:
                     written = held.commit()
             finally:
                 held.rollback()  # when not committed: a bad chain, or an error
+            again = [i for i, _, _ in early if i not in written]
+            if report.ok and again:
+                self.take_back(again)
         else:
             report = _verify_prefix(store, last_seq)
         if not report.ok:
@@ -754,38 +785,51 @@ class _Run:
             finish_run(store, run_id, "failed", time.perf_counter() - self.t0, error=msg)
             raise ChainError(msg, seq=report.first_bad_seq, reason=report.reason or
                              "malformed")
-        return early, written
+        return written
 
-    def extract_and_write(self, executor: Any, todo: list[int],
-                          early: list[tuple[int, np.ndarray, Gated | ExtractionRows]],
-                          written: set[int], done_verdicts: int) -> int:
-        """Gate and write the ``early`` chunks not yet ``written``, then extract the rest
-        of ``todo`` on ``executor``, gating and writing each as it completes (in groups
-        of :attr:`per_write`); the verdicts of this call."""
+    def take_back(self, chunks: list[int]) -> None:
+        """Chunks extracted while the journal verified but not stored with it are to be
+        extracted again: put back the replay calls they counted and the progress."""
+        if self._tally is not None:
+            calls, unchecked = self.runner.provider.call_tally()
+            for i in chunks:
+                c, u = self._early_calls.get(i, (0, 0))
+                calls, unchecked = calls - c, unchecked - u
+            self.runner.provider.restore_call_tally((calls, unchecked))
+        counted = [i for i in chunks if i in self._counted]
+        if counted and self.bar is not None:
+            self.bar.n -= sum(len(self.seqs(i)) for i in counted)
+            self.bar.refresh()
+
+    def extract_and_write(self, executor: Any, todo: list[int], written: set[int],
+                          done_verdicts: int) -> int:
+        """Extract the chunks of ``todo`` not ``written`` with the verification on
+        ``executor``, gating and writing each as it completes (in groups of
+        :attr:`per_write`); the verdicts of this call."""
         store, run_id = self.store, self.run_id
-        done_now = 0
+        done_now = sum(len(self.seqs(i)) for i in todo if i in written)
+        rest = [i for i in todo if i not in written]
         errors_seen = int(get_run(store, run_id)["n_errors"] or 0)  # type: ignore[index]
-        ex = make_executor(executor, self.runner) if todo else None
+        ex = make_executor(executor, self.runner) if rest else None
         if self.bar is None:
             self.bar = _progress_bar(len(self.batch), done_verdicts, self.progress, run_id)
         bar = self.bar
         group: list[Gated] = []
         try:
-            rest = todo[len(early):]
-            for index, seqs, item in itertools.chain(
-                    early, _pipeline(store, ex, [(i, self.seqs(i)) for i in rest])):
+            if parse_executor(executor)[0] in ("processes", "dask"):
+                self.windows.provider = None  # each worker got every recording, pickled
+            elif ex is not None:
+                self.windows.in_flight(ex.window)
+            for index, seqs, rows in _pipeline(store, ex, [(i, self.seqs(i)) for i in rest],
+                                               self.windows.before):
                 done_now += len(seqs)
-                if index in written:  # stored with the verification (counted there too)
-                    continue
-                early_gated = isinstance(item, Gated)  # the bar counted it then
-                g = item if early_gated else self.gate(index, seqs, item)
+                g = self.gate(index, seqs, rows)
                 group.append(g)
                 errors_seen += g.err.num_rows
                 if len(group) >= self.per_write:
                     full, group = group, []  # a failed write is not retried below
                     write_group(store, run_id, full)
-                if not early_gated:
-                    bar.update(len(seqs))
+                bar.update(len(seqs))
                 bar.set_postfix(errors=errors_seen, refresh=False)
         finally:
             try:
@@ -827,9 +871,10 @@ class _Run:
 
 
 def _pipeline(store: Store, ex: Executor | None, todo: list[tuple[int, np.ndarray]],
+              before: Callable[[int], None] | None = None,
               ) -> Iterator[tuple[int, np.ndarray, ExtractionRows]]:
     """Submit chunks ``(index, seqs)`` (a bounded window ahead) and yield them as they
-    complete."""
+    complete; ``before(index)`` is called before a chunk is submitted."""
     if ex is None:
         return
     pending: dict[Any, tuple[int, np.ndarray]] = {}
@@ -841,6 +886,8 @@ def _pipeline(store: Store, ex: Executor | None, todo: list[tuple[int, np.ndarra
             if nxt is None:
                 return
             i, seqs = nxt
+            if before is not None:
+                before(i)
             pending[ex.submit(_load_chunk(store, seqs))] = (i, seqs)
 
     fill()
@@ -913,7 +960,54 @@ def extract_chunk(extractor: Extractor, chunk: Chunk) -> ExtractionRows:
     # Each payload is read as it is reached and dropped once rendered, while it is
     # still in cache: holding a chunk's parsed payloads at once measured ~15% more
     # time per verdict of replay (more heap pages touched, fewer cache hits).
-    return extract_verdicts(extractor, ((s, h, _payload(p)) for s, h, p in chunk))
+    provider = extractor.provider
+    own = (getattr(provider, "reads_store", False)
+           and not provider.covers(h for _, h, _ in chunk))
+    if own:  # no window of the run's holds them: read this chunk's recordings at once
+        key = object()
+        provider.hold(key, [h for _, h, _ in chunk])
+    try:
+        return extract_verdicts(extractor, ((s, h, _payload(p)) for s, h, p in chunk))
+    finally:
+        if own:
+            provider.release(key)
+
+
+class _RecordingWindows:
+    """A replay's recordings read from the store a window of chunks at a time, ahead of
+    the chunks' extraction (:meth:`before`), and dropped once the run has moved on: at
+    most :attr:`keep` windows are held (two, and as many as the chunks in flight on the
+    executor span), so memory does not grow with the run's verdicts. A provider that
+    holds its recordings in memory (a file, a frame, worker processes) is left alone."""
+
+    def __init__(self, provider: Any, hashes: list[str], chunk_size: int) -> None:
+        self.provider = provider if getattr(provider, "reads_store", False) else None
+        self.hashes, self.chunk_size = hashes, chunk_size
+        self.per = max(1, _RECORDING_VERDICTS // chunk_size)  # chunks per window
+        self.keep = 2
+        self.held: list[int] = []
+
+    def in_flight(self, chunks: int) -> None:
+        """Keep the windows ``chunks`` chunks in flight may span."""
+        self.keep = max(self.keep, 2 + -(-chunks // self.per))
+
+    def before(self, index: int) -> None:
+        """Chunk ``index`` is to be extracted: hold its window, drop the oldest."""
+        if self.provider is None:
+            return
+        w = index // self.per
+        if w in self.held:
+            return
+        while len(self.held) >= self.keep:
+            self.provider.release(("window", self.held.pop(0)))
+        span = self.per * self.chunk_size
+        self.provider.hold(("window", w), self.hashes[w * span:(w + 1) * span])
+        self.held.append(w)
+
+    def close(self) -> None:
+        """Drop every window held."""
+        while self.held:
+            self.provider.release(("window", self.held.pop()))
 
 
 # A worker whose driver died (kill -9: no chance to shut the pool down) would
@@ -1088,11 +1182,13 @@ def verify_while_extracting(
     last_seq: int, *, max_chunks: int,
     then: Callable[[int, np.ndarray, ExtractionRows], Any] | None = None,
     extracted: Callable[[], None] | None = None,
+    before: Callable[[int], None] | None = None,
 ) -> tuple[VerifyReport, list[Extracted]]:
     """The report of ``verify_chain(store, upto_seq=last_seq)``, and the first
     ``max_chunks`` chunks of ``todo`` extracted meanwhile (in ``todo`` order), each
-    passed through ``then(index, seqs, rows)`` when given (the batch gates them).
-    ``extracted()`` is called once the journal has been read and those chunks
+    passed through ``then(index, seqs, rows)`` when given (the batch gates and writes
+    them, and keeps nothing of them here). ``before(index)`` is called before a chunk
+    is extracted; ``extracted()`` once the journal has been read and those chunks
     extracted, while the last signatures may still be checked."""
     early = todo[:max_chunks]
     need: dict[int, int] = {}
@@ -1118,6 +1214,8 @@ def verify_while_extracting(
                 if int(seqs[-1]) > top:
                     break
                 chunk = [held.pop(q) for q in seqs.tolist() if q in held]
+                if before is not None:
+                    before(i)
                 rows = extract_chunk(runner, chunk)
                 out.append((i, seqs, rows if then is None else then(i, seqs, rows)))
                 k += 1

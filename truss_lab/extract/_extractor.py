@@ -78,11 +78,14 @@ from ..ingest._completions import read_completions
 from ..ingest._ingest import FILE_TO_TABLE
 from ..journal._spec import plainly_valid_payload, validate_verdict_payload
 from ..store._runs import (
+    REPLAY_COLUMNS,
     create_run,
     extractor_config,
     record_extractor_config,
     record_prompt_template,
     recorded_completions,
+    recording_counts,
+    recordings_of,
     run_provider_failures,
 )
 from ..store._store import Store
@@ -349,7 +352,8 @@ class Extractor:
         From a Store, each verdict is answered by its earliest recording, or with
         ``run_id`` by the recordings that run's live calls made (a run replays as
         itself: :func:`~truss_lab.extract._batch.rerun`), a call of it that failed
-        failing again with the error it met.
+        failing again with the error it met. A Store's recordings are read as they are
+        needed (:meth:`ReplayProvider.from_store`): keep the Store open while it replays.
 
         The prompt is the recordings' own ``prompt_version`` (the most frequent,
         should they name several) unless ``template`` says otherwise: a version
@@ -395,17 +399,21 @@ class Extractor:
             store = recordings
             stored = extractor_config(recordings, extractor_id)
             config = None if stored is None else ExtractorConfig.model_validate(stored)
-            recordings = recorded_completions(recordings, extractor_id, run_id=run_id)
             if run_id is not None:
                 failed = run_provider_failures(store, run_id)
                 failures = {(v, extractor_id, int(k)): str(m) for v, k, m in zip(
                     failed["verdict_hash"], failed["sample_index"].fillna(0),
                     failed["message"].fillna(""), strict=True)}
+            provider = ReplayProvider.from_store(
+                store, extractor_id, run_id=run_id,
+                known_prompts=frozenset(known_templates(store)), failures=failures)
         elif run_id is not None:
             raise BadInputError("run_id selects a run's recordings in a Store; a file or "
                                 "frame of recordings is replayed whole", field="run_id")
-        provider = ReplayProvider(recordings, known_prompts=frozenset(known_templates(store)),
-                                  failures=failures)
+        else:
+            provider = ReplayProvider(recordings,
+                                      known_prompts=frozenset(known_templates(store)),
+                                      failures=failures)
         config = config or provider.config_of(extractor_id)
         if template is None:
             version = (config.prompt_version if config is not None
@@ -832,6 +840,86 @@ def _column(df: pd.DataFrame, name: str) -> list[Any]:
     return [v.item() if hasattr(v, "item") else v for v in values]
 
 
+def _recording_table(df: pd.DataFrame, source: str,
+                     ) -> tuple[dict[tuple[str, str, int], tuple[Any, ...]], dict[str, set[str]]]:
+    """The recordings of frame ``df`` by (verdict_hash, extractor, sample_index), and the
+    configurations they carry by extractor; a :class:`BadInputError` for a missing
+    column or two different answers to one key."""
+    missing = [c for c in _REQUIRED if c not in df.columns]
+    if missing:
+        raise BadInputError(
+            f"recordings lack column(s) {', '.join(missing)}; expected the completions "
+            f"columns {', '.join(_REQUIRED + _OPTIONAL)}",
+            source=source,
+            reason="missing_column",
+        )
+    cols = {name: _column(df, name) for name in _REQUIRED + _OPTIONAL}
+    samples = [0 if s is None else int(s) for s in _column(df, "sample_index")]
+    keys = list(zip(cols["verdict_hash"], cols["extractor"], samples, strict=True))
+    values = list(
+        zip(*(cols[name] for name in _REQUIRED[2:] + _OPTIONAL), strict=True)
+    )
+    table: dict[tuple[str, str, int], tuple[Any, ...]] = dict(zip(keys, values, strict=True))
+    if len(table) != len(keys):
+        # Identical rows are harmless; two different answers to one key are not.
+        seen: dict[tuple[str, str, int], tuple[Any, ...]] = {}
+        for k, v in zip(keys, values, strict=True):
+            if k in seen and seen[k] != v:
+                raise BadInputError(
+                    f"two different recordings for verdict_hash={k[0]} extractor={k[1]!r}"
+                    + (f" sample_index={k[2]}" if k[2] else ""),
+                    source=source,
+                    reason="conflicting_duplicate",
+                )
+            seen[k] = v
+    configs: dict[str, set[str]] = {}
+    for ext, config in zip(cols["extractor"], _column(df, "config"), strict=True):
+        if config is not None:
+            configs.setdefault(ext, set()).add(config)
+    return table, configs
+
+
+class _StoreRecordings:
+    """One extractor's recordings in a store (those :func:`recorded_completions` gives),
+    read for the verdicts asked for: the store's ``recordings_of`` on a cursor of its
+    own (the store's connection may be streaming the journal meanwhile)."""
+
+    def __init__(self, store: Store, extractor_id: str, run_id: str | None) -> None:
+        self.store, self.extractor_id, self.run_id = store, extractor_id, run_id
+        self.size, _, self.versions = recording_counts(store, extractor_id, run_id=run_id)
+        self._lock = threading.Lock()
+
+    def read(self, verdict_hashes: Sequence[str],
+             ) -> dict[tuple[str, str, int], tuple[Any, ...]]:
+        """The recordings of ``verdict_hashes`` by key, valued as a frame's would be."""
+        with self._lock:
+            cur = self.store.cursor()
+            try:
+                t = recordings_of(cur, self.extractor_id, verdict_hashes, run_id=self.run_id)
+            finally:
+                cur.close()
+        # Arrow's Python values are a frame column's after _column (None for a null),
+        # but for NaN, which a frame reads as missing.
+        cols = {n: t.column(n).to_pylist() for n in REPLAY_COLUMNS}
+        cols["latency_ms"] = [None if v != v else v for v in cols["latency_ms"]]
+        ext = self.extractor_id
+        keys = [(v, ext, 0 if s is None else int(s))
+                for v, s in zip(cols["verdict_hash"], cols["sample_index"], strict=True)]
+        return dict(zip(keys, zip(*(cols[n] for n in REPLAY_COLUMNS[2:]), strict=True),
+                        strict=True))
+
+    def everything(self) -> dict[tuple[str, str, int], tuple[Any, ...]]:
+        """Every recording by key (for a worker process, which cannot read the store)."""
+        with self._lock:
+            cur = self.store.cursor()
+            try:
+                df = recorded_completions(cur, self.extractor_id, run_id=self.run_id)
+            finally:
+                cur.close()
+        return _recording_table(df.rename(columns={t: f for f, t in FILE_TO_TABLE.items()}),
+                                str(self.store.path))[0]
+
+
 class ReplayProvider:
     """Answer requests from recorded completions (Formats §2).
 
@@ -889,38 +977,11 @@ class ReplayProvider:
                     source=source,
                     reason="bad_recordings",
                 )
-        missing = [c for c in _REQUIRED if c not in df.columns]
-        if missing:
-            raise BadInputError(
-                f"recordings lack column(s) {', '.join(missing)}; expected the completions "
-                f"columns {', '.join(_REQUIRED + _OPTIONAL)}",
-                source=source,
-                reason="missing_column",
-            )
-        cols = {name: _column(df, name) for name in _REQUIRED + _OPTIONAL}
-        samples = [0 if s is None else int(s) for s in _column(df, "sample_index")]
-        keys = list(zip(cols["verdict_hash"], cols["extractor"], samples, strict=True))
-        values = list(
-            zip(*(cols[name] for name in _REQUIRED[2:] + _OPTIONAL), strict=True)
-        )
-        self._table: dict[tuple[str, str, int], tuple[Any, ...]] = dict(
-            zip(keys, values, strict=True))
-        if len(self._table) != len(keys):
-            # Identical rows are harmless; two different answers to one key are not.
-            seen: dict[tuple[str, str, int], tuple[Any, ...]] = {}
-            for k, v in zip(keys, values, strict=True):
-                if k in seen and seen[k] != v:
-                    raise BadInputError(
-                        f"two different recordings for verdict_hash={k[0]} extractor={k[1]!r}"
-                        + (f" sample_index={k[2]}" if k[2] else ""),
-                        source=source,
-                        reason="conflicting_duplicate",
-                    )
-                seen[k] = v
-        self._configs: dict[str, set[str]] = {}
-        for ext, config in zip(cols["extractor"], _column(df, "config"), strict=True):
-            if config is not None:
-                self._configs.setdefault(ext, set()).add(config)
+        self._table, self._configs = _recording_table(df, source)
+        self._setup(source, known_prompts, failures)
+
+    def _setup(self, source: str, known_prompts: frozenset[str] | None,
+               failures: Mapping[tuple[str, str, int], str] | None) -> None:
         self._known_prompts = (frozenset(known_templates()) if known_prompts is None
                                else known_prompts)
         self._source = source
@@ -928,16 +989,132 @@ class ReplayProvider:
         self._lock = threading.Lock()
         self._unchecked = 0
         self._calls = 0
+        # A store's recordings (from_store) are read a window of verdicts at a time:
+        # the windows held now, by key, as (their verdict hashes, the keys they added).
+        self._lazy: _StoreRecordings | None = None
+        self._held: dict[Any, tuple[frozenset[str], tuple[tuple[str, str, int], ...]]] = {}
+
+    @classmethod
+    def from_store(cls, store: Store, extractor_id: str, *, run_id: str | None = None,
+                   known_prompts: frozenset[str] | None = None,
+                   failures: Mapping[tuple[str, str, int], str] | None = None,
+                   ) -> ReplayProvider:
+        """The recordings of ``extractor_id`` in ``store`` (each verdict's earliest, or
+        with ``run_id`` that run's), read when asked for rather than at once: what
+        :meth:`hold` reads for a window of verdicts, or one verdict's when a request
+        falls outside every window held, so memory does not grow with the recordings.
+
+        Parameters
+        ----------
+        store : Store
+            The database (kept open while the replay answers).
+        extractor_id : str
+            The recorded extractor.
+        run_id : str, optional
+            Answer from this run's own recordings.
+        known_prompts : frozenset of str, optional
+            As for :class:`ReplayProvider`.
+        failures : mapping, optional
+            As for :class:`ReplayProvider`.
+
+        Returns
+        -------
+        ReplayProvider
+            The replay; pickled (for worker processes) it carries every recording.
+        """
+        self = cls.__new__(cls)
+        self._table, self._configs = {}, {}
+        self._setup(str(store.path), known_prompts, failures)
+        self._lazy = _StoreRecordings(store, extractor_id, run_id)
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A worker process cannot read the driver's store: it gets every recording.
+        state = self.__dict__.copy()
+        lazy = state["_lazy"]
+        if lazy is not None:
+            state.update(_table=lazy.everything(), _lazy=None, _held={})
+        return state
+
+    @property
+    def reads_store(self) -> bool:
+        """Whether recordings are read from a store as they are needed (:meth:`from_store`):
+        then :meth:`hold` reads a window of them at once."""
+        return self._lazy is not None
+
+    def covers(self, verdict_hashes: Iterable[str]) -> bool:
+        """Whether every one of ``verdict_hashes`` lies in a window held (or every
+        recording is in memory): answering them reads nothing.
+
+        Parameters
+        ----------
+        verdict_hashes : iterable of str
+            The verdicts.
+
+        Returns
+        -------
+        bool
+            True when nothing is to be read for them.
+        """
+        if self._lazy is None:
+            return True
+        held = [h for h, _ in list(self._held.values())]
+        return all(any(v in h for h in held) for v in verdict_hashes)
+
+    def hold(self, key: Any, verdict_hashes: Sequence[str]) -> None:
+        """Read the recordings of ``verdict_hashes`` at once and keep them until
+        :meth:`release` of ``key`` (nothing to do when every recording is in memory).
+
+        Parameters
+        ----------
+        key : hashable
+            Names the window for :meth:`release`.
+        verdict_hashes : sequence of str
+            The verdicts whose recordings to read.
+        """
+        lazy = self._lazy
+        if lazy is None:
+            return
+        got = lazy.read(verdict_hashes)
+        with self._lock:
+            self._table.update(got)
+            self._held[key] = (frozenset(verdict_hashes), tuple(got))
+
+    def release(self, key: Any) -> None:
+        """Drop the recordings :meth:`hold` read under ``key`` (those another window
+        held still covers stay).
+
+        Parameters
+        ----------
+        key : hashable
+            The window.
+        """
+        with self._lock:
+            _, keys = self._held.pop(key, (frozenset(), ()))
+            others = [h for h, _ in self._held.values()]
+            for k in keys:
+                if not any(k[0] in h for h in others):
+                    self._table.pop(k, None)
+
+    def _recording(self, key: tuple[str, str, int]) -> tuple[Any, ...] | None:
+        """The recording answering ``key``: from memory, or read when no window held
+        covers its verdict."""
+        rec = self._table.get(key)
+        if rec is None and self._lazy is not None and not self.covers((key[0],)):
+            rec = self._lazy.read([key[0]]).get(key)
+        return rec
 
     def __len__(self) -> int:
-        return len(self._table)
+        return len(self._table) if self._lazy is None else self._lazy.size
 
     def __contains__(self, key: object) -> bool:
         """Whether a recording answers ``(verdict_hash, extractor, sample_index)``."""
-        return key in self._table
+        if self._lazy is None or not isinstance(key, tuple) or len(key) != 3:
+            return key in self._table
+        return self._recording(key) is not None  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
-        return f"ReplayProvider({len(self._table)} recordings)"
+        return f"ReplayProvider({len(self)} recordings)"
 
     def config_of(self, extractor_id: str) -> ExtractorConfig | None:
         """The configuration ``extractor_id``'s recordings were made under.
@@ -985,9 +1162,14 @@ class ReplayProvider:
             The version (the first by name on a tie), None without recordings.
         """
         counts: dict[str, int] = {}
-        for (_, ext, _), rec in self._table.items():
-            if ext == extractor_id and isinstance(rec[1], str):
-                counts[rec[1]] = counts.get(rec[1], 0) + 1
+        if self._lazy is not None:
+            if extractor_id == self._lazy.extractor_id:
+                counts = {v: n for v, (n, _) in self._lazy.versions.items()
+                          if isinstance(v, str)}
+        else:
+            for (_, ext, _), rec in self._table.items():
+                if ext == extractor_id and isinstance(rec[1], str):
+                    counts[rec[1]] = counts.get(rec[1], 0) + 1
         return min(counts, key=lambda v: (-counts[v], v)) if counts else None
 
     def hashed_recordings(self, extractor_id: str, prompt_version: str) -> int:
@@ -1006,6 +1188,9 @@ class ReplayProvider:
         int
             The count.
         """
+        if self._lazy is not None:
+            return (self._lazy.versions.get(prompt_version, (0, 0))[1]
+                    if extractor_id == self._lazy.extractor_id else 0)
         return sum(1 for (_, ext, _), rec in self._table.items()
                    if ext == extractor_id and rec[1] == prompt_version and rec[2] is not None)
 
@@ -1098,14 +1283,14 @@ class ReplayProvider:
             completion_tokens)``.
         """
         key = (verdict_hash, extractor, sample_index or 0)
-        rec = self._table.get(key)
+        rec = self._recording(key)
         if rec is None and key in self._failures:
             raise ProviderError(self._failures[key])  # as the live call failed
         if rec is None:
             sample = f" sample {key[2]}" if sample_index is not None else ""
             raise ProviderError(
                 f"no recording for verdict {verdict_hash}{sample} with extractor "
-                f"{extractor!r} ({len(self._table)} recordings loaded)"
+                f"{extractor!r} ({len(self)} recordings loaded)"
             )
         model, recorded_prompt, recorded_hash, text, latency, p_tokens, c_tokens = rec
         if recorded_hash is None or recorded_prompt not in self._known_prompts:

@@ -479,8 +479,14 @@ class HeldWrites:
         except Exception:
             self.rollback()
 
+    @property
+    def active(self) -> bool:
+        """Whether the held writes still stand: none failed, none committed or rolled
+        back yet."""
+        return self._store is not None
+
     def add(self, g: Gated) -> None:
-        """Hold chunk ``g``; a full group is written (uncommitted)."""
+        """Hold chunk ``g``; a full group is written (uncommitted), and not kept."""
         if self._store is None:
             return
         self._group.append(g)

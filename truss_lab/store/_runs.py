@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pan
     import pandas as pd
 
 __all__ = [
+    "REPLAY_COLUMNS",
     "RunRecord",
     "add_chunk_counts",
     "add_run_counts",
@@ -60,6 +61,8 @@ __all__ = [
     "record_prompt_template",
     "record_run_verdicts",
     "recorded_completions",
+    "recording_counts",
+    "recordings_of",
     "reopen_run",
     "run_candidate_counts",
     "run_candidates",
@@ -225,6 +228,17 @@ def extractor_config(store: Store, extractor_id: str) -> dict[str, Any] | None:
     return dict(json.loads(row[0][0]))
 
 
+def _recordings_sql(columns: str, run_id: str | None, some: bool) -> str:
+    """The statement of :func:`recorded_completions` (``some``: of the verdicts in a list
+    parameter after the extractor's), selecting ``columns``."""
+    where = "extractor_id = ?" + (" AND verdict_hash IN (SELECT unnest(?))" if some else "")
+    if run_id is not None:
+        return f"SELECT {columns} FROM completions WHERE {where} AND run_id = ?"
+    return (f"SELECT {columns} FROM completions WHERE {where} QUALIFY row_number() OVER ("
+            "PARTITION BY verdict_hash, sample_index "
+            "ORDER BY recorded_at, run_id NULLS FIRST, request_hash, text) = 1")
+
+
 def recorded_completions(store: Store, extractor_id: str, *,
                          run_id: str | None = None) -> pd.DataFrame:
     """The recorded completions of ``extractor_id`` a replay answers from (its
@@ -236,14 +250,45 @@ def recorded_completions(store: Store, extractor_id: str, *,
     configuration each keep their own answers; a replay by extractor id answers as
     the first of them did, as before a second could be kept).
     """
-    if run_id is not None:
-        return store.sql("SELECT * FROM completions WHERE extractor_id = ? AND run_id = ?",
-                         [extractor_id, run_id]).df()
-    return store.sql(
-        "SELECT * FROM completions WHERE extractor_id = ? QUALIFY row_number() OVER ("
-        "PARTITION BY verdict_hash, sample_index "
-        "ORDER BY recorded_at, run_id NULLS FIRST, request_hash, text) = 1",
-        [extractor_id]).df()
+    params = [extractor_id] + ([run_id] if run_id is not None else [])
+    return store.sql(_recordings_sql("*", run_id, False), params).df()
+
+
+#: The columns of a recording a replay answers with, in :func:`recordings_of` order.
+REPLAY_COLUMNS = ("verdict_hash", "sample_index", "model", "prompt_version", "request_hash",
+                  "text", "latency_ms", "prompt_tokens", "completion_tokens")
+
+
+def recordings_of(store: Store, extractor_id: str, verdict_hashes: Sequence[str], *,
+                  run_id: str | None = None) -> pa.Table:
+    """The rows of :func:`recorded_completions` for the verdicts ``verdict_hashes`` only,
+    as an Arrow table of :data:`REPLAY_COLUMNS` (a replay reads its recordings a window
+    of verdicts at a time: the same recording per verdict and sample, since the
+    earliest is chosen within each verdict's own rows)."""
+    params = [extractor_id, list(verdict_hashes)] + ([run_id] if run_id is not None else [])
+    return store.con.sql(_recordings_sql(", ".join(REPLAY_COLUMNS), run_id, True),
+                         params=params).to_arrow_table()
+
+
+def recording_counts(store: Store, extractor_id: str, *, run_id: str | None = None,
+                     ) -> tuple[int, bool, dict[str, tuple[int, int]]]:
+    """What a replay needs to know of ``extractor_id``'s recordings before it reads them:
+    (how many :func:`recorded_completions` gives, whether each verdict and sample has
+    one of them only, and per prompt version (recordings, recordings with a
+    ``request_hash``)). When a verdict and sample were recorded more than once
+    (several live runs without ``run_id``) the per-version counts are of the rows
+    :func:`recorded_completions` chooses."""
+    params = [extractor_id] + ([run_id] if run_id is not None else [])
+    cond = "extractor_id = ?" + (" AND run_id = ?" if run_id is not None else "")
+    total, keys = store.con.execute(
+        f"SELECT count(*), count(DISTINCT (verdict_hash, sample_index)) FROM completions "
+        f"WHERE {cond}", params).fetchall()[0]
+    rows = (f"SELECT prompt_version, request_hash FROM completions WHERE {cond}"
+            if total == keys else _recordings_sql("prompt_version, request_hash", run_id, False))
+    versions = store.con.execute(
+        f"SELECT prompt_version, count(*), count(request_hash) FROM ({rows}) GROUP BY ALL",
+        params).fetchall()
+    return int(keys), total == keys, {v: (int(n), int(h)) for v, n, h in versions}
 
 
 def run_provider_failures(store: Store, run_id: str) -> pd.DataFrame:
