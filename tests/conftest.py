@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders import profiles
-from tests.builders.stores import copy_db, fresh_store, sample_template
+from tests.builders.stores import copy_db, drop_store, fresh_store, sample_template
 from truss_lab.faces._notebook import load_sample, run_sample_extractions
 from truss_lab.journal._crypto import SigningKey
 from truss_lab.store._store import Store
@@ -17,10 +17,10 @@ profiles.load()
 
 @pytest.fixture
 def store() -> Iterator[Store]:
-    """A fresh, migrated in-memory store."""
+    """A fresh, migrated store (a temporary file: tests.builders.stores.fresh_store)."""
     s = fresh_store()
     yield s
-    s.close()
+    drop_store(s)
 
 
 # -- the bundled sample, ingested once per session ----------------------------------------

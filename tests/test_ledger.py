@@ -9,6 +9,7 @@ import pytest
 
 from tests.builders.chains import make_chain, write_journal
 from tests.builders.profiles import examples
+from tests.builders.stores import drop_store, fresh_store
 from truss_lab import ChainError, Store, TrussLabError, import_journal, verify_chain
 from truss_lab.core._models import LedgerRef
 from truss_lab.journal._crypto import SigningKey, build_entry, save_keyring
@@ -58,7 +59,7 @@ def test_longer_export_appends_the_rest(store: Store, tmp_path, ring) -> None:
     rep = import_journal(store, write(tmp_path / "b.jsonl", chain(6)), keyring=ring)
     assert (rep.entries_added, rep.entries_present, rep.head.seq) == (3, 3, 6)
     # A continuation export that starts after the head also lands.
-    store2 = Store()
+    store2 = fresh_store()
     import_journal(store2, write(tmp_path / "c.jsonl", chain(6)[:4]), keyring=ring)
     rep = import_journal(store2, write(tmp_path / "d.jsonl", chain(6)[4:]), keyring=ring)
     assert rep.entries_added == 2 and verify_chain(store2).ok
@@ -176,7 +177,7 @@ def test_bad_journal_input_leaves_the_database_unchanged(
     ring = {"op": KEY.public_key}
     store = _SHARED.get("store")
     if store is None:  # one store for all examples: a refused import changes nothing
-        store = _SHARED["store"] = Store()
+        store = _SHARED["store"] = fresh_store()
         import_journal(store, write(tmp / "base.jsonl", _GOOD[:2]), keyring=ring)
 
     def state() -> tuple:
@@ -268,7 +269,7 @@ def _outcome(tmp_path, lines: list[str], stored: int, keep: bool,
              batch: int = 10**6) -> tuple:
     """What importing ``lines`` into a store holding the chain's first ``stored``
     entries does: the report or the error, and the journal's rows afterwards."""
-    s = Store()
+    s = fresh_store()
     if stored:
         import_journal(s, write(tmp_path / "prefix.jsonl", chain(30)[:stored]), keyring=str(
             save_keyring({"op": KEY.public_key}, tmp_path / "k.json")))
@@ -284,6 +285,7 @@ def _outcome(tmp_path, lines: list[str], stored: int, keep: bool,
         got = ("error", str(exc), exc.reason, exc.seq, exc.line)
     rows = s.sql("SELECT * EXCLUDE (recorded_at) FROM journal ORDER BY seq").fetchall()
     keys = s.sql("SELECT key_id FROM signing_keys").fetchall()
+    drop_store(s)
     return got, rows, keys
 
 

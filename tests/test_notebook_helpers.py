@@ -164,14 +164,15 @@ def test_copy_store_refuses_an_existing_file(loaded: Store, tmp_path: Path) -> N
     assert not (tmp_path / "elsewhere.duckdb").exists()
 
 
-def test_copy_store_of_an_in_memory_store(store: Store) -> None:
-    store.sql("INSERT INTO labels VALUES ('h', 'e', 0, 1, 'a', 's', now())")
-    copy = copy_store(store)
-    try:
-        assert copy.counts() == store.counts()
-        assert copy.path != ":memory:"
-    finally:
-        copy.close()
+def test_copy_store_of_an_in_memory_store() -> None:
+    with Store(":memory:") as store:
+        store.sql("INSERT INTO labels VALUES ('h', 'e', 0, 1, 'a', 's', now())")
+        copy = copy_store(store)
+        try:
+            assert copy.counts() == store.counts()
+            assert copy.path != ":memory:"
+        finally:
+            copy.close()
 
 
 # -- the notebooks ------------------------------------------------------------------

@@ -7,10 +7,12 @@ A dataset folder has the layout of ``datasets/sample/`` (``journal.jsonl``,
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,16 +25,43 @@ from truss_lab.simulate._simulate import DEFAULT_EXTRACTORS, SimulationResult, s
 from truss_lab.store._store import Store
 
 __all__ = [
-    "SAMPLE", "copy_db", "fresh_store", "load_dataset", "lock_holder", "sample_store",
+    "SAMPLE", "copy_db", "drop_store", "fresh_store", "load_dataset", "lock_holder", "sample_store",
     "sample_template", "simulated_db",
 ]
 
 DbPath = str | os.PathLike[str]
 
 
+_EMPTY: list[Path] = []  # this process's empty, migrated database (made at first use)
+
+
+def _empty_db() -> Path:
+    if not _EMPTY:
+        folder = Path(tempfile.mkdtemp(prefix="truss-lab-fresh-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        Store(folder / "empty.duckdb").close()
+        _EMPTY.append(folder / "empty.duckdb")
+    return _EMPTY[0]
+
+
 def fresh_store() -> Store:
-    """A fresh, migrated in-memory store."""
-    return Store(":memory:")
+    """A fresh, migrated store: a copy of an empty migrated database file, in a folder
+    removed when the process ends (:func:`drop_store` removes it at once).
+
+    Migrating a new database costs about 0.3 s, nearly all of it DuckDB's 245 column
+    comments (``COMMENT ON`` alters the catalog one column at a time); a copy of one
+    migrated once per process costs a tenth of that, and the suite makes hundreds."""
+    empty = _empty_db()
+    fd, name = tempfile.mkstemp(suffix=".duckdb", dir=empty.parent)
+    os.close(fd)
+    shutil.copyfile(empty, name)
+    return Store(name)
+
+
+def drop_store(store: Store) -> None:
+    """Close a :func:`fresh_store` and remove its file."""
+    store.close()
+    Path(store.path).unlink(missing_ok=True)
 
 
 def load_dataset(store: Store, folder: Path = SAMPLE, *, labels: bool = True) -> Store:
