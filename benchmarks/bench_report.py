@@ -12,7 +12,9 @@ Each command runs as a person runs it, ``python -m truss_lab.faces.cli ...`` in 
 fresh process (start-up included, best of ``--repeats``): the figure is the report's
 time over the sweep's (goal <= 3, issue 29). Two informational figures beside it: the
 same commands in this process (click's runner: the commands' own work, no start-up)
-and the report of both runs against the two sweeps.
+and the report of both runs against the two sweeps. Last, the report's figures (of both
+runs) each saved by ``save_png`` (drawn once, cut to the drawn box) against matplotlib's
+tight save of the same figure (drawn twice), CPU time in this process (goal <= 0.8).
 
     .venv/bin/python -m benchmarks.bench_report [--quick] [--repeats N]
 """
@@ -20,6 +22,8 @@ and the report of both runs against the two sweeps.
 from __future__ import annotations
 
 import argparse
+import io
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -53,6 +57,54 @@ def _here(args: list[str]) -> float:
     if r.exit_code != 0:
         raise SystemExit(f"truss-lab {' '.join(args)} failed:\n{r.output}")
     return dt
+
+
+def _figures(db: Path, runs: list[str], out: str) -> list[bytes]:
+    """The report's figures of ``runs``, pickled as they reach ``save_png``."""
+    import truss_lab.faces._report as report
+    from truss_lab.store._store import Store
+
+    figs: list[bytes] = []
+    save = report.save_png
+
+    def keep(fig, target, *, dpi):  # type: ignore[no-untyped-def]
+        figs.append(pickle.dumps(fig))
+        save(fig, target, dpi=dpi)
+
+    report.save_png = keep
+    try:
+        with Store(db, read_only=True) as store:
+            report.write_report(store, runs, out, n_boot=50, max_verdicts=5)
+    finally:
+        report.save_png = save
+    return figs
+
+
+def _figure_cpu(figs: list[bytes], repeats: int) -> tuple[float, float]:
+    """CPU seconds of saving every figure by ``save_png`` and by the tight save (best of
+    ``repeats``, each figure unpickled afresh for each)."""
+    from truss_lab.faces._display import save_png
+
+    def tight(fig):  # type: ignore[no-untyped-def]
+        fig.savefig(io.BytesIO(), format="png", dpi=90, bbox_inches="tight")
+
+    def once(fig):  # type: ignore[no-untyped-def]
+        save_png(fig, io.BytesIO(), dpi=90)
+
+    best = {}
+    for name, fn in (("tight", tight), ("once", once)):
+        fn(pickle.loads(figs[0]))  # warm the font cache
+        times = []
+        for _ in range(repeats):
+            total = 0.0
+            for blob in figs:
+                fig = pickle.loads(blob)
+                t0 = time.process_time()
+                fn(fig)
+                total += time.process_time() - t0
+            times.append(total)
+        best[name] = min(times)
+    return best["once"], best["tight"]
 
 
 def _best(fn, args: list[str], repeats: int) -> float:  # type: ignore[no-untyped-def]
@@ -93,6 +145,11 @@ def main() -> None:
         result("report_two_runs_vs_sweeps", r_both, "s", baseline=s_both,
                ratio=r_both / s_both, baseline_name="sweep of each run (fresh processes)",
                note="report good over: two evaluations, the comparison, the verdict list")
+        figs = _figures(db, [good, over], out)
+        once, tight = _figure_cpu(figs, repeats)
+        result("report_figures_drawn_once", once, "s CPU", baseline=tight, ratio=once / tight,
+               goal="<= 0.8", baseline_name="the same figures by savefig bbox_inches=tight",
+               note=f"{len(figs)} figures of report good over, best of {repeats}")
 
 
 if __name__ == "__main__":

@@ -155,10 +155,17 @@ def permutation_pvalues(counts: np.ndarray, masks: list[np.ndarray], metric: str
         rows = max(1, min(n_perm, (1 << 22) // max(g, 1)))
         for lo in range(0, n_perm, rows):
             r = min(rows, n_perm - lo)
-            # A uniformly random slice of k verdicts per row: the k smallest of r x g keys.
-            pick = np.argpartition(rng.random((r, g)), k - 1, axis=1)[:, :k]
-            member = np.zeros((r, g), dtype=np.float64)
-            np.put_along_axis(member, pick, 1.0, axis=1)
+            # A uniformly random slice of k verdicts per row: the k smallest of r x g keys,
+            # those at most the row's k-th smallest (a partition of the values: twice as
+            # fast as one of their indices); a tie there (odds ~g^2 / 2^53) takes them by
+            # index, so the slice is the same either way.
+            keys = rng.random((r, g))
+            kth = np.partition(keys, k - 1, axis=1)[:, k - 1:k]
+            member = (keys <= kth).astype(np.float64)
+            if (member.sum(axis=1) != k).any():
+                pick = np.argpartition(keys, k - 1, axis=1)[:, :k]
+                member = np.zeros((r, g), dtype=np.float64)
+                np.put_along_axis(member, pick, 1.0, axis=1)
             s_in = member @ c
             with np.errstate(invalid="ignore", divide="ignore"):
                 dp = _stat(s_in, k, metric) - _stat(total - s_in, g - k, metric)

@@ -95,6 +95,7 @@ from ._display import (
     SweepDisplay,
     bare_figure,
     plot_title,
+    save_png,
 )
 
 __all__ = [
@@ -316,8 +317,7 @@ def table(df: pd.DataFrame, *, index: bool = False, cls: str = "",
 def png_img(fig: Any, alt: str, *, dpi: int = 90) -> str:
     """``fig`` as an inline base64 PNG ``<img>`` (no file beside the report)."""
     buf = io.BytesIO()
-    # "tight": a long run id in a title grows the image instead of being cut at its edge.
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    save_png(fig, buf, dpi=dpi)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img class="plot" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
