@@ -82,7 +82,7 @@ def run_correction(store: Store, truth: Truth, judged: RunTruth | ReferenceTruth
         truth.memo(("unchecked", run_id), lambda: warn_unchecked(unchecked_people(
             store, *(("match labels", _match_rows(store, truth)) if truth.kind == "references"
                      else ("gold labels", truth.gold().label_rows)),
-            run_id)))
+            run_id, _extractor_of(judged))))
     return data
 
 
@@ -141,3 +141,10 @@ def runs_correction_label(fixes: dict[str, PPIData | None]) -> str:
     parts = [f"{f.n_sampled} of {f.n_verdicts}{' verdicts' if i == 0 else ''} of {rid}"
              for i, (rid, f) in enumerate(done)]
     return f"ppi (people answered for {', '.join(parts)})"
+
+
+def _extractor_of(judged: RunTruth | ReferenceTruth) -> str | None:
+    """The extractor of the run ``judged`` holds (None: it holds no lesson)."""
+    rows = judged.candidates if isinstance(judged, RunTruth) else judged.rows
+    ids = rows["extractor_id"].dropna()
+    return str(ids.iloc[0]) if len(ids) else None

@@ -267,16 +267,19 @@ def people_agreement(
                            n_boot=n_boot)
 
 
-def unchecked_people(store: Store, kind: str, rows: Any, run_id: str) -> str | None:
+def unchecked_people(store: Store, kind: str, rows: Any, run_id: str,
+                     extractor: str | None = None) -> str | None:
     """The one line of a correction of ``run_id`` resting on people never checked against
     each other: no lesson of the run's extractor was given ``kind`` (``match labels`` or
     ``gold labels``, in ``rows`` as :func:`people_agreement` reads them) by two people,
     or None when some was. Another extractor's lessons answered twice do not count: the
-    people's agreement on them says nothing of the answers this correction rests on."""
+    people's agreement on them says nothing of the answers this correction rests on.
+    ``extractor``: the run's, when the caller holds it (else read from the run's row)."""
     if kind not in _KINDS:
         raise BadInputError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}",
                             field="kind")
-    extractor = run_record(store, run_id).extractor_id
+    if extractor is None:
+        extractor = run_record(store, run_id).extractor_id
     if not people_items(_answers(store, kind, rows, extractor, None)).empty:
         return None
     return (f"the correction of run {run_id!r} rests on people never checked against each "
