@@ -32,7 +32,12 @@ REVIEWED: dict[str, set[str]] = {
     # sql: AUDIT_SQL's literal statements, $names bound; _GOT, _COLS, _ON: joins over
     # the literal tuple REPARSED_COLUMNS
     "store/_audit_sql.py": {"sql", "_GOT", "_COLS", "_ON"},
-    "store/_ingested.py": {"cols", "differ", "on"},  # from quote_ident over our key names
+    # cols, differ, on, keys, same_*: from quote_ident over our key and column names;
+    # table, dropped: Staging's quote_ident of its own temporary tables; relation: a
+    # literal name or Staging.kept(), a literal subquery over those; source: the same
+    # for _label_problems (or quote_ident of one of _LABEL_RELATIONS)
+    "store/_ingested.py": {"cols", "differ", "on", "keys", "same_tk", "same_cr", "table",
+                           "dropped", "relation", "source", "self.kept()"},
     "journal/_ledger.py": {"LAB_JOURNAL", "VERDICT_HEAD"},  # module constants
     # where: --verdicts, run in the sandbox (no file access); _table: quote_ident of
     # one of JOURNAL_TABLES
@@ -50,7 +55,9 @@ REVIEWED: dict[str, set[str]] = {
     # literals; relation_sql a quote_ident result
     # select: "*" or _csv_cells, quote_ident of the columns in a literal CASE
     "store/_export.py": {"literal", "option", "relation_sql", "select"},
-    "store/_store.py": {"query", "sql", "keys", "name", "on", "qcols", "qtable", "source"},
+    # view, keyed: append's own names for the appended rows (a relation) and their keys
+    "store/_store.py": {"query", "sql", "keys", "name", "on", "qcols", "qtable", "source",
+                        "view", "keyed"},
     # fields: quote_ident of the columns information_schema lists for one of our tables;
     # where: a literal condition of TABLE_CLAIMS / _RUN_ROWS or "run_id = ?" (bound), or
     # TableAppend's literal EXISTS over quote_ident of our key names and the append's view

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Annotated, Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from ._strict import (
     Hex64,
     Problem,
     StrictRecord,
-    bounded_lines,
+    bounded_line_batches,
     check_count,
     check_latency,
     check_str,
@@ -44,11 +44,12 @@ from ._strict import (
     json_kind,
     locate_field,
     parse_lines,
-    split_lines,
 )
-from ._tables_in import is_table, records_jsonl, relocate, source_name, table_records
+from ._tables_in import is_table, source_name, table_record_batches
 
 __all__ = [
+    "BATCH_ROWS",
+    "COMPLETION_ARROW",
     "COMPLETION_FIELDS",
     "COMPLETION_KEY",
     "MAX_COMPLETIONS_FILE",
@@ -57,6 +58,8 @@ __all__ = [
     "MAX_COMPLETION_NAME",
     "MAX_COMPLETION_TEXT",
     "CompletionRecordModel",
+    "arrow_completions",
+    "completion_batches",
     "completion_columns",
     "completion_frame",
     "read_completions",
@@ -317,6 +320,17 @@ _PANDAS_TYPES = {
 }
 
 
+COMPLETION_ARROW = pa.schema([(name, _ARROW_TYPES.get(name, pa.string()))
+                              for name in COMPLETION_FIELDS])
+"""The Arrow types of :func:`completion_frame`'s columns."""
+
+
+def arrow_completions(table: pa.Table) -> pd.DataFrame:
+    """A frame of §2 columns (and any others) from Arrow, typed as :func:`completion_frame`
+    types them."""
+    return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
+
+
 def completion_frame(cols: dict[str, list[Any]], rows: np.ndarray | None = None) -> pd.DataFrame:
     """A frame of §2 columns; ``rows`` selects rows (all when None)."""
     arrays = []
@@ -328,8 +342,7 @@ def completion_frame(cols: dict[str, list[Any]], rows: np.ndarray | None = None)
         if name == "latency_ms":
             col = [None if x is None else float(x) for x in col]
         arrays.append(pa.array(col, type=typ))
-    table = pa.Table.from_arrays(arrays, names=list(COMPLETION_FIELDS))
-    return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
+    return arrow_completions(pa.Table.from_arrays(arrays, names=list(COMPLETION_FIELDS)))
 
 
 def read_completions(
@@ -369,15 +382,48 @@ def read_completions(
         The good rows, and one error per bad line or row.
     """
     source = source_name(path)
-    table = None
+    frames, numbers, errors = [], [], []
+    for df, lines, errs in completion_batches(path):
+        frames.append(df)
+        numbers.append(lines)
+        errors += errs
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    df, dup_errors = dedupe(df, np.concatenate(numbers), COMPLETION_KEY, source,
+                            where="row" if is_table(path) else "line")
+    errors += dup_errors
+    errors.sort(key=lambda e: e.line or e.row or 0)
+    return df, errors
+
+
+BATCH_ROWS = 8192
+"""Lines (a table's rows) :func:`completion_batches` reads at a time: an ingest holds a
+batch of them, not the file."""
+
+
+def completion_batches(
+    path: str | os.PathLike[str] | pd.DataFrame, batch_rows: int = BATCH_ROWS,
+) -> Iterator[tuple[pd.DataFrame, np.ndarray, list[BadInputError]]]:
+    """:func:`read_completions` a batch at a time, the file read once as it goes: per
+    batch of ``batch_rows`` lines (rows), its good rows (duplicates not yet collapsed:
+    that spans batches), the line (row) of each and its errors. At least one batch."""
+    source = source_name(path)
     if is_table(path):
-        table = table_records(path, counts=("prompt_tokens", "completion_tokens"),
-                              numbers=("latency_ms",), nullable=_NULLABLE,
-                              max_cell=MAX_COMPLETION_LINE)
-        lines, errors = split_lines(records_jsonl(table.records), source)
-    else:
-        lines, errors = bounded_lines(path, MAX_COMPLETION_LINE, "completions", _BOUNDS,
-                                      MAX_COMPLETIONS_FILE)
+        for table in table_record_batches(
+                path, batch_rows, counts=("prompt_tokens", "completion_tokens"),
+                numbers=("latency_ms",), nullable=_NULLABLE, max_cell=MAX_COMPLETION_LINE):
+            df, good, errors = _checked_records(table.records, table.numbers, source)
+            yield df, good, [*table.errors, *errors]
+        return
+    for lines, errors in bounded_line_batches(path, MAX_COMPLETION_LINE, "completions",
+                                              _BOUNDS, MAX_COMPLETIONS_FILE, batch_rows):
+        df, good, more = _checked_lines(lines, source)
+        yield df, good, errors + more
+
+
+def _checked_lines(lines: list[tuple[int, str]],
+                   source: str) -> tuple[pd.DataFrame, np.ndarray, list[BadInputError]]:
+    """The good rows of numbered JSON lines, their line numbers, and an error per
+    problem (row then field order; a JSON-level fault wins)."""
     texts = [t for _, t in lines]
     numbers = np.asarray([i for i, _ in lines], dtype=np.int64)
     values, fast = parse_lines(texts)
@@ -386,30 +432,67 @@ def read_completions(
         # A nested value could hide an element spanning lines: parse line by line.
         values, _ = parse_lines(texts, per_line=True)
         cols, skip, problems = completion_columns(values)
-    cols, bad, more = validate_completion_columns(cols, len(values), skip=skip)
+    return _checked(cols, skip, problems, texts.__getitem__, numbers, source, "line")
+
+
+def _checked_records(records: list[dict[str, Any]], numbers: list[int],
+                     source: str) -> tuple[pd.DataFrame, np.ndarray, list[BadInputError]]:
+    """:func:`_checked_lines` of a table's rows, read as the JSON lines they would be
+    without writing and parsing them: a value JSON has no type for is its text (as the
+    line would hold it), and a failing row alone is written as its line to be parsed
+    strictly, so every error is the line's, naming the table's row."""
+    values = [{k: _json_value(v) for k, v in r.items()} for r in records]
+    cols, skip, problems = completion_columns(values)
+    line = json.JSONEncoder(ensure_ascii=False, allow_nan=True, default=str).encode
+    return _checked(cols, skip, problems, lambda i: line(records[i]),
+                    np.asarray(numbers, dtype=np.int64), source, "row")
+
+
+def _json_value(v: Any) -> Any:
+    """``v`` as the JSON line of a table's row holds it (``default=str``)."""
+    if v is None or type(v) in (str, int, float, bool):
+        return v
+    if isinstance(v, dict):
+        return {k: _json_value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_json_value(x) for x in v]
+    if isinstance(v, str | int | float):  # a subclass: JSON writes its plain value
+        return json.loads(json.dumps(v, allow_nan=True))
+    return str(v)
+
+
+def _checked(cols: dict[str, list[Any]], skip: np.ndarray, problems: list[Problem],
+             text: Any, numbers: np.ndarray, source: str,
+             where: str) -> tuple[pd.DataFrame, np.ndarray, list[BadInputError]]:
+    """Validate parsed §2 columns (``text(i)``: row ``i``'s JSON line, parsed strictly
+    when the row fails); ``where`` is what errors name, a ``line`` or a ``row``."""
+    n = len(numbers)
+    cols, bad, more = validate_completion_columns(cols, n, skip=skip)
     problems = sorted(problems + more, key=lambda p: p[0])
+    at = ((lambda i: {"line": int(numbers[i])}) if where == "line"
+          else (lambda i: {"line": None, "row": int(numbers[i])}))
+    errors: list[BadInputError] = []
     # Every failing row is parsed again strictly: a JSON-level fault wins.
     json_errors: dict[int, BadInputError] = {}
     for i in np.flatnonzero(bad):
+        t = text(i)
         try:
-            loads_strict(texts[i])
+            loads_strict(t)
         except MalformedJSON as exc:
-            field = locate_field(texts[i], exc.reason, exc.field)
-            json_errors[int(i)] = input_error(str(exc), source, int(numbers[i]), field, exc.reason)
+            field = locate_field(t, exc.reason, exc.field)
+            json_errors[int(i)] = _error(str(exc), source, field, exc.reason, **at(i))
     for i, field, msg, reason in problems:
         if i not in json_errors:
-            errors.append(input_error(msg, source, int(numbers[i]), field, reason))
+            errors.append(_error(msg, source, field, reason, **at(i)))
     errors.extend(json_errors.values())
     good = np.flatnonzero(~bad)
-    df = completion_frame(cols, None if len(good) == len(values) else good)
-    if table is not None:  # a table's errors name its rows
-        errors = [*table.errors, *relocate(errors, table)]
-        numbers = np.asarray(table.numbers, dtype=np.int64)[numbers - 1]
-    df, dup_errors = dedupe(df, numbers[good], COMPLETION_KEY, source,
-                            where="line" if table is None else "row")
-    errors += dup_errors
-    errors.sort(key=lambda e: e.line or e.row or 0)
-    return df, errors
+    df = completion_frame(cols, None if len(good) == n else good)
+    return df, numbers[good], errors
+
+
+def _error(msg: str, source: str, field: str | None, reason: str, *, line: int | None,
+           row: int | None = None) -> BadInputError:
+    return input_error(msg, source, line, field, reason, row=row)
 
 
 def _frame_columns(df: pd.DataFrame) -> dict[str, list[Any]]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Annotated, Literal
 
 import numpy as np
@@ -25,9 +27,9 @@ from pydantic import Field, StrictStr
 
 from ..core._canonical import MAX_SAFE_INT
 from ..core._errors import BadInputError
-from ..core._files import output_text
+from ..core._files import open_input, output_text
 from ..store._tables import LABELS_SCHEMA
-from ._completions import MAX_COMPLETION_NAME
+from ._completions import BATCH_ROWS, MAX_COMPLETION_NAME
 from ._fields import MAX_REFERENCE_NAME
 from ._strict import (
     DIGITS_COL_RE,
@@ -40,6 +42,7 @@ from ._strict import (
     NonEmpty,
     StrictRecord,
     bad_where,
+    csv_file_records,
     csv_records,
     dedupe,
     id_rows,
@@ -49,10 +52,10 @@ from ._strict import (
     spreadsheet_cell,
     warn_lookalikes,
 )
-from ._tables_in import input_bytes, source_name
+from ._tables_in import MAX_TABLE_FILE, frame_csv, source_name
 
 __all__ = ["LABEL_FIELDS", "LABEL_KEY", "QUEUE_FIELDS", "LabelQueueRecordModel",
-           "LabelRecordModel", "read_labels", "write_label_queue"]
+           "LabelRecordModel", "label_batches", "read_labels", "write_label_queue"]
 
 LABEL_FIELDS: tuple[str, ...] = ("verdict_hash", "extractor", "lesson_index", "useful", "annotator")
 """The §3 CSV header, in order (``annotator`` may be left out of the header)."""
@@ -124,58 +127,90 @@ def _empty_labels() -> pd.DataFrame:
     )
 
 
-def _label_records(
-    data: bytes, source: str, errors: list[BadInputError]
-) -> BadInputError | tuple[list[list[str]], list[int], int]:
-    """The data rows of a labels CSV (queue rows cut to :data:`LABEL_FIELDS`), the
-    spreadsheet row of each and the count of queue rows left without a label; or the one
-    ``bad_header`` error when the header is wrong or missing. Rows of the wrong width
-    are reported in ``errors`` and skipped."""
-    rows: list[list[str]] = []
-    row_lines: list[int] = []
-    header: list[str] | None = None
-    n_blank = 0
-    for start, row in csv_records(data, source, errors):
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        if header is None:
-            header = row
-            if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4], QUEUE_FIELDS, _EXPORTED):
-                return input_error(
-                    f"wrong CSV header {','.join(header)!r}; expected "
-                    f"{','.join(LABEL_FIELDS)!r} (annotator may be left out), a labelling "
-                    "queue's header (truss-lab schema label-queue) or an exported "
-                    "labels.csv's (truss-lab export)",
-                    source, None, None, "bad_header", row=start,
-                )
-            continue
-        if len(row) != len(header):
-            errors.append(input_error(
-                f"expected {len(header)} fields ({','.join(header)}), got {len(row)}",
-                source, None, None, "wrong_field_count", row=start,
-            ))
-            continue
-        if tuple(header) == QUEUE_FIELDS:
-            if not row[_USEFUL].strip():  # a queue row the annotator has not labelled (yet)
-                n_blank += 1
+def label_batches(
+    path: str | os.PathLike[str] | pd.DataFrame, batch_rows: int = BATCH_ROWS,
+) -> Iterator[tuple[pd.DataFrame, np.ndarray, list[BadInputError], int]]:
+    """:func:`read_labels` a batch at a time, the file read once as it goes: per batch of
+    ``batch_rows`` rows, its good rows (duplicates not yet collapsed: that spans
+    batches), the row of each, its errors and its queue rows left without a label. At
+    least one batch; a wrong header is the only error of the only batch."""
+    source = source_name(path)
+    with ExitStack() as stack:
+        errors: list[BadInputError] = []
+        if isinstance(path, pd.DataFrame):  # read as the CSV it would be written as
+            records = csv_records(frame_csv(path), source, errors)
+        else:
+            fh = stack.enter_context(open_input(path, what="a labels file",
+                                                limit=MAX_TABLE_FILE))
+            records = csv_file_records(fh, source, errors)
+        header: list[str] | None = None
+        rows: list[list[str]] = []
+        row_lines: list[int] = []
+        n_blank = 0
+        seen: dict[str, set[str]] = {"extractor": set(), "annotator": set()}
+
+        def batch() -> tuple[pd.DataFrame, np.ndarray, list[BadInputError], int]:
+            nonlocal rows, row_lines, n_blank
+            errs = errors.copy()
+            errors.clear()
+            lines = np.asarray(row_lines, dtype=np.int64)
+            if rows:
+                df, keep = _checked_labels(rows, lines, source, errs, seen)
+                lines = lines[keep]
+            else:
+                df = _empty_labels()
+            out = (df, lines, errs, n_blank)
+            rows, row_lines, n_blank = [], [], 0
+            return out
+
+        for start, row in records:
+            if not row or (len(row) == 1 and not row[0].strip()):
                 continue
-            row = row[:len(LABEL_FIELDS)]
-        elif tuple(header) == _EXPORTED:
-            row = row[:len(LABEL_FIELDS)]
-        rows.append(row)
-        row_lines.append(start)
-    if header is None:
-        return input_error(
-            f"empty file; expected the header {','.join(LABEL_FIELDS)!r}",
-            source, None, None, "bad_header", row=1,
-        )
-    return rows, row_lines, n_blank
+            if header is None:
+                header = row
+                if tuple(header) not in (LABEL_FIELDS, LABEL_FIELDS[:4], QUEUE_FIELDS,
+                                         _EXPORTED):
+                    yield _empty_labels(), np.zeros(0, np.int64), [input_error(
+                        f"wrong CSV header {','.join(header)!r}; expected "
+                        f"{','.join(LABEL_FIELDS)!r} (annotator may be left out), a "
+                        "labelling queue's header (truss-lab schema label-queue) or an "
+                        "exported labels.csv's (truss-lab export)",
+                        source, None, None, "bad_header", row=start,
+                    )], 0
+                    return
+                continue
+            if len(row) != len(header):
+                errors.append(input_error(
+                    f"expected {len(header)} fields ({','.join(header)}), got {len(row)}",
+                    source, None, None, "wrong_field_count", row=start,
+                ))
+                continue
+            if tuple(header) == QUEUE_FIELDS:
+                if not row[_USEFUL].strip():  # a queue row the annotator has not labelled
+                    n_blank += 1
+                    continue
+                row = row[:len(LABEL_FIELDS)]
+            elif tuple(header) == _EXPORTED:
+                row = row[:len(LABEL_FIELDS)]
+            rows.append(row)
+            row_lines.append(start)
+            if len(rows) == batch_rows:
+                yield batch()
+        if header is None:
+            yield _empty_labels(), np.zeros(0, np.int64), [input_error(
+                f"empty file; expected the header {','.join(LABEL_FIELDS)!r}",
+                source, None, None, "bad_header", row=1,
+            )], 0
+            return
+        yield batch()
 
 
 def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
-                    errors: list[BadInputError]) -> tuple[pd.DataFrame, np.ndarray]:
+                    errors: list[BadInputError],
+                    seen: dict[str, set[str]]) -> tuple[pd.DataFrame, np.ndarray]:
     """The frame of the valid ``rows`` and the mask of those kept; each bad value is
-    reported in ``errors`` with its row and field."""
+    reported in ``errors`` with its row and field (``seen``: per field, the look-alike
+    values warned of already)."""
     cols = list(zip(*rows, strict=True))
     vh, ex, li, us = (list(c) for c in cols[:4])
     an = [a or None for a in cols[4]] if len(cols) == 5 else [None] * len(rows)
@@ -215,7 +250,8 @@ def _checked_labels(rows: list[list[str]], lines: np.ndarray, source: str,
         bad[idx] = True
     for name, col in (("extractor", ex), ("annotator", an)):
         warn_lookalikes(source, name, col, {i: p for i, p in lookalike[name].items()
-                                            if not bad[i]}, lines, rows=True)
+                                            if not bad[i]}, lines, rows=True,
+                        seen=seen[name])
     keep = np.flatnonzero(~bad)
     take = (lambda c: c) if len(keep) == len(rows) else (lambda c: [c[i] for i in keep])
     df = pd.DataFrame(
@@ -263,19 +299,14 @@ def read_labels(
         The good rows, and one error per bad line or row.
     """
     source = source_name(path)
-    data = input_bytes(path, "labels")  # a DataFrame: as the CSV it would be written as
-    errors: list[BadInputError] = []
-    records = _label_records(data, source, errors)
-    if isinstance(records, BadInputError):
-        return _empty_labels(), [records]
-    rows, row_lines, n_blank = records
-    if not rows:
-        empty = _empty_labels()
-        empty.attrs["blank_rows"] = n_blank
-        return empty, errors
-    lines = np.asarray(row_lines, dtype=np.int64)
-    df, keep_mask = _checked_labels(rows, lines, source, errors)
-    df, dup_errors = dedupe(df, lines[keep_mask], LABEL_KEY, source, where="row")
+    frames, numbers, errors, n_blank = [], [], [], 0
+    for df, lines, errs, blank in label_batches(path):
+        frames.append(df)
+        numbers.append(lines)
+        errors += errs
+        n_blank += blank
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    df, dup_errors = dedupe(df, np.concatenate(numbers), LABEL_KEY, source, where="row")
     errors += dup_errors
     errors.sort(key=lambda e: e.row or 0)
     df.attrs["blank_rows"] = n_blank

@@ -18,8 +18,6 @@ names the culprit's path.
 from __future__ import annotations
 
 import csv
-import io
-import itertools
 import json
 import math
 import os
@@ -109,8 +107,10 @@ def secret_rows(col: list[Any]) -> list[int]:
     """Positions of the values of a column of strings (None skipped) that hold a secret
     (:data:`SECRET_HELD`); one redaction pass over the column."""
     texts = [v if isinstance(v, str) else None for v in col]
-    return [i for i, (a, b) in enumerate(zip(texts, redact_many(texts), strict=True))
-            if a != b]
+    # An id column repeats a few values: each distinct one is redacted once.
+    distinct = list(dict.fromkeys(t for t in texts if t))
+    held = {a for a, b in zip(distinct, redact_many(distinct), strict=True) if a != b}
+    return [i for i, t in enumerate(texts) if t in held] if held else []
 
 
 def _id_safe(value: str) -> str:
@@ -152,14 +152,15 @@ def id_rows(col: list[Any]) -> tuple[dict[int, str], dict[int, str]]:
 
 
 def warn_lookalikes(source: str, field: str, col: list[Any], where: dict[int, str],
-                    lines: Any, *, rows: bool) -> None:
+                    lines: Any, *, rows: bool, seen: set[str] | None = None) -> None:
     """One :class:`TrussLabWarning` line per distinct look-alike value of ``field``
     (:func:`id_rows`), naming the file, the first line (``rows``: CSV row) holding it and
     the field: ``labels.csv, row 3, field 'annotator': annotator 'gооd' mixes scripts
-    (Latin, Cyrillic)``. The value is stored as given."""
+    (Latin, Cyrillic)``. The value is stored as given. ``seen``: the values warned of
+    already (a file read in batches warns once a value), updated."""
     import warnings
 
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     for i, problem in sorted(where.items()):
         value = col[i]
         if value in seen:
@@ -307,16 +308,18 @@ def locate_field(text: str, reason: str, key: str | None) -> str | None:
     return ".".join(found) if found else key
 
 
-def split_lines(data: bytes, source: str) -> tuple[list[tuple[int, str]], list[BadInputError]]:
-    """Non-blank lines with their 1-based numbers; undecodable lines become errors."""
-    if data.startswith(b"\xef\xbb\xbf"):
+def split_lines(data: bytes, source: str,
+                first: int = 1) -> tuple[list[tuple[int, str]], list[BadInputError]]:
+    """Non-blank lines with their 1-based numbers; undecodable lines become errors.
+    ``first``: the number of ``data``'s first line (a file's BOM is stripped on line 1)."""
+    if first == 1 and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     errors: list[BadInputError] = []
     try:
         raw = data.decode("utf-8").split("\n")
     except UnicodeDecodeError:
         raw = []
-        for i, chunk in enumerate(data.split(b"\n"), start=1):
+        for i, chunk in enumerate(data.split(b"\n"), start=first):
             try:
                 raw.append(chunk.decode("utf-8"))
             except UnicodeDecodeError as exc:
@@ -324,7 +327,7 @@ def split_lines(data: bytes, source: str) -> tuple[list[tuple[int, str]], list[B
                     input_error(f"not UTF-8: {exc.reason}", source, i, None, "bad_unicode")
                 )
                 raw.append("")
-    lines = [(i, s) for i, s in enumerate(raw, start=1) if s and not s.isspace()]
+    lines = [(i, s) for i, s in enumerate(raw, start=first) if s and not s.isspace()]
     return lines, errors
 
 
@@ -387,6 +390,47 @@ def bounded_lines(
         + (f"; expected at most {bounds[field]}" if field in bounds else ""),
         source, number, field, "line_too_long") for number, field in long]
     return lines, errors
+
+
+def bounded_line_batches(
+    path: str | os.PathLike[str], max_line: int, what: str, bounds: Mapping[str, str],
+    limit: int, batch_lines: int,
+) -> Iterator[tuple[list[tuple[int, str]], list[BadInputError]]]:
+    """:func:`bounded_lines` a batch at a time: the numbered non-blank lines and the errors
+    of each ``batch_lines`` lines of the file, read as they are given (a batch is held,
+    never the file; a long line not even whole, as :func:`read_bounded_lines` does)."""
+    source = str(path)
+
+    def batch(raw: list[bytes], first: int,
+              long: list[tuple[int, str | None]]) -> tuple[list[tuple[int, str]],
+                                                         list[BadInputError]]:
+        lines, errors = split_lines(b"".join(raw), source, first)
+        errors += [input_error(
+            f"line over {max_line} bytes, not read whole"
+            + (f"; expected at most {bounds[field]}" if field in bounds else ""),
+            source, number, field, "line_too_long") for number, field in long]
+        return lines, errors
+
+    try:
+        with open_input(path, what=f"a {what} file", limit=limit) as fh:
+            raw: list[bytes] = []
+            long: list[tuple[int, str | None]] = []
+            first = 1
+            for number, pieces in enumerate(_line_pieces(fh), start=1):
+                kept, head = _bounded(pieces, max_line, keep=True)
+                if kept is None:
+                    raw.append(b"\n")  # a blank line keeps the numbers after it
+                    long.append((number, _open_field(head)))
+                else:
+                    raw.extend(kept)
+                if number - first + 1 == batch_lines:
+                    yield batch(raw, first, long)
+                    raw, long, first = [], [], number + 1
+            if raw or long or first == 1:
+                yield batch(raw, first, long)
+    except OSError as exc:
+        raise BadInputError(f"cannot read {what} file: {exc.strerror or exc}",
+                            source=source) from exc
 
 
 def _has_long_line(fh: IO[bytes], max_line: int) -> bool:
@@ -696,28 +740,81 @@ def csv_records(data: bytes, source: str,
     closed) is reported at its row, and reading starts again on the next line: one
     bad row never hides the good rows after it.
     """
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    good: list[str | UnicodeDecodeError] = []
-    try:  # the common case: the whole file decodes, split as the csv module would
-        good = list(io.StringIO(data.decode("utf-8"), newline=""))
-    except UnicodeDecodeError:
-        for raw in data.splitlines(keepends=True):
-            try:
-                good.append(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                good.append(exc)  # read as a blank row, reported when reached
+    return csv_line_records(_decoded_lines(iter([data])), source, errors)
+
+
+def csv_file_records(fh: IO[bytes], source: str,
+                     errors: list[BadInputError]) -> Iterator[tuple[int, list[str]]]:
+    """:func:`csv_records` of a file read as it goes, a megabyte at a time: what is held
+    is the record being read (and, after a refused one, the lines its retry reads)."""
+    return csv_line_records(_decoded_lines(iter(lambda: fh.read(1 << 20), b"")), source,
+                            errors)
+
+
+def _decoded_lines(blocks: Iterator[bytes]) -> Iterator[str | UnicodeDecodeError]:
+    """The lines of a byte stream (ends kept), split as ``io.StringIO(newline="")``
+    splits text (``\\n``, ``\\r``, ``\\r\\n``), each decoded from UTF-8, or the
+    error of a line that is not; a BOM at the start is dropped."""
+    carry = b""
+    start = True
+    for block in blocks:
+        data = carry + block
+        if start:
+            if len(data) < 3 and b"\xef\xbb\xbf".startswith(data):
+                carry = data  # the BOM may continue in the next block
+                continue
+            data, start = data.removeprefix(b"\xef\xbb\xbf"), False
+        parts = data.splitlines(keepends=True)
+        # The last part may go on in the next block: it has no line end yet, or ends
+        # in a \r that a \n may follow.
+        carry = parts.pop() if parts and not parts[-1].endswith(b"\n") else b""
+        yield from map(_decoded, parts)
+    if carry:
+        yield _decoded(carry if not start else carry.removeprefix(b"\xef\xbb\xbf"))
+
+
+def _decoded(line: bytes) -> str | UnicodeDecodeError:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc
+
+
+def csv_line_records(lines: Iterator[str | UnicodeDecodeError], source: str,
+                     errors: list[BadInputError]) -> Iterator[tuple[int, list[str]]]:
+    """:func:`csv_records` of decoded lines (a line that is not UTF-8 as its error),
+    holding only the lines of the record being read."""
+    buf: list[str | UnicodeDecodeError] = []  # lines from index `base` on
+    base = 0
+    end = object()
+
+    def feed(start: int) -> Iterator[str]:
+        i = start
+        while True:
+            j = i - base
+            if j >= len(buf):
+                t = next(lines, end)
+                if t is end:
+                    return
+                buf.append(t)  # type: ignore[arg-type]
+            t = buf[i - base]
+            i += 1
+            yield t if isinstance(t, str) else "\n"
+
     pos = 0
     row = 0  # rows read so far
-    while pos < len(good):
-        reader = csv.reader((t if isinstance(t, str) else "\n"
-                             for t in itertools.islice(good, pos, None)), strict=True)
+    while True:
+        del buf[:pos - base]
+        base = pos
+        reader = csv.reader(feed(pos), strict=True)
         done = 0  # physical lines of this pass consumed by complete records
         try:
             for fields in reader:
                 row += 1
-                first = good[pos + done]
+                first = buf[pos + done - base]
                 done = reader.line_num
+                del buf[:pos + done - base]  # read: the next record starts after them
+                base = pos + done
                 if isinstance(first, UnicodeDecodeError):
                     errors.append(input_error(
                         f"not UTF-8: {first.reason} at byte {first.start}", source, None,

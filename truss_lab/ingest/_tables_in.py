@@ -16,7 +16,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..core._errors import BadInputError
 from ..core._files import open_input, read_input
-from ._strict import csv_records, input_error
+from ._strict import csv_file_records, input_error
 
 __all__ = [
     "FRAME_SOURCE",
@@ -37,6 +37,7 @@ __all__ = [
     "records_jsonl",
     "relocate",
     "source_name",
+    "table_record_batches",
     "table_records",
 ]
 
@@ -149,33 +150,55 @@ def table_records(source: Any, *, counts: Collection[str] = (),
     (the csv module's default, 131072, when None), so a value within its format's bound is
     read and checked there.
     """
+    out = TableRows(source_name(source))
+    for batch in table_record_batches(source, 1 << 62, counts=counts, numbers=numbers,
+                                      nullable=nullable, max_cell=max_cell):
+        out.records += batch.records
+        out.numbers += batch.numbers
+        out.errors += batch.errors
+    return out
+
+
+def table_record_batches(source: Any, batch_rows: int, *, counts: Collection[str] = (),
+                         numbers: Collection[str] = (), nullable: Collection[str] = (),
+                         max_cell: int | None = None) -> Iterator[TableRows]:
+    """:func:`table_records` ``batch_rows`` rows at a time, the file read as it goes (a
+    CSV a megabyte at a time, a Parquet file a row group at a time), each row read once.
+    At least one batch; a CSV file's errors come with the batch read when they were
+    found."""
     if isinstance(source, pd.DataFrame):
-        out = TableRows(FRAME_SOURCE)
-        rows: list[dict[str, Any]] = source.to_dict(orient="records")
-        out.numbers = list(range(len(rows)))
+        for a in range(0, max(len(source), 1), batch_rows):
+            out = TableRows(FRAME_SOURCE)
+            out.numbers = list(range(a, min(a + batch_rows, len(source))))
+            _add_records(out, source.iloc[a:a + batch_rows].to_dict(orient="records"), counts)
+            yield out
     elif Path(source).suffix.lower() == ".parquet":
         import pyarrow.parquet as pq  # only a Parquet input pays for it
 
-        out = TableRows(str(source))
+        first, any_batch = 2, False
         try:
             with open_input(source, what="a Parquet file", limit=MAX_TABLE_FILE) as fh:
                 if not fh.seekable():  # Parquet's footer is at its end
                     raise BadInputError("is a pipe; a Parquet file is read from its end, "
                                         "so name the file itself", source=str(source))
-                rows = pq.read_table(fh).to_pylist()
+                for batch in pq.ParquetFile(fh).iter_batches(
+                        batch_size=min(batch_rows, 1 << 24)):
+                    out = TableRows(str(source))
+                    rows: list[dict[str, Any]] = batch.to_pylist()
+                    out.numbers = list(range(first, first + len(rows)))
+                    first += len(rows)
+                    _add_records(out, rows, counts)
+                    any_batch = True
+                    yield out
         except (OSError, ValueError) as exc:
             raise BadInputError(f"cannot read Parquet: {exc}", source=str(source)) from None
-        out.numbers = list(range(2, len(rows) + 2))
+        if not any_batch:
+            yield TableRows(str(source))
     else:
-        out = TableRows(str(source))
-        data = input_bytes(source, "CSV")
-        limit = csv.field_size_limit()
-        try:  # the csv module's limit is global: set for this read only
-            csv.field_size_limit(max(limit, max_cell or 0))
-            _csv_rows(out, data, counts, numbers, nullable)
-        finally:
-            csv.field_size_limit(limit)
-        return out
+        yield from _csv_batches(str(source), batch_rows, counts, numbers, nullable, max_cell)
+
+
+def _add_records(out: TableRows, rows: list[dict[str, Any]], counts: Collection[str]) -> None:
     for rec in rows:
         row = {}
         for k, v in rec.items():
@@ -184,34 +207,60 @@ def table_records(source: Any, *, counts: Collection[str] = (),
                 continue
             row[str(k)] = _whole(v) if k in counts else v
         out.records.append(row)
-    return out
 
 
-def _csv_rows(out: TableRows, data: bytes, counts: Collection[str],
-              numbers: Collection[str], nullable: Collection[str]) -> None:
-    rows = csv_records(data, out.source, out.errors)
-    header = next(rows, None)
-    if header is None:
-        out.errors.append(input_error("empty file; expected a header row", out.source, None,
+def _csv_batches(source: str, batch_rows: int, counts: Collection[str],
+                 numbers: Collection[str], nullable: Collection[str],
+                 max_cell: int | None) -> Iterator[TableRows]:
+    errors: list[BadInputError] = []  # in the order found: each batch takes its own
+
+    def batch(out: TableRows) -> TableRows:
+        out.errors = errors.copy()
+        errors.clear()
+        return out
+
+    limit = csv.field_size_limit()
+    with open_input(source, what="a CSV file", limit=MAX_TABLE_FILE) as fh:
+        rows = csv_file_records(fh, source, errors)
+        try:  # the csv module's limit is global: set while this file is read
+            csv.field_size_limit(max(limit, max_cell or 0))
+            header = next(rows, None)
+        finally:
+            csv.field_size_limit(limit)
+        if header is None:
+            errors.append(input_error("empty file; expected a header row", source, None,
                                       None, "bad_header", row=1))
-        return
-    names = header[1]
-    for number, cells in rows:
-        if not any(c.strip() for c in cells):
-            continue
-        if len(cells) != len(names):
-            out.errors.append(input_error(
-                f"expected {len(names)} cells (the header's), got {len(cells)}", out.source,
-                None, None, "bad_csv", row=number))
-            continue
-        rec: dict[str, Any] = {}
-        for k, v in zip(names, cells, strict=True):
-            if v == "" and k in nullable:
-                continue
-            rec[k] = _number(v, True) if k in counts else _number(v, False) \
-                if k in numbers else v
-        out.records.append(rec)
-        out.numbers.append(number)
+            yield batch(TableRows(source))
+            return
+        names = header[1]
+        more = True
+        while more:
+            out = TableRows(source)
+            more = False
+            try:
+                csv.field_size_limit(max(limit, max_cell or 0))
+                for number, cells in rows:
+                    if not any(c.strip() for c in cells):
+                        continue
+                    if len(cells) != len(names):
+                        errors.append(input_error(
+                            f"expected {len(names)} cells (the header's), got {len(cells)}",
+                            source, None, None, "bad_csv", row=number))
+                        continue
+                    rec: dict[str, Any] = {}
+                    for k, v in zip(names, cells, strict=True):
+                        if v == "" and k in nullable:
+                            continue
+                        rec[k] = _number(v, True) if k in counts else _number(v, False) \
+                            if k in numbers else v
+                    out.records.append(rec)
+                    out.numbers.append(number)
+                    if len(out.records) == batch_rows:
+                        more = True
+                        break
+            finally:
+                csv.field_size_limit(limit)
+            yield batch(out)  # the global limit is restored while the batch is checked
 
 
 def records_jsonl(records: list[dict[str, Any]]) -> bytes:

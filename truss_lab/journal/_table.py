@@ -109,16 +109,29 @@ def journal_batches(
     store: Store, *, upto_seq: int | None = None, table: str = "journal",
     rows: int = 16_384,
 ) -> Iterator[JournalColumns]:
-    """:func:`journal_columns` in batches of about ``rows`` entries, fetched as they are
-    consumed (one query; a consumer can verify a batch while the next is read)."""
-    sql = f"{_SELECT} FROM {_table(table)} WHERE seq > 0"
-    params: list[Any] = []
-    if upto_seq is not None:
-        sql += " AND seq <= ?"
-        params.append(upto_seq)
-    reader = store.con.sql(sql + " ORDER BY seq", params=params).to_arrow_reader(rows)
-    for batch in reader:
-        yield JournalColumns(**{c: batch.column(c).to_pylist() for c in ENTRY_FIELDS})
+    """:func:`journal_columns` in batches of at most ``rows`` entries, each read when it is
+    consumed by its own query, ``a < seq <= a + rows``: a stored journal's seq is dense
+    from 1, so a batch is that many entries and DuckDB reads only the row groups that
+    hold them (one ``ORDER BY seq`` over the table would sort it whole before the first
+    batch, holding it all). Past a gap in seq (a range with no entry) the next batch
+    starts at the next stored seq, so any seq order reads in ``rows``-wide ranges."""
+    top = store.con.execute(f"SELECT max(seq) FROM {_table(table)}").fetchall()[0][0]
+    last = top if upto_seq is None or top is None else min(top, upto_seq)
+    a = 0
+    while last is not None and a < last:
+        b = min(a + rows, last)
+        t = store.con.sql(f"{_SELECT} FROM {_table(table)} WHERE seq > ? AND seq <= ? "
+                          "ORDER BY seq",
+                          params=[a, b]).to_arrow_table()
+        if t.num_rows:
+            yield JournalColumns(**{c: t.column(c).to_pylist() for c in ENTRY_FIELDS})
+            a = b
+        else:  # a gap: go on from the next stored entry
+            nxt = store.con.execute(f"SELECT min(seq) FROM {_table(table)} WHERE seq > ?",
+                                    [b]).fetchall()[0][0]
+            if nxt is None:
+                return
+            a = max(b, int(nxt) - 1)
 
 
 def get_entry(store: Store, seq: int, *, table: str = "journal") -> dict[str, Any] | None:
