@@ -48,7 +48,13 @@ REVIEWED: dict[str, set[str]] = {
     # t: a name from a literal tuple of table names; _CONFIG_HASHES a literal query
     # query: runs_query's literal SELECT around a literal where (as above);
     # RUN_ERRORS_SQL a literal query with a bound run_id
-    "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES", "query", "RUN_ERRORS_SQL"},
+    # _recordings_sql: literal column lists (REPLAY_COLUMNS is a literal tuple) and a
+    # literal where; run_id and some only choose its form, the values are bound; cond and
+    # rows: literal conditions and that statement (recording_counts)
+    "store/_runs.py": {"sql", "where", "t", "_CONFIG_HASHES", "query", "RUN_ERRORS_SQL",
+                       "_recordings_sql('*', run_id, False)",
+                       "_recordings_sql(', '.join(REPLAY_COLUMNS), run_id, True)",
+                       "cond", "rows"},
     # the same literals, read as plain rows (t: delete_run's literal tuple of tables)
     "store/_run_list.py": {"t", "query"},
     # COPY takes no parameters: the path is a quoted literal; option one of two
