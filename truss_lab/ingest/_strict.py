@@ -385,11 +385,17 @@ def bounded_lines(
     source = str(path)
     data, long = read_bounded_lines(path, max_line, what, limit)
     lines, errors = split_lines(data, source)
-    errors += [input_error(
+    return lines, errors + _long_line_errors(long, max_line, bounds, source)
+
+
+def _long_line_errors(long: list[tuple[int, str | None]], max_line: int,
+                      bounds: Mapping[str, str], source: str) -> list[BadInputError]:
+    """A ``line_too_long`` error per line of ``long`` (its number, the field that makes
+    it long), with that field's bound from ``bounds``."""
+    return [input_error(
         f"line over {max_line} bytes, not read whole"
         + (f"; expected at most {bounds[field]}" if field in bounds else ""),
         source, number, field, "line_too_long") for number, field in long]
-    return lines, errors
 
 
 def bounded_line_batches(
@@ -405,11 +411,7 @@ def bounded_line_batches(
               long: list[tuple[int, str | None]]) -> tuple[list[tuple[int, str]],
                                                          list[BadInputError]]:
         lines, errors = split_lines(b"".join(raw), source, first)
-        errors += [input_error(
-            f"line over {max_line} bytes, not read whole"
-            + (f"; expected at most {bounds[field]}" if field in bounds else ""),
-            source, number, field, "line_too_long") for number, field in long]
-        return lines, errors
+        return lines, errors + _long_line_errors(long, max_line, bounds, source)
 
     try:
         with open_input(path, what=f"a {what} file", limit=limit) as fh:
