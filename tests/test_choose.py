@@ -285,3 +285,22 @@ def test_bad_cv(kwargs):
     y, s, g = make_data(9, 20)
     with pytest.raises(BadInputError):
         choose_threshold(y, s, g, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"cv": 5}, {"cv": None, "test_size": 0.3},
+                                    {"objective": "precision_floor", "min_precision": 0.7},
+                                    {"objective": "cost", "cost_fp": 1.0, "cost_fn": 3.0}])
+def test_the_threshold_interval_alone_is_the_full_bootstraps(kwargs):
+    """intervals="threshold" (what a slice's own threshold shows) gives the interval of
+    the choice the full bootstrap gives, bit for bit, and nothing it did not compute."""
+    y, s, g = make_data(10, 120)
+    judged = np.arange(len(y)) % 7 != 0
+    opts = {"n_boot": 150, "random_state": 5, "judged": judged, **kwargs}
+    full = choose_threshold(y, s, g, **opts)
+    alone = choose_threshold(y, s, g, intervals="threshold", **opts)
+    assert alone.threshold_interval == full.threshold_interval
+    assert alone.threshold == full.threshold and alone.test == full.test
+    assert alone.test_intervals is None and alone.procedure_intervals is None
+    assert alone.bootstrap is None and full.bootstrap is not None
+    with pytest.raises(BadInputError, match="intervals"):
+        choose_threshold(y, s, g, intervals="some", **opts)

@@ -118,6 +118,25 @@ def test_people_who_disagree_move_the_choice_to_their_truth():
         assert got["threshold"] != _numbers(choose_threshold(y, s, g, cv=5))["threshold"]
 
 
+
+@pytest.mark.parametrize("options", [{"cv": 5}, {"cv": None}])
+def test_the_corrected_threshold_interval_alone_is_the_full_bootstraps(options):
+    """intervals="threshold" on corrected counts: the interval of the choice the full
+    bootstrap gives (the same stream), without the held-out intervals."""
+    y, s, g = _rows(4)
+    picked = pd.unique(g)[::3]
+    on = np.isin(g, picked)
+    people = np.where(s > 0.5, 1, 0).astype(np.uint8)[on]
+    data = ppi_data(y, s, g, people, s[on], g[on])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        full = choose_threshold_ppi(data, n_boot=60, random_state=2, **options)
+        alone = choose_threshold_ppi(data, n_boot=60, random_state=2, intervals="threshold",
+                                     **options)
+    assert alone.threshold_interval == full.threshold_interval
+    assert alone.threshold == full.threshold
+    assert alone.test_intervals is None and full.test_intervals is not None
+
 # --------------------------------------------------------------------------- the sample
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "band_level",
     "band_table",
     "bootstrap_metrics",
+    "choice_interval",
     "seed_streams",
     "simultaneous_band",
     "small_sample_line",
@@ -638,28 +639,15 @@ def bootstrap_metrics(
     """
     obj = make_objective(objective, **objective_options)
     check_boot(n_boot, confidence)
-    y = as_labels(y_true)
-    s = as_scores(salience)
-    check_lengths(y_true=y, salience=s, groups=groups)
-    thr = _grid(thresholds)
+    y, s, thr = _checked_rows(y_true, salience, groups, thresholds)
     if snap:  # False for thresholds chosen on other data (see sweep)
         thr = snap_thresholds(thr, s)  # here: its warning names bootstrap_metrics' caller
-    jm = None
-    if judged is not None:
-        jm = as_labels(judged, "judged")
-        check_lengths(y_true=y, judged=jm)
-        y = y & jm  # an unjudged candidate is never a positive
-    codes, verdicts = verdict_codes(groups, verdicts)
-    n_groups = len(verdicts)
-    order = np.argsort(-thr, kind="stable")  # descending, ties keep input order
-    thr_desc = thr[order]
+    y, counter, order, thr_desc, n_groups = _resampled(y, s, groups, thr, judged, verdicts,
+                                                       proposed)
     if n_groups == 0:
         warnings.warn("no verdicts: every interval is NaN", UndefinedMetricWarning, stacklevel=2)
-    h = bin_counts(y, s, codes, n_groups, thr_desc,
-                   judged=jm if jm is not None else np.ones(len(y), dtype=np.uint8))
     rng = as_rng(random_state)
     # Full-data point estimates: every verdict weight 1.
-    counter = WeightedCounter(h, _per_verdict(proposed, codes, n_groups))
     full = counter.judged(np.ones((1, n_groups), dtype=np.float32))
     point = {k: v[0] for k, v in full.metrics().items()}
     best0 = full.best_index(obj)[0]
@@ -686,6 +674,64 @@ def bootstrap_metrics(
         random_state=random_state if not isinstance(random_state, np.random.Generator) else None,
         n_verdicts=n_groups,
     )
+
+
+def choice_interval(
+    y_true: Any,
+    salience: Any,
+    groups: Any,
+    *,
+    thresholds: Any,
+    n_boot: int,
+    confidence: float,
+    random_state: Any,
+    objective: Objective,
+    judged: Any = None,
+    verdicts: Any = None,
+) -> tuple[float, float]:
+    """``(threshold_low, threshold_high)`` of :func:`bootstrap_metrics` with these
+    arguments: the percentile interval of the objective's choice re-made on every
+    replicate, from the same draws (the same numbers), without the metrics' table and
+    band it has no use for (a slice's own threshold: :mod:`~truss_lab.evaluate._slices`).
+    """
+    check_boot(n_boot, confidence)
+    y, s, thr = _checked_rows(y_true, salience, groups, thresholds)
+    thr = snap_thresholds(thr, s)  # as bootstrap_metrics snaps it, so the grid is its
+    _, counter, _, thr_desc, n_groups = _resampled(y, s, groups, thr, judged, verdicts, None)
+    _, rep_thr = _replicates(counter, objective, thr_desc, n_boot, n_groups,
+                             as_rng(random_state), metrics=False)
+    lo, hi = percentile_interval(rep_thr[:, None], confidence)
+    return float(lo[0]), float(hi[0])
+
+
+def _checked_rows(y_true: Any, salience: Any, groups: Any, thresholds: Any
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(y, s, thresholds)`` of a bootstrap's rows, checked (lengths, the grid)."""
+    y = as_labels(y_true)
+    s = as_scores(salience)
+    check_lengths(y_true=y, salience=s, groups=groups)
+    return y, s, _grid(thresholds)
+
+
+def _resampled(y: np.ndarray, s: np.ndarray, groups: Any, thr: np.ndarray, judged: Any,
+               verdicts: Any, proposed: Any
+               ) -> tuple[np.ndarray, WeightedCounter, np.ndarray, np.ndarray, int]:
+    """``(y, counter, order, descending grid, verdicts)`` of a plain bootstrap: ``y``
+    without its unjudged positives, the per-verdict histogram over the grid ``thr``
+    (``order`` sorts it descending, ties in input order)."""
+    jm = None
+    if judged is not None:
+        jm = as_labels(judged, "judged")
+        check_lengths(y_true=y, judged=jm)
+        y = y & jm  # an unjudged candidate is never a positive
+    codes, verdicts = verdict_codes(groups, verdicts)
+    n_groups = len(verdicts)
+    order = np.argsort(-thr, kind="stable")  # descending, ties keep input order
+    thr_desc = thr[order]
+    h = bin_counts(y, s, codes, n_groups, thr_desc,
+                   judged=jm if jm is not None else np.ones(len(y), dtype=np.uint8))
+    counter = WeightedCounter(h, _per_verdict(proposed, codes, n_groups))
+    return y, counter, order, thr_desc, n_groups
 
 
 def _band_of(table: pd.DataFrame, thr: np.ndarray, order: np.ndarray,
@@ -723,19 +769,20 @@ def _grid(thresholds: Any) -> np.ndarray:
 
 
 def _replicates(counter: WeightedCounter, obj: Objective, thr_desc: np.ndarray, n_boot: int,
-                n_groups: int, rng: np.random.Generator
+                n_groups: int, rng: np.random.Generator, *, metrics: bool = True
                 ) -> tuple[dict[str, list[np.ndarray]], np.ndarray]:
     """Every replicate's metrics on the descending grid ``thr_desc`` (chunks of
-    (replicates, thresholds) per metric) and the threshold each replicate chooses
-    (NaN: none; all NaN without verdicts)."""
+    (replicates, thresholds) per metric; none with ``metrics`` False) and the threshold
+    each replicate chooses (NaN: none; all NaN without verdicts)."""
     reps: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
     rep_thr: list[np.ndarray] = []
     if n_groups:
         for w in weight_chunks(n_boot, n_groups, rng):
             rc = counter.judged(w)
-            m = rc.metrics()
-            for name in BOOT_METRICS:
-                reps[name].append(m[name])
+            if metrics:
+                m = rc.metrics()
+                for name in BOOT_METRICS:
+                    reps[name].append(m[name])
             idx = rc.best_index(obj)
             rep_thr.append(np.where(idx >= 0, thr_desc[np.maximum(idx, 0)], np.nan))
     else:

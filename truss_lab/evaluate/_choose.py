@@ -46,7 +46,7 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -61,6 +61,7 @@ from truss_lab.evaluate._bootstrap import (
     bin_counts,
     bootstrap_metrics,
     check_boot,
+    choice_interval,
     percentile_interval,
     seed_streams,
     small_sample_line,
@@ -788,6 +789,7 @@ def choose_threshold(
     random_state: Any = 0,
     n_boot: int = 0,
     confidence: float = 0.95,
+    intervals: Literal["all", "threshold"] = "all",
     **objective_options: float | None,
 ) -> ThresholdChoice:
     """Choose a salience threshold on training verdicts and score it on held-out ones.
@@ -831,6 +833,11 @@ def choose_threshold(
         the choice.
     confidence : float, default 0.95
         Level of the intervals.
+    intervals : {"all", "threshold"}, default "all"
+        What ``n_boot`` bootstraps: ``all`` (the held-out intervals, the interval of
+        the choice and its bootstrap) or ``threshold`` (the interval of the choice
+        alone, the same numbers from the same draws, without the held-out intervals
+        and the bootstrap's table: a slice's own threshold needs no more).
     **objective_options
         ``beta``, ``min_precision``, ``max_per_verdict``, ``cost_fp``, ``cost_fn``
         (None: the :class:`~truss_lab.evaluate._objective.Objective` default).
@@ -872,7 +879,8 @@ def choose_threshold(
     obj = make_objective(objective, **objective_options)
     data = _Data.of(y_true, salience, groups, judged, verdicts)
     return _choose(data, obj, test_size=test_size, cv=cv, cv_repeats=cv_repeats,
-                   random_state=random_state, n_boot=n_boot, confidence=confidence)
+                   random_state=random_state, n_boot=n_boot, confidence=confidence,
+                   intervals=intervals)
 
 
 def choose_threshold_ppi(
@@ -886,6 +894,7 @@ def choose_threshold_ppi(
     random_state: Any = 0,
     n_boot: int = 0,
     confidence: float = 0.95,
+    intervals: Literal["all", "threshold"] = "all",
 ) -> ThresholdChoice:
     """:func:`choose_threshold` on prediction-powered counts
     (:func:`~truss_lab.evaluate._ppi.ppi_sweep`'s, lam = 1): the automated truth of
@@ -926,6 +935,8 @@ def choose_threshold_ppi(
         Bootstrap replicates of the intervals (0: none).
     confidence : float, default 0.95
         The intervals' level.
+    intervals : {"all", "threshold"}, default "all"
+        What ``n_boot`` bootstraps, as :func:`choose_threshold` takes it.
 
     Returns
     -------
@@ -935,13 +946,16 @@ def choose_threshold_ppi(
     obj = make_objective(objective)
     return _choose(_Data.of_ppi(data, verdicts), obj, test_size=test_size, cv=cv,
                    cv_repeats=cv_repeats, random_state=random_state, n_boot=n_boot,
-                   confidence=confidence)
+                   confidence=confidence, intervals=intervals)
 
 
 def _choose(data: _Data, obj: Objective, *, test_size: float | int, cv: int | None,
-            cv_repeats: int, random_state: Any, n_boot: int, confidence: float
-            ) -> ThresholdChoice:
+            cv_repeats: int, random_state: Any, n_boot: int, confidence: float,
+            intervals: str = "all") -> ThresholdChoice:
     """The body of :func:`choose_threshold` and :func:`choose_threshold_ppi`."""
+    if intervals not in ("all", "threshold"):
+        raise BadInputError(f"intervals must be all or threshold, got {intervals!r}",
+                            field="intervals")
     if n_boot:
         check_boot(n_boot, confidence)
     n_v = data.n_verdicts
@@ -971,11 +985,16 @@ def _choose(data: _Data, obj: Objective, *, test_size: float | int, cv: int | No
     if n_boot and not np.isnan(chosen):
         fit_verdicts = np.flatnonzero(sides_masks[0][0] if cv is None
                                       else np.ones(n_v, dtype=bool))
-        boot, test_intervals, procedure_intervals = _intervals(
-            data, obj, chosen, test, fit_idx, fit_verdicts, sides, strata, streams,
-            n_boot=n_boot, confidence=confidence)
-        threshold_interval = (boot.threshold_low, boot.threshold_high)
-        boot = dataclasses.replace(boot, random_state=random_state)  # the seed, not its stream
+        if intervals == "threshold":
+            threshold_interval = _threshold_interval(data, obj, chosen, fit_idx, fit_verdicts,
+                                                     streams, n_boot=n_boot,
+                                                     confidence=confidence)
+        else:
+            boot, test_intervals, procedure_intervals = _intervals(
+                data, obj, chosen, test, fit_idx, fit_verdicts, sides, strata, streams,
+                n_boot=n_boot, confidence=confidence)
+            threshold_interval = (boot.threshold_low, boot.threshold_high)
+            boot = dataclasses.replace(boot, random_state=random_state)  # the seed
     return ThresholdChoice(
         threshold=chosen, objective=obj.describe(), train=train, test=test, split=split,
         test_intervals=test_intervals, threshold_interval=threshold_interval, bootstrap=boot,
@@ -1067,12 +1086,9 @@ def _intervals(data: _Data, obj: Objective, chosen: float, test: dict[str, float
     fixed, with the choice re-made)`` of a choice (see :func:`choice_intervals`)."""
     y, s, jm, codes = data.y, data.s, data.jm, data.codes
     weights = None if data.w is None or data.written is None else (data.w, data.written)
-    fit_ppi = _fit_ppi(data, fit_verdicts)
-    if weights is not None:  # the people's rows, the automated rows' duplicates, aside
-        fit_idx = fit_idx[data.written[fit_idx]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        grid = boot_grid(s[fit_idx], [chosen], obj)
+        fit_idx, fit_ppi, grid = _fit(data, obj, chosen, fit_idx, fit_verdicts)
         if fit_ppi is not None:
             # lam = 1: the choice is made on classic PPI counts (_Data.of_ppi), so its
             # bootstrap re-makes that choice; ppi_bootstrap's default tunes lam, whose
@@ -1091,6 +1107,36 @@ def _intervals(data: _Data, obj: Objective, chosen: float, test: dict[str, float
             threshold=chosen, point=test, n_boot=n_boot, confidence=confidence,
             rng=streams["bootstrap"], weights=weights)
     return boot, test_intervals, procedure_intervals
+
+
+def _threshold_interval(data: _Data, obj: Objective, chosen: float, fit_idx: np.ndarray,
+                        fit_verdicts: np.ndarray, streams: dict[str, Any], *, n_boot: int,
+                        confidence: float) -> tuple[float, float]:
+    """The interval of the choice :func:`_intervals` gives (``threshold_low``,
+    ``threshold_high`` of its bootstrap, from the same stream), without the rest."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        fit_idx, fit_ppi, grid = _fit(data, obj, chosen, fit_idx, fit_verdicts)
+        if fit_ppi is not None:
+            boot = ppi_bootstrap(fit_ppi, thresholds=grid, n_boot=n_boot,
+                                 confidence=confidence, random_state=streams["choice"],
+                                 objective=obj, lam=1.0)
+            return boot.threshold_low, boot.threshold_high
+        return choice_interval(data.y[fit_idx], data.s[fit_idx], data.codes[fit_idx],
+                               thresholds=grid, n_boot=n_boot, confidence=confidence,
+                               random_state=streams["choice"], objective=obj,
+                               judged=data.jm[fit_idx], verdicts=fit_verdicts)
+
+
+def _fit(data: _Data, obj: Objective, chosen: float, fit_idx: np.ndarray,
+         fit_verdicts: np.ndarray) -> tuple[np.ndarray, PPIData | None, np.ndarray]:
+    """``(rows, correction, grid)`` the choice's bootstrap resamples: the fitting rows
+    (written ones only under a correction: the people's rows, the automated rows'
+    duplicates, aside), the correction on the fitting verdicts and the replicates' grid."""
+    fit_ppi = _fit_ppi(data, fit_verdicts)
+    if data.w is not None and data.written is not None:
+        fit_idx = fit_idx[data.written[fit_idx]]
+    return fit_idx, fit_ppi, boot_grid(data.s[fit_idx], [chosen], obj)
 
 
 def _fit_ppi(data: _Data, fit_verdicts: np.ndarray) -> PPIData | None:

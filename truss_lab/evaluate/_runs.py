@@ -367,14 +367,16 @@ def choose_judged(t: Truth, jr: RunTruth | ReferenceTruth, correction: PPIData |
                   test_size: float | int = DEFAULT_TEST_SIZE,
                   cv: int | Literal["auto"] | None = DEFAULT_CV, cv_repeats: int = 1,
                   random_state: Any = 0, n_boot: int = 1000, confidence: float = 0.95,
-                  ) -> ThresholdChoice:
+                  intervals: Literal["all", "threshold"] = "all") -> ThresholdChoice:
     """:func:`choose_run_threshold` of a run already judged by ``t`` (``jr``) with its
-    ``correction`` (:func:`run_correction`, None: uncorrected): no store read."""
+    ``correction`` (:func:`run_correction`, None: uncorrected): no store read. ``intervals``
+    as :func:`~truss_lab.evaluate._choose.choose_threshold` takes it."""
     obj = parse_objective(objective)
     if cv == "auto":
         cv = auto_cv(jr)
     opts = {"objective": obj, "test_size": test_size, "cv": cv, "cv_repeats": cv_repeats,
-            "random_state": random_state, "n_boot": n_boot, "confidence": confidence}
+            "random_state": random_state, "n_boot": n_boot, "confidence": confidence,
+            "intervals": intervals}
     if isinstance(jr, ReferenceTruth):
         d = jr.rows
         if correction is not None:
