@@ -61,13 +61,16 @@ REVIEWED: dict[str, set[str]] = {
     # literals; relation_sql a quote_ident result
     # select: "*" or _csv_cells, quote_ident of the columns in a literal CASE
     "store/_export.py": {"literal", "option", "relation_sql", "select"},
-    # view, keyed: append's own names for the appended rows (a relation) and their keys
+    # view: append's own name for the appended rows (a relation); insert: its INSERT of
+    # those names (TableAppend.insert wraps it with literals of _claims)
     "store/_store.py": {"query", "sql", "keys", "name", "on", "qcols", "qtable", "source",
-                        "view", "keyed"},
+                        "view", "claim.insert(insert)", "insert"},
     # fields: quote_ident of the columns information_schema lists for one of our tables;
-    # where: a literal condition of TABLE_CLAIMS / _RUN_ROWS or "run_id = ?" (bound), or
-    # TableAppend's literal EXISTS over quote_ident of our key names and the append's view
-    "store/_claims.py": {"fields", "where"},
+    # where, cond: a literal condition of TABLE_CLAIMS / _RUN_ROWS or "run_id = ?" (bound);
+    # statement: Store.append's INSERT (reviewed there); digest: _digest_sql of the claim's
+    # recorded columns (quote_ident) or a literal
+    "store/_claims.py": {"fields", "where", "cond", "statement", "_digest_sql(columns)",
+                         "digest"},
     # parts: Clause.sql's fixed templates (the operator looked up in the literal _SQL_OPS),
     # every path and value of a --where predicate bound as a parameter
     "store/_slices.py": {"' AND '.join(parts)"},

@@ -15,11 +15,12 @@ writes it, and ``truss-lab audit`` (``content_claims_hold``) recomputes every cl
 
 A claim's digest is the sum of the first 60 bits of each row's SHA-256 over its columns
 (in the order the claim records), so it is computed in one pass of DuckDB and does not
-depend on row order; a sum, so an append adds its own rows' digest to the claim
-instead of rehashing the table (a judge appends once per answered call, and rehashing
-``completions`` each time grew with the table). It is not signed: it catches an edit
-that does not recompute the claim too (an ``UPDATE`` by hand, a tool that writes the
-file, a partial restore), not an editor who recomputes it (docs/explanation/reliability.md).
+depend on row order; a sum, so an append adds the digest of the rows its ``INSERT``
+returned to the claim instead of rehashing the table (a judge appends once per answered
+call, and rehashing ``completions`` each time grew with the table). It is not signed: it
+catches an edit that does not recompute the claim too (an ``UPDATE`` by hand, a tool
+that writes the file, a partial restore), not an editor who recomputes it
+(docs/explanation/reliability.md).
 """
 
 from __future__ import annotations
@@ -65,17 +66,23 @@ def _columns(con: Con, table: str) -> list[str]:
         "ORDER BY ordinal_position", [table]).fetchall()]
 
 
+def _digest_sql(columns: list[str], where: str = "TRUE") -> str:
+    """The digest of the rows of ``t`` matching ``where`` over ``columns``, as one SQL
+    aggregate (a ``VARCHAR`` of the HUGEINT sum; ``0`` for no rows)."""
+    # NULL and '' must differ: a NULL is chr(0), which no stored text starts with alone.
+    fields = ", ".join(f"coalesce(CAST(t.{quote_ident(c)} AS VARCHAR), chr(0))"
+                       for c in columns)
+    return (f"CAST(coalesce(sum(CAST(('0x' || left(sha256(concat_ws(chr(31), {fields})), "
+            f"15)) AS BIGINT)::HUGEINT) FILTER (WHERE {where}), 0) AS VARCHAR)")
+
+
 def _digest(con: Con, table: str, columns: list[str], where: str,
             params: list[Any]) -> tuple[int, str]:
     """(rows, digest) of ``table``'s rows matching ``where`` (the table is ``t`` in it),
     over ``columns``."""
-    # NULL and '' must differ: a NULL is chr(0), which no stored text starts with alone.
-    fields = ", ".join(f"coalesce(CAST(t.{quote_ident(c)} AS VARCHAR), chr(0))"
-                       for c in columns)
     row = con.execute(
-        f"SELECT count(*), CAST(coalesce(sum(CAST(('0x' || left(sha256(concat_ws(chr(31), "
-        f"{fields})), 15)) AS BIGINT)::HUGEINT), 0) AS VARCHAR) FROM {quote_ident(table)} t "
-        f"WHERE {where}", params).fetchall()[0]
+        f"SELECT count(*), {_digest_sql(columns)} FROM {quote_ident(table)} t WHERE {where}",
+        params).fetchall()[0]
     return int(row[0]), str(row[1])
 
 
@@ -97,11 +104,12 @@ def claim_table(con: Con, table: str) -> None:
 class TableAppend:
     """An append's move of its table's claim, hashing the appended rows only.
 
-    Open it before the append's ``INSERT`` and call :meth:`done` after it, in the same
-    transaction: the appended rows are those of ``table`` whose key is one of ``view``'s
-    rows after the insert and not before (an append only adds rows), so their digest is
-    the digest of the table's rows with ``view``'s keys after minus before, added to the
-    claim. A table with no claim yet is claimed whole.
+    An append only adds rows, so the claim moves by the rows its ``INSERT`` returns:
+    :meth:`insert` wraps the append's ``INSERT`` so that the one statement inserts and
+    sums the digest of what it inserted (``RETURNING``; no scan of the table, which a
+    judge appending once per answered call would make grow with the table), and
+    :meth:`done` adds that sum to the claim. A table with no claim yet is claimed whole.
+    Open it, insert and call :meth:`done` in the append's transaction.
 
     Parameters
     ----------
@@ -109,40 +117,40 @@ class TableAppend:
         The store's connection, inside the append's transaction.
     table : str
         An ingested table (:data:`TABLE_CLAIMS`).
-    view : str
-        The registered relation of the appended rows.
-    key : sequence of str
-        The columns that identify a row of ``table``.
     """
 
-    def __init__(self, con: Con, table: str, view: str, key: list[str]) -> None:
+    def __init__(self, con: Con, table: str) -> None:
         self.con, self.table = con, table
-        on = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM n.{quote_ident(k)}"
-                          for k in key)
-        self._where = (f"({TABLE_CLAIMS[table]}) AND EXISTS "
-                       f"(SELECT 1 FROM {quote_ident(view)} n WHERE {on})")
         claim = con.execute(
             "SELECT columns, n_rows, digest FROM content_claims WHERE scope = 'table' "
             "AND subject = ? AND part = ?", [table, table]).fetchall()
-        self._claim = None
+        self._claim: tuple[list[str], int, int] | None = None
         if claim:
             columns, n, digest = claim[0]
-            self._columns = columns.split(",") if columns else []
-            self._claim = (int(n), int(digest))
-            self._before = self._keyed()
+            self._claim = (columns.split(",") if columns else [], int(n), int(digest))
 
-    def _keyed(self) -> tuple[int, int]:
-        n, digest = _digest(self.con, self.table, self._columns, self._where, [])
-        return n, int(digest)
+    def insert(self, statement: str) -> str:
+        """``statement`` (an ``INSERT`` into the table) as one statement whose one row is
+        (rows inserted, rows of the claim inserted, their digest)."""
+        cond = TABLE_CLAIMS[self.table]
+        # With no claim yet, done() claims the whole table: nothing to sum here.
+        digest = _digest_sql(self._claim[0], cond) if self._claim else "'0'"
+        return (f"WITH ins AS ({statement} RETURNING *) SELECT count(*), "
+                f"count(*) FILTER (WHERE {cond}), {digest} FROM ins t")
 
-    def done(self) -> None:
-        """Record the claim with the appended rows (after the ``INSERT``)."""
+    def done(self, row: tuple[int, int, str]) -> int:
+        """Record the claim with the appended rows (``row``: what :meth:`insert`'s
+        statement returned); the rows inserted."""
+        added, n1, d1 = int(row[0]), int(row[1]), int(row[2])
+        if not added:
+            return 0
         if self._claim is None:
             claim_table(self.con, self.table)
-            return
-        (n, digest), (n0, d0), (n1, d1) = self._claim, self._before, self._keyed()
-        _record(self.con, "table", self.table, self.table, self._columns,
-                n + n1 - n0, str(digest + d1 - d0))
+        else:
+            columns, n, digest = self._claim
+            _record(self.con, "table", self.table, self.table, columns,
+                    n + n1, str(digest + d1))
+        return added
 
 
 def backfill_claims(con: Con) -> None:

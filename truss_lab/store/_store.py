@@ -418,26 +418,17 @@ class Store:
                 )
             source = f"(SELECT DISTINCT {qcols} FROM {name})"
         with self.transaction():
-            # An ingested table's claim moves with every append that adds to it,
-            # in the same transaction (store/_claims.py); it reads the appended keys.
-            claim = None
-            keyed = quote_ident(f"{view}_keys")
+            # An ingested table's claim moves with every append that adds to it, in the
+            # same statement as the insert (store/_claims.py: the rows it returned).
+            insert = (f"INSERT INTO {qtable} ({qcols}) SELECT {qcols} FROM {source} n "
+                      f"WHERE NOT EXISTS (SELECT 1 FROM {qtable} t WHERE {on})")
             if needs_table_claim(table, cols,
                                  tbl.column("run_id") if "run_id" in cols else None):
-                rel.query(view, f"CREATE OR REPLACE TEMP TABLE {keyed} AS "
-                                f"SELECT DISTINCT {keys} FROM {name}").fetchall()
-                claim = TableAppend(self.con, table, f"{view}_keys", list(key))
-            try:
-                res = rel.query(
-                    view, f"INSERT INTO {qtable} ({qcols}) SELECT {qcols} FROM {source} n "
-                    f"WHERE NOT EXISTS (SELECT 1 FROM {qtable} t WHERE {on})"
-                ).fetchall()
+                claim = TableAppend(self.con, table)
+                added = claim.done(rel.query(view, claim.insert(insert)).fetchall()[0])
+            else:
+                res = rel.query(view, insert).fetchall()
                 added = int(res[0][0]) if res else 0
-                if added and claim:
-                    claim.done()
-            finally:
-                if claim is not None:
-                    self.con.execute(f"DROP TABLE IF EXISTS {keyed}")
         return added
 
     def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
