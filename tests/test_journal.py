@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tests.builders.chains import RING, make_chain, to_lines, verdict_payload
+from tests.builders.grids import covering
 from tests.builders.profiles import examples
 from tests.builders.tampers import TAMPERS, L, other_verdict, rehash
 from truss_lab.core._errors import BadInputError, ChainError
@@ -145,7 +146,14 @@ def _applicable() -> list[tuple[int, str, str]]:
     return cases
 
 
-@pytest.mark.parametrize(("n", "where", "tamper"), _applicable())
+# Every tamper at every position of the 9- and 1000-entry chains in make test; of the
+# other sizes a covering share (tests/builders/grids.py), every size in make test-slow.
+_WHOLE_SIZES = (9, 1000)
+
+
+@pytest.mark.parametrize(("n", "where", "tamper"), covering(
+    sorted(_applicable(), key=lambda c: c[0] not in _WHOLE_SIZES),
+    always=lambda n, where, tamper: n in _WHOLE_SIZES))
 def test_tamper_is_detected(
     chains: dict[int, list[dict]], monkeypatch: pytest.MonkeyPatch, n: int, where: str,
     tamper: str,
@@ -588,14 +596,12 @@ def test_keys_and_keyring_round_trip(tmp_path: Path) -> None:
 
 # The worker processes' path (long chains), taken here by short ones too. It costs two
 # process start-ups per chain (a quarter of a second): make test takes it for every
-# tamper at every position of the 9- and the 1000-entry chains, make test-slow for
-# every size as well. The threads' path runs on the whole grid in test_tamper_is_detected.
-_WORKER_SIZES = (9, 1000)
-
-
-@pytest.mark.parametrize(("n", "where", "tamper"), [
-    pytest.param(*case, marks=() if case[0] in _WORKER_SIZES else pytest.mark.slow)
-    for case in _applicable()])
+# tamper at every position of the 1000-entry chain and a covering share of the other
+# sizes (tests/builders/grids.py), make test-slow for every size. The threads' path
+# runs on the grid in test_tamper_is_detected.
+@pytest.mark.parametrize(("n", "where", "tamper"), covering(
+    sorted(_applicable(), key=lambda c: c[0] != 1000),
+    always=lambda n, where, tamper: n == 1000))
 def test_worker_processes_report_what_verify_columns_reports(
     chains: dict[int, list[dict]], monkeypatch: pytest.MonkeyPatch, n: int, where: str,
     tamper: str,

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.builders.chains import make_chain, write_journal
+from tests.builders.grids import covering
 from tests.builders.profiles import examples
 from tests.builders.stores import drop_store, fresh_store
 from truss_lab import ChainError, Store, TrussLabError, import_journal, verify_chain
@@ -289,10 +290,14 @@ def _outcome(tmp_path, lines: list[str], stored: int, keep: bool,
     return got, rows, keys
 
 
-@pytest.mark.parametrize("how", ["none", "payload", "signature", "copied_hash", "fork",
-                                 "deleted", "repeated", "truncated"])
-@pytest.mark.parametrize("at", [1, 9, 17])
-@pytest.mark.parametrize(("stored", "keep"), [(0, False), (0, True), (12, True)])
+# Every tamper with every stored prefix at entry 9 in make test; at entries 1 and 17 a
+# covering share (tests/builders/grids.py), the whole grid in make test-slow.
+@pytest.mark.parametrize(("how", "at", "stored", "keep"), covering(
+    ((how, at, stored, keep) for at in (9, 1, 17)
+     for how in ("none", "payload", "signature", "copied_hash", "fork", "deleted", "repeated",
+                 "truncated")
+     for stored, keep in ((0, False), (0, True), (12, True))),
+    always=lambda how, at, stored, keep: at == 9))
 def test_a_journal_imported_in_batches_lands_as_imported_whole(
     tmp_path, monkeypatch: pytest.MonkeyPatch, how: str, at: int, stored: int, keep: bool
 ) -> None:
@@ -405,8 +410,9 @@ def test_sigkill_mid_stream_lands_nothing_and_a_rerun_lands_it_all(
     assert (whole.entries_added, whole.entries_present) == (N - stored, stored)
 
 
-@pytest.mark.parametrize("stored", [0, 31, 32, 64, 70, N])
-@pytest.mark.parametrize("continuation", [False, True])
+@pytest.mark.parametrize(("stored", "continuation"), covering(
+    (stored, continuation) for continuation in (False, True)
+    for stored in (0, 31, 32, 64, 70, N)))
 def test_a_continued_journal_imports_only_its_new_entries(
         tmp_path, ring, holding, stored: int, continuation: bool) -> None:
     """The whole export again, or only what follows the stored head: the new entries land,
@@ -427,9 +433,9 @@ def test_a_continued_journal_imports_only_its_new_entries(
     assert (again.entries_added, again.entries_present) == (0, len(lines))
 
 
-@pytest.mark.parametrize("how", ["payload", "signature", "copied_hash", "deleted",
-                                 "repeated", "truncated"])
-@pytest.mark.parametrize("stored", [0, 70])
+@pytest.mark.parametrize(("how", "stored"), covering(
+    (how, stored) for stored in (0, 70)
+    for how in ("payload", "signature", "copied_hash", "deleted", "repeated", "truncated")))
 def test_a_tamper_in_a_later_batch_undoes_the_earlier_ones(
         tmp_path, ring, holding, how: str, stored: int) -> None:
     """Entry 250 (the eighth batch of 32) tampered: the seven batches before it, written
