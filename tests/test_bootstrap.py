@@ -300,3 +300,28 @@ def test_the_band_domain_asks_each_side_of_a_ratio_for_enough_lessons():
     assert d["precision"].tolist() == [False, True, True, True]
     assert d["recall"].tolist() == [False, True, False, True]  # 9 misses: too few
     assert d["f1"].tolist() == [False, True, True, True]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sparse_histogram_counts_what_the_dense_one_counts(seed: int) -> None:
+    """The bootstrap's and the choice's counter holds a histogram's non-zero cells only
+    (bin_cells): every replicate's counts, of every verdict and of a fold's verdicts
+    (``rows``), are the dense histogram's integers, verdicts without a candidate, NaN
+    scores and empty bins included."""
+    rng = np.random.default_rng(seed)
+    g, n = 40 + 30 * seed, 15 + 50 * seed
+    codes = rng.integers(0, g, n)
+    s = rng.random(n)
+    s[rng.random(n) < 0.1] = np.nan
+    judged = (rng.random(n) < 0.8).astype(np.uint8)
+    y = (rng.random(n) < 0.5).astype(np.uint8) & judged
+    thr = np.sort(rng.random(1 + 7 * seed))[::-1]
+    dense = _bootstrap.WeightedCounter(_bootstrap.bin_counts(y, s, codes, g, thr, judged=judged))
+    sparse = _bootstrap.WeightedCounter(_bootstrap.bin_cells(y, s, codes, g, thr, judged=judged))
+    assert sparse.exact and len(sparse._sparse[0]) < g * 3 * (len(thr) + 1)
+    for w in _bootstrap.weight_chunks(30, g, rng):
+        fold = rng.random(g) < 0.3
+        for rows in (None, fold):
+            a, b = dense.judged(w, rows), sparse.judged(w, rows)
+            for name in ("kept", "tp", "judged", "n", "n_pos", "n_verdicts"):
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name))

@@ -219,12 +219,8 @@ def bin_counts(
     ``written`` rows only, kinds 1 and 2 sum each row's ``w``; the histogram is float.
     """
     n_t = len(thresholds_desc)
-    k = 2 if judged is None else 3
-    c = n_t - np.searchsorted(thresholds_desc[::-1], s, side="right")
-    c[np.isnan(s)] = n_t
-    flat = codes * (k * (n_t + 1)) + c
-    size = n_groups * k * (n_t + 1)
     if weights is not None:
+        flat = _bin_of(s, codes, thresholds_desc, 2 if judged is None else 3)
         w, written = weights
         yb, jb = y.astype(bool), (np.ones(len(y), dtype=bool) if judged is None
                                   else judged.astype(bool))
@@ -232,10 +228,55 @@ def bin_counts(
         wts = np.concatenate([np.ones(int(np.count_nonzero(written))), w[yb], w[jb]])
         return np.bincount(idx, weights=wts, minlength=n_groups * 3 * (n_t + 1)).reshape(
             n_groups, 3, n_t + 1)
+    k = 2 if judged is None else 3
+    return np.bincount(_cells(y, s, codes, thresholds_desc, judged),
+                       minlength=n_groups * k * (n_t + 1)).reshape(n_groups, k, n_t + 1)
+
+
+def bin_cells(
+    y: np.ndarray, s: np.ndarray, codes: np.ndarray, n_groups: int, thresholds_desc: np.ndarray,
+    judged: np.ndarray | None = None,
+) -> SparseHistogram:
+    """:func:`bin_counts` (whole counts) as its non-zero cells: memory that grows with the
+    candidates, not with the verdicts times the bins."""
+    cells, counts = np.unique(_cells(y, s, codes, thresholds_desc, judged), return_counts=True)
+    return SparseHistogram(shape=(n_groups, 2 if judged is None else 3,
+                                  len(thresholds_desc) + 1), cells=cells, counts=counts)
+
+
+def _bin_of(s: np.ndarray, codes: np.ndarray, thresholds_desc: np.ndarray,
+            k: int) -> np.ndarray:
+    """Each candidate's flat cell of kind 0 in a ``(n_groups, k, T + 1)`` histogram."""
+    n_t = len(thresholds_desc)
+    c = n_t - np.searchsorted(thresholds_desc[::-1], s, side="right")
+    c[np.isnan(s)] = n_t
+    return codes * (k * (n_t + 1)) + c
+
+
+def _cells(y: np.ndarray, s: np.ndarray, codes: np.ndarray, thresholds_desc: np.ndarray,
+           judged: np.ndarray | None) -> np.ndarray:
+    """The flat cells of a whole-count histogram, one per count (:func:`bin_counts`)."""
+    n_t = len(thresholds_desc)
+    flat = _bin_of(s, codes, thresholds_desc, 2 if judged is None else 3)
     parts = [flat, flat[y.view(np.bool_)] + (n_t + 1)]
     if judged is not None:
         parts.append(flat[judged.view(np.bool_)] + 2 * (n_t + 1))
-    return np.bincount(np.concatenate(parts), minlength=size).reshape(n_groups, k, n_t + 1)
+    return np.concatenate(parts)
+
+
+@dataclass(frozen=True)
+class SparseHistogram:
+    """A histogram of whole counts as :func:`bin_counts` gives it, its non-zero cells
+    alone (:func:`bin_cells`): ``cells`` (sorted flat indices into ``shape``) and their ``counts``.
+
+    Most cells of a run's histogram are empty (a verdict has a few lessons, the grid a
+    hundred bins, every verdict a row), so the dense array grew with the verdicts times
+    the bins (2.4 KB a verdict at 101 thresholds) while this grows with the candidates.
+    """
+
+    shape: tuple[int, int, int]
+    cells: np.ndarray
+    counts: np.ndarray
 
 
 class WeightedCounter:
@@ -246,11 +287,22 @@ class WeightedCounter:
     :func:`bin_counts`).
     """
 
-    def __init__(self, h: np.ndarray, proposed: np.ndarray | None = None) -> None:
+    def __init__(self, h: np.ndarray | SparseHistogram,
+                 proposed: np.ndarray | None = None) -> None:
         g, self.k, self.n_bins = h.shape
         # Candidates per verdict that write rate divides by, when not every row is one
         # (a reference truth's miss rows): replicate totals are then ``w @ proposed``.
         self._proposed = None if proposed is None else proposed.astype(np.float64)
+        self._sparse: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        if isinstance(h, SparseHistogram):
+            # The non-zero cells by (kind, bin), then verdict: each kind's cumulative
+            # count at bin j is a prefix sum of its cells up to j's last (_prefix_counts).
+            width = self.k * self.n_bins
+            col, verdict = h.cells % width, h.cells // width
+            order = np.lexsort((verdict, col))
+            self._sparse = (verdict[order], h.counts[order].astype(np.float64), col[order])
+            self._whole, self._f32, self._f64 = True, None, np.empty((0, width))
+            return
         flat = h.reshape(g, self.k * self.n_bins)
         total = float(flat.sum())
         self._f64 = flat.astype(np.float64)
@@ -272,6 +324,8 @@ class WeightedCounter:
         Exact integers (floats for a weighted histogram). ``rows`` (bool mask over the
         verdicts, whole counts only): the counts of those verdicts alone, which
         ``w * rows`` gives too, from the product of their columns only."""
+        if self._sparse is not None:
+            return self._prefix_counts(w, rows)
         f32, f64 = self._f32, self._f64
         if rows is not None:
             w = w[:, rows]
@@ -283,6 +337,31 @@ class WeightedCounter:
         if self._whole:
             agg = np.rint(agg).astype(np.int64)
         return np.cumsum(agg.reshape(len(w), self.k, self.n_bins), axis=2)
+
+    def _prefix_counts(self, w: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        """:meth:`cumulative` of a sparse histogram: the same integers, each replicate's
+        weight of every non-zero cell summed in (kind, bin) order (float64 sums of whole
+        counts are exact), a block of replicates at a time so the product stays within
+        :data:`MAX_W_CELLS` cells whatever the number of verdicts."""
+        assert self._sparse is not None
+        verdict, count, col = self._sparse
+        if rows is not None:
+            keep = rows[verdict]
+            verdict, count, col = verdict[keep], count[keep], col[keep]
+        width = self.k * self.n_bins
+        # Prefix-sum positions: the end of each (kind, bin) column, less the start of
+        # its kind (index 0 is the empty sum).
+        end = np.searchsorted(col, np.arange(width), side="right")
+        start = np.repeat(np.searchsorted(col, np.arange(self.k) * self.n_bins), self.n_bins)
+        out = np.empty((len(w), width), dtype=np.int64)
+        step = max(1, MAX_W_CELLS // max(len(col), 1))
+        for lo in range(0, len(w), step):
+            part = w[lo:lo + step]
+            acc = np.zeros((len(part), len(col) + 1))
+            np.multiply(part[:, verdict], count, out=acc[:, 1:])
+            np.cumsum(acc, axis=1, out=acc)
+            out[lo:lo + step] = np.rint(acc[:, end] - acc[:, start])
+        return out.reshape(len(w), self.k, self.n_bins)
 
     def __call__(
         self, w: np.ndarray
@@ -728,8 +807,8 @@ def _resampled(y: np.ndarray, s: np.ndarray, groups: Any, thr: np.ndarray, judge
     n_groups = len(verdicts)
     order = np.argsort(-thr, kind="stable")  # descending, ties keep input order
     thr_desc = thr[order]
-    h = bin_counts(y, s, codes, n_groups, thr_desc,
-                   judged=jm if jm is not None else np.ones(len(y), dtype=np.uint8))
+    h = bin_cells(y, s, codes, n_groups, thr_desc,
+                  judged=jm if jm is not None else np.ones(len(y), dtype=np.uint8))
     counter = WeightedCounter(h, _per_verdict(proposed, codes, n_groups))
     return y, counter, order, thr_desc, n_groups
 

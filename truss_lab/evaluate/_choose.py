@@ -58,6 +58,7 @@ from truss_lab.evaluate._bootstrap import (
     MAX_W_CELLS,
     BootstrapResult,
     WeightedCounter,
+    bin_cells,
     bin_counts,
     bootstrap_metrics,
     check_boot,
@@ -488,8 +489,9 @@ def choice_intervals(
     clip = weights is not None
     grid_desc = boot_grid(s if weights is None else s[weights[1]],
                           [side.threshold for side in sides], obj)[::-1].copy()
-    counter = WeightedCounter(bin_counts(y, s, codes, n_verdicts, grid_desc, judged=jm,
-                                         weights=weights))
+    counter = WeightedCounter(
+        bin_cells(y, s, codes, n_verdicts, grid_desc, judged=jm) if weights is None
+        else bin_counts(y, s, codes, n_verdicts, grid_desc, judged=jm, weights=weights))
     fixed = _fixed_counts(y, s, jm, codes, n_verdicts, sides, weights)
     reps_f: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
     reps_p: dict[str, list[np.ndarray]] = {m: [] for m in BOOT_METRICS}
