@@ -42,7 +42,9 @@ REVIEWED: dict[str, set[str]] = {
     # where: --verdicts, run in the sandbox (no file access); _table: quote_ident of
     # one of JOURNAL_TABLES
     "journal/_table.py": {"_SELECT", "sql", "where", "_table(table)"},
-    "store/_labels.py": {"where"},  # where: a literal "run_id = ?" or "TRUE"
+    # where: a literal "run_id = ?" or "TRUE"; cols: a literal column list; verdicts: a
+    # literal subquery around that where; also: literal conditions with that subquery
+    "store/_labels.py": {"where", "cols", "verdicts", "also"},
     "store/_governed.py": {"sql", "cols", "order", "where"},
     # sql: the literal queries of _HASHED; where: "" or a literal IN (SELECT unnest(?))
     # t: a name from a literal tuple of table names; _CONFIG_HASHES a literal query

@@ -339,12 +339,18 @@ def transfer_label_rows(
     tgt = _lessons(targets)
     if src.empty:
         return empty
-    pairs = tgt.reset_index(names="ti").merge(
-        src.reset_index(names="si"), on="verdict_hash", suffixes=("", "_src"))
+    # The pairs carry keys and normalised texts only; an exact transfer pairs equal texts
+    # alone (one join on verdict and text, not every pair of a verdict's lessons).
+    slim = ["verdict_hash", "extractor", "lesson_index", "norm"]
+    pairs = tgt[slim].reset_index(names="ti").merge(
+        src[slim].reset_index(names="si"),
+        on="verdict_hash" if isinstance(mode, float) else ["verdict_hash", "norm"],
+        suffixes=("", "_src"))
     pairs = pairs[pairs["extractor"] != pairs["extractor_src"]].reset_index(drop=True)
     if pairs.empty:
         return empty
-    sim = (pairs["norm"] == pairs["norm_src"]).to_numpy(dtype=np.float64)
+    sim = ((pairs["norm"] == pairs["norm_src"]).to_numpy(dtype=np.float64)
+           if isinstance(mode, float) else np.ones(len(pairs)))
     if isinstance(mode, float):
         lexical = LexicalMatcher().pairs(tgt, src, pairs["ti"].to_numpy(np.int64),
                                          pairs["si"].to_numpy(np.int64))
@@ -401,7 +407,9 @@ def transferred_labels(
     candidates, direct keys dropped (a transferred label never overrides a direct one)."""
     if check_transfer(transfer) is None or labels.empty:
         return transfer_label_rows(labels.iloc[:0], labels.iloc[:0], labels, transfer=None)
-    targets, sources = lesson_texts(store, run_id)
+    mode = check_transfer(transfer)
+    targets, sources = lesson_texts(store, run_id, paired_only=True,
+                                    evidence=isinstance(mode, float))
     rows = transfer_label_rows(targets, sources, labels, transfer=transfer)
     if rows.empty:
         return rows
@@ -539,9 +547,19 @@ def labelled_candidates(
     >>> df.loc[df["labelled"], "label"].value_counts().sort_index().tolist()
     [464, 562]
     """
+    return _labelled(store, run_id, labels=labels, valid_only=valid_only, transfer=transfer,
+                     record=record)
+
+
+def _labelled(store: Store, run_id: str, *, labels: Any = None, valid_only: bool = True,
+              transfer: str | float | None = DEFAULT_TRANSFER,
+              record: RunRecord | None = None, texts: bool = True) -> pd.DataFrame:
+    """:func:`labelled_candidates`; without ``texts``, of the candidates' columns but text
+    and evidence (:attr:`~truss_lab.store._runs.RunRecord.keys`: what counting takes)."""
     if record is None:
         record = run_record(store, run_id)  # an unknown run is an error naming the recent ones
-    cands = record.valid_candidates() if valid_only else record.candidates.copy()
+    cands = (record.valid_candidates(texts=texts) if valid_only
+             else (record.candidates if texts else record.keys).copy())
     lab = run_labels(store, labels)
     moved = transferred_labels(store, run_id, lab, transfer=transfer)
     if len(moved):
@@ -1197,8 +1215,8 @@ def _check_has_candidates(record: RunRecord) -> None:
     """Refuse a run with no valid candidate in one line (a sweep of it has nothing to
     threshold): a run whose every verdict failed, or whose recordings proposed nothing."""
     run_id = record.run_id
-    n = len(record.candidates)
-    valid = int(record.candidates["valid"].sum()) if n else 0
+    n = len(record.keys)
+    valid = int(record.keys["valid"].sum()) if n else 0
     if not valid:
         raise BadInputError(
             f"run {run_id!r} has no candidates to evaluate ("
@@ -1534,8 +1552,8 @@ class Truth:
             humans = _without_judges(rows)
             for rid in ids:
                 # Direct labels only: a run labelled by transfer alone is mostly unlabelled.
-                if not labelled_candidates(store, rid, labels=humans, transfer=None,
-                                           record=out.record(rid))["labelled"].any():
+                if not _labelled(store, rid, labels=humans, transfer=None,
+                                 record=out.record(rid), texts=False)["labelled"].any():
                     out._set("references", "references", f"run {rid!r} has no gold labels",
                              label_rows=humans,
                              reference_rows=run_references(store, self.reference_lessons))
@@ -1588,7 +1606,9 @@ class Truth:
         """
         key = ("record", run_id)
         if key not in self._judged:
-            self._judged[key] = run_record(self._store(), run_id)
+            # A reference truth matches the candidates' texts: read with them at once.
+            self._judged[key] = run_record(self._store(), run_id,
+                                           texts=self.source == "references")
         return self._judged[key]
 
     @property
@@ -1704,7 +1724,7 @@ class Truth:
         if key not in self._judged:
             self._judged[key] = labels_truth(self._store(), run_id, labels=self.label_rows,
                                              score=score, ties=self.ties,
-                                             candidates=self.labelled(run_id),
+                                             candidates=self._counted_rows(run_id),
                                              record=self.record(run_id))
         rt = self._judged[key]
         assert isinstance(rt, RunTruth)
@@ -1733,6 +1753,18 @@ class Truth:
             self._judged[key] = labelled_candidates(self._store(), run_id,
                                                     labels=self.label_rows, valid_only=False,
                                                     record=self.record(run_id))
+        return self._judged[key]
+
+    def _counted_rows(self, run_id: str) -> pd.DataFrame:
+        """:meth:`labelled` without the text and evidence columns (what counting takes),
+        once per run; :meth:`labelled`'s own frame when it was made."""
+        if ("labelled", run_id) in self._judged:
+            return self.labelled(run_id)
+        key = ("counted rows", run_id)
+        if key not in self._judged:
+            self._judged[key] = _labelled(self._store(), run_id, labels=self.label_rows,
+                                          valid_only=False, record=self.record(run_id),
+                                          texts=False)
         return self._judged[key]
 
     def scored(self, run_id: str, *, score: str = "salience") -> pd.DataFrame:

@@ -78,23 +78,31 @@ def lesson_keys(store: Store, run_id: str | None, *, valid_only: bool = False) -
     ).df()
 
 
-def lesson_texts(store: Store, run_id: str | None, *,
-                 valid_only: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def lesson_texts(store: Store, run_id: str | None, *, valid_only: bool = False,
+                 paired_only: bool = False, evidence: bool = True,
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(targets, sources)`` of label transfer: the lessons of ``run_id`` (every
     run's when None; valid ones only with ``valid_only``) and the lessons of every
-    extractor on the same verdicts, one row per label key with ``text, evidence``."""
+    extractor on the same verdicts, one row per label key with ``text, evidence``.
+    ``paired_only``: on the verdicts that hold lessons of two extractors or more only
+    (a label moves between extractors: on no other verdict can one move); ``evidence``
+    False leaves that column out (an exact transfer compares texts alone)."""
     where, params = ("run_id = ?", [run_id]) if run_id is not None else ("TRUE", [])
+    cols = ("verdict_hash, extractor_id AS extractor, lesson_index, text"
+            + (", evidence" if evidence else ""))
+    verdicts = f"SELECT verdict_hash FROM candidates WHERE {where}"
+    also = " AND valid" if valid_only else ""
+    if paired_only:
+        verdicts = ("SELECT verdict_hash FROM candidates WHERE verdict_hash IN ("
+                    + verdicts + ") GROUP BY verdict_hash HAVING count(DISTINCT extractor_id) > 1")
+        also += " AND verdict_hash IN (" + verdicts + ")"
     targets = store.sql(
-        "SELECT DISTINCT ON (verdict_hash, extractor_id, lesson_index) verdict_hash, "
-        "extractor_id AS extractor, lesson_index, text, evidence FROM candidates "
-        f"WHERE {where}" + (" AND valid" if valid_only else ""), params).df()
+        f"SELECT DISTINCT ON (verdict_hash, extractor_id, lesson_index) {cols} FROM candidates "
+        f"WHERE {where}{also}", params + (params if paired_only else [])).df()
     sources = store.sql(
-        "SELECT DISTINCT ON (verdict_hash, extractor_id, lesson_index) verdict_hash, "
-        "extractor_id AS extractor, lesson_index, text, evidence FROM candidates "
-        f"WHERE verdict_hash IN (SELECT verdict_hash FROM candidates WHERE {where})",
-        params).df()
+        f"SELECT DISTINCT ON (verdict_hash, extractor_id, lesson_index) {cols} FROM candidates "
+        f"WHERE verdict_hash IN ({verdicts})", params).df()
     return targets, sources
-
 
 
 def labelled_keys(store: Store, annotator: str) -> set[tuple[str, str, int]]:

@@ -13,7 +13,8 @@ import hashlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -593,19 +594,28 @@ class RunRecord:
     ``info``: its ``extraction_runs`` row (:func:`run_info`); ``verdicts``: every verdict
     it processed (``verdict_hash, verdict_seq``: :func:`run_processed_verdicts`, by seq);
     ``recorded``: the verdicts it recorded in ``run_verdicts``, by seq
-    (:func:`run_verdict_hashes`); ``candidates``: every candidates column of every
-    candidate, dropped ones too (:func:`run_candidates`).
+    (:func:`run_verdict_hashes`); ``keys``: every candidates column of every candidate,
+    dropped ones too, but the text and evidence (what counting a run needs: the texts
+    held 1.5 KB a candidate); ``candidates``: every column (:func:`run_candidates`),
+    read from ``store`` when first asked.
     """
 
     run_id: str
     info: dict[str, Any]
     verdicts: pd.DataFrame
     recorded: list[str]
-    candidates: pd.DataFrame
+    keys: pd.DataFrame
+    store: Store = field(repr=False)
 
-    def valid_candidates(self) -> pd.DataFrame:
-        """The valid candidates, as ``run_candidates(valid_only=True)`` reads them."""
-        c = self.candidates
+    @cached_property
+    def candidates(self) -> pd.DataFrame:
+        """Every candidates column of the run, as :func:`run_candidates` reads them."""
+        return run_candidates(self.store, self.run_id)
+
+    def valid_candidates(self, *, texts: bool = True) -> pd.DataFrame:
+        """The valid candidates, as ``run_candidates(valid_only=True)`` reads them
+        (without text and evidence when not ``texts``: of :attr:`keys`)."""
+        c = self.candidates if texts else self.keys
         return c[c["valid"].to_numpy(dtype=bool)].reset_index(drop=True)
 
     @property
@@ -613,10 +623,12 @@ class RunRecord:
         return str(self.info["extractor_id"])
 
 
-def run_record(store: Store, run_id: str) -> RunRecord:
+def run_record(store: Store, run_id: str, *, texts: bool = False) -> RunRecord:
     """``run_id``'s row, processed verdicts and candidates in one call (three statements:
     what :func:`run_info`, :func:`run_processed_verdicts`, :func:`run_verdict_hashes` and
-    :func:`run_candidates` read one by one). An unknown run is :func:`missing_run_error`."""
+    :func:`run_candidates` read one by one): the candidates without text and evidence
+    (``keys``), or with them when ``texts`` (a reference truth matches the texts: one
+    read). An unknown run is :func:`missing_run_error`."""
     con = store.con
     cur = con.execute("SELECT * FROM extraction_runs WHERE run_id = ?", [run_id])
     names = [d[0] for d in cur.description]
@@ -633,13 +645,17 @@ def run_record(store: Store, run_id: str) -> RunRecord:
         " UNION ALL SELECT verdict_hash, verdict_seq, false FROM candidates WHERE run_id = ?"
         ") GROUP BY verdict_hash ORDER BY verdict_seq, verdict_hash",
         [run_id, run_id, run_id]).df()
-    cands = con.execute("SELECT * FROM candidates WHERE run_id = ?"
-                        " ORDER BY verdict_seq, lesson_index", [run_id]).df()
+    keys = con.execute("SELECT *" + ("" if texts else " EXCLUDE (text, evidence)")
+                       + " FROM candidates WHERE run_id = ? ORDER BY verdict_seq, lesson_index",
+                       [run_id]).df()
     rec = seen[seen["recorded_seq"].notna().to_numpy()].sort_values(
         ["recorded_seq", "verdict_hash"], kind="stable")
-    return RunRecord(run_id=run_id, info=dict(zip(names, rows[0], strict=True)),
-                     verdicts=seen[["verdict_hash", "verdict_seq"]].reset_index(drop=True),
-                     recorded=[str(v) for v in rec["verdict_hash"]], candidates=cands)
+    out = RunRecord(run_id=run_id, info=dict(zip(names, rows[0], strict=True)),
+                    verdicts=seen[["verdict_hash", "verdict_seq"]].reset_index(drop=True),
+                    recorded=[str(v) for v in rec["verdict_hash"]], keys=keys, store=store)
+    if texts:
+        out.__dict__["candidates"] = keys  # every column read: candidates asks no more
+    return out
 
 
 def run_candidates(store: Store, run_id: str, *, valid_only: bool = False) -> pd.DataFrame:
