@@ -35,8 +35,11 @@ row of an unsampled verdict weighs ``lam``, one of a sampled verdict ``lam *
 (1 - 1/pi_v)``, a human row ``1/pi_v``. The automated rows are swept once
 (:func:`~truss_lab.evaluate._sweep.distinct_counts`: the plain sweep); the rows
 of the sampled verdicts, a small share, are binned among its thresholds and
-cumulated, so the corrected sweep costs little more than the plain one
-(benchmarks/bench_ppi.py).
+cumulated. Their sums and the power tuning change only where a threshold passes
+one of their scores, so they are held per group of thresholds (a few thousand of
+a million), and each threshold's estimate is combined from its group's a chunk of
+thresholds at a time, in cache: the corrected sweep costs about twice the plain
+one (benchmarks/bench_ppi.py).
 
 **Intervals** (:func:`ppi_bootstrap`) resample verdicts in both sets: each
 replicate draws the sampled verdicts with replacement among themselves and the
@@ -55,7 +58,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import NormalDist
@@ -86,6 +89,7 @@ from ._sweep import (
     as_scores,
     check_lengths,
     distinct_counts,
+    group_codes,
     metrics_from_counts,
     snap_thresholds,
     threshold_counts,
@@ -153,6 +157,9 @@ class PPIData:
         1 / each sampled verdict's inclusion probability.
     auto_codes : numpy.ndarray or None
         Each automated row's index into ``verdicts`` (None: found when needed).
+    verdict_places : numpy.ndarray or None
+        Each of ``verdicts``' place among ``sampled``, -1 if not sampled (None: found
+        when needed).
     """
 
     y_auto: np.ndarray = field(repr=False)
@@ -169,6 +176,9 @@ class PPIData:
     # Set by ppi_data when it found the population from the rows (one hash of their
     # verdicts gives both), so the sample's rows and the bootstrap's codes are gathers.
     auto_codes: np.ndarray | None = field(default=None, repr=False)
+    # Set by ppi_data beside auto_codes: its check that the sample is in the population
+    # looked each verdict up among the sampled ones, which is what the sweep reads.
+    verdict_places: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_verdicts(self) -> int:
@@ -192,17 +202,31 @@ class PPIData:
         if self.auto_codes is not None:
             # Each verdict's place in the sample (-1: not sampled), read per row by its
             # code: the rows' verdicts are not hashed again.
-            at = self._sample_index.get_indexer(self.verdicts).take(self.auto_codes)
+            places = (self.verdict_places if self.verdict_places is not None
+                      else _positions(self._sample_index, self.verdicts))
+            at = places.take(self.auto_codes)
             rows = at >= 0
             return rows, self.inv_pi[at[rows]]
         rows = pd.Series(self.groups_auto, dtype=object).isin(self._sample_index).to_numpy()
-        at = self._sample_index.get_indexer(self.groups_auto[rows])
+        at = _positions(self._sample_index, self.groups_auto[rows])
         return rows, self.inv_pi[at]
+
+    @cached_property
+    def _series(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The ``(score, 1/pi_v)`` rows of the people-matched verdicts that a count at a
+        threshold sums: the automated truth's tp and judged ones, then the people's."""
+        in_s, inv_a = self.auto_in_sample
+        ys, ss = self.y_auto[in_s].astype(bool), self.s_auto[in_s]
+        js = self.judged_auto[in_s].astype(bool)
+        yh, jh = self.y_human.astype(bool), self.judged_human.astype(bool)
+        inv_h, sh = self.inv_pi_human, self.s_human
+        return [(ss[ys], inv_a[ys]), (ss[js], inv_a[js]), (sh[yh], inv_h[yh]),
+                (sh[jh], inv_h[jh])]
 
     @cached_property
     def inv_pi_human(self) -> np.ndarray:
         """1 / inclusion probability of each human row's verdict."""
-        return self.inv_pi[self._sample_index.get_indexer(self.groups_human)]
+        return self.inv_pi[_positions(self._sample_index, self.groups_human)]
 
     @cached_property
     def codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -210,14 +234,23 @@ class PPIData:
         per verdict 1 / its inclusion probability (0: not sampled). For the bootstrap."""
         index = pd.Index(self.verdicts, dtype=object)
         inv = np.zeros(len(index))
-        inv[index.get_indexer(self.sampled)] = self.inv_pi
+        inv[_positions(index, self.sampled)] = self.inv_pi
         auto = (self.auto_codes if self.auto_codes is not None
-                else index.get_indexer(self.groups_auto).astype(np.int64))
+                else _positions(index, self.groups_auto).astype(np.int64))
         if (auto < 0).any():
             bad = int(np.flatnonzero(auto < 0)[0])
             raise BadInputError(f"verdict {self.groups_auto[bad]!r} at position {bad} is not "
                                 "among the verdicts evaluated", field="groups_auto")
-        return auto, index.get_indexer(self.groups_human).astype(np.int64), inv
+        return auto, _positions(index, self.groups_human).astype(np.int64), inv
+
+
+def _positions(within: Any, values: np.ndarray) -> np.ndarray:
+    """Each of ``values``' place among the distinct ``within`` (-1: absent), both as object
+    Indexes: a bare array of strings pandas converts to its Arrow string type first (a
+    copy of every value, which cost more than the look-up)."""
+    index = within if isinstance(within, pd.Index) else pd.Index(within, dtype=object,
+                                                                 copy=False)
+    return index.get_indexer(pd.Index(values, dtype=object, copy=False))
 
 
 def _groups(groups: Any, name: str) -> np.ndarray:
@@ -303,8 +336,7 @@ def ppi_data(
     if verdicts is None:
         # The population and each row's place in it from one hash of the rows' verdicts
         # (as pd.unique: in order of appearance, a missing value one verdict of its own).
-        codes, pop = pd.factorize(ga, use_na_sentinel=False)
-        codes = codes.astype(np.int64, copy=False)
+        codes, pop = group_codes(ga)
     else:
         # Rows outside ``verdicts`` are refused by :attr:`PPIData.codes` (the bootstrap,
         # which indexes every row anyway), not here: hashing every row against the
@@ -318,8 +350,8 @@ def ppi_data(
                             "with (use correct='none')", field="sampled")
     # Both are distinct: every sampled verdict is in the population when as many of the
     # population are sampled (one pass over the population against the small sample).
-    if codes is None or np.count_nonzero(
-            pd.Index(samp, dtype=object).get_indexer(pop) >= 0) != len(samp):
+    places = None if codes is None else _positions(samp, pop)
+    if places is None or np.count_nonzero(places >= 0) != len(samp):
         _outside(samp, pop, "sampled", "the verdicts evaluated")
     _outside(gh, samp, "groups_human", "the sampled verdicts")
     n, n_all = len(samp), len(pop)
@@ -339,7 +371,7 @@ def ppi_data(
     return PPIData(y_auto=ya & ja, s_auto=sa, judged_auto=ja, groups_auto=ga,
                    y_human=yh & jh, s_human=sh, judged_human=jh, groups_human=gh,
                    verdicts=np.asarray(pop, dtype=object), sampled=samp, inv_pi=inv_pi,
-                   auto_codes=codes)
+                   auto_codes=codes, verdict_places=places)
 
 
 def ppi_on_verdicts(data: PPIData, verdicts: Any) -> PPIData | None:
@@ -366,17 +398,6 @@ def _check_lam(lam: float | None) -> float | None:
         raise BadInputError(f"lam must be None (tuned) or a number in [0, 1], got {lam!r}",
                             field="lam")
     return float(lam)
-
-
-def _weighted_at(s: np.ndarray, w: np.ndarray, thr_desc: np.ndarray) -> tuple[np.ndarray, float]:
-    """``(at, total)``: ``at[k]`` the sum of ``w`` over rows with ``s >= thr_desc[k]``
-    (thresholds descending), ``total`` over every row (NaN scores too)."""
-    n_t = len(thr_desc)
-    # Bin j: the number of thresholds above s; a row in bin j is kept from index j on.
-    b = n_t - np.searchsorted(thr_desc[::-1], s, side="right")
-    b[np.isnan(s)] = n_t
-    h = np.bincount(b, weights=w, minlength=n_t + 1)
-    return np.cumsum(h)[:n_t], float(h.sum())
 
 
 def clip_metrics(m: dict[str, np.ndarray], n_pos: Any) -> dict[str, np.ndarray]:
@@ -515,7 +536,7 @@ def _sample_events(data: PPIData) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     )
     parts: list[tuple[np.ndarray, ...]] = []
     for off, y, s, j, g, inv in sources:
-        v = data._sample_index.get_indexer(g)
+        v = _positions(data._sample_index, g)
         y, j, ok = y.astype(bool), j.astype(bool), ~np.isnan(s)
         for kind, rows, score in ((off, y & ok, s), (off + 1, j & ok, s),
                                   (off + 2, y, np.full(len(s), np.inf))):
@@ -560,10 +581,18 @@ class _TuningStates:
         before = np.empty_like(excl)
         before[by_v] = excl
         # Only the pairs power tuning reads: automated with automated or with people's.
+        # A row moves the pairs of its own kind only: the other's running count times its
+        # value, and for a kind with itself twice its running count plus its value.
         a, b = np.array(_PAIRS).T
-        own_a, own_b = kind[:, None] == a, kind[:, None] == b
-        inc = value[:, None] * (own_a * before[:, b] + own_b * before[:, a]
-                                + (own_a & own_b) * value[:, None])
+        rows = [np.flatnonzero(kind == k) for k in range(_KINDS)]
+        inc = np.zeros((e, len(_PAIRS)))
+        for i, (k, m) in enumerate(_PAIRS):
+            r = rows[k]
+            if k == m:
+                inc[r, i] = value[r] * ((before[r, k] + before[r, k]) + value[r])
+                continue
+            inc[r, i] = value[r] * before[r, m]
+            inc[rows[m], i] = value[rows[m]] * before[rows[m], k]
         last = np.flatnonzero(np.r_[score[1:] != score[:-1], True]) if e else np.zeros(0, int)
         prod = np.hstack([np.zeros((len(_PAIRS), 1)), np.cumsum(inc, axis=0)[last].T])
         sums = np.hstack([np.zeros((_KINDS, 1)), np.cumsum(d, axis=0)[last].T])
@@ -592,14 +621,39 @@ class _TuningStates:
         return cov
 
 
-def _sweep_parts(data: PPIData, thresholds: Any, snap: bool) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, tuple[np.ndarray, np.ndarray],
-        Counts3, Counts3]:
-    """``(thr, kept, order, thr_desc, raw, auto, human)`` of :func:`ppi_sweep`: the
-    thresholds (given order), kept (exact, given order), the order to descending (None:
-    already), and, at the descending thresholds, the automated truth's tp and judged
-    over every row (``raw``), the automated part (weight 1, or 1 - 1/pi_v in the
-    sample) and the people's part (weight 1/pi_v) of tp, judged and positives."""
+@dataclass(frozen=True, eq=False)
+class _Parts:
+    """The counts :func:`ppi_sweep` combines (:func:`_sweep_parts`).
+
+    Per threshold, in the order asked: ``thr``, ``kept`` (exact), the automated
+    truth's ``tp`` and ``judged`` over every row, and its ``group``. The sums over the
+    people-matched verdicts change only where a threshold passes the score of one of
+    their rows, so they are held per group of thresholds (a few thousand in a sweep
+    over a million): ``less``, the automated rows' 1/pi_v there (tp, judged), and
+    ``human``, the people's (tp, judged, positives); ``auto_pos`` is the automated
+    part of the positives (every automated one less 1/pi_v of the sampled ones).
+    ``thr_desc``: the thresholds descending (``ascending``: the other way, a copy);
+    ``starts``: each group's first place among them; ``raw``: ``(tp, judged)`` at
+    ``thr_desc`` when those are every distinct score (None: given thresholds)."""
+
+    thr: np.ndarray
+    kept: np.ndarray
+    tp: np.ndarray
+    judged: np.ndarray
+    group: np.ndarray
+    thr_desc: np.ndarray
+    ascending: np.ndarray
+    starts: np.ndarray
+    less: tuple[np.ndarray, np.ndarray]
+    auto_pos: float
+    human: Counts3
+    raw: tuple[np.ndarray, np.ndarray] | None
+
+
+def _sweep_parts(data: PPIData, thresholds: Any, snap: bool) -> _Parts:
+    """:class:`_Parts` of :func:`ppi_sweep`: one sort of the automated rows (or their
+    counts at the given thresholds), and the people-matched verdicts' rows binned
+    among the thresholds."""
     ya, sa, ja = data.y_auto, data.s_auto, data.judged_auto
     order = None
     if thresholds is None:
@@ -616,9 +670,16 @@ def _sweep_parts(data: PPIData, thresholds: Any, snap: bool) -> tuple[
         jk_a = kept if ja.all() else threshold_counts(ja, sa, thr)[1]
         order = np.argsort(-thr, kind="stable")
         thr_desc = thr[order]
-        tp_a, jk_a = tp_a[order], jk_a[order]
-    auto, human = _parts_at(data, thr_desc, tp_a, jk_a)
-    return thr, kept, order, thr_desc, (tp_a, jk_a), auto, human
+    ascending = np.ascontiguousarray(thr_desc[::-1])
+    starts, (tp_s, jk_s, tp_h, jk_h), (pos_s, _, pos_h, _) = _grouped_at(
+        data._series, ascending)
+    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(thr_desc))))
+    if order is not None:  # to the given order
+        group[order] = group.copy()
+    return _Parts(thr=thr, kept=kept, tp=tp_a, judged=jk_a, group=group, thr_desc=thr_desc,
+                  ascending=ascending, starts=starts, less=(tp_s, jk_s),
+                  auto_pos=float(np.count_nonzero(ya)) - pos_s, human=(tp_h, jk_h, pos_h),
+                  raw=(tp_a, jk_a) if order is None else None)
 
 
 def _parts_at(data: PPIData, thr_desc: np.ndarray, tp_a: np.ndarray,
@@ -626,47 +687,71 @@ def _parts_at(data: PPIData, thr_desc: np.ndarray, tp_a: np.ndarray,
     """The automated part (every automated row: ``tp_a``, ``jk_a``, less 1/pi_v of the
     sampled ones) and the people's part (1/pi_v) of tp, judged and positives at the
     descending thresholds ``thr_desc``."""
-    ya = data.y_auto
-    in_s, inv_a = data.auto_in_sample
-    sa, ja = data.s_auto, data.judged_auto
-    ys, ss, js = ya[in_s].astype(bool), sa[in_s], ja[in_s].astype(bool)
-    yh, jh = data.y_human.astype(bool), data.judged_human.astype(bool)
-    inv_h = data.inv_pi_human
-    sh = data.s_human
     (tp_s, jk_s, tp_h, jk_h), (pos_s, _, pos_h, _) = _weighted_at_many(
-        [(ss[ys], inv_a[ys]), (ss[js], inv_a[js]), (sh[yh], inv_h[yh]), (sh[jh], inv_h[jh])],
-        thr_desc)
-    auto = (tp_a - tp_s, jk_a - jk_s, float(np.count_nonzero(ya)) - pos_s)
+        data._series, thr_desc)
+    auto = (tp_a - tp_s, jk_a - jk_s, float(np.count_nonzero(data.y_auto)) - pos_s)
     return auto, (tp_h, jk_h, pos_h)
+
+
+def _bins(series: list[tuple[np.ndarray, np.ndarray]], ascending: np.ndarray
+          ) -> list[np.ndarray]:
+    """Each row's bin among the thresholds (``ascending``, read descending): how many are
+    above its score (it is counted from that threshold on); NaN scores in the last bin
+    (never counted)."""
+    n_t = len(ascending)
+    scores = np.concatenate([s for s, _ in series])
+    # Each distinct score looked up once, in ascending order: a search then starts where
+    # the last one ended, in cache, instead of at random among a million thresholds.
+    distinct, inverse = np.unique(scores, return_inverse=True)
+    b = (n_t - np.searchsorted(ascending, distinct, side="right"))[inverse]
+    b[np.isnan(scores)] = n_t
+    return np.split(b, np.cumsum([len(s) for s, _ in series[:-1]]))
 
 
 def _weighted_at_many(series: list[tuple[np.ndarray, np.ndarray]], thr_desc: np.ndarray
                       ) -> tuple[list[np.ndarray], list[float]]:
-    """:func:`_weighted_at` of several ``(s, w)`` series in one histogram and one
-    cumulative sum (each a pass over every threshold)."""
+    """``(at, totals)``: per ``(s, w)`` series ``at[k]`` the sum of ``w`` over rows with
+    ``s >= thr_desc[k]`` (thresholds descending) and the total over every row (NaN
+    scores too), in one histogram and one cumulative sum (each a pass over every
+    threshold)."""
     n_t = len(thr_desc)
-    flat, weights = [], []
-    ascending = np.ascontiguousarray(thr_desc[::-1])  # once: a reversed view is copied per call
-    for i, (s, w) in enumerate(series):
-        b = n_t - np.searchsorted(ascending, s, side="right")
-        b[np.isnan(s)] = n_t
-        flat.append(b + i * (n_t + 1))
-        weights.append(w)
-    h = np.bincount(np.concatenate(flat), weights=np.concatenate(weights),
+    bins = _bins(series, np.ascontiguousarray(thr_desc[::-1]))
+    flat = [b + i * (n_t + 1) for i, b in enumerate(bins)]
+    h = np.bincount(np.concatenate(flat), weights=np.concatenate([w for _, w in series]),
                     minlength=len(series) * (n_t + 1)).reshape(len(series), n_t + 1)
     cs = np.cumsum(h, axis=1)
     return [cs[i, :n_t] for i in range(len(series))], [float(cs[i, n_t])
                                                        for i in range(len(series))]
 
 
-def _classic_at(data: PPIData, canon: np.ndarray, thr_desc: np.ndarray,
+def _grouped_at(series: list[tuple[np.ndarray, np.ndarray]], ascending: np.ndarray
+                ) -> tuple[np.ndarray, list[np.ndarray], list[float]]:
+    """:func:`_weighted_at_many` per group of thresholds: ``(starts, at, totals)``, group
+    i the thresholds from ``starts[i]`` to the next start and ``at[j][i]`` series j's sum
+    at each of them. A sum changes only at a threshold that passes a row's score (its
+    bin), so the groups start at those; the bins summed in the same order as the
+    per-threshold cumulative sum (whose empty bins add 0), so the same numbers, for
+    passes over the rows instead of every threshold."""
+    n_t = len(ascending)
+    bins = _bins(series, ascending)
+    edges = np.unique(np.concatenate([np.array([0, n_t]), *bins]))  # the last: NaN, totals
+    flat = [np.searchsorted(edges, b) + i * len(edges) for i, b in enumerate(bins)]
+    h = np.bincount(np.concatenate(flat), weights=np.concatenate([w for _, w in series]),
+                    minlength=len(series) * len(edges)).reshape(len(series), len(edges))
+    cs = np.cumsum(h, axis=1)
+    return edges[:-1], [cs[i, :-1] for i in range(len(series))], [
+        float(cs[i, -1]) for i in range(len(series))]
+
+
+def _classic_at(data: PPIData, canon: np.ndarray, ascending: np.ndarray,
                 raw: tuple[np.ndarray, np.ndarray] | None) -> tuple[Any, ...]:
     """Classic-PPI (lam = 1) tp, judged and positives at the descending thresholds
     ``canon``. The automated counts over every row are read off the sweep's own
-    (``raw``, at ``thr_desc``) when it has every distinct score (a count at any
-    threshold is the count at the lowest distinct score at or above it), else counted."""
+    (``raw``, at the thresholds, ``ascending`` read descending) when it has every
+    distinct score (a count at any threshold is the count at the lowest distinct score
+    at or above it), else counted."""
     if raw is not None:
-        at = np.searchsorted(-thr_desc, -canon, side="right") - 1
+        at = len(ascending) - np.searchsorted(ascending, canon, side="left") - 1
         some = at >= 0
         tp_c, jk_c = (np.where(some, c.take(np.maximum(at, 0)), 0) for c in raw)
     else:
@@ -677,26 +762,43 @@ def _classic_at(data: PPIData, canon: np.ndarray, thr_desc: np.ndarray,
     return a[0] + h[0], a[1] + h[1], a[2] + h[2]
 
 
-def _tuned(data: PPIData, thr_desc: np.ndarray,
-           raw: tuple[np.ndarray, np.ndarray] | None) -> dict[str, np.ndarray]:
-    """:func:`power_lams` at each descending threshold, chosen per tuning state
-    (:class:`_TuningStates`); ``raw`` as :func:`_classic_at` takes it."""
+def _tuned(data: PPIData, parts: _Parts) -> dict[str, np.ndarray]:
+    """:func:`power_lams` per group of thresholds of ``parts`` (one tuning state each:
+    :class:`_TuningStates` changes where the people-matched rows' scores are passed,
+    as the groups' sums do)."""
     tuning = _TuningStates.of(data)
-    # States of descending thresholds ascend: each run of equal states is one tuning.
-    state = tuning.state(thr_desc)
-    new = np.r_[True, state[1:] != state[:-1]] if len(state) else np.ones(0, bool)
-    used, where = state[new], np.cumsum(new) - 1
-    # More levels, lower thresholds: ascending states give descending thresholds.
-    lams = power_lams(tuning.cov(used),
-                      *_classic_at(data, tuning.canonical(used), thr_desc, raw))
-    out = {}
-    for name, v in lams.items():  # column-major: each count's weights read contiguously
-        num, den = RATIOS[name]
-        out[name] = np.ones((len(where), 3), order="F")
-        for k in range(3):
-            if num[k] or den[k]:  # the others stay 1 (never read)
-                out[name][:, k] = v[:, k].take(where)
-    return out
+    used = tuning.state(parts.thr_desc[parts.starts])
+    return power_lams(tuning.cov(used), *_classic_at(data, tuning.canonical(used),
+                                                     parts.ascending, parts.raw))
+
+
+class _Lams(Mapping[str, np.ndarray]):
+    """``attrs["ppi"]["lams"]`` of a tuned :func:`ppi_sweep`: per ratio its weights
+    (thresholds x 3), held per group of thresholds and expanded when first read (a
+    sweep of a million thresholds would otherwise write 72 MB nobody may read)."""
+
+    def __init__(self, per_group: dict[str, np.ndarray], group: np.ndarray) -> None:
+        self._per_group, self._group = per_group, group
+        self._read: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._read:
+            self._read[name] = self._per_group[name].take(self._group, axis=0)
+        return self._read[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._per_group)
+
+    def __len__(self) -> int:
+        return len(self._per_group)
+
+
+#: Thresholds :func:`ppi_sweep` combines at once: the two dozen temporaries of a chunk
+#: stay in the CPU's cache instead of each being a pass over memory.
+_SWEEP_CHUNK = 1 << 14
+#: The columns :func:`ppi_sweep` computes, in their order after threshold and kept.
+_SWEEP_COLUMNS = ("tp", "fp", "fn", "precision", "recall", "f1", "kept_per_verdict",
+                  "write_rate")
 
 
 def ppi_sweep(
@@ -744,33 +846,38 @@ def ppi_sweep(
         The corrected sweep (above).
     """
     lam = _check_lam(lam)
-    thr, kept, order, thr_desc, raw, auto, human = _sweep_parts(data, thresholds, snap)
-    if lam is None:
-        lams = _tuned(data, thr_desc, raw if thresholds is None else None)
-    else:
-        lams = {name: np.full((len(thr_desc), 3), lam) for name in RATIOS}
-    if order is not None:  # back to the given order
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        auto = (auto[0][inverse], auto[1][inverse], auto[2])
-        human = (human[0][inverse], human[1][inverse], human[2])
-        lams = {name: v[inverse] for name, v in lams.items()}
-    est = _ratios(auto, human, lams)
-    tp, judged, n_pos = est["f1"]
-    if np.any(n_pos <= 0):
+    p = _sweep_parts(data, thresholds, snap)
+    tuned = _tuned(data, p) if lam is None else None
+    fixed = {name: np.full((1, 3), lam) for name in RATIOS}
+    # Weights gathered count by count (a gather of 8-byte items is numpy's fast one).
+    by_count = {} if tuned is None else {k: np.ascontiguousarray(v.T)
+                                         for k, v in tuned.items()}
+    n_t = len(p.thr)
+    cols = {name: np.empty(n_t) for name in _SWEEP_COLUMNS}
+    no_pos = False
+    for lo in range(0, n_t, _SWEEP_CHUNK):  # each threshold from its group's sums
+        at = slice(lo, lo + _SWEEP_CHUNK)
+        g = p.group[at]
+        auto = (p.tp[at] - p.less[0].take(g), p.judged[at] - p.less[1].take(g), p.auto_pos)
+        human = (p.human[0].take(g), p.human[1].take(g), p.human[2])
+        lams = fixed if tuned is None else {k: v.take(g, axis=1).T
+                                            for k, v in by_count.items()}
+        est = _ratios(auto, human, lams)
+        tp, judged, n_pos = est["f1"]
+        no_pos = no_pos or bool(np.any(n_pos <= 0))
+        m = _ratio_metrics(metrics_from_counts(p.kept[at], tp, len(data.y_auto), n_pos,
+                                               data.n_verdicts, judged), est)
+        m.update(tp=tp, fp=judged - tp, fn=n_pos - tp)
+        for name in _SWEEP_COLUMNS:
+            cols[name][at] = m[name]
+    if no_pos:
         warnings.warn("the corrected number of positives is not above 0: recall is undefined "
                       "(NaN)", UndefinedMetricWarning, stacklevel=2)
-    m = _ratio_metrics(metrics_from_counts(kept, tp, len(data.y_auto), n_pos,
-                                           data.n_verdicts, judged), est)
-    df = pd.DataFrame({
-        "threshold": thr, "kept": kept, "tp": tp, "fp": judged - tp, "fn": n_pos - tp,
-        "precision": m["precision"], "recall": m["recall"], "f1": m["f1"],
-        "kept_per_verdict": m["kept_per_verdict"], "write_rate": m["write_rate"],
-    }, copy=False)
+    df = pd.DataFrame({"threshold": p.thr, "kept": p.kept, **cols}, copy=False)
     df.attrs["ppi"] = {"n_verdicts": data.n_verdicts, "n_sampled": data.n_sampled,
                        "lam": "tuned" if lam is None else lam}
-    if lam is None:
-        df.attrs["ppi"]["lams"] = lams
+    if tuned is not None:
+        df.attrs["ppi"]["lams"] = _Lams(tuned, p.group)
     return df
 
 

@@ -206,6 +206,33 @@ def count_groups(groups: Any) -> int:
     return len(pd.unique(arr))
 
 
+def group_codes(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(groups, use_na_sentinel=False)`` (int64 codes, uniques in order of
+    appearance, a missing value a group of its own), faster for rows in runs of one
+    verdict, as the store gives them: neighbours are compared once and only the first
+    row of each run is hashed (hashing a million strings dominates otherwise)."""
+    n = len(groups)
+    head = np.empty(n, dtype=np.bool_)
+    try:
+        head[:1] = True
+        np.not_equal(groups[1:], groups[:-1], out=head[1:])
+    except (TypeError, ValueError):  # values that do not compare as scalars: hash them all
+        head[:] = True
+    starts = np.flatnonzero(head)
+    del head
+    # Rows the comparison calls equal are equal (a run split where it is unsure, such
+    # as NaN, is merged again by the hash).
+    runs = groups if 2 * len(starts) > n else groups[starts]
+    # The sentinel form is cheaper: it needs no separate pass for missing values.
+    codes, uniques = pd.factorize(runs)
+    if len(codes) and codes.min() < 0:
+        codes, uniques = pd.factorize(runs, use_na_sentinel=False)
+    codes = codes.astype(np.int64, copy=False)
+    if runs is not groups:
+        codes = np.repeat(codes, np.diff(np.append(starts, n)))
+    return codes, uniques
+
+
 def _check_thresholds(thresholds: Any, data: np.ndarray, snap: bool) -> np.ndarray:
     t = as_scores(thresholds, "thresholds")
     if np.isnan(t).any():
