@@ -34,7 +34,7 @@ from truss_lab.evaluate._ppi import (
     wilson_interval,
 )
 from truss_lab.evaluate._runs import bootstrap_run, sweep_run
-from truss_lab.evaluate._sweep import UndefinedMetricWarning, sweep
+from truss_lab.evaluate._sweep import UndefinedMetricWarning, group_codes, sweep
 from truss_lab.evaluate._truth import (
     ReferenceTruth,
     RunTruth,
@@ -604,3 +604,24 @@ def test_a_ratio_at_its_bound_takes_its_width_from_the_replicates_spread():
     f_lo, f_hi = ratio_interval(p, raw, var, var_raw, units, n, 0.95, fixed=True)
     assert f_lo[2] <= w_lo[2] and f_hi[2] >= w_hi[2]
     assert f_lo[2] == pytest.approx(min(w_lo[2], 0.8 - q * 0.05 * np.sqrt(n / (n - 1))))
+
+
+@pytest.mark.parametrize("values", [
+    [],
+    ["a"],
+    ["b", "b", "a", "a", "b", "c", "c"],  # a verdict in two runs
+    ["a", None, None, "b", np.nan, np.nan, None, "a"],  # missing values: one group
+    [1, 1, 1.0, 2, "2", "2", 2],  # equal across types, as the hash sees them
+    list("abcdefgh"),  # no runs: every row hashed
+])
+def test_group_codes_equal_factorize(values):
+    """ppi_data's codes of the rows' verdicts hash the first row of each run only: the
+    same codes and verdicts as hashing every row."""
+    arr = np.array(values, dtype=object)
+    rng = np.random.default_rng(len(values))
+    for x in (arr, np.repeat(arr, rng.integers(1, 4, len(arr)))):
+        codes, uniques = group_codes(x)
+        want_codes, want_uniques = pd.factorize(x, use_na_sentinel=False)
+        assert codes.dtype == np.int64
+        np.testing.assert_array_equal(codes, want_codes)
+        assert pd.Index(uniques, dtype=object).equals(pd.Index(want_uniques, dtype=object))
