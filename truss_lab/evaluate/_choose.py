@@ -1092,12 +1092,8 @@ def _intervals(data: _Data, obj: Objective, chosen: float, test: dict[str, float
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         fit_idx, fit_ppi, grid = _fit(data, obj, chosen, fit_idx, fit_verdicts)
         if fit_ppi is not None:
-            # lam = 1: the choice is made on classic PPI counts (_Data.of_ppi), so its
-            # bootstrap re-makes that choice; ppi_bootstrap's default tunes lam, whose
-            # choice can fall outside the interval of this one.
-            boot = ppi_bootstrap(fit_ppi, thresholds=grid, n_boot=n_boot,
-                                 confidence=confidence, random_state=streams["choice"],
-                                 objective=obj, lam=1.0)
+            boot = _ppi_choice_bootstrap(fit_ppi, grid, obj, streams, n_boot=n_boot,
+                                         confidence=confidence)
         else:  # uncorrected, or no people's answer among the training verdicts
             boot = bootstrap_metrics(
                 y[fit_idx], s[fit_idx], codes[fit_idx], thresholds=grid,
@@ -1111,6 +1107,17 @@ def _intervals(data: _Data, obj: Objective, chosen: float, test: dict[str, float
     return boot, test_intervals, procedure_intervals
 
 
+def _ppi_choice_bootstrap(fit_ppi: Any, grid: np.ndarray, obj: Objective,
+                          streams: dict[str, Any], *, n_boot: int,
+                          confidence: float) -> BootstrapResult:
+    """The bootstrap of a corrected choice on its fitting verdicts (the ``choice`` stream)."""
+    # lam = 1: the choice is made on classic PPI counts (_Data.of_ppi), so its
+    # bootstrap re-makes that choice; ppi_bootstrap's default tunes lam, whose
+    # choice can fall outside the interval of this one.
+    return ppi_bootstrap(fit_ppi, thresholds=grid, n_boot=n_boot, confidence=confidence,
+                         random_state=streams["choice"], objective=obj, lam=1.0)
+
+
 def _threshold_interval(data: _Data, obj: Objective, chosen: float, fit_idx: np.ndarray,
                         fit_verdicts: np.ndarray, streams: dict[str, Any], *, n_boot: int,
                         confidence: float) -> tuple[float, float]:
@@ -1120,9 +1127,8 @@ def _threshold_interval(data: _Data, obj: Objective, chosen: float, fit_idx: np.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         fit_idx, fit_ppi, grid = _fit(data, obj, chosen, fit_idx, fit_verdicts)
         if fit_ppi is not None:
-            boot = ppi_bootstrap(fit_ppi, thresholds=grid, n_boot=n_boot,
-                                 confidence=confidence, random_state=streams["choice"],
-                                 objective=obj, lam=1.0)
+            boot = _ppi_choice_bootstrap(fit_ppi, grid, obj, streams, n_boot=n_boot,
+                                         confidence=confidence)
             return boot.threshold_low, boot.threshold_high
         return choice_interval(data.y[fit_idx], data.s[fit_idx], data.codes[fit_idx],
                                thresholds=grid, n_boot=n_boot, confidence=confidence,
