@@ -40,6 +40,7 @@ from truss_lab.evaluate._sweep import (
     as_labels,
     as_scores,
     check_lengths,
+    group_codes,
     metrics_from_counts,
     snap_thresholds,
 )
@@ -173,8 +174,8 @@ def verdict_codes(groups: Any, verdicts: Any = None) -> tuple[np.ndarray, np.nda
         bad = int(np.flatnonzero(pd.isna(arr))[0])
         raise BadInputError(f"missing verdict at position {bad}", field="groups")
     if verdicts is None:
-        codes, uniques = pd.factorize(arr, sort=False)
-        return codes.astype(np.int64), np.asarray(uniques)
+        codes, uniques = group_codes(arr)  # no missing value here (refused above)
+        return codes, np.asarray(uniques)
     index = pd.Index(pd.unique(np.asarray(list(verdicts), dtype=object)))
     codes = index.get_indexer(arr.astype(object))
     if (codes < 0).any():
