@@ -19,6 +19,7 @@ an hour on two cores and a few GB of disk in the temporary folder (``--tmp``), s
 ``scripts/bench_all.py`` runs it only when named (``--only bench_memory``).
 
     nice -n 10 .venv/bin/python -m benchmarks.bench_memory [--quick] [--sizes 100000 1000000]
+        [--tmp DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._result import result
+from benchmarks._result import load_average, result
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL = 1.3
@@ -76,8 +77,8 @@ def pipeline(tmp: Path, n: int) -> dict[str, tuple[float, float]]:
     out = {}
     for name, args in steps.items():
         out[name] = _cli(args)
-        print(f"  {n:>9,} {name:20s} peak {out[name][0]:8.1f} MiB  {out[name][1]:7.1f} s",
-              flush=True)
+        print(f"  {n:>9,} {name:20s} peak {out[name][0]:8.1f} MiB  {out[name][1]:7.1f} s  "
+              f"load {load_average():.2f}", flush=True)
     return out
 
 
@@ -87,10 +88,17 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs=2, default=None, metavar=("SMALL", "LARGE"))
     ap.add_argument("--tmp", type=Path, default=None, help="folder for the data (default: "
                     "a temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="keep the data and databases (their "
+                    "folder is printed) so that one step can be run again on them")
     args = ap.parse_args()
     small, large = args.sizes or ((2_000, 20_000) if args.quick else (100_000, 1_000_000))
-    with tempfile.TemporaryDirectory(dir=args.tmp) as d:
+    if args.keep:
+        d = tempfile.mkdtemp(dir=args.tmp)
+        print(f"  data kept in {d}", flush=True)
         peaks = {n: pipeline(Path(d), n) for n in (small, large)}
+    else:
+        with tempfile.TemporaryDirectory(dir=args.tmp) as d:
+            peaks = {n: pipeline(Path(d), n) for n in (small, large)}
     top = {n: max(p.values()) for n, p in peaks.items()}
     for n in (small, large):
         steps = ", ".join(f"{k} {v[0]:.0f}" for k, v in peaks[n].items())
