@@ -465,3 +465,40 @@ def test_a_tamper_in_a_later_batch_undoes_the_earlier_ones(
             assert outcome[0] == "error" and "(nothing was imported)" in outcome[1]
             assert outcome[4] == 250 and f"{f}, line 250" in outcome[1]
             assert len(outcome[-1][0]) == stored
+
+
+def test_the_import_bounds_duckdb_memory_by_the_entries_it_holds(
+        tmp_path, ring, monkeypatch) -> None:
+    """DuckDB keeps an open transaction's rows in memory: the import's one transaction
+    runs bounded (the rows beyond the bound spill to disk), and the bound grows by
+    :data:`INDEX_ROW_BYTES` per entry the journal holds (the keys' index does not
+    spill: a fixed bound fails a long import), then is set back."""
+    from truss_lab.journal import _ledger
+    from truss_lab.store import _store
+
+    monkeypatch.setattr(_store, "INDEX_ROW_BYTES", 2**20)  # 1 MiB an entry: visible
+    seen = []
+    real = _ledger.verify_stream
+
+    def limit(s: Store) -> str:
+        return s.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+    def watching(batches):
+        for b in batches:  # read while the batch before has been written
+            seen.append(limit(s))
+            yield b
+
+    monkeypatch.setattr(_ledger, "verify_stream",
+                        lambda batches, *a, **k: real(watching(batches), *a, **k))
+    with Store(tmp_path / "m.duckdb") as s:
+        import_journal(s, write(tmp_path / "a.jsonl", chain(8)), keyring=ring)
+        before = limit(s)
+        seen.clear()
+        rep = import_journal(s, write(tmp_path / "b.jsonl", chain(40)), keyring=ring,
+                             batch_entries=16)
+        assert rep.entries_added == 32
+        after = limit(s)
+    # 8 entries stored; batches of 16: the first read before any write, the second
+    # after 8 present and 8 written (16 keyed rows), the third after 16 more (32)
+    assert seen == ["122.0 MiB", "138.0 MiB", "154.0 MiB"]
+    assert before.endswith("GiB") and after.endswith("GiB")  # set back (DuckDB rounds it)

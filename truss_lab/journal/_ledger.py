@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import itertools
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -400,7 +400,9 @@ def import_journal(
     batch_entries : int, default 16384
         Entries read, verified and written at a time, inside the import's one
         transaction (what it holds of a file is a batch and 40 bytes an entry
-        before it); the outcome does not depend on it.
+        before it; DuckDB's memory is bounded meanwhile, :meth:`Store.memory_bounded`,
+        so the uncommitted entries spill to disk, all but their keys' index); the
+        outcome does not depend on it.
 
     Returns
     -------
@@ -445,7 +447,10 @@ def import_journal(
         before = entry_hashes(store, prev_seq, prev_seq)
         start_prev = LedgerRef(seq=prev_seq, hash=before[prev_seq]) if before else head
     land = _Landing(store, head, start_prev, ring)
-    with store.transaction():
+    # DuckDB keeps the transaction's uncommitted entries in memory until the commit:
+    # bounded, they spill to disk, but for the keys' indexes (seq, hash), which do not
+    # spill: the bound grows with the entries the journal holds.
+    with store.memory_bounded() as land.keyed, store.transaction():
         # 1. Verify the whole file, the part the store already holds included (a
         #    tampered line must never pass as "already present"), batch by batch; each
         #    batch's new entries are written, uncommitted, while the next is checked.
@@ -498,6 +503,8 @@ class _Landing:
         self.appended = 0
         self.malformed: MalformedLine | None = None
         self.recorded_at = utcnow()
+        # Store.memory_bounded's: the bound for the journal's keyed rows (none outside it).
+        self.keyed: Callable[[int], None] = lambda n: None
 
     def feed(self, parsed: Iterable[ParsedJournal]) -> Iterator[JournalColumns]:
         """The columns of each parsed batch, for verification; each is taken (compared,
@@ -545,6 +552,7 @@ class _Landing:
             mine.add(h)
         if stop:
             new = _slice(cols, held, held + stop)
+            self.keyed(self.head_seq + self.appended + stop)
             self.store.append("journal", _rows_from_columns(new, self.recorded_at),
                               key=["seq"])
             self.appended += stop

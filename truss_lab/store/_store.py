@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -141,6 +141,25 @@ SPILL_LIMIT = "128MB"
 staged and appended rows beyond it spill to disk. Measured on ``ingest completions`` of
 200k simulated verdicts (600k completions): peak RSS 400 MiB at this limit, 1,043 MiB
 unlimited (docs/explanation/performance.md)."""
+
+INDEX_ROW_BYTES = 256
+"""DuckDB's memory, beyond :data:`SPILL_LIMIT`, per row of a table with keys (the
+journal: its ``seq`` key and unique ``hash``) that a bounded writer holds
+(:meth:`Store.memory_bounded`): a key's index does not spill, so a bound that did not
+grow with those rows would fail the write. Measured: a million journal-like rows
+written in one transaction fill 122 MiB of the two indexes (a fixed 128 MB bound fails
+at 966k rows); twice that leaves room."""
+
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def _memory_bytes(limit: str) -> int:
+    """A DuckDB memory size (``"128MB"``, ``"1.5 GiB"``) in bytes."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]+)\s*", limit)
+    if not m or m.group(2).upper() not in _UNITS:
+        raise StoreError(f"not a memory size: {limit!r} (e.g. 128MB, 1GiB)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
 class Store:
@@ -297,7 +316,7 @@ class Store:
         self.commit()
 
     @contextmanager
-    def memory_bounded(self, limit: str = SPILL_LIMIT) -> Iterator[None]:
+    def memory_bounded(self, limit: str = SPILL_LIMIT) -> Iterator[Callable[[int], None]]:
         """DuckDB's memory limited to ``limit`` while the block runs (then set back), so
         that what DuckDB holds beyond it, such as an open transaction's staged and
         appended rows, spills to its temporary folder (the database's ``.tmp``) instead
@@ -310,15 +329,23 @@ class Store:
 
         Yields
         ------
-        None
+        callable
+            ``keyed(n)``: the bound becomes ``limit`` plus :data:`INDEX_ROW_BYTES` per
+            row of ``n``, the rows of a table with keys the block holds (a key's index
+            stays in memory); a writer of such rows calls it as they grow.
         """
         if self.path == ":memory:":
-            yield
+            yield lambda n: None
             return
+        base = _memory_bytes(limit)
         before = self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
         self.con.execute("SET memory_limit = ?", [limit])
+
+        def keyed(n: int) -> None:
+            self.con.execute("SET memory_limit = ?", [f"{base + INDEX_ROW_BYTES * n}B"])
+
         try:
-            yield
+            yield keyed
         finally:
             self.con.execute("SET memory_limit = ?", [before])
 
