@@ -215,3 +215,33 @@ def test_a_replay_holds_a_few_windows_of_recordings_and_no_written_rows(
         assert _run(sample_unlabelled, tmp_path, "bounded", "inline") == plain
     assert 0 < most["recordings"] <= 2 * 100  # two windows of 100 verdicts, of 1,200
     assert 0 < most["gated"] <= 4 + 1  # a group of 4 and the chunk just gated, of 48
+
+
+def test_the_run_writes_with_duckdb_memory_bounded(
+    sample_unlabelled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: tuple
+) -> None:
+    """DuckDB keeps the held write's uncommitted rows, and the pages a run reads and
+    writes, in memory up to its limit: every group written, held while the journal
+    verifies or after it, is written under :data:`SPILL_LIMIT` (the rest spills to
+    disk), and the rows are the same."""
+    from truss_lab.store._store import SPILL_LIMIT
+
+    def limit(s: Store) -> str:
+        return s.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+    seen: list[str] = []
+    write = _gate.write_group
+
+    def watching(store: Store, run_id: str, group: list) -> None:
+        seen.append(limit(store))
+        write(store, run_id, group)
+
+    monkeypatch.setattr(_gate, "write_group", watching)
+    monkeypatch.setattr(_batch, "write_group", watching)
+    _held_in_groups(monkeypatch)  # 10 chunks held while the journal verifies, then 38
+    with Store(tmp_path / "bound.duckdb") as s:
+        s.con.execute("SET memory_limit = ?", [SPILL_LIMIT])
+        bound = limit(s)
+    got = _run(sample_unlabelled, tmp_path, "bounded", "inline")
+    assert got == plain
+    assert len(seen) > 3 and set(seen) == {bound}

@@ -442,7 +442,10 @@ def run_extraction(
                write_memory=write_memory, score=score, scorer_name=scorer_name,
                progress=progress, t0=t0, resume=resume)
     try:
-        return run.carry_out(executor)
+        # DuckDB keeps the held write's uncommitted rows and the pages it reads and writes
+        # in memory up to its limit (80 % of RAM by default): bounded, they spill to disk.
+        with store.memory_bounded():
+            return run.carry_out(executor)
     except ChainError:
         raise
     except CircuitOpenError as exc:
