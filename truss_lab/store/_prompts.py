@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..core._models import utcnow
-from ._store import Store
+from ._store import Store, has_table
 from ._tables import PROMPTS_SCHEMA
 
 __all__ = ["add_prompt", "stored_prompt", "stored_prompts"]
@@ -21,9 +21,7 @@ __all__ = ["add_prompt", "stored_prompt", "stored_prompts"]
 
 def _table_exists(store: Store) -> bool:
     # A read-only open of a database from before migration 010 has no such table.
-    return bool(store.con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'prompts'"
-    ).fetchall()[0][0])
+    return has_table(store.con, "prompts")
 
 
 def stored_prompt(store: Store, name: str) -> dict[str, Any] | None:

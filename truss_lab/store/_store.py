@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pan
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store", "quote_ident"]
+__all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "has_table", "open_store", "quote_ident"]
 
 # Columns that hold a value from outside (a server's reply, an exception, a
 # configuration): every append passes them through the one redaction point.
@@ -162,6 +162,16 @@ def _memory_bytes(limit: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the connection's database has table ``name`` in its current schema."""
+    # duckdb_tables() of this database alone: information_schema (and duckdb_tables()
+    # unfiltered) reads every attached catalog, the system's included, which cost about
+    # a third of a store's opening (17 of 53 ms, a fresh process on a migrated file).
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = current_schema() AND table_name = ?", [name]).fetchall()[0][0])
+
+
 class Store:
     """A truss_lab database: an embedded DuckDB file (or ``":memory:"``).
 
@@ -257,10 +267,7 @@ class Store:
 
     def schema_version(self) -> int:
         """The highest migration applied (0 for an empty database)."""
-        exists = self.con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
-        ).fetchall()[0]
-        if not exists[0]:
+        if not has_table(self.con, "schema_version"):
             return 0
         row = self.con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
         return int(row[0]) if row[0] is not None else 0
