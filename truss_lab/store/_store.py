@@ -436,8 +436,9 @@ class Store:
         # Duplicate keys inside one batch: DuckDB would keep one silently.
         # The cheap key-only check usually finds none; only then is the
         # full-content comparison (identical rows collapse) worth running.
+        # One row (a judge's answered call) has no duplicate: no query for it.
         source = name
-        dup = rel.query(
+        dup = tbl.num_rows > 1 and rel.query(
             view, f"SELECT 1 FROM {name} GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
         ).fetchall()
         if dup:
