@@ -197,8 +197,11 @@ def _secret_pattern() -> str | None:
     """One case-insensitive pattern matching every known secret in any of its encoded
     forms (:func:`_char_forms`); None when there is no known secret."""
     values = _secret_values()
-    if not values:
-        return None
+    return _pattern_of(tuple(values)) if values else None
+
+
+@functools.lru_cache(maxsize=16)  # built per character of every secret: once per set
+def _pattern_of(values: tuple[str, ...]) -> str:
     return "(?i)" + "|".join("".join(_char_forms(c) for c in v) for v in values)
 
 
