@@ -67,24 +67,34 @@ def test_the_config_hash_enters_the_request_hash(verdict: dict) -> None:
     assert bare.request_hash != a.request_hash
 
 
-def test_live_run_replays_from_the_cli_with_zero_live_calls(db: Path) -> None:
+@pytest.fixture(scope="module")
+def live(db: Path) -> dict:
+    """The run ``live`` (30 verdicts from a scripted server, through the CLI) and its
+    replay ``replayed``, made once: the tests below read them, whatever their order."""
     with ScriptedServer() as srv:
-        r = invoke("extract", "--db", str(db), "--extractor", "openai:tiny", "--base-url",
-                   srv.base_url, "--response-format", "json_schema", "--temperature", "0.5",
-                   "--seed", "7", "--max-tokens", "200", "--policy", "on", "--verdicts",
-                   VERDICTS, "--run-id", "live", "--quiet", "--json")
-        assert r.exit_code == 0, r.output
-        assert srv.count == 30
-        body = srv.requests[0].body
-        assert body["response_format"]["type"] == "json_schema"
-        assert body["response_format"]["json_schema"]["schema"] == LESSONS_JSON_SCHEMA
-        assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.5, 7, 200)
-        ext_id = json.loads(r.stdout)["extractor_id"]
-        assert ext_id.startswith("tiny@lesson-v1+")
-        r = invoke("extract", "--db", str(db), "--extractor", f"replay:{ext_id}", "--policy",
-                   "on", "--verdicts", VERDICTS, "--run-id", "replayed", "--quiet", "--json")
-        assert r.exit_code == 0, r.output
-        assert srv.count == 30  # the replay called nobody
+        live = invoke("extract", "--db", str(db), "--extractor", "openai:tiny", "--base-url",
+                      srv.base_url, "--response-format", "json_schema", "--temperature",
+                      "0.5", "--seed", "7", "--max-tokens", "200", "--policy", "on",
+                      "--verdicts", VERDICTS, "--run-id", "live", "--quiet", "--json")
+        assert live.exit_code == 0, live.output
+        live_calls = srv.count
+        ext_id = json.loads(live.stdout)["extractor_id"]
+        replay = invoke("extract", "--db", str(db), "--extractor", f"replay:{ext_id}",
+                        "--policy", "on", "--verdicts", VERDICTS, "--run-id", "replayed",
+                        "--quiet", "--json")
+        assert replay.exit_code == 0, replay.output
+        return {"ext_id": ext_id, "body": srv.requests[0].body, "replay": replay,
+                "calls": (live_calls, srv.count)}
+
+
+def test_live_run_replays_from_the_cli_with_zero_live_calls(db: Path, live: dict) -> None:
+    body = live["body"]
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"] == LESSONS_JSON_SCHEMA
+    assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.5, 7, 200)
+    assert live["ext_id"].startswith("tiny@lesson-v1+")
+    assert live["calls"] == (30, 30)  # the replay called nobody
+    r = live["replay"]
     out = json.loads(r.stdout)
     assert out["n_errors"] == 0 and out["n_candidates"] == 30
     with tl.Store(db, read_only=True) as s:
@@ -96,8 +106,8 @@ def test_live_run_replays_from_the_cli_with_zero_live_calls(db: Path) -> None:
                      "config_hash = ?", [rows[0][0]]).fetchall() == [(30,)]
 
 
-def test_one_configuration_per_extractor_id_and_replay_refuses_another(db: Path,
-                                                                       verdict: dict) -> None:
+def test_one_configuration_per_extractor_id_and_replay_refuses_another(
+        db: Path, live: dict, verdict: dict) -> None:
     with tl.Store(db) as s:
         ext_id = s.sql("SELECT extractor_id FROM extraction_runs WHERE run_id = 'live'"
                        ).fetchall()[0][0]
@@ -128,7 +138,8 @@ def test_replay_knobs_are_refused(db: Path) -> None:
 # -- issue #16 item 4: usage per run ------------------------------------------------------
 
 
-def test_usage_of_a_live_run_its_replay_and_a_failing_run(db: Path, tmp_path: Path) -> None:
+def test_usage_of_a_live_run_its_replay_and_a_failing_run(db: Path, live: dict,
+                                                           tmp_path: Path) -> None:
     from tests.builders.http_server import Reply
     from truss_lab.store._usage import load_prices
 
