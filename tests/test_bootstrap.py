@@ -325,3 +325,25 @@ def test_sparse_histogram_counts_what_the_dense_one_counts(seed: int) -> None:
             a, b = dense.judged(w, rows), sparse.judged(w, rows)
             for name in ("kept", "tp", "judged", "n", "n_pos", "n_verdicts"):
                 np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_weighted_histogram_without_judged_counts_every_row_judged() -> None:
+    """A prediction-powered histogram has three kinds whether or not ``judged`` is given
+    (without it, every row is judged): each weight lands in its own verdict's cells, as
+    an explicit all-judged mask puts it and as a per-verdict loop adds it up."""
+    rng = np.random.default_rng(3)
+    g, n = 7, 60
+    codes, s = rng.integers(0, g, n), rng.random(n)
+    y = (rng.random(n) < 0.5).astype(np.uint8)
+    w, written = rng.random(n), rng.random(n) < 0.6
+    thr = np.array([0.8, 0.5, 0.2])
+    bare = _bootstrap.bin_counts(y, s, codes, g, thr, weights=(w, written))
+    every = _bootstrap.bin_counts(y, s, codes, g, thr, judged=np.ones(n, np.uint8),
+                                  weights=(w, written))
+    np.testing.assert_array_equal(bare, every)
+    bins = len(thr) - np.searchsorted(thr[::-1], s, side="right")
+    for v in range(g):
+        for b in range(len(thr) + 1):
+            at = (codes == v) & (bins == b)
+            np.testing.assert_allclose(bare[v, :, b], [np.count_nonzero(at & written),
+                                                     w[at & (y == 1)].sum(), w[at].sum()])

@@ -217,11 +217,14 @@ def bin_counts(
     ``[g, 2, j]`` the judged ones (those with a truth value).
 
     ``weights`` = ``(w, written)`` (prediction-powered counts): kind 0 counts the
-    ``written`` rows only, kinds 1 and 2 sum each row's ``w``; the histogram is float.
+    ``written`` rows only, kinds 1 and 2 sum each row's ``w``; the histogram is float,
+    of three kinds (without ``judged``, every row judged).
     """
     n_t = len(thresholds_desc)
     if weights is not None:
-        flat = _bin_of(s, codes, thresholds_desc, 2 if judged is None else 3)
+        # Three kinds whatever ``judged`` (without it every row is judged): the cells'
+        # stride is the histogram's.
+        flat = _bin_of(s, codes, thresholds_desc, 3)
         w, written = weights
         yb, jb = y.astype(bool), (np.ones(len(y), dtype=bool) if judged is None
                                   else judged.astype(bool))
