@@ -4,9 +4,7 @@ when duplicates, conflicts and bad lines fall in different batches."""
 
 from __future__ import annotations
 
-import gc
 import json
-import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import pandas as pd
 import pytest
 
 import truss_lab as tl
+from tests.builders.held import watched
 from truss_lab.ingest import _ingest, read_completions, read_labels
 
 SAMPLE = Path(tl.SAMPLE_DIR)
@@ -42,20 +41,7 @@ def _tracked(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
     held: list[int] = []
 
     def reader(*args: Any, **kwargs: Any) -> Iterator[tuple[Any, ...]]:
-        refs: list[weakref.ref[pd.DataFrame]] = []
-        # What lives before the import (modules, fixtures) is never a batch: frozen, it
-        # is left out of the collection after each batch, which then scans the import's
-        # own objects only (a full collection of the process cost ~2 % of make test).
-        gc.collect()
-        gc.freeze()
-        try:
-            for batch in real(*args, **kwargs):
-                gc.collect()
-                held.append(sum(r() is not None for r in refs))
-                refs.append(weakref.ref(batch[0]))
-                yield batch
-        finally:
-            gc.unfreeze()
+        return watched(real(*args, **kwargs), held, part=lambda batch: batch[0])
 
     monkeypatch.setattr(_ingest, name, reader)
     return held

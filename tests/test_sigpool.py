@@ -11,6 +11,7 @@ import pytest
 
 import truss_lab.journal._verify as sigpool
 from tests.builders.chains import RING, make_chain
+from tests.builders.held import watched
 from tests.builders.tampers import TAMPERS
 from truss_lab.journal._crypto import verify_signature
 from truss_lab.journal._spec import JournalColumns, read_journal_lines
@@ -149,26 +150,16 @@ def test_a_streamed_chain_is_not_held_whole(chain: list[dict], monkeypatch: pyte
     """verify_stream drops each batch once its own checks are done: when batch i is asked
     for, batches a window and more before it are gone (threads and worker processes
     alike), and the report is still verify_columns'."""
-    import gc
-    import weakref
-
     monkeypatch.setattr(sigpool, "_POOL_MIN", 1)
     monkeypatch.setattr(sigpool, "_WINDOW", 2)
     monkeypatch.setattr(sigpool, "_WINDOW_TASKS", 2)
     monkeypatch.setattr(sigpool, "_CHUNK", 5)
     cols = _columns([f"{json.dumps(e)}\n" for e in chain])
-    refs: list[weakref.ref[JournalColumns]] = []
     held: list[int] = []
-
     d = cols.to_pydict()
-
-    def batches():  # each part is made here, so only verify_stream can hold it
-        for a in range(0, len(cols), 5):
-            part = JournalColumns.from_mapping({k: v[a:a + 5] for k, v in d.items()})
-            gc.collect()
-            held.append(sum(r() is not None for r in refs))
-            refs.append(weakref.ref(part))
-            yield part
-
-    assert verify_stream(batches(), RING, workers=workers) == verify_columns(cols, RING)
-    assert len(refs) == 12 and max(held) <= 4, held  # a window of 2, and 2 at hand
+    # Each part is made here, so only verify_stream can hold it.
+    parts = (JournalColumns.from_mapping({k: v[a:a + 5] for k, v in d.items()})
+             for a in range(0, len(cols), 5))
+    assert verify_stream(watched(parts, held), RING, workers=workers) == \
+        verify_columns(cols, RING)
+    assert len(held) == 12 and max(held) <= 4, held  # a window of 2, and 2 at hand

@@ -18,6 +18,8 @@
   hold a needle);
 - :mod:`tests.builders.report`: the sample with a ``<script>`` lesson, for the
   report tests.
+- :mod:`tests.builders.held`: ``watched``, a stream's batches with how many earlier
+  ones are still alive as each is read (the streamed readers' memory tests);
 
 ``tests/conftest.py`` holds the fixtures every test file shares: ``store`` (a
 fresh in-memory store), ``key``, ``verdict``, and the bundled sample ingested
