@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from ..core._clock import utcnow
-from ._sql import quote_ident
+from ._sql import quote_ident, table_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,12 +58,6 @@ TABLE_CLAIMS: dict[str, str] = {
     "completions": "run_id IS NULL",
 }
 """Ingested tables and the rows of each their claim covers (a SQL condition)."""
-
-
-def _columns(con: Con, table: str) -> list[str]:
-    return [r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-        "ORDER BY ordinal_position", [table]).fetchall()]
 
 
 def _digest_sql(columns: list[str], where: str = "TRUE") -> str:
@@ -96,7 +90,7 @@ def _record(con: Con, scope: str, subject: str, part: str, columns: list[str],
 def claim_table(con: Con, table: str) -> None:
     """Record the claim of ingested ``table`` (:data:`TABLE_CLAIMS`) as it now is (in
     the caller's transaction, as every function here)."""
-    cols = _columns(con, table)
+    cols = table_columns(con, table)
     _record(con, "table", table, table, cols,
             *_digest(con, table, cols, TABLE_CLAIMS[table], []))
 
@@ -184,7 +178,7 @@ def claim_run(con: Con, run_id: str) -> None:
     """Record run ``run_id``'s claim: per table of :data:`RUN_PARTS`, its rows' count
     and digest (replacing the claim of an earlier end of the same run)."""
     for part in RUN_PARTS:
-        cols = _columns(con, part)
+        cols = table_columns(con, part)
         _record(con, "run", run_id, part, cols,
                 *_digest(con, part, cols, _RUN_ROWS.get(part, "run_id = ?"), [run_id]))
 

@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..core._models import utcnow
-from ._store import Store, has_table
+from ._sql import has_table
+from ._store import Store
 from ._tables import PROMPTS_SCHEMA
 
 __all__ = ["add_prompt", "stored_prompt", "stored_prompts"]

@@ -23,13 +23,13 @@ from ..core._errors import StoreError, StoreLockedError
 from ..core._secrets import redact_arrow
 from ._claims import TableAppend, backfill_claims, needs_table_claim
 from ._snapshot import Snapshot, take_snapshot
-from ._sql import quote_ident
+from ._sql import has_table, quote_ident
 
 if TYPE_CHECKING:  # only named in annotations: `truss-lab runs` never loads pandas
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "has_table", "open_store", "quote_ident"]
+__all__ = ["FREE_TEXT_COLUMNS", "SCHEMA_VERSION", "Store", "open_store", "quote_ident"]
 
 # Columns that hold a value from outside (a server's reply, an exception, a
 # configuration): every append passes them through the one redaction point.
@@ -160,16 +160,6 @@ def _memory_bytes(limit: str) -> int:
     if not m or m.group(2).upper() not in _UNITS:
         raise StoreError(f"not a memory size: {limit!r} (e.g. 128MB, 1GiB)")
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
-
-def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """Whether the connection's database has table ``name`` in its current schema."""
-    # duckdb_tables() of this database alone: information_schema (and duckdb_tables()
-    # unfiltered) reads every attached catalog, the system's included, which cost about
-    # a third of a store's opening (17 of 53 ms, a fresh process on a migrated file).
-    return bool(con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND schema_name = current_schema() AND table_name = ?", [name]).fetchall()[0][0])
 
 
 class Store:
